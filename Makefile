@@ -1,0 +1,112 @@
+# tpuform build.
+#
+#   make            build ./tpuform
+#   make demo       deps + build + the main job on examples/local.yaml
+#   make check      deps + build + every test (unit, end-to-end)
+#   make bench      benchmarks (print figures; never pass/fail on time)
+#   make SANITIZE=address,undefined check
+#
+# Sources are picked up by directory, so a new module needs no Makefile edit:
+#   util/*.c state/*.c plan/*.c providers/*/*.c cmd/*.c  -> ./tpuform
+#   tests/unit/test_*.c                                   -> one binary each
+#   tests/fakegcp/*.c                                     -> tests/fakegcp/fakegcp
+
+PKGS      := libcurl yaml-0.1 jansson libgit2 libssh2 libcrypto
+TEST_PKGS := libmicrohttpd
+# Debian packages that provide the pkg-config modules above, plus the
+# programs the tests and the local provider run.
+DEB_PKGS  := build-essential pkg-config libcurl4-openssl-dev libyaml-dev \
+             libjansson-dev libgit2-dev libssh2-1-dev libssl-dev \
+             libmicrohttpd-dev screen git openssh-server openssh-client \
+             procps
+
+CC      ?= cc
+VERSION := 0.1.0
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
+           -Wshadow -Wformat=2 -Wstrict-prototypes -fno-common \
+           -D_GNU_SOURCE -DTPF_VERSION='"$(VERSION)"' -I. -pthread
+LDFLAGS += -pthread
+
+ifneq ($(SANITIZE),)
+CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+
+PKG_CFLAGS  = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS    = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+TEST_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)
+TEST_LIBS   = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
+
+LIB_SRCS  := $(sort $(wildcard util/*.c state/*.c plan/*.c providers/*.c providers/*/*.c) $(filter-out templates/embedded.c,$(wildcard templates/*.c)))
+CMD_SRCS  := $(sort $(wildcard cmd/*.c))
+TEMPLATES := $(sort $(wildcard templates/*.sh))
+GEN_SRCS  := templates/embedded.c
+LIB_OBJS  := $(LIB_SRCS:.c=.o) $(GEN_SRCS:.c=.o)
+CMD_OBJS  := $(CMD_SRCS:.c=.o)
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BINS := $(UNIT_SRCS:.c=)
+FAKEGCP_SRCS := $(sort $(wildcard tests/fakegcp/*.c))
+FAKEGCP   := $(if $(FAKEGCP_SRCS),tests/fakegcp/fakegcp)
+DEPS      := $(LIB_OBJS:.o=.d) $(CMD_OBJS:.o=.d) $(UNIT_SRCS:.c=.d) $(FAKEGCP_SRCS:.c=.d)
+
+.PHONY: all deps demo check test unit e2e bench clean check-deps
+all: tpuform
+
+# Flags the objects were built with: a change (e.g. SANITIZE) rebuilds all.
+.build-flags: FORCE
+	@echo '$(CC) $(CFLAGS) $(LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(CFLAGS) $(LDFLAGS)' > $@
+FORCE:
+
+%.o: %.c .build-flags
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -MMD -MP -c -o $@ $<
+
+# Templates are embedded into the binary: each file becomes a C string.
+templates/embedded.c: $(TEMPLATES) templates/embed.sh
+	sh templates/embed.sh $(TEMPLATES) > $@.tmp && mv $@.tmp $@
+
+# Objects are linked directly (no static archive: ar would confuse two
+# objects with the same base name in different directories).
+tpuform: $(CMD_OBJS) $(LIB_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $(CMD_OBJS) $(LIB_OBJS) $(PKG_LIBS)
+
+tests/unit/test_%: tests/unit/test_%.o tests/unit/unit.o $(LIB_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $< tests/unit/unit.o $(LIB_OBJS) $(PKG_LIBS)
+
+tests/fakegcp/fakegcp: $(FAKEGCP_SRCS:.c=.o) $(LIB_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $(FAKEGCP_SRCS:.c=.o) $(LIB_OBJS) $(TEST_LIBS) $(PKG_LIBS)
+
+# Install the Debian packages that are missing: as root with apt-get,
+# otherwise print the exact command to run.
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then echo "deps: all Debian packages present"; \
+	elif [ "$$(id -u)" = 0 ]; then \
+	  echo "deps: installing$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	else echo "deps: missing packages; run:"; echo "  sudo apt-get install -y$$missing"; exit 1; fi
+
+demo: deps
+	$(MAKE) tpuform
+	sh examples/demo.sh
+
+unit: $(UNIT_BINS)
+e2e: tpuform $(FAKEGCP)
+
+# The test command README.md gives. Prints TAP, ends with "N passed, N failed".
+check: deps
+	$(MAKE) tpuform $(UNIT_BINS) $(FAKEGCP)
+	sh tests/run.sh
+
+test: check
+
+bench: tpuform $(FAKEGCP)
+	sh tests/bench/run.sh
+
+clean:
+	rm -f tpuform templates/embedded.c .build-flags $(UNIT_BINS) $(FAKEGCP) tests/unit/unit.o
+	find . -name '*.o' -delete -o -name '*.d' -delete
+
+-include $(DEPS)

@@ -1,0 +1,124 @@
+/*
+ * The fleet file: YAML (libyaml) -> struct tpf_fleet.
+ *
+ * Contract: ../shared/DESIGN.md "The fleet file" and README.md's reference.
+ * Every error is a diagnostic whose summary is "FILE:LINE:COL: message"
+ * (line and column 1-based, from libyaml's marks) and says what was
+ * expected; unknown keys get "did you mean 'x'?" when a known key is within
+ * edit distance 2 (or a prefix). All errors found are reported, not just the
+ * first, where parsing can go on.
+ */
+#ifndef TPF_CONFIG_H
+#define TPF_CONFIG_H
+
+#include <stddef.h>
+#include "util/diag.h"
+#include "util/kv.h"
+
+enum tpf_provider_kind { TPF_PROVIDER_NONE = 0, TPF_PROVIDER_LOCAL, TPF_PROVIDER_GCP };
+enum tpf_transfer { TPF_TRANSFER_CLONE = 0, TPF_TRANSFER_BUNDLE };
+enum tpf_restart { TPF_RESTART_ON_FAILURE = 0, TPF_RESTART_ALWAYS, TPF_RESTART_NEVER };
+enum tpf_ssh_address { TPF_SSH_ADDRESS_AUTO = 0, TPF_SSH_ADDRESS_EXTERNAL, TPF_SSH_ADDRESS_INTERNAL };
+
+/* A quota rule: caps per zone x accelerator type x scheduling.
+ * A cap of -1 means "not declared" (no cap from this rule). */
+struct tpf_quota_rule {
+	char *zone;
+	char *accelerator_type;
+	int preemptible; /* cap on preemptible nodes */
+	int spot;        /* cap on spot nodes */
+	int on_demand;   /* cap on on-demand nodes */
+	int line, column;
+};
+
+struct tpf_group {
+	char *name;             /* [a-z][a-z0-9-]* */
+	char *accelerator_type; /* validated against plan/accel.h */
+	char *runtime_version;
+	char **zones;           /* ordered fallback list, at least one */
+	size_t nzones;
+	int count;              /* >= 0 */
+	int preemptible;        /* preemptible: true */
+	int spot;               /* spot: true (exclusive with preemptible) */
+	int workers;            /* VMs per node, from the accelerator table */
+	struct tpf_kvlist labels; /* user labels only (not the tpuform-* ones) */
+	/* Per-group overrides; already merged with the fleet-wide values, so
+	 * these are the effective ones: setup may be NULL, run is not. */
+	char *setup;
+	char *run;
+	struct tpf_kvlist env;  /* fleet env, then group env on top */
+	int queued;             /* queued: true -> queuedResources (issue 5) */
+	char *valid_until;      /* queued resource validUntilDuration, e.g. "6h"; may be NULL */
+	int line, column;       /* where the group starts in the file */
+};
+
+struct tpf_fleet {
+	char *path;  /* the fleet file as given */
+	char *dir;   /* its directory: relative paths in the file resolve here */
+	char *name;  /* fleet: [a-z][a-z0-9-]*, at most 40 chars */
+
+	enum tpf_provider_kind provider;
+	struct {
+		char *root;          /* resolved path; default "<dir>/.tpuform/local" */
+		double create_delay; /* seconds CREATING lasts; default 1 */
+	} local;
+	struct {
+		char *project;       /* required */
+		char *credentials;   /* resolved path or NULL (then ADC order) */
+		char *endpoint;      /* NULL: https://tpu.googleapis.com */
+	} gcp;
+
+	char *state_path; /* resolved; default "<dir>/tpuform.state.json" */
+
+	struct tpf_quota_rule *quota;
+	size_t nquota;
+
+	struct {
+		char *repo; /* URL or path (relative paths resolved against dir); NULL: no source */
+		char *ref;  /* default "HEAD" */
+		enum tpf_transfer transfer;
+	} source;
+
+	struct {
+		char *user;        /* default: $USER */
+		char *private_key; /* resolved path; NULL: ssh-agent */
+		int port;          /* default 22 */
+		enum tpf_ssh_address address;
+	} ssh;
+
+	struct tpf_kvlist env;     /* fleet-wide, non-secret */
+	/* Values already resolved from ${VAR} in tpuform's environment. Never
+	 * printed, never stored. A missing variable is a config error. */
+	struct tpf_kvlist secrets;
+	char *setup; /* may be NULL */
+	char *run;   /* required unless every group sets run */
+	enum tpf_restart restart;
+	int max_restarts; /* default 3 */
+
+	struct tpf_group *groups;
+	size_t ngroups;
+};
+
+/*
+ * Read and validate the fleet file at path. On success returns 0 and fills
+ * *out (caller releases with tpf_fleet_release). On any error returns
+ * TPF_ERROR with diagnostics appended; *out is left released.
+ * `getenv_fn` resolves ${VAR} in secrets; NULL means getenv().
+ */
+int tpf_fleet_load(struct tpf_fleet *out, const char *path, struct tpf_diags *d);
+
+/* The same from a buffer; `path` is only used in messages and to resolve
+ * relative paths. */
+int tpf_fleet_parse(struct tpf_fleet *out, const char *path, const char *text, size_t len,
+		    struct tpf_diags *d);
+
+void tpf_fleet_release(struct tpf_fleet *f);
+
+/* Borrowed pointer to the group named name, or NULL. */
+const struct tpf_group *tpf_fleet_group(const struct tpf_fleet *f, const char *name);
+
+/* Every zone any group names, de-duplicated, in first-seen order.
+ * Caller frees the array (not the strings, which f owns). */
+const char **tpf_fleet_zones(const struct tpf_fleet *f, size_t *n);
+
+#endif

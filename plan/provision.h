@@ -1,0 +1,73 @@
+/*
+ * Provisioning a worker: render its bootstrap script, upload it with the
+ * secrets env file, run it, and read back what it reports. Also the read-
+ * only probes used by refresh, show and logs. Transport-neutral: works the
+ * same over providers/local and providers/ssh.
+ *
+ * Protocol with the script (templates/bootstrap.sh): it is run as
+ * `sh tpuform/bootstrap.sh <verb>` and prints lines "TPUFORM key=value":
+ *   start   -> "TPUFORM result=started" or "TPUFORM result=unchanged"
+ *              (unchanged: the same script is already running in a live session)
+ *   restart -> "TPUFORM result=started" (kills the session first)
+ *   status  -> "TPUFORM session=alive|exited|dead|none", "TPUFORM exit_code=N",
+ *              "TPUFORM script=sha256:<hex of the running script>", "TPUFORM last_log=<line>"
+ *   stop    -> "TPUFORM result=stopped"
+ */
+#ifndef TPF_PROVISION_H
+#define TPF_PROVISION_H
+
+#include "plan/config.h"
+#include "providers/transport.h"
+#include "state/state.h"
+#include "util/diag.h"
+
+/* What a worker reports about its job. */
+struct tpf_worker_report {
+	int reachable;     /* 0: could not connect */
+	char *session;     /* "alive" "exited" "dead" "none" (never started); NULL if unreachable */
+	int exit_code;     /* -1 unknown / still running */
+	char *script_hash; /* "sha256:..." of the script the session runs, may be NULL */
+	char *last_log;    /* last line of the job log, may be NULL */
+	char *host_key;    /* fingerprint seen (ssh), may be NULL */
+};
+void tpf_worker_report_release(struct tpf_worker_report *r);
+
+/* Session name for a fleet: "tpuform-<fleet>" (DESIGN.md). Caller frees. */
+char *tpf_session_name(const char *fleet);
+
+/*
+ * Render the script worker `worker` of node `n` would get now (from n->job,
+ * n->generation, the fleet's name and session). Caller frees the script;
+ * *hash_out (caller frees) gets its "sha256:..." hash.
+ */
+char *tpf_provision_render(const struct tpf_fleet *f, const struct tpf_state_node *n,
+			   const struct tpf_live_node *live, int worker, char **hash_out);
+
+/*
+ * Provision worker `worker` of node n (whose job and generation are what
+ * to run) on the node `live` (for endpoints). force: restart even if the
+ * same script runs. On success updates n->workers[worker] (script_hash,
+ * session, status "running", provisioned_at, host_key, address) and sets
+ * *changed (0: already running this script, Ansible's "ok"). Errors:
+ * TPF_EUNREACHABLE, TPF_EHOSTKEY, TPF_ERROR; n->workers[worker].status is
+ * then "unreachable" or "failed".
+ */
+int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
+			 struct tpf_state_node *n, const struct tpf_live_node *live, int worker,
+			 int force, int *changed, struct tpf_diags *d);
+
+/* Ask worker `worker` for its status (read-only). Fills *r (caller releases). */
+int tpf_provision_probe(struct tpf_transport *t, const struct tpf_state_node *n,
+			const struct tpf_live_node *live, int worker,
+			struct tpf_worker_report *r, struct tpf_diags *d);
+
+/* The last `lines` lines of the worker's job log (0: all), appended to out. */
+int tpf_provision_logs(struct tpf_transport *t, const struct tpf_state_node *n,
+		       const struct tpf_live_node *live, int worker, int lines,
+		       struct tpf_buf *out, struct tpf_diags *d);
+
+/* Stop the worker's session (used before delete where reachable). */
+int tpf_provision_stop(struct tpf_transport *t, const struct tpf_state_node *n,
+		       const struct tpf_live_node *live, int worker, struct tpf_diags *d);
+
+#endif

@@ -1,0 +1,67 @@
+#include "plan/recipe.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void tpf_recipe_copy(struct tpf_recipe *dst, const struct tpf_recipe *src)
+{
+	struct tpf_kvlist labels = TPF_KVLIST_INIT;
+	tpf_kvlist_merge(&labels, &src->labels);
+	struct tpf_recipe tmp = {
+		.accelerator_type = xstrdup(src->accelerator_type),
+		.runtime_version = xstrdup(src->runtime_version),
+		.zone = xstrdup(src->zone),
+		.preemptible = src->preemptible,
+		.spot = src->spot,
+		.workers = src->workers,
+		.labels = labels,
+	};
+	tpf_recipe_release(dst);
+	*dst = tmp;
+}
+
+void tpf_recipe_release(struct tpf_recipe *r)
+{
+	free(r->accelerator_type);
+	free(r->runtime_version);
+	free(r->zone);
+	tpf_kvlist_release(&r->labels);
+	memset(r, 0, sizeof(*r));
+}
+
+const char *tpf_recipe_scheduling(const struct tpf_recipe *r)
+{
+	if (r->spot)
+		return "spot";
+	if (r->preemptible)
+		return "preemptible";
+	return "on-demand";
+}
+
+void tpf_job_copy(struct tpf_job *dst, const struct tpf_job *src)
+{
+	struct tpf_kvlist env = TPF_KVLIST_INIT;
+	tpf_kvlist_merge(&env, &src->env);
+	struct tpf_job tmp = {
+		.commit = xstrdup(src->commit),
+		.repo = xstrdup(src->repo),
+		.setup = xstrdup(src->setup),
+		.run = xstrdup(src->run),
+		.env = env,
+		.secrets_hash = xstrdup(src->secrets_hash),
+	};
+	tpf_job_release(dst);
+	*dst = tmp;
+}
+
+void tpf_job_release(struct tpf_job *j)
+{
+	free(j->commit);
+	free(j->repo);
+	free(j->setup);
+	free(j->run);
+	tpf_kvlist_release(&j->env);
+	free(j->secrets_hash);
+	memset(j, 0, sizeof(*j));
+}

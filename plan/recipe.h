@@ -1,0 +1,55 @@
+/*
+ * What a node is (its recipe) and what its workers run (its job).
+ *
+ * The recipe is everything the provider needs to (re)create a node; state
+ * keeps a full copy per node so that a vanished node can be recreated even
+ * after the fleet file changed. A change to a field marked "forces
+ * replacement" below replaces the node, as Terraform's google_tpu_v2_vm
+ * does (gcp-tpu-api.md section 8): accelerator type, runtime version, zone,
+ * scheduling. Labels update in place (nodes.patch updateMask=labels).
+ *
+ * The job is what the bootstrap script runs. A change re-provisions workers
+ * without touching the node.
+ */
+#ifndef TPF_RECIPE_H
+#define TPF_RECIPE_H
+
+#include "util/kv.h"
+
+struct tpf_recipe {
+	char *accelerator_type; /* "v4-16"; forces replacement */
+	char *runtime_version;  /* "tpu-ubuntu2204-base"; forces replacement */
+	char *zone;             /* "us-central2-b"; forces replacement */
+	int preemptible;        /* schedulingConfig.preemptible; forces replacement */
+	int spot;               /* schedulingConfig.spot; forces replacement */
+	int workers;            /* VMs in the slice, from the accelerator table */
+	/* Every label the node carries, including tpuform-fleet,
+	 * tpuform-group and tpuform-index. In place. */
+	struct tpf_kvlist labels;
+};
+
+struct tpf_job {
+	char *commit;   /* pinned source commit (40 hex), NULL without a source */
+	char *repo;     /* source repo as declared, NULL without a source */
+	char *setup;    /* setup command, may be NULL */
+	char *run;      /* run command */
+	struct tpf_kvlist env; /* non-secret environment */
+	/* sha256 over sorted secret names and values: lets the plan see that
+	 * a secret changed without storing it. NULL when there are none. */
+	char *secrets_hash;
+};
+
+/* Labels every node tpuform creates carries (DESIGN.md). */
+#define TPF_LABEL_FLEET "tpuform-fleet"
+#define TPF_LABEL_GROUP "tpuform-group"
+#define TPF_LABEL_INDEX "tpuform-index"
+
+void tpf_recipe_copy(struct tpf_recipe *dst, const struct tpf_recipe *src);
+void tpf_recipe_release(struct tpf_recipe *r);
+/* "preemptible", "spot" or "on-demand". Borrowed static string. */
+const char *tpf_recipe_scheduling(const struct tpf_recipe *r);
+
+void tpf_job_copy(struct tpf_job *dst, const struct tpf_job *src);
+void tpf_job_release(struct tpf_job *j);
+
+#endif

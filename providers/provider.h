@@ -1,0 +1,113 @@
+/*
+ * The provider interface: where nodes live.
+ *
+ * Two implementations: providers/local (embedded; nodes are directories and
+ * workers are screen sessions on this machine) and providers/gcp (Cloud TPU
+ * v2 REST). Calls block until done and are thread-safe: plan/apply.c runs
+ * several at once from a thread pool (-parallelism).
+ *
+ * Contract mirrored: Cloud TPU v2 nodes (shared/contracts/tpu.v2.discovery.json):
+ * states are the API's Node.state strings ("CREATING", "READY",
+ * "PREEMPTED", "TERMINATED", ...), health is Node.health.
+ */
+#ifndef TPF_PROVIDER_H
+#define TPF_PROVIDER_H
+
+#include <stddef.h>
+#include "plan/config.h"
+#include "plan/recipe.h"
+#include "util/diag.h"
+
+/* One worker's address: Node.networkEndpoints[i]. */
+struct tpf_endpoint {
+	char *ip;          /* internal ipAddress, may be NULL */
+	char *external_ip; /* accessConfig.externalIp, may be NULL */
+	int port;          /* ssh port to use (local: 0) */
+};
+
+/* A node as the provider reports it. */
+struct tpf_live_node {
+	char *name;        /* short node id ("llm-sweep-a-0"), not the full resource name */
+	char *id;          /* Node.id */
+	char *state;       /* Node.state */
+	char *health;      /* Node.health, may be NULL */
+	char *create_time; /* RFC 3339, may be NULL */
+	/* accelerator_type, runtime_version, zone, scheduling and labels as
+	 * live; workers = number of endpoints (or the table's if none yet). */
+	struct tpf_recipe recipe;
+	struct tpf_endpoint *endpoints;
+	size_t nendpoints;
+};
+
+struct tpf_live_set {
+	struct tpf_live_node *nodes;
+	size_t n, alloc;
+};
+
+void tpf_live_node_release(struct tpf_live_node *n);
+void tpf_live_node_copy(struct tpf_live_node *dst, const struct tpf_live_node *src);
+void tpf_live_set_release(struct tpf_live_set *s);
+/* Borrowed pointer or NULL. */
+struct tpf_live_node *tpf_live_set_find(const struct tpf_live_set *s, const char *name);
+/* Append a zeroed node and return it. */
+struct tpf_live_node *tpf_live_set_add(struct tpf_live_set *s);
+
+struct tpf_provider;
+struct tpf_transport;
+
+struct tpf_provider_ops {
+	const char *name; /* "local", "gcp" */
+
+	/*
+	 * Every node in the given zones that carries the label
+	 * tpuform-fleet=<fleet name>, appended to out. Nodes of other fleets
+	 * or without the label are never returned (so never touched).
+	 * Returns 0, or an error with diagnostics (then out may be partial and
+	 * callers must not act on absence).
+	 */
+	int (*refresh)(struct tpf_provider *p, const char *const *zones, size_t nzones,
+		       struct tpf_live_set *out, struct tpf_diags *d);
+
+	/*
+	 * Create node `name` from the recipe (labels included) and wait until
+	 * the create operation is done. On success fills *out (released by the
+	 * caller) with the node as it then is. Errors: TPF_EQUOTA (quota;
+	 * waiting will not help, try another zone), TPF_ECAPACITY (no capacity
+	 * in that zone now), TPF_ERROR (anything else), each with a diagnostic
+	 * that quotes the API's own message.
+	 */
+	int (*create)(struct tpf_provider *p, const char *name, const struct tpf_recipe *r,
+		      struct tpf_live_node *out, struct tpf_diags *d);
+
+	/* Delete node `name` in `zone` and wait until it is gone. A node that
+	 * is already gone is success. */
+	int (*remove)(struct tpf_provider *p, const char *zone, const char *name,
+		      struct tpf_diags *d);
+
+	/* Replace the node's labels (nodes.patch updateMask=labels). */
+	int (*set_labels)(struct tpf_provider *p, const char *zone, const char *name,
+			  const struct tpf_kvlist *labels, struct tpf_diags *d);
+
+	/* The transport that reaches this provider's workers (borrowed). */
+	struct tpf_transport *(*transport)(struct tpf_provider *p);
+
+	void (*free)(struct tpf_provider *p);
+};
+
+struct tpf_provider {
+	const struct tpf_provider_ops *ops;
+	const struct tpf_fleet *fleet; /* borrowed; outlives the provider */
+	void *impl;
+};
+
+/* Open the provider the fleet declares. Caller frees with tpf_provider_free. */
+int tpf_provider_open(struct tpf_provider **out, const struct tpf_fleet *f, struct tpf_diags *d);
+void tpf_provider_free(struct tpf_provider *p);
+
+/* Per-provider constructors, called by tpf_provider_open. */
+int tpf_local_provider_open(struct tpf_provider **out, const struct tpf_fleet *f,
+			    struct tpf_diags *d);
+int tpf_gcp_provider_open(struct tpf_provider **out, const struct tpf_fleet *f,
+			  struct tpf_diags *d);
+
+#endif

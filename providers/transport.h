@@ -1,0 +1,83 @@
+/*
+ * The transport interface: how tpuform reaches a worker.
+ *
+ * Implementations: providers/local (worker = a private HOME directory on
+ * this machine, commands run with /bin/sh) and providers/ssh (libssh2:
+ * SFTP upload, exec channel). Paths given to put() are relative to the
+ * worker's home directory. A connection may be used by one thread at a
+ * time; different connections may be used from different threads.
+ */
+#ifndef TPF_TRANSPORT_H
+#define TPF_TRANSPORT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include "providers/provider.h"
+#include "util/buf.h"
+#include "util/diag.h"
+
+/* Which worker to reach. All pointers borrowed for the call. */
+struct tpf_worker_ref {
+	const char *node;     /* node name */
+	const char *node_id;  /* provider node id (a new id starts a new host key pin) */
+	int worker;           /* worker index, 0-based */
+	int nworkers;
+	const struct tpf_endpoint *endpoint; /* NULL for local */
+	const char *host_key; /* pinned fingerprint, NULL: trust on first use */
+};
+
+struct tpf_conn; /* opaque, per implementation */
+struct tpf_transport;
+
+struct tpf_transport_ops {
+	/*
+	 * Reach the worker. On success *out is an open connection and, when
+	 * host_key_out is not NULL, *host_key_out the fingerprint seen (caller
+	 * frees; NULL for local). Errors: TPF_EUNREACHABLE (could not connect
+	 * within the timeout, after retries), TPF_EHOSTKEY (key differs from
+	 * the pin: the diagnostic names the worker and both fingerprints),
+	 * TPF_ERROR.
+	 */
+	int (*connect)(struct tpf_transport *t, const struct tpf_worker_ref *w,
+		       struct tpf_conn **out, char **host_key_out, struct tpf_diags *d);
+
+	/* Write data to path (relative to the worker's home; parent
+	 * directories created) with the given mode, replacing it atomically. */
+	int (*put)(struct tpf_conn *c, const char *path, const void *data, size_t len,
+		   mode_t mode, struct tpf_diags *d);
+
+	/*
+	 * Run `command` with /bin/sh in the worker's home. stdout and stderr
+	 * are appended to out (may be NULL); *status gets the exit status
+	 * (127 when the shell could not run it). timeout: seconds, 0 = none.
+	 * Returns 0 when the command ran (whatever its status), TPF_ERROR or
+	 * TPF_EUNREACHABLE when it could not be run or timed out.
+	 */
+	int (*exec)(struct tpf_conn *c, const char *command, struct tpf_buf *out, int *status,
+		    double timeout, struct tpf_diags *d);
+
+	/*
+	 * Optional (NULL if unsupported): make directory `dest` (relative to
+	 * home) a checkout of `repo` at `commit`, done by tpuform itself
+	 * (local provider: libgit2 clone + checkout). When NULL the bootstrap
+	 * script fetches the source on the worker.
+	 */
+	int (*put_source)(struct tpf_conn *c, const char *repo, const char *commit,
+			  const char *dest, struct tpf_diags *d);
+
+	void (*close)(struct tpf_conn *c);
+
+	/*
+	 * Replace the current process with an interactive shell on the worker
+	 * (`tpuform ssh`). Returns only on failure (TPF_ERROR with diagnostic).
+	 */
+	int (*interactive)(struct tpf_transport *t, const struct tpf_worker_ref *w,
+			   struct tpf_diags *d);
+};
+
+struct tpf_transport {
+	const struct tpf_transport_ops *ops;
+	void *impl;
+};
+
+#endif

@@ -1,0 +1,114 @@
+/*
+ * The state file: what tpuform created and what it knows of it.
+ *
+ * JSON (jansson), mirroring Terraform's state v4 conventions
+ * (terraform-ux.md section 4): "version" (schema, TPF_STATE_VERSION),
+ * "serial" (rises by one on each write whose content differs),
+ * "lineage" (UUID set once when a blank state is created),
+ * "tpuform_version", "fleet", then "nodes" sorted by name. Each node keeps
+ * its full recipe (so a vanished node can be recreated), its generation and
+ * per worker the rendered script's hash and session facts. Secrets are
+ * never stored: only job.secrets_hash.
+ *
+ * Files: <path> (mode 0600), <path>.backup (the content read at load,
+ * written once before the first overwrite in this process, only when the new
+ * state differs).
+ */
+#ifndef TPF_STATE_H
+#define TPF_STATE_H
+
+#include <stddef.h>
+#include <jansson.h>
+#include "plan/recipe.h"
+#include "util/diag.h"
+
+#define TPF_STATE_VERSION 1
+
+/* Node status in state (Terraform's instance status, plus pending). */
+#define TPF_NODE_PENDING "pending" /* create about to be / was sent, not confirmed */
+#define TPF_NODE_CREATED "created" /* the provider confirmed the node */
+#define TPF_NODE_TAINTED "tainted" /* create failed half-way: replace next time */
+
+struct tpf_state_worker {
+	int index;            /* worker id, 0-based */
+	char *script_hash;    /* "sha256:..." of the rendered bootstrap, NULL: never provisioned */
+	char *session;        /* screen session name */
+	char *status;         /* "running" "exited" "dead" "unreachable" "unknown"; NULL unknown */
+	int exit_code;        /* job's last exit status, -1 unknown */
+	int restarts;         /* restarts by tpuform on this node generation */
+	char *address;        /* last address used to reach it, may be NULL */
+	char *host_key;       /* pinned host key fingerprint "SHA256:..." (ssh), may be NULL */
+	char *provisioned_at; /* RFC 3339, may be NULL */
+};
+
+struct tpf_state_node {
+	char *name;       /* "<fleet>-<group>-<index>" */
+	char *group;
+	int index;
+	char *id;         /* provider's node id; NULL until created */
+	char *status;     /* TPF_NODE_* */
+	int generation;   /* 0 at first creation, +1 per re-creation or restart */
+	struct tpf_recipe recipe;
+	struct tpf_job job;   /* what the workers were last provisioned with */
+	char *created_at; /* RFC 3339 */
+	struct tpf_state_worker *workers;
+	size_t nworkers;
+};
+
+struct tpf_state {
+	int version;
+	long serial;
+	char *lineage;
+	char *tpuform_version; /* version that last wrote it */
+	char *fleet;           /* fleet name, NULL in a blank state */
+	struct tpf_state_node *nodes;
+	size_t nnodes, alloc;
+
+	/* Private: the canonical JSON last read or written, for "did the
+	 * content change" and the backup. Managed by load/save. */
+	char *last_json;
+	int backup_written;
+};
+
+/* A blank state with a fresh lineage and serial 0. Release with tpf_state_release. */
+void tpf_state_init(struct tpf_state *st);
+void tpf_state_release(struct tpf_state *st);
+
+/*
+ * Load path into *st. A missing file gives a blank state (return 0).
+ * A file that is not valid JSON, has no lineage, or whose version is newer
+ * than TPF_STATE_VERSION is refused (TPF_ERROR, with a message saying why
+ * and that the file was left untouched); *st is then a blank state that
+ * must not be saved over the file (callers stop).
+ */
+int tpf_state_load(struct tpf_state *st, const char *path, struct tpf_diags *d);
+
+/*
+ * Write st to path atomically (util/fs.h tpf_write_file_atomic, mode 0600).
+ * If the content (everything but serial) equals what was last read or
+ * written, nothing is written and serial stays. Otherwise serial += 1, the
+ * backup is written once if a previous file existed, and the file replaced.
+ * Not thread-safe: callers serialise (plan/apply.c holds a mutex).
+ */
+int tpf_state_save(struct tpf_state *st, const char *path, struct tpf_diags *d);
+
+/* JSON form (new reference; caller json_decref). Used by save, saved plans
+ * and `show -json`. */
+json_t *tpf_state_to_json(const struct tpf_state *st);
+/* Parse the JSON form; same refusal rules as load. `what` names the source
+ * in messages (a path). */
+int tpf_state_from_json(struct tpf_state *st, json_t *root, const char *what, struct tpf_diags *d);
+
+/* Borrowed pointer to the node, or NULL. Pointers are invalidated by add/remove. */
+struct tpf_state_node *tpf_state_find(struct tpf_state *st, const char *name);
+/* Add (or return the existing) node named name; new nodes are zeroed with
+ * status pending, generation 0 and exit codes -1. Keeps nodes sorted. */
+struct tpf_state_node *tpf_state_add(struct tpf_state *st, const char *name);
+/* Remove a node; returns 1 if it was there. */
+int tpf_state_remove(struct tpf_state *st, const char *name);
+/* Make the node have exactly n workers (indices 0..n-1), keeping existing
+ * facts for indices that remain. */
+void tpf_state_node_set_workers(struct tpf_state_node *n, size_t nworkers);
+void tpf_state_node_release(struct tpf_state_node *n);
+
+#endif

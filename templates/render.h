@@ -1,0 +1,49 @@
+/*
+ * The per-worker bootstrap script, rendered from templates/bootstrap.sh
+ * (embedded into the binary at build time by templates/embed.sh).
+ *
+ * Every value is shell-quoted (util/shquote.h). Secrets never appear in the
+ * script: they go to a separate 0600 env file that the job sources.
+ */
+#ifndef TPF_RENDER_H
+#define TPF_RENDER_H
+
+#include "util/kv.h"
+
+/* Where things live on a worker, relative to its home directory. */
+#define TPF_REMOTE_DIR "tpuform"                       /* all tpuform files */
+#define TPF_REMOTE_SCRIPT "tpuform/bootstrap.sh"
+#define TPF_REMOTE_SECRETS "tpuform/secrets.env"     /* mode 0600 */
+#define TPF_REMOTE_SRC "tpuform/src"                 /* source checkout */
+#define TPF_REMOTE_BUNDLE "tpuform/source.bundle"    /* transfer: bundle */
+
+struct tpf_bootstrap_params {
+	const char *fleet;
+	const char *node;
+	int worker;       /* TPUFORM_WORKER_ID */
+	int nworkers;     /* TPUFORM_NUM_WORKERS */
+	int retry;        /* TPUFORM_RETRY: the node's generation */
+	const char *commit;      /* TPUFORM_COMMIT, may be NULL (no source) */
+	const char *repo;        /* for source_mode "clone", may be NULL */
+	const char *source_mode; /* "present" (tpuform put it there), "clone", "bundle", "none" */
+	const char *setup;       /* may be NULL */
+	const char *run;
+	const struct tpf_kvlist *env; /* exported to setup and run */
+	const char *session;     /* screen session name */
+	const char *coordinator; /* worker 0's address for multi-host, may be NULL */
+};
+
+/* The rendered script; caller frees. Same params -> same bytes. */
+char *tpf_bootstrap_render(const struct tpf_bootstrap_params *p);
+
+/* The secrets env file ("export NAME='value'" lines, sorted by name);
+ * caller frees. An empty list gives a file with only a comment. */
+char *tpf_secrets_render(const struct tpf_kvlist *secrets);
+
+/* 1 if name is a valid environment variable name ([A-Za-z_][A-Za-z0-9_]*). */
+int tpf_env_name_valid(const char *name);
+
+/* Embedded templates (generated templates/embedded.c). */
+extern const char tpf_template_bootstrap_sh[];
+
+#endif

@@ -1,0 +1,70 @@
+/*
+ * Diagnostics: errors and warnings collected for people.
+ *
+ * Library code (plan/, state/, providers/) never prints and never exits: it
+ * returns an int (0, or a negative TPF_E* code) and appends what went wrong
+ * to a caller-owned struct tpf_diags. Only cmd/ prints them. This mirrors
+ * Terraform, which gathers every error of a parallel apply and prints them
+ * together at the end (terraform-ux.md section 7).
+ *
+ * Thread safety: tpf_diags_add* lock an internal mutex, so workers of a
+ * parallel apply may share one list.
+ */
+#ifndef TPF_DIAG_H
+#define TPF_DIAG_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+/* Expected failures. Anything else is -1 (TPF_ERROR). */
+enum {
+	TPF_OK = 0,
+	TPF_ERROR = -1,
+	TPF_ENOTFOUND = -2,  /* object does not exist (HTTP 404, no such node) */
+	TPF_ELOCKED = -3,    /* state lock held by someone else */
+	TPF_ESTALE = -4,     /* saved plan no longer matches state */
+	TPF_EQUOTA = -5,     /* quota exhausted: try the next zone */
+	TPF_ECAPACITY = -6,  /* no capacity / reservation short: next zone or later */
+	TPF_ETRANSIENT = -7, /* retry may succeed (5xx, resets, timeouts) */
+	TPF_EUNREACHABLE = -8, /* worker could not be reached */
+	TPF_EHOSTKEY = -9,   /* worker host key differs from the pinned one */
+	TPF_EINTERRUPTED = -10, /* a signal asked us to stop */
+};
+
+enum tpf_severity { TPF_SEV_ERROR, TPF_SEV_WARNING };
+
+struct tpf_diag {
+	enum tpf_severity severity;
+	char *summary; /* one line; for config errors "FILE:LINE:COL: message" */
+	char *detail;  /* optional further lines, e.g. a hint; may be NULL */
+	char *address; /* optional subject (node name, NODE/wN); may be NULL */
+};
+
+struct tpf_diags {
+	struct tpf_diag *items;
+	size_t n, alloc;
+	pthread_mutex_t mu;
+};
+
+#define TPF_DIAGS_INIT { NULL, 0, 0, PTHREAD_MUTEX_INITIALIZER }
+
+void tpf_diags_init(struct tpf_diags *d);
+void tpf_diags_release(struct tpf_diags *d);
+
+/*
+ * Append a diagnostic. `address` and `detail` may be NULL. Returns TPF_ERROR
+ * for errors (so callers can `return tpf_error(d, ...)`) and 0 for warnings.
+ */
+int tpf_diags_add(struct tpf_diags *d, enum tpf_severity sev, const char *address,
+		  const char *summary, const char *detail);
+int tpf_error(struct tpf_diags *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int tpf_errorx(struct tpf_diags *d, const char *address, const char *detail,
+	       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void tpf_warn(struct tpf_diags *d, const char *address, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+size_t tpf_diags_errors(const struct tpf_diags *d);
+/* Move every diagnostic of src to the end of dst; src ends empty. */
+void tpf_diags_move(struct tpf_diags *dst, struct tpf_diags *src);
+
+#endif

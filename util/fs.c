@@ -1,0 +1,169 @@
+#include "util/fs.h"
+#include "util/xalloc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int tpf_read_file(const char *path, struct tpf_buf *out, struct tpf_diags *d)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return TPF_ENOTFOUND;
+		return tpf_error(d, "cannot open '%s': %s", path, strerror(errno));
+	}
+	char chunk[65536];
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = errno;
+			close(fd);
+			return tpf_error(d, "cannot read '%s': %s", path, strerror(e));
+		}
+		if (n == 0)
+			break;
+		tpf_buf_add(out, chunk, (size_t)n);
+	}
+	close(fd);
+	return 0;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int tpf_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
+			  struct tpf_diags *d)
+{
+	char *tmp = xasprintf("%s.tmp.%ld", path, (long)getpid());
+	char *dir = tpf_dirname(path);
+	int err = 0, fd = -1;
+
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (fd < 0) {
+		err = tpf_error(d, "cannot create '%s': %s", tmp, strerror(errno));
+		goto done;
+	}
+	if (fchmod(fd, mode) < 0 || write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+		err = tpf_error(d, "cannot write '%s': %s", tmp, strerror(errno));
+		goto done;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		err = tpf_error(d, "cannot write '%s': %s", tmp, strerror(errno));
+		goto done;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0) {
+		err = tpf_error(d, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+		goto done;
+	}
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		/* The rename is durable only once the directory entry is. */
+		if (fsync(dfd) < 0)
+			err = tpf_error(d, "cannot fsync directory '%s': %s", dir, strerror(errno));
+		close(dfd);
+	}
+done:
+	if (fd >= 0)
+		close(fd);
+	if (err)
+		unlink(tmp);
+	free(tmp);
+	free(dir);
+	return err;
+}
+
+int tpf_mkdir_p(const char *path, mode_t mode, struct tpf_diags *d)
+{
+	char *p = xstrdup(path);
+	int err = 0;
+	for (char *s = p + 1;; s++) {
+		if (*s == '/' || *s == '\0') {
+			char saved = *s;
+			*s = '\0';
+			if (mkdir(p, mode) < 0 && errno != EEXIST) {
+				err = tpf_error(d, "cannot create directory '%s': %s", p, strerror(errno));
+				break;
+			}
+			*s = saved;
+			if (!saved)
+				break;
+		}
+	}
+	free(p);
+	return err;
+}
+
+int tpf_remove_tree(const char *path, struct tpf_diags *d)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : tpf_error(d, "cannot stat '%s': %s", path, strerror(errno));
+	if (S_ISDIR(st.st_mode)) {
+		DIR *dir = opendir(path);
+		if (!dir)
+			return tpf_error(d, "cannot open directory '%s': %s", path, strerror(errno));
+		struct dirent *e;
+		int err = 0;
+		while ((e = readdir(dir))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			char *child = xasprintf("%s/%s", path, e->d_name);
+			if (tpf_remove_tree(child, d) < 0)
+				err = TPF_ERROR;
+			free(child);
+		}
+		closedir(dir);
+		if (err)
+			return err;
+		if (rmdir(path) < 0)
+			return tpf_error(d, "cannot remove '%s': %s", path, strerror(errno));
+		return 0;
+	}
+	if (unlink(path) < 0 && errno != ENOENT)
+		return tpf_error(d, "cannot remove '%s': %s", path, strerror(errno));
+	return 0;
+}
+
+char *tpf_dirname(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return xstrdup(".");
+	if (slash == path)
+		return xstrdup("/");
+	return xstrndup(path, (size_t)(slash - path));
+}
+
+char *tpf_path_join(const char *dir, const char *rel)
+{
+	if (rel[0] == '/')
+		return xstrdup(rel);
+	if (rel[0] == '~' && (rel[1] == '/' || rel[1] == '\0')) {
+		const char *home = getenv("HOME");
+		return xasprintf("%s%s", home ? home : "", rel + 1);
+	}
+	if (!dir || !*dir || !strcmp(dir, "."))
+		return xstrdup(rel);
+	return xasprintf("%s/%s", dir, rel);
+}

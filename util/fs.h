@@ -1,0 +1,37 @@
+/*
+ * File helpers. All return 0 on success or TPF_ERROR with a diagnostic
+ * naming the path and strerror(errno).
+ */
+#ifndef TPF_FS_H
+#define TPF_FS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include "util/buf.h"
+#include "util/diag.h"
+
+/* Read a whole file into out (appended). ENOENT returns TPF_ENOTFOUND with
+ * no diagnostic, so callers can treat "missing" as a normal case. */
+int tpf_read_file(const char *path, struct tpf_buf *out, struct tpf_diags *d);
+
+/*
+ * Replace path with data atomically: write "<path>.tmp.<pid>", fsync it,
+ * rename over path, fsync the directory. Readers see the old or the new
+ * content, never a mix, even after a crash (POSIX rename(2) atomicity).
+ * The file gets `mode` (e.g. 0600).
+ */
+int tpf_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
+			  struct tpf_diags *d);
+
+/* mkdir -p with the given mode for the directories it creates. */
+int tpf_mkdir_p(const char *path, mode_t mode, struct tpf_diags *d);
+
+/* rm -rf path (no error if missing). */
+int tpf_remove_tree(const char *path, struct tpf_diags *d);
+
+/* Directory part of path ("." if none). Caller frees. */
+char *tpf_dirname(const char *path);
+/* Join dir and rel unless rel is absolute; "~/" expands to $HOME. Caller frees. */
+char *tpf_path_join(const char *dir, const char *rel);
+
+#endif

@@ -1,0 +1,42 @@
+#include "util/hash.h"
+#include "util/xalloc.h"
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+void tpf_sha256_hex(const void *data, size_t len, char out[65])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL)) {
+		fprintf(stderr, "fatal: SHA-256 failed in libcrypto\n");
+		abort();
+	}
+	for (unsigned int i = 0; i < mdlen; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	out[64] = '\0';
+}
+
+char *tpf_sha256_tagged(const void *data, size_t len)
+{
+	char hex[65];
+	tpf_sha256_hex(data, len, hex);
+	return xasprintf("sha256:%s", hex);
+}
+
+void tpf_uuid4(char out[37])
+{
+	unsigned char b[16];
+	if (RAND_bytes(b, sizeof(b)) != 1) {
+		fprintf(stderr, "fatal: no randomness from libcrypto\n");
+		abort();
+	}
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+	snprintf(out, 37,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
+		 b[11], b[12], b[13], b[14], b[15]);
+}

@@ -1,0 +1,18 @@
+/*
+ * Hashes and random identifiers, all from OpenSSL's libcrypto (EVP SHA-256,
+ * RAND_bytes): no hand-written crypto.
+ */
+#ifndef TPF_HASH_H
+#define TPF_HASH_H
+
+#include <stddef.h>
+
+/* Lowercase hex SHA-256 of data (64 chars + NUL) into out[65]. */
+void tpf_sha256_hex(const void *data, size_t len, char out[65]);
+/* Same, as "sha256:<hex>" in a fresh string the caller frees. */
+char *tpf_sha256_tagged(const void *data, size_t len);
+
+/* A random RFC 4122 version-4 UUID (36 chars + NUL) into out[37]. */
+void tpf_uuid4(char out[37]);
+
+#endif

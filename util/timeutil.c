@@ -1,0 +1,103 @@
+#include "util/timeutil.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+double tpf_now_mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double tpf_now_wall(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void tpf_rfc3339(double wall, char *out, size_t outlen)
+{
+	time_t t = (time_t)wall;
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(out, outlen, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void tpf_rfc3339_micro(double wall, char *out, size_t outlen)
+{
+	time_t t = (time_t)wall;
+	struct tm tm;
+	localtime_r(&t, &tm);
+	char base[32], zone[8];
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	strftime(zone, sizeof(zone), "%z", &tm); /* +hhmm */
+	long usec = (long)((wall - (double)t) * 1e6);
+	if (usec < 0)
+		usec = 0;
+	snprintf(out, outlen, "%s.%06ld%.3s:%s", base, usec, zone, zone + 3);
+}
+
+void tpf_fmt_elapsed(double seconds, char *out, size_t outlen)
+{
+	long s = (long)seconds;
+	snprintf(out, outlen, "%02ldm%02lds", s / 60, s % 60);
+}
+
+void tpf_fmt_duration(double seconds, char *out, size_t outlen)
+{
+	long s = (long)(seconds + 0.5);
+	if (s < 60)
+		snprintf(out, outlen, "%lds", s);
+	else if (s < 3600)
+		snprintf(out, outlen, "%ldm%lds", s / 60, s % 60);
+	else
+		snprintf(out, outlen, "%ldh%ldm%lds", s / 3600, (s / 60) % 60, s % 60);
+}
+
+int tpf_parse_duration(const char *s, double *seconds)
+{
+	double total = 0;
+	const char *p = s;
+	if (!*p)
+		return -1;
+	while (*p) {
+		char *end;
+		errno = 0;
+		double v = strtod(p, &end);
+		if (end == p || errno || v < 0)
+			return -1;
+		p = end;
+		if (!strncmp(p, "ms", 2)) {
+			total += v / 1000.0;
+			p += 2;
+		} else if (*p == 's') {
+			total += v;
+			p++;
+		} else if (*p == 'm') {
+			total += v * 60;
+			p++;
+		} else if (*p == 'h') {
+			total += v * 3600;
+			p++;
+		} else if (*p == '\0' && p == end && total == 0) {
+			total = v; /* bare number: seconds */
+		} else {
+			return -1;
+		}
+	}
+	*seconds = total;
+	return 0;
+}
+
+void tpf_sleep(double seconds)
+{
+	if (seconds <= 0)
+		return;
+	struct timespec ts = { (time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9) };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}

@@ -1,0 +1,36 @@
+/*
+ * Time helpers. Durations are in seconds (double) unless a name says ms.
+ */
+#ifndef TPF_TIMEUTIL_H
+#define TPF_TIMEUTIL_H
+
+#include <stddef.h>
+#include <time.h>
+
+/* Monotonic clock, seconds. For elapsed times and timeouts. */
+double tpf_now_mono(void);
+/* Wall clock, seconds since the epoch. */
+double tpf_now_wall(void);
+
+/* RFC 3339 UTC timestamp with second precision ("2026-11-21T13:45:00Z")
+ * into out (at least 32 bytes). */
+void tpf_rfc3339(double wall, char *out, size_t outlen);
+/* RFC 3339 with local offset and microseconds, as Terraform's -json
+ * "@timestamp" ("2026-11-21T13:45:00.123456+00:00"). */
+void tpf_rfc3339_micro(double wall, char *out, size_t outlen);
+
+/* Terraform's heartbeat format "%02dm%02ds" ("00m10s"). */
+void tpf_fmt_elapsed(double seconds, char *out, size_t outlen);
+/* Go's time.Duration style used in "Creation complete after 1m2s". */
+void tpf_fmt_duration(double seconds, char *out, size_t outlen);
+
+/*
+ * Parse "30s", "5m", "1h", "1m30s", "250ms" or a bare number of seconds.
+ * Returns 0 and sets *seconds, or -1 if s is not a duration.
+ */
+int tpf_parse_duration(const char *s, double *seconds);
+
+/* Sleep for the given seconds (restarts on EINTR unless *stop becomes set). */
+void tpf_sleep(double seconds);
+
+#endif
