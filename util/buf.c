@@ -2,6 +2,7 @@
 #include "util/xalloc.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 char tpf_buf_empty[1];
