@@ -17,12 +17,13 @@ struct tpf_accel {
 
 /*
  * Parse and check an accelerator type such as "v4-16". Returns 0 and fills
- * *out, or -1 if the family is unknown or the size is not one the family
- * offers (sizes are powers of two within each family's range).
- * `why` (optional) receives a borrowed static explanation for people, e.g.
- * "unknown family 'v9' (expected v2, v3, v4, v5p, v5litepod or v6e)"
- * would need formatting, so it is the expectation only:
- * "expected <family>-<size> with family v2, v3, v4, v5p, v5litepod or v6e".
+ * *out (if not NULL), or -1 if the family is unknown or the size is not one
+ * the family offers.
+ * On failure `why` (optional) receives a borrowed static string stating what
+ * was expected, worded to follow "must be", e.g. for "v4-12"
+ * "v4-N with N a power of two from 8 to 4096", and for "v9-8"
+ * "<family>-<size> with family v2, v3, v4, v5p, v5litepod or v6e, such as
+ * 'v4-16'". The caller quotes the type itself. On success *why is NULL.
  */
 int tpf_accel_lookup(const char *type, struct tpf_accel *out, const char **why);
 
