@@ -1,0 +1,63 @@
+/*
+ * The embedded `local` provider: Cloud TPU nodes simulated on this machine,
+ * so that a newcomer can run all of tpuform without a cloud account and the
+ * layers above (plan, apply, watch) are exercised for real.
+ *
+ * Layout under the fleet's provider.local.root (made absolute at open):
+ *   nodes/<name>/node.json      the node, in the shape of the API's Node
+ *                               (shared/contracts/tpu.v2.discovery.json):
+ *                               name, id (19 decimal digits), zone,
+ *                               acceleratorType, runtimeVersion,
+ *                               schedulingConfig {preemptible, spot}, labels,
+ *                               state, health, createTime (RFC 3339), plus
+ *                               readyAt (epoch seconds, a number) and workers
+ *   nodes/<name>/workers/<i>/   worker i's HOME (0700); its screen sockets
+ *                               live in <home>/.screen, its TMPDIR is
+ *                               <home>/tmp
+ *   bucket/                     shared by every node, standing in for a GCS
+ *                               bucket: checkpoints survive re-creation
+ *   locks/<name>.lock           flock(2) per node name, serialising
+ *                               read-modify-write of node.json between
+ *                               threads and processes
+ *
+ * Node states follow the API: CREATING until readyAt, then READY (health
+ * HEALTHY); DELETING while removed; PREEMPTED / TERMINATED / STOPPED only
+ * through tpf_local_preempt (`tpuform local preempt`). Workers of a node
+ * that is not READY are unreachable, as on GCP.
+ *
+ * Failure injection (read from the environment at each create, for tests):
+ *   TPUFORM_LOCAL_FAIL_CREATE=name1,name2  create fails (TPF_ERROR) after a
+ *                                          short delay, leaving no node
+ *   TPUFORM_LOCAL_NO_CAPACITY=zone1,zone2  create fails with TPF_ECAPACITY
+ *                                          and the API's stockout message
+ *   TPUFORM_LOCAL_NO_QUOTA=zone1,zone2     create fails with TPF_EQUOTA and
+ *                                          an API-style 429 quota message
+ */
+#ifndef TPF_LOCAL_H
+#define TPF_LOCAL_H
+
+#include "plan/config.h"
+#include "util/diag.h"
+
+/*
+ * Simulate what Cloud TPU does to a node when its VMs go away: set the
+ * node's state to new_state ("PREEMPTED" when NULL; also "TERMINATED" or
+ * "STOPPED"), drop its health, and kill every screen session and process
+ * of each of its workers. The node stays listed until deleted, as a
+ * preempted node on GCP does (it keeps holding quota there).
+ * Returns 0, TPF_ENOTFOUND when the node does not exist, or TPF_ERROR
+ * (unknown state, I/O, processes that survived SIGKILL), with diagnostics.
+ */
+int tpf_local_preempt(const struct tpf_fleet *f, const char *node, const char *new_state,
+		      struct tpf_diags *d);
+
+/*
+ * The home directory of worker `worker` (0-based) of `node` in *out
+ * (absolute path; caller frees). The node may be in any state.
+ * Returns 0, TPF_ENOTFOUND (no such node or worker, or an invalid node
+ * name) or TPF_ERROR (no local root); *out is then NULL. No diagnostics:
+ * callers say which node and worker they asked for.
+ */
+int tpf_local_worker_home(const struct tpf_fleet *f, const char *node, int worker, char **out);
+
+#endif

@@ -1,0 +1,105 @@
+/*
+ * Internals shared by the local provider's files (not a public interface).
+ * The on-disk layout is described in local.h.
+ */
+#ifndef TPF_LOCAL_INTERNAL_H
+#define TPF_LOCAL_INTERNAL_H
+
+#include <stddef.h>
+#include "plan/recipe.h"
+#include "providers/provider.h"
+#include "providers/transport.h"
+#include "util/buf.h"
+#include "util/diag.h"
+
+/* The provider's private data; also the transport's impl. */
+struct tpf_local {
+	char *root; /* absolute */
+	double create_delay;
+	const struct tpf_fleet *fleet;
+	struct tpf_transport transport;
+};
+
+/* local_transport.c */
+extern const struct tpf_transport_ops tpf_local_transport_ops;
+
+/* node.json in memory. */
+struct tpf_local_node {
+	char *name;
+	char *id;
+	char *state;
+	char *health;      /* NULL when not HEALTHY */
+	char *create_time; /* RFC 3339 */
+	double ready_at;   /* epoch seconds when CREATING turns READY */
+	struct tpf_recipe recipe; /* zone, type, runtime, scheduling, workers, labels */
+};
+
+void tpf_local_node_release(struct tpf_local_node *n);
+
+/* 1 if name is an RFC 1035 label as Cloud TPU node ids are
+ * ([a-z]([-a-z0-9]{0,61}[a-z0-9])?), hence safe as a directory name. */
+int tpf_local_name_valid(const char *name);
+
+/* Absolute root from the fleet (caller frees), or NULL with a diagnostic. */
+char *tpf_local_root(const struct tpf_fleet *f, struct tpf_diags *d);
+
+/* Paths; caller frees. */
+char *tpf_local_node_dir(const char *root, const char *name);
+char *tpf_local_node_file(const char *root, const char *name);
+char *tpf_local_home_path(const char *root, const char *name, int worker);
+
+/*
+ * Read nodes/<name>/node.json. TPF_ENOTFOUND (no diagnostic) when there is
+ * no node.json; TPF_ERROR with a diagnostic naming the file when it is
+ * corrupt. When settle is set, a CREATING node whose readyAt has passed
+ * becomes READY/HEALTHY, persisted under the node's lock.
+ */
+int tpf_local_node_load(const char *root, const char *name, int settle,
+			struct tpf_local_node *out, struct tpf_diags *d);
+/* Write node.json atomically (mode 0600). */
+int tpf_local_node_save(const char *root, const struct tpf_local_node *n, struct tpf_diags *d);
+
+/* A node's exclusive lock (flock on locks/<name>.lock): *fd_out >= 0 on
+ * success; release with tpf_local_unlock. */
+int tpf_local_lock(const char *root, const char *name, int *fd_out, struct tpf_diags *d);
+void tpf_local_unlock(int fd);
+
+/* A random node id: 19 decimal digits, no leading zero (Node.id). */
+void tpf_local_new_id(char out[20]);
+
+/* Make dir and chmod it 0700 whatever the umask (screen insists on it for
+ * SCREENDIR; homes are private as on a VM). */
+int tpf_local_mkdir_private(const char *path, struct tpf_diags *d);
+
+/*
+ * The environment a worker's commands get (NULL-terminated, caller frees
+ * with tpf_local_env_free): PATH (inherited), HOME, USER, LOGNAME, SHELL,
+ * LANG=C.UTF-8, TERM=xterm, SCREENDIR, TMPDIR, TPUFORM_LIBTPU_LOCKFILE,
+ * TPUFORM_BUCKET.
+ */
+char **tpf_local_env(const char *root, const char *home, const char *shell);
+void tpf_local_env_free(char **env);
+
+/*
+ * Run `/bin/sh -c command` in `home` with envp, in a new process group,
+ * stdin from /dev/null, stdout and stderr appended to out (may be NULL).
+ * *status: exit status, 128+N for signal N. timeout seconds (0: none): on
+ * expiry the process group is killed and TPF_ERROR returned naming
+ * `address`. Once the shell exits, output is read until EOF or for at most
+ * a short grace period, so a background process that kept the pipe open
+ * does not hold the caller.
+ */
+int tpf_local_run(const char *home, char *const envp[], const char *command,
+		  struct tpf_buf *out, int *status, double timeout, const char *address,
+		  struct tpf_diags *d);
+
+/*
+ * Stop everything running as worker `home`: the process groups recorded in
+ * <home>/tpuform/run/ *.pid, its screen sessions (quit), then any process
+ * whose environment has HOME=<home> or SCREENDIR=<home>/.screen (SIGSTOP,
+ * then SIGKILL, until none is left), and finally dead screen sockets.
+ */
+int tpf_local_kill_worker(const char *root, const char *home, const char *address,
+			  struct tpf_diags *d);
+
+#endif

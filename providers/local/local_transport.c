@@ -1,0 +1,258 @@
+/*
+ * The local transport: a worker is a private HOME directory on this
+ * machine, and commands run there with /bin/sh and a clean environment.
+ * Like SSH to a VM, it works only while the node is READY.
+ */
+#include "plan/source.h"
+#include "providers/local/local_internal.h"
+#include "util/fs.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct tpf_conn {
+	char *root;
+	char *node;
+	char *home;
+	int worker;
+	char *address; /* "<node>/w<i>", for messages */
+	char **env;
+};
+
+/*
+ * Check that worker w->worker of node w->node can be reached now; on
+ * success *home_out is its home (caller frees).
+ */
+static int locate(const char *root, const char *node_name, int worker, const char *address,
+		  char **home_out, struct tpf_diags *d)
+{
+	struct tpf_local_node node = { 0 };
+	char *home = NULL;
+	int err;
+
+	*home_out = NULL;
+	if (!tpf_local_name_valid(node_name))
+		return tpf_errorx(d, address, NULL, "cannot reach worker '%s': node name '%s' is not valid",
+				  address, node_name ? node_name : "");
+	err = tpf_local_node_load(root, node_name, 1, &node, d);
+	if (err == TPF_ENOTFOUND) {
+		tpf_errorx(d, address, NULL, "cannot reach worker '%s': node '%s' does not exist",
+			   address, node_name);
+		err = TPF_EUNREACHABLE;
+		goto done;
+	}
+	if (err < 0)
+		goto done;
+	if (worker < 0 || worker >= node.recipe.workers) {
+		err = tpf_errorx(d, address, NULL,
+				 "cannot reach worker '%s': node '%s' has %d worker%s (0 to %d)",
+				 address, node_name, node.recipe.workers,
+				 node.recipe.workers == 1 ? "" : "s", node.recipe.workers - 1);
+		goto done;
+	}
+	if (strcmp(node.state, "READY")) {
+		tpf_errorx(d, address, "a worker can be reached only while its node is READY",
+			   "cannot reach worker '%s': node '%s' is %s", address, node_name, node.state);
+		err = TPF_EUNREACHABLE;
+		goto done;
+	}
+	home = tpf_local_home_path(root, node_name, worker);
+	struct stat st;
+	if (stat(home, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		tpf_errorx(d, address, NULL, "cannot reach worker '%s': its home '%s' is missing",
+			   address, home);
+		err = TPF_EUNREACHABLE;
+		goto done;
+	}
+	*home_out = home;
+	home = NULL;
+done:
+	free(home);
+	tpf_local_node_release(&node);
+	return err;
+}
+
+/* The directories the environment names must exist (screen and
+ * mktemp fail without them). */
+static int prepare_home(const char *root, const char *home, struct tpf_diags *d)
+{
+	char *screendir = xasprintf("%s/.screen", home);
+	char *tmp = xasprintf("%s/tmp", home);
+	char *bucket = xasprintf("%s/bucket", root);
+	int err = 0;
+	if (tpf_local_mkdir_private(screendir, d) < 0 || tpf_local_mkdir_private(tmp, d) < 0 ||
+	    tpf_mkdir_p(bucket, 0700, d) < 0)
+		err = TPF_ERROR;
+	free(screendir);
+	free(tmp);
+	free(bucket);
+	return err;
+}
+
+static int local_connect(struct tpf_transport *t, const struct tpf_worker_ref *w,
+			 struct tpf_conn **out, char **host_key_out, struct tpf_diags *d)
+{
+	struct tpf_local *l = t->impl;
+	char *address = xasprintf("%s/w%d", w->node ? w->node : "", w->worker);
+	char *home = NULL;
+	int err;
+
+	*out = NULL;
+	if (host_key_out)
+		*host_key_out = NULL; /* no host key: nothing to pin */
+	err = locate(l->root, w->node, w->worker, address, &home, d);
+	if (err < 0)
+		goto done;
+	err = prepare_home(l->root, home, d);
+	if (err < 0)
+		goto done;
+	struct tpf_conn *c = xcalloc(1, sizeof(*c));
+	c->root = xstrdup(l->root);
+	c->node = xstrdup(w->node);
+	c->worker = w->worker;
+	c->home = home;
+	c->address = address;
+	c->env = tpf_local_env(l->root, home, NULL);
+	home = address = NULL;
+	*out = c;
+done:
+	free(home);
+	free(address);
+	return err;
+}
+
+/* Paths given to put and put_source stay inside the home. */
+static int check_rel(const struct tpf_conn *c, const char *path, struct tpf_diags *d)
+{
+	int ok = path && *path && path[0] != '/';
+	for (const char *s = path; ok && s && *s;) {
+		const char *slash = strchr(s, '/');
+		size_t n = slash ? (size_t)(slash - s) : strlen(s);
+		if ((n == 2 && !strncmp(s, "..", 2)) || (n == 1 && s[0] == '.') || n == 0)
+			ok = 0;
+		s = slash ? slash + 1 : NULL;
+	}
+	if (!ok)
+		return tpf_errorx(d, c->address, NULL,
+				  "path '%s' on worker '%s' is not valid: expected a path relative to the worker's home, without '.' or '..' parts",
+				  path ? path : "", c->address);
+	return 0;
+}
+
+/* An open connection dies with its node, as an SSH session would. */
+static int still_reachable(struct tpf_conn *c, struct tpf_diags *d)
+{
+	char *home = NULL;
+	int err = locate(c->root, c->node, c->worker, c->address, &home, d);
+	free(home);
+	return err;
+}
+
+static int local_put(struct tpf_conn *c, const char *path, const void *data, size_t len,
+		     mode_t mode, struct tpf_diags *d)
+{
+	if (check_rel(c, path, d) < 0)
+		return TPF_ERROR;
+	int err = still_reachable(c, d);
+	if (err < 0)
+		return err;
+	char *full = xasprintf("%s/%s", c->home, path);
+	char *dir = tpf_dirname(full);
+	err = tpf_mkdir_p(dir, 0700, d);
+	if (!err)
+		err = tpf_write_file_atomic(full, data, len, mode, d);
+	free(dir);
+	free(full);
+	return err;
+}
+
+static int local_exec(struct tpf_conn *c, const char *command, struct tpf_buf *out, int *status,
+		      double timeout, struct tpf_diags *d)
+{
+	int err = still_reachable(c, d);
+	if (err < 0)
+		return err;
+	return tpf_local_run(c->home, c->env, command, out, status, timeout, c->address, d);
+}
+
+static int local_put_source(struct tpf_conn *c, const char *repo, const char *commit,
+			    const char *dest, struct tpf_diags *d)
+{
+	if (check_rel(c, dest, d) < 0)
+		return TPF_ERROR;
+	int err = still_reachable(c, d);
+	if (err < 0)
+		return err;
+	char *full = xasprintf("%s/%s", c->home, dest);
+	char *parent = tpf_dirname(full);
+	err = tpf_mkdir_p(parent, 0700, d);
+	if (!err)
+		err = tpf_source_checkout(repo, commit, full, d);
+	free(parent);
+	free(full);
+	return err;
+}
+
+static void local_close(struct tpf_conn *c)
+{
+	if (!c)
+		return;
+	free(c->root);
+	free(c->node);
+	free(c->home);
+	free(c->address);
+	tpf_local_env_free(c->env);
+	free(c);
+}
+
+static int local_interactive(struct tpf_transport *t, const struct tpf_worker_ref *w,
+			     struct tpf_diags *d)
+{
+	struct tpf_local *l = t->impl;
+	char *address = xasprintf("%s/w%d", w->node ? w->node : "", w->worker);
+	char *home = NULL;
+	char **env = NULL;
+	int err, cwd_fd = -1;
+
+	err = locate(l->root, w->node, w->worker, address, &home, d);
+	if (err < 0 || (err = prepare_home(l->root, home, d)) < 0)
+		goto done;
+	const char *shell = getenv("SHELL");
+	if (!shell || shell[0] != '/')
+		shell = "/bin/sh";
+	env = tpf_local_env(l->root, home, shell);
+	cwd_fd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (chdir(home) < 0) {
+		err = tpf_errorx(d, address, NULL, "cannot enter the home '%s' of worker '%s': %s",
+				 home, address, strerror(errno));
+		goto done;
+	}
+	char *const argv[] = { (char *)shell, "-i", NULL };
+	execve(shell, argv, env);
+	err = tpf_errorx(d, address, "set SHELL to a shell that exists, or unset it to use /bin/sh",
+			 "cannot start shell '%s' on worker '%s': %s", shell, address,
+			 strerror(errno));
+	if (cwd_fd >= 0 && fchdir(cwd_fd) < 0)
+		tpf_warn(d, address, "cannot return to the previous directory: %s", strerror(errno));
+done:
+	if (cwd_fd >= 0)
+		close(cwd_fd);
+	tpf_local_env_free(env);
+	free(home);
+	free(address);
+	return err;
+}
+
+const struct tpf_transport_ops tpf_local_transport_ops = {
+	.connect = local_connect,
+	.put = local_put,
+	.exec = local_exec,
+	.put_source = local_put_source,
+	.close = local_close,
+	.interactive = local_interactive,
+};
