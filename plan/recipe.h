@@ -52,4 +52,23 @@ const char *tpf_recipe_scheduling(const struct tpf_recipe *r);
 void tpf_job_copy(struct tpf_job *dst, const struct tpf_job *src);
 void tpf_job_release(struct tpf_job *j);
 
+
+#include <jansson.h>
+#include "util/diag.h"
+
+/*
+ * JSON forms (new references; NULL fields omitted), shared by state files
+ * and saved plans:
+ *   recipe: {accelerator_type, runtime_version, zone, preemptible, spot,
+ *            workers, labels{}}
+ *   job:    {commit, repo, setup, run, env{}, secrets_hash}
+ * from_json: 0, or TPF_ERROR with a diagnostic naming `what` and the field.
+ */
+json_t *tpf_recipe_to_json(const struct tpf_recipe *r);
+int tpf_recipe_from_json(struct tpf_recipe *r, json_t *j, const char *what, struct tpf_diags *d);
+json_t *tpf_job_to_json(const struct tpf_job *job);
+int tpf_job_from_json(struct tpf_job *job, json_t *j, const char *what, struct tpf_diags *d);
+json_t *tpf_kvlist_to_json(const struct tpf_kvlist *l);
+int tpf_kvlist_from_json(struct tpf_kvlist *l, json_t *j, const char *what, struct tpf_diags *d);
+
 #endif

@@ -1,0 +1,737 @@
+/*
+ * The executor. See plan/apply.h for the rules it keeps.
+ *
+ * Concurrency: node actions run on a small thread pool; workers of one
+ * node are provisioned on threads of their own. The state (and the recap)
+ * is touched only under x->mu, and pointers into the state never leave the
+ * lock: another thread may add or remove nodes and move the array.
+ * Provisioning, which is slow, works on a private copy of the node and
+ * writes the worker's new facts back by name.
+ */
+#include "plan/apply.h"
+#include "plan/provision.h"
+#include "providers/transport.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct inflight {
+	const char *node;
+	const char *verb;
+	char *id;
+	double start;
+	double last_beat;
+	int active;
+};
+
+struct exec {
+	const struct tpf_plan *p;
+	const struct tpf_fleet *f;
+	struct tpf_provider *prov;
+	struct tpf_transport *t;
+	const struct tpf_live_set *live;
+	struct tpf_state *st;
+	const char *state_path;
+	const struct tpf_apply_opts *o;
+	struct tpf_apply_result *res;
+	struct tpf_diags *d;
+	pthread_mutex_t mu;
+
+	/* the phase being run: indices into p->actions */
+	size_t *queue;
+	size_t nqueue, next;
+	struct inflight *fl; /* one per action */
+	int done;            /* stops the heartbeat thread */
+};
+
+static void emit(struct exec *x, enum tpf_event_kind kind, const char *node, const char *verb,
+		 const char *id, double elapsed, int worker, const char *result, const char *message)
+{
+	if (!x->o->on_event)
+		return;
+	struct tpf_event ev = { kind, node, verb, id, elapsed, worker, result, message };
+	x->o->on_event(&ev, x->o->ctx);
+}
+
+/* Call with x->mu held. A failed save is an error: the caller must not go
+ * on to spend money the state does not know about. */
+static int save_locked(struct exec *x)
+{
+	return tpf_state_save(x->st, x->state_path, x->d);
+}
+
+/* ---- state node copies -------------------------------------------------- */
+
+static void worker_copy(struct tpf_state_worker *dst, const struct tpf_state_worker *src)
+{
+	dst->index = src->index;
+	xstrset(&dst->script_hash, src->script_hash);
+	xstrset(&dst->session, src->session);
+	xstrset(&dst->status, src->status);
+	dst->exit_code = src->exit_code;
+	dst->restarts = src->restarts;
+	xstrset(&dst->address, src->address);
+	xstrset(&dst->host_key, src->host_key);
+	xstrset(&dst->provisioned_at, src->provisioned_at);
+}
+
+static struct tpf_state_node *node_clone(const struct tpf_state_node *src)
+{
+	struct tpf_state_node *n = xcalloc(1, sizeof(*n));
+	n->name = xstrdup(src->name);
+	n->group = xstrdup(src->group);
+	n->index = src->index;
+	n->id = xstrdup(src->id);
+	n->status = xstrdup(src->status);
+	n->generation = src->generation;
+	tpf_recipe_copy(&n->recipe, &src->recipe);
+	tpf_job_copy(&n->job, &src->job);
+	n->created_at = xstrdup(src->created_at);
+	tpf_state_node_set_workers(n, src->nworkers);
+	for (size_t i = 0; i < src->nworkers; i++)
+		worker_copy(&n->workers[i], &src->workers[i]);
+	return n;
+}
+
+static void node_free(struct tpf_state_node *n)
+{
+	if (!n)
+		return;
+	tpf_state_node_release(n);
+	free(n);
+}
+
+/* ---- recap -------------------------------------------------------------- */
+
+void tpf_recap_release(struct tpf_recap *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		free(r->items[i].host);
+	free(r->items);
+	memset(r, 0, sizeof(*r));
+}
+
+void tpf_apply_result_release(struct tpf_apply_result *r)
+{
+	tpf_recap_release(&r->recap);
+}
+
+static struct tpf_recap_entry *recap_entry(struct tpf_recap *r, const char *host)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (!strcmp(r->items[i].host, host))
+			return &r->items[i];
+	XGROW(r->items, r->n + 1, r->alloc);
+	struct tpf_recap_entry *e = &r->items[r->n++];
+	memset(e, 0, sizeof(*e));
+	e->host = xstrdup(host);
+	return e;
+}
+
+/* ---- workers -------------------------------------------------------------- */
+
+struct worker_job {
+	struct exec *x;
+	const char *node;
+	const struct tpf_live_node *live;
+	const int *workers;
+	size_t nworkers;
+	size_t next;
+	int force;
+	int failures;
+	pthread_mutex_t mu;
+};
+
+static void provision_one(struct worker_job *wj, int w)
+{
+	struct exec *x = wj->x;
+	pthread_mutex_lock(&x->mu);
+	struct tpf_state_node *sn = tpf_state_find(x->st, wj->node);
+	struct tpf_state_node *copy = sn ? node_clone(sn) : NULL;
+	pthread_mutex_unlock(&x->mu);
+	if (!copy || (size_t)w >= copy->nworkers) {
+		node_free(copy);
+		return;
+	}
+
+	int changed = 0;
+	int rc = tpf_provision_worker(x->t, x->f, copy, wj->live, w, wj->force, &changed, x->d);
+	const char *result = rc == 0 ? (changed ? "changed" : "ok")
+			     : rc == TPF_EUNREACHABLE ? "unreachable" : "failed";
+	char host[512];
+	snprintf(host, sizeof(host), "%s/w%d", wj->node, w);
+
+	pthread_mutex_lock(&x->mu);
+	sn = tpf_state_find(x->st, wj->node);
+	if (sn && (size_t)w < sn->nworkers) {
+		worker_copy(&sn->workers[w], &copy->workers[w]);
+		save_locked(x);
+	}
+	struct tpf_recap_entry *e = recap_entry(&x->res->recap, host);
+	if (rc == 0 && changed)
+		e->changed++;
+	else if (rc == 0)
+		e->ok++;
+	else if (rc == TPF_EUNREACHABLE)
+		e->unreachable++;
+	else
+		e->failed++;
+	pthread_mutex_unlock(&x->mu);
+
+	if (rc) {
+		pthread_mutex_lock(&wj->mu);
+		wj->failures++;
+		pthread_mutex_unlock(&wj->mu);
+	}
+	emit(x, TPF_EV_WORKER, wj->node, "provision", copy->id, 0, w, result, NULL);
+	node_free(copy);
+}
+
+static void *worker_thread(void *arg)
+{
+	struct worker_job *wj = arg;
+	for (;;) {
+		pthread_mutex_lock(&wj->mu);
+		size_t i = wj->next++;
+		pthread_mutex_unlock(&wj->mu);
+		if (i >= wj->nworkers)
+			return NULL;
+		provision_one(wj, wj->workers[i]);
+	}
+}
+
+/* Provision the given workers of node `name` in parallel. Returns the
+ * number of workers that failed. */
+static int provision_workers(struct exec *x, const char *name, const struct tpf_live_node *ln,
+			     const int *workers, size_t nworkers, int force)
+{
+	if (!nworkers)
+		return 0;
+	if (!x->t) {
+		tpf_warn(x->d, name,
+			 "workers of '%s' were not provisioned: the %s provider has no worker "
+			 "transport yet",
+			 name, x->prov->ops->name);
+		return 0;
+	}
+	struct worker_job wj = { .x = x, .node = name, .live = ln, .workers = workers,
+				 .nworkers = nworkers, .force = force };
+	pthread_mutex_init(&wj.mu, NULL);
+	size_t nthreads = nworkers;
+	size_t cap = x->o->parallelism > 0 ? (size_t)x->o->parallelism : 10;
+	if (nthreads > cap)
+		nthreads = cap;
+	pthread_t *th = xcalloc(nthreads, sizeof(*th));
+	for (size_t i = 0; i < nthreads; i++)
+		pthread_create(&th[i], NULL, worker_thread, &wj);
+	for (size_t i = 0; i < nthreads; i++)
+		pthread_join(th[i], NULL);
+	free(th);
+	pthread_mutex_destroy(&wj.mu);
+	return wj.failures;
+}
+
+static int *all_workers(int n)
+{
+	int *w = xcalloc((size_t)(n > 0 ? n : 1), sizeof(int));
+	for (int i = 0; i < n; i++)
+		w[i] = i;
+	return w;
+}
+
+/* ---- quota for zone fallback ------------------------------------------------ */
+
+static int cap_for(const struct tpf_quota_rule *q, const struct tpf_recipe *r)
+{
+	return r->spot ? q->spot : r->preemptible ? q->preemptible : q->on_demand;
+}
+
+static int rule_applies(const struct tpf_quota_rule *q, const struct tpf_recipe *r, const char *zone)
+{
+	return !strcmp(q->zone, zone) &&
+	       (!q->accelerator_type || !strcmp(q->accelerator_type, "*") ||
+		!strcmp(q->accelerator_type, r->accelerator_type));
+}
+
+/* Call with x->mu held: 1 if one more node like r fits in zone, counting
+ * every node in state (created or pending) except `self`. */
+static int quota_ok(struct exec *x, const struct tpf_recipe *r, const char *zone, const char *self)
+{
+	for (size_t i = 0; i < x->f->nquota; i++) {
+		const struct tpf_quota_rule *q = &x->f->quota[i];
+		int cap = cap_for(q, r);
+		if (cap < 0 || !rule_applies(q, r, zone))
+			continue;
+		int used = 0;
+		for (size_t k = 0; k < x->st->nnodes; k++) {
+			const struct tpf_state_node *n = &x->st->nodes[k];
+			if (!strcmp(n->name, self) || !n->recipe.zone)
+				continue;
+			if (rule_applies(q, &n->recipe, zone) &&
+			    !strcmp(tpf_recipe_scheduling(&n->recipe), tpf_recipe_scheduling(r)) &&
+			    !strcmp(n->recipe.zone, zone))
+				used++;
+		}
+		if (used >= cap)
+			return 0;
+	}
+	return 1;
+}
+
+/* ---- inflight bookkeeping (for heartbeats) ----------------------------------- */
+
+static void fl_begin(struct exec *x, size_t ai, const char *verb, const char *id)
+{
+	pthread_mutex_lock(&x->mu);
+	struct inflight *f = &x->fl[ai];
+	f->node = x->p->actions[ai].node;
+	f->verb = verb;
+	xstrset(&f->id, id);
+	f->start = f->last_beat = tpf_now_mono();
+	f->active = 1;
+	pthread_mutex_unlock(&x->mu);
+	emit(x, TPF_EV_START, f->node, verb, id, 0, 0, NULL, NULL);
+}
+
+static double fl_end(struct exec *x, size_t ai)
+{
+	pthread_mutex_lock(&x->mu);
+	struct inflight *f = &x->fl[ai];
+	f->active = 0;
+	double el = tpf_now_mono() - f->start;
+	pthread_mutex_unlock(&x->mu);
+	return el;
+}
+
+static void *heartbeat_thread(void *arg)
+{
+	struct exec *x = arg;
+	double period = x->o->heartbeat > 0 ? x->o->heartbeat : 10;
+	for (;;) {
+		tpf_sleep(period < 0.2 ? period : 0.2);
+		pthread_mutex_lock(&x->mu);
+		if (x->done) {
+			pthread_mutex_unlock(&x->mu);
+			return NULL;
+		}
+		double now = tpf_now_mono();
+		size_t n = x->p->n;
+		struct inflight due[64];
+		size_t ndue = 0;
+		for (size_t i = 0; i < n && ndue < 64; i++) {
+			struct inflight *f = &x->fl[i];
+			if (f->active && now - f->last_beat >= period) {
+				f->last_beat = now;
+				due[ndue] = *f;
+				due[ndue].start = now - f->start;
+				ndue++;
+			}
+		}
+		pthread_mutex_unlock(&x->mu);
+		for (size_t i = 0; i < ndue; i++)
+			emit(x, TPF_EV_PROGRESS, due[i].node, due[i].verb, due[i].id, due[i].start, 0,
+			     NULL, NULL);
+	}
+}
+
+/* ---- node actions ------------------------------------------------------------ */
+
+static int max_restarts_of(const struct tpf_state_node *n)
+{
+	int m = 0;
+	for (size_t i = 0; i < n->nworkers; i++)
+		if (n->workers[i].restarts > m)
+			m = n->workers[i].restarts;
+	return m;
+}
+
+static int exec_delete_only(struct exec *x, size_t ai, int forget_state)
+{
+	const struct tpf_action *a = &x->p->actions[ai];
+	fl_begin(x, ai, "delete", a->id);
+	int rc = x->prov->ops->remove(x->prov, a->zone, a->node, x->d);
+	double el = fl_end(x, ai);
+	if (rc) {
+		emit(x, TPF_EV_ERRORED, a->node, "delete", a->id, el, 0, NULL, NULL);
+		return rc;
+	}
+	pthread_mutex_lock(&x->mu);
+	if (forget_state)
+		tpf_state_remove(x->st, a->node);
+	rc = save_locked(x);
+	pthread_mutex_unlock(&x->mu);
+	emit(x, TPF_EV_COMPLETE, a->node, "delete", a->id, el, 0, NULL, NULL);
+	return rc;
+}
+
+static int exec_create(struct exec *x, size_t ai)
+{
+	const struct tpf_action *a = &x->p->actions[ai];
+	const struct tpf_desired_node *dn = a->desired;
+	struct tpf_recipe r = { 0 };
+	tpf_recipe_copy(&r, &dn->recipe);
+	int rc;
+
+	/* Record the node as pending, and save, before any request is sent. */
+	pthread_mutex_lock(&x->mu);
+	struct tpf_state_node *sn = tpf_state_find(x->st, dn->name);
+	int gen = 0;
+	if (sn)
+		gen = !strcmp(sn->status, TPF_NODE_PENDING) ? sn->generation
+							    : sn->generation + max_restarts_of(sn) + 1;
+	sn = tpf_state_add(x->st, dn->name);
+	xstrset(&sn->group, dn->group);
+	sn->index = dn->index;
+	xstrset(&sn->status, TPF_NODE_PENDING);
+	xstrset(&sn->id, NULL);
+	sn->generation = gen;
+	tpf_recipe_copy(&sn->recipe, &r);
+	tpf_job_copy(&sn->job, &dn->job);
+	tpf_state_node_set_workers(sn, 0);
+	tpf_state_node_set_workers(sn, (size_t)r.workers);
+	rc = save_locked(x);
+	pthread_mutex_unlock(&x->mu);
+	if (rc) {
+		tpf_errorx(x->d, dn->name, NULL,
+			   "node '%s' was not created: the state could not be saved first", dn->name);
+		tpf_recipe_release(&r);
+		return rc;
+	}
+
+	fl_begin(x, ai, "create", NULL);
+	struct tpf_live_node ln;
+	memset(&ln, 0, sizeof(ln));
+	struct tpf_diags zd = TPF_DIAGS_INIT;
+	int tried = 0, only_zone_errors = 1;
+	rc = TPF_ERROR;
+	/* The planned zone first, then the group's other zones in order. */
+	for (size_t zi = 0; zi <= dn->nzones; zi++) {
+		const char *zone = zi == 0 ? dn->recipe.zone : dn->zones[zi - 1];
+		if (zi > 0 && !strcmp(zone, dn->recipe.zone))
+			continue;
+		if (x->o->interrupted && *x->o->interrupted)
+			break;
+		pthread_mutex_lock(&x->mu);
+		int ok = quota_ok(x, &r, zone, dn->name);
+		if (ok) {
+			sn = tpf_state_find(x->st, dn->name);
+			xstrset(&sn->recipe.zone, zone);
+			rc = save_locked(x);
+			ok = rc == 0;
+		}
+		pthread_mutex_unlock(&x->mu);
+		if (!ok)
+			continue;
+		if (tried) {
+			char *msg = xasprintf("trying zone %s", zone);
+			emit(x, TPF_EV_NOTE, dn->name, "create", NULL, 0, 0, NULL, msg);
+			free(msg);
+		}
+		tried++;
+		xstrset(&r.zone, zone);
+		rc = x->prov->ops->create(x->prov, dn->name, &r, &ln, &zd);
+		if (rc == 0)
+			break;
+		if (rc != TPF_EQUOTA && rc != TPF_ECAPACITY) {
+			only_zone_errors = 0;
+			break;
+		}
+	}
+	double el = fl_end(x, ai);
+
+	if (rc) {
+		pthread_mutex_lock(&x->mu);
+		if (tried && only_zone_errors) {
+			/* Every zone said no before creating anything: nothing exists. */
+			tpf_state_remove(x->st, dn->name);
+		} else if (tried) {
+			sn = tpf_state_find(x->st, dn->name);
+			if (sn)
+				xstrset(&sn->status, TPF_NODE_TAINTED);
+		} else {
+			tpf_state_remove(x->st, dn->name);
+			if (!(x->o->interrupted && *x->o->interrupted))
+				tpf_errorx(x->d, dn->name, NULL,
+					   "node '%s' was not created: every zone of its group is at "
+					   "its declared quota",
+					   dn->name);
+		}
+		save_locked(x);
+		pthread_mutex_unlock(&x->mu);
+		tpf_diags_move(x->d, &zd);
+		emit(x, TPF_EV_ERRORED, dn->name, "create", NULL, el, 0, NULL, NULL);
+		tpf_recipe_release(&r);
+		return rc ? rc : TPF_ERROR;
+	}
+	/* Earlier zones' refusals are kept as warnings: the node exists. */
+	for (size_t i = 0; i < zd.n; i++)
+		zd.items[i].severity = TPF_SEV_WARNING;
+	tpf_diags_move(x->d, &zd);
+
+	char when[32];
+	tpf_rfc3339(tpf_now_wall(), when, sizeof(when));
+	pthread_mutex_lock(&x->mu);
+	sn = tpf_state_find(x->st, dn->name);
+	xstrset(&sn->id, ln.id);
+	xstrset(&sn->status, TPF_NODE_CREATED);
+	xstrset(&sn->created_at, when);
+	rc = save_locked(x);
+	pthread_mutex_unlock(&x->mu);
+	emit(x, TPF_EV_COMPLETE, dn->name, "create", ln.id, el, 0, NULL, NULL);
+
+	int *ws = all_workers(r.workers);
+	int failed = provision_workers(x, dn->name, &ln, ws, (size_t)r.workers, 0);
+	free(ws);
+	tpf_live_node_release(&ln);
+	tpf_recipe_release(&r);
+	return rc ? rc : failed ? TPF_ERROR : 0;
+}
+
+/* Make sure the state has the node (adoption) and the desired job. */
+static int record_node(struct exec *x, const struct tpf_action *a, const struct tpf_live_node *ln)
+{
+	const struct tpf_desired_node *dn = a->desired;
+	pthread_mutex_lock(&x->mu);
+	struct tpf_state_node *sn = tpf_state_find(x->st, dn->name);
+	if (!sn) {
+		sn = tpf_state_add(x->st, dn->name);
+		xstrset(&sn->group, dn->group);
+		sn->index = dn->index;
+		sn->generation = 0;
+		tpf_recipe_copy(&sn->recipe, ln ? &ln->recipe : &dn->recipe);
+		tpf_state_node_set_workers(sn, (size_t)dn->recipe.workers);
+	}
+	xstrset(&sn->status, TPF_NODE_CREATED);
+	if (ln) {
+		xstrset(&sn->id, ln->id);
+		xstrset(&sn->created_at, ln->create_time);
+	}
+	if (sn->nworkers != (size_t)dn->recipe.workers)
+		tpf_state_node_set_workers(sn, (size_t)dn->recipe.workers);
+	tpf_job_copy(&sn->job, &dn->job);
+	int rc = save_locked(x);
+	pthread_mutex_unlock(&x->mu);
+	return rc;
+}
+
+static int exec_update(struct exec *x, size_t ai, const struct tpf_live_node *ln, int force)
+{
+	const struct tpf_action *a = &x->p->actions[ai];
+	const struct tpf_desired_node *dn = a->desired;
+	const char *verb = force ? "restart" : "update";
+	fl_begin(x, ai, verb, a->id);
+	int rc = record_node(x, a, ln);
+	if (!rc && a->update_labels) {
+		rc = x->prov->ops->set_labels(x->prov, a->zone, a->node, &dn->recipe.labels, x->d);
+		if (!rc) {
+			pthread_mutex_lock(&x->mu);
+			struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
+			if (sn)
+				tpf_kvlist_copy(&sn->recipe.labels, &dn->recipe.labels);
+			rc = save_locked(x);
+			pthread_mutex_unlock(&x->mu);
+		}
+	}
+	if (!rc && force) {
+		/* A restart is a new attempt: TPUFORM_RETRY goes up for that worker. */
+		pthread_mutex_lock(&x->mu);
+		struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
+		for (size_t i = 0; sn && i < a->nworkers; i++)
+			if ((size_t)a->workers[i] < sn->nworkers)
+				sn->workers[a->workers[i]].restarts++;
+		rc = save_locked(x);
+		pthread_mutex_unlock(&x->mu);
+	}
+	int failed = 0;
+	if (!rc)
+		failed = provision_workers(x, a->node, ln, a->workers, a->nworkers, force);
+	double el = fl_end(x, ai);
+	if (rc || failed) {
+		emit(x, TPF_EV_ERRORED, a->node, verb, a->id, el, 0, NULL, NULL);
+		return rc ? rc : TPF_ERROR;
+	}
+	emit(x, TPF_EV_COMPLETE, a->node, verb, a->id, el, 0, NULL, NULL);
+	return 0;
+}
+
+/* Poll the provider until the node is READY (or dead, gone, timed out). */
+static int wait_ready(struct exec *x, const struct tpf_action *a, struct tpf_live_node *out)
+{
+	double deadline = tpf_now_mono() + (x->o->wait_timeout > 0 ? x->o->wait_timeout : 1200);
+	const char *zones[1] = { a->zone };
+	for (;;) {
+		struct tpf_live_set ls = { 0 };
+		int rc = x->prov->ops->refresh(x->prov, zones, 1, &ls, x->d);
+		struct tpf_live_node *ln = rc ? NULL : tpf_live_set_find(&ls, a->node);
+		const char *state = ln && ln->state ? ln->state : NULL;
+		if (state && !strcmp(state, "READY")) {
+			tpf_live_node_copy(out, ln);
+			tpf_live_set_release(&ls);
+			return 0;
+		}
+		tpf_live_set_release(&ls);
+		if (rc)
+			return rc;
+		if (!ln)
+			return tpf_errorx(x->d, a->node, NULL, "node '%s' disappeared while waiting "
+				"for it to become READY", a->node);
+		if (strcmp(state, "CREATING") && strcmp(state, "STARTING") && strcmp(state, "RESTARTING") &&
+		    strcmp(state, "REPAIRING") && strcmp(state, "REIMAGING") && strcmp(state, "UNHIDING"))
+			return tpf_errorx(x->d, a->node, "run 'tpuform plan' again: it will be replaced",
+					  "node '%s' went %s while waiting for READY", a->node, state);
+		if (tpf_now_mono() > deadline)
+			return tpf_errorx(x->d, a->node, NULL,
+					  "node '%s' is still %s after %.0f s", a->node, state,
+					  x->o->wait_timeout);
+		if (x->o->interrupted && *x->o->interrupted)
+			return TPF_EINTERRUPTED;
+		tpf_sleep(1);
+	}
+}
+
+static int exec_action(struct exec *x, size_t ai)
+{
+	const struct tpf_action *a = &x->p->actions[ai];
+	const struct tpf_live_node *ln = tpf_live_set_find(x->live, a->node);
+	int rc = 0;
+	switch (a->kind) {
+	case TPF_ACT_DELETE:
+		rc = exec_delete_only(x, ai, 1);
+		if (!rc) {
+			pthread_mutex_lock(&x->mu);
+			x->res->destroyed++;
+			pthread_mutex_unlock(&x->mu);
+		}
+		return rc;
+	case TPF_ACT_FORGET:
+		pthread_mutex_lock(&x->mu);
+		tpf_state_remove(x->st, a->node);
+		rc = save_locked(x);
+		pthread_mutex_unlock(&x->mu);
+		return rc;
+	case TPF_ACT_REPLACE:
+		/* Delete first: a preempted node keeps holding quota. The state
+		 * entry stays (with its generation) until the create. */
+		rc = exec_delete_only(x, ai, 0);
+		if (rc)
+			return rc;
+		pthread_mutex_lock(&x->mu);
+		x->res->destroyed++;
+		pthread_mutex_unlock(&x->mu);
+		/* fall through */
+	case TPF_ACT_CREATE:
+		rc = exec_create(x, ai);
+		if (!rc || rc == TPF_ERROR) {
+			/* The node exists even if a worker failed. */
+			pthread_mutex_lock(&x->mu);
+			struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
+			if (sn && !strcmp(sn->status, TPF_NODE_CREATED))
+				x->res->added++;
+			pthread_mutex_unlock(&x->mu);
+		}
+		return rc;
+	case TPF_ACT_UPDATE:
+	case TPF_ACT_RESTART:
+		rc = exec_update(x, ai, ln, a->kind == TPF_ACT_RESTART);
+		break;
+	case TPF_ACT_WAIT: {
+		struct tpf_live_node fresh;
+		memset(&fresh, 0, sizeof(fresh));
+		fl_begin(x, ai, "wait", a->id);
+		rc = wait_ready(x, a, &fresh);
+		fl_end(x, ai);
+		if (!rc)
+			rc = exec_update(x, ai, &fresh, 0);
+		else
+			emit(x, TPF_EV_ERRORED, a->node, "wait", a->id, 0, 0, NULL, NULL);
+		tpf_live_node_release(&fresh);
+		break;
+	}
+	}
+	if (!rc) {
+		pthread_mutex_lock(&x->mu);
+		x->res->changed++;
+		pthread_mutex_unlock(&x->mu);
+	}
+	return rc;
+}
+
+static void *action_thread(void *arg)
+{
+	struct exec *x = arg;
+	for (;;) {
+		pthread_mutex_lock(&x->mu);
+		size_t qi = x->next++;
+		pthread_mutex_unlock(&x->mu);
+		if (qi >= x->nqueue)
+			return NULL;
+		if (x->o->interrupted && *x->o->interrupted)
+			continue; /* start nothing new; the caller reports it */
+		int rc = exec_action(x, x->queue[qi]);
+		if (rc) {
+			pthread_mutex_lock(&x->mu);
+			x->res->failed_actions++;
+			pthread_mutex_unlock(&x->mu);
+		}
+	}
+}
+
+static void run_phase(struct exec *x, int deletes)
+{
+	x->nqueue = x->next = 0;
+	for (size_t i = 0; i < x->p->n; i++) {
+		enum tpf_action_kind k = x->p->actions[i].kind;
+		int is_delete = k == TPF_ACT_DELETE || k == TPF_ACT_FORGET;
+		if (is_delete == deletes)
+			x->queue[x->nqueue++] = i;
+	}
+	if (!x->nqueue)
+		return;
+	size_t nthreads = x->o->parallelism > 0 ? (size_t)x->o->parallelism : 10;
+	if (nthreads > x->nqueue)
+		nthreads = x->nqueue;
+	pthread_t *th = xcalloc(nthreads, sizeof(*th));
+	for (size_t i = 0; i < nthreads; i++)
+		pthread_create(&th[i], NULL, action_thread, x);
+	for (size_t i = 0; i < nthreads; i++)
+		pthread_join(th[i], NULL);
+	free(th);
+}
+
+int tpf_apply(const struct tpf_plan *p, const struct tpf_fleet *f, struct tpf_provider *prov,
+	      const struct tpf_live_set *live, struct tpf_state *st, const char *state_path,
+	      const struct tpf_apply_opts *opts, struct tpf_apply_result *res, struct tpf_diags *d)
+{
+	memset(res, 0, sizeof(*res));
+	size_t errors_before = tpf_diags_errors(d);
+	struct exec x = {
+		.p = p, .f = f, .prov = prov, .live = live, .st = st, .state_path = state_path,
+		.o = opts, .res = res, .d = d,
+	};
+	x.t = prov->ops->transport ? prov->ops->transport(prov) : NULL;
+	pthread_mutex_init(&x.mu, NULL);
+	x.queue = xcalloc(p->n ? p->n : 1, sizeof(size_t));
+	x.fl = xcalloc(p->n ? p->n : 1, sizeof(*x.fl));
+	if (!st->fleet)
+		st->fleet = xstrdup(f->name);
+
+	pthread_t hb;
+	pthread_create(&hb, NULL, heartbeat_thread, &x);
+	run_phase(&x, 1);
+	run_phase(&x, 0);
+	pthread_mutex_lock(&x.mu);
+	x.done = 1;
+	/* A final save, as Terraform persists at the end whatever happened. */
+	tpf_state_save(st, state_path, d);
+	pthread_mutex_unlock(&x.mu);
+	pthread_join(hb, NULL);
+
+	for (size_t i = 0; i < p->n; i++)
+		free(x.fl[i].id);
+	free(x.fl);
+	free(x.queue);
+	pthread_mutex_destroy(&x.mu);
+	return res->failed_actions || tpf_diags_errors(d) > errors_before ? TPF_ERROR : 0;
+}

@@ -1,0 +1,234 @@
+/*
+ * groups x count x quota x zones -> desired nodes.
+ */
+#include "plan/plan.h"
+#include "util/hash.h"
+#include "util/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Nodes counted against one quota rule so far. */
+struct quota_use {
+	const struct tpf_quota_rule *rule;
+	int used;
+};
+
+static int rule_matches(const struct tpf_quota_rule *q, const char *zone, const char *type)
+{
+	return !strcmp(q->zone, zone) &&
+	       (!q->accelerator_type || !strcmp(q->accelerator_type, "*") ||
+		!strcmp(q->accelerator_type, type));
+}
+
+static int rule_cap(const struct tpf_quota_rule *q, const struct tpf_group *g)
+{
+	if (g->spot)
+		return q->spot;
+	if (g->preemptible)
+		return q->preemptible;
+	return q->on_demand;
+}
+
+/* 1 if one more node of group g fits in zone under every matching rule. */
+static int quota_room(const struct tpf_fleet *f, struct quota_use *use, const struct tpf_group *g,
+		      const char *zone)
+{
+	for (size_t i = 0; i < f->nquota; i++) {
+		const struct tpf_quota_rule *q = &f->quota[i];
+		int cap = rule_cap(q, g);
+		if (cap >= 0 && rule_matches(q, zone, g->accelerator_type) && use[i].used >= cap)
+			return 0;
+	}
+	return 1;
+}
+
+static void quota_take(const struct tpf_fleet *f, struct quota_use *use, const struct tpf_group *g,
+		       const char *zone)
+{
+	for (size_t i = 0; i < f->nquota; i++)
+		if (rule_cap(&f->quota[i], g) >= 0 &&
+		    rule_matches(&f->quota[i], zone, g->accelerator_type))
+			use[i].used++;
+}
+
+static int group_has_zone(const struct tpf_group *g, const char *zone)
+{
+	for (size_t i = 0; i < g->nzones; i++)
+		if (!strcmp(g->zones[i], zone))
+			return 1;
+	return 0;
+}
+
+char *tpf_secrets_hash(const struct tpf_kvlist *secrets)
+{
+	if (!secrets->n)
+		return NULL;
+	struct tpf_kvlist sorted = TPF_KVLIST_INIT;
+	tpf_kvlist_merge(&sorted, secrets);
+	tpf_kvlist_sort(&sorted);
+	struct tpf_buf b = TPF_BUF_INIT;
+	for (size_t i = 0; i < sorted.n; i++) {
+		/* Length-prefixed so that no two lists hash alike by concatenation. */
+		tpf_buf_addf(&b, "%zu:%s=%zu:", strlen(sorted.items[i].key), sorted.items[i].key,
+			     strlen(sorted.items[i].value));
+		tpf_buf_adds(&b, sorted.items[i].value);
+		tpf_buf_addch(&b, '\n');
+	}
+	char *h = tpf_sha256_tagged(b.buf, b.len);
+	tpf_buf_release(&b);
+	tpf_kvlist_release(&sorted);
+	return h;
+}
+
+static void fill_node(struct tpf_desired_node *n, const struct tpf_fleet *f,
+		      const struct tpf_group *g, int index, const char *commit,
+		      const char *secrets_hash)
+{
+	char idx[16];
+	snprintf(idx, sizeof(idx), "%d", index);
+	n->name = xasprintf("%s-%s-%d", f->name, g->name, index);
+	n->group = xstrdup(g->name);
+	n->index = index;
+	n->recipe.accelerator_type = xstrdup(g->accelerator_type);
+	n->recipe.runtime_version = xstrdup(g->runtime_version);
+	n->recipe.preemptible = g->preemptible;
+	n->recipe.spot = g->spot;
+	n->recipe.workers = g->workers;
+	tpf_kvlist_merge(&n->recipe.labels, &g->labels);
+	tpf_kvlist_set(&n->recipe.labels, TPF_LABEL_FLEET, f->name);
+	tpf_kvlist_set(&n->recipe.labels, TPF_LABEL_GROUP, g->name);
+	tpf_kvlist_set(&n->recipe.labels, TPF_LABEL_INDEX, idx);
+	tpf_kvlist_sort(&n->recipe.labels);
+	n->job.commit = xstrdup(commit);
+	n->job.repo = commit ? xstrdup(f->source.repo) : NULL;
+	n->job.setup = xstrdup(g->setup);
+	n->job.run = xstrdup(g->run);
+	tpf_kvlist_merge(&n->job.env, &g->env);
+	tpf_kvlist_sort(&n->job.env);
+	n->job.secrets_hash = xstrdup(secrets_hash);
+	n->zones = xcalloc(g->nzones, sizeof(char *));
+	for (size_t z = 0; z < g->nzones; z++)
+		n->zones[z] = xstrdup(g->zones[z]);
+	n->nzones = g->nzones;
+}
+
+int tpf_desired_compute(struct tpf_desired_set *out, const struct tpf_fleet *f,
+			const char *commit, const struct tpf_state *st, struct tpf_diags *d)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < f->ngroups; i++)
+		total += (size_t)f->groups[i].count;
+	out->nodes = xcalloc(total ? total : 1, sizeof(*out->nodes));
+	out->n = 0;
+
+	struct quota_use *use = xcalloc(f->nquota ? f->nquota : 1, sizeof(*use));
+	char *secrets_hash = tpf_secrets_hash(&f->secrets);
+
+	/*
+	 * Two passes so that nodes that already exist keep their zone and
+	 * their share of quota before new nodes are placed: otherwise a lower
+	 * index created later could push an existing node out of its quota.
+	 */
+	for (int pass = 0; pass < 2; pass++) {
+		size_t k = 0;
+		for (size_t gi = 0; gi < f->ngroups; gi++) {
+			const struct tpf_group *g = &f->groups[gi];
+			for (int idx = 0; idx < g->count; idx++, k++) {
+				struct tpf_desired_node *n = &out->nodes[k];
+				if (pass == 0)
+					fill_node(n, f, g, idx, commit, secrets_hash);
+				struct tpf_state_node *sn =
+					st ? tpf_state_find((struct tpf_state *)st, n->name) : NULL;
+				int existing = sn && sn->recipe.zone && group_has_zone(g, sn->recipe.zone);
+				if (pass == 0 && existing) {
+					n->recipe.zone = xstrdup(sn->recipe.zone);
+					quota_take(f, use, g, n->recipe.zone);
+				} else if (pass == 1 && !n->recipe.zone) {
+					for (size_t z = 0; z < g->nzones && !n->recipe.zone; z++) {
+						if (quota_room(f, use, g, g->zones[z])) {
+							n->recipe.zone = xstrdup(g->zones[z]);
+							quota_take(f, use, g, g->zones[z]);
+						}
+					}
+					if (!n->recipe.zone) {
+						/* Keep a zone for display; it is not created. */
+						n->recipe.zone = xstrdup(g->zones[0]);
+						n->deferred = 1;
+					}
+				}
+			}
+		}
+		out->n = k;
+	}
+
+	/* One warning per group, not per node. */
+	for (size_t gi = 0; gi < f->ngroups; gi++) {
+		const struct tpf_group *g = &f->groups[gi];
+		size_t deferred = 0;
+		for (size_t i = 0; i < out->n; i++)
+			if (out->nodes[i].deferred && !strcmp(out->nodes[i].group, g->name))
+				deferred++;
+		if (deferred) {
+			struct tpf_buf zones = TPF_BUF_INIT;
+			for (size_t z = 0; z < g->nzones; z++)
+				tpf_buf_addf(&zones, "%s%s", z ? ", " : "", g->zones[z]);
+			tpf_warn(d, g->name,
+				 "deferred: quota: %zu of %d nodes of group '%s' wait for quota "
+				 "(%s %s in %s)",
+				 deferred, g->count, g->name, g->accelerator_type,
+				 g->spot ? "spot" : g->preemptible ? "preemptible" : "on-demand",
+				 zones.buf);
+			tpf_buf_release(&zones);
+		}
+	}
+	free(use);
+	free(secrets_hash);
+	return 0;
+}
+
+static void desired_node_release(struct tpf_desired_node *n)
+{
+	free(n->name);
+	free(n->group);
+	tpf_recipe_release(&n->recipe);
+	tpf_job_release(&n->job);
+	for (size_t z = 0; z < n->nzones; z++)
+		free(n->zones[z]);
+	free(n->zones);
+	memset(n, 0, sizeof(*n));
+}
+
+void tpf_desired_release(struct tpf_desired_set *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		desired_node_release(&s->nodes[i]);
+	free(s->nodes);
+	s->nodes = NULL;
+	s->n = 0;
+}
+
+/* Exposed to diff.c and planfile.c through plan_internal.h. */
+void tpf_desired_node_copy(struct tpf_desired_node *dst, const struct tpf_desired_node *src)
+{
+	desired_node_release(dst);
+	dst->name = xstrdup(src->name);
+	dst->group = xstrdup(src->group);
+	dst->index = src->index;
+	tpf_recipe_copy(&dst->recipe, &src->recipe);
+	tpf_job_copy(&dst->job, &src->job);
+	dst->zones = xcalloc(src->nzones ? src->nzones : 1, sizeof(char *));
+	for (size_t z = 0; z < src->nzones; z++)
+		dst->zones[z] = xstrdup(src->zones[z]);
+	dst->nzones = src->nzones;
+	dst->deferred = src->deferred;
+}
+
+void tpf_desired_node_free(struct tpf_desired_node *n)
+{
+	if (!n)
+		return;
+	desired_node_release(n);
+	free(n);
+}

@@ -1,0 +1,571 @@
+/*
+ * desired x state x live (x session facts) -> actions.
+ * The lifecycle rules are DESIGN.md's "Node lifecycle the diff must handle".
+ */
+#include "plan/plan.h"
+#include "plan/plan_internal.h"
+#include "plan/provision.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- plan containers ---------------------------------------------------- */
+
+struct tpf_action *tpf_plan_add(struct tpf_plan *p, enum tpf_action_kind kind, const char *node)
+{
+	XGROW(p->actions, p->n + 1, p->alloc);
+	struct tpf_action *a = &p->actions[p->n++];
+	memset(a, 0, sizeof(*a));
+	a->kind = kind;
+	a->node = xstrdup(node);
+	return a;
+}
+
+void tpf_action_change(struct tpf_action *a, const char *field, const char *before,
+		       const char *after, int forces, int sensitive)
+{
+	a->changes = xrealloc(a->changes, (a->nchanges + 1) * sizeof(*a->changes));
+	struct tpf_change *c = &a->changes[a->nchanges++];
+	c->field = xstrdup(field);
+	c->before = xstrdup(before);
+	c->after = xstrdup(after);
+	c->forces = forces;
+	c->sensitive = sensitive;
+}
+
+static void action_release(struct tpf_action *a)
+{
+	free(a->node);
+	free(a->reason);
+	free(a->reason_code);
+	free(a->zone);
+	free(a->id);
+	free(a->workers);
+	for (size_t i = 0; i < a->nchanges; i++) {
+		free(a->changes[i].field);
+		free(a->changes[i].before);
+		free(a->changes[i].after);
+	}
+	free(a->changes);
+	tpf_desired_node_free(a->desired);
+}
+
+void tpf_plan_release(struct tpf_plan *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		action_release(&p->actions[i]);
+	free(p->actions);
+	free(p->fleet);
+	free(p->lineage);
+	free(p->commit);
+	free(p->fleet_sha256);
+	memset(p, 0, sizeof(*p));
+}
+
+int tpf_plan_has_changes(const struct tpf_plan *p)
+{
+	return p->n > 0;
+}
+
+void tpf_session_facts_release(struct tpf_session_facts *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->items[i].node);
+		free(s->items[i].session);
+		free(s->items[i].script_hash);
+		free(s->items[i].last_log);
+	}
+	free(s->items);
+	memset(s, 0, sizeof(*s));
+}
+
+const struct tpf_session_fact *tpf_session_facts_find(const struct tpf_session_facts *s,
+						      const char *node, int worker)
+{
+	for (size_t i = 0; s && i < s->n; i++)
+		if (s->items[i].worker == worker && !strcmp(s->items[i].node, node))
+			return &s->items[i];
+	return NULL;
+}
+
+/* ---- value rendering ---------------------------------------------------- */
+
+/* A string as Terraform shows it: JSON-quoted (jansson does the escaping). */
+static char *q(const char *s)
+{
+	if (!s)
+		return xstrdup("null");
+	json_t *j = json_string(s);
+	char *out = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+	json_decref(j);
+	char *r = xstrdup(out ? out : "\"\"");
+	free(out);
+	return r;
+}
+
+static char *qmap(const struct tpf_kvlist *l)
+{
+	if (!l->n)
+		return xstrdup("{}");
+	struct tpf_buf b = TPF_BUF_INIT;
+	tpf_buf_adds(&b, "{ ");
+	for (size_t i = 0; i < l->n; i++) {
+		char *k = q(l->items[i].key), *v = q(l->items[i].value);
+		tpf_buf_addf(&b, "%s%s = %s", i ? ", " : "", k, v);
+		free(k);
+		free(v);
+	}
+	tpf_buf_adds(&b, " }");
+	return tpf_buf_detach(&b, NULL);
+}
+
+static char *qint(long v)
+{
+	return xasprintf("%ld", v);
+}
+
+static int streq(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+/* Add a change line for a string attribute when before != after. */
+static void diff_str(struct tpf_action *a, const char *field, const char *before,
+		     const char *after, int forces)
+{
+	if (streq(before, after))
+		return;
+	char *qb = before ? q(before) : NULL, *qa = after ? q(after) : NULL;
+	tpf_action_change(a, field, qb, qa, forces, 0);
+	free(qb);
+	free(qa);
+}
+
+/* ---- the rules ---------------------------------------------------------- */
+
+static int state_is(const char *s, const char *const *set)
+{
+	for (; s && *set; set++)
+		if (!strcmp(s, *set))
+			return 1;
+	return 0;
+}
+
+static const char *const DEAD_STATES[] = { "PREEMPTED", "TERMINATED", "STOPPED", "STOPPING", NULL };
+static const char *const BUSY_STATES[] = { "CREATING", "STARTING", "RESTARTING", "REPAIRING",
+					   "REIMAGING", "UNHIDING", NULL };
+
+static int zone_allowed(const struct tpf_desired_node *dn, const char *zone)
+{
+	for (size_t i = 0; i < dn->nzones; i++)
+		if (zone && !strcmp(dn->zones[i], zone))
+			return 1;
+	return 0;
+}
+
+/* Every attribute of a new node, all "+". */
+static void describe_new(struct tpf_action *a, const struct tpf_desired_node *dn)
+{
+	char *v;
+	v = q(dn->recipe.accelerator_type);
+	tpf_action_change(a, "accelerator_type", NULL, v, 0, 0);
+	free(v);
+	if (dn->job.commit) {
+		v = q(dn->job.commit);
+		tpf_action_change(a, "commit", NULL, v, 0, 0);
+		free(v);
+	}
+	if (dn->job.env.n) {
+		v = qmap(&dn->job.env);
+		tpf_action_change(a, "env", NULL, v, 0, 0);
+		free(v);
+	}
+	tpf_action_change(a, "id", NULL, "(known after apply)", 0, 0);
+	v = qmap(&dn->recipe.labels);
+	tpf_action_change(a, "labels", NULL, v, 0, 0);
+	free(v);
+	v = q(dn->job.run);
+	tpf_action_change(a, "run", NULL, v, 0, 0);
+	free(v);
+	v = q(dn->recipe.runtime_version);
+	tpf_action_change(a, "runtime_version", NULL, v, 0, 0);
+	free(v);
+	v = q(tpf_recipe_scheduling(&dn->recipe));
+	tpf_action_change(a, "scheduling", NULL, v, 0, 0);
+	free(v);
+	if (dn->job.secrets_hash)
+		tpf_action_change(a, "secrets", NULL, NULL, 0, 1);
+	if (dn->job.setup) {
+		v = q(dn->job.setup);
+		tpf_action_change(a, "setup", NULL, v, 0, 0);
+		free(v);
+	}
+	v = qint(dn->recipe.workers);
+	tpf_action_change(a, "workers", NULL, v, 0, 0);
+	free(v);
+	v = q(dn->recipe.zone);
+	tpf_action_change(a, "zone", NULL, v, 0, 0);
+	free(v);
+}
+
+/* Job attribute changes (commit, setup, run, env, secrets): re-provision. */
+static int describe_job(struct tpf_action *a, const struct tpf_job *before,
+			const struct tpf_job *after)
+{
+	size_t n0 = a->nchanges;
+	diff_str(a, "commit", before->commit, after->commit, 0);
+	if (!tpf_kvlist_equal(&before->env, &after->env)) {
+		char *b = qmap(&before->env), *v = qmap(&after->env);
+		tpf_action_change(a, "env", b, v, 0, 0);
+		free(b);
+		free(v);
+	}
+	diff_str(a, "run", before->run, after->run, 0);
+	if (!streq(before->secrets_hash, after->secrets_hash))
+		tpf_action_change(a, "secrets", NULL, NULL, 0, 1);
+	diff_str(a, "setup", before->setup, after->setup, 0);
+	return a->nchanges > n0;
+}
+
+/* The script hash worker w of node sn would have under desired job dj. */
+static char *desired_hash(const struct tpf_fleet *f, const struct tpf_state_node *sn,
+			  const struct tpf_desired_node *dn, const struct tpf_live_node *ln, int w)
+{
+	struct tpf_state_node tmp;
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.name = dn->name;
+	tmp.group = dn->group;
+	tmp.index = dn->index;
+	tmp.generation = sn ? sn->generation : 0;
+	tmp.recipe = dn->recipe;
+	tmp.job = dn->job;
+	/* Keep the worker's restart count: it is part of TPUFORM_RETRY. */
+	struct tpf_state_worker *ws = xcalloc((size_t)dn->recipe.workers + 1, sizeof(*ws));
+	for (int i = 0; i < dn->recipe.workers; i++) {
+		ws[i].index = i;
+		ws[i].exit_code = -1;
+		if (sn && (size_t)i < sn->nworkers)
+			ws[i].restarts = sn->workers[i].restarts;
+	}
+	tmp.workers = ws;
+	tmp.nworkers = (size_t)dn->recipe.workers;
+	char *hash = NULL;
+	char *script = tpf_provision_render(f, &tmp, ln, w, &hash);
+	free(script);
+	free(ws);
+	return hash;
+}
+
+static void add_worker(struct tpf_action *a, int w)
+{
+	a->workers = xrealloc(a->workers, (a->nworkers + 1) * sizeof(int));
+	a->workers[a->nworkers++] = w;
+}
+
+static void set_reason(struct tpf_action *a, const char *code, const char *text)
+{
+	xstrset(&a->reason_code, code);
+	xstrset(&a->reason, text);
+}
+
+static struct tpf_action *node_action(struct tpf_plan *p, enum tpf_action_kind kind,
+				      const struct tpf_desired_node *dn,
+				      const struct tpf_state_node *sn,
+				      const struct tpf_live_node *ln)
+{
+	struct tpf_action *a = tpf_plan_add(p, kind, dn ? dn->name : sn ? sn->name : ln->name);
+	if (dn) {
+		a->desired = xcalloc(1, sizeof(*a->desired));
+		tpf_desired_node_copy(a->desired, dn);
+	}
+	if (ln) {
+		a->zone = xstrdup(ln->recipe.zone);
+		a->id = xstrdup(ln->id);
+	} else if (sn) {
+		a->zone = xstrdup(sn->recipe.zone);
+		a->id = xstrdup(sn->id);
+	}
+	return a;
+}
+
+static void plan_replace_fields(struct tpf_action *a, const struct tpf_desired_node *dn,
+				const struct tpf_live_node *ln)
+{
+	diff_str(a, "accelerator_type", ln->recipe.accelerator_type, dn->recipe.accelerator_type, 1);
+	diff_str(a, "runtime_version", ln->recipe.runtime_version, dn->recipe.runtime_version, 1);
+	diff_str(a, "scheduling", tpf_recipe_scheduling(&ln->recipe),
+		 tpf_recipe_scheduling(&dn->recipe), 1);
+	if (!zone_allowed(dn, ln->recipe.zone))
+		diff_str(a, "zone", ln->recipe.zone, dn->recipe.zone, 1);
+}
+
+static int restart_wanted(const struct tpf_fleet *f, const struct tpf_session_fact *sf,
+			  const struct tpf_state_worker *sw, const char **why)
+{
+	if (!sf || !sf->session)
+		return 0;
+	int budget = !sw || sw->restarts < f->max_restarts;
+	if (!strcmp(sf->session, "dead")) {
+		*why = "dead";
+		return f->restart != TPF_RESTART_NEVER && budget;
+	}
+	if (!strcmp(sf->session, "exited")) {
+		*why = sf->exit_code == 0 ? "finished" : "failed";
+		if (f->restart == TPF_RESTART_ALWAYS)
+			return budget;
+		if (f->restart == TPF_RESTART_ON_FAILURE)
+			return sf->exit_code != 0 && budget;
+	}
+	return 0;
+}
+
+static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
+			 const struct tpf_desired_node *dn, struct tpf_diags *d)
+{
+	const struct tpf_fleet *f = in->fleet;
+	struct tpf_state_node *sn = tpf_state_find((struct tpf_state *)in->state, dn->name);
+	const struct tpf_live_node *ln = tpf_live_set_find(in->live, dn->name);
+	struct tpf_action *a;
+
+	if (!ln) {
+		if (dn->deferred) {
+			if (sn) {
+				a = node_action(p, TPF_ACT_FORGET, NULL, sn, NULL);
+				set_reason(a, "gone", "the node is gone and waits for quota");
+			}
+			p->deferred++;
+			return;
+		}
+		a = node_action(p, TPF_ACT_CREATE, dn, sn, NULL);
+		describe_new(a, dn);
+		if (sn && !strcmp(sn->status, TPF_NODE_CREATED))
+			set_reason(a, "missing", "the node is missing: it was deleted outside tpuform");
+		else if (sn)
+			set_reason(a, "interrupted", "an earlier create did not complete");
+		free(a->id);
+		a->id = NULL;
+		return;
+	}
+
+	const char *state = ln->state ? ln->state : "STATE_UNSPECIFIED";
+	if (state_is(state, DEAD_STATES)) {
+		a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
+		char *text = xasprintf("the node is %s", state);
+		for (char *c = text + 12; *c; c++)
+			*c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+		char *code = xstrdup(text + 12);
+		set_reason(a, code, text);
+		free(text);
+		free(code);
+		char *qs = q(state);
+		tpf_action_change(a, "state", qs, "\"READY\"", 0, 0);
+		free(qs);
+		plan_replace_fields(a, dn, ln);
+		return;
+	}
+	if (sn && !strcmp(sn->status, TPF_NODE_TAINTED)) {
+		a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
+		set_reason(a, "tainted", "is tainted, so must be replaced");
+		plan_replace_fields(a, dn, ln);
+		return;
+	}
+	a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
+	plan_replace_fields(a, dn, ln);
+	if (a->nchanges) {
+		set_reason(a, "recipe", "a field that forces replacement changed");
+		return;
+	}
+	/* Not a replace after all: reuse the slot. */
+	action_release(a);
+	p->n--;
+
+	if (state_is(state, BUSY_STATES)) {
+		a = node_action(p, TPF_ACT_WAIT, dn, sn, ln);
+		char *text = xasprintf("the node is %s: wait for READY, then provision", state);
+		set_reason(a, "busy", text);
+		free(text);
+		for (int w = 0; w < dn->recipe.workers; w++)
+			add_worker(a, w);
+		a->adopt = !sn;
+		return;
+	}
+
+	a = node_action(p, TPF_ACT_UPDATE, dn, sn, ln);
+	a->adopt = !sn;
+	if (!tpf_kvlist_equal(&ln->recipe.labels, &dn->recipe.labels)) {
+		a->update_labels = 1;
+		char *b = qmap(&ln->recipe.labels), *v = qmap(&dn->recipe.labels);
+		tpf_action_change(a, "labels", b, v, 0, 0);
+		free(b);
+		free(v);
+	}
+	if (sn) {
+		describe_job(a, &sn->job, &dn->job);
+	} else {
+		describe_new(a, dn);
+	}
+	for (int w = 0; w < dn->recipe.workers; w++) {
+		char *h = desired_hash(f, sn, dn, ln, w);
+		const struct tpf_state_worker *sw =
+			sn && (size_t)w < sn->nworkers ? &sn->workers[w] : NULL;
+		const struct tpf_session_fact *sf = tpf_session_facts_find(in->facts, dn->name, w);
+		/* A worker that reports it never started (a fresh disk) needs it too. */
+		int never = sf && sf->session && !strcmp(sf->session, "none");
+		if (!sw || !streq(sw->script_hash, h) || never)
+			add_worker(a, w);
+		free(h);
+	}
+	if (a->adopt) {
+		set_reason(a, "adopt", "found by its tpuform labels but missing from state: adopt it");
+	} else if (a->nworkers && a->update_labels) {
+		set_reason(a, "labels_and_job", "labels changed, and the bootstrap script changed");
+	} else if (a->nworkers) {
+		set_reason(a, "job", "bootstrap script changed: re-provision workers");
+	} else if (a->update_labels) {
+		set_reason(a, "labels", "labels changed");
+	}
+	if (a->nworkers || a->update_labels || a->adopt)
+		return;
+	action_release(a);
+	p->n--;
+
+	/* Nothing to change in the node: look at the sessions. */
+	a = node_action(p, TPF_ACT_RESTART, dn, sn, ln);
+	struct tpf_buf why = TPF_BUF_INIT;
+	for (int w = 0; w < dn->recipe.workers; w++) {
+		const struct tpf_session_fact *sf = tpf_session_facts_find(in->facts, dn->name, w);
+		const struct tpf_state_worker *sw =
+			sn && (size_t)w < sn->nworkers ? &sn->workers[w] : NULL;
+		const char *what = NULL;
+		if (sf && !sf->session)
+			tpf_warn(d, dn->name, "worker %d of node '%s' is unreachable", w, dn->name);
+		if (restart_wanted(f, sf, sw, &what)) {
+			add_worker(a, w);
+			tpf_buf_addf(&why, "%sworker %d %s", why.len ? ", " : "", w,
+				     !strcmp(what, "dead") ? "has a dead session"
+				     : !strcmp(what, "failed") ? "job failed" : "job finished");
+			char field[32];
+			snprintf(field, sizeof(field), "w%d.retry", w);
+			long retry = (sn ? sn->generation : 0) + (sw ? sw->restarts : 0);
+			char *b = qint(retry), *v = qint(retry + 1);
+			tpf_action_change(a, field, b, v, 0, 0);
+			free(b);
+			free(v);
+		}
+	}
+	if (a->nworkers) {
+		tpf_buf_addf(&why, ": restart %s", a->nworkers > 1 ? "them" : "it");
+		set_reason(a, "session", why.buf);
+	} else {
+		action_release(a);
+		p->n--;
+	}
+	tpf_buf_release(&why);
+}
+
+static int desired_has(const struct tpf_desired_set *ds, const char *name)
+{
+	for (size_t i = 0; i < ds->n; i++)
+		if (!strcmp(ds->nodes[i].name, name))
+			return 1;
+	return 0;
+}
+
+static void delete_reason(struct tpf_action *a, const struct tpf_fleet *f,
+			  const struct tpf_state_node *sn, int destroy)
+{
+	if (destroy) {
+		set_reason(a, "destroy", "destroy was requested");
+		return;
+	}
+	if (!sn) {
+		set_reason(a, "orphan",
+			   "it carries this fleet's labels but is in neither the configuration nor "
+			   "the state (left by an interrupted run)");
+		return;
+	}
+	const struct tpf_group *g = tpf_fleet_group(f, sn->group);
+	if (g) {
+		char *t = xasprintf("because index [%d] is out of range for count", sn->index);
+		set_reason(a, "count", t);
+		free(t);
+	} else {
+		char *t = xasprintf("because group '%s' is not in configuration", sn->group);
+		set_reason(a, "not_in_config", t);
+		free(t);
+	}
+}
+
+static int action_order(enum tpf_action_kind k)
+{
+	switch (k) {
+	case TPF_ACT_DELETE: return 0;
+	case TPF_ACT_FORGET: return 1;
+	case TPF_ACT_REPLACE: return 2;
+	case TPF_ACT_CREATE: return 3;
+	case TPF_ACT_WAIT: return 4;
+	case TPF_ACT_UPDATE: return 5;
+	case TPF_ACT_RESTART: return 6;
+	}
+	return 7;
+}
+
+static int cmp_actions(const void *x, const void *y)
+{
+	const struct tpf_action *a = x, *b = y;
+	int d = action_order(a->kind) - action_order(b->kind);
+	return d ? d : strcmp(a->node, b->node);
+}
+
+int tpf_diff(struct tpf_plan *out, const struct tpf_diff_input *in, struct tpf_diags *d)
+{
+	const struct tpf_state *st = in->state;
+	memset(out, 0, sizeof(*out));
+	out->fleet = xstrdup(in->fleet->name);
+	out->lineage = xstrdup(st->lineage);
+	out->serial = st->serial;
+	out->destroy = in->destroy;
+
+	if (!in->destroy)
+		for (size_t i = 0; i < in->desired->n; i++)
+			diff_desired(out, in, &in->desired->nodes[i], d);
+
+	for (size_t i = 0; i < st->nnodes; i++) {
+		const struct tpf_state_node *sn = &st->nodes[i];
+		if (!in->destroy && desired_has(in->desired, sn->name))
+			continue;
+		const struct tpf_live_node *ln = tpf_live_set_find(in->live, sn->name);
+		struct tpf_action *a = node_action(out, ln ? TPF_ACT_DELETE : TPF_ACT_FORGET, NULL, sn, ln);
+		if (ln)
+			delete_reason(a, in->fleet, sn, in->destroy);
+		else
+			set_reason(a, "gone", "the node is already gone: remove it from state");
+	}
+	for (size_t i = 0; i < in->live->n; i++) {
+		const struct tpf_live_node *ln = &in->live->nodes[i];
+		if (tpf_state_find((struct tpf_state *)st, ln->name))
+			continue;
+		if (!in->destroy && desired_has(in->desired, ln->name))
+			continue;
+		struct tpf_action *a = node_action(out, TPF_ACT_DELETE, NULL, NULL, ln);
+		delete_reason(a, in->fleet, NULL, in->destroy);
+		if (in->destroy)
+			set_reason(a, "orphan", "destroy was requested (found by its tpuform labels)");
+	}
+
+	if (out->n > 1)
+		qsort(out->actions, out->n, sizeof(out->actions[0]), cmp_actions);
+	for (size_t i = 0; i < out->n; i++) {
+		switch (out->actions[i].kind) {
+		case TPF_ACT_CREATE: out->add++; break;
+		case TPF_ACT_DELETE: out->destroyed++; break;
+		case TPF_ACT_REPLACE: out->add++; out->destroyed++; break;
+		case TPF_ACT_UPDATE:
+		case TPF_ACT_RESTART:
+		case TPF_ACT_WAIT: out->change++; break;
+		case TPF_ACT_FORGET: break;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,171 @@
+/*
+ * Desired nodes and the plan: desired x state x live -> ordered actions.
+ *
+ * The plan carries everything apply needs (each action's full desired
+ * recipe and job, with the commit already pinned), so `apply PLANFILE`
+ * executes exactly what was shown, as Terraform's saved plans do
+ * (terraform-ux.md section 3).
+ */
+#ifndef TPF_PLAN_H
+#define TPF_PLAN_H
+
+#include <stddef.h>
+#include <jansson.h>
+#include "plan/config.h"
+#include "plan/recipe.h"
+#include "providers/provider.h"
+#include "state/state.h"
+#include "util/buf.h"
+#include "util/diag.h"
+
+/* ---- desired nodes ---------------------------------------------------- */
+
+struct tpf_desired_node {
+	char *name;   /* "<fleet>-<group>-<index>" */
+	char *group;
+	int index;
+	struct tpf_recipe recipe; /* zone: the one chosen within quota */
+	struct tpf_job job;
+	char **zones;     /* the group's zones in fallback order (copy) */
+	size_t nzones;
+	int deferred;     /* beyond quota in every zone: not created now */
+};
+
+struct tpf_desired_set {
+	struct tpf_desired_node *nodes;
+	size_t n;
+};
+
+/*
+ * Expand groups x count into desired nodes. Zones: a node already in state
+ * keeps its zone while that zone is still in its group's list; otherwise
+ * the first zone of the group's list whose quota (zone x accelerator type x
+ * scheduling, from f->quota) has room. Nodes that fit nowhere are marked
+ * deferred and reported as a warning ("deferred: quota"), never an error.
+ * `commit` (may be NULL) is the pinned source commit for every job.
+ * Caller releases *out with tpf_desired_release.
+ */
+int tpf_desired_compute(struct tpf_desired_set *out, const struct tpf_fleet *f,
+			const char *commit, const struct tpf_state *st, struct tpf_diags *d);
+void tpf_desired_release(struct tpf_desired_set *s);
+/* sha256 over the sorted secret names and values (NULL if none). Caller frees. */
+char *tpf_secrets_hash(const struct tpf_kvlist *secrets);
+
+/* ---- what workers report (filled by refresh when sessions are probed) - */
+
+struct tpf_session_fact {
+	char *node;
+	int worker;
+	char *session;   /* "alive" "exited" "dead" "none", or NULL: unreachable */
+	int exit_code;
+	char *script_hash;
+	char *last_log;
+};
+
+struct tpf_session_facts {
+	struct tpf_session_fact *items;
+	size_t n, alloc;
+};
+void tpf_session_facts_release(struct tpf_session_facts *s);
+const struct tpf_session_fact *tpf_session_facts_find(const struct tpf_session_facts *s,
+						      const char *node, int worker);
+
+/* ---- actions ------------------------------------------------------------ */
+
+enum tpf_action_kind {
+	TPF_ACT_CREATE,      /* +   */
+	TPF_ACT_DELETE,      /* -   */
+	TPF_ACT_REPLACE,     /* -/+ delete, then create (generation + 1) */
+	TPF_ACT_UPDATE,      /* ~   labels in place and/or re-provision workers */
+	TPF_ACT_RESTART,     /* ~   restart dead sessions on some workers */
+	TPF_ACT_WAIT,        /*     node is CREATING/REPAIRING...: wait, then provision */
+	TPF_ACT_FORGET,      /*     in state, gone from the provider, not desired: drop from state */
+};
+
+/* One attribute line of a block. */
+struct tpf_change {
+	char *field;
+	char *before;    /* rendered value (quoted as shown), NULL: none */
+	char *after;     /* NULL: none */
+	int forces;      /* "# forces replacement" */
+	int sensitive;   /* "(sensitive value)" */
+};
+
+struct tpf_action {
+	enum tpf_action_kind kind;
+	char *node;
+	char *reason;         /* why, for people: "the node was preempted" */
+	char *reason_code;    /* for machines: "preempted" "not_in_config" "orphan" ... */
+	char *zone;           /* where the node is now (delete/replace/update), may be NULL */
+	char *id;             /* provider id of the existing node, may be NULL */
+	int adopt;            /* node found by labels but missing from state: record it */
+	int update_labels;    /* TPF_ACT_UPDATE: labels differ */
+	int *workers;         /* UPDATE/RESTART: worker indices to (re)provision */
+	size_t nworkers;
+	struct tpf_change *changes;
+	size_t nchanges;
+	/* The desired node (create, replace, update, restart, wait); NULL for
+	 * delete/forget. Owned copy. */
+	struct tpf_desired_node *desired;
+};
+
+struct tpf_plan {
+	char *fleet;
+	char *lineage;       /* of the state the plan was made from */
+	long serial;         /* of that state */
+	char *commit;        /* pinned commit, may be NULL */
+	char *fleet_sha256;  /* of the fleet file's bytes, for saved plans */
+	int destroy;         /* a destroy plan */
+	struct tpf_action *actions;
+	size_t n, alloc;
+	size_t add, change, destroyed; /* Terraform's summary counts */
+	size_t deferred;     /* desired nodes waiting for quota */
+};
+
+void tpf_plan_release(struct tpf_plan *p);
+
+/* Inputs of the diff, all borrowed. facts may be NULL (sessions not probed). */
+struct tpf_diff_input {
+	const struct tpf_fleet *fleet;
+	const struct tpf_desired_set *desired;
+	const struct tpf_state *state;
+	const struct tpf_live_set *live;
+	const struct tpf_session_facts *facts;
+	int destroy;    /* plan to delete everything the fleet owns */
+};
+
+/*
+ * Compute the plan (DESIGN.md "Node lifecycle the diff must handle").
+ * Actions are sorted: deletes first (they free quota), then replaces,
+ * creates, updates, restarts, by node name within each kind.
+ */
+int tpf_diff(struct tpf_plan *out, const struct tpf_diff_input *in, struct tpf_diags *d);
+
+/* 1 if the plan changes anything (Terraform's !PlanEmpty). */
+int tpf_plan_has_changes(const struct tpf_plan *p);
+
+/* ---- rendering -------------------------------------------------------- */
+
+/*
+ * Human rendering, Terraform style (terraform-ux.md section 1): legend of
+ * the symbols used, "# NAME will be created" blocks, "# forces replacement",
+ * "(sensitive value)", and "Plan: A to add, C to change, D to destroy." or
+ * "No changes. Your infrastructure matches the configuration.".
+ * color: 1 to add ANSI colour.
+ */
+void tpf_plan_render_human(const struct tpf_plan *p, int color, struct tpf_buf *out);
+
+/* Terraform's change summary line ("Plan: 1 to add, 0 to change, 2 to destroy."). */
+void tpf_plan_summary(const struct tpf_plan *p, struct tpf_buf *out);
+
+/* The action word machines see: "create" "delete" "replace" "update" "noop" ... (static) */
+const char *tpf_action_name(enum tpf_action_kind k);
+
+/* ---- saved plans -------------------------------------------------------- */
+
+/* JSON form of a plan (new reference). */
+json_t *tpf_plan_to_json(const struct tpf_plan *p);
+/* Parse the JSON form; errors name `what` (the plan file path). */
+int tpf_plan_from_json(struct tpf_plan *out, json_t *root, const char *what, struct tpf_diags *d);
+
+#endif

@@ -1,0 +1,105 @@
+/*
+ * JSON forms of recipes, jobs and string maps (jansson), shared by the
+ * state file and saved plans so both spell fields the same way.
+ */
+#include "plan/recipe.h"
+#include "util/xalloc.h"
+
+#include <string.h>
+
+json_t *tpf_kvlist_to_json(const struct tpf_kvlist *l)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; i < l->n; i++)
+		json_object_set_new(o, l->items[i].key, json_string(l->items[i].value));
+	return o;
+}
+
+int tpf_kvlist_from_json(struct tpf_kvlist *l, json_t *j, const char *what, struct tpf_diags *d)
+{
+	if (!j)
+		return 0;
+	if (!json_is_object(j))
+		return tpf_error(d, "%s: expected an object of strings", what);
+	const char *k;
+	json_t *v;
+	json_object_foreach(j, k, v) {
+		if (!json_is_string(v))
+			return tpf_error(d, "%s: value of '%s' must be a string", what, k);
+		tpf_kvlist_set(l, k, json_string_value(v));
+	}
+	return 0;
+}
+
+static void set_str(json_t *o, const char *k, const char *v)
+{
+	if (v)
+		json_object_set_new(o, k, json_string(v));
+}
+
+/* Copy an optional string field; wrong type is an error. */
+static int get_str(json_t *o, const char *k, char **out, const char *what, struct tpf_diags *d)
+{
+	json_t *v = json_object_get(o, k);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v))
+		return tpf_error(d, "%s: '%s' must be a string", what, k);
+	xstrset(out, json_string_value(v));
+	return 0;
+}
+
+json_t *tpf_recipe_to_json(const struct tpf_recipe *r)
+{
+	json_t *o = json_object();
+	set_str(o, "accelerator_type", r->accelerator_type);
+	set_str(o, "runtime_version", r->runtime_version);
+	set_str(o, "zone", r->zone);
+	json_object_set_new(o, "preemptible", json_boolean(r->preemptible));
+	json_object_set_new(o, "spot", json_boolean(r->spot));
+	json_object_set_new(o, "workers", json_integer(r->workers));
+	json_object_set_new(o, "labels", tpf_kvlist_to_json(&r->labels));
+	return o;
+}
+
+int tpf_recipe_from_json(struct tpf_recipe *r, json_t *j, const char *what, struct tpf_diags *d)
+{
+	if (!json_is_object(j))
+		return tpf_error(d, "%s: 'recipe' must be an object", what);
+	if (get_str(j, "accelerator_type", &r->accelerator_type, what, d) ||
+	    get_str(j, "runtime_version", &r->runtime_version, what, d) ||
+	    get_str(j, "zone", &r->zone, what, d))
+		return TPF_ERROR;
+	json_t *w = json_object_get(j, "workers");
+	if (w && !json_is_integer(w))
+		return tpf_error(d, "%s: 'workers' must be a whole number", what);
+	r->workers = w ? (int)json_integer_value(w) : 1;
+	r->preemptible = json_is_true(json_object_get(j, "preemptible"));
+	r->spot = json_is_true(json_object_get(j, "spot"));
+	return tpf_kvlist_from_json(&r->labels, json_object_get(j, "labels"), what, d);
+}
+
+json_t *tpf_job_to_json(const struct tpf_job *job)
+{
+	json_t *o = json_object();
+	set_str(o, "commit", job->commit);
+	set_str(o, "repo", job->repo);
+	set_str(o, "setup", job->setup);
+	set_str(o, "run", job->run);
+	json_object_set_new(o, "env", tpf_kvlist_to_json(&job->env));
+	set_str(o, "secrets_hash", job->secrets_hash);
+	return o;
+}
+
+int tpf_job_from_json(struct tpf_job *job, json_t *j, const char *what, struct tpf_diags *d)
+{
+	if (!j)
+		return 0;
+	if (!json_is_object(j))
+		return tpf_error(d, "%s: 'job' must be an object", what);
+	if (get_str(j, "commit", &job->commit, what, d) || get_str(j, "repo", &job->repo, what, d) ||
+	    get_str(j, "setup", &job->setup, what, d) || get_str(j, "run", &job->run, what, d) ||
+	    get_str(j, "secrets_hash", &job->secrets_hash, what, d))
+		return TPF_ERROR;
+	return tpf_kvlist_from_json(&job->env, json_object_get(j, "env"), what, d);
+}

@@ -1,0 +1,120 @@
+#include "plan/refresh.h"
+#include "plan/provision.h"
+#include "providers/transport.h"
+#include "util/xalloc.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+int tpf_refresh(struct tpf_provider *prov, const struct tpf_fleet *f, const struct tpf_state *st,
+		struct tpf_live_set *live, struct tpf_diags *d)
+{
+	size_t nz = 0;
+	const char **fz = tpf_fleet_zones(f, &nz);
+	const char **zones = xcalloc(nz + st->nnodes + 1, sizeof(char *));
+	memcpy(zones, fz, nz * sizeof(char *));
+	free(fz);
+	for (size_t i = 0; i < st->nnodes; i++) {
+		const char *z = st->nodes[i].recipe.zone;
+		int seen = !z;
+		for (size_t k = 0; k < nz && !seen; k++)
+			seen = !strcmp(zones[k], z);
+		if (!seen)
+			zones[nz++] = z;
+	}
+	int rc = prov->ops->refresh(prov, zones, nz, live, d);
+	free(zones);
+	return rc;
+}
+
+struct probe_task {
+	const struct tpf_state_node *node;
+	const struct tpf_live_node *live;
+	int worker;
+	struct tpf_worker_report report;
+	int rc;
+};
+
+struct probe_pool {
+	struct tpf_transport *t;
+	struct probe_task *tasks;
+	size_t n, next;
+	pthread_mutex_t mu;
+	struct tpf_diags *d;
+};
+
+static void *probe_thread(void *arg)
+{
+	struct probe_pool *pp = arg;
+	for (;;) {
+		pthread_mutex_lock(&pp->mu);
+		size_t i = pp->next++;
+		pthread_mutex_unlock(&pp->mu);
+		if (i >= pp->n)
+			return NULL;
+		struct probe_task *t = &pp->tasks[i];
+		/* Unreachable is a fact, not an error: keep those diagnostics out. */
+		struct tpf_diags local = TPF_DIAGS_INIT;
+		t->rc = tpf_provision_probe(pp->t, t->node, t->live, t->worker, &t->report, &local);
+		tpf_diags_release(&local);
+	}
+}
+
+int tpf_probe_sessions(struct tpf_provider *prov, const struct tpf_state *st,
+		       const struct tpf_live_set *live, int parallelism,
+		       struct tpf_session_facts *out, struct tpf_diags *d)
+{
+	struct tpf_transport *t = prov->ops->transport ? prov->ops->transport(prov) : NULL;
+	if (!t)
+		return 0;
+	struct probe_pool pp = { .t = t, .d = d };
+	pthread_mutex_init(&pp.mu, NULL);
+	size_t cap = 0;
+	for (size_t i = 0; i < st->nnodes; i++)
+		cap += st->nodes[i].nworkers;
+	pp.tasks = xcalloc(cap ? cap : 1, sizeof(*pp.tasks));
+	for (size_t i = 0; i < st->nnodes; i++) {
+		const struct tpf_state_node *sn = &st->nodes[i];
+		const struct tpf_live_node *ln = tpf_live_set_find(live, sn->name);
+		if (!ln || !ln->state || strcmp(ln->state, "READY"))
+			continue;
+		for (size_t w = 0; w < sn->nworkers; w++) {
+			if (!sn->workers[w].script_hash)
+				continue; /* never provisioned: the diff already acts */
+			struct probe_task *task = &pp.tasks[pp.n++];
+			task->node = sn;
+			task->live = ln;
+			task->worker = (int)w;
+		}
+	}
+	size_t nthreads = parallelism > 0 ? (size_t)parallelism : 10;
+	if (nthreads > pp.n)
+		nthreads = pp.n;
+	pthread_t *th = xcalloc(nthreads ? nthreads : 1, sizeof(*th));
+	for (size_t i = 0; i < nthreads; i++)
+		pthread_create(&th[i], NULL, probe_thread, &pp);
+	for (size_t i = 0; i < nthreads; i++)
+		pthread_join(th[i], NULL);
+	free(th);
+
+	for (size_t i = 0; i < pp.n; i++) {
+		struct probe_task *task = &pp.tasks[i];
+		XGROW(out->items, out->n + 1, out->alloc);
+		struct tpf_session_fact *f = &out->items[out->n++];
+		memset(f, 0, sizeof(*f));
+		f->node = xstrdup(task->node->name);
+		f->worker = task->worker;
+		f->exit_code = -1;
+		if (task->rc == 0 && task->report.reachable) {
+			f->session = xstrdup(task->report.session);
+			f->exit_code = task->report.exit_code;
+			f->script_hash = xstrdup(task->report.script_hash);
+			f->last_log = xstrdup(task->report.last_log);
+		}
+		tpf_worker_report_release(&task->report);
+	}
+	free(pp.tasks);
+	pthread_mutex_destroy(&pp.mu);
+	return 0;
+}

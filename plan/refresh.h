@@ -1,0 +1,29 @@
+/*
+ * Refresh: what is live now. One provider list per zone (the fleet's zones
+ * plus any zone a state node is in, so a node in a zone the fleet file no
+ * longer names is still found), then optionally a session probe per
+ * provisioned worker.
+ */
+#ifndef TPF_REFRESH_H
+#define TPF_REFRESH_H
+
+#include "plan/plan.h"
+
+/* Fill *live (caller releases) with the fleet's nodes. Errors: the
+ * provider's, with diagnostics; callers must not plan deletions on a
+ * failed refresh. */
+int tpf_refresh(struct tpf_provider *prov, const struct tpf_fleet *f, const struct tpf_state *st,
+		struct tpf_live_set *live, struct tpf_diags *d);
+
+/*
+ * Ask every provisioned worker of every READY node for its session status
+ * (plan/provision.h tpf_provision_probe), up to `parallelism` at once.
+ * Facts are appended to *out (caller releases). An unreachable worker gives
+ * a fact with session NULL, not an error. Providers without a transport
+ * give no facts.
+ */
+int tpf_probe_sessions(struct tpf_provider *prov, const struct tpf_state *st,
+		       const struct tpf_live_set *live, int parallelism,
+		       struct tpf_session_facts *out, struct tpf_diags *d);
+
+#endif

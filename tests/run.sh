@@ -1,0 +1,62 @@
+#!/bin/sh
+# Run every test: C unit tests (tests/unit/test_*) and end-to-end scripts
+# (tests/e2e/t*.sh). Each speaks TAP; this script counts the "ok" and
+# "not ok" lines of all of them and ends with the line
+#   N passed, N failed
+# Output of each test goes to tests/out/<name>.log too.
+# TESTS="t100 test_state" limits the run to names containing those words.
+set -u
+cd "$(dirname "$0")/.."
+out=tests/out
+mkdir -p "$out"
+passed=0
+failed=0
+crashed=""
+
+selected() {
+	[ -z "${TESTS:-}" ] && return 0
+	for w in $TESTS; do
+		case "$1" in *"$w"*) return 0 ;; esac
+	done
+	return 1
+}
+
+run_one() {
+	name=$1
+	shift
+	selected "$name" || return 0
+	log="$out/$name.log"
+	start=$(date +%s)
+	"$@" >"$log" 2>&1
+	rc=$?
+	end=$(date +%s)
+	p=$(grep -c '^ok ' "$log")
+	f=$(grep -c '^not ok ' "$log")
+	passed=$((passed + p))
+	failed=$((failed + f))
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		# A crash or a failed harness counts as a failure of its own.
+		failed=$((failed + 1))
+		crashed="$crashed $name"
+		echo "not ok - $name exited with status $rc and no failed check (see $log)"
+		tail -n 20 "$log" | sed 's/^/#   /'
+	fi
+	printf '# %-34s %4d passed, %d failed (%ss)\n' "$name" "$p" "$f" $((end - start))
+	if [ "$f" -gt 0 ]; then
+		grep -A6 '^not ok ' "$log" | sed 's/^/#   /' | head -n 60
+	fi
+}
+
+for t in tests/unit/test_*; do
+	case "$t" in *.c | *.o | *.d) continue ;; esac
+	[ -x "$t" ] || continue
+	run_one "$(basename "$t")" "$t"
+done
+for t in tests/e2e/t*.sh; do
+	[ -f "$t" ] || continue
+	run_one "$(basename "$t" .sh)" sh "$t"
+done
+
+[ -n "$crashed" ] && echo "# crashed or failed outside a check:$crashed"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
