@@ -11,6 +11,10 @@
  * "<dir>/.<state basename>.lock.info", mode 0600, removed on release.
  * The kernel drops the fcntl lock when the process dies, so a crash never
  * leaves the state locked; a leftover info file is then just overwritten.
+ *
+ * fcntl locks belong to the process: a second acquire of the same state in
+ * the same process succeeds, and releasing either drops both. Take the lock
+ * once per process (cmd/ does, around the whole command).
  */
 #ifndef TPF_LOCK_H
 #define TPF_LOCK_H
@@ -28,14 +32,23 @@ struct tpf_lock {
 
 /*
  * Lock the state at state_path for `operation` (e.g. "OperationTypeApply").
- * timeout: seconds to keep retrying (0: fail at once); retries back off 1 s,
- * 2 s, ... up to 16 s like Terraform's LockWithContext.
+ * *l is overwritten (TPF_LOCK_INIT or released). Creates "<state>.lock"
+ * (0600) if needed and, once locked, writes the info file (0600, atomic)
+ * with ID, Operation, Info (""), Who (user@host), Version, Created (UTC,
+ * microseconds) and Path.
+ * timeout: seconds to keep retrying (<= 0: fail at once); retries back off
+ * 1 s, 2 s, ... up to 16 s like Terraform's LockWithContext, and never
+ * sleep past the deadline (the last try is at it).
  * On conflict returns TPF_ELOCKED with a diagnostic "Error acquiring the
- * state lock" whose detail is the holder's "Lock Info:" block.
+ * state lock" whose detail is "Error message: ...", the holder's "Lock
+ * Info:" block (read from its info file; says so if missing) and a hint
+ * about -lock-timeout. Other failures (directory missing): TPF_ERROR.
+ * On any failure *l is not held and release is still safe.
  */
 int tpf_lock_acquire(struct tpf_lock *l, const char *state_path, const char *operation,
 		     double timeout, struct tpf_diags *d);
-/* Release (no-op if not held) and free the paths. */
+/* Remove the info file and drop the lock (if held), free the paths.
+ * Safe twice and on TPF_LOCK_INIT. */
 void tpf_lock_release(struct tpf_lock *l);
 
 #endif

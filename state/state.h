@@ -10,9 +10,13 @@
  * per worker the rendered script's hash and session facts. Secrets are
  * never stored: only job.secrets_hash.
  *
- * Files: <path> (mode 0600), <path>.backup (the content read at load,
- * written once before the first overwrite in this process, only when the new
- * state differs).
+ * Files: <path> (mode 0600), <path>.backup (mode 0600: the file as it was
+ * before this struct first replaced it; written once, at the first save
+ * whose content differs, and only if a file existed then; Terraform's
+ * local backend does the same).
+ *
+ * The implementation is split: state.c (nodes, load, save) and
+ * state_json.c (the JSON mapping and its checks).
  */
 #ifndef TPF_STATE_H
 #define TPF_STATE_H
@@ -70,44 +74,59 @@ struct tpf_state {
 	int backup_written;
 };
 
-/* A blank state with a fresh lineage and serial 0. Release with tpf_state_release. */
+/* A blank state with a fresh lineage (UUID v4) and serial 0. *st is
+ * overwritten, not freed. Release with tpf_state_release. */
 void tpf_state_init(struct tpf_state *st);
 void tpf_state_release(struct tpf_state *st);
 
 /*
- * Load path into *st. A missing file gives a blank state (return 0).
- * A file that is not valid JSON, has no lineage, or whose version is newer
- * than TPF_STATE_VERSION is refused (TPF_ERROR, with a message saying why
- * and that the file was left untouched); *st is then a blank state that
- * must not be saved over the file (callers stop).
+ * Load path into *st, which is overwritten, not freed (pass a zeroed or
+ * released struct). A missing file gives a blank state (return 0) that the
+ * first save writes (serial 1). A file that is not valid JSON (including
+ * an empty file and duplicate keys), has no lineage, a field of the wrong
+ * type, a node listed twice, or a version newer than TPF_STATE_VERSION is
+ * refused: TPF_ERROR with a diagnostic "state file 'PATH' ...; it was left
+ * untouched" naming the field, plus a hint; *st is then a blank state that
+ * must not be saved over the file (callers stop). Unknown keys are ignored
+ * (forward compatibility). Other read errors: TPF_ERROR from util/fs.h.
  */
 int tpf_state_load(struct tpf_state *st, const char *path, struct tpf_diags *d);
 
 /*
- * Write st to path atomically (util/fs.h tpf_write_file_atomic, mode 0600).
- * If the content (everything but serial) equals what was last read or
- * written, nothing is written and serial stays. Otherwise serial += 1, the
- * backup is written once if a previous file existed, and the file replaced.
- * Not thread-safe: callers serialise (plan/apply.c holds a mutex).
+ * Write st to path atomically (util/fs.h tpf_write_file_atomic, mode 0600;
+ * JSON_INDENT(2), sorted keys, trailing newline, NULL fields omitted).
+ * If the content (everything but serial and tpuform_version) equals what
+ * was last read or written by this struct, nothing is written and serial
+ * stays (Terraform: statemgr/filesystem.go). Otherwise serial += 1, the
+ * backup is written if due (see above), the file replaced, and
+ * tpuform_version set to this build's.
+ * On failure (TPF_ERROR, diagnostic "cannot write state file 'PATH': ...")
+ * the old file is intact and st is unchanged, so a retry writes the same
+ * serial. A string that is not UTF-8 is such a failure.
+ * Not thread-safe: callers serialise (plan/apply.c holds a mutex). No
+ * global state.
  */
 int tpf_state_save(struct tpf_state *st, const char *path, struct tpf_diags *d);
 
 /* JSON form (new reference; caller json_decref). Used by save, saved plans
  * and `show -json`. */
 json_t *tpf_state_to_json(const struct tpf_state *st);
-/* Parse the JSON form; same refusal rules as load. `what` names the source
- * in messages (a path). */
+/* Parse the JSON form; same refusal rules and messages as load (without
+ * the backup hint). `what` names the source in messages (a path). *st is
+ * overwritten, not freed; on failure it is a blank state. The parsed
+ * content counts as "last read" for save. */
 int tpf_state_from_json(struct tpf_state *st, json_t *root, const char *what, struct tpf_diags *d);
 
-/* Borrowed pointer to the node, or NULL. Pointers are invalidated by add/remove. */
+/* Borrowed pointer to the node, or NULL (binary search: do not rename
+ * nodes in place). Pointers are invalidated by add/remove. */
 struct tpf_state_node *tpf_state_find(struct tpf_state *st, const char *name);
 /* Add (or return the existing) node named name; new nodes are zeroed with
- * status pending, generation 0 and exit codes -1. Keeps nodes sorted. */
+ * status pending, generation 0 and no workers. Keeps nodes sorted. */
 struct tpf_state_node *tpf_state_add(struct tpf_state *st, const char *name);
 /* Remove a node; returns 1 if it was there. */
 int tpf_state_remove(struct tpf_state *st, const char *name);
 /* Make the node have exactly n workers (indices 0..n-1), keeping existing
- * facts for indices that remain. */
+ * facts for indices that remain; new workers have exit_code -1. */
 void tpf_state_node_set_workers(struct tpf_state_node *n, size_t nworkers);
 void tpf_state_node_release(struct tpf_state_node *n);
 

@@ -1,0 +1,551 @@
+/*
+ * The state's JSON form: struct tpf_state <-> jansson, with the checks that
+ * make a damaged or foreign file a clear refusal instead of a half-read
+ * state that a later save would write over the original.
+ */
+#include "state/state_priv.h"
+#include "util/xalloc.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- to JSON ---------------------------------------------------------- */
+
+/*
+ * NULL strings are omitted (the file stays short and "absent" and "null"
+ * mean the same on reading). A string that is not UTF-8 is kept unchecked
+ * so that json_dumps fails and save reports it, instead of the value
+ * silently vanishing from the state.
+ */
+static void put_str(json_t *o, const char *key, const char *v)
+{
+	if (!v)
+		return;
+	json_t *s = json_string(v);
+	if (!s)
+		s = json_string_nocheck(v);
+	json_object_set_new(o, key, s);
+}
+
+/* Maps are written even when empty, as plan/recipe_json.c does for saved
+ * plans, so that both files spell a recipe the same way. */
+static void put_map(json_t *o, const char *key, const struct tpf_kvlist *l)
+{
+	json_t *m = json_object();
+	for (size_t i = 0; i < l->n; i++)
+		put_str(m, l->items[i].key, l->items[i].value);
+	json_object_set_new(o, key, m);
+}
+
+static json_t *recipe_to_json(const struct tpf_recipe *r)
+{
+	json_t *o = json_object();
+	put_str(o, "accelerator_type", r->accelerator_type);
+	put_str(o, "runtime_version", r->runtime_version);
+	put_str(o, "zone", r->zone);
+	json_object_set_new(o, "preemptible", json_boolean(r->preemptible));
+	json_object_set_new(o, "spot", json_boolean(r->spot));
+	json_object_set_new(o, "workers", json_integer(r->workers));
+	put_map(o, "labels", &r->labels);
+	return o;
+}
+
+static json_t *job_to_json(const struct tpf_job *j)
+{
+	json_t *o = json_object();
+	put_str(o, "commit", j->commit);
+	put_str(o, "repo", j->repo);
+	put_str(o, "setup", j->setup);
+	put_str(o, "run", j->run);
+	put_map(o, "env", &j->env);
+	put_str(o, "secrets_hash", j->secrets_hash);
+	return o;
+}
+
+static json_t *worker_to_json(const struct tpf_state_worker *w)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "index", json_integer(w->index));
+	put_str(o, "script_hash", w->script_hash);
+	put_str(o, "session", w->session);
+	put_str(o, "status", w->status);
+	json_object_set_new(o, "exit_code", json_integer(w->exit_code));
+	json_object_set_new(o, "restarts", json_integer(w->restarts));
+	put_str(o, "address", w->address);
+	put_str(o, "host_key", w->host_key);
+	put_str(o, "provisioned_at", w->provisioned_at);
+	return o;
+}
+
+static json_t *node_to_json(const struct tpf_state_node *n)
+{
+	json_t *o = json_object();
+	put_str(o, "name", n->name);
+	put_str(o, "group", n->group);
+	json_object_set_new(o, "index", json_integer(n->index));
+	put_str(o, "id", n->id);
+	put_str(o, "status", n->status);
+	json_object_set_new(o, "generation", json_integer(n->generation));
+	put_str(o, "created_at", n->created_at);
+	json_object_set_new(o, "recipe", recipe_to_json(&n->recipe));
+	json_object_set_new(o, "job", job_to_json(&n->job));
+	json_t *ws = json_array();
+	for (size_t i = 0; i < n->nworkers; i++)
+		json_array_append_new(ws, worker_to_json(&n->workers[i]));
+	json_object_set_new(o, "workers", ws);
+	return o;
+}
+
+static int cmp_node_ptr(const void *a, const void *b)
+{
+	const struct tpf_state_node *x = *(const struct tpf_state_node *const *)a;
+	const struct tpf_state_node *y = *(const struct tpf_state_node *const *)b;
+	return strcmp(x->name ? x->name : "", y->name ? y->name : "");
+}
+
+json_t *tpf_state_to_json(const struct tpf_state *st)
+{
+	json_t *root = json_object();
+	json_object_set_new(root, "version", json_integer(st->version));
+	json_object_set_new(root, "serial", json_integer(st->serial));
+	put_str(root, "lineage", st->lineage);
+	put_str(root, "tpuform_version", st->tpuform_version);
+	put_str(root, "fleet", st->fleet);
+
+	/* add() keeps nodes sorted; sorting again here keeps the file
+	 * diff-friendly even if a caller edited a name in place. */
+	const struct tpf_state_node **order = xcalloc(st->nnodes, sizeof(*order));
+	for (size_t i = 0; i < st->nnodes; i++)
+		order[i] = &st->nodes[i];
+	if (st->nnodes > 1)
+		qsort(order, st->nnodes, sizeof(*order), cmp_node_ptr);
+	json_t *nodes = json_array();
+	for (size_t i = 0; i < st->nnodes; i++)
+		json_array_append_new(nodes, node_to_json(order[i]));
+	json_object_set_new(root, "nodes", nodes);
+	free(order);
+	return root;
+}
+
+char *tpf_state_canonical(const struct tpf_state *st)
+{
+	json_t *root = tpf_state_to_json(st);
+	json_object_del(root, "serial");
+	json_object_del(root, "tpuform_version");
+	char *s = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(root);
+	return s;
+}
+
+/* ---- from JSON -------------------------------------------------------- */
+
+struct reader {
+	const char *what;
+	int is_file;
+	struct tpf_diags *d;
+};
+
+static const char *kind(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return json_string_length(v) ? "a string" : "an empty string";
+	case JSON_INTEGER:
+		return "an integer";
+	case JSON_REAL:
+		return "a number with a fraction";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "a boolean";
+	case JSON_NULL:
+		return "null";
+	}
+	return "a value";
+}
+
+static char *hint(const struct reader *r)
+{
+	if (r->is_file)
+		return xasprintf("The file may have been edited by hand or damaged. Fix it, or restore "
+				 "the previous state by copying '%s.backup' over '%s'.",
+				 r->what, r->what);
+	return xasprintf("The state embedded in '%s' is damaged; create it again.", r->what);
+}
+
+/* prefix is the field's parent path ("" or "nodes[2].recipe"). */
+static int field_error(const struct reader *r, const char *prefix, const char *key,
+		       const char *expected, const json_t *got)
+{
+	char *h = hint(r);
+	const char *dot = *prefix ? "." : "";
+	if (!got)
+		tpf_errorx(r->d, NULL, h,
+			   "state file '%s' is missing the field '%s%s%s' (expected %s); "
+			   "it was left untouched",
+			   r->what, prefix, dot, key, expected);
+	else
+		tpf_errorx(r->d, NULL, h,
+			   "state file '%s' has an invalid field '%s%s%s': expected %s, found %s; "
+			   "it was left untouched",
+			   r->what, prefix, dot, key, expected, kind(got));
+	free(h);
+	return TPF_ERROR;
+}
+
+/* An optional string: absent or null gives NULL. */
+static int get_str(const struct reader *r, json_t *o, const char *prefix, const char *key,
+		   int required, char **out)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v || json_is_null(v)) {
+		if (required)
+			return field_error(r, prefix, key, "a non-empty string", NULL);
+		return 0;
+	}
+	if (!json_is_string(v) || (required && !json_string_length(v)))
+		return field_error(r, prefix, key, required ? "a non-empty string" : "a string", v);
+	*out = xstrdup(json_string_value(v));
+	return 0;
+}
+
+static int get_int(const struct reader *r, json_t *o, const char *prefix, const char *key,
+		   int required, long long min, long long max, long long *out)
+{
+	json_t *v = json_object_get(o, key);
+	const char *expected = min >= 0 ? "a non-negative integer" : "an integer";
+	if (!v || json_is_null(v)) {
+		if (required)
+			return field_error(r, prefix, key, expected, NULL);
+		return 0;
+	}
+	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
+		return field_error(r, prefix, key, expected, v);
+	*out = json_integer_value(v);
+	return 0;
+}
+
+static int get_int32(const struct reader *r, json_t *o, const char *prefix, const char *key,
+		     long long min, int *out)
+{
+	long long v = *out;
+	if (get_int(r, o, prefix, key, 0, min, INT_MAX, &v) < 0)
+		return TPF_ERROR;
+	*out = (int)v;
+	return 0;
+}
+
+static int get_bool(const struct reader *r, json_t *o, const char *prefix, const char *key,
+		    int *out)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_boolean(v))
+		return field_error(r, prefix, key, "true or false", v);
+	*out = json_is_true(v);
+	return 0;
+}
+
+static int get_map(const struct reader *r, json_t *o, const char *prefix, const char *key,
+		   struct tpf_kvlist *out)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_object(v))
+		return field_error(r, prefix, key, "an object of strings", v);
+	const char *k;
+	json_t *val;
+	json_object_foreach(v, k, val) {
+		if (!json_is_string(val)) {
+			char *p = xasprintf("%s%s%s", prefix, *prefix ? "." : "", key);
+			field_error(r, p, k, "a string", val);
+			free(p);
+			return TPF_ERROR;
+		}
+		tpf_kvlist_set(out, k, json_string_value(val));
+	}
+	/* jansson iterates in hash order: sort so that memory is stable too. */
+	tpf_kvlist_sort(out);
+	return 0;
+}
+
+/* An optional object member: absent or null gives NULL, anything but an
+ * object is refused. */
+static int get_obj(const struct reader *r, json_t *o, const char *prefix, const char *key,
+		   json_t **out)
+{
+	json_t *v = json_object_get(o, key);
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_object(v))
+		return field_error(r, prefix, key, "an object", v);
+	*out = v;
+	return 0;
+}
+
+static int parse_recipe(const struct reader *r, json_t *o, const char *prefix,
+			struct tpf_recipe *rc)
+{
+	if (get_str(r, o, prefix, "accelerator_type", 0, &rc->accelerator_type) < 0 ||
+	    get_str(r, o, prefix, "runtime_version", 0, &rc->runtime_version) < 0 ||
+	    get_str(r, o, prefix, "zone", 0, &rc->zone) < 0 ||
+	    get_bool(r, o, prefix, "preemptible", &rc->preemptible) < 0 ||
+	    get_bool(r, o, prefix, "spot", &rc->spot) < 0 ||
+	    get_int32(r, o, prefix, "workers", 0, &rc->workers) < 0 ||
+	    get_map(r, o, prefix, "labels", &rc->labels) < 0)
+		return TPF_ERROR;
+	return 0;
+}
+
+static int parse_job(const struct reader *r, json_t *o, const char *prefix, struct tpf_job *j)
+{
+	if (get_str(r, o, prefix, "commit", 0, &j->commit) < 0 ||
+	    get_str(r, o, prefix, "repo", 0, &j->repo) < 0 ||
+	    get_str(r, o, prefix, "setup", 0, &j->setup) < 0 ||
+	    get_str(r, o, prefix, "run", 0, &j->run) < 0 ||
+	    get_map(r, o, prefix, "env", &j->env) < 0 ||
+	    get_str(r, o, prefix, "secrets_hash", 0, &j->secrets_hash) < 0)
+		return TPF_ERROR;
+	return 0;
+}
+
+static int parse_worker(const struct reader *r, json_t *o, const char *prefix, size_t pos,
+			struct tpf_state_worker *w)
+{
+	long long index = -1;
+	/* Workers are addressed by position (set_workers keeps indices
+	 * 0..n-1), so a file whose list has gaps or is out of order is not
+	 * something to guess about. */
+	if (get_int(r, o, prefix, "index", 1, 0, INT_MAX, &index) < 0)
+		return TPF_ERROR;
+	if ((size_t)index != pos) {
+		char *expected = xasprintf("%zu (workers are listed by index from 0)", pos);
+		field_error(r, prefix, "index", expected, json_object_get(o, "index"));
+		free(expected);
+		return TPF_ERROR;
+	}
+	w->index = (int)index;
+	if (get_str(r, o, prefix, "script_hash", 0, &w->script_hash) < 0 ||
+	    get_str(r, o, prefix, "session", 0, &w->session) < 0 ||
+	    get_str(r, o, prefix, "status", 0, &w->status) < 0 ||
+	    get_int32(r, o, prefix, "exit_code", INT_MIN, &w->exit_code) < 0 ||
+	    get_int32(r, o, prefix, "restarts", 0, &w->restarts) < 0 ||
+	    get_str(r, o, prefix, "address", 0, &w->address) < 0 ||
+	    get_str(r, o, prefix, "host_key", 0, &w->host_key) < 0 ||
+	    get_str(r, o, prefix, "provisioned_at", 0, &w->provisioned_at) < 0)
+		return TPF_ERROR;
+	return 0;
+}
+
+static int parse_node(const struct reader *r, json_t *o, const char *prefix,
+		      struct tpf_state_node *n)
+{
+	json_t *recipe, *job, *workers;
+	if (get_str(r, o, prefix, "name", 1, &n->name) < 0 ||
+	    get_str(r, o, prefix, "group", 0, &n->group) < 0 ||
+	    get_int32(r, o, prefix, "index", 0, &n->index) < 0 ||
+	    get_str(r, o, prefix, "id", 0, &n->id) < 0 ||
+	    get_str(r, o, prefix, "status", 0, &n->status) < 0 ||
+	    get_int32(r, o, prefix, "generation", 0, &n->generation) < 0 ||
+	    get_str(r, o, prefix, "created_at", 0, &n->created_at) < 0 ||
+	    get_obj(r, o, prefix, "recipe", &recipe) < 0 ||
+	    get_obj(r, o, prefix, "job", &job) < 0)
+		return TPF_ERROR;
+
+	int err = 0;
+	char *sub = NULL;
+	if (recipe) {
+		sub = xasprintf("%s.recipe", prefix);
+		err = parse_recipe(r, recipe, sub, &n->recipe);
+		free(sub);
+		if (err)
+			return err;
+	}
+	if (job) {
+		sub = xasprintf("%s.job", prefix);
+		err = parse_job(r, job, sub, &n->job);
+		free(sub);
+		if (err)
+			return err;
+	}
+
+	workers = json_object_get(o, "workers");
+	if (!workers || json_is_null(workers))
+		return 0;
+	if (!json_is_array(workers))
+		return field_error(r, prefix, "workers", "an array", workers);
+	size_t count = json_array_size(workers);
+	n->workers = xcalloc(count, sizeof(*n->workers));
+	for (size_t i = 0; i < count; i++) {
+		json_t *w = json_array_get(workers, i);
+		struct tpf_state_worker *sw = &n->workers[i];
+		sw->exit_code = -1;
+		n->nworkers = i + 1; /* so that release frees what was parsed */
+		sub = xasprintf("%s.workers[%zu]", prefix, i);
+		if (!json_is_object(w))
+			err = field_error(r, prefix, strrchr(sub, '.') + 1, "an object", w);
+		else
+			err = parse_worker(r, w, sub, i, sw);
+		free(sub);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * Bring an older document up to TPF_STATE_VERSION, one version at a time,
+ * each step taking and returning a reference. Version 1 is the first
+ * format, so there is no step yet; a step for version N goes in the switch
+ * as `case N:` and must not modify a document it did not copy (the caller
+ * owns root).
+ */
+static json_t *migrate(const struct reader *r, json_t *root, long long version)
+{
+	json_t *doc = json_incref(root);
+	while (version < TPF_STATE_VERSION) {
+		switch (version) {
+		default: {
+			char *h = hint(r);
+			tpf_errorx(r->d, NULL, h,
+				   "state file '%s' has version %lld, older than any tpuform state "
+				   "format (the first is 1); it was left untouched",
+				   r->what, version);
+			free(h);
+			json_decref(doc);
+			return NULL;
+		}
+		}
+		version++;
+	}
+	return doc;
+}
+
+static int cmp_node(const void *a, const void *b)
+{
+	const struct tpf_state_node *x = a, *y = b;
+	return strcmp(x->name, y->name);
+}
+
+void tpf_state_sort_nodes(struct tpf_state *st)
+{
+	if (st->nnodes > 1)
+		qsort(st->nodes, st->nnodes, sizeof(st->nodes[0]), cmp_node);
+}
+
+static int parse_body(const struct reader *r, json_t *root, struct tpf_state *st)
+{
+	long long v = 0;
+	/* Lineage first: without it serials mean nothing (terraform-ux.md 4). */
+	if (get_str(r, root, "", "lineage", 1, &st->lineage) < 0 ||
+	    get_int(r, root, "", "serial", 1, 0, LONG_MAX, &v) < 0)
+		return TPF_ERROR;
+	st->serial = (long)v;
+	if (get_str(r, root, "", "tpuform_version", 0, &st->tpuform_version) < 0 ||
+	    get_str(r, root, "", "fleet", 0, &st->fleet) < 0)
+		return TPF_ERROR;
+
+	json_t *nodes = json_object_get(root, "nodes");
+	if (!nodes || json_is_null(nodes))
+		return 0;
+	if (!json_is_array(nodes))
+		return field_error(r, "", "nodes", "an array", nodes);
+	size_t count = json_array_size(nodes);
+	st->nodes = xcalloc(count, sizeof(*st->nodes));
+	st->alloc = count;
+	for (size_t i = 0; i < count; i++) {
+		json_t *n = json_array_get(nodes, i);
+		char *prefix = xasprintf("nodes[%zu]", i);
+		int err;
+		st->nnodes = i + 1;
+		if (!json_is_object(n))
+			err = field_error(r, "", prefix, "an object", n);
+		else
+			err = parse_node(r, n, prefix, &st->nodes[i]);
+		free(prefix);
+		if (err)
+			return err;
+	}
+	tpf_state_sort_nodes(st);
+	for (size_t i = 1; i < st->nnodes; i++) {
+		if (!strcmp(st->nodes[i - 1].name, st->nodes[i].name)) {
+			char *h = hint(r);
+			tpf_errorx(r->d, NULL, h,
+				   "state file '%s' lists node '%s' twice; it was left untouched",
+				   r->what, st->nodes[i].name);
+			free(h);
+			return TPF_ERROR;
+		}
+	}
+	return 0;
+}
+
+int tpf_state_parse(struct tpf_state *st, json_t *root, const char *what, int is_file,
+		    struct tpf_diags *d)
+{
+	struct reader r = { what, is_file, d };
+	struct tpf_state tmp = { 0 };
+	json_t *doc = NULL;
+	long long version = 0;
+	int err = 0;
+
+	if (!json_is_object(root)) {
+		char *h = hint(&r);
+		err = tpf_errorx(d, NULL, h,
+				 "state file '%s' is not a tpuform state: expected a JSON object at the "
+				 "top level, found %s; it was left untouched",
+				 what, root ? kind(root) : "nothing");
+		free(h);
+		goto done;
+	}
+	/* The version decides how to read everything else, so it is checked
+	 * before any other field: a newer format may have changed them. */
+	err = get_int(&r, root, "", "version", 1, LLONG_MIN, LLONG_MAX, &version);
+	if (err)
+		goto done;
+	if (version > TPF_STATE_VERSION) {
+		const char *by = json_string_value(json_object_get(root, "tpuform_version"));
+		char *h = by ? xasprintf("It was written by tpuform %s. Upgrade tpuform to at least "
+					 "that version to use this state.", by)
+			     : xstrdup("It was written by a newer tpuform. Upgrade tpuform to use "
+				       "this state.");
+		err = tpf_errorx(d, NULL, h,
+				 "state file '%s' has version %lld, newer than this tpuform supports "
+				 "(%d); it was left untouched",
+				 what, version, TPF_STATE_VERSION);
+		free(h);
+		goto done;
+	}
+	doc = migrate(&r, root, version);
+	if (!doc) {
+		err = TPF_ERROR;
+		goto done;
+	}
+	tmp.version = TPF_STATE_VERSION;
+	err = parse_body(&r, doc, &tmp);
+	if (err)
+		goto done;
+	tmp.last_json = tpf_state_canonical(&tmp);
+done:
+	json_decref(doc);
+	if (err) {
+		tpf_state_release(&tmp);
+		tpf_state_init(st);
+		return err;
+	}
+	*st = tmp;
+	return 0;
+}
+
+int tpf_state_from_json(struct tpf_state *st, json_t *root, const char *what,
+			struct tpf_diags *d)
+{
+	return tpf_state_parse(st, root, what, 0, d);
+}
