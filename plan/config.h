@@ -88,7 +88,8 @@ struct tpf_fleet {
 
 	struct tpf_kvlist env;     /* fleet-wide, non-secret */
 	/* Values already resolved from ${VAR} in tpuform's environment. Never
-	 * printed, never stored. A missing variable is a config error. */
+	 * printed, never stored. A missing variable is a config error. Names
+	 * follow env rules and never repeat a fleet or group env name. */
 	struct tpf_kvlist secrets;
 	char *setup; /* may be NULL */
 	char *run;   /* required unless every group sets run */
@@ -102,23 +103,34 @@ struct tpf_fleet {
 /*
  * Read and validate the fleet file at path. On success returns 0 and fills
  * *out (caller releases with tpf_fleet_release). On any error returns
- * TPF_ERROR with diagnostics appended; *out is left released.
- * `getenv_fn` resolves ${VAR} in secrets; NULL means getenv().
+ * TPF_ERROR (or tpf_read_file's code) with diagnostics appended, sorted by
+ * position; *out is left released (zeroed), so releasing it again is safe.
+ * ${VAR} in secrets is resolved with getenv(); an unset variable is an
+ * error. Secret values never appear in a diagnostic.
+ *
+ * YAML details: one document; anchors, aliases and tags are refused; a
+ * null (empty) value reads as an empty mapping or list where one is
+ * expected, and is an error where text is expected, except `setup`, where
+ * null or "" means "no setup" (a group can so cancel the fleet's setup).
+ * Numbers and booleans are read from the text (true/false only, never
+ * yes/no/on/off); env and label values are kept as text ("1" and 1 alike).
  */
 int tpf_fleet_load(struct tpf_fleet *out, const char *path, struct tpf_diags *d);
 
-/* The same from a buffer; `path` is only used in messages and to resolve
- * relative paths. */
+/* The same from a buffer (need not be NUL-terminated); `path` is only used
+ * in messages and to resolve relative paths (against its directory). */
 int tpf_fleet_parse(struct tpf_fleet *out, const char *path, const char *text, size_t len,
 		    struct tpf_diags *d);
 
+/* Free everything *f holds (secret values are wiped first) and zero it. */
 void tpf_fleet_release(struct tpf_fleet *f);
 
 /* Borrowed pointer to the group named name, or NULL. */
 const struct tpf_group *tpf_fleet_group(const struct tpf_fleet *f, const char *name);
 
-/* Every zone any group names, de-duplicated, in first-seen order.
- * Caller frees the array (not the strings, which f owns). */
+/* Every zone any group names, de-duplicated, in first-seen order (quota
+ * zones are not included). Caller frees the array (not the strings, which
+ * f owns); NULL with *n = 0 when there are none. */
 const char **tpf_fleet_zones(const struct tpf_fleet *f, size_t *n);
 
 #endif

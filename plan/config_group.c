@@ -1,0 +1,242 @@
+/*
+ * The groups of a fleet file: each group's keys, its effective job (the
+ * fleet's setup/run/env under the group's own), and the checks across
+ * groups (unique names, node name length).
+ */
+#include "plan/accel.h"
+#include "plan/config_walk.h"
+#include "util/buf.h"
+#include "util/xalloc.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* GCP resource names (nodes) are at most 63 characters (RFC 1035 label). */
+#define NODE_NAME_MAX 63
+/* GCP allows 64 labels per resource; tpuform sets three of them. */
+#define USER_LABELS_MAX (64 - 3)
+/* A sanity bound: a fleet of more nodes is a typo, not a plan. */
+#define COUNT_MAX 10000
+
+static const char *const group_keys[] = {
+	"name", "accelerator_type", "runtime_version", "zones", "count", "preemptible",
+	"spot", "labels", "setup", "run", "env", "queued", "valid_until", NULL,
+};
+
+struct group_ctx {
+	struct cfg *c;
+	struct tpf_fleet *f;
+	yaml_node_t **names; /* name node of each group read so far, or NULL */
+	int fleet_run;       /* the fleet has a run of its own */
+};
+
+static void read_zones(struct cfg *c, struct tpf_group *g, yaml_node_t *v, const char *label)
+{
+	static const char expect[] = "a zone name such as 'us-central1-f'";
+	yaml_node_item_t single = 0, *items, *end;
+
+	if (v->type == YAML_SCALAR_NODE && !cfg_is_null(v)) {
+		/* "zones: us-central1-f" reads as a list of one. */
+		single = 0;
+		items = &single;
+		end = items + 1;
+	} else if (v->type == YAML_SEQUENCE_NODE) {
+		items = v->data.sequence.items.start;
+		end = v->data.sequence.items.top;
+		if (items == end) {
+			cfg_error(c, v, NULL, "'zones' must list at least one zone");
+			return;
+		}
+	} else {
+		cfg_type_error(c, v, "zones", "a list of zone names", NULL);
+		return;
+	}
+	g->zones = xcalloc((size_t)(end - items), sizeof(*g->zones));
+	for (yaml_node_item_t *it = items; it < end; it++) {
+		yaml_node_t *z = it == &single ? v : cfg_node(c, *it);
+		const char *s = cfg_text(z);
+		if (!s || !cfg_is_name(s) || strlen(s) > 63) {
+			struct tpf_buf got = TPF_BUF_INIT;
+			cfg_describe(&got, z, 0);
+			cfg_error(c, z, NULL, "each zone must be %s, got %s", expect, got.buf);
+			tpf_buf_release(&got);
+			continue;
+		}
+		int dup = 0;
+		for (size_t i = 0; i < g->nzones && !dup; i++)
+			dup = !strcmp(g->zones[i], s);
+		if (dup) {
+			cfg_error(c, z, NULL, "zone '%s' is listed twice in group %s", s, label);
+			continue;
+		}
+		g->zones[g->nzones++] = xstrdup(s);
+	}
+}
+
+static void read_group(struct group_ctx *gc, struct tpf_group *g, yaml_node_t *v, size_t idx)
+{
+	struct cfg *c = gc->c;
+	struct tpf_fleet *f = gc->f;
+	struct cfg_map m, lm, em;
+	yaml_node_t *x, *name_node;
+	char *label, *where, *owner;
+	struct tpf_kvlist genv = TPF_KVLIST_INIT;
+	int has_setup = 0;
+
+	g->line = (int)v->start_mark.line + 1;
+	g->column = (int)v->start_mark.column + 1;
+	if (v->type != YAML_MAPPING_NODE) {
+		cfg_type_error(c, v, "groups", "a list of mappings with 'name', 'accelerator_type', "
+					   "'runtime_version', 'zones' and 'count'", NULL);
+		return;
+	}
+	/* Messages name the group as written, even if the name is invalid. */
+	struct cfg_map peek = { c, v, v, NULL, "", "", 0 };
+	name_node = cfg_map_get(&peek, "name");
+	if (cfg_text(name_node) && !cfg_is_null(name_node))
+		label = xasprintf("'%s'", cfg_text(name_node));
+	else
+		label = xasprintf("#%zu", idx + 1);
+	where = xasprintf("in group %s", label);
+	owner = xasprintf("group %s", label);
+	cfg_map_open(&m, c, v, "each group", "a mapping", group_keys, where, owner);
+
+	if ((x = cfg_map_require(&m, "name", NULL))) {
+		const char *s = cfg_want_name(c, x, "name", SIZE_MAX);
+		for (size_t i = 0; s && i < idx; i++) {
+			if (gc->names[i] && !strcmp(cfg_text(gc->names[i]), s)) {
+				cfg_error(c, x, "group names must be unique within the fleet",
+					  "group name '%s' is already used at line %zu", s,
+					  gc->names[i]->start_mark.line + 1);
+				s = NULL;
+			}
+		}
+		if (s) {
+			g->name = xstrdup(s);
+			gc->names[idx] = x;
+		}
+	}
+	if ((x = cfg_map_require(&m, "accelerator_type", "e.g. v2-8, v4-16 or v5litepod-16"))) {
+		struct tpf_accel a;
+		const char *why = NULL, *s = cfg_text(x);
+		if (s && tpf_accel_lookup(s, &a, &why) == 0) {
+			g->accelerator_type = xstrdup(s);
+			g->workers = a.workers;
+		} else {
+			cfg_type_error(c, x, "accelerator_type", why ? why : "an accelerator type", NULL);
+		}
+	}
+	if ((x = cfg_map_require(&m, "runtime_version", "e.g. tpu-ubuntu2204-base"))) {
+		const char *s = cfg_text(x);
+		/* Loose on purpose: the list is per zone and changes; the API
+		 * (runtimeVersions.list) is the authority. */
+		if (s && *s && !cfg_is_null(x) &&
+		    strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._") ==
+			    strlen(s))
+			g->runtime_version = xstrdup(s);
+		else
+			cfg_type_error(c, x, "runtime_version",
+				   "a runtime version such as 'tpu-ubuntu2204-base'", NULL);
+	}
+	if ((x = cfg_map_require(&m, "zones", "e.g. zones: [us-central1-f]")))
+		read_zones(c, g, x, label);
+	if ((x = cfg_map_require(&m, "count", "the number of nodes, e.g. count: 1")))
+		cfg_want_uint(c, x, "count", "a whole number >= 0", 0, COUNT_MAX, &g->count);
+	if ((x = cfg_map_get(&m, "preemptible")))
+		cfg_want_bool(c, x, "preemptible", &g->preemptible);
+	if ((x = cfg_map_get(&m, "spot")))
+		cfg_want_bool(c, x, "spot", &g->spot);
+	if (g->preemptible && g->spot)
+		cfg_error(c, x, "spot is the newer form of preemptible (no 24-hour limit)",
+			  "group %s sets both 'preemptible' and 'spot'; choose one", label);
+	if ((x = cfg_map_get(&m, "queued")))
+		cfg_want_bool(c, x, "queued", &g->queued);
+	if ((x = cfg_map_get(&m, "valid_until")) && cfg_want_duration(c, x, "valid_until", NULL) == 0) {
+		if (g->queued)
+			g->valid_until = xstrdup(cfg_text(x));
+		else
+			cfg_error(c, x, "add 'queued: true' or remove 'valid_until'",
+				  "'valid_until' in group %s applies to queued resources only", label);
+	}
+
+	if ((x = cfg_map_get(&m, "labels"))) {
+		char *lwhere = xasprintf("in labels of group %s", label);
+		struct cfg_label_ctx lc = { &g->labels, label };
+		if (cfg_map_open(&lm, c, x, "'labels'", "a mapping of label keys to values", NULL,
+				 lwhere, "labels") == 0) {
+			cfg_each_pair(c, &lm, cfg_label_pair, &lc);
+			if (g->labels.n > USER_LABELS_MAX)
+				cfg_error(c, x, "GCP allows 64 labels per node and tpuform sets 3",
+					  "group %s has %zu labels, more than the %d that fit", label,
+					  g->labels.n, USER_LABELS_MAX);
+		}
+		free(lwhere);
+	}
+
+	/* Effective job: the group's own setup/run/env over the fleet's. */
+	if ((x = cfg_map_get(&m, "setup"))) {
+		const char *s = cfg_want_text(c, x, "setup", "a shell command", 1);
+		has_setup = 1;
+		if (s && *s)
+			g->setup = xstrdup(s);
+	}
+	if (!has_setup && f->setup)
+		g->setup = xstrdup(f->setup);
+	if ((x = cfg_map_get(&m, "run"))) {
+		const char *s = cfg_want_text(c, x, "run", "a shell command", 0);
+		if (s)
+			g->run = xstrdup(s);
+	} else if (f->run) {
+		g->run = xstrdup(f->run);
+	} else if (!gc->fleet_run && m.node) {
+		cfg_map_require(&m, "run", "set 'run' in the group, or once at top level for all groups");
+	}
+	tpf_kvlist_copy(&g->env, &f->env);
+	if ((x = cfg_map_get(&m, "env"))) {
+		char *ewhere = xasprintf("in env of group %s", label);
+		if (cfg_map_open(&em, c, x, "'env'", "a mapping of variable names to values", NULL,
+				 ewhere, "env") == 0) {
+			cfg_each_pair(c, &em, cfg_env_pair, &genv);
+			tpf_kvlist_merge(&g->env, &genv);
+		}
+		free(ewhere);
+	}
+
+	/* Node names are <fleet>-<group>-<index>; the last index is longest. */
+	if (f->name && g->name) {
+		char *node = xasprintf("%s-%s-%d", f->name, g->name, g->count > 0 ? g->count - 1 : 0);
+		if (strlen(node) > NODE_NAME_MAX)
+			cfg_error(c, gc->names[idx], "shorten the fleet or the group name",
+				  "node name '%s' would be %zu characters, more than the %d GCP allows",
+				  node, strlen(node), NODE_NAME_MAX);
+		free(node);
+	}
+	tpf_kvlist_release(&genv);
+	free(label);
+	free(where);
+	free(owner);
+}
+
+void cfg_read_groups(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v, int fleet_run)
+{
+	if (cfg_is_null(v) || (v->type == YAML_SEQUENCE_NODE &&
+			       v->data.sequence.items.start == v->data.sequence.items.top)) {
+		cfg_error(c, v, "e.g. groups: [{ name: main, accelerator_type: v2-8, runtime_version: "
+				"tpu-ubuntu2204-base, zones: [us-central1-f], count: 1 }]",
+			  "'groups' must list at least one group");
+		return;
+	}
+	if (v->type != YAML_SEQUENCE_NODE) {
+		cfg_type_error(c, v, "groups", "a list of groups, each a mapping", NULL);
+		return;
+	}
+	size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+	struct group_ctx gc = { c, f, xcalloc(n, sizeof(yaml_node_t *)), fleet_run };
+	f->groups = xcalloc(n, sizeof(*f->groups));
+	f->ngroups = n;
+	for (size_t i = 0; i < n; i++)
+		read_group(&gc, &f->groups[i], cfg_node(c, v->data.sequence.items.start[i]), i);
+	free(gc.names);
+}

@@ -1,0 +1,84 @@
+/*
+ * Private to plan/config*.c: reading typed values out of the fleet file's
+ * YAML tree. Every reader records its own positioned error (through
+ * plan/config_yaml.h) and reports failure, so callers just skip the value
+ * and go on to the next one.
+ *
+ * Messages follow one pattern: "'<key>' must be <expectation>, got <what
+ * was found>", with scalars quoted and lists/mappings named as such.
+ */
+#ifndef TPF_CONFIG_WALK_H
+#define TPF_CONFIG_WALK_H
+
+#include <stddef.h>
+
+#include "plan/config.h"
+#include "plan/config_yaml.h"
+#include "util/kv.h"
+
+/* [a-z][a-z0-9-]*: fleet, group and zone names. */
+int cfg_is_name(const char *s);
+/* [A-Za-z_][A-Za-z0-9_]*: env and secret names. */
+int cfg_is_env_name(const char *s);
+/* Non-empty, and every byte a lowercase letter, a digit or in extra. */
+int cfg_all_of(const char *s, const char *extra);
+/* A URL or scp-style user@host:path, which git reads as remote, as opposed
+ * to a local path that resolves against the fleet file's directory. */
+int cfg_looks_like_url(const char *s);
+
+/* Record "'name' must be expect, got <v described>". */
+void cfg_type_error(struct cfg *c, const yaml_node_t *v, const char *name, const char *expect,
+		    const char *detail);
+
+/* Text of a non-empty scalar (borrowed from the document), or NULL after
+ * an error. With allow_empty, "" and a YAML null (read as "") pass too. */
+const char *cfg_want_text(struct cfg *c, yaml_node_t *v, const char *name, const char *expect,
+			  int allow_empty);
+/* Decimal digits only, min..max ("at most max" has its own message).
+ * Returns 0 and sets *out, or -1. */
+int cfg_want_uint(struct cfg *c, yaml_node_t *v, const char *name, const char *expect, long min,
+		  long max, int *out);
+/* Exactly "true" or "false" (no YAML 1.1 yes/no/on/off). 0 or -1. */
+int cfg_want_bool(struct cfg *c, yaml_node_t *v, const char *name, int *out);
+/* One of words (NULL-terminated); *out is its index. 0 or -1, the error
+ * with "did you mean" when a word is close. */
+int cfg_want_enum(struct cfg *c, yaml_node_t *v, const char *name, const char *const *words,
+		  const char *expect, int *out);
+/* tpf_parse_duration's syntax; *out (optional) in seconds. 0 or -1. */
+int cfg_want_duration(struct cfg *c, yaml_node_t *v, const char *name, double *out);
+/* A path resolved against f->dir ("~/" is $HOME). Caller frees; NULL after
+ * an error. */
+char *cfg_want_path(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v, const char *name);
+/* A name (cfg_is_name) of at most max bytes (SIZE_MAX: no limit of its
+ * own). Borrowed text, or NULL after an error. */
+const char *cfg_want_name(struct cfg *c, yaml_node_t *v, const char *name, size_t max);
+
+/* Free-form maps: fn gets each (key, value) whose key is a scalar, first
+ * occurrence only (the rest were reported as duplicates). */
+typedef void (*cfg_pair_fn)(struct cfg *c, yaml_node_t *k, yaml_node_t *v, void *arg);
+void cfg_each_pair(struct cfg *c, const struct cfg_map *m, cfg_pair_fn fn, void *arg);
+
+/* env entries into the struct tpf_kvlist *arg: names checked (env rules,
+ * TPUFORM_* reserved), values any scalar kept as text, null as "". */
+void cfg_env_pair(struct cfg *c, yaml_node_t *k, yaml_node_t *v, void *arg);
+/* The whole env mapping v (may be NULL: absent) into out. */
+void cfg_read_env(struct cfg *c, yaml_node_t *v, const char *where, struct tpf_kvlist *out);
+
+struct cfg_label_ctx {
+	struct tpf_kvlist *out;
+	const char *group; /* for messages: "'sweep'" or "#2" */
+};
+/* GCP label rules; keys "tpuform-*" are reserved. arg: cfg_label_ctx. */
+void cfg_label_pair(struct cfg *c, yaml_node_t *k, yaml_node_t *v, void *arg);
+
+/* A secret into ((struct tpf_fleet *)arg)->secrets with ${VAR} resolved by
+ * getenv(). Checks names against the fleet's and every group's env, so the
+ * groups must be read first. Never puts the value in a message. */
+void cfg_secret_pair(struct cfg *c, yaml_node_t *k, yaml_node_t *v, void *arg);
+
+/* The groups list v into f->groups; fleet_run says the fleet has a run key
+ * (so a group without one is not reported). f's name, setup, run and env
+ * must be read already: groups get the effective values. */
+void cfg_read_groups(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v, int fleet_run);
+
+#endif
