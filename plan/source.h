@@ -17,18 +17,24 @@
 int tpf_source_resolve(const char *repo, const char *ref, char out[41], struct tpf_diags *d);
 
 /*
- * Make `dest` a checkout of `repo` at `commit` (detached HEAD): clone if
- * dest does not exist, else fetch if the commit is missing, then a forced
- * checkout. Uses libgit2 only (no git binary).
+ * Make `dest` a checkout of `repo` at `commit` (40 hex; detached HEAD):
+ * clone if dest does not exist (an existing directory without a repository
+ * is initialised in place, keeping untracked files), else fetch remote
+ * "origin" (set to repo) if the commit is missing, then a forced checkout
+ * (tracked files are reset to the commit). Uses libgit2 only (no git
+ * binary); ssh URLs authenticate with ssh-agent.
  */
 int tpf_source_checkout(const char *repo, const char *commit, const char *dest,
 			struct tpf_diags *d);
 
 /*
- * A git bundle (v2) of `commit` and its history from `repo`, appended to
- * out: the header "# v2 git bundle", a ref line "<commit> refs/heads/tpuform",
- * a blank line, then a packfile built with libgit2's packbuilder.
- * A worker clones it with `git clone source.bundle`.
+ * A git bundle (v2, gitformat-bundle(5)) of `commit` and its history from
+ * `repo`, appended to out: the header "# v2 git bundle", ref lines
+ * "<commit> refs/heads/tpuform" and "<commit> HEAD" (so that a clone checks
+ * it out), a blank line, then a packfile built with libgit2's packbuilder.
+ * A worker clones it with `git clone source.bundle` or fetches
+ * refs/heads/tpuform from it. A URL repo is first cloned (bare) into a
+ * temporary directory under $TMPDIR. On error out is left as it was.
  */
 int tpf_source_bundle(const char *repo, const char *commit, struct tpf_buf *out,
 		      struct tpf_diags *d);

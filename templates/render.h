@@ -31,17 +31,34 @@ struct tpf_bootstrap_params {
 	const struct tpf_kvlist *env; /* exported to setup and run */
 	const char *session;     /* screen session name */
 	const char *coordinator; /* worker 0's address for multi-host, may be NULL */
+	/* "sha256:..." of the secrets env file uploaded next to the script,
+	 * may be NULL. Rendered (not exported) so that a changed secret
+	 * changes the script's hash and `start` restarts the job. */
+	const char *secrets_hash;
 };
 
-/* The rendered script; caller frees. Same params -> same bytes. */
+/*
+ * The rendered script; caller frees. Same params -> same bytes: env is
+ * written sorted by name, whatever order the list has. NULL strings are
+ * rendered as empty values. Env entries whose name is not valid or is
+ * reserved (tpf_env_name_reserved) are left out: the config rejects them
+ * first, this is defence in depth against overriding the script's own
+ * settings. The first lines are a comment naming node and worker, with
+ * control characters in names replaced by '?'.
+ */
 char *tpf_bootstrap_render(const struct tpf_bootstrap_params *p);
 
 /* The secrets env file ("export NAME='value'" lines, sorted by name);
- * caller frees. An empty list gives a file with only a comment. */
+ * caller frees. An empty list gives a file with only a comment. Invalid
+ * or reserved names are left out, as in tpf_bootstrap_render. */
 char *tpf_secrets_render(const struct tpf_kvlist *secrets);
 
 /* 1 if name is a valid environment variable name ([A-Za-z_][A-Za-z0-9_]*). */
 int tpf_env_name_valid(const char *name);
+
+/* 1 if name belongs to the script (prefix "TPUFORM_"): env and secrets
+ * may not set it. */
+int tpf_env_name_reserved(const char *name);
 
 /* Embedded templates (generated templates/embedded.c). */
 extern const char tpf_template_bootstrap_sh[];

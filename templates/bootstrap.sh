@@ -1,0 +1,415 @@
+# shellcheck shell=sh
+#
+# Body of the per-worker bootstrap script (templates/bootstrap.sh).
+#
+# tpuform renders a worker's script as "#!/bin/sh", a comment, one
+# assignment per setting (TPUFORM_FLEET ... TPUFORM_RUN, every value
+# single-quoted), the user's env exports, then this body unchanged
+# (templates/render.c). It is uploaded to ~/tpuform/bootstrap.sh and run as
+#
+#	sh tpuform/bootstrap.sh start|restart|status|logs N|stop
+#
+# printing "TPUFORM key=value" lines for tpuform (the protocol is in
+# plan/provision.h). "job" is the verb the screen session runs.
+#
+# POSIX sh only (the worker's /bin/sh may be dash). Needs screen, git (for
+# a source), sha256sum and coreutils. Secrets live in secrets.env (0600),
+# sourced by setup and the job only, never printed.
+
+unset IFS CDPATH
+set -u
+umask 077
+
+tpf_dir=$(cd -P -- "$(dirname -- "$0")" && pwd) || exit 2
+tpf_self=$tpf_dir/$(basename -- "$0")
+tpf_src=$tpf_dir/src
+tpf_rundir=$tpf_dir/run
+tpf_logs=$tpf_dir/logs
+tpf_secrets=$tpf_dir/secrets.env
+tpf_bundle=$tpf_dir/source.bundle
+tpf_lockfile=${TPUFORM_LIBTPU_LOCKFILE:-/tmp/libtpu_lockfile}
+
+tpf_say() {
+	printf 'TPUFORM %s\n' "$*"
+}
+
+# tpf_fail STEP CODE MESSAGE: report a failed step and end the script.
+tpf_fail() {
+	printf 'tpuform: %s\n' "$3"
+	tpf_say "result=failed step=$1 exit_code=$2"
+	exit 1
+}
+
+# Replace file $1 with the line $2 (temp file + rename), so a reader never
+# sees a partial value.
+tpf_put() {
+	printf '%s\n' "$2" >"$1.tmp.$$" && mv -f -- "$1.tmp.$$" "$1"
+}
+
+# First line of file $1, or nothing.
+tpf_read() {
+	if [ -f "$1" ]; then
+		head -n 1 -- "$1" 2>/dev/null
+	fi
+}
+
+tpf_is_number() {
+	case $1 in
+	'' | *[!0-9]*) return 1 ;;
+	esac
+	return 0
+}
+
+# The screen sessions named $TPUFORM_SESSION ("pid.name"), one a line.
+# Dead sockets (the screen process is gone) do not count.
+tpf_sessions() {
+	command -v screen >/dev/null 2>&1 || return 0
+	screen -ls 2>/dev/null | tpf_name=$TPUFORM_SESSION awk '
+		$1 ~ /^[0-9]+\./ && $0 !~ /\(Dead/ {
+			s = $1
+			sub(/^[0-9]+\./, "", s)
+			if (s == ENVIRON["tpf_name"])
+				print $1
+		}'
+}
+
+tpf_alive() {
+	[ -n "$(tpf_sessions)" ]
+}
+
+# Is process group $1 the job this script started? The kernel does not
+# reuse a pid while it is still a process group id, so a live group whose
+# leader is gone is our job's orphans; a live leader must be our job shell
+# (its pid may have been recycled since job.pid was written).
+tpf_group_ours() {
+	kill -s 0 -- "-$1" 2>/dev/null || return 1
+	kill -s 0 "$1" 2>/dev/null || return 0
+	tpf_args=
+	if [ -r "/proc/$1/cmdline" ]; then
+		tpf_args=$(tr '\000' ' ' <"/proc/$1/cmdline" 2>/dev/null)
+	else
+		tpf_args=$(ps -o args= -p "$1" 2>/dev/null)
+	fi
+	case $tpf_args in
+	*"$tpf_self job"*) return 0 ;;
+	esac
+	return 1
+}
+
+# Stop the session and every process of the job: TERM to the job's process
+# group (a job may save a checkpoint), KILL after 15 s, then quit screen.
+tpf_stop() {
+	tpf_pg=$(tpf_read "$tpf_rundir/job.pid")
+	if tpf_is_number "$tpf_pg" && tpf_group_ours "$tpf_pg"; then
+		kill -s TERM -- "-$tpf_pg" 2>/dev/null
+		tpf_i=0
+		while kill -s 0 -- "-$tpf_pg" 2>/dev/null; do
+			if [ "$tpf_i" -ge 150 ]; then
+				kill -s KILL -- "-$tpf_pg" 2>/dev/null
+				sleep 0.2
+				break
+			fi
+			sleep 0.1
+			tpf_i=$((tpf_i + 1))
+		done
+	fi
+	tpf_i=0
+	while :; do
+		tpf_list=$(tpf_sessions)
+		[ -n "$tpf_list" ] || break
+		if [ "$tpf_i" -ge 50 ]; then
+			printf 'tpuform: screen session %s did not quit\n' "$TPUFORM_SESSION"
+			break
+		fi
+		for tpf_s in $tpf_list; do
+			screen -S "$tpf_s" -X quit >/dev/null 2>&1
+		done
+		sleep 0.1
+		tpf_i=$((tpf_i + 1))
+	done
+	if command -v screen >/dev/null 2>&1; then
+		screen -wipe >/dev/null 2>&1
+	fi
+	rm -f -- "$tpf_rundir/job.pid"
+}
+
+# A libtpu lock file left by a killed or preempted job makes the next one
+# fail with "TPU in use" (jax-ml/jax#10192). Our job is stopped by now; a
+# lock some other process still holds open is left alone.
+tpf_clear_lock() {
+	[ -e "$tpf_lockfile" ] || [ -L "$tpf_lockfile" ] || return 0
+	if command -v fuser >/dev/null 2>&1 && fuser -s "$tpf_lockfile" 2>/dev/null; then
+		printf 'tpuform: %s is held by a running process; left in place\n' "$tpf_lockfile"
+		tpf_say "warning=libtpu-lockfile-in-use"
+		return 0
+	fi
+	rm -f -- "$tpf_lockfile" 2>/dev/null
+	if [ -e "$tpf_lockfile" ] && command -v sudo >/dev/null 2>&1; then
+		sudo -n rm -f -- "$tpf_lockfile" >/dev/null 2>&1
+	fi
+	if [ -e "$tpf_lockfile" ]; then
+		printf 'tpuform: cannot remove stale %s\n' "$tpf_lockfile"
+		tpf_say "warning=libtpu-lockfile-not-removed"
+	fi
+	return 0
+}
+
+tpf_head() {
+	if command -v git >/dev/null 2>&1; then
+		git -C "$tpf_src" rev-parse --verify --quiet 'HEAD^{commit}' 2>/dev/null
+	else
+		tpf_read "$tpf_src/.git/HEAD"
+	fi
+}
+
+# One attempt to make src a checkout of $TPUFORM_COMMIT from the repo or
+# the bundle. src is initialised in place rather than cloned, so files a
+# previous job left there do not make git refuse.
+tpf_fetch_once() {
+	if [ ! -d "$tpf_src/.git" ]; then
+		mkdir -p -- "$tpf_src" && git -C "$tpf_src" init --quiet || return 1
+	fi
+	if ! git -C "$tpf_src" cat-file -e "$TPUFORM_COMMIT^{commit}" 2>/dev/null; then
+		if [ "$TPUFORM_SOURCE" = bundle ]; then
+			git -C "$tpf_src" fetch --quiet --no-tags "$tpf_bundle" \
+				'+refs/heads/tpuform:refs/tpuform/bundle' || return 1
+		else
+			if git -C "$tpf_src" remote get-url origin >/dev/null 2>&1; then
+				git -C "$tpf_src" remote set-url origin "$TPUFORM_REPO" || return 1
+			else
+				git -C "$tpf_src" remote add origin "$TPUFORM_REPO" || return 1
+			fi
+			git -C "$tpf_src" fetch --quiet --tags origin || return 1
+			if ! git -C "$tpf_src" cat-file -e "$TPUFORM_COMMIT^{commit}" 2>/dev/null; then
+				# Not on any branch or tag: servers that allow it
+				# (GitHub does) serve a commit by id.
+				git -C "$tpf_src" fetch --quiet origin "$TPUFORM_COMMIT" || return 1
+			fi
+		fi
+	fi
+	git -C "$tpf_src" -c advice.detachedHead=false checkout --quiet --force --detach \
+		"$TPUFORM_COMMIT" || return 1
+	if [ "$TPUFORM_SOURCE" = clone ] && [ -f "$tpf_src/.gitmodules" ]; then
+		git -C "$tpf_src" submodule --quiet update --init --recursive || return 1
+	fi
+	return 0
+}
+
+tpf_source() {
+	case $TPUFORM_SOURCE in
+	none)
+		mkdir -p -- "$tpf_src" || tpf_fail source 1 "cannot create $tpf_src"
+		;;
+	present)
+		tpf_h=$(tpf_head)
+		if [ "$tpf_h" != "$TPUFORM_COMMIT" ]; then
+			tpf_fail source 1 "$tpf_src is at '${tpf_h:-nothing}', expected commit $TPUFORM_COMMIT"
+		fi
+		;;
+	clone | bundle)
+		command -v git >/dev/null 2>&1 ||
+			tpf_fail source 127 "'git' not found on the worker: install it (apt-get install git)"
+		if [ "$TPUFORM_SOURCE" = bundle ] && [ ! -f "$tpf_bundle" ]; then
+			tpf_fail source 1 "$tpf_bundle is missing: it should have been uploaded by tpuform"
+		fi
+		tpf_n=1
+		: >"$tpf_logs/source.log"
+		while ! tpf_fetch_once >>"$tpf_logs/source.log" 2>&1; do
+			if [ "$tpf_n" -ge 4 ]; then
+				tail -n 20 -- "$tpf_logs/source.log" | sed 's/^/  | /'
+				tpf_fail source 1 "cannot check out commit $TPUFORM_COMMIT of '$TPUFORM_REPO' (tried $tpf_n times; is it pushed?)"
+			fi
+			sleep $((tpf_n * 2))
+			tpf_n=$((tpf_n + 1))
+		done
+		;;
+	*)
+		tpf_fail source 2 "unknown source mode '$TPUFORM_SOURCE'"
+		;;
+	esac
+}
+
+# Run setup once per (commit, setup): the marker's name hashes both.
+tpf_setup() {
+	[ -n "$TPUFORM_SETUP" ] || return 0
+	tpf_key=$(printf '%s\n%s' "$TPUFORM_COMMIT" "$TPUFORM_SETUP" | sha256sum | cut -c1-64)
+	tpf_marker=$tpf_rundir/setup.$tpf_key
+	[ -f "$tpf_marker" ] && return 0
+	(
+		if [ -f "$tpf_secrets" ]; then
+			# shellcheck source=/dev/null
+			. "$tpf_secrets"
+		fi
+		cd -P -- "$tpf_src" || exit 126
+		exec sh -c "$TPUFORM_SETUP"
+	) </dev/null >"$tpf_logs/setup.log" 2>&1 9>&-
+	tpf_code=$?
+	if [ "$tpf_code" -ne 0 ]; then
+		printf 'tpuform: last lines of %s:\n' "$tpf_logs/setup.log"
+		tail -n 20 -- "$tpf_logs/setup.log" | sed 's/^/  | /'
+		tpf_fail setup "$tpf_code" "setup exited with status $tpf_code"
+	fi
+	: >"$tpf_marker"
+}
+
+# Keep the newest 20 run logs.
+tpf_prune_logs() {
+	# shellcheck disable=SC2012 # our own names: no spaces or newlines
+	ls -1t -- "$tpf_logs"/run-*.log 2>/dev/null | tail -n +21 | while read -r tpf_f; do
+		rm -f -- "$tpf_f"
+	done
+}
+
+tpf_start() {
+	tpf_hash=sha256:$(sha256sum <"$tpf_self" | cut -c1-64)
+	if [ "$1" = start ] && tpf_alive &&
+		[ "$(tpf_read "$tpf_rundir/script.sha256")" = "$tpf_hash" ]; then
+		tpf_say result=unchanged
+		return 0
+	fi
+	command -v screen >/dev/null 2>&1 ||
+		tpf_fail session 127 "'screen' not found on the worker: install it (apt-get install screen)"
+	# secrets.env is uploaded with the script: a mismatch means a stale
+	# or edited file, and the job would run with the wrong secrets.
+	if [ -n "$TPUFORM_SECRETS_HASH" ]; then
+		tpf_sh=sha256:$(cat -- "$tpf_secrets" 2>/dev/null | sha256sum | cut -c1-64)
+		if [ "$tpf_sh" != "$TPUFORM_SECRETS_HASH" ]; then
+			tpf_fail secrets 1 "$tpf_secrets does not match this script (expected $TPUFORM_SECRETS_HASH): run tpuform apply again"
+		fi
+	fi
+	tpf_stop
+	rm -f -- "$tpf_rundir/script.sha256" "$tpf_rundir/exit_code"
+	tpf_clear_lock
+	tpf_source
+	tpf_setup
+	tpf_prune_logs
+	if ! tpf_put "$tpf_rundir/script.sha256" "$tpf_hash" ||
+		! tpf_put "$tpf_rundir/retry" "$TPUFORM_RETRY"; then
+		tpf_fail session 1 "cannot write $tpf_rundir"
+	fi
+	# stdio to /dev/null: whoever runs us reads our output to EOF (a pipe,
+	# an SSH channel) and the screen daemon must not hold it open.
+	screen -dmS "$TPUFORM_SESSION" sh "$tpf_self" job </dev/null >/dev/null 2>&1 9>&-
+	tpf_code=$?
+	[ "$tpf_code" -eq 0 ] || tpf_fail session "$tpf_code" "screen -dmS $TPUFORM_SESSION failed"
+	tpf_i=0
+	until tpf_alive || [ -f "$tpf_rundir/exit_code" ]; do
+		if [ "$tpf_i" -ge 50 ]; then
+			tpf_fail session 1 "screen session $TPUFORM_SESSION did not appear"
+		fi
+		sleep 0.1
+		tpf_i=$((tpf_i + 1))
+	done
+	tpf_say result=started
+}
+
+# Inside the screen session: run the job, log it, record its exit status.
+tpf_job() {
+	tpf_ts=$(date -u +%Y%m%dT%H%M%SZ)
+	tpf_name=run-$TPUFORM_RETRY-$tpf_ts.log
+	tpf_log=$tpf_logs/$tpf_name
+	# screen makes us a session and process group leader: $$ is the
+	# group that stop kills.
+	tpf_put "$tpf_rundir/job.pid" "$$"
+	printf '# tpuform: node %s worker %s retry %s commit %s started %s\n' \
+		"$TPUFORM_NODE" "$TPUFORM_WORKER_ID" "$TPUFORM_RETRY" \
+		"${TPUFORM_COMMIT:-none}" "$tpf_ts" >>"$tpf_log"
+	ln -s -- "$tpf_name" "$tpf_logs/current.log.tmp.$$" &&
+		mv -f -- "$tpf_logs/current.log.tmp.$$" "$tpf_logs/current.log"
+	(
+		if [ -f "$tpf_secrets" ]; then
+			# shellcheck source=/dev/null
+			. "$tpf_secrets"
+		fi
+		cd -P -- "$tpf_src" || exit 126
+		exec sh -c "$TPUFORM_RUN"
+	) </dev/null >>"$tpf_log" 2>&1
+	tpf_put "$tpf_rundir/exit_code" "$?"
+}
+
+tpf_last_log() {
+	[ -e "$tpf_logs/current.log" ] || return 0
+	tpf_esc=$(printf '\033')
+	# Progress bars redraw with \r: the last redraw is the line to show.
+	tail -c 4096 -- "$tpf_logs/current.log" 2>/dev/null |
+		tr '\r' '\n' |
+		sed "s/$tpf_esc\\[[0-9;?]*[A-Za-z]//g" |
+		tr -d '\000-\011\013-\037\177' |
+		grep -v '^[[:space:]]*$' |
+		tail -n 1
+}
+
+tpf_status() {
+	tpf_code=-1
+	if tpf_alive; then
+		tpf_state=alive
+	elif [ -f "$tpf_rundir/exit_code" ]; then
+		tpf_state=exited
+		tpf_code=$(tpf_read "$tpf_rundir/exit_code")
+		tpf_is_number "$tpf_code" || tpf_code=-1
+	elif [ -f "$tpf_rundir/script.sha256" ]; then
+		tpf_state=dead
+	else
+		tpf_state=none
+	fi
+	tpf_say "session=$tpf_state"
+	tpf_say "exit_code=$tpf_code"
+	tpf_say "script=$(tpf_read "$tpf_rundir/script.sha256")"
+	tpf_say "last_log=$(tpf_last_log)"
+}
+
+tpf_show_logs() {
+	tpf_is_number "$1" || {
+		printf 'tpuform: logs: expected a number of lines, got %s\n' "$1" >&2
+		exit 2
+	}
+	if [ ! -e "$tpf_logs/current.log" ]; then
+		printf 'tpuform: no job log yet (%s)\n' "$tpf_logs/current.log" >&2
+		exit 1
+	fi
+	if [ "$1" -eq 0 ]; then
+		cat -- "$tpf_logs/current.log"
+	else
+		tail -n "$1" -- "$tpf_logs/current.log"
+	fi
+}
+
+# Serialise the verbs that change things (start, restart, stop), where
+# flock(1) exists. fd 9 is closed for setup and screen so that no
+# long-lived child keeps the lock.
+tpf_lock() {
+	command -v flock >/dev/null 2>&1 || return 0
+	exec 9>"$tpf_rundir/lock" || return 0
+	flock -w 900 9 || tpf_fail lock 1 "another tpuform run holds $tpf_rundir/lock"
+}
+
+mkdir -p -- "$tpf_rundir" "$tpf_logs" || {
+	printf 'tpuform: cannot create %s\n' "$tpf_rundir"
+	exit 2
+}
+
+case ${1:-} in
+start | restart)
+	tpf_lock
+	tpf_start "$1"
+	;;
+stop)
+	tpf_lock
+	tpf_stop
+	rm -f -- "$tpf_rundir/script.sha256"
+	tpf_say result=stopped
+	;;
+status)
+	tpf_status
+	;;
+logs)
+	tpf_show_logs "${2:-0}"
+	;;
+job)
+	tpf_job
+	;;
+*)
+	printf 'usage: sh %s start|restart|status|logs N|stop\n' "$0" >&2
+	exit 2
+	;;
+esac
