@@ -1,0 +1,31 @@
+/*
+ * The Cloud TPU provider (providers/provider.h) and what cmd/ needs from
+ * it beyond the provider interface.
+ *
+ * tpf_gcp_provider_open (declared in providers/provider.h) builds a
+ * provider on the REST client of gcp_api.h for fleet->gcp: project,
+ * endpoint (else $TPUFORM_TPU_ENDPOINT, else https://tpu.googleapis.com;
+ * plain http only to loopback) and credentials (else the ADC order of
+ * gcp_auth.h). Its ops are thread-safe and run in parallel.
+ *
+ * transport() returns NULL for now: reaching workers over SSH
+ * (providers/ssh) is wired in a later issue; callers must treat NULL as
+ * "this provider cannot provision workers yet".
+ */
+#ifndef TPF_GCP_H
+#define TPF_GCP_H
+
+#include "plan/config.h"
+#include "util/diag.h"
+
+/*
+ * `tpuform validate -remote`: for every group, check in each of its zones
+ * that the accelerator type and runtime version are offered
+ * (acceleratorTypes.list, runtimeVersions.list; each zone listed once).
+ * Returns 0 when everything is offered, TPF_ERROR with one diagnostic per
+ * missing offering (address = group name, hint = what the zone offers) or
+ * per API failure.
+ */
+int tpf_gcp_validate_remote(const struct tpf_fleet *f, struct tpf_diags *d);
+
+#endif

@@ -1,0 +1,101 @@
+/*
+ * The Cloud TPU v2 REST client (gcp-tpu-api.md sections 2, 3 and 6).
+ *
+ * Every call blocks its thread until done and is thread-safe: many calls
+ * may run at once from different threads, sharing one HTTP engine
+ * (gcp_http.h) and one token cache (gcp_auth.h). Transient failures (429
+ * rate limits, 408, 500, 502, 503, 504, resets, timeouts) are retried
+ * inside with exponential backoff, jitter and Retry-After, at most
+ * settings.tries attempts; an HTTP 401 fetches a new token once. Long-running
+ * operations are polled from poll_min growing to poll_max seconds.
+ *
+ * Errors: 0 on success, else a negative TPF_E* code with a diagnostic of
+ * the form "<what>: HTTP 400 INVALID_ARGUMENT: <the API's message>" or
+ * "<what>: operation failed with code 8 (RESOURCE_EXHAUSTED): <message>",
+ * plus a hint where one helps. TPF_EQUOTA: a named chip quota is
+ * exhausted (no waiting: try another zone). TPF_ECAPACITY: no capacity
+ * (operation code 8) or reservation short (9). TPF_ETRANSIENT: still
+ * failing after every retry. TPF_ENOTFOUND where a function says so.
+ * TPF_ERROR: anything else.
+ */
+#ifndef TPF_GCP_API_H
+#define TPF_GCP_API_H
+
+#include <stddef.h>
+#include "plan/recipe.h"
+#include "providers/gcp/gcp_auth.h"
+#include "providers/gcp/gcp_http.h"
+#include "providers/gcp/gcp_retry.h"
+#include "providers/provider.h"
+#include "util/diag.h"
+#include "util/kv.h"
+
+struct tpf_gcp_client;
+
+struct tpf_gcp_client_config {
+	const char *project;     /* required */
+	const char *endpoint;    /* provider.gcp.endpoint or NULL (then env, then default) */
+	const char *credentials; /* provider.gcp.credentials or NULL (ADC order) */
+	int ssh_port;            /* port for endpoints that report none (0: 22) */
+	int external_ips;        /* create nodes with networkConfig.enableExternalIps */
+};
+
+/* Check the endpoint, load settings (TPUFORM_GCP_* env) and credentials,
+ * start the HTTP engine. No request is sent yet. Caller frees. */
+int tpf_gcp_client_open(struct tpf_gcp_client **out, const struct tpf_gcp_client_config *cfg,
+			struct tpf_diags *d);
+void tpf_gcp_client_free(struct tpf_gcp_client *c);
+
+/* Borrowed internals, for tests and benchmarks. */
+struct tpf_gcp_http *tpf_gcp_client_http(struct tpf_gcp_client *c);
+struct tpf_gcp_auth *tpf_gcp_client_auth(struct tpf_gcp_client *c);
+const struct tpf_gcp_settings *tpf_gcp_client_settings(struct tpf_gcp_client *c);
+
+/*
+ * nodes.list in `zone`, every page (pageToken), keeping the nodes whose
+ * label tpuform-fleet equals `fleet` (the API has no filter), appended to
+ * out. A response naming unreachable locations is an error (a partial list
+ * must not be mistaken for absence).
+ */
+int tpf_gcp_list_nodes(struct tpf_gcp_client *c, const char *zone, const char *fleet,
+		       struct tpf_live_set *out, struct tpf_diags *d);
+
+/* nodes.get. TPF_ENOTFOUND (no diagnostic) if there is no such node. */
+int tpf_gcp_get_node(struct tpf_gcp_client *c, const char *zone, const char *name,
+		     struct tpf_live_node *out, struct tpf_diags *d);
+
+/*
+ * nodes.create ?nodeId=name in r->zone with the body of tpf_gcp_node_body,
+ * wait for the operation, then get the node into *out. A 409 on a retried
+ * POST (an earlier attempt whose answer was lost went through) is success:
+ * the node is fetched and waited for, not created twice. When the
+ * operation fails, a node left behind is deleted so nothing leaks.
+ */
+int tpf_gcp_create_node(struct tpf_gcp_client *c, const char *name, const struct tpf_recipe *r,
+			struct tpf_live_node *out, struct tpf_diags *d);
+
+/* nodes.delete, wait for the operation and until a get says 404. A node
+ * already gone is success. */
+int tpf_gcp_delete_node(struct tpf_gcp_client *c, const char *zone, const char *name,
+			struct tpf_diags *d);
+
+/* nodes.patch ?updateMask=labels with {"labels": labels}; waits. */
+int tpf_gcp_patch_labels(struct tpf_gcp_client *c, const char *zone, const char *name,
+			 const struct tpf_kvlist *labels, struct tpf_diags *d);
+
+/* acceleratorTypes.list / runtimeVersions.list in zone, every page: the
+ * "type" / "version" strings into *out (caller frees each and the array). */
+int tpf_gcp_list_accelerator_types(struct tpf_gcp_client *c, const char *zone, char ***out,
+				   size_t *n, struct tpf_diags *d);
+int tpf_gcp_list_runtime_versions(struct tpf_gcp_client *c, const char *zone, char ***out,
+				  size_t *n, struct tpf_diags *d);
+
+/*
+ * 1 if `type` and `runtime` are both offered in `zone` (0 with one
+ * diagnostic for each that is not, listing what is offered), negative on
+ * API errors. Either may be NULL (not checked).
+ */
+int tpf_gcp_check_offering(struct tpf_gcp_client *c, const char *zone, const char *type,
+			   const char *runtime, const char *address, struct tpf_diags *d);
+
+#endif

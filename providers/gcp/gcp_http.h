@@ -1,0 +1,97 @@
+/*
+ * HTTP engine of the Cloud TPU client: libcurl's multi interface driven by
+ * one thread, shared by every caller thread.
+ *
+ * Why this shape: provider ops run concurrently from plan/apply's thread
+ * pool. One multi handle keeps one connection cache, DNS cache and TLS
+ * session cache for all of them, so a request reuses whatever connection
+ * is idle, and over HTTPS (tpu.googleapis.com speaks HTTP/2) concurrent
+ * requests are multiplexed as streams on one TLS connection
+ * (CURLOPT_PIPEWAIT). A CURLSH-shared connection cache with one
+ * curl_easy_perform per thread also reuses connections but cannot
+ * multiplex: each transfer in flight holds a connection of its own.
+ * Only the engine thread touches the multi handle; callers hand an easy
+ * handle over through a mutex-protected queue and curl_multi_wakeup(), then
+ * block on a condition variable until it is done. A caller that blocks
+ * (polling sleep, retry backoff) never holds up the others.
+ *
+ * Policy applied to every request: TLS peer and host verification stay on
+ * (libcurl's defaults are never changed), only http and https, no
+ * redirects, CURLOPT_CONNECTTIMEOUT, a stall timeout
+ * (CURLOPT_LOW_SPEED_LIMIT 1 byte/s for LOW_SPEED_TIME), a whole-request
+ * timeout, "User-Agent: tpuform/TPF_VERSION".
+ */
+#ifndef TPF_GCP_HTTP_H
+#define TPF_GCP_HTTP_H
+
+#include <curl/curl.h>
+#include <stddef.h>
+#include "util/buf.h"
+#include "util/diag.h"
+
+#ifndef TPF_VERSION
+#define TPF_VERSION "dev"
+#endif
+#define TPF_GCP_USER_AGENT "tpuform/" TPF_VERSION
+
+struct tpf_gcp_http;
+
+struct tpf_gcp_http_opts {
+	double connect_timeout; /* seconds */
+	double stall_timeout;   /* seconds without a byte before aborting */
+	double request_timeout; /* seconds for the whole request */
+};
+
+/* Start the engine thread. Returns 0 or TPF_ERROR with a diagnostic. */
+int tpf_gcp_http_new(struct tpf_gcp_http **out, const struct tpf_gcp_http_opts *o,
+		     struct tpf_diags *d);
+/* Stop the thread and free everything. No request may be in flight. NULL ok. */
+void tpf_gcp_http_free(struct tpf_gcp_http *h);
+
+struct tpf_gcp_request {
+	const char *method;       /* "GET" "POST" "PATCH" "DELETE" */
+	const char *url;          /* absolute */
+	const char *body;         /* may be NULL */
+	size_t body_len;
+	const char *content_type; /* for a body; NULL: application/json */
+	const char *bearer;       /* token for "Authorization: Bearer", may be NULL */
+	int metadata_flavor;      /* send "Metadata-Flavor: Google" (GCE metadata server) */
+	double connect_timeout;   /* overrides the engine's when > 0 */
+};
+
+struct tpf_gcp_response {
+	long status;            /* HTTP status, 0 if no response arrived */
+	struct tpf_buf body;
+	char *retry_after;      /* Retry-After header value or NULL */
+	int metadata_flavor;    /* response carried "Metadata-Flavor: Google" */
+	CURLcode curl_code;     /* CURLE_OK when a response arrived */
+	char error[CURL_ERROR_SIZE]; /* libcurl's message when curl_code != CURLE_OK */
+};
+
+#define TPF_GCP_RESPONSE_INIT { 0, TPF_BUF_INIT, NULL, 0, CURLE_OK, "" }
+void tpf_gcp_response_release(struct tpf_gcp_response *r);
+
+/*
+ * Perform one request, blocking the calling thread only (thread-safe).
+ * Returns 0 when an HTTP response arrived, whatever its status (rs filled).
+ * Returns TPF_ETRANSIENT when the transfer failed in a way a retry may fix
+ * (connect refused/timed out, reset, empty reply, stall, DNS), TPF_ERROR
+ * for failures a retry will not fix (TLS verification, bad URL); in both
+ * cases rs->curl_code/rs->error say why. No diagnostic is added: the caller
+ * knows what the request was for. rs is released first.
+ */
+int tpf_gcp_http_do(struct tpf_gcp_http *h, const struct tpf_gcp_request *rq,
+		    struct tpf_gcp_response *rs);
+
+/* Counters since start: requests performed and new connections opened
+ * (CURLINFO_NUM_CONNECTS summed). For benchmarks and tests. */
+void tpf_gcp_http_stats(struct tpf_gcp_http *h, long *requests, long *connects);
+
+/* Percent-encode s for a URL query or form value (curl_easy_escape).
+ * Caller frees with free(). */
+char *tpf_gcp_escape(const char *s);
+
+/* Process-wide curl_global_init, once (pthread_once). */
+void tpf_gcp_curl_init(void);
+
+#endif

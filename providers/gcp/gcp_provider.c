@@ -1,0 +1,237 @@
+#include "providers/gcp/gcp.h"
+#include "providers/gcp/gcp_api.h"
+#include "providers/provider.h"
+#include "util/buf.h"
+#include "util/xalloc.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct tpf_gcp_client *client_of(struct tpf_provider *p)
+{
+	return p->impl;
+}
+
+/* Zones are listed in parallel, each into its own set and diagnostics,
+ * merged in zone order afterwards so output does not depend on timing. */
+struct zone_job {
+	struct tpf_gcp_client *c;
+	const char *zone, *fleet;
+	struct tpf_live_set set;
+	struct tpf_diags diags;
+	int rc;
+};
+
+static void *zone_worker(void *arg)
+{
+	struct zone_job *j = arg;
+	j->rc = tpf_gcp_list_nodes(j->c, j->zone, j->fleet, &j->set, &j->diags);
+	return NULL;
+}
+
+#define REFRESH_PARALLEL 8
+
+static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t nzones,
+		       struct tpf_live_set *out, struct tpf_diags *d)
+{
+	int rc = 0;
+	struct zone_job *jobs = xcalloc(nzones ? nzones : 1, sizeof(*jobs));
+	pthread_t th[REFRESH_PARALLEL];
+	for (size_t i = 0; i < nzones; i++) {
+		jobs[i].c = client_of(p);
+		jobs[i].zone = zones[i];
+		jobs[i].fleet = p->fleet->name;
+		tpf_diags_init(&jobs[i].diags);
+	}
+	for (size_t base = 0; base < nzones; base += REFRESH_PARALLEL) {
+		size_t n = nzones - base < REFRESH_PARALLEL ? nzones - base : REFRESH_PARALLEL;
+		int started[REFRESH_PARALLEL] = { 0 };
+		for (size_t k = 0; k < n; k++)
+			started[k] = !pthread_create(&th[k], NULL, zone_worker, &jobs[base + k]);
+		for (size_t k = 0; k < n; k++) {
+			if (started[k])
+				pthread_join(th[k], NULL);
+			else
+				zone_worker(&jobs[base + k]); /* no thread: do it here */
+		}
+	}
+	for (size_t i = 0; i < nzones; i++) {
+		struct zone_job *j = &jobs[i];
+		if (j->rc < 0 && rc == 0)
+			rc = j->rc;
+		for (size_t k = 0; k < j->set.n; k++) {
+			struct tpf_live_node *n = tpf_live_set_add(out);
+			*n = j->set.nodes[k]; /* move */
+			memset(&j->set.nodes[k], 0, sizeof(j->set.nodes[k]));
+		}
+		tpf_live_set_release(&j->set);
+		tpf_diags_move(d, &j->diags);
+		tpf_diags_release(&j->diags);
+		pthread_mutex_destroy(&j->diags.mu);
+	}
+	free(jobs);
+	return rc;
+}
+
+static int gcp_create(struct tpf_provider *p, const char *name, const struct tpf_recipe *r,
+		      struct tpf_live_node *out, struct tpf_diags *d)
+{
+	return tpf_gcp_create_node(client_of(p), name, r, out, d);
+}
+
+static int gcp_remove(struct tpf_provider *p, const char *zone, const char *name,
+		      struct tpf_diags *d)
+{
+	return tpf_gcp_delete_node(client_of(p), zone, name, d);
+}
+
+static int gcp_set_labels(struct tpf_provider *p, const char *zone, const char *name,
+			  const struct tpf_kvlist *labels, struct tpf_diags *d)
+{
+	return tpf_gcp_patch_labels(client_of(p), zone, name, labels, d);
+}
+
+static struct tpf_transport *gcp_transport(struct tpf_provider *p)
+{
+	/* The SSH transport (providers/ssh) comes in a later issue. */
+	return NULL;
+}
+
+static void gcp_free(struct tpf_provider *p)
+{
+	if (!p)
+		return;
+	tpf_gcp_client_free(client_of(p));
+	free(p);
+}
+
+static const struct tpf_provider_ops gcp_ops = {
+	.name = "gcp",
+	.refresh = gcp_refresh,
+	.create = gcp_create,
+	.remove = gcp_remove,
+	.set_labels = gcp_set_labels,
+	.transport = gcp_transport,
+	.free = gcp_free,
+};
+
+static int open_client(struct tpf_gcp_client **c, const struct tpf_fleet *f, struct tpf_diags *d)
+{
+	struct tpf_gcp_client_config cfg = {
+		.project = f->gcp.project,
+		.endpoint = f->gcp.endpoint,
+		.credentials = f->gcp.credentials,
+		.ssh_port = f->ssh.port,
+		.external_ips = f->ssh.address != TPF_SSH_ADDRESS_INTERNAL,
+	};
+	return tpf_gcp_client_open(c, &cfg, d);
+}
+
+int tpf_gcp_provider_open(struct tpf_provider **out, const struct tpf_fleet *f,
+			  struct tpf_diags *d)
+{
+	struct tpf_gcp_client *c = NULL;
+	if (open_client(&c, f, d) < 0)
+		return TPF_ERROR;
+	struct tpf_provider *p = xcalloc(1, sizeof(*p));
+	p->ops = &gcp_ops;
+	p->fleet = f;
+	p->impl = c;
+	*out = p;
+	return 0;
+}
+
+/* What one zone offers, listed once however many groups name it. */
+struct offering {
+	const char *zone;
+	int rc;
+	char **types, **runtimes;
+	size_t ntypes, nruntimes;
+};
+
+static void free_strv(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static int has(char **v, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i], s))
+			return 1;
+	return 0;
+}
+
+static int cmp_strp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void missing(struct tpf_diags *d, const char *group, const char *noun, const char *want,
+		    const char *zone, char **v, size_t n)
+{
+	struct tpf_buf list = TPF_BUF_INIT;
+	qsort(v, n, sizeof(*v), cmp_strp);
+	for (size_t i = 0; i < n; i++)
+		tpf_buf_addf(&list, "%s%s", i ? ", " : "", v[i]);
+	char *hint = xasprintf("hint: zone '%s' offers: %s", zone, n ? list.buf : "none");
+	tpf_errorx(d, group, hint, "group '%s': %s '%s' is not offered in zone '%s'", group, noun,
+		   want, zone);
+	free(hint);
+	tpf_buf_release(&list);
+}
+
+int tpf_gcp_validate_remote(const struct tpf_fleet *f, struct tpf_diags *d)
+{
+	struct tpf_gcp_client *c = NULL;
+	struct offering *zs = NULL;
+	size_t nz = 0, alloc = 0;
+	int rc = 0;
+	if (open_client(&c, f, d) < 0)
+		return TPF_ERROR;
+	for (size_t g = 0; g < f->ngroups; g++) {
+		const struct tpf_group *gr = &f->groups[g];
+		for (size_t z = 0; z < gr->nzones; z++) {
+			struct offering *o = NULL;
+			for (size_t i = 0; i < nz && !o; i++)
+				if (!strcmp(zs[i].zone, gr->zones[z]))
+					o = &zs[i];
+			if (!o) {
+				XGROW(zs, nz + 1, alloc);
+				o = &zs[nz++];
+				memset(o, 0, sizeof(*o));
+				o->zone = gr->zones[z];
+				o->rc = tpf_gcp_list_accelerator_types(c, o->zone, &o->types,
+								       &o->ntypes, d);
+				if (o->rc == 0)
+					o->rc = tpf_gcp_list_runtime_versions(c, o->zone, &o->runtimes,
+									      &o->nruntimes, d);
+			}
+			if (o->rc < 0) {
+				rc = TPF_ERROR;
+				continue;
+			}
+			if (gr->accelerator_type && !has(o->types, o->ntypes, gr->accelerator_type)) {
+				missing(d, gr->name, "accelerator type", gr->accelerator_type, o->zone,
+					o->types, o->ntypes);
+				rc = TPF_ERROR;
+			}
+			if (gr->runtime_version &&
+			    !has(o->runtimes, o->nruntimes, gr->runtime_version)) {
+				missing(d, gr->name, "runtime version", gr->runtime_version, o->zone,
+					o->runtimes, o->nruntimes);
+				rc = TPF_ERROR;
+			}
+		}
+	}
+	for (size_t i = 0; i < nz; i++) {
+		free_strv(zs[i].types, zs[i].ntypes);
+		free_strv(zs[i].runtimes, zs[i].nruntimes);
+	}
+	free(zs);
+	tpf_gcp_client_free(c);
+	return rc;
+}
