@@ -83,7 +83,7 @@ void tpf_local_env_free(char **env);
 /*
  * Run `/bin/sh -c command` in `home` with envp, in a new process group,
  * stdin from /dev/null, stdout and stderr appended to out (may be NULL).
- * *status: exit status, 128+N for signal N. timeout seconds (0: none): on
+ * *status (status may be NULL): exit status, 128+N for signal N. timeout seconds (0: none): on
  * expiry the process group is killed and TPF_ERROR returned naming
  * `address`. Once the shell exits, output is read until EOF or for at most
  * a short grace period, so a background process that kept the pipe open

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
@@ -113,7 +114,10 @@ int tpf_local_run(const char *home, char *const envp[], const char *command,
 	int fds[2] = { -1, -1 };
 	int err = 0, wstatus = 0, exited = 0, eof = 0;
 	pid_t pid = -1;
+	int ignored;
 
+	if (!status)
+		status = &ignored;
 	*status = -1;
 	if (pipe2(fds, O_CLOEXEC) < 0) {
 		err = tpf_errorx(d, address, NULL, "cannot create a pipe: %s", strerror(errno));
@@ -141,7 +145,10 @@ int tpf_local_run(const char *home, char *const envp[], const char *command,
 				;
 			pid = -1;
 			char secs[32];
-			tpf_fmt_duration(timeout, secs, sizeof(secs));
+			if (timeout < 10)
+				snprintf(secs, sizeof(secs), "%gs", timeout);
+			else
+				tpf_fmt_duration(timeout, secs, sizeof(secs));
 			err = tpf_errorx(d, address,
 					 "the command's process group was killed; raise the timeout if it needs longer",
 					 "command on worker '%s' timed out after %s", address, secs);

@@ -54,6 +54,42 @@ static int bad_name(struct tpf_diags *d, const char *name)
 			  "node name '%s' is not valid", name ? name : "");
 }
 
+/* Label rules of Google Cloud resources: keys 1 to 63 characters starting
+ * with a lowercase letter, values up to 63; lowercase letters, digits, '_'
+ * and '-' (bytes >= 0x80 let UTF-8 "international characters" through),
+ * at most 64 labels. The API refuses anything else with a 400. */
+static int label_part_ok(const char *s, int is_key)
+{
+	size_t len = strlen(s);
+	unsigned char first = (unsigned char)s[0];
+	if (len > 63 || (is_key && !((first >= 'a' && first <= 'z') || first >= 0x80)))
+		return 0;
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+		      *c == '-' || *c >= 0x80))
+			return 0;
+	return 1;
+}
+
+static int check_labels(const char *name, const struct tpf_kvlist *labels, struct tpf_diags *d)
+{
+	const char *rule = "label keys are 1 to 63 characters, values up to 63: lowercase letters, digits, '_' and '-', keys starting with a letter; at most 64 labels";
+	if (labels->n > 64)
+		return tpf_errorx(d, name, rule, "node '%s' has %zu labels: the API allows 64",
+				  name, labels->n);
+	for (size_t i = 0; i < labels->n; i++) {
+		const struct tpf_kv *kv = &labels->items[i];
+		if (!label_part_ok(kv->key, 1))
+			return tpf_errorx(d, name, rule, "label key '%s' of node '%s' is not valid",
+					  kv->key, name);
+		if (!label_part_ok(kv->value ? kv->value : "", 0))
+			return tpf_errorx(d, name, rule,
+					  "value '%s' of label '%s' of node '%s' is not valid",
+					  kv->value, kv->key, name);
+	}
+	return 0;
+}
+
 static void to_live(const struct tpf_local_node *n, struct tpf_live_node *out)
 {
 	struct tpf_live_node tmp = {
@@ -222,6 +258,8 @@ static int local_create(struct tpf_provider *p, const char *name, const struct t
 		return tpf_errorx(d, name, NULL,
 				  "cannot create node '%s': zone, accelerator type and runtime version are required",
 				  name);
+	if (check_labels(name, &r->labels, d) < 0)
+		return TPF_ERROR;
 	tpf_recipe_copy(&rr, r);
 	if (rr.workers < 1)
 		rr.workers = 1;
@@ -385,6 +423,8 @@ static int local_set_labels(struct tpf_provider *p, const char *zone, const char
 
 	if (!tpf_local_name_valid(name))
 		return bad_name(d, name);
+	if (check_labels(name, labels, d) < 0)
+		return TPF_ERROR;
 	if (tpf_local_lock(l->root, name, &fd, d) < 0)
 		return TPF_ERROR;
 	err = tpf_local_node_load(l->root, name, 1, &node, d);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char *root; /* the provider root for every test */
@@ -476,6 +477,7 @@ static void test_local__exec_status_and_timeout(void)
 		goto done;
 	CHECK_INT(t->ops->exec(c, "true", NULL, &status, 10, &d), 0);
 	CHECK_INT(status, 0);
+	CHECK_INT(t->ops->exec(c, "exit 5", NULL, NULL, 10, &d), 0); /* status may be NULL */
 	CHECK_INT(t->ops->exec(c, "exit 3", NULL, &status, 10, &d), 0);
 	CHECK_INT(status, 3);
 	CHECK_INT(t->ops->exec(c, "no-such-command-tpuform", &out, &status, 10, &d), 0);
@@ -575,6 +577,61 @@ done:
 	tpf_provider_free(p);
 }
 
+static void test_local__interactive(void)
+{
+	struct tpf_fleet f = fleet_named("alpha");
+	struct tpf_provider *p = NULL;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	int in[2], out[2];
+
+	CHECK_INT(tpf_provider_open(&p, &f, &d), 0);
+	struct tpf_transport *t = p->ops->transport(p);
+	struct tpf_worker_ref w = { .node = "no-such-node", .worker = 0, .nworkers = 1 };
+	CHECK_INT(t->ops->interactive(t, &w, &d), TPF_EUNREACHABLE);
+	CHECK(diags_contain(&d, "node 'no-such-node' does not exist"));
+	tpf_diags_release(&d);
+
+	/* The shell replaces the process: run it in a child, fed by a pipe. */
+	CHECK(pipe(in) == 0 && pipe(out) == 0);
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		dup2(out[1], 2);
+		close(in[1]);
+		close(out[0]);
+		setenv("SHELL", "/bin/sh", 1);
+		w.node = "alpha-g-0";
+		w.worker = 1;
+		t->ops->interactive(t, &w, &d);
+		_exit(99);
+	}
+	close(in[0]);
+	close(out[1]);
+	const char *cmds = "echo \"home=$HOME shell=$SHELL pwd=$(pwd)\"; exit 7\n";
+	CHECK(write(in[1], cmds, strlen(cmds)) == (ssize_t)strlen(cmds));
+	close(in[1]);
+	struct tpf_buf got = TPF_BUF_INIT;
+	char chunk[512];
+	ssize_t n;
+	while ((n = read(out[0], chunk, sizeof(chunk))) > 0)
+		tpf_buf_add(&got, chunk, (size_t)n);
+	close(out[0]);
+	int status = 0;
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 7);
+	char *home = NULL;
+	tpf_local_worker_home(&f, "alpha-g-0", 1, &home);
+	char *want = xasprintf("home=%s shell=/bin/sh pwd=%s\n", home, home);
+	CHECKF(strstr(got.buf, want) != NULL, "got: %s", got.buf);
+	free(want);
+	free(home);
+	tpf_buf_release(&got);
+	tpf_diags_release(&d);
+	tpf_provider_free(p);
+}
+
 static void test_local__set_labels(void)
 {
 	struct tpf_fleet f = fleet_named("alpha");
@@ -597,6 +654,29 @@ static void test_local__set_labels(void)
 	CHECK_INT(p->ops->set_labels(p, "europe-west4-a", "alpha-g-0", &labels, &d),
 		  TPF_ENOTFOUND);
 	CHECK(diags_contain(&d, "node 'alpha-g-0' not found in zone 'europe-west4-a'"));
+	tpf_diags_release(&d);
+
+	/* Labels the API would refuse are refused, and nothing changes. */
+	struct tpf_kvlist bad = TPF_KVLIST_INIT;
+	tpf_kvlist_copy(&bad, &labels);
+	tpf_kvlist_set(&bad, "Team", "nlp");
+	CHECK_INT(p->ops->set_labels(p, "us-central2-b", "alpha-g-0", &bad, &d), TPF_ERROR);
+	CHECK(diags_contain(&d, "label key 'Team' of node 'alpha-g-0' is not valid"));
+	tpf_kvlist_unset(&bad, "Team");
+	tpf_kvlist_set(&bad, "team", "has space");
+	CHECK_INT(p->ops->set_labels(p, "us-central2-b", "alpha-g-0", &bad, &d), TPF_ERROR);
+	struct tpf_recipe r = recipe("alpha", "us-central2-b", 1);
+	struct tpf_live_node live = { 0 };
+	tpf_kvlist_set(&r.labels, "x", "UPPER");
+	CHECK_INT(p->ops->create(p, "alpha-g-9", &r, &live, &d), TPF_ERROR);
+	CHECK(diags_contain(&d, "value 'UPPER' of label 'x' of node 'alpha-g-9' is not valid"));
+	tpf_recipe_release(&r);
+	tpf_kvlist_release(&bad);
+	CHECK_INT(refresh_zone(p, "us-central2-b", &set, &d), 0);
+	n = tpf_live_set_find(&set, "alpha-g-0");
+	CHECK(n && tpf_kvlist_equal(&n->recipe.labels, &labels));
+	CHECK(tpf_live_set_find(&set, "alpha-g-9") == NULL);
+	tpf_live_set_release(&set);
 	tpf_kvlist_release(&labels);
 	tpf_diags_release(&d);
 	tpf_provider_free(p);
@@ -934,6 +1014,7 @@ int main(void)
 	RUN(test_local__transport_env_and_put);
 	RUN(test_local__exec_status_and_timeout);
 	RUN(test_local__screen_sessions);
+	RUN(test_local__interactive);
 	RUN(test_local__set_labels);
 	RUN(test_local__preempt);
 	RUN(test_local__remove);
