@@ -565,26 +565,33 @@ static int wait_ready(struct exec *x, const struct tpf_action *a, struct tpf_liv
 		struct tpf_live_set ls = { 0 };
 		int rc = x->prov->ops->refresh(x->prov, zones, 1, &ls, x->d);
 		struct tpf_live_node *ln = rc ? NULL : tpf_live_set_find(&ls, a->node);
-		const char *state = ln && ln->state ? ln->state : NULL;
-		if (state && !strcmp(state, "READY")) {
+		char *state = xstrdup(ln && ln->state ? ln->state : NULL);
+		if (state && !strcmp(state, "READY"))
 			tpf_live_node_copy(out, ln);
-			tpf_live_set_release(&ls);
+		tpf_live_set_release(&ls);
+		if (state && !strcmp(state, "READY")) {
+			free(state);
 			return 0;
 		}
-		tpf_live_set_release(&ls);
-		if (rc)
-			return rc;
-		if (!ln)
-			return tpf_errorx(x->d, a->node, NULL, "node '%s' disappeared while waiting "
-				"for it to become READY", a->node);
+		if (rc || !state) {
+			free(state);
+			return rc ? rc : tpf_errorx(x->d, a->node, NULL, "node '%s' disappeared while "
+						    "waiting for it to become READY", a->node);
+		}
 		if (strcmp(state, "CREATING") && strcmp(state, "STARTING") && strcmp(state, "RESTARTING") &&
-		    strcmp(state, "REPAIRING") && strcmp(state, "REIMAGING") && strcmp(state, "UNHIDING"))
-			return tpf_errorx(x->d, a->node, "run 'tpuform plan' again: it will be replaced",
-					  "node '%s' went %s while waiting for READY", a->node, state);
-		if (tpf_now_mono() > deadline)
-			return tpf_errorx(x->d, a->node, NULL,
-					  "node '%s' is still %s after %.0f s", a->node, state,
-					  x->o->wait_timeout);
+		    strcmp(state, "REPAIRING") && strcmp(state, "REIMAGING") && strcmp(state, "UNHIDING")) {
+			tpf_errorx(x->d, a->node, "run 'tpuform plan' again: it will be replaced",
+				   "node '%s' went %s while waiting for READY", a->node, state);
+			free(state);
+			return TPF_ERROR;
+		}
+		if (tpf_now_mono() > deadline) {
+			tpf_errorx(x->d, a->node, NULL, "node '%s' is still %s after %.0f s", a->node, state,
+				   x->o->wait_timeout);
+			free(state);
+			return TPF_ERROR;
+		}
+		free(state);
 		if (x->o->interrupted && *x->o->interrupted)
 			return TPF_EINTERRUPTED;
 		tpf_sleep(1);

@@ -523,7 +523,9 @@ int tpf_diff(struct tpf_plan *out, const struct tpf_diff_input *in, struct tpf_d
 	const struct tpf_state *st = in->state;
 	memset(out, 0, sizeof(*out));
 	out->fleet = xstrdup(in->fleet->name);
-	out->lineage = xstrdup(st->lineage);
+	/* A state never written has no lineage yet that apply could match
+	 * (Terraform's first-plan exception: lineage "" and serial 0). */
+	out->lineage = st->serial ? xstrdup(st->lineage) : NULL;
 	out->serial = st->serial;
 	out->destroy = in->destroy;
 
