@@ -72,6 +72,18 @@ void tpf_local_new_id(char out[20]);
 int tpf_local_mkdir_private(const char *path, struct tpf_diags *d);
 
 /*
+ * The worker's SCREENDIR (caller frees): <home>/.screen, or, when that is
+ * too long for screen's socket paths, /tmp/tpuform-screen-<sha256(home)
+ * prefix> with <home>/.screen a symbolic link to it.
+ */
+char *tpf_local_screendir(const char *home);
+/* Create the home (0700) and what its environment names: SCREENDIR (0700,
+ * ours), <home>/tmp, <root>/bucket. Idempotent. */
+int tpf_local_prepare_home(const char *root, const char *home, struct tpf_diags *d);
+/* Remove what a worker keeps outside its home (a short SCREENDIR). */
+int tpf_local_forget_home(const char *home, struct tpf_diags *d);
+
+/*
  * The environment a worker's commands get (NULL-terminated, caller frees
  * with tpf_local_env_free): PATH (inherited), HOME, USER, LOGNAME, SHELL,
  * LANG=C.UTF-8, TERM=xterm, SCREENDIR, TMPDIR, TPUFORM_LIBTPU_LOCKFILE,
@@ -96,7 +108,7 @@ int tpf_local_run(const char *home, char *const envp[], const char *command,
 /*
  * Stop everything running as worker `home`: the process groups recorded in
  * <home>/tpuform/run/ *.pid, its screen sessions (quit), then any process
- * whose environment has HOME=<home> or SCREENDIR=<home>/.screen (SIGSTOP,
+ * whose environment has HOME=<home> or its SCREENDIR (SIGSTOP,
  * then SIGKILL, until none is left), and finally dead screen sockets.
  */
 int tpf_local_kill_worker(const char *root, const char *home, const char *address,

@@ -44,7 +44,9 @@ char **tpf_local_env(const char *root, const char *home, const char *shell)
 	env[n++] = xasprintf("SHELL=%s", shell ? shell : "/bin/sh");
 	env[n++] = xstrdup("LANG=C.UTF-8");
 	env[n++] = xstrdup("TERM=xterm");
-	env[n++] = xasprintf("SCREENDIR=%s/.screen", home);
+	char *screendir = tpf_local_screendir(home);
+	env[n++] = xasprintf("SCREENDIR=%s", screendir);
+	free(screendir);
 	env[n++] = xasprintf("TMPDIR=%s/tmp", home);
 	env[n++] = xasprintf("TPUFORM_LIBTPU_LOCKFILE=%s/tmp/libtpu_lockfile", home);
 	env[n++] = xasprintf("TPUFORM_BUCKET=%s/bucket", root);
@@ -331,7 +333,8 @@ int tpf_local_kill_worker(const char *root, const char *home, const char *addres
 			  struct tpf_diags *d)
 {
 	char *home_entry = xasprintf("HOME=%s", home);
-	char *screen_entry = xasprintf("SCREENDIR=%s/.screen", home);
+	char *screendir = tpf_local_screendir(home);
+	char *screen_entry = xasprintf("SCREENDIR=%s", screendir);
 	char **env = tpf_local_env(root, home, NULL);
 	struct tpf_buf out = TPF_BUF_INIT;
 	struct tpf_diags quiet = TPF_DIAGS_INIT;
@@ -377,5 +380,6 @@ done:
 	tpf_local_env_free(env);
 	free(home_entry);
 	free(screen_entry);
+	free(screendir);
 	return err;
 }

@@ -193,31 +193,43 @@ static void quota_message(const struct tpf_recipe *r, struct tpf_buf *b)
 		     r->zone);
 }
 
+/* Remove a node's directory and what its workers keep elsewhere. */
+static int remove_files(const char *root, const char *name, int workers, struct tpf_diags *d)
+{
+	char *dir = tpf_local_node_dir(root, name);
+	int err = 0;
+	for (int w = 0; w < workers; w++) {
+		char *home = tpf_local_home_path(root, name, w);
+		if (tpf_local_forget_home(home, d) < 0)
+			err = TPF_ERROR;
+		free(home);
+	}
+	if (tpf_remove_tree(dir, d) < 0)
+		err = TPF_ERROR;
+	free(dir);
+	return err;
+}
+
 /* Everything a new node needs on disk; the caller holds the node's lock. */
 static int make_node(struct tpf_local *l, const char *name, const struct tpf_recipe *r,
 		     struct tpf_diags *d)
 {
 	char *dir = tpf_local_node_dir(l->root, name);
-	char *bucket = xasprintf("%s/bucket", l->root);
 	struct tpf_local_node n = { 0 };
 	int err = 0;
 
 	/* A directory without node.json is debris of a crashed create. */
-	if (tpf_remove_tree(dir, d) < 0 || tpf_local_mkdir_private(dir, d) < 0 ||
-	    tpf_mkdir_p(bucket, 0700, d) < 0) {
+	if (tpf_remove_tree(dir, d) < 0 || tpf_local_mkdir_private(dir, d) < 0) {
 		err = TPF_ERROR;
 		goto done;
 	}
 	for (int w = 0; w < r->workers; w++) {
 		char *home = tpf_local_home_path(l->root, name, w);
-		char *screendir = xasprintf("%s/.screen", home);
-		char *tmp = xasprintf("%s/tmp", home);
-		if (tpf_local_mkdir_private(home, d) < 0 ||
-		    tpf_local_mkdir_private(screendir, d) < 0 || tpf_local_mkdir_private(tmp, d) < 0)
+		/* A SCREENDIR outside the home may be left from a node of
+		 * the same name that was never removed through us. */
+		if (tpf_local_forget_home(home, d) < 0 || tpf_local_prepare_home(l->root, home, d) < 0)
 			err = TPF_ERROR;
 		free(home);
-		free(screendir);
-		free(tmp);
 		if (err)
 			goto done;
 	}
@@ -238,7 +250,6 @@ done:
 		tpf_remove_tree(dir, d);
 	tpf_local_node_release(&n);
 	free(dir);
-	free(bucket);
 	return err;
 }
 
@@ -303,10 +314,8 @@ static int local_create(struct tpf_provider *p, const char *name, const struct t
 
 	if (env_list_has("TPUFORM_LOCAL_FAIL_CREATE", name)) {
 		tpf_sleep(l->create_delay < FAIL_DELAY ? l->create_delay : FAIL_DELAY);
-		char *dir = tpf_local_node_dir(l->root, name);
 		if (tpf_local_lock(l->root, name, &fd, d) == 0)
-			tpf_remove_tree(dir, d);
-		free(dir);
+			remove_files(l->root, name, rr.workers, d);
 		err = tpf_errorx(d, name, "injected by TPUFORM_LOCAL_FAIL_CREATE",
 				 "cannot create node '%s': the create operation failed: Internal error",
 				 name);
@@ -388,15 +397,14 @@ static int local_remove(struct tpf_provider *p, const char *zone, const char *na
 		err = TPF_ERROR;
 		goto done;
 	}
-	if (tpf_remove_tree(dir, d) < 0) {
+	struct tpf_diags first = TPF_DIAGS_INIT;
+	if (remove_files(l->root, name, node.recipe.workers, &first) < 0) {
 		/* A process that died late may have written a file meanwhile. */
-		struct tpf_diags retry = TPF_DIAGS_INIT;
-		if (stop_workers(l->root, &node, &retry) < 0 || tpf_remove_tree(dir, &retry) < 0) {
-			tpf_diags_move(d, &retry);
+		if (stop_workers(l->root, &node, d) < 0 ||
+		    remove_files(l->root, name, node.recipe.workers, d) < 0)
 			err = TPF_ERROR;
-		}
-		tpf_diags_release(&retry);
 	}
+	tpf_diags_release(&first);
 done:
 	tpf_local_unlock(fd);
 	tpf_local_node_release(&node);

@@ -77,23 +77,6 @@ done:
 	return err;
 }
 
-/* The directories the environment names must exist (screen and
- * mktemp fail without them). */
-static int prepare_home(const char *root, const char *home, struct tpf_diags *d)
-{
-	char *screendir = xasprintf("%s/.screen", home);
-	char *tmp = xasprintf("%s/tmp", home);
-	char *bucket = xasprintf("%s/bucket", root);
-	int err = 0;
-	if (tpf_local_mkdir_private(screendir, d) < 0 || tpf_local_mkdir_private(tmp, d) < 0 ||
-	    tpf_mkdir_p(bucket, 0700, d) < 0)
-		err = TPF_ERROR;
-	free(screendir);
-	free(tmp);
-	free(bucket);
-	return err;
-}
-
 static int local_connect(struct tpf_transport *t, const struct tpf_worker_ref *w,
 			 struct tpf_conn **out, char **host_key_out, struct tpf_diags *d)
 {
@@ -108,7 +91,7 @@ static int local_connect(struct tpf_transport *t, const struct tpf_worker_ref *w
 	err = locate(l->root, w->node, w->worker, address, &home, d);
 	if (err < 0)
 		goto done;
-	err = prepare_home(l->root, home, d);
+	err = tpf_local_prepare_home(l->root, home, d);
 	if (err < 0)
 		goto done;
 	struct tpf_conn *c = xcalloc(1, sizeof(*c));
@@ -220,7 +203,7 @@ static int local_interactive(struct tpf_transport *t, const struct tpf_worker_re
 	int err, cwd_fd = -1;
 
 	err = locate(l->root, w->node, w->worker, address, &home, d);
-	if (err < 0 || (err = prepare_home(l->root, home, d)) < 0)
+	if (err < 0 || (err = tpf_local_prepare_home(l->root, home, d)) < 0)
 		goto done;
 	const char *shell = getenv("SHELL");
 	if (!shell || shell[0] != '/')

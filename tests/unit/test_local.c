@@ -137,10 +137,22 @@ static int wait_dead(long pid)
 	return !proc_alive(pid);
 }
 
-/* `screen -ls` for one SCREENDIR, run from the test itself. */
+/* Where <home>/.screen leads (itself, or the short directory it links to
+ * when the home is too deep for screen's socket paths). Caller frees. */
+static char *screendir_of(const char *home)
+{
+	char *link = xasprintf("%s/.screen", home);
+	char *real = realpath(link, NULL);
+	free(link);
+	return real ? real : xstrdup("(missing)");
+}
+
+/* `screen -ls` for one worker, run from the test itself. */
 static char *screen_ls(const char *home)
 {
-	char *cmd = xasprintf("SCREENDIR='%s/.screen' screen -ls 2>&1", home);
+	char *sd = screendir_of(home);
+	char *cmd = xasprintf("SCREENDIR='%s' screen -ls 2>&1", sd);
+	free(sd);
 	FILE *p = popen(cmd, "r");
 	struct tpf_buf b = TPF_BUF_INIT;
 	char chunk[512];
@@ -429,11 +441,16 @@ static void test_local__transport_env_and_put(void)
 	CHECK_INT(t->ops->exec(c, "sh tpuform/run/x.sh", &out, &status, 10, &d), 0);
 	unsetenv("TPUFORM_TEST_LEAK");
 	CHECK_INT(status, 0);
-	char *want = xasprintf("home=%s\nscreendir=%s/.screen\nbucket=%s/bucket\npwd=%s\n"
+	char *sd = screendir_of(home);
+	char *want = xasprintf("home=%s\nscreendir=%s\nbucket=%s/bucket\npwd=%s\n"
 			       "term=xterm lang=C.UTF-8 tmp=%s/tmp\nsecret=unset\n",
-			       home, home, root, home, home);
+			       home, sd, root, home, home);
 	CHECK_STR(out.buf, want);
+	/* This root is deep: sockets go to a short private directory. */
+	CHECK(!strncmp(sd, "/tmp/tpuform-screen-", 20));
+	CHECK(stat(sd, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700);
 	free(want);
+	free(sd);
 	tpf_buf_reset(&out);
 
 	/* The bucket is shared: a file one worker writes, another node sees. */
@@ -632,6 +649,64 @@ static void test_local__interactive(void)
 	tpf_provider_free(p);
 }
 
+/* A root shallow enough keeps the sockets in <home>/.screen itself, and
+ * a deep one still gets working screen sessions. */
+static void test_local__screendir_placement(void)
+{
+	char tmpl[] = "/tmp/tl-XXXXXX";
+	char *shallow = mkdtemp(tmpl);
+	char *deep = xasprintf("%s/a-rather-long-directory-name/another-long-directory-name", root);
+	const char *roots[] = { shallow, deep };
+	for (int i = 0; i < 2; i++) {
+		struct tpf_fleet f = fleet_named("s");
+		struct tpf_provider *p = NULL;
+		struct tpf_diags d = TPF_DIAGS_INIT;
+		struct tpf_conn *c = NULL;
+		struct tpf_buf out = TPF_BUF_INIT;
+		int status = -1;
+		char *home = NULL;
+		f.local.root = (char *)roots[i];
+		f.local.create_delay = 0;
+		CHECK(roots[i] != NULL);
+		if (!roots[i] || tpf_provider_open(&p, &f, &d) < 0)
+			goto next;
+		struct tpf_transport *t = p->ops->transport(p);
+		CHECK_INT(create_node(p, "s-0", "us-central2-b", 1, &d), 0);
+		CHECK_INT(tpf_local_worker_home(&f, "s-0", 0, &home), 0);
+		CHECK_INT(conn_open(p, "s-0", 0, &c, &d), 0);
+		if (!c || !home)
+			goto next;
+		CHECK_INT(t->ops->exec(c, "printf %s \"$SCREENDIR\"", &out, &status, 10, &d), 0);
+		char *in_home = xasprintf("%s/.screen", home);
+		if (i == 0)
+			CHECK_STR(out.buf, in_home);
+		else
+			CHECK(!strncmp(out.buf, "/tmp/tpuform-screen-", 20));
+		free(in_home);
+		tpf_buf_reset(&out);
+		/* The longest session name tpuform uses: a 40-character fleet. */
+		const char *sess = "tpuform-abcdefghij-abcdefghij-abcdefghij-abcdefghi";
+		char *cmd = xasprintf("screen -dmS %s sleep 300 && screen -ls", sess);
+		CHECK_INT(t->ops->exec(c, cmd, &out, &status, 10, &d), 0);
+		free(cmd);
+		CHECKF(strstr(out.buf, sess) != NULL, "screen -ls: %s", out.buf);
+		tpf_buf_reset(&out);
+		t->ops->close(c);
+		CHECK_INT(p->ops->remove(p, "us-central2-b", "s-0", &d), 0);
+next:
+		CHECK_INT(tpf_diags_errors(&d), 0);
+		free(home);
+		tpf_buf_release(&out);
+		tpf_diags_release(&d);
+		tpf_provider_free(p);
+	}
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	if (shallow)
+		tpf_remove_tree(shallow, &d);
+	tpf_diags_release(&d);
+	free(deep);
+}
+
 static void test_local__set_labels(void)
 {
 	struct tpf_fleet f = fleet_named("alpha");
@@ -789,6 +864,8 @@ static void test_local__remove(void)
 	free(f2);
 	CHECK(job > 0 && proc_alive(job));
 	CHECK(hidden > 0 && proc_alive(hidden));
+	char *sd = screendir_of(home);
+	CHECK(access(sd, F_OK) == 0);
 
 	/* Another zone's delete does not find it (404 there). */
 	CHECK_INT(p->ops->remove(p, "europe-west4-a", "alpha-g-2", &d), 0);
@@ -796,6 +873,8 @@ static void test_local__remove(void)
 
 	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-2", &d), 0);
 	CHECK(access(home, F_OK) != 0);
+	CHECK(access(sd, F_OK) != 0); /* the short SCREENDIR went too */
+	free(sd);
 	CHECK(wait_dead(job));
 	CHECK(wait_dead(hidden));
 	CHECK_INT(refresh_zone(p, "us-central2-b", &set, &d), 0);
@@ -1014,6 +1093,7 @@ int main(void)
 	RUN(test_local__transport_env_and_put);
 	RUN(test_local__exec_status_and_timeout);
 	RUN(test_local__screen_sessions);
+	RUN(test_local__screendir_placement);
 	RUN(test_local__interactive);
 	RUN(test_local__set_labels);
 	RUN(test_local__preempt);
