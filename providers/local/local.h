@@ -13,7 +13,11 @@
  *                               readyAt (epoch seconds, a number) and workers
  *   nodes/<name>/workers/<i>/   worker i's HOME (0700); its screen sockets
  *                               live in <home>/.screen, its TMPDIR is
- *                               <home>/tmp
+ *                               <home>/tmp. SCREENDIR is <home>/.screen, or
+ *                               when that path is too long for a Unix
+ *                               socket, /tmp/tpuform-screen-<hash>, a
+ *                               symbolic link to it (echo $SCREENDIR on
+ *                               the worker to see which)
  *   bucket/                     shared by every node, standing in for a GCS
  *                               bucket: checkpoints survive re-creation
  *   locks/<name>.lock           flock(2) per node name, serialising

@@ -29,28 +29,52 @@ char *tpf_local_screendir(const char *home)
 	if (strlen(in_home) <= SCREENDIR_MAX)
 		return in_home;
 	free(in_home);
-	/* Too deep for sockets: a short directory named after the home, so
-	 * that every process computes the same one. */
+	/* Too deep for sockets: a short name, derived from the home so that
+	 * every process computes the same one. */
 	char hex[65];
 	tpf_sha256_hex(home, strlen(home), hex);
 	return xasprintf("/tmp/tpuform-screen-%.16s", hex);
 }
 
-/* A directory outside the home must be ours alone: screen refuses others,
- * and another user's directory there would be a way in. */
-static int prepare_outside(const char *dir, struct tpf_diags *d)
+/*
+ * 1 if `link` is a symbolic link of ours to `target`. /tmp is shared: a
+ * link someone else made could send our sockets anywhere.
+ */
+static int our_link(const char *link, const char *target)
 {
 	struct stat st;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return tpf_error(d, "cannot create directory '%s': %s", dir, strerror(errno));
-	if (lstat(dir, &st) < 0)
-		return tpf_error(d, "cannot stat '%s': %s", dir, strerror(errno));
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid())
-		return tpf_errorx(d, NULL, "remove it and try again",
-				  "'%s' is not a directory owned by this user", dir);
-	if (chmod(dir, 0700) < 0)
-		return tpf_error(d, "cannot chmod '%s': %s", dir, strerror(errno));
-	return 0;
+	char buf[4096];
+	if (lstat(link, &st) < 0 || !S_ISLNK(st.st_mode) || st.st_uid != geteuid())
+		return 0;
+	ssize_t n = readlink(link, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return 0;
+	buf[n] = '\0';
+	return !strcmp(buf, target);
+}
+
+/* The short SCREENDIR is a symbolic link to <home>/.screen: the sockets
+ * stay in the home (and go with it), only their path is short. */
+static int prepare_link(const char *link, const char *target, struct tpf_diags *d)
+{
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (our_link(link, target))
+			return 0;
+		struct stat st;
+		if (lstat(link, &st) == 0) {
+			if (!S_ISLNK(st.st_mode) || st.st_uid != geteuid())
+				return tpf_errorx(d, NULL, "remove it and try again",
+						  "'%s' exists and is not a symbolic link of this user", link);
+			unlink(link); /* ours but stale: point it at this home */
+		}
+		if (symlink(target, link) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return tpf_error(d, "cannot create symbolic link '%s': %s", link, strerror(errno));
+		/* Another thread made it meanwhile: check it again. */
+	}
+	return our_link(link, target) ? 0
+				      : tpf_error(d, "cannot create symbolic link '%s'", link);
 }
 
 int tpf_local_prepare_home(const char *root, const char *home, struct tpf_diags *d)
@@ -62,19 +86,10 @@ int tpf_local_prepare_home(const char *root, const char *home, struct tpf_diags 
 	int err = 0;
 
 	if (tpf_local_mkdir_private(home, d) < 0 || tpf_local_mkdir_private(tmp, d) < 0 ||
-	    tpf_mkdir_p(bucket, 0700, d) < 0) {
+	    tpf_local_mkdir_private(in_home, d) < 0 || tpf_mkdir_p(bucket, 0700, d) < 0)
 		err = TPF_ERROR;
-		goto done;
-	}
-	if (!strcmp(screendir, in_home)) {
-		err = tpf_local_mkdir_private(screendir, d);
-		goto done;
-	}
-	err = prepare_outside(screendir, d);
-	/* <home>/.screen points there, so people find the sockets. */
-	if (!err && symlink(screendir, in_home) < 0 && errno != EEXIST)
-		err = tpf_error(d, "cannot create symbolic link '%s': %s", in_home, strerror(errno));
-done:
+	else if (strcmp(screendir, in_home))
+		err = prepare_link(screendir, in_home, d);
 	free(screendir);
 	free(in_home);
 	free(tmp);
@@ -85,9 +100,12 @@ done:
 int tpf_local_forget_home(const char *home, struct tpf_diags *d)
 {
 	char *screendir = tpf_local_screendir(home);
+	char *in_home = xasprintf("%s/.screen", home);
 	int err = 0;
-	if (strncmp(screendir, home, strlen(home)))
-		err = tpf_remove_tree(screendir, d);
+	if (strcmp(screendir, in_home) && our_link(screendir, in_home) && unlink(screendir) < 0 &&
+	    errno != ENOENT)
+		err = tpf_error(d, "cannot remove '%s': %s", screendir, strerror(errno));
 	free(screendir);
+	free(in_home);
 	return err;
 }

@@ -74,13 +74,14 @@ int tpf_local_mkdir_private(const char *path, struct tpf_diags *d);
 /*
  * The worker's SCREENDIR (caller frees): <home>/.screen, or, when that is
  * too long for screen's socket paths, /tmp/tpuform-screen-<sha256(home)
- * prefix> with <home>/.screen a symbolic link to it.
+ * prefix>, a symbolic link to <home>/.screen. Sockets live in
+ * <home>/.screen either way.
  */
 char *tpf_local_screendir(const char *home);
 /* Create the home (0700) and what its environment names: SCREENDIR (0700,
  * ours), <home>/tmp, <root>/bucket. Idempotent. */
 int tpf_local_prepare_home(const char *root, const char *home, struct tpf_diags *d);
-/* Remove what a worker keeps outside its home (a short SCREENDIR). */
+/* Remove what a worker keeps outside its home (a short SCREENDIR link). */
 int tpf_local_forget_home(const char *home, struct tpf_diags *d);
 
 /*
