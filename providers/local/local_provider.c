@@ -225,10 +225,7 @@ static int make_node(struct tpf_local *l, const char *name, const struct tpf_rec
 	}
 	for (int w = 0; w < r->workers; w++) {
 		char *home = tpf_local_home_path(l->root, name, w);
-		/* A SCREENDIR outside the home may be left from a node of
-		 * the same name that was never removed through us. */
-		if (tpf_local_forget_home(home, d) < 0 || tpf_local_prepare_home(l->root, home, d) < 0)
-			err = TPF_ERROR;
+		err = tpf_local_prepare_home(l->root, home, d);
 		free(home);
 		if (err)
 			goto done;
@@ -247,7 +244,7 @@ static int make_node(struct tpf_local *l, const char *name, const struct tpf_rec
 	err = tpf_local_node_save(l->root, &n, d);
 done:
 	if (err)
-		tpf_remove_tree(dir, d);
+		remove_files(l->root, name, r->workers, d);
 	tpf_local_node_release(&n);
 	free(dir);
 	return err;
