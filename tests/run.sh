@@ -8,6 +8,8 @@
 set -u
 cd "$(dirname "$0")/.."
 out=tests/out
+# Known leaks of system libraries (see the file); ours are not suppressed.
+export LSAN_OPTIONS="suppressions=$(pwd)/tests/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 mkdir -p "$out"
 passed=0
 failed=0
