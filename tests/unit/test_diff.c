@@ -1,0 +1,220 @@
+/*
+ * The diff, table-driven: a fleet, a state and live nodes (and session
+ * facts) -> the actions, written compactly as "kind:node(reason)[workers]".
+ */
+#include "plan/plan.h"
+#include "plan/provision.h"
+#include "tests/unit/unit.h"
+#include "util/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FLEET                                                                                  \
+	"fleet: f\n"                                                                              \
+	"provider:\n  local: { root: /nonexistent }\n"                                            \
+	"run: train\n"                                                                            \
+	"max_restarts: 2\n"                                                                       \
+	"groups:\n"                                                                               \
+	"  - { name: a, accelerator_type: v4-16, runtime_version: rt1, zones: [z1, z2], count: %d, " \
+	"preemptible: true }\n"
+
+/* A node in state or live, described in one line:
+ * "NAME ZONE TYPE RUNTIME SCHED STATE" (STATE only for live). */
+struct node_desc {
+	const char *name, *zone, *type, *runtime, *sched, *state;
+};
+
+struct tcase {
+	const char *title;
+	int count;
+	struct node_desc state[4]; /* NULL name ends */
+	struct node_desc live[4];
+	const char *facts;         /* "NODE/W=session:exit,..." or NULL */
+	int provisioned;           /* state workers carry the current script hash */
+	const char *job_run;       /* the run command state recorded (NULL: current) */
+	int destroy;
+	const char *want;
+};
+
+static void fill_recipe(struct tpf_recipe *r, const struct node_desc *nd, const char *fleet)
+{
+	r->zone = xstrdup(nd->zone);
+	r->accelerator_type = xstrdup(nd->type);
+	r->runtime_version = xstrdup(nd->runtime);
+	r->preemptible = !strcmp(nd->sched, "preemptible");
+	r->spot = !strcmp(nd->sched, "spot");
+	r->workers = !strcmp(nd->type, "v4-16") ? 2 : 1;
+	tpf_kvlist_set(&r->labels, TPF_LABEL_FLEET, fleet);
+	tpf_kvlist_set(&r->labels, TPF_LABEL_GROUP, "a");
+	tpf_kvlist_set(&r->labels, TPF_LABEL_INDEX, nd->name + strlen(nd->name) - 1);
+	tpf_kvlist_sort(&r->labels);
+}
+
+static void render_plan(const struct tpf_plan *p, struct tpf_buf *b)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		const struct tpf_action *a = &p->actions[i];
+		static const char *kinds[] = { "create", "delete", "replace", "update",
+					       "restart", "wait", "forget" };
+		tpf_buf_addf(b, "%s%s:%s", i ? " " : "", kinds[a->kind], a->node);
+		if (a->reason_code)
+			tpf_buf_addf(b, "(%s)", a->reason_code);
+		if (a->nworkers) {
+			tpf_buf_addch(b, '[');
+			for (size_t k = 0; k < a->nworkers; k++)
+				tpf_buf_addf(b, "%s%d", k ? "," : "", a->workers[k]);
+			tpf_buf_addch(b, ']');
+		}
+	}
+}
+
+static void run_case(const struct tcase *tc)
+{
+	unit_begin(tc->title);
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct tpf_fleet f;
+	char *yaml = xasprintf(FLEET, tc->count);
+	int rc = tpf_fleet_parse(&f, "fleet.yaml", yaml, strlen(yaml), &d);
+	free(yaml);
+	CHECK_INT(rc, 0);
+	if (rc)
+		return;
+	struct tpf_state st;
+	tpf_state_init(&st);
+	st.serial = 3;
+	struct tpf_desired_set ds = { 0 };
+	struct tpf_live_set live = { 0 };
+	for (const struct node_desc *nd = tc->state; nd->name; nd++) {
+		struct tpf_state_node *sn = tpf_state_add(&st, nd->name);
+		xstrset(&sn->group, "a");
+		sn->index = nd->name[strlen(nd->name) - 1] - '0';
+		xstrset(&sn->status, nd->state ? nd->state : TPF_NODE_CREATED);
+		xstrset(&sn->id, "123");
+		fill_recipe(&sn->recipe, nd, "f");
+		tpf_state_node_set_workers(sn, (size_t)sn->recipe.workers);
+	}
+	tpf_desired_compute(&ds, &f, NULL, &st, &d);
+	/* Record the job (and script hashes) the state would hold after an apply. */
+	for (size_t i = 0; i < st.nnodes; i++) {
+		struct tpf_state_node *sn = &st.nodes[i];
+		for (size_t k = 0; k < ds.n; k++) {
+			if (strcmp(ds.nodes[k].name, sn->name))
+				continue;
+			tpf_job_copy(&sn->job, &ds.nodes[k].job);
+			if (tc->job_run)
+				xstrset(&sn->job.run, tc->job_run);
+			for (size_t w = 0; tc->provisioned && w < sn->nworkers; w++) {
+				char *h = NULL;
+				free(tpf_provision_render(&f, sn, NULL, (int)w, &h));
+				sn->workers[w].script_hash = h;
+			}
+		}
+	}
+	for (const struct node_desc *nd = tc->live; nd->name; nd++) {
+		struct tpf_live_node *ln = tpf_live_set_add(&live);
+		ln->name = xstrdup(nd->name);
+		ln->id = xstrdup("123");
+		ln->state = xstrdup(nd->state);
+		fill_recipe(&ln->recipe, nd, "f");
+	}
+	struct tpf_session_facts facts = { 0 };
+	if (tc->facts) {
+		char *copy = xstrdup(tc->facts), *save = NULL;
+		for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			char node[64], sess[16];
+			int w, code;
+			if (sscanf(tok, "%63[^/]/%d=%15[^:]:%d", node, &w, sess, &code) != 4)
+				continue;
+			XGROW(facts.items, facts.n + 1, facts.alloc);
+			struct tpf_session_fact *sf = &facts.items[facts.n++];
+			memset(sf, 0, sizeof(*sf));
+			sf->node = xstrdup(node);
+			sf->worker = w;
+			sf->session = strcmp(sess, "unreachable") ? xstrdup(sess) : NULL;
+			sf->exit_code = code;
+		}
+		free(copy);
+	}
+	struct tpf_diff_input in = { &f, &ds, &st, &live, &facts, tc->destroy };
+	struct tpf_plan p;
+	CHECK_INT(tpf_diff(&p, &in, &d), 0);
+	struct tpf_buf b = TPF_BUF_INIT;
+	render_plan(&p, &b);
+	CHECK_STR(b.buf, tc->want);
+	tpf_buf_release(&b);
+	tpf_plan_release(&p);
+	tpf_session_facts_release(&facts);
+	tpf_live_set_release(&live);
+	tpf_desired_release(&ds);
+	tpf_state_release(&st);
+	tpf_fleet_release(&f);
+	tpf_diags_release(&d);
+}
+
+#define N(name, zone, type, rt, sched, state) { name, zone, type, rt, sched, state }
+#define A0(state) N("f-a-0", "z1", "v4-16", "rt1", "preemptible", state)
+#define A1(state) N("f-a-1", "z1", "v4-16", "rt1", "preemptible", state)
+
+static const struct tcase cases[] = {
+	{ "empty state, nothing live: create all", 2, { { 0 } }, { { 0 } }, NULL, 0, NULL, 0,
+	  "create:f-a-0 create:f-a-1" },
+	{ "all there and provisioned: no changes", 2, { A0(NULL), A1(NULL), { 0 } },
+	  { A0("READY"), A1("READY"), { 0 } }, NULL, 1, NULL, 0, "" },
+	{ "preempted: replace", 1, { A0(NULL), { 0 } }, { A0("PREEMPTED"), { 0 } }, NULL, 1, NULL, 0,
+	  "replace:f-a-0(preempted)" },
+	{ "terminated: replace", 1, { A0(NULL), { 0 } }, { A0("TERMINATED"), { 0 } }, NULL, 1, NULL, 0,
+	  "replace:f-a-0(terminated)" },
+	{ "vanished from the provider: create again", 1, { A0(NULL), { 0 } }, { { 0 } }, NULL, 1, NULL,
+	  0, "create:f-a-0(missing)" },
+	{ "pending in state, not live (crash before create): create", 1,
+	  { A0(TPF_NODE_PENDING), { 0 } }, { { 0 } }, NULL, 0, NULL, 0, "create:f-a-0(interrupted)" },
+	{ "tainted: replace", 1, { A0(TPF_NODE_TAINTED), { 0 } }, { A0("READY"), { 0 } }, NULL, 1, NULL,
+	  0, "replace:f-a-0(tainted)" },
+	{ "runtime version changed: replace", 1, { A0(NULL), { 0 } },
+	  { N("f-a-0", "z1", "v4-16", "rt0", "preemptible", "READY"), { 0 } }, NULL, 1, NULL, 0,
+	  "replace:f-a-0(recipe)" },
+	{ "scheduling changed: replace", 1, { A0(NULL), { 0 } },
+	  { N("f-a-0", "z1", "v4-16", "rt1", "spot", "READY"), { 0 } }, NULL, 1, NULL, 0,
+	  "replace:f-a-0(recipe)" },
+	{ "zone outside the group's list: replace", 1, { A0(NULL), { 0 } },
+	  { N("f-a-0", "z9", "v4-16", "rt1", "preemptible", "READY"), { 0 } }, NULL, 1, NULL, 0,
+	  "replace:f-a-0(recipe)" },
+	{ "fallback zone in the list: kept", 1,
+	  { N("f-a-0", "z2", "v4-16", "rt1", "preemptible", NULL), { 0 } },
+	  { N("f-a-0", "z2", "v4-16", "rt1", "preemptible", "READY"), { 0 } }, NULL, 1, NULL, 0, "" },
+	{ "still creating: wait then provision", 1, { A0(NULL), { 0 } }, { A0("CREATING"), { 0 } }, NULL,
+	  1, NULL, 0, "wait:f-a-0(busy)[0,1]" },
+	{ "run command changed: re-provision both workers", 1, { A0(NULL), { 0 } },
+	  { A0("READY"), { 0 } }, NULL, 1, "old command", 0, "update:f-a-0(job)[0,1]" },
+	{ "never provisioned: provision", 1, { A0(NULL), { 0 } }, { A0("READY"), { 0 } }, NULL, 0, NULL,
+	  0, "update:f-a-0(job)[0,1]" },
+	{ "count lowered: delete the last", 1, { A0(NULL), A1(NULL), { 0 } },
+	  { A0("READY"), A1("READY"), { 0 } }, NULL, 1, NULL, 0, "delete:f-a-1(count)" },
+	{ "labelled but in no state, not declared: orphan delete", 1, { A0(NULL), { 0 } },
+	  { A0("READY"), A1("READY"), { 0 } }, NULL, 1, NULL, 0, "delete:f-a-1(orphan)" },
+	{ "labelled, declared, not in state: adopt", 1, { { 0 } }, { A0("READY"), { 0 } }, NULL, 0, NULL,
+	  0, "update:f-a-0(adopt)[0,1]" },
+	{ "in state, gone, not declared: forget", 0, { A0(NULL), { 0 } }, { { 0 } }, NULL, 1, NULL, 0,
+	  "forget:f-a-0(gone)" },
+	{ "dead session on one worker: restart it only", 1, { A0(NULL), { 0 } }, { A0("READY"), { 0 } },
+	  "f-a-0/0=alive:-1,f-a-0/1=dead:-1", 1, NULL, 0, "restart:f-a-0(session)[1]" },
+	{ "job failed: restart (on-failure)", 1, { A0(NULL), { 0 } }, { A0("READY"), { 0 } },
+	  "f-a-0/0=exited:3,f-a-0/1=alive:-1", 1, NULL, 0, "restart:f-a-0(session)[0]" },
+	{ "job finished with 0: left alone", 1, { A0(NULL), { 0 } }, { A0("READY"), { 0 } },
+	  "f-a-0/0=exited:0,f-a-0/1=exited:0", 1, NULL, 0, "" },
+	{ "unreachable worker: no action", 1, { A0(NULL), { 0 } }, { A0("READY"), { 0 } },
+	  "f-a-0/0=unreachable:-1,f-a-0/1=alive:-1", 1, NULL, 0, "" },
+	{ "destroy: delete what is live, forget what is gone", 2, { A0(NULL), A1(NULL), { 0 } },
+	  { A0("READY"), { 0 } }, NULL, 1, NULL, 1, "delete:f-a-0(destroy) forget:f-a-1(gone)" },
+	{ "deletes sort before creates", 1, { A1(NULL), { 0 } }, { A1("READY"), { 0 } }, NULL, 1, NULL, 0,
+	  "delete:f-a-1(count) create:f-a-0" },
+};
+
+int main(void)
+{
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		run_case(&cases[i]);
+	return unit_done();
+}
