@@ -26,7 +26,7 @@ int tpf_gcp_client_open(struct tpf_gcp_client **out, const struct tpf_gcp_client
 {
 	struct tpf_gcp_client *c = xcalloc(1, sizeof(*c));
 	if (!cfg->project || !*cfg->project) {
-		tpf_errorx(d, NULL, "hint: add 'project: <id>' under provider.gcp",
+		tpf_errorx(d, NULL, "add 'project: <id>' under provider.gcp",
 			   "provider 'gcp' needs a project: none is set");
 		goto fail;
 	}
@@ -114,7 +114,8 @@ static void add_api_diag(struct tpf_gcp_client *c, const char *what, const char 
 {
 	struct tpf_buf m = TPF_BUF_INIT;
 	tpf_gcp_error_format(e, &m);
-	char *hint = tpf_gcp_error_hint(e, cls, c->project);
+	char *hint = cls == TPF_GCP_AUTH ? xstrdup(tpf_gcp_auth_reject_hint(c->auth))
+					 : tpf_gcp_error_hint(e, cls, c->project);
 	tpf_errorx(d, address, hint, "%s: %s%s", what, m.buf, suffix ? suffix : "");
 	free(hint);
 	tpf_buf_release(&m);
@@ -156,7 +157,7 @@ static int call(struct tpf_gcp_client *c, const char *method, const char *url, j
 				tpf_sleep(tpf_gcp_retry_delay(&c->s, attempt, -1));
 				continue;
 			}
-			tpf_errorx(d, address, "hint: check the network path to the endpoint",
+			tpf_errorx(d, address, "check the network path to the endpoint",
 				   "%s: cannot reach '%s': %s%s", what, c->endpoint, rs.error,
 				   h == TPF_ETRANSIENT ? " (gave up after retries)" : "");
 			rc = h;
@@ -247,7 +248,7 @@ static int wait_op(struct tpf_gcp_client *c, json_t *op, const char *what, const
 		}
 		if (tpf_now_mono() - start > c->s.op_timeout) {
 			tpf_errorx(d, address,
-				   "hint: the operation may still finish; run 'tpuform refresh' later to see",
+				   "the operation may still finish; run 'tpuform refresh' later to see",
 				   "%s: operation '%s' not done after %.0f seconds", what, name,
 				   c->s.op_timeout);
 			rc = TPF_ERROR;
@@ -307,7 +308,7 @@ static int wait_node_settled(struct tpf_gcp_client *c, const char *zone, const c
 		if (strcmp(out->state, "CREATING"))
 			return 0;
 		if (tpf_now_mono() - start > c->s.op_timeout)
-			return tpf_errorx(d, name, "hint: run 'tpuform refresh' later to see its state",
+			return tpf_errorx(d, name, "run 'tpuform refresh' later to see its state",
 					  "%s: node still CREATING after %.0f seconds", what,
 					  c->s.op_timeout);
 		tpf_sleep(interval);
@@ -359,7 +360,7 @@ int tpf_gcp_create_node(struct tpf_gcp_client *c, const char *name, const struct
 			if (rc < 0)
 				goto done;
 		}
-		char *hint = xasprintf("hint: a node of that name already exists in the zone and is not "
+		char *hint = xasprintf("a node of that name already exists in the zone and is not "
 				       "this fleet's; delete it, or pick another fleet or group name");
 		struct tpf_buf m = TPF_BUF_INIT;
 		tpf_gcp_error_format(&res.err, &m);
@@ -496,7 +497,7 @@ static int list_all(struct tpf_gcp_client *c, const char *base, const char *key,
 		json_t *unr = json_object_get(resp, "unreachable");
 		if (rc == 0 && json_array_size(unr) > 0) {
 			const char *u = json_string_value(json_array_get(unr, 0));
-			rc = tpf_errorx(d, NULL, "hint: retry later; tpuform does not act on a partial list",
+			rc = tpf_errorx(d, NULL, "retry later; tpuform does not act on a partial list",
 					"%s: the API could not reach location '%s'", what, u ? u : "?");
 		}
 		const char *next = json_string_value(json_object_get(resp, "nextPageToken"));
@@ -629,7 +630,7 @@ static int offered(char **v, size_t n, const char *want, const char *noun, const
 	struct tpf_buf list = TPF_BUF_INIT;
 	for (size_t i = 0; i < n; i++)
 		tpf_buf_addf(&list, "%s%s", i ? ", " : "", v[i]);
-	char *hint = xasprintf("hint: zone '%s' offers: %s", zone, n ? list.buf : "none");
+	char *hint = xasprintf("zone '%s' offers: %s", zone, n ? list.buf : "none");
 	tpf_errorx(d, address, hint, "%s '%s' is not offered in zone '%s'", noun, want, zone);
 	free(hint);
 	tpf_buf_release(&list);

@@ -91,6 +91,21 @@ const char *tpf_gcp_auth_source(const struct tpf_gcp_auth *a)
 	return a->source;
 }
 
+const char *tpf_gcp_auth_reject_hint(const struct tpf_gcp_auth *a)
+{
+	switch (a->kind) {
+	case CRED_STATIC:
+		return "TPUFORM_ACCESS_TOKEN holds an expired or wrong token; set a fresh one "
+		       "($(gcloud auth print-access-token)) or unset it to use the credentials files";
+	case CRED_METADATA:
+		return "the metadata server's service account token was rejected; check the "
+		       "VM's service account and its scopes (cloud-platform)";
+	default:
+		return "a freshly issued token was rejected; check that the credentials belong "
+		       "to the project and that the Cloud TPU API is enabled";
+	}
+}
+
 long tpf_gcp_auth_fetches(struct tpf_gcp_auth *a)
 {
 	pthread_mutex_lock(&a->mu);
@@ -117,7 +132,7 @@ static int load_file(struct tpf_gcp_auth *a, const char *path, const char *what,
 	int r = tpf_read_file(path, &text, &tmp);
 	if (r == TPF_ENOTFOUND) {
 		tpf_errorx(d, NULL,
-			   "hint: download a service-account key or run 'gcloud auth application-default login'",
+			   "download a service-account key or run 'gcloud auth application-default login'",
 			   "credentials file '%s' (from %s) does not exist", path, what);
 		goto done;
 	}
@@ -153,7 +168,7 @@ static int load_file(struct tpf_gcp_auth *a, const char *path, const char *what,
 		a->client_secret = jstr(root, "client_secret");
 		a->refresh_token = jstr(root, "refresh_token");
 		if (!a->client_id || !a->client_secret || !a->refresh_token) {
-			tpf_errorx(d, NULL, "hint: run 'gcloud auth application-default login' again",
+			tpf_errorx(d, NULL, "run 'gcloud auth application-default login' again",
 				   "credentials file '%s' is an authorized_user file without "
 				   "client_id, client_secret or refresh_token", path);
 			goto done;
@@ -161,7 +176,7 @@ static int load_file(struct tpf_gcp_auth *a, const char *path, const char *what,
 		a->source = xasprintf("authorized user credentials '%s'", path);
 	} else {
 		tpf_errorx(d, NULL,
-			   "hint: use a service-account JSON key or 'gcloud auth application-default login'",
+			   "use a service-account JSON key or 'gcloud auth application-default login'",
 			   "credentials file '%s' has type '%s': expected 'service_account' or "
 			   "'authorized_user'", path, type ? type : "(none)");
 		goto done;
@@ -307,7 +322,7 @@ static int fetch_once(struct tpf_gcp_auth *a, char **token, double *lifetime,
 		tpf_buf_addf(&what, "get an access token from %s", a->source);
 		break;
 	case CRED_STATIC:
-		tpf_errorx(d, NULL, "hint: set TPUFORM_ACCESS_TOKEN to a fresh token, e.g. "
+		tpf_errorx(d, NULL, "set TPUFORM_ACCESS_TOKEN to a fresh token, e.g. "
 			   "$(gcloud auth print-access-token), or unset it",
 			   "the access token in TPUFORM_ACCESS_TOKEN was rejected (expired or revoked)");
 		goto done;
@@ -326,7 +341,7 @@ static int fetch_once(struct tpf_gcp_auth *a, char **token, double *lifetime,
 			     rs.curl_code == CURLE_COULDNT_CONNECT ||
 			     rs.curl_code == CURLE_OPERATION_TIMEDOUT)) {
 				tpf_errorx(d, NULL,
-					   "hint: set provider.gcp.credentials to a service-account key file, "
+					   "set provider.gcp.credentials to a service-account key file, "
 					   "set GOOGLE_APPLICATION_CREDENTIALS, run 'gcloud auth "
 					   "application-default login', or set TPUFORM_ACCESS_TOKEN",
 					   "no Google Cloud credentials found: no credentials file is configured "
@@ -360,10 +375,13 @@ static int fetch_once(struct tpf_gcp_auth *a, char **token, double *lifetime,
 		const char *hint = NULL;
 		if (e.status && !strcmp(e.status, "invalid_grant"))
 			hint = a->kind == CRED_SERVICE_ACCOUNT
-				       ? "hint: the key may be deleted or disabled, or this machine's clock "
+				       ? "the key may be deleted or disabled, or this machine's clock "
 					 "is wrong; create a new key for the service account"
-				       : "hint: the refresh token was revoked or expired; run 'gcloud auth "
+				       : "the refresh token was revoked or expired; run 'gcloud auth "
 					 "application-default login' again";
+		else if (e.status && !strcmp(e.status, "invalid_client"))
+			hint = "the client_id or client_secret is wrong; run 'gcloud auth "
+			       "application-default login' again";
 		tpf_errorx(d, NULL, hint, "%s: %s", what.buf, m.buf);
 		tpf_buf_release(&m);
 		tpf_gcp_error_release(&e);
@@ -371,7 +389,7 @@ static int fetch_once(struct tpf_gcp_auth *a, char **token, double *lifetime,
 		goto done;
 	}
 	if (a->kind == CRED_METADATA && !rs.metadata_flavor) {
-		tpf_errorx(d, NULL, "hint: check GCE_METADATA_HOST",
+		tpf_errorx(d, NULL, "check GCE_METADATA_HOST",
 			   "%s: the answer lacks the header 'Metadata-Flavor: Google', so it does not "
 			   "come from a metadata server", what.buf);
 		goto done;

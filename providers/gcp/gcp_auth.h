@@ -63,6 +63,10 @@ void tpf_gcp_auth_token_free(char *token);
  */
 int tpf_gcp_auth_invalidate(struct tpf_gcp_auth *a, const char *used);
 
+/* What to do when the API rejects this source's tokens (HTTP 401), as a
+ * diagnostic detail. Borrowed static string. */
+const char *tpf_gcp_auth_reject_hint(const struct tpf_gcp_auth *a);
+
 /* Tokens fetched so far (for tests). */
 long tpf_gcp_auth_fetches(struct tpf_gcp_auth *a);
 

@@ -40,7 +40,7 @@ int tpf_gcp_endpoint_check(const char *url, const char *what, char **normalized,
 	if (!u)
 		return tpf_error(d, "out of memory parsing %s", what);
 	if (!url || !*url || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK) {
-		tpf_errorx(d, NULL, "hint: write it like https://tpu.googleapis.com",
+		tpf_errorx(d, NULL, "write it like https://tpu.googleapis.com",
 			   "%s '%s' is not a valid URL: expected https://HOST[:PORT][/PATH]",
 			   what, url ? url : "");
 		goto done;
@@ -60,7 +60,7 @@ int tpf_gcp_endpoint_check(const char *url, const char *what, char **normalized,
 	if (!strcasecmp(scheme, "http")) {
 		if (!tpf_gcp_host_is_loopback(host)) {
 			tpf_errorx(d, NULL,
-				   "hint: use https://, or run the emulator on 127.0.0.1; tokens must "
+				   "use https://, or run the emulator on 127.0.0.1; tokens must "
 				   "never travel in clear text",
 				   "%s '%s' uses plain http to host '%s': http is allowed only to "
 				   "loopback hosts (127.0.0.0/8, ::1, localhost)", what, url, host);

@@ -243,29 +243,29 @@ char *tpf_gcp_error_hint(const struct tpf_gcp_error *e, enum tpf_gcp_class c,
 	const char *p = project ? project : "?";
 	switch (c) {
 	case TPF_GCP_QUOTA:
-		return xstrdup("hint: the quota named above is exhausted in this zone; tpuform tries "
+		return xstrdup("the quota named above is exhausted in this zone; tpuform tries "
 			       "the group's next zone, or request more quota in the Cloud console "
 			       "(IAM & Admin > Quotas)");
 	case TPF_GCP_CAPACITY:
 		if (e->code == 9)
-			return xstrdup("hint: the reservation has too few free TPUs; tpuform tries the "
+			return xstrdup("the reservation has too few free TPUs; tpuform tries the "
 				       "group's next zone, or retry later");
-		return xstrdup("hint: the zone has no free TPUs of this type right now; tpuform tries "
+		return xstrdup("the zone has no free TPUs of this type right now; tpuform tries "
 			       "the group's next zone, or retry later");
 	case TPF_GCP_AUTH:
-		return xstrdup("hint: the access token was rejected; check provider.gcp.credentials, "
+		return xstrdup("the access token was rejected; check provider.gcp.credentials, "
 			       "GOOGLE_APPLICATION_CREDENTIALS or run 'gcloud auth application-default login'");
 	case TPF_GCP_TRANSIENT:
-		return xstrdup("hint: the API kept failing with a temporary error; retry later");
+		return xstrdup("the API kept failing with a temporary error; retry later");
 	default:
 		break;
 	}
 	if (e->http == 403 || e->code == 7)
-		return xasprintf("hint: the credentials need the role roles/tpu.admin on project '%s', "
+		return xasprintf("the credentials need the role roles/tpu.admin on project '%s', "
 				 "and the Cloud TPU API must be enabled "
 				 "(gcloud services enable tpu.googleapis.com --project %s)", p, p);
 	if (e->http == 400 || e->code == 3)
-		return xstrdup("hint: check accelerator_type and runtime_version with "
+		return xstrdup("check accelerator_type and runtime_version with "
 			       "'tpuform validate -remote'");
 	return NULL;
 }

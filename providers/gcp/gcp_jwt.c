@@ -97,7 +97,7 @@ int tpf_gcp_jwt_sign(const char *pem, const char *kid, const struct tpf_gcp_jwt_
 	/* NULL passphrase callback + empty u: an encrypted key fails, never prompts */
 	key = PEM_read_bio_PrivateKey(bio, NULL, NULL, (void *)"");
 	if (!key) {
-		tpf_errorx(d, NULL, "hint: download a new JSON key for the service account",
+		tpf_errorx(d, NULL, "download a new JSON key for the service account",
 			   "credentials file '%s': 'private_key' is not a readable PEM private key",
 			   key_name);
 		goto done;

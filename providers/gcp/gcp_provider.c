@@ -177,7 +177,7 @@ static void missing(struct tpf_diags *d, const char *group, const char *noun, co
 	qsort(v, n, sizeof(*v), cmp_strp);
 	for (size_t i = 0; i < n; i++)
 		tpf_buf_addf(&list, "%s%s", i ? ", " : "", v[i]);
-	char *hint = xasprintf("hint: zone '%s' offers: %s", zone, n ? list.buf : "none");
+	char *hint = xasprintf("zone '%s' offers: %s", zone, n ? list.buf : "none");
 	tpf_errorx(d, group, hint, "group '%s': %s '%s' is not offered in zone '%s'", group, noun,
 		   want, zone);
 	free(hint);

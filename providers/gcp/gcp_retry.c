@@ -34,7 +34,7 @@ static int env_seconds(const char *name, double *out, struct tpf_diags *d)
 	errno = 0;
 	double x = strtod(v, &end);
 	if (errno || end == v || *end || !isfinite(x) || x < 0)
-		return tpf_errorx(d, NULL, "hint: unset it to use the default",
+		return tpf_errorx(d, NULL, "unset it to use the default",
 				  "environment variable '%s' is '%s': expected a non-negative number of seconds",
 				  name, v);
 	*out = x;
@@ -60,7 +60,7 @@ int tpf_gcp_settings_load(struct tpf_gcp_settings *s, struct tpf_diags *d)
 		errno = 0;
 		long n = strtol(t, &end, 10);
 		if (errno || end == t || *end || n < 1 || n > 100)
-			rc |= tpf_errorx(d, NULL, "hint: unset it to use the default (6)",
+			rc |= tpf_errorx(d, NULL, "unset it to use the default (6)",
 					 "environment variable 'TPUFORM_GCP_TRIES' is '%s': expected an integer from 1 to 100",
 					 t);
 		else
