@@ -32,7 +32,7 @@ if command -v script >/dev/null; then
 	ok "nothing was created after 'no'" test ! -e nodes/nodes/ux-a-0
 	printf 'yes\n' | TPUFORM_HEARTBEAT=0.5 script -qec "env -u NO_COLOR \"$TPUFORM\" apply -f fleet.yaml" /dev/null >yes.out 2>&1
 	is "answering 'yes' applies" "$?" 0
-	like "with heartbeats while the node is CREATING" "$(cat yes.out)" "ux-a-0: Still creating... \[00m0[0-9]s elapsed\]"
+	like "with heartbeats while the node is CREATING" "$(cat yes.out)" "ux-a-0.*: Still creating... \[00m0[0-9]s elapsed\]"
 	like "colour is on at a terminal" "$(cat yes.out)" "$(printf '\033')\[1m"
 	NO_COLOR=1 script -qec "\"$TPUFORM\" plan -f fleet.yaml" /dev/null >nocolor.out 2>&1
 	unlike "NO_COLOR turns colour off even at a terminal" "$(cat nocolor.out)" "$(printf '\033')\["
