@@ -12,6 +12,18 @@
  *   status  -> "TPUFORM session=alive|exited|dead|none", "TPUFORM exit_code=N",
  *              "TPUFORM script=sha256:<hex of the running script>", "TPUFORM last_log=<line>"
  *   stop    -> "TPUFORM result=stopped"
+ *   logs N  -> the last N lines of the job log (0: all), no TPUFORM lines
+ * A failing start/restart prints "TPUFORM result=failed step=STEP exit_code=N"
+ * (STEP: lock, secrets, session, source, setup), preceded by a "tpuform: <why>"
+ * line and the tail of the step's log, and exits 1. start/restart may also
+ * print "TPUFORM warning=<word>" (libtpu-lockfile-in-use,
+ * libtpu-lockfile-not-removed); provisioning turns them into warnings.
+ *
+ * Files on the worker (under ~/tpuform/, see templates/render.h):
+ * bootstrap.sh, secrets.env, src/, source.bundle, run/ (script.sha256,
+ * exit_code, job.pid, retry, setup.<hash> markers, lock) and logs/
+ * (run-<retry>-<UTC time>.log, current.log -> the newest, setup.log,
+ * source.log).
  */
 #ifndef TPF_PROVISION_H
 #define TPF_PROVISION_H
@@ -37,8 +49,12 @@ char *tpf_session_name(const char *fleet);
 
 /*
  * Render the script worker `worker` of node `n` would get now (from n->job,
- * n->generation, the fleet's name and session). Caller frees the script;
- * *hash_out (caller frees) gets its "sha256:..." hash.
+ * n->generation, the fleet's name, session and secrets). TPUFORM_RETRY is
+ * n->generation + n->workers[worker].restarts (DESIGN.md: +1 at each
+ * re-creation or restart). The hash covers the secrets file's hash, so a
+ * changed secret changes it. Caller frees the script; *hash_out (caller
+ * frees) gets its "sha256:..." hash (of the exact bytes, the same form the
+ * script records in run/script.sha256).
  */
 char *tpf_provision_render(const struct tpf_fleet *f, const struct tpf_state_node *n,
 			   const struct tpf_live_node *live, int worker, char **hash_out);
@@ -56,17 +72,26 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 			 struct tpf_state_node *n, const struct tpf_live_node *live, int worker,
 			 int force, int *changed, struct tpf_diags *d);
 
-/* Ask worker `worker` for its status (read-only). Fills *r (caller releases). */
+/*
+ * Ask worker `worker` for its status (read-only). Fills *r (caller
+ * releases). An unreachable worker is a normal outcome: returns 0 with
+ * r->reachable = 0 and the reason as a warning. TPF_EHOSTKEY and a script
+ * that does not answer are errors. last_log is cleaned (valid UTF-8, no
+ * control characters, at most 300 bytes).
+ */
 int tpf_provision_probe(struct tpf_transport *t, const struct tpf_state_node *n,
 			const struct tpf_live_node *live, int worker,
 			struct tpf_worker_report *r, struct tpf_diags *d);
 
-/* The last `lines` lines of the worker's job log (0: all), appended to out. */
+/* The last `lines` lines of the worker's job log (0: all), appended to out.
+ * Errors (nothing appended): unreachable, never provisioned, no log yet. */
 int tpf_provision_logs(struct tpf_transport *t, const struct tpf_state_node *n,
 		       const struct tpf_live_node *live, int worker, int lines,
 		       struct tpf_buf *out, struct tpf_diags *d);
 
-/* Stop the worker's session (used before delete where reachable). */
+/* Stop the worker's session and job (SIGTERM to the job's process group,
+ * SIGKILL after 15 s); used before delete where reachable. A worker never
+ * provisioned counts as stopped. */
 int tpf_provision_stop(struct tpf_transport *t, const struct tpf_state_node *n,
 		       const struct tpf_live_node *live, int worker, struct tpf_diags *d);
 

@@ -77,13 +77,46 @@ tpf_alive() {
 	[ -n "$(tpf_sessions)" ]
 }
 
-# Is process group $1 the job this script started? The kernel does not
-# reuse a pid while it is still a process group id, so a live group whose
-# leader is gone is our job's orphans; a live leader must be our job shell
-# (its pid may have been recycled since job.pid was written).
-tpf_group_ours() {
+# State letter of process $1 (R, S, Z, ...), empty if there is none.
+tpf_proc_state() {
+	if [ ! -d /proc/self ]; then
+		kill -s 0 "$1" 2>/dev/null && echo R
+		return 0
+	fi
+	{ read -r tpf_line <"/proc/$1/stat"; } 2>/dev/null || return 0
+	tpf_line=${tpf_line##*) }
+	echo "${tpf_line%% *}"
+}
+
+# Has process group $1 a member that is not a zombie? Zombies do not
+# count: where nothing reaps orphans (a container without an init) they
+# stay forever.
+tpf_group_running() {
 	kill -s 0 -- "-$1" 2>/dev/null || return 1
-	kill -s 0 "$1" 2>/dev/null || return 0
+	[ -d /proc/self ] || return 0
+	tpf_want=$1
+	for tpf_f in /proc/[0-9]*/stat; do
+		{ read -r tpf_line <"$tpf_f"; } 2>/dev/null || continue
+		# After the command name: state, ppid, pgrp, ...
+		# shellcheck disable=SC2086 # numbers and a state letter
+		set -- ${tpf_line##*) }
+		if [ "${3:-}" = "$tpf_want" ] && [ "$1" != Z ]; then
+			return 0
+		fi
+	done
+	return 1
+}
+
+# Is process group $1 the job this script started? The kernel does not
+# reuse a pid while it is still a process group id, so a running group
+# whose leader is gone (or a zombie) is our job's orphans; a live leader
+# must be our job shell (its pid may have been recycled since job.pid was
+# written).
+tpf_group_ours() {
+	tpf_group_running "$1" || return 1
+	case $(tpf_proc_state "$1") in
+	'' | Z) return 0 ;;
+	esac
 	tpf_args=
 	if [ -r "/proc/$1/cmdline" ]; then
 		tpf_args=$(tr '\000' ' ' <"/proc/$1/cmdline" 2>/dev/null)
@@ -103,7 +136,7 @@ tpf_stop() {
 	if tpf_is_number "$tpf_pg" && tpf_group_ours "$tpf_pg"; then
 		kill -s TERM -- "-$tpf_pg" 2>/dev/null
 		tpf_i=0
-		while kill -s 0 -- "-$tpf_pg" 2>/dev/null; do
+		while tpf_group_running "$tpf_pg"; do
 			if [ "$tpf_i" -ge 150 ]; then
 				kill -s KILL -- "-$tpf_pg" 2>/dev/null
 				sleep 0.2

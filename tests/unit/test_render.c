@@ -47,7 +47,7 @@ static const char *hostile[] = {
 static char *run_sh(const char *path, int *status)
 {
 	struct tpf_buf out = TPF_BUF_INIT;
-	char *cmd = xasprintf("cd '%s' && /bin/sh '%s'", tmp, path);
+	char *cmd = xasprintf("cd '%s' && /bin/sh '%s' 2>&1", tmp, path);
 	FILE *p = popen(cmd, "r");
 	char chunk[4096];
 	size_t n;

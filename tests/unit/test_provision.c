@@ -1,0 +1,1151 @@
+/*
+ * The bootstrap script end to end on this machine, the way a local worker
+ * runs it (a private HOME with its own SCREENDIR), first without any
+ * transport, then through tpf_provision_* with a minimal in-test
+ * transport. Every screen session started here is stopped at the end and
+ * the test checks that no process is left behind.
+ */
+#include "tests/unit/unit.h"
+#include "plan/provision.h"
+#include "plan/source.h"
+#include "templates/render.h"
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/hash.h"
+#include "util/shquote.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char *tmp, *repo;
+static char c1[41], c2[41], c3[41];
+
+#define MAX_HOMES 16
+static char *homes[MAX_HOMES];
+static size_t nhomes;
+
+#define GIT "git -c user.name=t -c user.email=t@example.com -c commit.gpgsign=false " \
+	    "-c init.defaultBranch=main "
+
+/* ---- running commands as a worker ---------------------------------------- */
+
+static char **worker_env(const char *home)
+{
+	char **env = xcalloc(10, sizeof(*env));
+	const char *path = getenv("PATH");
+	env[0] = xasprintf("PATH=%s", path && *path ? path : "/usr/bin:/bin");
+	env[1] = xasprintf("HOME=%s", home);
+	env[2] = xasprintf("SCREENDIR=%s/.screen", home);
+	env[3] = xasprintf("TMPDIR=%s/tmp", home);
+	env[4] = xasprintf("TPUFORM_LIBTPU_LOCKFILE=%s/tmp/libtpu_lockfile", home);
+	env[5] = xstrdup("LANG=C.UTF-8");
+	env[6] = xstrdup("USER=tpuform");
+	return env;
+}
+
+static void free_env(char **env)
+{
+	for (char **e = env; *e; e++)
+		free(*e);
+	free(env);
+}
+
+/*
+ * /bin/sh -c cmd in home with the worker's environment; output (stdout and
+ * stderr) to out, read to EOF. Returns the exit status, or -1 when the
+ * output did not reach EOF within `timeout` seconds (something kept the
+ * pipe open: the process group is killed).
+ */
+static int run_in(const char *home, const char *cmd, struct tpf_buf *out, double timeout)
+{
+	int fds[2];
+	char **env = worker_env(home);
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		abort();
+	pid_t pid = fork();
+	if (pid == 0) {
+		setpgid(0, 0);
+		int null_fd = open("/dev/null", O_RDONLY);
+		dup2(null_fd, 0);
+		dup2(fds[1], 1);
+		dup2(fds[1], 2);
+		if (chdir(home) < 0)
+			_exit(127);
+		char *argv[] = { "sh", "-c", (char *)cmd, NULL };
+		execve("/bin/sh", argv, env);
+		_exit(127);
+	}
+	close(fds[1]);
+	double deadline = tpf_now_mono() + timeout;
+	int eof = 0;
+	while (!eof) {
+		double left = deadline - tpf_now_mono();
+		if (left <= 0)
+			break;
+		struct pollfd p = { fds[0], POLLIN, 0 };
+		if (poll(&p, 1, (int)(left * 1000) + 1) <= 0)
+			continue;
+		char chunk[4096];
+		ssize_t n = read(fds[0], chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			eof = 1;
+		else if (out)
+			tpf_buf_add(out, chunk, (size_t)n);
+	}
+	close(fds[0]);
+	int st = 0;
+	if (!eof)
+		kill(-pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	free_env(env);
+	if (!eof)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char *home_path(const char *home, const char *rel)
+{
+	return xasprintf("%s/%s", home, rel);
+}
+
+static char *make_home(const char *name)
+{
+	char *home = xasprintf("%s/%s", tmp, name);
+	char *screen = home_path(home, ".screen"), *t = home_path(home, "tmp");
+	mkdir(home, 0700);
+	mkdir(screen, 0700);
+	mkdir(t, 0700);
+	free(screen);
+	free(t);
+	if (nhomes < MAX_HOMES)
+		homes[nhomes++] = xstrdup(home);
+	return home;
+}
+
+static int exists(const char *home, const char *rel)
+{
+	char *p = home_path(home, rel);
+	int ok = access(p, F_OK) == 0;
+	free(p);
+	return ok;
+}
+
+static void touch(const char *home, const char *rel)
+{
+	char *p = home_path(home, rel);
+	int fd = open(p, O_WRONLY | O_CREAT, 0600);
+	if (fd >= 0)
+		close(fd);
+	free(p);
+}
+
+static void rm(const char *home, const char *rel)
+{
+	char *p = home_path(home, rel);
+	unlink(p);
+	free(p);
+}
+
+static char *slurp(const char *home, const char *rel)
+{
+	struct tpf_buf b = TPF_BUF_INIT;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	char *p = home_path(home, rel);
+	tpf_read_file(p, &b, &d);
+	tpf_diags_release(&d);
+	free(p);
+	return tpf_buf_detach(&b, NULL);
+}
+
+static int count_lines(const char *s)
+{
+	int n = 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* Write a rendered script and its secrets file into home/tpuform.
+ * Returns the script's "sha256:" hash (caller frees). */
+static char *install(const char *home, struct tpf_bootstrap_params *p,
+		     const struct tpf_kvlist *secrets)
+{
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	char *sec = tpf_secrets_render(secrets);
+	char *sec_hash = tpf_sha256_tagged(sec, strlen(sec));
+	p->secrets_hash = sec_hash;
+	char *script = tpf_bootstrap_render(p);
+	p->secrets_hash = NULL;
+	char *dir = home_path(home, TPF_REMOTE_DIR);
+	char *sp = home_path(home, TPF_REMOTE_SCRIPT), *ep = home_path(home, TPF_REMOTE_SECRETS);
+	CHECK(tpf_mkdir_p(dir, 0700, &d) == 0);
+	CHECK(tpf_write_file_atomic(sp, script, strlen(script), 0700, &d) == 0);
+	CHECK(tpf_write_file_atomic(ep, sec, strlen(sec), 0600, &d) == 0);
+	char *hash = tpf_sha256_tagged(script, strlen(script));
+	free(dir);
+	free(sp);
+	free(ep);
+	free(script);
+	free(sec);
+	free(sec_hash);
+	tpf_diags_release(&d);
+	return hash;
+}
+
+/* sh tpuform/bootstrap.sh VERB in home; *out gets its output. */
+static int verb_quiet(const char *home, const char *v, char **out)
+{
+	struct tpf_buf b = TPF_BUF_INIT;
+	char *cmd = xasprintf("sh " TPF_REMOTE_SCRIPT " %s", v);
+	int st = run_in(home, cmd, &b, 120);
+	free(cmd);
+	if (out)
+		*out = tpf_buf_detach(&b, NULL);
+	tpf_buf_release(&b);
+	return st;
+}
+
+/* The same, checking that the output reached EOF in time (nothing, e.g.
+ * the screen daemon, kept the pipe open). */
+static int verb(const char *home, const char *v, char **out)
+{
+	struct tpf_buf b = TPF_BUF_INIT;
+	char *cmd = xasprintf("sh " TPF_REMOTE_SCRIPT " %s", v);
+	int st = run_in(home, cmd, &b, 120);
+	CHECKF(st != -1, "'%s' kept its output open past the timeout: %s", v, b.buf);
+	free(cmd);
+	if (out)
+		*out = tpf_buf_detach(&b, NULL);
+	tpf_buf_release(&b);
+	return st;
+}
+
+/* The value of "TPUFORM key=value" in out (first match), or NULL. For
+ * multi-pair lines the value ends at a space. Caller frees. */
+static char *said(const char *out, const char *key)
+{
+	char *pat = xasprintf("TPUFORM %s=", key);
+	char *val = NULL;
+	for (const char *l = out; l && *l;) {
+		const char *eol = strchr(l, '\n');
+		size_t len = eol ? (size_t)(eol - l) : strlen(l);
+		const char *hit = NULL;
+		if (!strncmp(l, "TPUFORM ", 8)) {
+			char *line = xstrndup(l, len);
+			char *pair = xasprintf(" %s=", key);
+			char *h = strstr(line, pair);
+			if (h) {
+				hit = l + (h - line) + strlen(pair);
+				size_t vlen = len - (size_t)(hit - l);
+				if (strcmp(key, "last_log") && strcmp(key, "script")) {
+					const char *sp = memchr(hit, ' ', vlen);
+					if (sp)
+						vlen = (size_t)(sp - hit);
+				}
+				val = xstrndup(hit, vlen);
+			}
+			free(pair);
+			free(line);
+			if (val)
+				break;
+		}
+		l = eol ? eol + 1 : NULL;
+	}
+	free(pat);
+	return val;
+}
+
+static int said_is(const char *out, const char *key, const char *want)
+{
+	char *v = said(out, key);
+	int ok = v && !strcmp(v, want);
+	if (!ok)
+		printf("#   TPUFORM %s: got '%s', want '%s'\n", key, v ? v : "(none)", want);
+	free(v);
+	return ok;
+}
+
+/* Poll status until session=want (or timeout seconds); returns the last
+ * status output (caller frees). */
+static char *wait_session(const char *home, const char *want, double timeout)
+{
+	double deadline = tpf_now_mono() + timeout;
+	char *out = NULL;
+	for (;;) {
+		free(out);
+		out = NULL;
+		verb_quiet(home, "status", &out);
+		char *s = said(out, "session");
+		int ok = s && !strcmp(s, want);
+		free(s);
+		if (ok || tpf_now_mono() > deadline)
+			return out;
+		tpf_sleep(0.1);
+	}
+}
+
+static int wait_file(const char *home, const char *rel, double timeout)
+{
+	double deadline = tpf_now_mono() + timeout;
+	while (!exists(home, rel)) {
+		if (tpf_now_mono() > deadline)
+			return 0;
+		tpf_sleep(0.05);
+	}
+	return 1;
+}
+
+static long job_pgid(const char *home)
+{
+	char *s = slurp(home, "tpuform/run/job.pid");
+	long v = strtol(s, NULL, 10);
+	free(s);
+	return v;
+}
+
+/* Has process group pg a member that is not a zombie? (Zombies linger
+ * where nothing reaps orphans, e.g. a container without an init.) */
+static int group_alive(long pg)
+{
+	if (pg <= 0 || kill((pid_t)-pg, 0) != 0)
+		return 0;
+	int found = 0;
+	DIR *dir = opendir("/proc");
+	struct dirent *e;
+	while (dir && !found && (e = readdir(dir))) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		char *path = xasprintf("/proc/%s/stat", e->d_name);
+		struct tpf_buf st = TPF_BUF_INIT;
+		struct tpf_diags d = TPF_DIAGS_INIT;
+		char state = 0;
+		long pgrp = 0;
+		if (tpf_read_file(path, &st, &d) == 0) {
+			const char *rp = strrchr(st.buf, ')');
+			if (rp && sscanf(rp + 1, " %c %*d %ld", &state, &pgrp) == 2)
+				found = pgrp == pg && state != 'Z';
+		}
+		tpf_diags_release(&d);
+		tpf_buf_release(&st);
+		free(path);
+	}
+	if (dir)
+		closedir(dir);
+	return found;
+}
+
+static int group_gone_within(long pg, double timeout)
+{
+	double deadline = tpf_now_mono() + timeout;
+	while (group_alive(pg)) {
+		if (tpf_now_mono() > deadline)
+			return 0;
+		tpf_sleep(0.05);
+	}
+	return 1;
+}
+
+/* ---- the script without a transport ------------------------------------- */
+
+static const char *job_run =
+	"echo \"job fleet=$TPUFORM_FLEET node=$TPUFORM_NODE w=$TPUFORM_WORKER_ID "
+	"n=$TPUFORM_NUM_WORKERS retry=$TPUFORM_RETRY commit=$TPUFORM_COMMIT "
+	"coord=$TPUFORM_COORDINATOR\"\n"
+	"echo \"env=$MYVAR secret=$MYSECRET pwd=$(pwd -P)\"\n"
+	": >\"$HOME/started\"\n"
+	"while [ ! -f \"$HOME/release\" ]; do sleep 0.1; done\n"
+	"echo bye\n"
+	"exit 7";
+
+static struct tpf_bootstrap_params params(const struct tpf_kvlist *env)
+{
+	struct tpf_bootstrap_params p = {
+		.fleet = "ut",
+		.node = "ut-a-0",
+		.worker = 0,
+		.nworkers = 1,
+		.retry = 0,
+		.commit = NULL,
+		.repo = NULL,
+		.source_mode = "none",
+		.setup = "echo once >>\"$HOME/setup-count\"; echo \"$MYSECRET\" >\"$HOME/setup-saw\"",
+		.run = job_run,
+		.env = env,
+		.session = "tpuform-ut",
+		.coordinator = NULL,
+	};
+	return p;
+}
+
+static void test_provision__script_lifecycle(void)
+{
+	char *home = make_home("w-none");
+	struct tpf_kvlist env = TPF_KVLIST_INIT, sec = TPF_KVLIST_INIT;
+	tpf_kvlist_set(&env, "MYVAR", "it's \"v\"");
+	tpf_kvlist_set(&sec, "MYSECRET", "s3cr3t value");
+	struct tpf_bootstrap_params p = params(&env);
+	char *hash = install(home, &p, &sec);
+	char *out = NULL;
+
+	touch(home, "tmp/libtpu_lockfile"); /* left by a "preempted" job */
+	CHECK_INT(verb(home, "start", &out), 0);
+	CHECK(said_is(out, "result", "started"));
+	CHECK(!exists(home, "tmp/libtpu_lockfile"));
+	CHECK(strstr(out, "s3cr3t") == NULL);
+	free(out);
+	CHECK(wait_file(home, "started", 30));
+
+	out = wait_session(home, "alive", 10);
+	CHECK(said_is(out, "session", "alive"));
+	CHECK(said_is(out, "exit_code", "-1"));
+	CHECK(said_is(out, "script", hash));
+	char *last = said(out, "last_log");
+	CHECKF(last && strstr(last, "env=it's \"v\" secret=s3cr3t value"), "last_log: %s", last);
+	free(last);
+	free(out);
+
+	/* Same script, session alive: nothing touched. */
+	CHECK_INT(verb(home, "start", &out), 0);
+	CHECK(said_is(out, "result", "unchanged"));
+	free(out);
+	char *count = slurp(home, "setup-count");
+	CHECK_INT(count_lines(count), 1);
+	free(count);
+	char *saw = slurp(home, "setup-saw");
+	CHECK_STR(saw, "s3cr3t value\n"); /* setup gets the secrets */
+	free(saw);
+
+	char *log = slurp(home, "tpuform/logs/current.log");
+	CHECKF(strstr(log, "job fleet=ut node=ut-a-0 w=0 n=1 retry=0 commit= coord=\n"), "%s", log);
+	char *src = home_path(home, "tpuform/src");
+	char *want = xasprintf("pwd=%s\n", src);
+	CHECKF(strstr(log, want) != NULL, "job runs in src: %s", log);
+	free(want);
+	free(src);
+	free(log);
+	struct stat st;
+	char *cur = home_path(home, "tpuform/logs/current.log");
+	CHECK(lstat(cur, &st) == 0 && S_ISLNK(st.st_mode));
+	free(cur);
+	char *secp = home_path(home, TPF_REMOTE_SECRETS);
+	CHECK(stat(secp, &st) == 0 && (st.st_mode & 0777) == 0600);
+	free(secp);
+
+	/* The job ends: its exit status is recorded. */
+	touch(home, "release");
+	out = wait_session(home, "exited", 30);
+	CHECK(said_is(out, "session", "exited"));
+	CHECK(said_is(out, "exit_code", "7"));
+	CHECK(said_is(out, "last_log", "bye"));
+	free(out);
+	CHECK_INT(verb(home, "logs 1", &out), 0);
+	CHECK_STR(out, "bye\n");
+	free(out);
+	CHECK_INT(verb(home, "logs 0", &out), 0);
+	CHECK(!strncmp(out, "# tpuform: node ut-a-0 worker 0 retry 0", 39));
+	CHECK(count_lines(out) == 4);
+	free(out);
+
+	/* Same script again after it exited: started again, setup not rerun. */
+	CHECK_INT(verb(home, "start", &out), 0);
+	CHECK(said_is(out, "result", "started"));
+	free(out);
+	out = wait_session(home, "exited", 30);
+	CHECK(said_is(out, "exit_code", "7"));
+	free(out);
+
+	/* A new retry: new script, same (commit, setup): no setup. */
+	p.retry = 1;
+	free(hash);
+	hash = install(home, &p, &sec);
+	CHECK_INT(verb(home, "start", &out), 0);
+	CHECK(said_is(out, "result", "started"));
+	free(out);
+	out = wait_session(home, "exited", 30);
+	CHECK(said_is(out, "script", hash));
+	free(out);
+	log = slurp(home, "tpuform/logs/current.log");
+	CHECK(strstr(log, "retry=1 ") != NULL);
+	free(log);
+	count = slurp(home, "setup-count");
+	CHECK_INT(count_lines(count), 1);
+	free(count);
+
+	/* A changed setup runs. */
+	p.setup = "echo twice >>\"$HOME/setup-count\"";
+	free(hash);
+	hash = install(home, &p, &sec);
+	CHECK_INT(verb(home, "start", &out), 0);
+	free(out);
+	count = slurp(home, "setup-count");
+	CHECK_INT(count_lines(count), 2);
+	free(count);
+	free(wait_session(home, "exited", 30));
+
+	/* The session is killed under the job: dead, not exited. The job
+	 * ignores SIGHUP (as some trainers do), so it outlives the session
+	 * and still holds the TPU: the next start must end it. */
+	rm(home, "release");
+	rm(home, "started");
+	p.retry = 2;
+	char *hup_run = xasprintf("trap '' HUP\n%s", job_run);
+	p.run = hup_run;
+	free(hash);
+	hash = install(home, &p, &sec);
+	CHECK_INT(verb(home, "start", &out), 0);
+	free(out);
+	CHECK(wait_file(home, "started", 30));
+	long pg = job_pgid(home);
+	CHECK(group_alive(pg));
+	struct tpf_buf kb = TPF_BUF_INIT;
+	CHECK(run_in(home, "screen -S tpuform-ut -X quit", &kb, 30) == 0);
+	tpf_buf_release(&kb);
+	out = wait_session(home, "dead", 30);
+	CHECK(said_is(out, "session", "dead"));
+	CHECK(said_is(out, "exit_code", "-1"));
+	free(out);
+	CHECK(group_alive(pg)); /* the orphaned job */
+
+	/* restart: always a new job, the old one gone. */
+	rm(home, "started");
+	CHECK_INT(verb(home, "restart", &out), 0);
+	CHECK(said_is(out, "result", "started"));
+	free(out);
+	CHECK(wait_file(home, "started", 30));
+	CHECK(group_gone_within(pg, 10)); /* the orphan is gone */
+	long pg1 = job_pgid(home);
+	rm(home, "started");
+	CHECK_INT(verb(home, "restart", &out), 0);
+	CHECK(said_is(out, "result", "started"));
+	free(out);
+	CHECK(wait_file(home, "started", 30));
+	long pg2 = job_pgid(home);
+	CHECK(pg1 != pg2);
+	CHECK(group_gone_within(pg1, 10));
+	CHECK(group_alive(pg2));
+
+	/* stop: the job's whole process group goes. */
+	CHECK_INT(verb(home, "stop", &out), 0);
+	CHECK(said_is(out, "result", "stopped"));
+	free(out);
+	CHECK(group_gone_within(pg2, 10));
+	out = wait_session(home, "none", 5);
+	CHECK(said_is(out, "session", "none"));
+	free(out);
+
+	/* A failing setup is reported with its output; no job starts. */
+	p.setup = "echo boom-setup; echo to-stderr >&2; exit 3";
+	free(hash);
+	hash = install(home, &p, &sec);
+	CHECK_INT(verb(home, "start", &out), 1);
+	CHECK(said_is(out, "result", "failed"));
+	CHECK(said_is(out, "step", "setup"));
+	CHECK(said_is(out, "exit_code", "3"));
+	CHECK(strstr(out, "boom-setup") && strstr(out, "to-stderr"));
+	free(out);
+	out = wait_session(home, "none", 5);
+	CHECK(said_is(out, "session", "none"));
+	free(out);
+
+	/* secrets.env that is not the one rendered with the script. */
+	p.setup = NULL;
+	free(hash);
+	hash = install(home, &p, &sec);
+	char *ep = home_path(home, TPF_REMOTE_SECRETS);
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	CHECK(tpf_write_file_atomic(ep, "export X='y'\n", 13, 0600, &d) == 0);
+	tpf_diags_release(&d);
+	free(ep);
+	CHECK_INT(verb(home, "start", &out), 1);
+	CHECK(said_is(out, "step", "secrets"));
+	free(out);
+
+	CHECK_INT(verb(home, "bogus", &out), 2);
+	free(out);
+
+	free(hup_run);
+	free(hash);
+	free(home);
+	tpf_kvlist_release(&env);
+	tpf_kvlist_release(&sec);
+}
+
+/* The script starts the session even when the job ends at once. */
+static void test_provision__quick_job(void)
+{
+	char *home = make_home("w-quick");
+	struct tpf_kvlist env = TPF_KVLIST_INIT, sec = TPF_KVLIST_INIT;
+	struct tpf_bootstrap_params p = params(&env);
+	p.setup = NULL;
+	p.run = "echo quick; exit 0";
+	char *hash = install(home, &p, &sec);
+	char *out = NULL;
+	CHECK_INT(verb(home, "start", &out), 0);
+	CHECK(said_is(out, "result", "started"));
+	free(out);
+	out = wait_session(home, "exited", 30);
+	CHECK(said_is(out, "exit_code", "0"));
+	CHECK(said_is(out, "last_log", "quick"));
+	free(out);
+	CHECK_INT(verb(home, "logs 5", &out), 0);
+	CHECK(strstr(out, "quick\n") != NULL);
+	free(out);
+	free(hash);
+	free(home);
+}
+
+static void git_cmd(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void git_cmd(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *cmd = xvasprintf(fmt, ap);
+	va_end(ap);
+	struct tpf_buf out = TPF_BUF_INIT;
+	int st = run_in(tmp, cmd, &out, 60);
+	CHECKF(st == 0, "%s: %s", cmd, out.buf);
+	tpf_buf_release(&out);
+	free(cmd);
+}
+
+static void rev(const char *what, char out[41])
+{
+	struct tpf_buf b = TPF_BUF_INIT;
+	char *cmd = xasprintf("git -C '%s' rev-parse '%s'", repo, what);
+	run_in(tmp, cmd, &b, 30);
+	tpf_buf_rtrim(&b);
+	snprintf(out, 41, "%s", b.buf);
+	tpf_buf_release(&b);
+	free(cmd);
+}
+
+static void make_repo(void)
+{
+	repo = xasprintf("%s/repo", tmp);
+	git_cmd(GIT "init -q '%s'", repo);
+	git_cmd("cd '%s' && echo one >f && " GIT "add f && " GIT "commit -qm one", repo);
+	rev("HEAD", c1);
+	git_cmd("cd '%s' && echo two >f && " GIT "commit -qam two", repo);
+	rev("HEAD", c2);
+}
+
+/* Run source mode `mode` at `commit` and check the job saw file f. */
+static void check_job_sees(const char *home, struct tpf_bootstrap_params *p, const char *want)
+{
+	struct tpf_kvlist sec = TPF_KVLIST_INIT;
+	char *hash = install(home, p, &sec);
+	char *out = NULL;
+	CHECK_INT(verb(home, "start", &out), 0);
+	CHECKF(said_is(out, "result", "started"), "%s", out);
+	free(out);
+	out = wait_session(home, "exited", 30);
+	CHECK(said_is(out, "exit_code", "0"));
+	free(out);
+	char *log = slurp(home, "tpuform/logs/current.log");
+	CHECKF(strstr(log, want) != NULL, "want '%s' in: %s", want, log);
+	free(log);
+	free(hash);
+}
+
+static void test_provision__source_modes(void)
+{
+	struct tpf_kvlist env = TPF_KVLIST_INIT;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct tpf_bootstrap_params p = params(&env);
+	p.setup = NULL;
+	p.run = "echo \"f=$(cat f) commit=$TPUFORM_COMMIT\"";
+	p.repo = repo;
+
+	/* present: tpuform put the checkout there. */
+	char *home = make_home("w-present");
+	char *src = home_path(home, TPF_REMOTE_SRC);
+	CHECK(tpf_source_checkout(repo, c1, src, &d) == 0);
+	p.source_mode = "present";
+	p.commit = c1;
+	char *want = xasprintf("f=one commit=%s", c1);
+	check_job_sees(home, &p, want);
+	free(want);
+	/* ... and refuses a checkout at another commit. */
+	p.commit = c2;
+	struct tpf_kvlist sec = TPF_KVLIST_INIT;
+	char *hash = install(home, &p, &sec);
+	char *out = NULL;
+	CHECK_INT(verb(home, "start", &out), 1);
+	CHECK(said_is(out, "step", "source"));
+	CHECK(strstr(out, c2) != NULL);
+	free(out);
+	free(hash);
+	free(src);
+	free(home);
+
+	/* clone: the script fetches it (a local path stands in for a URL). */
+	home = make_home("w-clone");
+	p.source_mode = "clone";
+	p.commit = c2;
+	check_job_sees(home, &p, "f=two");
+	p.commit = c1;
+	check_job_sees(home, &p, "f=one");
+	git_cmd("cd '%s' && echo three >f && " GIT "commit -qam three", repo);
+	rev("HEAD", c3);
+	p.commit = c3;
+	check_job_sees(home, &p, "f=three"); /* needs a fetch */
+	free(home);
+
+	/* bundle: tpuform uploaded source.bundle. */
+	home = make_home("w-bundle");
+	struct tpf_buf b = TPF_BUF_INIT;
+	CHECK(tpf_source_bundle(repo, c2, &b, &d) == 0);
+	char *bp = home_path(home, TPF_REMOTE_BUNDLE);
+	char *dir = home_path(home, TPF_REMOTE_DIR);
+	CHECK(tpf_mkdir_p(dir, 0700, &d) == 0);
+	CHECK(tpf_write_file_atomic(bp, b.buf, b.len, 0600, &d) == 0);
+	p.source_mode = "bundle";
+	p.commit = c2;
+	check_job_sees(home, &p, "f=two");
+	/* A newer bundle into the same checkout. */
+	tpf_buf_reset(&b);
+	CHECK(tpf_source_bundle(repo, c3, &b, &d) == 0);
+	CHECK(tpf_write_file_atomic(bp, b.buf, b.len, 0600, &d) == 0);
+	p.commit = c3;
+	check_job_sees(home, &p, "f=three");
+	free(bp);
+	free(dir);
+	free(home);
+
+	/* bundle mode without the bundle: a clear failure, no retries. */
+	home = make_home("w-nobundle");
+	p.commit = c2;
+	hash = install(home, &p, &sec);
+	CHECK_INT(verb(home, "start", &out), 1);
+	CHECK(said_is(out, "step", "source"));
+	CHECK(strstr(out, "source.bundle is missing") != NULL);
+	free(out);
+	free(hash);
+	free(home);
+
+	CHECKF(d.n == 0, "%s", d.n ? d.items[0].summary : "");
+	tpf_buf_release(&b);
+	tpf_diags_release(&d);
+}
+
+/* ---- through tpf_provision_* with an in-test transport -------------------- */
+
+struct fake {
+	char *home;
+	int unreachable;
+	int put_sources;
+};
+
+struct tpf_conn {
+	struct fake *f;
+};
+
+static int fake_connect(struct tpf_transport *t, const struct tpf_worker_ref *w,
+			struct tpf_conn **out, char **host_key_out, struct tpf_diags *d)
+{
+	struct fake *f = t->impl;
+	if (f->unreachable)
+		return tpf_diags_add(d, TPF_SEV_ERROR, NULL, "cannot reach the worker", NULL),
+		       TPF_EUNREACHABLE;
+	*out = xcalloc(1, sizeof(**out));
+	(*out)->f = f;
+	if (host_key_out)
+		*host_key_out = xstrdup("SHA256:fake");
+	return 0;
+}
+
+static int fake_put(struct tpf_conn *c, const char *path, const void *data, size_t len,
+		    mode_t mode, struct tpf_diags *d)
+{
+	char *full = home_path(c->f->home, path);
+	char *dir = tpf_dirname(full);
+	int err = tpf_mkdir_p(dir, 0700, d);
+	if (!err)
+		err = tpf_write_file_atomic(full, data, len, mode, d);
+	free(dir);
+	free(full);
+	return err;
+}
+
+static int fake_exec(struct tpf_conn *c, const char *command, struct tpf_buf *out, int *status,
+		     double timeout, struct tpf_diags *d)
+{
+	struct tpf_buf b = TPF_BUF_INIT;
+	*status = run_in(c->f->home, command, &b, timeout > 0 ? timeout : 600);
+	if (out)
+		tpf_buf_add(out, b.buf, b.len);
+	tpf_buf_release(&b);
+	if (*status == -1)
+		return tpf_error(d, "command timed out");
+	return 0;
+}
+
+static int fake_put_source(struct tpf_conn *c, const char *r, const char *commit,
+			   const char *dest, struct tpf_diags *d)
+{
+	c->f->put_sources++;
+	char *full = home_path(c->f->home, dest);
+	int err = tpf_source_checkout(r, commit, full, d);
+	free(full);
+	return err;
+}
+
+static void fake_close(struct tpf_conn *c)
+{
+	free(c);
+}
+
+static const struct tpf_transport_ops fake_ops = {
+	.connect = fake_connect,
+	.put = fake_put,
+	.exec = fake_exec,
+	.put_source = fake_put_source,
+	.close = fake_close,
+};
+
+static void node_init(struct tpf_state_node *n, int nworkers)
+{
+	memset(n, 0, sizeof(*n));
+	n->name = xstrdup("ut-a-0");
+	n->id = xstrdup("id-1");
+	n->recipe.workers = nworkers;
+	n->nworkers = (size_t)nworkers;
+	n->workers = xcalloc((size_t)nworkers, sizeof(*n->workers));
+	for (int i = 0; i < nworkers; i++) {
+		n->workers[i].index = i;
+		n->workers[i].exit_code = -1;
+	}
+}
+
+static void node_free(struct tpf_state_node *n)
+{
+	for (size_t i = 0; i < n->nworkers; i++) {
+		struct tpf_state_worker *w = &n->workers[i];
+		free(w->script_hash);
+		free(w->session);
+		free(w->status);
+		free(w->address);
+		free(w->host_key);
+		free(w->provisioned_at);
+	}
+	free(n->workers);
+	free(n->name);
+	free(n->id);
+	tpf_recipe_release(&n->recipe);
+	tpf_job_release(&n->job);
+}
+
+static void test_provision__worker_via_transport(void)
+{
+	struct fake fk = { .home = make_home("w-transport") };
+	struct tpf_transport t = { &fake_ops, &fk };
+	struct tpf_fleet f;
+	memset(&f, 0, sizeof(f));
+	f.name = "ut";
+	f.provider = TPF_PROVIDER_LOCAL;
+	tpf_kvlist_set(&f.secrets, "MYSECRET", "sval-12345");
+	struct tpf_state_node n;
+	node_init(&n, 1);
+	n.job.commit = xstrdup(c1);
+	n.job.repo = xstrdup(repo);
+	n.job.setup = xstrdup("echo setup-ran");
+	n.job.run = xstrdup("echo \"f=$(cat f) s=$MYSECRET\"; sleep 60");
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	int changed = -1;
+
+	char *want_hash = NULL;
+	char *script = tpf_provision_render(&f, &n, NULL, 0, &want_hash);
+	CHECK(strstr(script, "TPUFORM_SOURCE='present'") != NULL);
+	CHECK(strstr(script, "sval") == NULL);
+	free(script);
+
+	CHECK_INT(tpf_provision_worker(&t, &f, &n, NULL, 0, 0, &changed, &d), 0);
+	CHECKF(d.n == 0, "%s: %s", d.n ? d.items[0].summary : "", d.n && d.items[0].detail ? d.items[0].detail : "");
+	CHECK_INT(changed, 1);
+	CHECK_INT(fk.put_sources, 1);
+	struct tpf_state_worker *w = &n.workers[0];
+	CHECK_STR(w->script_hash, want_hash);
+	CHECK_STR(w->session, "tpuform-ut");
+	CHECK_STR(w->status, "running");
+	CHECK_STR(w->host_key, "SHA256:fake");
+	CHECK(w->provisioned_at && strlen(w->provisioned_at) == 20);
+	CHECK(w->address == NULL);
+
+	/* Already running this script: ok, not changed, source untouched. */
+	changed = -1;
+	CHECK_INT(tpf_provision_worker(&t, &f, &n, NULL, 0, 0, &changed, &d), 0);
+	CHECK_INT(changed, 0);
+	CHECK_INT(fk.put_sources, 1);
+
+	struct tpf_worker_report r;
+	CHECK_INT(tpf_provision_probe(&t, &n, NULL, 0, &r, &d), 0);
+	CHECK_INT(r.reachable, 1);
+	CHECK_STR(r.session, "alive");
+	CHECK_INT(r.exit_code, -1);
+	CHECK_STR(r.script_hash, want_hash);
+	CHECK_STR(r.host_key, "SHA256:fake");
+	tpf_worker_report_release(&r);
+
+	/* The job has printed its line by now (or soon). */
+	struct tpf_buf logs = TPF_BUF_INIT;
+	double deadline = tpf_now_mono() + 30;
+	while (!strstr(logs.buf, "f=one") && tpf_now_mono() < deadline) {
+		tpf_buf_reset(&logs);
+		CHECK_INT(tpf_provision_logs(&t, &n, NULL, 0, 0, &logs, &d), 0);
+		if (!strstr(logs.buf, "f=one"))
+			tpf_sleep(0.1);
+	}
+	CHECKF(strstr(logs.buf, "f=one s=sval-12345") != NULL, "%s", logs.buf);
+	tpf_buf_release(&logs);
+
+	/* force: restarted even though unchanged; source put again. */
+	CHECK_INT(tpf_provision_worker(&t, &f, &n, NULL, 0, 1, &changed, &d), 0);
+	CHECK_INT(changed, 1);
+	CHECK_INT(fk.put_sources, 2);
+
+	CHECK_INT(tpf_provision_stop(&t, &n, NULL, 0, &d), 0);
+	CHECK_INT(tpf_provision_probe(&t, &n, NULL, 0, &r, &d), 0);
+	CHECK_STR(r.session, "none");
+	tpf_worker_report_release(&r);
+	CHECKF(d.n == 0, "%s", d.n ? d.items[0].summary : "");
+
+	/* A failing setup that prints the secret: reported, redacted. */
+	free(n.job.setup);
+	n.job.setup = xstrdup("echo \"token=$MYSECRET\"; exit 5");
+	CHECK(tpf_provision_worker(&t, &f, &n, NULL, 0, 0, &changed, &d) == TPF_ERROR);
+	CHECK_STR(w->status, "failed");
+	CHECK_STR(w->script_hash, want_hash); /* still the last good one */
+	CHECK_INT(d.n, 1);
+	if (d.n == 1) {
+		const struct tpf_diag *x = &d.items[0];
+		CHECK_STR(x->address, "ut-a-0/w0");
+		CHECKF(strstr(x->summary, "step 'setup'") && strstr(x->summary, "exit status 5"),
+		       "%s", x->summary);
+		CHECKF(x->detail && strstr(x->detail, "token=***"), "%s", x->detail);
+		CHECK(!strstr(x->summary, "sval") && (!x->detail || !strstr(x->detail, "sval")));
+	}
+	tpf_diags_release(&d);
+
+	/* Logs of a worker with no job log: an error, nothing appended. */
+	char *home2 = make_home("w-empty");
+	struct fake fk2 = { .home = home2 };
+	struct tpf_transport t2 = { &fake_ops, &fk2 };
+	tpf_buf_adds(&logs, "keep");
+	CHECK(tpf_provision_logs(&t2, &n, NULL, 0, 10, &logs, &d) < 0);
+	CHECK_STR(logs.buf, "keep");
+	CHECK(d.n == 1 && strstr(d.items[0].summary, "job log"));
+	tpf_diags_release(&d);
+	tpf_buf_release(&logs);
+	/* Probe and stop of a never-provisioned worker. */
+	CHECK_INT(tpf_provision_probe(&t2, &n, NULL, 0, &r, &d), 0);
+	CHECK_STR(r.session, "none");
+	tpf_worker_report_release(&r);
+	CHECK_INT(tpf_provision_stop(&t2, &n, NULL, 0, &d), 0);
+	CHECK_INT(d.n, 0);
+
+	/* Unreachable: provisioning fails, a probe just says so. */
+	fk.unreachable = 1;
+	CHECK_INT(tpf_provision_worker(&t, &f, &n, NULL, 0, 0, &changed, &d), TPF_EUNREACHABLE);
+	CHECK_STR(w->status, "unreachable");
+	tpf_diags_release(&d);
+	CHECK_INT(tpf_provision_probe(&t, &n, NULL, 0, &r, &d), 0);
+	CHECK_INT(r.reachable, 0);
+	CHECK(r.session == NULL);
+	CHECK_INT(tpf_diags_errors(&d), 0);
+	CHECK_INT(d.n, 1);
+	tpf_worker_report_release(&r);
+	tpf_diags_release(&d);
+	CHECK(tpf_provision_stop(&t, &n, NULL, 0, &d) == TPF_EUNREACHABLE);
+	CHECK_INT(tpf_diags_errors(&d), 1);
+	tpf_diags_release(&d);
+	fk.unreachable = 0;
+
+	CHECK(tpf_provision_worker(&t, &f, &n, NULL, 3, 0, &changed, &d) < 0);
+	CHECK(d.n == 1 && strstr(d.items[0].summary, "worker 3"));
+	tpf_diags_release(&d);
+
+	free(want_hash);
+	free(home2);
+	free(fk.home);
+	node_free(&n);
+	tpf_kvlist_release(&f.secrets);
+}
+
+static void test_provision__render_choices(void)
+{
+	struct tpf_fleet f;
+	memset(&f, 0, sizeof(f));
+	f.name = "sw";
+	f.provider = TPF_PROVIDER_GCP;
+	struct tpf_state_node n;
+	node_init(&n, 2);
+	n.generation = 2;
+	n.workers[1].restarts = 1;
+	n.job.run = xstrdup("python train.py");
+	char *h0 = NULL, *h1 = NULL;
+
+	/* No commit: source none. TPUFORM_RETRY = generation + restarts. */
+	char *s = tpf_provision_render(&f, &n, NULL, 1, &h0);
+	CHECK(strstr(s, "TPUFORM_SOURCE='none'") && strstr(s, "export TPUFORM_RETRY='3'"));
+	CHECK(strstr(s, "export TPUFORM_WORKER_ID='1'") && strstr(s, "export TPUFORM_NUM_WORKERS='2'"));
+	CHECK(strstr(s, "TPUFORM_SESSION='tpuform-sw'") != NULL);
+	CHECK(strstr(s, "export TPUFORM_COORDINATOR=''") != NULL);
+	char *again = tpf_provision_render(&f, &n, NULL, 1, &h1);
+	CHECK_STR(s, again);
+	CHECK_STR(h0, h1);
+	char *tagged = tpf_sha256_tagged(s, strlen(s));
+	CHECK_STR(h0, tagged);
+	free(tagged);
+	free(again);
+	free(s);
+	s = tpf_provision_render(&f, &n, NULL, 0, NULL);
+	CHECK(strstr(s, "export TPUFORM_RETRY='2'") != NULL);
+	free(s);
+
+	/* With a commit: clone or bundle per source.transfer. */
+	n.job.commit = xstrdup(c1);
+	n.job.repo = xstrdup("https://example.com/r.git");
+	s = tpf_provision_render(&f, &n, NULL, 0, NULL);
+	CHECK(strstr(s, "TPUFORM_SOURCE='clone'") != NULL);
+	free(s);
+	f.source.transfer = TPF_TRANSFER_BUNDLE;
+	s = tpf_provision_render(&f, &n, NULL, 0, NULL);
+	CHECK(strstr(s, "TPUFORM_SOURCE='bundle'") != NULL);
+	free(s);
+
+	/* Multi-host: worker 0's internal address is the coordinator. */
+	struct tpf_endpoint eps[2] = {
+		{ .ip = "10.0.0.1", .external_ip = "34.1.1.1", .port = 22 },
+		{ .ip = "10.0.0.2", .external_ip = "34.1.1.2", .port = 22 },
+	};
+	struct tpf_live_node live;
+	memset(&live, 0, sizeof(live));
+	live.endpoints = eps;
+	live.nendpoints = 2;
+	s = tpf_provision_render(&f, &n, &live, 1, NULL);
+	CHECK(strstr(s, "export TPUFORM_COORDINATOR='10.0.0.1'") != NULL);
+	free(s);
+
+	/* A changed secret changes the hash, without appearing. */
+	tpf_kvlist_set(&f.secrets, "K", "secret-one");
+	free(h1);
+	h1 = NULL;
+	s = tpf_provision_render(&f, &n, NULL, 0, &h1);
+	char *hb = NULL;
+	tpf_kvlist_set(&f.secrets, "K", "secret-two");
+	char *s2 = tpf_provision_render(&f, &n, NULL, 0, &hb);
+	CHECK(strcmp(h1, hb) != 0);
+	CHECK(!strstr(s, "secret-one") && !strstr(s2, "secret-two"));
+	free(s);
+	free(s2);
+	free(hb);
+	free(h1);
+	free(h0);
+
+	char *name = tpf_session_name("abc");
+	CHECK_STR(name, "tpuform-abc");
+	free(name);
+	tpf_kvlist_release(&f.secrets);
+	node_free(&n);
+}
+
+/* Pids (space-separated) of processes whose environment has our SCREENDIR. */
+static void procs_of_tmp(struct tpf_buf *out)
+{
+	char *needle = xasprintf("SCREENDIR=%s/", tmp);
+	size_t nlen = strlen(needle);
+	DIR *dir = opendir("/proc");
+	struct dirent *e;
+	while (dir && (e = readdir(dir))) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		char *path = xasprintf("/proc/%s/environ", e->d_name);
+		struct tpf_buf env = TPF_BUF_INIT;
+		struct tpf_diags d = TPF_DIAGS_INIT;
+		if (tpf_read_file(path, &env, &d) == 0) {
+			for (size_t i = 0; i + nlen <= env.len; i++) {
+				if ((i == 0 || env.buf[i - 1] == '\0') && !memcmp(env.buf + i, needle, nlen)) {
+					tpf_buf_addf(out, "%s ", e->d_name);
+					break;
+				}
+			}
+		}
+		tpf_diags_release(&d);
+		tpf_buf_release(&env);
+		free(path);
+	}
+	if (dir)
+		closedir(dir);
+	free(needle);
+}
+
+/* Stop everything started here and check no process is left. */
+static void cleanup(void)
+{
+	for (size_t i = 0; i < nhomes; i++) {
+		struct tpf_buf out = TPF_BUF_INIT;
+		run_in(homes[i], "if [ -f tpuform/bootstrap.sh ]; then sh tpuform/bootstrap.sh stop; fi; "
+				 "for s in $(screen -ls 2>/dev/null | awk '$1 ~ /^[0-9]+\\./ {print $1}'); do "
+				 "screen -S \"$s\" -X quit; done; screen -wipe >/dev/null 2>&1; true",
+		       &out, 120);
+		tpf_buf_release(&out);
+	}
+	/* Every process started here has SCREENDIR under tmp. */
+	double deadline = tpf_now_mono() + 10;
+	struct tpf_buf left = TPF_BUF_INIT;
+	for (;;) {
+		tpf_buf_reset(&left);
+		procs_of_tmp(&left);
+		if (!left.len || tpf_now_mono() > deadline)
+			break;
+		tpf_sleep(0.2);
+	}
+	CHECKF(left.len == 0, "processes left behind: %s", left.buf);
+	for (const char *p = left.buf; *p;) {
+		kill((pid_t)strtol(p, (char **)&p, 10), SIGKILL);
+		while (*p == ' ')
+			p++;
+	}
+	tpf_buf_release(&left);
+	for (size_t i = 0; i < nhomes; i++)
+		free(homes[i]);
+}
+
+int main(void)
+{
+	tmp = unit_tmpdir();
+	if (run_in(tmp, "command -v screen && command -v git", NULL, 30) != 0) {
+		printf("# skipped: screen and git are needed (make deps)\n");
+		unit_check(0, __FILE__, __LINE__, "screen and git installed", NULL);
+		return unit_done();
+	}
+	make_repo();
+	RUN(test_provision__script_lifecycle);
+	RUN(test_provision__quick_job);
+	RUN(test_provision__source_modes);
+	RUN(test_provision__worker_via_transport);
+	RUN(test_provision__render_choices);
+	unit_begin("cleanup");
+	cleanup();
+
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	tpf_remove_tree(tmp, &d);
+	tpf_diags_release(&d);
+	free(repo);
+	free(tmp);
+	return unit_done();
+}
