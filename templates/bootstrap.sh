@@ -247,7 +247,7 @@ tpf_source() {
 		fi
 		tpf_n=1
 		: >"$tpf_logs/source.log"
-		while ! tpf_fetch_once >>"$tpf_logs/source.log" 2>&1; do
+		while ! tpf_fetch_once >>"$tpf_logs/source.log" 2>&1 9>&-; do
 			if [ "$tpf_n" -ge 4 ]; then
 				tail -n 20 -- "$tpf_logs/source.log" | sed 's/^/  | /'
 				tpf_fail source 1 "cannot check out commit $TPUFORM_COMMIT of '$TPUFORM_REPO' (tried $tpf_n times; is it pushed?)"
@@ -408,12 +408,13 @@ tpf_show_logs() {
 }
 
 # Serialise the verbs that change things (start, restart, stop), where
-# flock(1) exists. fd 9 is closed for setup and screen so that no
-# long-lived child keeps the lock.
+# flock(1) exists. fd 9 is closed for git, setup and screen so that no
+# long-lived child (an ssh ControlPersist master, a daemon setup starts,
+# the session) keeps the lock.
 tpf_lock() {
 	command -v flock >/dev/null 2>&1 || return 0
 	exec 9>"$tpf_rundir/lock" || return 0
-	flock -w 900 9 || tpf_fail lock 1 "another tpuform run holds $tpf_rundir/lock"
+	flock -w 300 9 || tpf_fail lock 1 "another tpuform run holds $tpf_rundir/lock"
 }
 
 mkdir -p -- "$tpf_rundir" "$tpf_logs" || {
