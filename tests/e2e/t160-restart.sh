@@ -25,7 +25,9 @@ groups:
 YAML
 ok "apply" tpuform apply -f fleet.yaml -auto-approve
 wait_for 10 sh -c '[ "$(wc -l < nodes/bucket/starts)" -ge 4 ]'
-sleep 0.5
+# The short jobs must have finished (exit codes recorded) before we look.
+exited() { "$TPUFORM" show -f fleet.yaml | grep -c ' exited ' | grep -qx "$1"; }
+wait_for 10 exited 2
 home=nodes/nodes/rs-long-0/workers/1
 SCREENDIR=$home/.screen screen -ls | awk '/\t/ {print $1}' | while read -r s; do SCREENDIR=$home/.screen screen -S "$s" -X quit; done
 pkill -f "$W/nodes/nodes/rs-long-0/workers/1" 2>/dev/null
@@ -46,9 +48,11 @@ unlike "its live worker is not" "$out" "rs-long-0/w0"
 wait_for 10 grep -q "rs-long-0/1 retry=1" nodes/bucket/starts
 ok "the killed worker restarted with TPUFORM_RETRY=1" grep -q "rs-long-0/1 retry=1" nodes/bucket/starts
 ok "the live worker kept its session (started once)" test "$(grep -c 'rs-long-0/0' nodes/bucket/starts)" -eq 1
-sleep 0.5
+wait_for 10 grep -q "rs-bad-0/0 retry=1" nodes/bucket/starts
+wait_for 10 exited 2
 ok "the failing job is restarted again" tpuform apply -f fleet.yaml -auto-approve
-sleep 0.5
+wait_for 10 grep -q "rs-bad-0/0 retry=2" nodes/bucket/starts
+wait_for 10 exited 2
 tpuform plan -f fleet.yaml >plan3.out 2>&1
 unlike "but not past max_restarts=2" "$(cat plan3.out)" "rs-bad-0 will be"
 is "rs-bad-0 ran three times: retry 0, 1, 2" "$(grep rs-bad-0 nodes/bucket/starts | tr '\n' ' ')" "rs-bad-0/0 retry=0 rs-bad-0/0 retry=1 rs-bad-0/0 retry=2 "
