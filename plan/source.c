@@ -3,9 +3,28 @@
 #include "util/xalloc.h"
 
 #include <git2.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+/*
+ * libgit2 is initialised once per process and never shut down: worker
+ * threads call into it concurrently, and a shutdown that drops the
+ * refcount to zero deletes libgit2's thread-local error key while other
+ * threads still hold buffers under it, which then leak.
+ */
+static pthread_once_t source_once = PTHREAD_ONCE_INIT;
+
+static void source_init_once(void)
+{
+	git_libgit2_init();
+}
+
+static void source_init(void)
+{
+	pthread_once(&source_once, source_init_once);
+}
 
 /* libgit2's message for the last failure (thread-local in libgit2). */
 static const char *git_msg(void)
@@ -181,12 +200,11 @@ int tpf_source_resolve(const char *repo, const char *ref, char out[41], struct t
 	int err;
 	if (!ref || !*ref)
 		ref = "HEAD";
-	git_libgit2_init();
+	source_init();
 	if (is_url(repo))
 		err = resolve_remote(repo, ref, out, d);
 	else
 		err = resolve_local(repo, ref, out, d);
-	git_libgit2_shutdown();
 	return err;
 }
 
@@ -248,7 +266,7 @@ int tpf_source_checkout(const char *repo, const char *commit, const char *dest,
 	git_checkout_options co;
 	int err = 0;
 
-	git_libgit2_init();
+	source_init();
 	git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
 	if (!commit || !is_hex(commit, 40, 40) || git_oid_fromstr(&oid, commit) < 0) {
 		err = tpf_error(d, "cannot check out '%s' of repo '%s': expected a full 40-hex commit id",
@@ -279,7 +297,6 @@ int tpf_source_checkout(const char *repo, const char *commit, const char *dest,
 done:
 	git_commit_free(c);
 	git_repository_free(r);
-	git_libgit2_shutdown();
 	return err;
 }
 
@@ -322,7 +339,7 @@ int tpf_source_bundle(const char *repo, const char *commit, struct tpf_buf *out,
 	size_t start_len = out->len;
 	int err = 0;
 
-	git_libgit2_init();
+	source_init();
 	if (!commit || !is_hex(commit, 40, 40) || git_oid_fromstr(&oid, commit) < 0) {
 		err = tpf_error(d, "cannot bundle '%s' of repo '%s': expected a full 40-hex commit id",
 				commit ? commit : "(none)", repo);
@@ -369,6 +386,5 @@ done:
 		tpf_diags_release(&ignored);
 		free(tmpdir);
 	}
-	git_libgit2_shutdown();
 	return err;
 }
