@@ -1,0 +1,329 @@
+/*
+ * fakegcp: an emulator of the Cloud TPU v2 API, the Google OAuth2 token
+ * endpoint and the GCE metadata server, for tpuform's tests.
+ *
+ * The agreed interface (command line, admin endpoints, log format) is
+ * notes/fakegcp-contract.md; the API it imitates is
+ * shared/reference/gcp-tpu-api.md and the discovery document it validates
+ * requests against (tests/fakegcp/tpu.v2.discovery.json).
+ *
+ * This header is private to tests/fakegcp/. Names use the fg_ prefix.
+ * Threading: libmicrohttpd runs one thread per connection; all world state
+ * (nodes, operations, quotas, faults, tokens) is guarded by one mutex taken
+ * with fg_lock()/fg_unlock(). The request log has its own mutex.
+ */
+#ifndef FAKEGCP_H
+#define FAKEGCP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include "util/buf.h"
+
+#define FG_BODY_MAX (4u << 20) /* bytes; larger bodies get 413 */
+
+/* Command-line options (fg_main.c), read-only once the server runs. */
+struct fg_opts {
+	const char *listen;
+	int port;
+	const char *port_file;
+	const char *project;
+	const char *discovery;
+	double latency_ms;
+	double op_seconds;
+	int page_size;
+	int auth_token;         /* --auth token */
+	double token_ttl;       /* seconds */
+	uint32_t worker_ip_base; /* host byte order */
+	int worker_port;
+	int external_ips;
+	const char *log_path;
+	const char *sa_email;   /* NULL: any iss accepted */
+	uint64_t seed;
+	int verbose;
+	const char *project_number;
+};
+extern struct fg_opts fg_opt;
+
+/* One HTTP request and the answer being built for it (fg_server.c). */
+struct fg_req {
+	struct MHD_Connection *conn;
+	char *method;
+	char *path;        /* percent-decoded path as MHD gave it */
+	char *raw_uri;     /* as received, for the log */
+	const char *query; /* raw query string inside raw_uri, or NULL */
+	struct tpf_buf body;
+	int body_too_large;
+	int started;
+	double t0;         /* monotonic seconds at arrival */
+
+	unsigned status;   /* 0: no answer yet */
+	char *out;
+	size_t out_len;
+	const char *ctype;
+	char *hdr_name[4], *hdr_value[4];
+	int nhdr;
+	int pretty;        /* prettyPrint (default true, like the real API) */
+	const char *fault; /* injected fault kind, for the log */
+	int drop;          /* close the connection without answering */
+	int no_log;
+	int shutdown_after;
+	json_t *log_body;  /* body as logged (owned), or NULL */
+};
+
+/* A parsed path: which discovery method and the values of its variables. */
+struct fg_method;
+struct fg_match {
+	const struct fg_method *m;
+	const char *id;      /* method id, e.g. "tpu.projects.locations.nodes.get" */
+	char *var_name[4];
+	char *var_value[4];
+	size_t nvars;
+	json_t *body;        /* validated request body (borrowed), or NULL */
+};
+
+/* ---- fg_reply.c: answers, errors, timestamps ---- */
+/* Answer with v (stolen) as JSON, pretty unless prettyPrint=false. */
+void fg_reply_json(struct fg_req *r, unsigned status, json_t *v);
+/* Answer with a copy of text. */
+void fg_reply_text(struct fg_req *r, unsigned status, const char *ctype, const char *text);
+/* Add a response header (copied). At most 4. */
+void fg_reply_header(struct fg_req *r, const char *name, const char *value);
+/*
+ * AIP-193 error: {"error":{"code":http,"message":...,"status":STATUS,
+ * "details":[...]}}. details is stolen and may be NULL (then omitted).
+ */
+void fg_reply_error(struct fg_req *r, unsigned http, const char *status, json_t *details,
+		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* google.rpc.Status without the status string, for operation errors. */
+json_t *fg_status_new(int code, const char *message);
+/* {"@type":".../google.rpc.ResourceInfo","resourceName":name} */
+json_t *fg_resource_info(const char *name);
+/* RFC 3339 UTC with nanoseconds, e.g. "2025-05-01T10:00:00.123456789Z", into out[40]. */
+void fg_timestamp(char out[40]);
+/* Monotonic seconds. */
+double fg_mono(void);
+/* Sleep up to `seconds`, returning early when the server stops. */
+void fg_sleep(double seconds);
+/* Wake every fg_sleep() and make later ones return at once. */
+void fg_stop_sleepers(void);
+
+/* ---- fg_world.c: the lock, nodes, random numbers ---- */
+void fg_lock(void);
+void fg_unlock(void);
+/* 64 random bits from the id stream (seeded by --seed). Lock held. */
+uint64_t fg_rand_id(void);
+void fg_world_init(uint64_t seed);
+void fg_world_free(void);
+
+enum fg_sched { FG_ON_DEMAND, FG_PREEMPTIBLE, FG_SPOT };
+
+struct fg_node {
+	char *zone;
+	char *id;          /* nodeId, the last segment of the name */
+	json_t *res;       /* the Node resource as served */
+	char *type;        /* accelerator type, e.g. "v4-16" */
+	int workers;
+	enum fg_sched sched;
+	int doomed;        /* the create operation will fail for capacity */
+	char *create_op;   /* name of the create operation while it runs */
+	uint32_t first_ip; /* first worker address, host byte order */
+};
+
+/* Lookups and changes below need the lock. Returned pointers are borrowed. */
+struct fg_node *fg_node_find(const char *zone, const char *id);
+/* Takes ownership of n. */
+void fg_node_add(struct fg_node *n);
+void fg_node_remove(struct fg_node *n);
+/* Nodes of zone (NULL: all zones), sorted by id, in a fresh array the caller
+ * frees (the nodes stay borrowed); *count gets the length. */
+struct fg_node **fg_nodes_in(const char *zone, size_t *count);
+/* Reserve `count` consecutive worker addresses; returns the first. */
+uint32_t fg_alloc_ips(int count);
+void fg_node_free(struct fg_node *n);
+
+/* ---- fg_discovery.c: the discovery document, routing, query checks ---- */
+/* Load and index the document; on failure writes a reason to err. */
+int fg_discovery_load(const char *path, char *err, size_t errlen);
+void fg_discovery_free(void);
+/* 0 and *out filled; -1 no such path; -2 the path exists but not with that
+ * HTTP method. Release with fg_match_release(). */
+int fg_discovery_match(const char *http_method, const char *path, struct fg_match *out);
+void fg_match_release(struct fg_match *mt);
+/* Value of a path variable ("projectsId", "locationsId", ...) or NULL. */
+const char *fg_match_var(const struct fg_match *mt, const char *name);
+/* The schema named by the method's request $ref, or NULL. */
+const char *fg_method_request(const struct fg_method *m);
+/* Unknown or ill-typed query parameters: answer 400 and return -1. */
+int fg_check_query(struct fg_req *r, const struct fg_method *m);
+/* Borrowed schema object by id ("Node"), or NULL. */
+json_t *fg_schema(const char *name);
+
+/* ---- fg_schema.c: request bodies against the discovery schemas ---- */
+enum {
+	FG_V_REQUIRED = 1, /* "Required." fields must be present (create) */
+	FG_V_STRIP_RO = 2, /* drop output-only fields, as the real API ignores them */
+};
+/*
+ * Validate body against the schema of the method's request type; on error
+ * answer 400 INVALID_ARGUMENT in the real API's wording and return -1.
+ * May modify body (FG_V_STRIP_RO).
+ */
+int fg_validate_body(struct fg_req *r, const struct fg_method *m, json_t *body, int flags);
+/* "schedulingConfig" -> "scheduling_config" (fresh string). */
+char *fg_snake(const char *camel);
+/*
+ * Drop what proto3 JSON does not print: false, 0, "", default enum values,
+ * empty lists and empty maps (messages stay, even when empty). The real
+ * API answers this way, so a sent "preemptible": false reads back absent.
+ */
+void fg_proto3_prune(const char *schema, json_t *obj);
+
+/* ---- fg_route.c ---- */
+/* Answer r (or mark it dropped). Called once the body is complete. */
+void fg_route(struct fg_req *r);
+
+/* ---- fg_nodes.c: nodes.* ---- */
+void fg_nodes_create(struct fg_req *r, struct fg_match *mt);
+void fg_nodes_get(struct fg_req *r, struct fg_match *mt);
+void fg_nodes_list(struct fg_req *r, struct fg_match *mt);
+void fg_nodes_delete(struct fg_req *r, struct fg_match *mt);
+void fg_nodes_patch(struct fg_req *r, struct fg_match *mt);
+void fg_nodes_stop(struct fg_req *r, struct fg_match *mt);
+void fg_nodes_start(struct fg_req *r, struct fg_match *mt);
+/* Change state; READY also sets health HEALTHY and the worker endpoints,
+ * any other state drops health. Lock held. */
+void fg_node_set_state(struct fg_node *n, const char *state);
+/* Full resource name of a node. Caller frees. */
+char *fg_node_name(const char *zone, const char *id);
+/* Parse pageSize/pageToken; -1 after answering 400. *after: fresh string or NULL. */
+int fg_page_params(struct fg_req *r, int *size, char **after);
+/* Opaque page token for "continue after key". Caller frees. */
+char *fg_page_token(const char *key);
+
+/* ---- fg_ops.c: long-running operations ---- */
+struct fg_op {
+	char *name;
+	char *zone;
+	char *node_id;
+	char *verb;        /* create, delete, update, stop, start */
+	json_t *metadata;  /* OperationMetadata with @type */
+	double done_at;    /* monotonic */
+	int done;
+	json_t *error;     /* bare google.rpc.Status once failed */
+	json_t *response;  /* with @type once succeeded */
+	json_t *patch;     /* update: the body */
+	json_t *mask;      /* update: array of camelCase top-level fields */
+};
+/* New running operation on node zone/id, registered; borrowed. Lock held. */
+struct fg_op *fg_op_start(const char *zone, const char *node_id, const char *verb);
+/* The Operation resource (fresh). Lock held. */
+json_t *fg_op_json(const struct fg_op *op);
+/* Finish every operation whose time has come. Lock held. */
+void fg_ops_tick(void);
+void fg_ops_free(void);
+json_t *fg_ops_all_json(void);
+void fg_operations_get(struct fg_req *r, struct fg_match *mt);
+void fg_operations_list(struct fg_req *r, struct fg_match *mt);
+void fg_operations_cancel(struct fg_req *r, struct fg_match *mt);
+void fg_operations_delete(struct fg_req *r, struct fg_match *mt);
+/* Called by fg_ops_tick for node operations (fg_nodes.c): sets op->error or
+ * op->response and changes the node. */
+void fg_node_op_finish(struct fg_op *op);
+
+/* ---- fg_catalog.c: accelerator types, runtime versions, locations ---- */
+/* VMs of a slice (reference section 9); 0 if the name is not understood. */
+int fg_type_workers(const char *type);
+/* {"type":"V4","topology":"2x2x2"} (fresh) or NULL. */
+json_t *fg_type_config(const char *type);
+/* "v4-16" from {"type":"V4","topology":"2x2x2"} (fresh) or NULL. */
+char *fg_type_from_config(json_t *cfg);
+/* 1 if the zone offers the type. */
+int fg_type_offered(const char *zone, const char *type);
+void fg_catalog_add_type(const char *type);
+void fg_catalog_free(void);
+void fg_zone_seen(const char *zone);
+void fg_accel_list(struct fg_req *r, struct fg_match *mt);
+void fg_accel_get(struct fg_req *r, struct fg_match *mt);
+void fg_runtime_list(struct fg_req *r, struct fg_match *mt);
+void fg_runtime_get(struct fg_req *r, struct fg_match *mt);
+void fg_locations_list(struct fg_req *r, struct fg_match *mt);
+void fg_locations_get(struct fg_req *r, struct fg_match *mt);
+
+/* ---- fg_limits.c: quota and capacity ---- */
+/* "ZONE:TYPE:SCHED=N"; -1 if malformed. */
+int fg_quota_parse(const char *spec);
+/* zone, type ("*" any), sched name; value < 0 removes the limit. -1 if bad. */
+int fg_quota_set(const char *zone, const char *type, const char *sched, long value);
+/* "ZONE=N"; -1 if malformed. */
+int fg_capacity_parse(const char *spec);
+void fg_capacity_set(const char *zone, long value);
+/* NULL if creating this node fits every quota, else the 429 message (fresh).
+ * Lock held. */
+char *fg_quota_exceeded(const char *zone, const char *type, enum fg_sched s, int workers);
+/* 1 if the zone has no room for one more node. Lock held. */
+int fg_capacity_full(const char *zone);
+const char *fg_sched_name(enum fg_sched s);
+void fg_limits_free(void);
+json_t *fg_limits_json(void);
+
+/* ---- fg_faults.c ---- */
+/* "429,500,drop"; -1 if a kind is unknown. */
+int fg_faults_set(double rate, const char *kinds);
+void fg_faults_seed(uint64_t seed);
+/* A fault kind to inject into this request, or NULL. */
+const char *fg_fault_pick(void);
+/* Apply it: answer r, mark it dropped, or (slow) delay and return 0 to
+ * continue normally. Returns 1 if r is finished. */
+int fg_fault_apply(struct fg_req *r, const char *kind);
+json_t *fg_faults_json(void);
+
+/* ---- fg_token.c: OAuth2 token endpoint and access tokens ---- */
+int fg_token_add_key(const char *pem_path, char *err, size_t errlen);
+/* "ID:SECRET:REFRESH"; -1 if malformed. */
+int fg_token_add_user(const char *spec);
+void fg_token_endpoint(struct fg_req *r);
+/* New access token (fresh string) valid for --token-ttl. Lock held. */
+char *fg_token_issue(void);
+/* 1 if token was issued here and has not expired. Lock held. */
+int fg_token_valid(const char *token);
+void fg_token_revoke_all(void);
+void fg_token_free(void);
+/* Enforce --auth token on an API request: answer 401 and return -1. */
+int fg_auth_check(struct fg_req *r);
+
+/* ---- fg_jwt.c ---- */
+/* base64url (no padding) decode via libcrypto; NULL if malformed. *len set. */
+unsigned char *fg_b64url_decode(const char *s, size_t n, size_t *len);
+char *fg_b64url_encode(const void *data, size_t len);
+/*
+ * Verify an RS256 JWT against the given public keys (EVP_PKEY *). On success
+ * returns the claims (caller decrefs); on failure NULL and a message in the
+ * words of Google's token endpoint in err.
+ */
+json_t *fg_jwt_verify(const char *jwt, void *const *keys, size_t nkeys, char *err, size_t errlen);
+
+/* ---- fg_metadata.c: GCE metadata server ---- */
+/* 1 if path belongs to the metadata server (and r is answered). */
+int fg_metadata_serve(struct fg_req *r);
+
+/* ---- fg_admin.c ---- */
+void fg_admin_serve(struct fg_req *r);
+
+/* ---- fg_reqlog.c ---- */
+int fg_reqlog_open(const char *path, char *err, size_t errlen);
+/* Record r (after it was answered or dropped). */
+void fg_reqlog_add(struct fg_req *r);
+json_t *fg_reqlog_json(void);
+void fg_reqlog_clear(void);
+void fg_reqlog_close(void);
+
+/* ---- fg_server.c ---- */
+/* Start listening; the bound port goes to *port. -1 with err on failure. */
+int fg_server_start(const char *addr, int port, int *bound, char *err, size_t errlen);
+void fg_server_stop(void);
+/* Ask main() to shut down (after the current answer is sent). */
+void fg_request_shutdown(void);
+
+#endif

@@ -1,0 +1,148 @@
+/*
+ * Building answers: JSON bodies, AIP-193 error bodies, google.rpc.Status,
+ * timestamps, and sleeps that end when the server stops.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tests/fakegcp/fakegcp.h"
+#include "util/xalloc.h"
+
+static void set_body(struct fg_req *r, unsigned status, const char *ctype, char *out, size_t len)
+{
+	free(r->out);
+	r->status = status;
+	r->ctype = ctype;
+	r->out = out;
+	r->out_len = len;
+}
+
+void fg_reply_json(struct fg_req *r, unsigned status, json_t *v)
+{
+	size_t flags = JSON_PRESERVE_ORDER | (r->pretty ? JSON_INDENT(2) : JSON_COMPACT);
+	char *s = json_dumps(v, flags);
+
+	json_decref(v);
+	if (!s)
+		s = xstrdup("{}");
+	/* The real API ends bodies with a newline; some clients log them raw. */
+	size_t len = strlen(s);
+	char *out = xmalloc(len + 2);
+	memcpy(out, s, len);
+	out[len] = '\n';
+	out[len + 1] = '\0';
+	free(s);
+	set_body(r, status, "application/json; charset=UTF-8", out, len + 1);
+}
+
+void fg_reply_text(struct fg_req *r, unsigned status, const char *ctype, const char *text)
+{
+	set_body(r, status, ctype, xstrdup(text), strlen(text));
+}
+
+void fg_reply_header(struct fg_req *r, const char *name, const char *value)
+{
+	if (r->nhdr >= 4)
+		return;
+	r->hdr_name[r->nhdr] = xstrdup(name);
+	r->hdr_value[r->nhdr] = xstrdup(value);
+	r->nhdr++;
+}
+
+void fg_reply_error(struct fg_req *r, unsigned http, const char *status, json_t *details,
+		    const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	char *msg = xvasprintf(fmt, ap);
+	va_end(ap);
+	json_t *err = json_pack("{s:i, s:s, s:s}", "code", (int)http, "message", msg,
+				"status", status);
+	if (details)
+		json_object_set_new(err, "details", details);
+	free(msg);
+	fg_reply_json(r, http, json_pack("{s:o}", "error", err));
+}
+
+json_t *fg_status_new(int code, const char *message)
+{
+	return json_pack("{s:i, s:s}", "code", code, "message", message);
+}
+
+json_t *fg_resource_info(const char *name)
+{
+	return json_pack("{s:s, s:s}", "@type", "type.googleapis.com/google.rpc.ResourceInfo",
+			 "resourceName", name);
+}
+
+void fg_timestamp(char out[40])
+{
+	struct timespec ts;
+	struct tm tm;
+	char base[24];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out, 40, "%s.%09ldZ", base, (long)ts.tv_nsec);
+}
+
+double fg_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static pthread_mutex_t sleep_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sleep_cv;
+static pthread_once_t sleep_once = PTHREAD_ONCE_INIT;
+static int stopping;
+
+static void sleep_init(void)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&sleep_cv, &a);
+	pthread_condattr_destroy(&a);
+}
+
+void fg_sleep(double seconds)
+{
+	struct timespec until;
+
+	if (seconds <= 0)
+		return;
+	pthread_once(&sleep_once, sleep_init);
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += (time_t)seconds;
+	until.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&sleep_mu);
+	while (!stopping) {
+		if (pthread_cond_timedwait(&sleep_cv, &sleep_mu, &until) == ETIMEDOUT)
+			break;
+	}
+	pthread_mutex_unlock(&sleep_mu);
+}
+
+void fg_stop_sleepers(void)
+{
+	pthread_once(&sleep_once, sleep_init);
+	pthread_mutex_lock(&sleep_mu);
+	stopping = 1;
+	pthread_cond_broadcast(&sleep_cv);
+	pthread_mutex_unlock(&sleep_mu);
+}
