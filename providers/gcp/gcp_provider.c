@@ -1,6 +1,7 @@
 #include "providers/gcp/gcp.h"
 #include "providers/gcp/gcp_api.h"
 #include "providers/provider.h"
+#include "providers/ssh/ssh.h"
 #include "util/buf.h"
 #include "util/xalloc.h"
 
@@ -8,9 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The client, and the SSH transport to the workers (made on first use). */
+struct gcp_impl {
+	struct tpf_gcp_client *client;
+	struct tpf_transport *transport;
+	pthread_mutex_t mu;
+};
+
 static struct tpf_gcp_client *client_of(struct tpf_provider *p)
 {
-	return p->impl;
+	return ((struct gcp_impl *)p->impl)->client;
 }
 
 /* Zones are listed in parallel, each into its own set and diagnostics,
@@ -94,15 +102,23 @@ static int gcp_set_labels(struct tpf_provider *p, const char *zone, const char *
 
 static struct tpf_transport *gcp_transport(struct tpf_provider *p)
 {
-	/* The SSH transport (providers/ssh) comes in a later issue. */
-	return NULL;
+	struct gcp_impl *g = p->impl;
+	pthread_mutex_lock(&g->mu);
+	if (!g->transport)
+		g->transport = tpf_ssh_transport_new(p->fleet, NULL);
+	pthread_mutex_unlock(&g->mu);
+	return g->transport;
 }
 
 static void gcp_free(struct tpf_provider *p)
 {
 	if (!p)
 		return;
-	tpf_gcp_client_free(client_of(p));
+	struct gcp_impl *g = p->impl;
+	tpf_ssh_transport_free(g->transport);
+	tpf_gcp_client_free(g->client);
+	pthread_mutex_destroy(&g->mu);
+	free(g);
 	free(p);
 }
 
@@ -137,7 +153,10 @@ int tpf_gcp_provider_open(struct tpf_provider **out, const struct tpf_fleet *f,
 	struct tpf_provider *p = xcalloc(1, sizeof(*p));
 	p->ops = &gcp_ops;
 	p->fleet = f;
-	p->impl = c;
+	struct gcp_impl *g = xcalloc(1, sizeof(*g));
+	g->client = c;
+	pthread_mutex_init(&g->mu, NULL);
+	p->impl = g;
 	*out = p;
 	return 0;
 }

@@ -1,0 +1,98 @@
+/*
+ * The SSH transport (providers/transport.h) over libssh2: how tpuform
+ * reaches the worker VMs of Cloud TPU nodes.
+ *
+ * Concurrency model: one blocking-style connection per worker in flight,
+ * driven by the caller's thread; the executor (plan/apply.c) bounds the
+ * threads with -parallelism, so no thread per worker is needed. Inside a
+ * connection every libssh2 call runs non-blocking and waits in poll(2) with
+ * a deadline, which gives exact connect, I/O and command timeouts and lets
+ * keepalives go out while a long command runs. Measured on loopback
+ * (tests/bench/ssh_bench.sh): a handshake costs the worker's sshd far more
+ * CPU than it costs us, so more multiplexing on our side would not help.
+ *
+ * Reaching a worker (connect):
+ *   - address: the endpoint's external IP when it has one, else the
+ *     internal one; ssh.address: external|internal forces one
+ *     (Node.networkEndpoints[].accessConfig.externalIp / ipAddress);
+ *   - port: the endpoint's port, else ssh.port, else 22;
+ *   - refused, reset or timed-out connections (a fresh TPU VM's sshd comes
+ *     up late) and, before any key is pinned, refused authentication (the
+ *     guest agent installs metadata ssh-keys after boot) are retried with
+ *     exponential backoff and jitter (0.25 s doubling to 5 s) within a
+ *     budget: 60 s for a worker never reached (no pin), 10 s for one
+ *     reached before (so probing a dead worker does not stall a plan);
+ *   - host key: SHA-256 fingerprint as OpenSSH prints it ("SHA256:" and
+ *     unpadded base64 of the key blob). No pin: trust on first use and hand
+ *     the fingerprint back for the state. A pin that differs: TPF_EHOSTKEY,
+ *     before any credential is offered. Checking is never switched off;
+ *   - authentication: public key from ssh.private_key (OpenSSH or PEM
+ *     format, unencrypted: use ssh-agent for a key with a passphrase), or
+ *     every identity of ssh-agent ($SSH_AUTH_SOCK) when no key is set;
+ *   - keepalives: an SSH keepalive every 15 s while waiting, and
+ *     TCP_USER_TIMEOUT so a peer that stops acknowledging is dropped.
+ *
+ * Environment overrides (seconds, or durations like "500ms", "2m"; for
+ * tests and unusual networks): TPUFORM_SSH_CONNECT_TIMEOUT (one attempt:
+ * TCP connect, handshake and authentication; default 15),
+ * TPUFORM_SSH_RETRY (the retry budget, both cases), TPUFORM_SSH_IO_TIMEOUT
+ * (longest wait without progress during an upload; default 60),
+ * TPUFORM_SSH_KEEPALIVE (default 15), TPUFORM_SSH_PROGRAM (the ssh(1) that
+ * `tpuform ssh` runs; default "ssh").
+ */
+#ifndef TPF_SSH_H
+#define TPF_SSH_H
+
+#include <stddef.h>
+#include "plan/config.h"
+#include "providers/provider.h"
+#include "providers/transport.h"
+#include "util/diag.h"
+
+struct tpf_ssh_options {
+	const char *user;        /* login user; NULL: $USER, else "root" */
+	const char *private_key; /* key file path; NULL: ssh-agent */
+	int port;                /* when the endpoint has none; 0: 22 */
+	enum tpf_ssh_address address;
+	double connect_timeout;  /* seconds per attempt */
+	double retry_first;      /* retry budget, seconds, no host key pinned yet */
+	double retry_pinned;     /* retry budget, seconds, host key pinned */
+	double io_timeout;       /* seconds without progress during put */
+	double keepalive;        /* seconds between keepalives; 0: none */
+	const char *ssh_program; /* for interactive; NULL: "ssh" */
+};
+
+/* Defaults as documented above, then the environment overrides. Strings
+ * are borrowed from f and the environment. */
+void tpf_ssh_options_default(struct tpf_ssh_options *o, const struct tpf_fleet *f);
+
+/*
+ * A transport for the fleet's ssh settings (user, private_key, port,
+ * address). Never fails: a missing key file is reported by connect, which
+ * names the worker. Calls libssh2_init once per process (pthread_once).
+ * Free with tpf_ssh_transport_free; the fleet must outlive it.
+ */
+struct tpf_transport *tpf_ssh_transport_new(const struct tpf_fleet *f, struct tpf_diags *d);
+/* The same with explicit options (tests); strings in o are copied. */
+struct tpf_transport *tpf_ssh_transport_new_opts(const struct tpf_ssh_options *o);
+void tpf_ssh_transport_free(struct tpf_transport *t);
+
+/*
+ * The address to use for endpoint e under the policy (see above);
+ * borrowed from e, NULL when the endpoint has no such address.
+ */
+const char *tpf_ssh_pick_address(const struct tpf_endpoint *e, enum tpf_ssh_address policy);
+
+/*
+ * OpenSSH-style fingerprint of a raw SHA-256 digest (32 bytes):
+ * "SHA256:" + base64 without '=' padding (ssh-keygen -l). Caller frees.
+ */
+char *tpf_ssh_fingerprint(const unsigned char digest[32]);
+
+/*
+ * The retry delay before attempt `attempt` (1 = the first retry): 0.25 s
+ * doubling, at most 5 s, scaled by `jitter` in [0.75, 1.25]. Seconds.
+ */
+double tpf_ssh_backoff(int attempt, double jitter);
+
+#endif

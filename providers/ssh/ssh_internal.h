@@ -1,0 +1,87 @@
+/*
+ * Shared between the files of providers/ssh: the transport's private data,
+ * the connection, and the non-blocking wait helpers.
+ */
+#ifndef TPF_SSH_INTERNAL_H
+#define TPF_SSH_INTERNAL_H
+
+#include <libssh2.h>
+#include <libssh2_sftp.h>
+#include <pthread.h>
+
+#include "providers/ssh/ssh.h"
+#include "util/buf.h"
+
+/* Authentication refused (an error diagnostic was added). Retried before
+ * the first contact; reported as TPF_ERROR. Never leaves providers/ssh. */
+#define TPF_SSH_EREFUSED (-100)
+
+struct tpf_ssh {
+	struct tpf_ssh_options o; /* strings owned (copied) */
+	char *user;
+	/* The private key, read once (ssh.private_key); wiped on free. */
+	pthread_mutex_t key_mu;
+	int key_loaded;
+	struct tpf_buf key;
+	char *key_error; /* why it could not be read, NULL if read */
+};
+
+struct tpf_conn {
+	struct tpf_ssh *t;
+	int fd;
+	LIBSSH2_SESSION *s;
+	LIBSSH2_SFTP *sftp; /* opened by the first put */
+	char *where;        /* "NODE/wN", for messages */
+	char *host;         /* address connected to */
+	int port;
+	char *host_key;     /* fingerprint seen */
+	char *known_line;   /* "TYPE BASE64" of the host key, for ssh(1) */
+	char *dir_made;     /* last parent directory made by put */
+	int broken;         /* a timeout left the session in an unknown state */
+	int timed_out;      /* set by tpf_ssh_again when a deadline passed */
+};
+
+/*
+ * The loop helper for non-blocking libssh2 calls:
+ *	do rc = libssh2_xxx(...); while (tpf_ssh_again(c, rc, deadline));
+ * Returns 1 after waiting for the socket when rc is LIBSSH2_ERROR_EAGAIN
+ * and the deadline (tpf_now_mono seconds; 0: none) has not passed;
+ * otherwise 0, setting c->timed_out when it gave up on the deadline.
+ * Keepalives are sent while waiting.
+ */
+int tpf_ssh_again(struct tpf_conn *c, int rc, double deadline);
+
+/* The session's last error message (borrowed from libssh2) and code. */
+const char *tpf_ssh_errmsg(struct tpf_conn *c, int *code);
+
+/* Did the last error come from the network (socket gone, timeout)? */
+int tpf_ssh_net_error(int code);
+
+/* Open TCP + SSH handshake + host key check (no authentication). */
+int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, struct tpf_conn **out,
+		 double deadline, struct tpf_diags *d);
+/* Authenticate an opened connection (private key or agent): 0,
+ * TPF_SSH_EREFUSED, TPF_EUNREACHABLE or TPF_ERROR (bad configuration). */
+int tpf_ssh_auth(struct tpf_conn *c, double deadline, struct tpf_diags *d);
+/* Free everything of c (disconnecting politely when not broken). */
+void tpf_ssh_conn_free(struct tpf_conn *c);
+
+/* Host key: fill c->host_key and c->known_line, then compare with pin. */
+int tpf_ssh_check_host_key(struct tpf_conn *c, const struct tpf_worker_ref *w,
+			   struct tpf_diags *d);
+
+/* Transport ops implemented in their own files. */
+int tpf_ssh_put(struct tpf_conn *c, const char *path, const void *data, size_t len,
+		mode_t mode, struct tpf_diags *d);
+int tpf_ssh_exec(struct tpf_conn *c, const char *command, struct tpf_buf *out, int *status,
+		 double timeout, struct tpf_diags *d);
+int tpf_ssh_interactive(struct tpf_transport *t, const struct tpf_worker_ref *w,
+			struct tpf_diags *d);
+/* Connect with retries (the transport's connect op without the pin out). */
+int tpf_ssh_connect_retry(struct tpf_ssh *t, const struct tpf_worker_ref *w, int authenticate,
+			  struct tpf_conn **out, struct tpf_diags *d);
+
+/* "NODE/wN" for w; caller frees. */
+char *tpf_ssh_where(const struct tpf_worker_ref *w);
+
+#endif

@@ -1,0 +1,423 @@
+/*
+ * One SSH connection: TCP connect with a deadline, the libssh2 handshake
+ * and authentication, all non-blocking with poll(2), plus the waiting
+ * helper every other file uses.
+ */
+#include "providers/ssh/ssh_internal.h"
+#include "util/fs.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Preferred host key algorithms, strongest and most common first, so the
+ * key pinned for a worker does not depend on libssh2's default order.
+ * Only those this libssh2 supports are passed on: libssh2 1.10 copies
+ * with overlapping memcpy when it drops an unknown name (rsa-sha2-* came
+ * in 1.11). */
+static const char *const hostkey_wanted[] = {
+	"ssh-ed25519",	       "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
+	"ecdsa-sha2-nistp521", "rsa-sha2-512",	      "rsa-sha2-256",
+	"ssh-rsa",
+};
+static pthread_once_t pref_once = PTHREAD_ONCE_INIT;
+static char hostkey_pref[256];
+
+static void build_pref(void)
+{
+	LIBSSH2_SESSION *s = libssh2_session_init();
+	const char **algs = NULL;
+	int n = s ? libssh2_session_supported_algs(s, LIBSSH2_METHOD_HOSTKEY, &algs) : 0;
+	size_t len = 0;
+	for (size_t i = 0; i < sizeof(hostkey_wanted) / sizeof(hostkey_wanted[0]); i++) {
+		for (int k = 0; k < n; k++) {
+			if (strcmp(algs[k], hostkey_wanted[i]))
+				continue;
+			size_t add = strlen(hostkey_wanted[i]) + (len ? 1 : 0);
+			if (len + add < sizeof(hostkey_pref)) {
+				snprintf(hostkey_pref + len, sizeof(hostkey_pref) - len, "%s%s",
+					 len ? "," : "", hostkey_wanted[i]);
+				len += add;
+			}
+			break;
+		}
+	}
+	if (n > 0)
+		libssh2_free(s, algs);
+	if (s)
+		libssh2_session_free(s);
+}
+
+char *tpf_ssh_where(const struct tpf_worker_ref *w)
+{
+	return xasprintf("%s/w%d", w->node ? w->node : "?", w->worker);
+}
+
+const char *tpf_ssh_errmsg(struct tpf_conn *c, int *code)
+{
+	char *msg = NULL;
+	int rc = libssh2_session_last_error(c->s, &msg, NULL, 0);
+	if (code)
+		*code = rc;
+	return msg && *msg ? msg : "unknown libssh2 error";
+}
+
+int tpf_ssh_net_error(int code)
+{
+	switch (code) {
+	case LIBSSH2_ERROR_SOCKET_DISCONNECT:
+	case LIBSSH2_ERROR_SOCKET_SEND:
+	case LIBSSH2_ERROR_SOCKET_RECV:
+	case LIBSSH2_ERROR_SOCKET_TIMEOUT:
+	case LIBSSH2_ERROR_TIMEOUT:
+	case LIBSSH2_ERROR_BANNER_RECV:
+	case LIBSSH2_ERROR_BANNER_SEND:
+	case LIBSSH2_ERROR_KEX_FAILURE:
+	case LIBSSH2_ERROR_EAGAIN:
+		return 1;
+	}
+	return 0;
+}
+
+int tpf_ssh_again(struct tpf_conn *c, int rc, double deadline)
+{
+	if (rc != LIBSSH2_ERROR_EAGAIN)
+		return 0;
+	double keepalive = c->t->o.keepalive;
+	for (;;) {
+		double now = tpf_now_mono();
+		if (deadline > 0 && now >= deadline) {
+			c->timed_out = 1;
+			return 0;
+		}
+		double wait = deadline > 0 ? deadline - now : 3600;
+		int ka_due = 0;
+		if (keepalive > 0 && wait > keepalive) {
+			wait = keepalive;
+			ka_due = 1;
+		}
+		int dir = libssh2_session_block_directions(c->s);
+		struct pollfd p = { .fd = c->fd, .events = 0 };
+		if (dir & LIBSSH2_SESSION_BLOCK_INBOUND)
+			p.events |= POLLIN;
+		if (dir & LIBSSH2_SESSION_BLOCK_OUTBOUND)
+			p.events |= POLLOUT;
+		if (!p.events)
+			p.events = POLLIN;
+		int n = poll(&p, 1, (int)(wait * 1000) + 1);
+		if (n != 0)
+			return 1; /* ready, an error or EINTR: the call tells */
+		if (ka_due) {
+			/* Idle while a long command runs: a keepalive makes a
+			 * dead peer show up (TCP_USER_TIMEOUT) instead of a
+			 * silent wait until the command's own timeout. */
+			int next = 0;
+			libssh2_keepalive_send(c->s, &next);
+		}
+	}
+}
+
+/* libssh2 writes with plain send(): a peer that went away would raise
+ * SIGPIPE in a process that does not ignore it (unit tests, library
+ * users). */
+static LIBSSH2_SEND_FUNC(send_nosignal)
+{
+	(void)abstract;
+	ssize_t n = send(socket, buffer, length, flags | MSG_NOSIGNAL);
+	return n < 0 ? -errno : n;
+}
+
+/* A non-blocking TCP connection to host:port within the deadline.
+ * Returns the socket or -1 with *err set to errno. */
+static int tcp_connect(const char *host, int port, double deadline, double keepalive, int *err)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL;
+	char portstr[16];
+	int fd = -1;
+
+	*err = 0;
+	snprintf(portstr, sizeof(portstr), "%d", port);
+	int gai = getaddrinfo(host, portstr, &hints, &res);
+	if (gai) {
+		*err = gai == EAI_SYSTEM ? errno : EHOSTUNREACH;
+		return -1;
+	}
+	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			    ai->ai_protocol);
+		if (fd < 0) {
+			*err = errno;
+			continue;
+		}
+		int one = 1;
+		/* Many small SSH packets each way: Nagle would add delays. */
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+		if (keepalive > 0) {
+			/* Unacknowledged data (our keepalives) for this long
+			 * ends the connection: a preempted VM never answers. */
+			unsigned int ms = (unsigned int)(keepalive * 4 * 1000);
+			setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
+		}
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+			break;
+		if (errno != EINPROGRESS) {
+			*err = errno;
+			close(fd);
+			fd = -1;
+			continue;
+		}
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		int n;
+		do {
+			double left = deadline - tpf_now_mono();
+			n = left > 0 ? poll(&p, 1, (int)(left * 1000) + 1) : 0;
+		} while (n < 0 && errno == EINTR);
+		int soerr = 0;
+		socklen_t sl = sizeof(soerr);
+		if (n > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr == 0)
+			break;
+		*err = n == 0 ? ETIMEDOUT : soerr ? soerr : errno;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd >= 0)
+		*err = 0;
+	return fd;
+}
+
+void tpf_ssh_conn_free(struct tpf_conn *c)
+{
+	if (!c)
+		return;
+	if (c->s) {
+		/* Closing must not hang on a dead peer: blocking mode with a
+		 * short timeout, and no I/O at all once a timeout left the
+		 * session in an unknown state. */
+		if (c->broken && c->fd >= 0)
+			shutdown(c->fd, SHUT_RDWR);
+		libssh2_session_set_blocking(c->s, 1);
+		libssh2_session_set_timeout(c->s, 2000);
+		if (c->sftp)
+			libssh2_sftp_shutdown(c->sftp);
+		if (!c->broken)
+			libssh2_session_disconnect(c->s, "tpuform done");
+		libssh2_session_free(c->s);
+	}
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->where);
+	free(c->host);
+	free(c->host_key);
+	free(c->known_line);
+	free(c->dir_made);
+	free(c);
+}
+
+int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, struct tpf_conn **out,
+		 double deadline, struct tpf_diags *d)
+{
+	struct tpf_conn *c = xcalloc(1, sizeof(*c));
+	int err = 0, code = 0;
+
+	*out = NULL;
+	c->t = t;
+	c->fd = -1;
+	c->where = tpf_ssh_where(w);
+	const char *host = w->endpoint ? tpf_ssh_pick_address(w->endpoint, t->o.address) : NULL;
+	if (!w->endpoint) {
+		err = tpf_errorx(d, c->where, "a node reports its workers' addresses once it is READY; 'tpuform plan' shows its state",
+				 "cannot reach worker '%s': its node reports no network endpoint for it",
+				 c->where);
+		goto done;
+	}
+	if (!host) {
+		int want_ext = t->o.address == TPF_SSH_ADDRESS_EXTERNAL;
+		err = tpf_errorx(d, c->where,
+				 want_ext ? "set ssh.address: internal (or auto) to use the internal address, or give the node an external IP"
+					  : "set ssh.address: external (or auto) to use the external address",
+				 "cannot reach worker '%s': it has no %s IP address", c->where,
+				 want_ext ? "external" : "internal");
+		goto done;
+	}
+	if (host[0] == '-' || strpbrk(host, " \t\n/")) {
+		err = tpf_errorx(d, c->where, NULL,
+				 "cannot reach worker '%s': its address '%s' is not a host name or IP",
+				 c->where, host);
+		goto done;
+	}
+	c->host = xstrdup(host);
+	c->port = w->endpoint->port > 0 ? w->endpoint->port : t->o.port > 0 ? t->o.port : 22;
+
+	int syserr = 0;
+	c->fd = tcp_connect(c->host, c->port, deadline, t->o.keepalive, &syserr);
+	if (c->fd < 0) {
+		char *hint = xasprintf("is the worker's VM up, and sshd listening on port %d there? "
+				       "(ssh.port in the fleet file; a new TPU VM needs a minute "
+				       "before it accepts connections)", c->port);
+		tpf_errorx(d, c->where, hint, "cannot connect to worker '%s' at %s port %d: %s",
+			   c->where, c->host, c->port, strerror(syserr));
+		free(hint);
+		err = TPF_EUNREACHABLE;
+		goto done;
+	}
+	c->s = libssh2_session_init();
+	if (!c->s) {
+		err = tpf_errorx(d, c->where, NULL, "cannot start an SSH session for worker '%s': out of memory",
+				 c->where);
+		goto done;
+	}
+	libssh2_session_callback_set(c->s, LIBSSH2_CALLBACK_SEND, (void *)send_nosignal);
+	libssh2_session_set_blocking(c->s, 0);
+	pthread_once(&pref_once, build_pref);
+	if (hostkey_pref[0])
+		libssh2_session_method_pref(c->s, LIBSSH2_METHOD_HOSTKEY, hostkey_pref);
+	if (t->o.keepalive > 0)
+		libssh2_keepalive_config(c->s, 1, (unsigned)t->o.keepalive);
+
+	int rc;
+	do
+		rc = libssh2_session_handshake(c->s, c->fd);
+	while (tpf_ssh_again(c, rc, deadline));
+	if (rc) {
+		const char *msg = c->timed_out ? "no SSH greeting before the connect timeout"
+					       : tpf_ssh_errmsg(c, &code);
+		tpf_errorx(d, c->where, "is sshd running and reachable on the worker?",
+			   "SSH handshake with worker '%s' at %s port %d failed: %s", c->where, c->host,
+			   c->port, msg);
+		/* A daemon still starting accepts and drops connections. */
+		err = TPF_EUNREACHABLE;
+		goto done;
+	}
+	err = tpf_ssh_check_host_key(c, w, d);
+done:
+	if (err) {
+		c->broken = 1;
+		tpf_ssh_conn_free(c);
+		return err;
+	}
+	*out = c;
+	return 0;
+}
+
+/* Read ssh.private_key once per transport. */
+static int load_key(struct tpf_ssh *t, struct tpf_conn *c, struct tpf_diags *d)
+{
+	pthread_mutex_lock(&t->key_mu);
+	if (!t->key_loaded) {
+		struct tpf_diags why = TPF_DIAGS_INIT;
+		int rc = tpf_read_file(t->o.private_key, &t->key, &why);
+		if (rc == TPF_ENOTFOUND)
+			t->key_error = xstrdup(strerror(ENOENT));
+		else if (rc)
+			t->key_error = xstrdup(why.n ? why.items[0].summary : "cannot read it");
+		tpf_diags_release(&why);
+		t->key_loaded = 1;
+	}
+	char *e = xstrdup(t->key_error);
+	pthread_mutex_unlock(&t->key_mu);
+	if (!e)
+		return 0;
+	tpf_errorx(d, c->where, "set ssh.private_key to a readable private key file, or leave it out to use ssh-agent",
+		   "cannot read the SSH private key '%s' for worker '%s': %s", t->o.private_key,
+		   c->where, e);
+	free(e);
+	return TPF_ERROR;
+}
+
+static int auth_agent(struct tpf_conn *c, const char *user, double deadline, struct tpf_diags *d)
+{
+	const char *sock = getenv("SSH_AUTH_SOCK");
+	int err = 0, tried = 0, rc;
+	if (!sock || !*sock)
+		return tpf_errorx(d, c->where, "set ssh.private_key in the fleet file, or start ssh-agent and add a key (ssh-add)",
+				  "cannot authenticate to worker '%s': no ssh.private_key is set and "
+				  "SSH_AUTH_SOCK is not set (no ssh-agent)", c->where);
+	LIBSSH2_AGENT *agent = libssh2_agent_init(c->s);
+	if (!agent)
+		return tpf_errorx(d, c->where, NULL, "cannot use ssh-agent for worker '%s': %s",
+				  c->where, tpf_ssh_errmsg(c, NULL));
+	if (libssh2_agent_connect(agent) || libssh2_agent_list_identities(agent)) {
+		err = tpf_errorx(d, c->where, "is ssh-agent running? 'ssh-add -l' lists its keys",
+				 "cannot use ssh-agent at '%s' for worker '%s': %s", sock, c->where,
+				 tpf_ssh_errmsg(c, NULL));
+		goto done;
+	}
+	struct libssh2_agent_publickey *id = NULL, *prev = NULL;
+	for (;;) {
+		rc = libssh2_agent_get_identity(agent, &id, prev);
+		if (rc != 0)
+			break;
+		tried++;
+		do
+			rc = libssh2_agent_userauth(agent, user, id);
+		while (tpf_ssh_again(c, rc, deadline));
+		if (rc == 0)
+			goto done;
+		if (c->timed_out || tpf_ssh_net_error(rc)) {
+			tpf_errorx(d, c->where, NULL,
+				   "authentication to worker '%s' at %s port %d did not finish: %s",
+				   c->where, c->host, c->port,
+				   c->timed_out ? "timed out" : tpf_ssh_errmsg(c, NULL));
+			err = TPF_EUNREACHABLE;
+			goto done;
+		}
+		prev = id;
+	}
+	tpf_errorx(d, c->where,
+			 tried ? "add the key's public half to the user's ~/.ssh/authorized_keys on the worker (Cloud TPU: ssh-keys metadata), or set ssh.user"
+			       : "add a key with ssh-add, or set ssh.private_key",
+			 "public key authentication as '%s' to worker '%s' at %s port %d failed: "
+			 "%s", user, c->where, c->host, c->port,
+			 tried ? "the worker accepted none of the keys in ssh-agent"
+			       : "ssh-agent holds no keys");
+	err = TPF_SSH_EREFUSED;
+done:
+	libssh2_agent_disconnect(agent);
+	libssh2_agent_free(agent);
+	return err;
+}
+
+int tpf_ssh_auth(struct tpf_conn *c, double deadline, struct tpf_diags *d)
+{
+	struct tpf_ssh *t = c->t;
+	const char *user = t->user;
+	int rc, code = 0;
+
+	if (!t->o.private_key)
+		return auth_agent(c, user, deadline, d);
+	if (load_key(t, c, d))
+		return TPF_ERROR;
+	do
+		rc = libssh2_userauth_publickey_frommemory(c->s, user, strlen(user), NULL, 0,
+							   t->key.buf, t->key.len, NULL);
+	while (tpf_ssh_again(c, rc, deadline));
+	if (rc == 0)
+		return 0;
+	const char *msg = c->timed_out ? "timed out" : tpf_ssh_errmsg(c, &code);
+	if (c->timed_out || tpf_ssh_net_error(rc)) {
+		tpf_errorx(d, c->where, NULL, "authentication to worker '%s' at %s port %d did not finish: %s",
+			   c->where, c->host, c->port, msg);
+		return TPF_EUNREACHABLE;
+	}
+	if (rc != LIBSSH2_ERROR_AUTHENTICATION_FAILED && rc != LIBSSH2_ERROR_PUBLICKEY_UNVERIFIED)
+		return tpf_errorx(d, c->where, "the key must be an unencrypted OpenSSH or PEM private key; for a key with a passphrase, add it to ssh-agent and leave ssh.private_key out",
+				  "cannot use SSH private key '%s' for worker '%s': %s", t->o.private_key,
+				  c->where, msg);
+	tpf_errorx(d, c->where, "add the key's public half to the user's ~/.ssh/authorized_keys on the worker (Cloud TPU: ssh-keys metadata), or set ssh.user",
+		   "public key authentication as '%s' to worker '%s' at %s port %d failed: "
+		   "the worker refused key '%s'", user, c->where, c->host, c->port,
+		   t->o.private_key);
+	return TPF_SSH_EREFUSED;
+}

@@ -1,0 +1,232 @@
+/*
+ * The SSH transport's ops table, options, and connect with bounded
+ * retries. See providers/ssh/ssh.h.
+ */
+#include "providers/ssh/ssh_internal.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_CONNECT_TIMEOUT 15.0
+#define DEFAULT_RETRY_FIRST 60.0
+#define DEFAULT_RETRY_PINNED 10.0
+#define DEFAULT_IO_TIMEOUT 60.0
+#define DEFAULT_KEEPALIVE 15.0
+#define BACKOFF_FIRST 0.25
+#define BACKOFF_MAX 5.0
+/* Attempts are also bounded by count, whatever the budget says. */
+#define MAX_ATTEMPTS 30
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_rc;
+
+static void init_libssh2(void)
+{
+	init_rc = libssh2_init(0);
+}
+
+static void env_seconds(const char *name, double *slot)
+{
+	const char *v = getenv(name);
+	double s;
+	if (v && *v && tpf_parse_duration(v, &s) == 0 && s >= 0)
+		*slot = s;
+}
+
+void tpf_ssh_options_default(struct tpf_ssh_options *o, const struct tpf_fleet *f)
+{
+	memset(o, 0, sizeof(*o));
+	if (f) {
+		o->user = f->ssh.user;
+		o->private_key = f->ssh.private_key;
+		o->port = f->ssh.port;
+		o->address = f->ssh.address;
+	}
+	o->connect_timeout = DEFAULT_CONNECT_TIMEOUT;
+	o->retry_first = DEFAULT_RETRY_FIRST;
+	o->retry_pinned = DEFAULT_RETRY_PINNED;
+	o->io_timeout = DEFAULT_IO_TIMEOUT;
+	o->keepalive = DEFAULT_KEEPALIVE;
+	env_seconds("TPUFORM_SSH_CONNECT_TIMEOUT", &o->connect_timeout);
+	double retry = -1;
+	env_seconds("TPUFORM_SSH_RETRY", &retry);
+	if (retry >= 0)
+		o->retry_first = o->retry_pinned = retry;
+	env_seconds("TPUFORM_SSH_IO_TIMEOUT", &o->io_timeout);
+	env_seconds("TPUFORM_SSH_KEEPALIVE", &o->keepalive);
+	const char *prog = getenv("TPUFORM_SSH_PROGRAM");
+	if (prog && *prog)
+		o->ssh_program = prog;
+}
+
+const char *tpf_ssh_pick_address(const struct tpf_endpoint *e, enum tpf_ssh_address policy)
+{
+	if (!e)
+		return NULL;
+	const char *ext = e->external_ip && *e->external_ip ? e->external_ip : NULL;
+	const char *in = e->ip && *e->ip ? e->ip : NULL;
+	switch (policy) {
+	case TPF_SSH_ADDRESS_EXTERNAL:
+		return ext;
+	case TPF_SSH_ADDRESS_INTERNAL:
+		return in;
+	case TPF_SSH_ADDRESS_AUTO:
+		break;
+	}
+	return ext ? ext : in;
+}
+
+double tpf_ssh_backoff(int attempt, double jitter)
+{
+	double d = BACKOFF_FIRST;
+	for (int i = 1; i < attempt && d < BACKOFF_MAX; i++)
+		d *= 2;
+	if (d > BACKOFF_MAX)
+		d = BACKOFF_MAX;
+	if (jitter < 0.75)
+		jitter = 0.75;
+	if (jitter > 1.25)
+		jitter = 1.25;
+	return d * jitter;
+}
+
+static double random_jitter(void)
+{
+	unsigned int r = 0;
+	if (RAND_bytes((unsigned char *)&r, sizeof(r)) != 1)
+		return 1.0;
+	return 0.75 + 0.5 * ((double)r / 4294967295.0);
+}
+
+int tpf_ssh_connect_retry(struct tpf_ssh *t, const struct tpf_worker_ref *w, int authenticate,
+			  struct tpf_conn **out, struct tpf_diags *d)
+{
+	double start = tpf_now_mono();
+	double budget = w->host_key ? t->o.retry_pinned : t->o.retry_first;
+	struct tpf_diags last = TPF_DIAGS_INIT;
+	int err = TPF_ERROR, attempt;
+
+	*out = NULL;
+	for (attempt = 1;; attempt++) {
+		struct tpf_conn *c = NULL;
+		tpf_diags_release(&last);
+		double deadline = tpf_now_mono() + t->o.connect_timeout;
+		err = tpf_ssh_open(t, w, &c, deadline, &last);
+		if (!err && authenticate) {
+			err = tpf_ssh_auth(c, deadline, &last);
+			if (err) {
+				c->broken = err == TPF_EUNREACHABLE;
+				tpf_ssh_conn_free(c);
+				c = NULL;
+			}
+		}
+		if (!err) {
+			*out = c;
+			break;
+		}
+		/* Retry what time may fix: a daemon not up yet (network
+		 * errors) and, before the first contact, keys the guest
+		 * agent has not installed yet. Never a changed host key. */
+		int retryable = err == TPF_EUNREACHABLE || (err == TPF_SSH_EREFUSED && !w->host_key);
+		double delay = tpf_ssh_backoff(attempt, random_jitter());
+		if (!retryable || attempt >= MAX_ATTEMPTS ||
+		    tpf_now_mono() + delay - start > budget)
+			break;
+		tpf_sleep(delay);
+	}
+	if (err && attempt > 1) {
+		/* Only the last attempt's reason, and how long we tried. */
+		for (size_t i = 0; i < last.n; i++) {
+			if (last.items[i].severity != TPF_SEV_ERROR)
+				continue;
+			char *s = xasprintf("%s (after %d attempts over %.0f s)",
+					    last.items[i].summary, attempt, tpf_now_mono() - start);
+			free(last.items[i].summary);
+			last.items[i].summary = s;
+		}
+	}
+	tpf_diags_move(d, &last);
+	tpf_diags_release(&last);
+	return err == TPF_SSH_EREFUSED ? TPF_ERROR : err;
+}
+
+static int ssh_connect(struct tpf_transport *tr, const struct tpf_worker_ref *w,
+		       struct tpf_conn **out, char **host_key_out, struct tpf_diags *d)
+{
+	struct tpf_ssh *t = tr->impl;
+	struct tpf_conn *c = NULL;
+	if (host_key_out)
+		*host_key_out = NULL;
+	if (init_rc)
+		return tpf_errorx(d, NULL, NULL, "cannot initialise libssh2 (error %d)", init_rc);
+	int err = tpf_ssh_connect_retry(t, w, 1, &c, d);
+	if (err)
+		return err;
+	if (host_key_out)
+		*host_key_out = xstrdup(c->host_key);
+	*out = c;
+	return 0;
+}
+
+static void ssh_close(struct tpf_conn *c)
+{
+	tpf_ssh_conn_free(c);
+}
+
+static const struct tpf_transport_ops ssh_ops = {
+	.connect = ssh_connect,
+	.put = tpf_ssh_put,
+	.exec = tpf_ssh_exec,
+	.put_source = NULL, /* the bootstrap script fetches the source (clone, bundle) */
+	.close = ssh_close,
+	.interactive = tpf_ssh_interactive,
+};
+
+struct tpf_transport *tpf_ssh_transport_new_opts(const struct tpf_ssh_options *o)
+{
+	pthread_once(&init_once, init_libssh2);
+	struct tpf_ssh *t = xcalloc(1, sizeof(*t));
+	t->o = *o;
+	t->o.user = xstrdup(o->user);
+	t->o.private_key = xstrdup(o->private_key);
+	t->o.ssh_program = xstrdup(o->ssh_program);
+	const char *user = o->user && *o->user ? o->user : getenv("USER");
+	t->user = xstrdup(user && *user ? user : "root");
+	pthread_mutex_init(&t->key_mu, NULL);
+	tpf_buf_init(&t->key);
+	struct tpf_transport *tr = xcalloc(1, sizeof(*tr));
+	tr->ops = &ssh_ops;
+	tr->impl = t;
+	return tr;
+}
+
+struct tpf_transport *tpf_ssh_transport_new(const struct tpf_fleet *f, struct tpf_diags *d)
+{
+	struct tpf_ssh_options o;
+	tpf_ssh_options_default(&o, f);
+	return tpf_ssh_transport_new_opts(&o);
+}
+
+void tpf_ssh_transport_free(struct tpf_transport *tr)
+{
+	if (!tr)
+		return;
+	struct tpf_ssh *t = tr->impl;
+	if (t->key.alloc)
+		OPENSSL_cleanse(t->key.buf, t->key.alloc);
+	tpf_buf_release(&t->key);
+	free(t->key_error);
+	free((char *)t->o.user);
+	free((char *)t->o.private_key);
+	free((char *)t->o.ssh_program);
+	free(t->user);
+	pthread_mutex_destroy(&t->key_mu);
+	free(t);
+	free(tr);
+	/* libssh2_exit is not called: other transports of this process
+	 * may still be in use, and the library's global state is small. */
+}
