@@ -253,6 +253,62 @@ done
 check "v5litepod-16 has 4 workers, all 64 worker addresses distinct" \
 	jqt '[.[] | select(.name | contains("/us-west4-a/"))] as $n | ($n | all(.state == "READY" and (.networkEndpoints | length) == 4)) and ([$n[].networkEndpoints[].ipAddress] | length == 64 and length == (unique | length))'
 
+# snake_case names, prettyPrint=false, stop/start
+st=$(req POST "$P/us-east5-a/nodes?nodeId=s1&prettyPrint=false" -d '{"accelerator_type":"v2-8","runtime_version":"tpu-vm-base"}')
+SOP=$(jq -r .name "$T/body")
+check "snake_case field names are accepted (like a proto parser); prettyPrint=false is one line" \
+	eval '[ "$st" = 200 ] && [ "$(wc -l <"$T/body")" = 1 ]'
+wait_op "$SOP"
+req GET "$P/us-east5-a/nodes/s1" >/dev/null
+check "snake_case fields are stored under their JSON names" \
+	jqt '.acceleratorType == "v2-8" and .runtimeVersion == "tpu-vm-base" and (has("runtime_version") | not)'
+st=$(req POST "$P/us-east5-a/nodes/s1:stop" -d '{}')
+SOP=$(jq -r .name "$T/body")
+req GET "$P/us-east5-a/nodes/s1" >/dev/null
+check "stop: 200, node STOPPING" eval '[ "$st" = 200 ] && jqt ".state == \"STOPPING\""'
+wait_op "$SOP"
+req GET "$P/us-east5-a/nodes/s1" >/dev/null
+check "stop: node STOPPED once the operation is done" jqt '.state == "STOPPED" and (has("health") | not)'
+st=$(req POST "$P/us-east5-a/nodes/s1:start" -d '{}')
+SOP=$(jq -r .name "$T/body")
+wait_op "$SOP"
+req GET "$P/us-east5-a/nodes/s1" >/dev/null
+check "start: node READY and HEALTHY again" eval '[ "$st" = 200 ] && jqt ".state == \"READY\" and .health == \"HEALTHY\""'
+st=$(req POST "$P/us-west4-a/nodes/cc1:stop" -d '{}')
+check "stop of a multi-host node: 400 only available with single TPU nodes" \
+	eval '[ "$st" = 400 ] && jqt ".error.message | contains(\"single TPU nodes\")"'
+req GET "$P/us-east5-a/operations" >/dev/null
+tok=$(jq -r '.nextPageToken // empty' "$T/body")
+check "operations list: the zone's create and stop operations on page 1 (of 2 at most)" \
+	jqt '[.operations[].metadata.verb] == ["create","stop"]'
+req GET "$P/us-east5-a/operations?pageToken=$tok" >/dev/null
+check "operations list: the start operation on page 2, no further token" \
+	jqt '[.operations[].metadata.verb] == ["start"] and (has("nextPageToken") | not)'
+
+# admin: states, out-of-band delete, capacity and quota at run time
+st=$(req POST "/__admin/nodes/us-central1-a/p3:state?value=REPAIRING")
+req GET "$P/us-central1-a/nodes/p3" >/dev/null
+check "admin state=REPAIRING" eval '[ "$st" = 200 ] && jqt ".state == \"REPAIRING\" and (has(\"health\") | not)"'
+st=$(req POST "/__admin/nodes/us-central1-a/p3:state?value=SLEEPY")
+check "admin state with a value not in the discovery enum: 400" [ "$st" = 400 ]
+req POST "/__admin/nodes/us-central1-a/p4:terminate" >/dev/null
+req GET "$P/us-central1-a/nodes/p4" >/dev/null
+check "admin terminate: TERMINATED" jqt '.state == "TERMINATED"'
+req POST "/__admin/nodes/us-central1-a/p5:delete" >/dev/null
+st=$(req GET "$P/us-central1-a/nodes/p5")
+check "admin delete: gone at once" [ "$st" = 404 ]
+req POST "/__admin/capacity?zone=us-east5-a&value=1" >/dev/null
+req POST "$P/us-east5-a/nodes?nodeId=s2" -d '{"acceleratorType":"v2-8","runtimeVersion":"tpu-vm-base"}' >/dev/null
+wait_op "$(jq -r .name "$T/body")"
+check "admin capacity=1 with one node in the zone: the next create fails with code 8" jqt '.error.code == 8'
+req POST "/__admin/capacity?zone=us-east5-a&value=none" >/dev/null
+req POST "$P/us-east5-a/nodes?nodeId=s3" -d '{"acceleratorType":"v2-8","runtimeVersion":"tpu-vm-base"}' >/dev/null
+wait_op "$(jq -r .name "$T/body")"
+check "admin capacity=none lifts the limit" jqt '.response.state == "READY"'
+req POST "/__admin/quota?zone=us-east5-a&type=*&sched=spot&value=0" >/dev/null
+st=$(req POST "$P/us-east5-a/nodes?nodeId=s4" -d '{"acceleratorType":"v2-8","runtimeVersion":"tpu-vm-base","schedulingConfig":{"spot":true}}')
+check "admin quota spot=0: a spot create gets 429" [ "$st" = 429 ]
+
 # admin faults at run time: drop and 429
 req POST "/__admin/faults?rate=1&kinds=drop" >/dev/null
 curl -s -o /dev/null "$FAKEGCP_URL$P/$Z/nodes"

@@ -233,7 +233,9 @@ static void check_value(struct vctx *c, json_t *prop, json_t *v, const char *pat
 		}
 		json_array_foreach(v, i, e) {
 			char *p = xasprintf("%s[%zu]", path, i);
-			if (json_is_array(e))
+			if (json_is_null(e))
+				invalid_value(c, p, "TYPE_STRING", e); /* proto3 JSON: no null items */
+			else if (json_is_array(e))
 				unknown_name(c, name, at, "Proto field is not repeating, cannot start list.");
 			else
 				check_value(c, items, e, p, at, name, owner, field);
@@ -258,7 +260,10 @@ static void check_value(struct vctx *c, json_t *prop, json_t *v, const char *pat
 			return;
 		json_object_foreach(v, k, e) {
 			char *p = xasprintf("%s[%s]", path, k);
-			check_value(c, ap, e, p, path, k, owner, field);
+			if (json_is_null(e))
+				invalid_value(c, p, "TYPE_STRING", e); /* proto3 JSON: no null values */
+			else
+				check_value(c, ap, e, p, path, k, owner, field);
 			free(p);
 		}
 		return;
