@@ -107,6 +107,7 @@ bench: tpuform $(FAKEGCP)
 
 clean:
 	rm -f tpuform templates/embedded.c .build-flags $(UNIT_BINS) $(FAKEGCP) tests/unit/unit.o
-	find . -name '*.o' -delete -o -name '*.d' -delete
+	find . -type f \( -name '*.o' -o -name '*.d' \) -delete
+	rm -rf tests/out
 
 -include $(DEPS)
