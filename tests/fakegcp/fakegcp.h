@@ -96,6 +96,8 @@ void fg_reply_header(struct fg_req *r, const char *name, const char *value);
  */
 void fg_reply_error(struct fg_req *r, unsigned http, const char *status, json_t *details,
 		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* 400 INVALID_ARGUMENT with msg and one BadRequest field violation. */
+void fg_bad_request(struct fg_req *r, const char *field, const char *msg);
 /* google.rpc.Status without the status string, for operation errors. */
 json_t *fg_status_new(int code, const char *message);
 /* {"@type":".../google.rpc.ResourceInfo","resourceName":name} */
@@ -197,10 +199,25 @@ void fg_nodes_start(struct fg_req *r, struct fg_match *mt);
 void fg_node_set_state(struct fg_node *n, const char *state);
 /* Full resource name of a node. Caller frees. */
 char *fg_node_name(const char *zone, const char *id);
+
+/* ---- fg_page.c ---- */
 /* Parse pageSize/pageToken; -1 after answering 400. *after: fresh string or NULL. */
 int fg_page_params(struct fg_req *r, int *size, char **after);
 /* Opaque page token for "continue after key". Caller frees. */
 char *fg_page_token(const char *key);
+
+/* ---- fg_node_rules.c: checks and defaults for a node being created ---- */
+/* GCE label rules; -1 after answering 400. */
+int fg_check_labels(struct fg_req *r, json_t *labels);
+/* 1 if id is a valid node id: [a-z]([-a-z0-9]*[a-z0-9])?, at most 63. */
+int fg_node_id_ok(const char *id);
+enum fg_sched fg_sched_of(json_t *node);
+/* networkConfig with full network/subnetwork paths (default: "default"). */
+void fg_expand_network(json_t *res, const char *zone);
+/* serviceAccount: the project's default compute account, cloud-platform scope. */
+void fg_default_service_account(json_t *res);
+/* A 19-digit decimal id (int64 as a JSON string). Caller frees. Lock held. */
+char *fg_new_node_id(void);
 
 /* ---- fg_ops.c: long-running operations ---- */
 struct fg_op {
@@ -228,7 +245,7 @@ void fg_operations_get(struct fg_req *r, struct fg_match *mt);
 void fg_operations_list(struct fg_req *r, struct fg_match *mt);
 void fg_operations_cancel(struct fg_req *r, struct fg_match *mt);
 void fg_operations_delete(struct fg_req *r, struct fg_match *mt);
-/* Called by fg_ops_tick for node operations (fg_nodes.c): sets op->error or
+/* Called by fg_ops_tick for node operations (fg_node_state.c): sets op->error or
  * op->response and changes the node. */
 void fg_node_op_finish(struct fg_op *op);
 
@@ -323,6 +340,8 @@ void fg_reqlog_close(void);
 /* Start listening; the bound port goes to *port. -1 with err on failure. */
 int fg_server_start(const char *addr, int port, int *bound, char *err, size_t errlen);
 void fg_server_stop(void);
+/* The port r arrived on (the bound port, even with --port 0), or -1. */
+int fg_req_local_port(struct fg_req *r);
 /* Ask main() to shut down (after the current answer is sent). */
 void fg_request_shutdown(void);
 

@@ -183,6 +183,7 @@ void fg_admin_serve(struct fg_req *r)
 		fg_reply_json(r, 200, all_nodes());
 	} else if (get && !strcmp(p, "operations")) {
 		fg_lock();
+		fg_ops_tick();
 		json_t *ops = fg_ops_all_json();
 		fg_unlock();
 		fg_reply_json(r, 200, ops);

@@ -301,7 +301,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fakegcp: %s\n", err);
 		goto done;
 	}
-	fg_opt.port = port;
 	if (fg_opt.port_file && write_port_file(fg_opt.port_file, port) < 0) {
 		fg_server_stop();
 		goto done;

@@ -70,6 +70,16 @@ void fg_reply_error(struct fg_req *r, unsigned http, const char *status, json_t 
 	fg_reply_json(r, http, json_pack("{s:o}", "error", err));
 }
 
+void fg_bad_request(struct fg_req *r, const char *field, const char *msg)
+{
+	json_t *v = json_pack("{s:s, s:s}", "field", field, "description", msg);
+
+	fg_reply_error(r, 400, "INVALID_ARGUMENT",
+		       json_pack("[{s:s, s:[o]}]", "@type", "type.googleapis.com/google.rpc.BadRequest",
+				 "fieldViolations", v),
+		       "%s", msg);
+}
+
 json_t *fg_status_new(int code, const char *message)
 {
 	return json_pack("{s:i, s:s}", "code", code, "message", message);

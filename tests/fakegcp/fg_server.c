@@ -171,6 +171,22 @@ int fg_server_start(const char *addr, int port, int *bound, char *err, size_t er
 	return 0;
 }
 
+int fg_req_local_port(struct fg_req *r)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (!ci || getsockname(ci->connect_fd, (struct sockaddr *)&ss, &len) < 0)
+		return -1;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return -1;
+}
+
 void fg_server_stop(void)
 {
 	if (daemon_handle)

@@ -178,10 +178,11 @@ static int audience_ok(struct fg_req *r, const char *aud)
 
 	for (size_t i = 0; i < sizeof(google) / sizeof(google[0]); i++)
 		ok |= !strcmp(aud, google[i]);
+	int port = fg_req_local_port(r);
 	char *own[3] = {
 		host ? xasprintf("http://%s/token", host) : NULL,
-		xasprintf("http://127.0.0.1:%d/token", fg_opt.port),
-		xasprintf("http://localhost:%d/token", fg_opt.port),
+		xasprintf("http://127.0.0.1:%d/token", port),
+		xasprintf("http://localhost:%d/token", port),
 	};
 	for (size_t i = 0; i < 3; i++) {
 		ok |= own[i] && !strcmp(aud, own[i]);
