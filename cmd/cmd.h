@@ -104,6 +104,7 @@ struct tpf_session {
 	struct tpf_desired_set desired;
 	char *fleet_sha256;
 	int no_source; /* destroy: do not pin the source (a vanished repo must not block it) */
+	int quiet;     /* watch: no per-node "Refreshing state..." lines */
 	struct tpf_diags d;
 };
 
@@ -143,6 +144,7 @@ int cmd_logs(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_ssh(int argc, char **argv);
 int cmd_version(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
 
 /* Shared by plan/apply/destroy: run a plan through apply (cmd/apply.c). */
 int tpf_run_apply(struct tpf_session *s, struct tpf_plan *p, int auto_approve, int destroy);

@@ -20,6 +20,7 @@ static const struct tpf_cmd cmds[] = {
 	{ "plan", cmd_plan, "Show what apply would change" },
 	{ "apply", cmd_apply, "Create, replace or delete nodes and provision workers" },
 	{ "destroy", cmd_destroy, "Delete every node the fleet owns" },
+	{ "watch", cmd_watch, "Keep the fleet alive: refresh, replace, restart, in a loop" },
 	{ "show", cmd_show, "Show nodes, workers, commits and job status" },
 	{ "logs", cmd_logs, "Print the job log of a node's workers" },
 	{ "exec", cmd_exec, "Run a command on every worker of a node (or all nodes)" },

@@ -64,7 +64,7 @@ int tpf_session_open(struct tpf_session *s, struct tpf_common_opts *o, const cha
 
 int tpf_session_refresh(struct tpf_session *s, int probe)
 {
-	if (!tpf_ui.json)
+	if (!tpf_ui.json && !s->quiet)
 		for (size_t i = 0; i < s->state.nnodes; i++)
 			if (s->state.nodes[i].id)
 				tpf_ui_say("%s: Refreshing state... [id=%s]\n", s->state.nodes[i].name,

@@ -46,6 +46,15 @@ int cmd_show(int argc, char **argv)
 			  tpf_probe_sessions(s.prov, &s.state, &s.live, o.parallelism, &s.facts, &s.d)))
 		goto done;
 
+	/* The last round of a `tpuform watch`, if one ran (cmd/watch.c). */
+	char *wpath = xasprintf("%s.watch.json", s.fleet.state_path);
+	json_t *watch = json_load_file(wpath, 0, NULL);
+	free(wpath);
+	if (watch && !o.json)
+		printf("Watch: %s (round %lld at %s)\n",
+		       json_string_value(json_object_get(watch, "summary")),
+		       (long long)json_integer_value(json_object_get(watch, "round")),
+		       json_string_value(json_object_get(watch, "time")));
 	json_t *jnodes = json_array();
 	if (!o.json)
 		printf("Fleet %s%s%s: %zu node%s in state (serial %ld, lineage %s)\n\n",
@@ -116,6 +125,8 @@ int cmd_show(int argc, char **argv)
 		json_t *root = json_pack("{s:s,s:I,s:s,s:o}", "fleet", s.fleet.name, "serial",
 					 (json_int_t)s.state.serial, "lineage", s.state.lineage, "nodes",
 					 jnodes);
+		if (watch)
+			json_object_set(root, "watch", watch);
 		char *text = json_dumps(root, JSON_INDENT(2));
 		printf("%s\n", text);
 		free(text);
@@ -125,6 +136,7 @@ int cmd_show(int argc, char **argv)
 		if (!s.state.nnodes)
 			printf("No nodes. Run 'tpuform apply' to create them.\n");
 	}
+	json_decref(watch);
 	code = TPF_EXIT_OK;
 done:
 	tpf_ui_diags(&s.d);

@@ -404,7 +404,7 @@ static int exec_create(struct exec *x, size_t ai)
 	struct tpf_live_node ln;
 	memset(&ln, 0, sizeof(ln));
 	struct tpf_diags zd = TPF_DIAGS_INIT;
-	int tried = 0, only_zone_errors = 1;
+	int tried = 0, only_zone_errors = 1, backed_off = 0;
 	rc = TPF_ERROR;
 	/* The planned zone first, then the group's other zones in order. */
 	for (size_t zi = 0; zi <= dn->nzones; zi++) {
@@ -413,6 +413,16 @@ static int exec_create(struct exec *x, size_t ai)
 			continue;
 		if (x->o->interrupted && *x->o->interrupted)
 			break;
+		double until = 0;
+		if (x->o->backoff &&
+		    tpf_backoff_blocked(x->o->backoff, zone, r.accelerator_type, tpf_now_mono(), &until)) {
+			char *msg = xasprintf("zone %s is backed off for %.0f s more", zone,
+					      until - tpf_now_mono());
+			emit(x, TPF_EV_NOTE, dn->name, "create", NULL, 0, 0, NULL, msg);
+			free(msg);
+			backed_off++;
+			continue;
+		}
 		pthread_mutex_lock(&x->mu);
 		int ok = quota_ok(x, &r, zone, dn->name);
 		if (ok) {
@@ -432,15 +442,48 @@ static int exec_create(struct exec *x, size_t ai)
 		tried++;
 		xstrset(&r.zone, zone);
 		rc = x->prov->ops->create(x->prov, dn->name, &r, &ln, &zd);
-		if (rc == 0)
+		if (rc == 0) {
+			if (x->o->backoff)
+				tpf_backoff_ok(x->o->backoff, zone, r.accelerator_type);
 			break;
+		}
 		if (rc != TPF_EQUOTA && rc != TPF_ECAPACITY) {
 			only_zone_errors = 0;
 			break;
 		}
+		if (x->o->backoff) {
+			double wait = tpf_backoff_fail(x->o->backoff, zone, r.accelerator_type,
+						       tpf_now_mono());
+			char *msg = xasprintf("zone %s refused (%s): backing off %.0f s", zone,
+					      rc == TPF_EQUOTA ? "quota" : "no capacity", wait);
+			emit(x, TPF_EV_NOTE, dn->name, "create", NULL, 0, 0, NULL, msg);
+			free(msg);
+		}
 	}
 	double el = fl_end(x, ai);
 
+	/* watch: nobody could take it now; it waits for the next round. */
+	int deferral = x->o->refusals_defer && only_zone_errors && (tried || backed_off) &&
+		       !(x->o->interrupted && *x->o->interrupted);
+	if (rc && deferral) {
+		pthread_mutex_lock(&x->mu);
+		/* Nothing exists. A node with history stays pending so that its
+		 * generation (the job's TPUFORM_RETRY) survives the wait. */
+		sn = tpf_state_find(x->st, dn->name);
+		if (sn && sn->generation > 0)
+			xstrset(&sn->status, TPF_NODE_PENDING);
+		else
+			tpf_state_remove(x->st, dn->name);
+		save_locked(x);
+		pthread_mutex_unlock(&x->mu);
+		for (size_t i = 0; i < zd.n; i++)
+			zd.items[i].severity = TPF_SEV_WARNING;
+		tpf_diags_move(x->d, &zd);
+		emit(x, TPF_EV_NOTE, dn->name, "create", NULL, el, 0, NULL,
+		     "deferred: no zone of its group can take it now");
+		tpf_recipe_release(&r);
+		return TPF_EDEFERRED;
+	}
 	if (rc) {
 		pthread_mutex_lock(&x->mu);
 		if (tried && only_zone_errors) {
@@ -677,7 +720,11 @@ static void *action_thread(void *arg)
 		if (x->o->interrupted && *x->o->interrupted)
 			continue; /* start nothing new; the caller reports it */
 		int rc = exec_action(x, x->queue[qi]);
-		if (rc) {
+		if (rc == TPF_EDEFERRED) {
+			pthread_mutex_lock(&x->mu);
+			x->res->deferred++;
+			pthread_mutex_unlock(&x->mu);
+		} else if (rc) {
 			pthread_mutex_lock(&x->mu);
 			x->res->failed_actions++;
 			pthread_mutex_unlock(&x->mu);

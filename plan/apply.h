@@ -16,6 +16,7 @@
 #define TPF_APPLY_H
 
 #include <pthread.h>
+#include "plan/backoff.h"
 #include "plan/config.h"
 #include "plan/plan.h"
 #include "providers/provider.h"
@@ -63,11 +64,18 @@ struct tpf_apply_opts {
 	tpf_event_fn on_event;   /* may be NULL */
 	void *ctx;
 	volatile int *interrupted; /* set by a signal handler: start nothing new */
+	/* Zones that refused (quota, capacity) are skipped until their backoff
+	 * ends, and refusals extend it. NULL: try every zone every time. */
+	struct tpf_backoff *backoff;
+	/* watch: a node no zone can take now is deferred (a warning, counted
+	 * in res->deferred), not a failure. */
+	int refusals_defer;
 };
 
 struct tpf_apply_result {
 	size_t added, changed, destroyed; /* completed, Terraform's counts */
 	size_t failed_actions;
+	size_t deferred;  /* creates put off: every zone refused or backed off */
 	struct tpf_recap recap;
 };
 

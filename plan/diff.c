@@ -400,11 +400,11 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 		free(b);
 		free(v);
 	}
-	if (sn) {
-		describe_job(a, &sn->job, &dn->job);
-	} else {
+	int job_changed = 0;
+	if (sn)
+		job_changed = describe_job(a, &sn->job, &dn->job);
+	else
 		describe_new(a, dn);
-	}
 	for (int w = 0; w < dn->recipe.workers; w++) {
 		char *h = desired_hash(f, sn, dn, ln, w);
 		const struct tpf_state_worker *sw =
@@ -420,8 +420,10 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 		set_reason(a, "adopt", "found by its tpuform labels but missing from state: adopt it");
 	} else if (a->nworkers && a->update_labels) {
 		set_reason(a, "labels_and_job", "labels changed, and the bootstrap script changed");
-	} else if (a->nworkers) {
+	} else if (a->nworkers && job_changed) {
 		set_reason(a, "job", "bootstrap script changed: re-provision workers");
+	} else if (a->nworkers) {
+		set_reason(a, "provision", "workers are not provisioned with the current script");
 	} else if (a->update_labels) {
 		set_reason(a, "labels", "labels changed");
 	}
@@ -558,6 +560,13 @@ int tpf_diff(struct tpf_plan *out, const struct tpf_diff_input *in, struct tpf_d
 
 	if (out->n > 1)
 		qsort(out->actions, out->n, sizeof(out->actions[0]), cmp_actions);
+	tpf_plan_recount(out);
+	return 0;
+}
+
+void tpf_plan_recount(struct tpf_plan *out)
+{
+	out->add = out->change = out->destroyed = 0;
 	for (size_t i = 0; i < out->n; i++) {
 		switch (out->actions[i].kind) {
 		case TPF_ACT_CREATE: out->add++; break;
@@ -569,5 +578,4 @@ int tpf_diff(struct tpf_plan *out, const struct tpf_diff_input *in, struct tpf_d
 		case TPF_ACT_FORGET: break;
 		}
 	}
-	return 0;
 }

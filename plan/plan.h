@@ -141,6 +141,21 @@ struct tpf_diff_input {
  */
 int tpf_diff(struct tpf_plan *out, const struct tpf_diff_input *in, struct tpf_diags *d);
 
+/* Recompute add/change/destroyed from the actions. */
+void tpf_plan_recount(struct tpf_plan *p);
+
+/*
+ * `watch` heals, and only heals: replace dead nodes (preempted, terminated,
+ * stopped, tainted), create missing or waiting ones, restart sessions,
+ * provision workers that are not up, adopt, forget, and delete orphans.
+ * A changed recipe or job, changed labels, or a lower count is not healing:
+ * it waits for `watch -apply-all` or `apply`. Returns 1 for healing.
+ */
+int tpf_action_is_healing(const struct tpf_action *a);
+/* Move every action that is not healing from p to *rest (zeroed by the
+ * caller); both plans' counts are recomputed. */
+void tpf_plan_split_healing(struct tpf_plan *p, struct tpf_plan *rest);
+
 /* 1 if the plan changes anything (Terraform's !PlanEmpty). */
 int tpf_plan_has_changes(const struct tpf_plan *p);
 

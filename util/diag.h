@@ -29,6 +29,7 @@ enum {
 	TPF_EUNREACHABLE = -8, /* worker could not be reached */
 	TPF_EHOSTKEY = -9,   /* worker host key differs from the pinned one */
 	TPF_EINTERRUPTED = -10, /* a signal asked us to stop */
+	TPF_EDEFERRED = -11, /* not done now, by design (quota, capacity backoff): retry later */
 };
 
 enum tpf_severity { TPF_SEV_ERROR, TPF_SEV_WARNING };

@@ -189,7 +189,7 @@ static const struct tcase cases[] = {
 	{ "run command changed: re-provision both workers", 1, { A0(NULL), { 0 } },
 	  { A0("READY"), { 0 } }, NULL, 1, "old command", 0, "update:f-a-0(job)[0,1]" },
 	{ "never provisioned: provision", 1, { A0(NULL), { 0 } }, { A0("READY"), { 0 } }, NULL, 0, NULL,
-	  0, "update:f-a-0(job)[0,1]" },
+	  0, "update:f-a-0(provision)[0,1]" },
 	{ "count lowered: delete the last", 1, { A0(NULL), A1(NULL), { 0 } },
 	  { A0("READY"), A1("READY"), { 0 } }, NULL, 1, NULL, 0, "delete:f-a-1(count)" },
 	{ "labelled but in no state, not declared: orphan delete", 1, { A0(NULL), { 0 } },
@@ -212,8 +212,53 @@ static const struct tcase cases[] = {
 	  "delete:f-a-1(count) create:f-a-0" },
 };
 
+#include "plan/plan_internal.h"
+
+static void add(struct tpf_plan *p, enum tpf_action_kind k, const char *node, const char *code)
+{
+	struct tpf_action *a = tpf_plan_add(p, k, node);
+	a->reason_code = xstrdup(code);
+}
+
+static void test_heal__split(void)
+{
+	struct tpf_plan p;
+	memset(&p, 0, sizeof(p));
+	add(&p, TPF_ACT_DELETE, "count", "count");        /* lower count: not healing */
+	add(&p, TPF_ACT_DELETE, "orphan", "orphan");      /* orphan holds quota: heal */
+	add(&p, TPF_ACT_REPLACE, "pre", "preempted");     /* heal */
+	add(&p, TPF_ACT_REPLACE, "recipe", "recipe");     /* changed recipe: not healing */
+	add(&p, TPF_ACT_CREATE, "new", NULL);             /* heal */
+	add(&p, TPF_ACT_UPDATE, "job", "job");            /* changed job: not healing */
+	add(&p, TPF_ACT_UPDATE, "labels", "labels");      /* not healing */
+	add(&p, TPF_ACT_UPDATE, "prov", "provision");     /* workers not up: heal */
+	add(&p, TPF_ACT_UPDATE, "adopt", "adopt");        /* heal */
+	add(&p, TPF_ACT_RESTART, "restart", "session");   /* heal */
+	struct tpf_plan rest;
+	memset(&rest, 0, sizeof(rest));
+	tpf_plan_split_healing(&p, &rest);
+	struct tpf_buf a = TPF_BUF_INIT, b = TPF_BUF_INIT;
+	for (size_t i = 0; i < p.n; i++)
+		tpf_buf_addf(&a, "%s ", p.actions[i].node);
+	for (size_t i = 0; i < rest.n; i++)
+		tpf_buf_addf(&b, "%s ", rest.actions[i].node);
+	CHECK_STR(a.buf, "orphan pre new prov adopt restart ");
+	CHECK_STR(b.buf, "count recipe job labels ");
+	CHECK_INT(p.add, 2);
+	CHECK_INT(p.destroyed, 2);
+	CHECK_INT(p.change, 3);
+	CHECK_INT(rest.add, 1);
+	CHECK_INT(rest.destroyed, 2);
+	CHECK_INT(rest.change, 2);
+	tpf_buf_release(&a);
+	tpf_buf_release(&b);
+	tpf_plan_release(&p);
+	tpf_plan_release(&rest);
+}
+
 int main(void)
 {
+	RUN(test_heal__split);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run_case(&cases[i]);
 	return unit_done();

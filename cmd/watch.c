@@ -1,0 +1,325 @@
+/*
+ * tpuform watch: refresh -> plan -> heal, in a loop, for weeks.
+ *
+ * Each round lists the fleet's nodes once per zone and, when a session
+ * check is due, asks every worker for its session. Healing actions
+ * (tpf_action_is_healing) are applied at once; other changes are reported
+ * every round and applied only with -apply-all. The state lock is taken
+ * only while healing, so plan and show work from another shell. SIGINT and
+ * SIGTERM finish the step in flight, save state and exit 0; nothing is
+ * deleted on the way out.
+ */
+#include "cmd/cmd.h"
+#include "plan/backoff.h"
+#include "util/fs.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct watch_opts {
+	double interval;
+	double session_check;
+	int apply_all;
+	int max_rounds;
+};
+
+static void stamp(char *out, size_t len)
+{
+	tpf_rfc3339(tpf_now_wall(), out, len);
+}
+
+/* One event line: "TIME NODE: message", or a watch_event JSON line. */
+static void say_event(const char *node, const char *event, const char *message)
+{
+	char ts[40];
+	stamp(ts, sizeof(ts));
+	if (tpf_ui.json) {
+		char *msg = xasprintf("%s: %s", node ? node : "fleet", message);
+		tpf_ui_json("info", "watch_event", msg,
+			    json_pack("{s:s*,s:s,s:s}", "node", node, "event", event, "detail", message));
+		free(msg);
+	} else {
+		tpf_ui_say("%s %s%s%s\n", ts, node ? node : "", node ? ": " : "", message);
+	}
+}
+
+static void watch_event(const struct tpf_event *ev, void *ctx)
+{
+	(void)ctx;
+	char buf[512];
+	switch (ev->kind) {
+	case TPF_EV_START:
+		if (!strcmp(ev->verb, "create"))
+			say_event(ev->node, "creating", "creating");
+		else if (!strcmp(ev->verb, "delete"))
+			say_event(ev->node, "deleting", "deleting");
+		else if (!strcmp(ev->verb, "restart"))
+			say_event(ev->node, "restarting", "restarting sessions");
+		break;
+	case TPF_EV_COMPLETE:
+		if (!strcmp(ev->verb, "create")) {
+			snprintf(buf, sizeof(buf), "READY after %.0fs [id=%s]", ev->elapsed,
+				 ev->id ? ev->id : "?");
+			say_event(ev->node, "ready", buf);
+		} else if (!strcmp(ev->verb, "delete")) {
+			say_event(ev->node, "deleted", "deleted");
+		}
+		break;
+	case TPF_EV_ERRORED:
+		snprintf(buf, sizeof(buf), "%s failed (details below)", ev->verb);
+		say_event(ev->node, "error", buf);
+		break;
+	case TPF_EV_WORKER:
+		snprintf(buf, sizeof(buf), "w%d: %s", ev->worker,
+			 !strcmp(ev->result, "changed") ? "session started"
+			 : !strcmp(ev->result, "ok") ? "session already running" : ev->result);
+		say_event(ev->node, !strcmp(ev->result, "changed") ? "session_started" : ev->result, buf);
+		break;
+	case TPF_EV_NOTE:
+		say_event(ev->node, !strncmp(ev->message, "deferred", 8) ? "deferred" : "note",
+			  ev->message);
+		break;
+	case TPF_EV_PROGRESS:
+		break;
+	}
+}
+
+/* Detection lines: what this round found and will do about it. */
+static void report_actions(const struct tpf_plan *p, const char *prefix)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		const struct tpf_action *a = &p->actions[i];
+		char *msg;
+		switch (a->kind) {
+		case TPF_ACT_REPLACE:
+			msg = xasprintf("%s%s: replacing", prefix, a->reason ? a->reason : "dead");
+			break;
+		case TPF_ACT_CREATE:
+			msg = xasprintf("%s%s", prefix,
+					a->reason ? a->reason : "declared but not created: creating");
+			break;
+		case TPF_ACT_DELETE:
+			msg = xasprintf("%sdelete (%s)", prefix, a->reason ? a->reason : "");
+			break;
+		default:
+			msg = xasprintf("%s%s", prefix, a->reason ? a->reason : tpf_action_name(a->kind));
+			break;
+		}
+		say_event(a->node, a->reason_code ? a->reason_code : tpf_action_name(a->kind), msg);
+		free(msg);
+	}
+}
+
+struct summary {
+	int desired, alive, creating, waiting, dead, missing;
+};
+
+static void summarise(const struct tpf_session *s, struct summary *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	for (size_t i = 0; i < s->desired.n; i++) {
+		const struct tpf_desired_node *dn = &s->desired.nodes[i];
+		const struct tpf_live_node *ln = tpf_live_set_find(&s->live, dn->name);
+		sum->desired++;
+		if (!ln) {
+			if (dn->deferred)
+				sum->waiting++;
+			else
+				sum->missing++;
+			continue;
+		}
+		const char *st = ln->state ? ln->state : "";
+		if (!strcmp(st, "READY"))
+			sum->alive++;
+		else if (!strcmp(st, "PREEMPTED") || !strcmp(st, "TERMINATED") || !strcmp(st, "STOPPED"))
+			sum->dead++;
+		else
+			sum->creating++;
+	}
+}
+
+static void report_summary(const struct tpf_session *s, const struct summary *sum, int round,
+			   size_t pending)
+{
+	char line[512];
+	snprintf(line, sizeof(line),
+		 "alive %d/%d, creating %d, waiting for quota %d, dead %d, missing %d",
+		 sum->alive, sum->desired, sum->creating, sum->waiting, sum->dead, sum->missing);
+	char ts[40];
+	stamp(ts, sizeof(ts));
+	if (tpf_ui.json) {
+		tpf_ui_json("info", "watch_summary", line,
+			    json_pack("{s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:I}}", "summary", "alive",
+				      sum->alive, "desired", sum->desired, "creating", sum->creating,
+				      "waiting", sum->waiting, "dead", sum->dead, "missing", sum->missing,
+				      "round", round, "pending_changes", (json_int_t)pending));
+	} else {
+		tpf_ui_say("%s fleet %s: %s%s\n", ts, s->fleet.name, line,
+			   pending ? " (changes pending: -apply-all or 'tpuform apply')" : "");
+	}
+	/* `tpuform show` reads the last summary from beside the state. */
+	json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:I}", "time", ts, "summary", line,
+			      "alive", sum->alive, "desired", sum->desired, "creating", sum->creating,
+			      "waiting", sum->waiting, "dead", sum->dead, "missing", sum->missing,
+			      "round", round, "pending_changes", (json_int_t)pending);
+	char *text = json_dumps(j, JSON_INDENT(2));
+	char *path = xasprintf("%s.watch.json", s->fleet.state_path);
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	tpf_write_file_atomic(path, text, strlen(text), 0600, &d);
+	tpf_diags_release(&d);
+	free(path);
+	free(text);
+	json_decref(j);
+}
+
+/* Sleep up to `seconds`, waking early for a signal. */
+static void nap(double seconds)
+{
+	double end = tpf_now_mono() + seconds;
+	while (!tpf_interrupted && tpf_now_mono() < end)
+		tpf_sleep(0.1);
+}
+
+/* Apply the healing plan under the lock, if the state did not move. */
+static void heal(struct tpf_session *s, struct tpf_plan *p, struct tpf_backoff *backoff)
+{
+	if (tpf_lock_acquire(&s->lock, s->fleet.state_path, "OperationTypeApply", 0, &s->d)) {
+		say_event(NULL, "locked", "the state is locked by another tpuform: healing waits "
+					  "for the next round");
+		/* Not an error for watch: drop the diagnostic. */
+		tpf_diags_release(&s->d);
+		return;
+	}
+	struct tpf_state now;
+	if (tpf_state_load(&now, s->fleet.state_path, &s->d) || now.serial != s->state.serial) {
+		say_event(NULL, "replan", "the state changed since this round's refresh: "
+					  "planning again next round");
+		tpf_state_release(&now);
+		tpf_lock_release(&s->lock);
+		return;
+	}
+	tpf_state_release(&now);
+	struct tpf_apply_opts opts = {
+		.parallelism = s->o->parallelism,
+		.heartbeat = 3600,
+		.wait_timeout = 1200,
+		.on_event = watch_event,
+		.interrupted = &tpf_interrupted,
+		.backoff = backoff,
+		.refusals_defer = 1,
+	};
+	struct tpf_apply_result res;
+	tpf_apply(p, &s->fleet, s->prov, &s->live, &s->state, s->fleet.state_path, &opts, &res, &s->d);
+	tpf_apply_result_release(&res);
+	tpf_lock_release(&s->lock);
+}
+
+int cmd_watch(int argc, char **argv)
+{
+	struct tpf_common_opts o = TPF_COMMON_OPTS_INIT;
+	struct watch_opts w = { 10, 60, 0, 0 };
+	int show_help = 0;
+	struct tpf_flag flags[] = {
+		TPF_COMMON_FLAGS(o),
+		{ "interval", NULL, TPF_FLAG_DURATION, &w.interval, "time between rounds (default 10s)" },
+		{ "session-check", NULL, TPF_FLAG_DURATION, &w.session_check,
+		  "time between worker session checks (default 60s)" },
+		{ "apply-all", NULL, TPF_FLAG_BOOL, &w.apply_all,
+		  "apply every change, not only healing ones" },
+		{ "parallelism", NULL, TPF_FLAG_INT, &o.parallelism, "concurrent operations (default 10)" },
+		{ "rounds", NULL, TPF_FLAG_INT, &w.max_rounds, "stop after N rounds (default: never)" },
+		{ "help", "h", TPF_FLAG_BOOL, &show_help, "show this help" },
+		{ 0 },
+	};
+	char **pos;
+	int npos;
+	if (tpf_parse_flags("watch", argc, argv, flags, &pos, &npos))
+		return TPF_EXIT_ERROR;
+	free(pos);
+	if (show_help) {
+		printf("Usage: tpuform watch [options]\n\n"
+		       "  Keep the fleet alive: every interval, refresh the nodes, replace the\n"
+		       "  preempted, terminated and missing ones, restart dead sessions, create\n"
+		       "  nodes waiting for quota or capacity, delete orphans. Other changes are\n"
+		       "  reported and applied only with -apply-all. Ctrl-C finishes the step in\n"
+		       "  flight and exits 0; nothing is deleted on exit.\n\nOptions:\n");
+		tpf_print_flags(stdout, flags);
+		return TPF_EXIT_OK;
+	}
+	if (w.interval <= 0)
+		w.interval = 10;
+	tpf_ui_init(o.no_color, o.json);
+	tpf_install_signal_handlers();
+	if (o.json)
+		tpf_ui_json("info", "version", "tpuform " TPF_VERSION,
+			    json_pack("{s:s,s:s}", "tpuform", TPF_VERSION, "ui", "1.2"));
+
+	/* Zones that refuse are retried after interval, 2 interval, ... 10 min. */
+	struct tpf_backoff *backoff = tpf_backoff_new(w.interval, 600);
+	double next_probe = 0, error_wait = w.interval;
+	int code = TPF_EXIT_OK;
+	int round;
+	for (round = 1; !tpf_interrupted && (!w.max_rounds || round <= w.max_rounds); round++) {
+		double started = tpf_now_mono();
+		int probe = started >= next_probe;
+		struct tpf_session s;
+		struct tpf_plan p, rest;
+		memset(&p, 0, sizeof(p));
+		memset(&rest, 0, sizeof(rest));
+		int failed = tpf_session_open(&s, &o, NULL);
+		s.quiet = 1;
+		failed = failed || tpf_session_refresh(&s, probe) || tpf_session_plan(&s, 0, &p);
+		if (failed) {
+			tpf_ui_diags(&s.d);
+			if (round == 1 && !s.have_fleet) {
+				/* A fleet file that never loaded: nothing to watch. */
+				code = TPF_EXIT_ERROR;
+				tpf_session_close(&s);
+				tpf_plan_release(&p);
+				break;
+			}
+			char msg[128];
+			snprintf(msg, sizeof(msg), "round failed: retrying in %.0f s", error_wait);
+			say_event(NULL, "error", msg);
+			tpf_session_close(&s);
+			tpf_plan_release(&p);
+			nap(error_wait);
+			/* Our own errors back off instead of spinning. */
+			error_wait = error_wait * 2 > 300 ? 300 : error_wait * 2;
+			continue;
+		}
+		error_wait = w.interval;
+		if (probe)
+			next_probe = started + w.session_check;
+		/* Warnings (deferred: quota) are worth a line each round. */
+		for (size_t i = 0; i < s.d.n; i++)
+			say_event(s.d.items[i].address, "warning", s.d.items[i].summary);
+		tpf_diags_release(&s.d);
+
+		if (!w.apply_all)
+			tpf_plan_split_healing(&p, &rest);
+		report_actions(&p, "");
+		if (rest.n && round == 1)
+			report_actions(&rest, "pending, not healing: ");
+		struct summary sum;
+		summarise(&s, &sum);
+		if (p.n)
+			heal(&s, &p, backoff);
+		report_summary(&s, &sum, round, rest.n);
+		tpf_ui_diags(&s.d);
+		tpf_plan_release(&p);
+		tpf_plan_release(&rest);
+		tpf_session_close(&s);
+		if (w.max_rounds && round >= w.max_rounds)
+			break;
+		double spent = tpf_now_mono() - started;
+		nap(w.interval > spent ? w.interval - spent : 0);
+	}
+	if (tpf_interrupted)
+		say_event(NULL, "stopped", "interrupted: stopped after the step in flight; state saved, "
+					   "nothing deleted");
+	tpf_backoff_free(backoff);
+	return code;
+}

@@ -1,0 +1,51 @@
+/*
+ * Which planned actions `watch` may carry out on its own.
+ */
+#include "plan/plan.h"
+#include "plan/plan_internal.h"
+#include "util/xalloc.h"
+
+#include <string.h>
+
+static int reason_is(const struct tpf_action *a, const char *code)
+{
+	return a->reason_code && !strcmp(a->reason_code, code);
+}
+
+int tpf_action_is_healing(const struct tpf_action *a)
+{
+	switch (a->kind) {
+	case TPF_ACT_CREATE:
+	case TPF_ACT_RESTART:
+	case TPF_ACT_WAIT:
+	case TPF_ACT_FORGET:
+		return 1;
+	case TPF_ACT_REPLACE:
+		return !reason_is(a, "recipe");
+	case TPF_ACT_UPDATE:
+		return reason_is(a, "adopt") || reason_is(a, "provision");
+	case TPF_ACT_DELETE:
+		return reason_is(a, "orphan");
+	}
+	return 0;
+}
+
+void tpf_plan_split_healing(struct tpf_plan *p, struct tpf_plan *rest)
+{
+	rest->fleet = xstrdup(p->fleet);
+	rest->lineage = xstrdup(p->lineage);
+	rest->serial = p->serial;
+	rest->commit = xstrdup(p->commit);
+	size_t keep = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		if (tpf_action_is_healing(&p->actions[i])) {
+			p->actions[keep++] = p->actions[i];
+			continue;
+		}
+		XGROW(rest->actions, rest->n + 1, rest->alloc);
+		rest->actions[rest->n++] = p->actions[i];
+	}
+	p->n = keep;
+	tpf_plan_recount(p);
+	tpf_plan_recount(rest);
+}
