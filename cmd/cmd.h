@@ -105,6 +105,7 @@ struct tpf_session {
 	char *fleet_sha256;
 	int no_source; /* destroy: do not pin the source (a vanished repo must not block it) */
 	int quiet;     /* watch: no per-node "Refreshing state..." lines */
+	const char *pinned; /* watch: a commit resolved recently; skip resolving the ref */
 	struct tpf_diags d;
 };
 

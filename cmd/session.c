@@ -9,6 +9,7 @@
 #include "util/hash.h"
 #include "util/xalloc.h"
 
+#include <stdio.h>
 #include <string.h>
 
 int tpf_session_open(struct tpf_session *s, struct tpf_common_opts *o, const char *lock_op)
@@ -87,7 +88,10 @@ int tpf_session_refresh(struct tpf_session *s, int probe)
 	if (probe && s->o->refresh &&
 	    tpf_probe_sessions(s->prov, &s->state, &s->live, s->o->parallelism, &s->facts, &s->d))
 		return -1;
-	if (s->fleet.source.repo && !s->no_source) {
+	if (s->fleet.source.repo && !s->no_source && s->pinned) {
+		snprintf(s->commit, sizeof(s->commit), "%s", s->pinned);
+		s->have_commit = 1;
+	} else if (s->fleet.source.repo && !s->no_source) {
 		if (tpf_source_resolve(s->fleet.source.repo, s->fleet.source.ref, s->commit, &s->d))
 			return -1;
 		s->have_commit = 1;

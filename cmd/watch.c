@@ -11,6 +11,7 @@
  */
 #include "cmd/cmd.h"
 #include "plan/backoff.h"
+#include "plan/plan_internal.h"
 #include "util/fs.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -21,9 +22,94 @@
 struct watch_opts {
 	double interval;
 	double session_check;
+	double unhealthy_timeout;
 	int apply_all;
 	int max_rounds;
 };
+
+static void say_event(const char *node, const char *event, const char *message);
+
+/* Nodes seen READY but not HEALTHY, and since when (monotonic seconds). */
+struct unhealthy {
+	char *node;
+	double since;
+	int seen; /* still unhealthy this round */
+};
+
+struct unhealthy_set {
+	struct unhealthy *items;
+	size_t n, alloc;
+};
+
+static void unhealthy_release(struct unhealthy_set *u)
+{
+	for (size_t i = 0; i < u->n; i++)
+		free(u->items[i].node);
+	free(u->items);
+}
+
+/*
+ * A READY node whose health stays other than HEALTHY (Node.health:
+ * TIMEOUT, UNHEALTHY_TENSORFLOW, UNHEALTHY_MAINTENANCE) for longer than the
+ * timeout is replaced, as a preempted one is. Adds the replace actions to
+ * p (healing) for nodes the plan does not already act on.
+ */
+static void check_unhealthy(struct unhealthy_set *u, const struct tpf_session *s,
+			    struct tpf_plan *p, double timeout, double now)
+{
+	for (size_t i = 0; i < u->n; i++)
+		u->items[i].seen = 0;
+	for (size_t i = 0; i < s->live.n; i++) {
+		const struct tpf_live_node *ln = &s->live.nodes[i];
+		if (!ln->state || strcmp(ln->state, "READY") || !ln->health ||
+		    !strcmp(ln->health, "HEALTHY") || !strcmp(ln->health, "HEALTH_UNSPECIFIED"))
+			continue;
+		struct unhealthy *e = NULL;
+		for (size_t k = 0; k < u->n && !e; k++)
+			if (!strcmp(u->items[k].node, ln->name))
+				e = &u->items[k];
+		if (!e) {
+			XGROW(u->items, u->n + 1, u->alloc);
+			e = &u->items[u->n++];
+			e->node = xstrdup(ln->name);
+			e->since = now;
+			char *msg = xasprintf("health is %s: replacing if it lasts %.0f s", ln->health,
+					      timeout);
+			say_event(ln->name, "unhealthy", msg);
+			free(msg);
+		}
+		e->seen = 1;
+		if (now - e->since < timeout)
+			continue;
+		int planned = 0;
+		for (size_t k = 0; k < p->n; k++)
+			planned |= !strcmp(p->actions[k].node, ln->name);
+		const struct tpf_desired_node *dn = NULL;
+		for (size_t k = 0; k < s->desired.n && !dn; k++)
+			if (!strcmp(s->desired.nodes[k].name, ln->name))
+				dn = &s->desired.nodes[k];
+		if (planned || !dn)
+			continue;
+		struct tpf_action *a = tpf_plan_add(p, TPF_ACT_REPLACE, ln->name);
+		a->reason_code = xstrdup("unhealthy");
+		a->reason = xasprintf("the node has been %s for %.0f s", ln->health, now - e->since);
+		a->zone = xstrdup(ln->recipe.zone);
+		a->id = xstrdup(ln->id);
+		a->desired = xcalloc(1, sizeof(*a->desired));
+		tpf_desired_node_copy(a->desired, dn);
+		e->since = now; /* one replace per timeout */
+	}
+	/* Forget nodes that recovered or went away. */
+	size_t keep = 0;
+	for (size_t i = 0; i < u->n; i++) {
+		if (u->items[i].seen)
+			u->items[keep++] = u->items[i];
+		else
+			free(u->items[i].node);
+	}
+	u->n = keep;
+	tpf_plan_recount(p);
+}
 
 static void stamp(char *out, size_t len)
 {
@@ -219,13 +305,15 @@ static void heal(struct tpf_session *s, struct tpf_plan *p, struct tpf_backoff *
 int cmd_watch(int argc, char **argv)
 {
 	struct tpf_common_opts o = TPF_COMMON_OPTS_INIT;
-	struct watch_opts w = { 10, 60, 0, 0 };
+	struct watch_opts w = { 10, 60, 600, 0, 0 };
 	int show_help = 0;
 	struct tpf_flag flags[] = {
 		TPF_COMMON_FLAGS(o),
 		{ "interval", NULL, TPF_FLAG_DURATION, &w.interval, "time between rounds (default 10s)" },
 		{ "session-check", NULL, TPF_FLAG_DURATION, &w.session_check,
 		  "time between worker session checks (default 60s)" },
+		{ "unhealthy-timeout", NULL, TPF_FLAG_DURATION, &w.unhealthy_timeout,
+		  "replace a READY node that is not HEALTHY for this long (default 10m)" },
 		{ "apply-all", NULL, TPF_FLAG_BOOL, &w.apply_all,
 		  "apply every change, not only healing ones" },
 		{ "parallelism", NULL, TPF_FLAG_INT, &o.parallelism, "concurrent operations (default 10)" },
@@ -259,6 +347,10 @@ int cmd_watch(int argc, char **argv)
 	/* Zones that refuse are retried after interval, 2 interval, ... 10 min. */
 	struct tpf_backoff *backoff = tpf_backoff_new(w.interval, 600);
 	double next_probe = 0, error_wait = w.interval;
+	struct unhealthy_set sick = { 0 };
+	/* The pinned commit is re-resolved when a session check is due, not
+	 * every round: resolving a URL ref is a network round trip. */
+	char pinned[41] = "";
 	int code = TPF_EXIT_OK;
 	int round;
 	for (round = 1; !tpf_interrupted && (!w.max_rounds || round <= w.max_rounds); round++) {
@@ -270,6 +362,7 @@ int cmd_watch(int argc, char **argv)
 		memset(&rest, 0, sizeof(rest));
 		int failed = tpf_session_open(&s, &o, NULL);
 		s.quiet = 1;
+		s.pinned = !probe && pinned[0] ? pinned : NULL;
 		failed = failed || tpf_session_refresh(&s, probe) || tpf_session_plan(&s, 0, &p);
 		if (failed) {
 			tpf_ui_diags(&s.d);
@@ -293,6 +386,9 @@ int cmd_watch(int argc, char **argv)
 		error_wait = w.interval;
 		if (probe)
 			next_probe = started + w.session_check;
+		if (s.have_commit)
+			snprintf(pinned, sizeof(pinned), "%s", s.commit);
+		check_unhealthy(&sick, &s, &p, w.unhealthy_timeout, started);
 		/* Warnings (deferred: quota) are worth a line each round. */
 		for (size_t i = 0; i < s.d.n; i++)
 			say_event(s.d.items[i].address, "warning", s.d.items[i].summary);
@@ -321,5 +417,6 @@ int cmd_watch(int argc, char **argv)
 		say_event(NULL, "stopped", "interrupted: stopped after the step in flight; state saved, "
 					   "nothing deleted");
 	tpf_backoff_free(backoff);
+	unhealthy_release(&sick);
 	return code;
 }

@@ -59,6 +59,16 @@ wait $wpid
 ok "with -apply-all the change is applied" grep -q "wa-a-0: deleting" watch.out
 ok "nodes run the new runtime" grep -q '"runtime_version": "rt2"' tpuform.state.json
 
+# A READY node that stays unhealthy past -unhealthy-timeout is replaced.
+id_before=$("$TPUFORM" state show -f fleet.yaml wa-a-0 | grep '"id"')
+sed -i 's/"health": "HEALTHY"/"health": "UNHEALTHY_MAINTENANCE"/' nodes/nodes/wa-a-0/node.json
+: >watch.out
+"$TPUFORM" watch -f fleet.yaml -interval 0.3s -unhealthy-timeout 1s -rounds 8 >watch.out 2>&1
+ok "an unhealthy node is noticed" grep -q "wa-a-0: health is UNHEALTHY_MAINTENANCE" watch.out
+ok "and replaced once the timeout passed" grep -q "wa-a-0: the node has been UNHEALTHY_MAINTENANCE for [0-9]* s: replacing" watch.out
+ok "the replacement has a new id" test "$("$TPUFORM" state show -f fleet.yaml wa-a-0 | grep '"id"')" != "$id_before"
+ok "and is healthy" grep -q '"health": "HEALTHY"' nodes/nodes/wa-a-0/node.json
+
 # Capacity: z1 has none and z2 has quota for one node. Two nodes keep
 # wanting z1; the backoff must keep them from asking it every round.
 cat >cap.yaml <<'YAML'
