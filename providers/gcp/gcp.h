@@ -8,9 +8,9 @@
  * plain http only to loopback) and credentials (else the ADC order of
  * gcp_auth.h). Its ops are thread-safe and run in parallel.
  *
- * transport() returns NULL for now: reaching workers over SSH
- * (providers/ssh) is wired in a later issue; callers must treat NULL as
- * "this provider cannot provision workers yet".
+ * transport() returns the SSH transport of providers/ssh for the fleet's
+ * ssh settings, made on first use and shared by every thread; workers are
+ * reached at the addresses of networkEndpoints (gcp_node.h).
  */
 #ifndef TPF_GCP_H
 #define TPF_GCP_H
