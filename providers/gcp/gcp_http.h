@@ -10,6 +10,13 @@
  * (CURLOPT_PIPEWAIT). A CURLSH-shared connection cache with one
  * curl_easy_perform per thread also reuses connections but cannot
  * multiplex: each transfer in flight holds a connection of its own.
+ * Measured against the emulator (HTTP/1.1 on loopback, 20 ms per request,
+ * 8 threads x 25 GETs): this engine 0.53 s with 7 new connections; CURLSH
+ * 0.52 s with 8, but 198 with libcurl's default CURLOPT_MAXCONNECTS
+ * (5 idle connections, fewer than the threads, so returned connections
+ * were closed); one handle per request without sharing: 200. Throughput
+ * is the same on loopback; over TLS the difference is handshakes and, with
+ * HTTP/2, one multiplexed connection instead of one per thread.
  * Only the engine thread touches the multi handle; callers hand an easy
  * handle over through a mutex-protected queue and curl_multi_wakeup(), then
  * block on a condition variable until it is done. A caller that blocks
