@@ -2,6 +2,7 @@
  * tpuform validate: parse and check the fleet file; touches nothing.
  */
 #include "cmd/cmd.h"
+#include "providers/gcp/gcp.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -9,9 +10,11 @@
 int cmd_validate(int argc, char **argv)
 {
 	struct tpf_common_opts o = TPF_COMMON_OPTS_INIT;
-	int show_help = 0;
+	int show_help = 0, remote = 0;
 	struct tpf_flag flags[] = {
 		TPF_COMMON_FLAGS(o),
+		{ "remote", NULL, TPF_FLAG_BOOL, &remote,
+		  "gcp: also check that each zone offers the accelerator type and runtime version" },
 		{ "help", "h", TPF_FLAG_BOOL, &show_help, "show this help" },
 		{ 0 },
 	};
@@ -25,7 +28,8 @@ int cmd_validate(int argc, char **argv)
 	if (show_help) {
 		printf("Usage: tpuform validate [options] [FILE]\n\n"
 		       "  Check a fleet file: syntax, keys, types, names, accelerator types,\n"
-		       "  secrets' environment variables. Reads nothing else.\n\nOptions:\n");
+		       "  secrets' environment variables. Reads nothing else, unless -remote asks\n"
+		       "  the Cloud TPU API what each zone offers.\n\nOptions:\n");
 		tpf_print_flags(stdout, flags);
 		return TPF_EXIT_OK;
 	}
@@ -34,6 +38,13 @@ int cmd_validate(int argc, char **argv)
 	struct tpf_fleet f;
 	memset(&f, 0, sizeof(f));
 	int rc = tpf_fleet_load(&f, o.file, &d);
+	if (rc == 0 && remote) {
+		if (f.provider == TPF_PROVIDER_GCP)
+			tpf_gcp_validate_remote(&f, &d);
+		else
+			tpf_warn(&d, NULL, "-remote checks the gcp provider's zones; fleet '%s' uses the "
+					   "local provider, which offers every type", f.name);
+	}
 	int errors = (int)tpf_diags_errors(&d);
 	if (o.json) {
 		json_t *diags = json_array();

@@ -63,6 +63,11 @@ curl -s -o /dev/null -X POST -H 'Content-Type: application/json' \
 wait_for 5 sh -c "curl -s '$FAKEGCP_URL/__admin/nodes' | grep -q READY"
 
 ok "validate" tpuform validate -f fleet.yaml
+ok "validate -remote: the emulator's zones offer v2-8 and the runtime" tpuform validate -f fleet.yaml -remote
+sed 's/runtime_version: tpu-ubuntu2204-base/runtime_version: no-such-runtime/' fleet.yaml >badrt.yaml
+fails "validate -remote refuses a runtime no zone offers" 1 tpuform validate -f badrt.yaml -remote
+like "naming the runtime" "$(cat last.out)" "no-such-runtime"
+ok "plain validate does not ask the API" tpuform validate -f badrt.yaml
 out=$(tpuform plan -f fleet.yaml 2>&1)
 like "plan: two creates" "$out" "Plan: 2 to add, 0 to change, 0 to destroy\."
 unlike "plan does not touch the other fleet's node" "$out" "other-a-0"
