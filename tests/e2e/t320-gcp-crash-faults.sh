@@ -1,0 +1,100 @@
+#!/bin/sh
+# Leak-proof lifecycle against the Cloud TPU API emulator: tpuform SIGKILLed
+# right after its create requests are sent, and right after the nodes
+# become READY, leaks nothing (the next plan adopts or waits, never creates
+# twice); transient faults at a 20% rate still converge with no duplicate
+# node; and a quiet fleet's plan costs exactly one nodes.list per zone.
+. "$(dirname "$0")/lib.sh"
+TPF_ROOT=$TOP
+. "$TOP/tests/e2e/fakegcp.sh"
+. "$TOP/tests/e2e/sshd.sh"
+setup_dir t320
+trap 'fakegcp_stop >/dev/null 2>&1; sshd_stop' EXIT
+export TPUFORM_GCP_POLL_MIN=0.05 TPUFORM_GCP_POLL_MAX=0.2 TPUFORM_GCP_RETRY_BASE=0.05
+unset GOOGLE_APPLICATION_CREDENTIALS CLOUDSDK_CONFIG GCE_METADATA_HOST SSH_AUTH_SOCK
+export TPUFORM_ACCESS_TOKEN=test-token TPUFORM_SSH_RETRY=2
+
+sshd_start "$W/workers" 40 127.0.32.1
+rc=$?
+if [ "$rc" -eq 2 ]; then
+	echo "# SKIP: this machine cannot run the sshd workers (needs root, sshd, unshare)"
+	echo "1..0"
+	exit 0
+fi
+[ "$rc" -eq 0 ] || { echo "not ok 1 - sshd workers start"; echo "1..1"; exit 1; }
+sshd_watch $$
+if ! fakegcp_start --project test-project --op-seconds 1.5 --worker-ip-base 127.0.32.1 \
+	--worker-port "$SSHD_PORT"; then
+	echo "not ok 1 - the emulator starts"
+	echo "1..1"
+	exit 1
+fi
+admin() { curl -s -X POST "$FAKEGCP_URL/__admin/$1"; }
+requests() { curl -s "$FAKEGCP_URL/__admin/requests"; }
+# name:state of every node of this fleet, sorted
+nodes() { curl -s "$FAKEGCP_URL/__admin/nodes" | jq -r '.[] | (.name | split("/"))[5] + ":" + .state' | sort | tr '\n' ' '; }
+creates() { requests | jq '[.[] | select(.method == "POST" and (.path | endswith("/nodes")))] | length'; }
+
+cat >fleet.yaml <<YAML
+fleet: gk
+provider:
+  gcp: { project: test-project }
+ssh: { user: root, private_key: "$SSHD_KEY", port: $SSHD_PORT }
+run: exec sleep 300
+groups:
+  - { name: a, accelerator_type: v2-8, runtime_version: tpu-ubuntu2204-base, zones: [z1], count: 3, preemptible: true }
+YAML
+
+# 1. Killed right after the three create requests went out.
+"$TPUFORM" apply -f fleet.yaml -auto-approve >kill1.out 2>&1 &
+pid=$!
+wait_for 10 sh -c "[ \"\$(curl -s '$FAKEGCP_URL/__admin/requests' | jq '[.[] | select(.method == \"POST\" and (.path | endswith(\"/nodes\")))] | length')\" -ge 3 ]"
+kill -9 $pid
+wait $pid 2>/dev/null
+is "three creates were sent before the kill" "$(creates)" 3
+ok "the state is readable after the kill" tpuform state pull -f fleet.yaml
+out=$(tpuform plan -f fleet.yaml)
+unlike "the next plan creates nothing again" "$out" "will be created"
+like "it waits for (or adopts) the nodes it sent" "$out" "gk-a-0 will be updated in-place"
+ok "the next apply converges" tpuform apply -f fleet.yaml -auto-approve
+is "no create was sent twice" "$(creates)" 3
+is "three nodes, READY" "$(nodes)" "gk-a-0:READY gk-a-1:READY gk-a-2:READY "
+ok "then no changes" tpuform plan -f fleet.yaml -detailed-exitcode
+
+# 2. Killed right after the nodes became READY (before, or just after,
+#    the state recorded them).
+ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
+admin "requests:clear" >/dev/null
+"$TPUFORM" apply -f fleet.yaml -auto-approve >kill2.out 2>&1 &
+pid=$!
+wait_for 15 sh -c "[ \"\$(curl -s '$FAKEGCP_URL/__admin/nodes' | jq '[.[] | select(.state == \"READY\")] | length')\" -ge 3 ]"
+kill -9 $pid
+wait $pid 2>/dev/null
+out=$(tpuform plan -f fleet.yaml)
+unlike "after a kill at READY the plan creates nothing" "$out" "will be created"
+ok "and apply converges" tpuform apply -f fleet.yaml -auto-approve
+is "still exactly three creates" "$(creates)" 3
+ok "then no changes" tpuform plan -f fleet.yaml -detailed-exitcode
+
+# 3. A quiet fleet's plan: exactly one nodes.list in its one zone.
+admin "requests:clear" >/dev/null
+ok "plan of a quiet fleet" tpuform plan -f fleet.yaml -detailed-exitcode
+is "costs exactly one API request" "$(requests | jq -r '.[] | .method + " " + .path' | tr '\n' ';')" \
+	"GET /v2/projects/test-project/locations/z1/nodes;"
+
+# 4. Transient faults at 20%: apply still converges, with no duplicates.
+ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
+sed -i 's/count: 3/count: 6/' fleet.yaml
+admin "faults?rate=0.2&kinds=429,500,503,drop" >/dev/null
+admin "requests:clear" >/dev/null
+"$TPUFORM" apply -f fleet.yaml -auto-approve >faults.out 2>&1
+is "one apply converges through the faults (the client retries)" "$?" 0
+like "all six created" "$(cat faults.out)" "Apply complete! Resources: 6 added, 0 changed, 0 destroyed."
+injected=$(requests | jq '[.[] | select(.fault != null)] | length')
+ok "faults were injected ($injected)" test "$injected" -gt 0
+admin "faults?rate=0" >/dev/null
+is "six nodes exist, each once" "$(nodes)" "gk-a-0:READY gk-a-1:READY gk-a-2:READY gk-a-3:READY gk-a-4:READY gk-a-5:READY "
+ok "and the fleet converged" tpuform plan -f fleet.yaml -detailed-exitcode
+ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
+is "nothing is left" "$(nodes)" ""
+finish
