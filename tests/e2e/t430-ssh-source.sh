@@ -1,0 +1,107 @@
+#!/bin/sh
+# The source over SSH: transfer clone (the worker fetches the repo itself)
+# and transfer bundle (tpuform uploads a git bundle), the latter for a
+# repo the workers cannot reach: here one under this machine's /tmp, which
+# every emulated worker has a private copy of.
+. "$(dirname "$0")/lib.sh"
+TPF_ROOT=$TOP
+. "$TOP/tests/e2e/fakegcp.sh"
+. "$TOP/tests/e2e/sshd.sh"
+setup_dir t430
+hidden=$(mktemp -d /tmp/tpuform-t430.XXXXXX)
+trap 'fakegcp_stop >/dev/null 2>&1; sshd_stop; rm -rf "$hidden"' EXIT
+unset GOOGLE_APPLICATION_CREDENTIALS CLOUDSDK_CONFIG GCE_METADATA_HOST SSH_AUTH_SOCK
+export TPUFORM_ACCESS_TOKEN=test TPUFORM_GCP_POLL_MIN=0.05 TPUFORM_GCP_POLL_MAX=0.2
+export TPUFORM_SSH_RETRY=1
+
+sshd_start "$W/workers" 4 127.0.43.1
+rc=$?
+if [ "$rc" -eq 2 ]; then
+	echo "# SKIP: this machine cannot run the sshd workers (needs root, sshd, unshare)"
+	echo "1..0"
+	exit 0
+fi
+[ "$rc" -eq 0 ] || { echo "not ok 1 - sshd workers start"; echo "1..1"; exit 1; }
+sshd_watch $$
+if ! fakegcp_start --worker-ip-base 127.0.43.1 --worker-port "$SSHD_PORT" --op-seconds 0.1; then
+	echo "not ok 1 - the emulator starts"
+	echo "1..1"
+	exit 1
+fi
+
+# A repo the workers can see ($W is not hidden from them) ...
+make_repo
+# ... and one they cannot: /tmp is private on every worker.
+mkdir -p "$hidden/repo"
+(
+	cd "$hidden/repo" && git init -q -b main . &&
+		git config user.email t@example.invalid && git config user.name test &&
+		printf '#!/bin/sh\necho "hidden v1 on $TPUFORM_WORKER_ID"\n' >job.sh &&
+		git add job.sh && git commit -qm one
+) || exit 1
+ok "the hidden repo is not visible on a worker" sshd_in 0 sh -c "! test -e '$hidden/repo'"
+
+fleet() { # NAME REPO TRANSFER
+	mkdir -p "$W/$1"
+	cat >"$W/$1/fleet.yaml" <<YAML
+fleet: $1
+provider:
+  gcp: { project: test-project, endpoint: "http://127.0.0.1:$FAKEGCP_PORT" }
+ssh: { user: root, private_key: "$SSHD_KEY", port: $SSHD_PORT }
+source: { repo: "$2", ref: main, transfer: $3 }
+run: |
+  { sh job.sh; echo "commit=\$TPUFORM_COMMIT head=\$(git rev-parse HEAD)"; } >> ~/job-\$TPUFORM_FLEET.out
+  exec sleep 300
+groups:
+  - { name: a, accelerator_type: v4-16, runtime_version: tpu-ubuntu2204-base, zones: [z1], count: 1 }
+YAML
+}
+# the harness worker of NAME's worker W
+widx() {
+	sshd_index "$(jq -r ".nodes[0].workers[$2].address" "$W/$1/tpuform.state.json")"
+}
+
+# clone: the worker fetches the repo itself
+fleet sc "$W/repo" clone
+ok "clone: apply" tpuform apply -f "$W/sc/fleet.yaml" -auto-approve
+c1=$(git -C "$W/repo" rev-parse HEAD)
+for w in 0 1; do
+	i=$(widx sc $w)
+	ok "clone: worker $w ran the job" wait_for 5 grep -q "commit=" "$W/workers/w$i/home/job-sc.out"
+	like "clone: worker $w checked out the pinned commit" "$(cat "$W/workers/w$i/home/job-sc.out")" "^commit=$c1 head=$c1$"
+	like "clone: from the repo" "$(cat "$W/workers/w$i/home/job-sc.out")" "^job on sc-a-0/$w of 2 retry=0 commit=$c1$"
+	ok "clone: no bundle was sent" test ! -e "$W/workers/w$i/home/tpuform/source.bundle"
+done
+ok "clone: destroy" tpuform destroy -f "$W/sc/fleet.yaml" -auto-approve
+
+# clone from where the workers cannot reach: the source step fails
+fleet sb "$hidden/repo" clone
+fails "clone of an unreachable repo: apply exits 1" 1 tpuform apply -f "$W/sb/fleet.yaml" -auto-approve
+like "clone: naming the worker and the step" "$(cat last.out)" "bootstrap failed on worker 'sb-a-0/w[01]' at step 'source' \(exit status 1\): cannot check out commit"
+like "clone: and the recap" "$(cat last.out)" "sb-a-0/w1 +: ok=0 +changed=0 +unreachable=0 +failed=1"
+
+# bundle: tpuform ships the commit
+fleet sb "$hidden/repo" bundle
+ok "bundle: apply" tpuform apply -f "$W/sb/fleet.yaml" -auto-approve
+h1=$(git -C "$hidden/repo" rev-parse HEAD)
+for w in 0 1; do
+	i=$(widx sb $w)
+	ok "bundle: worker $w ran the job" wait_for 5 grep -q "commit=" "$W/workers/w$i/home/job-sb.out"
+	like "bundle: worker $w runs the hidden repo's job" "$(cat "$W/workers/w$i/home/job-sb.out")" "^hidden v1 on $w$"
+	like "bundle: at the pinned commit" "$(cat "$W/workers/w$i/home/job-sb.out")" "^commit=$h1 head=$h1$"
+	is "bundle: the bundle is 0600" "$(stat -c %a "$W/workers/w$i/home/tpuform/source.bundle")" 600
+done
+
+# a new commit: re-provisioned from a new bundle
+(cd "$hidden/repo" && sed -i 's/v1/v2/' job.sh && git commit -qam two) || exit 1
+h2=$(git -C "$hidden/repo" rev-parse HEAD)
+like "bundle: plan sees the new commit" "$(tpuform plan -f "$W/sb/fleet.yaml" 2>&1)" "# sb-a-0 will be updated in-place"
+ok "bundle: apply the new commit" tpuform apply -f "$W/sb/fleet.yaml" -auto-approve
+for w in 0 1; do
+	i=$(widx sb $w)
+	ok "bundle: worker $w runs v2" wait_for 5 grep -q "^hidden v2 on $w$" "$W/workers/w$i/home/job-sb.out"
+	like "bundle: worker $w at the new commit" "$(tail -n 1 "$W/workers/w$i/home/job-sb.out")" "^commit=$h2 head=$h2$"
+done
+ok "bundle: plan is clean" tpuform plan -f "$W/sb/fleet.yaml" -detailed-exitcode
+ok "bundle: destroy" tpuform destroy -f "$W/sb/fleet.yaml" -auto-approve
+finish
