@@ -89,8 +89,12 @@ int fg_discovery_load(const char *path, char *err, size_t errlen)
 
 	doc = json_load_file(path, 0, &je);
 	if (!doc) {
-		snprintf(err, errlen, "cannot read discovery document '%s': %s (line %d)", path,
-			 je.text, je.line);
+		if (je.line > 0)
+			snprintf(err, errlen, "discovery document '%s' line %d: %s", path, je.line,
+				 je.text);
+		else
+			snprintf(err, errlen, "cannot read discovery document '%s': %s; name it with "
+					      "--discovery FILE", path, je.text);
 		return -1;
 	}
 	index_resources(json_object_get(doc, "resources"));

@@ -252,6 +252,11 @@ static int write_port_file(const char *path, int port)
 	return rc;
 }
 
+static void on_signal(int sig)
+{
+	(void)sig; /* blocked in every thread; sigwait() takes it instead */
+}
+
 int main(int argc, char **argv)
 {
 	const char *fault_kinds = "429,500,503";
@@ -282,6 +287,11 @@ int main(int argc, char **argv)
 	fg_faults_seed(fg_opt.seed);
 	fg_world_init(fg_opt.seed);
 
+	/* A shell starts background jobs with SIGINT ignored, and an ignored
+	 * signal never reaches sigwait(); give them a handler that never runs. */
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGUSR1, on_signal);
 	/* Every thread inherits this mask, so only sigwait() below sees them. */
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
