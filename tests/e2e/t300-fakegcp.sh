@@ -47,6 +47,15 @@ P=/v2/projects/test-project/locations
 Z=us-central2-b
 NODE='{"acceleratorType":"v4-16","runtimeVersion":"tpu-ubuntu2204-base","labels":{"team":"nlp"}}'
 
+# Instance 1 runs with a long --op-seconds so that intermediate states
+# (CREATING, DELETING, STOPPING) can be seen whatever the machine's load;
+# finish_op ends every running operation through the admin endpoint.
+# finish_op NAME: finish operations now, then GET NAME into $T/body.
+finish_op() {
+	req POST /__admin/operations:finish >/dev/null
+	req GET "/v2/$1" >/dev/null
+	jqt '.done == true'
+}
 # wait_op NAME: poll the operation until done (at most 10 s); body in $T/body.
 wait_op() {
 	_i=0
@@ -61,7 +70,7 @@ wait_op() {
 
 # ---------------------------------------------------------------- instance 1
 t0=$(ms)
-fakegcp_start --op-seconds 0.3 --page-size 2 --seed 7 --log "$T/requests.jsonl" \
+fakegcp_start --op-seconds 30 --page-size 2 --seed 7 --log "$T/requests.jsonl" \
 	--quota us-east1-d:v2-8:preemptible=1 --capacity europe-west4-a=0 || exit 1
 t1=$(ms)
 echo "# start-to-listening: $((t1 - t0)) ms (fakegcp_start, including the shell's polling)"
@@ -77,7 +86,9 @@ check "operation metadata: OperationMetadata, verb create, target, createTime; n
 OP=$(jq -r .name "$T/body")
 req GET "$P/$Z/nodes/tpu-a" >/dev/null
 check "node is CREATING while the operation runs" jqt '.state == "CREATING"'
-check "operation finishes" wait_op "$OP"
+req GET "/v2/$OP" >/dev/null
+check "operation still running (no done key) before --op-seconds" jqt 'has("done") | not'
+check "operation finishes" finish_op "$OP"
 check "done operation: response is the Node, READY; no error" \
 	jqt '.response["@type"] == "type.googleapis.com/google.cloud.tpu.v2.Node" and .response.state == "READY" and (has("error") | not) and (.metadata.endTime | type == "string")'
 st=$(req GET "$P/$Z/nodes/tpu-a")
@@ -170,7 +181,7 @@ check "on-demand is not counted against the preemptible quota" [ "$st" = 200 ]
 st=$(req POST "$P/europe-west4-a/nodes?nodeId=c1" -d '{"acceleratorType":"v3-8","runtimeVersion":"tpu-vm-base"}')
 COP=$(jq -r .name "$T/body")
 check "stockout create: POST answers 200" [ "$st" = 200 ]
-wait_op "$COP"
+finish_op "$COP"
 check "stockout: operation error code 8 with the real message, no status string" \
 	jqt '.done == true and .error.code == 8 and (.error.message | startswith("There is no more capacity in the zone \"europe-west4-a\"; you can try in another zone")) and (.error | has("status") | not) and (has("response") | not)'
 st=$(req GET "$P/europe-west4-a/nodes/c1")
@@ -186,7 +197,7 @@ check "admin preempt: node listed as PREEMPTED" \
 st=$(req PATCH "$P/$Z/nodes/tpu-a?updateMask=labels" -d '{"labels":{"env":"prod"},"description":"ignored: not in the mask"}')
 POP=$(jq -r .name "$T/body")
 check "patch labels: 200 with an update operation" eval '[ "$st" = 200 ] && jqt ".metadata.verb == \"update\""'
-wait_op "$POP"
+finish_op "$POP"
 req GET "$P/$Z/nodes/tpu-a" >/dev/null
 check "patch labels: labels replaced, fields outside the mask untouched" \
 	jqt '.labels == {"env":"prod"} and (has("description") | not) and .state == "READY"'
@@ -202,7 +213,7 @@ DOP=$(jq -r .name "$T/body")
 check "delete: 200 with a delete operation" eval '[ "$st" = 200 ] && jqt ".metadata.verb == \"delete\""'
 req GET "$P/$Z/nodes/tpu-a" >/dev/null
 check "delete: node DELETING while the operation runs" jqt '.state == "DELETING"'
-wait_op "$DOP"
+finish_op "$DOP"
 check "delete: operation response is google.protobuf.Empty" \
 	jqt '.response == {"@type":"type.googleapis.com/google.protobuf.Empty"}'
 st=$(req GET "$P/$Z/nodes/tpu-a")
@@ -243,13 +254,8 @@ wait $pids
 req GET "/__admin/nodes" >/dev/null
 check "16 concurrent creates all answered 200 and made 16 nodes" \
 	eval '[ "$(grep -c "^200$" "$T/codes")" = 16 ] && jqt "map(select(.name | contains(\"/us-west4-a/\"))) | length == 16"'
-_i=0
-while [ $_i -lt 100 ]; do
-	req GET "/__admin/nodes" >/dev/null
-	jqt 'all(.[]; .state != "CREATING")' && break
-	_i=$((_i + 1))
-	sleep 0.05
-done
+req POST /__admin/operations:finish >/dev/null
+req GET "/__admin/nodes" >/dev/null
 check "v5litepod-16 has 4 workers, all 64 worker addresses distinct" \
 	jqt '[.[] | select(.name | contains("/us-west4-a/"))] as $n | ($n | all(.state == "READY" and (.networkEndpoints | length) == 4)) and ([$n[].networkEndpoints[].ipAddress] | length == 64 and length == (unique | length))'
 
@@ -258,7 +264,7 @@ st=$(req POST "$P/us-east5-a/nodes?nodeId=s1&prettyPrint=false" -d '{"accelerato
 SOP=$(jq -r .name "$T/body")
 check "snake_case field names are accepted (like a proto parser); prettyPrint=false is one line" \
 	eval '[ "$st" = 200 ] && [ "$(wc -l <"$T/body")" = 1 ]'
-wait_op "$SOP"
+finish_op "$SOP"
 req GET "$P/us-east5-a/nodes/s1" >/dev/null
 check "snake_case fields are stored under their JSON names" \
 	jqt '.acceleratorType == "v2-8" and .runtimeVersion == "tpu-vm-base" and (has("runtime_version") | not)'
@@ -266,12 +272,12 @@ st=$(req POST "$P/us-east5-a/nodes/s1:stop" -d '{}')
 SOP=$(jq -r .name "$T/body")
 req GET "$P/us-east5-a/nodes/s1" >/dev/null
 check "stop: 200, node STOPPING" eval '[ "$st" = 200 ] && jqt ".state == \"STOPPING\""'
-wait_op "$SOP"
+finish_op "$SOP"
 req GET "$P/us-east5-a/nodes/s1" >/dev/null
 check "stop: node STOPPED once the operation is done" jqt '.state == "STOPPED" and (has("health") | not)'
 st=$(req POST "$P/us-east5-a/nodes/s1:start" -d '{}')
 SOP=$(jq -r .name "$T/body")
-wait_op "$SOP"
+finish_op "$SOP"
 req GET "$P/us-east5-a/nodes/s1" >/dev/null
 check "start: node READY and HEALTHY again" eval '[ "$st" = 200 ] && jqt ".state == \"READY\" and .health == \"HEALTHY\""'
 st=$(req POST "$P/us-west4-a/nodes/cc1:stop" -d '{}')
@@ -299,11 +305,11 @@ st=$(req GET "$P/us-central1-a/nodes/p5")
 check "admin delete: gone at once" [ "$st" = 404 ]
 req POST "/__admin/capacity?zone=us-east5-a&value=1" >/dev/null
 req POST "$P/us-east5-a/nodes?nodeId=s2" -d '{"acceleratorType":"v2-8","runtimeVersion":"tpu-vm-base"}' >/dev/null
-wait_op "$(jq -r .name "$T/body")"
+finish_op "$(jq -r .name "$T/body")"
 check "admin capacity=1 with one node in the zone: the next create fails with code 8" jqt '.error.code == 8'
 req POST "/__admin/capacity?zone=us-east5-a&value=none" >/dev/null
 req POST "$P/us-east5-a/nodes?nodeId=s3" -d '{"acceleratorType":"v2-8","runtimeVersion":"tpu-vm-base"}' >/dev/null
-wait_op "$(jq -r .name "$T/body")"
+finish_op "$(jq -r .name "$T/body")"
 check "admin capacity=none lifts the limit" jqt '.response.state == "READY"'
 req POST "/__admin/quota?zone=us-east5-a&type=*&sched=spot&value=0" >/dev/null
 st=$(req POST "$P/us-east5-a/nodes?nodeId=s4" -d '{"acceleratorType":"v2-8","runtimeVersion":"tpu-vm-base","schedulingConfig":{"spot":true}}')
@@ -339,7 +345,7 @@ FAKEGCP_PID=
 openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$T/key.pem" 2>/dev/null
 openssl pkey -in "$T/key.pem" -pubout -out "$T/pub.pem"
 openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$T/other.pem" 2>/dev/null
-fakegcp_start --auth token --sa-public-key "$T/pub.pem" --token-ttl 2 \
+fakegcp_start --auth token --sa-public-key "$T/pub.pem" \
 	--authorized-user cid:csecret:rtok || exit 1
 
 b64url() { basenc --base64url -w0 | tr -d '='; }
@@ -357,7 +363,7 @@ token_post() {
 now=$(date +%s)
 st=$(token_post "$(jwt "$T/key.pem" "$now" $((now + 3600)) https://oauth2.googleapis.com/token)")
 check "token endpoint: a JWT signed by the test key gets a Bearer token" \
-	eval '[ "$st" = 200 ] && jqt ".token_type == \"Bearer\" and (.access_token | length) > 10 and .expires_in == 2"'
+	eval '[ "$st" = 200 ] && jqt ".token_type == \"Bearer\" and (.access_token | length) > 10 and .expires_in == 3600"'
 TOKEN=$(jq -r .access_token "$T/body")
 st=$(token_post "$(jwt "$T/key.pem" "$now" $((now + 3600)) "$FAKEGCP_URL/token")")
 check "token endpoint: the emulator's own /token URL is an accepted audience" [ "$st" = 200 ]
@@ -402,9 +408,25 @@ check "--auth token: a metadata-server token is accepted" [ "$st" = 200 ]
 req GET /computeMetadata/v1/project/project-id -H 'Metadata-Flavor: Google' >/dev/null
 check "metadata server: project id" [ "$(cat "$T/body")" = test-project ]
 
-sleep 2.2
-st=$(req GET "$P/$Z/nodes" -H "Authorization: Bearer $TOKEN")
-check "--auth token: a token past --token-ttl is refused (401)" [ "$st" = 401 ]
+check "SIGTERM: the emulator exits 0 with no sanitizer report" fakegcp_stop
+
+# token lifetime: a token is refused once --token-ttl has passed
+fakegcp_start --auth token --token-ttl 1 || exit 1
+req GET /computeMetadata/v1/instance/service-accounts/default/token -H 'Metadata-Flavor: Google' >/dev/null
+check "--token-ttl 1: expires_in is 1" jqt '.expires_in == 1'
+STOKEN=$(jq -r .access_token "$T/body")
+sleep 1.2
+st=$(req GET "$P/$Z/nodes" -H "Authorization: Bearer $STOKEN")
+check "--auth token: a token past --token-ttl is refused (401, ACCESS_TOKEN_EXPIRED)" \
+	eval '[ "$st" = 401 ] && jqt ".error.details[0].reason == \"ACCESS_TOKEN_EXPIRED\""'
+check "SIGTERM: the emulator exits 0 with no sanitizer report" fakegcp_stop
+
+# operations end by themselves after --op-seconds
+fakegcp_start --op-seconds 0.2 || exit 1
+req POST "$P/$Z/nodes?nodeId=t1" -d '{"acceleratorType":"v6e-8","runtimeVersion":"v2-alpha-tpuv6e"}' >/dev/null
+check "--op-seconds 0.2: the create operation is done without admin help" wait_op "$(jq -r .name "$T/body")"
+check "--op-seconds 0.2: v6e-8 READY with one worker" \
+	jqt '.response.state == "READY" and (.response.networkEndpoints | length) == 1 and .response.acceleratorConfig == {"type":"V6E","topology":"2x4"}'
 check "SIGTERM: the emulator exits 0 with no sanitizer report" fakegcp_stop
 
 # ---------------------------------------------------------------- instance 3: faults

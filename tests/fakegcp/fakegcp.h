@@ -239,6 +239,8 @@ struct fg_op *fg_op_start(const char *zone, const char *node_id, const char *ver
 json_t *fg_op_json(const struct fg_op *op);
 /* Finish every operation whose time has come. Lock held. */
 void fg_ops_tick(void);
+/* Finish every running operation now (admin). Lock held. */
+void fg_ops_finish_all(void);
 void fg_ops_free(void);
 json_t *fg_ops_all_json(void);
 void fg_operations_get(struct fg_req *r, struct fg_match *mt);

@@ -80,6 +80,14 @@ void fg_ops_tick(void)
 	}
 }
 
+void fg_ops_finish_all(void)
+{
+	for (size_t i = 0; i < n_ops; i++)
+		if (!ops[i]->done)
+			ops[i]->done_at = 0;
+	fg_ops_tick();
+}
+
 static void op_free(struct fg_op *op)
 {
 	free(op->name);
