@@ -2,34 +2,38 @@
 # Source this file (POSIX sh), then:
 #
 #   sshd_start DIR N BASE_IP [PORT]
-#       Starts N sshd, worker i listening on BASE_IP + i (127.0.x.y; every
+#       Starts N workers, worker i listening on BASE_IP + i (127.0.x.y; every
 #       loopback address works on Linux without configuration), all on one
-#       port (PORT, else a free one is picked). Each worker has its own
-#       ed25519 host key and its own mount namespace (unshare -m) in which
-#       a private directory is bind-mounted over the login user's home
+#       port (PORT, else a free one is picked). Each worker is a small "VM":
+#       its own PID and mount namespaces (unshare --pid --mount, with its own
+#       /proc), a private directory bind-mounted over the login user's home
 #       (root: /root), over /run/screen (screen sessions) and, when DIR is
-#       not under /tmp, over /tmp: workers do not see each other's files,
-#       as separate VMs would not. Login: root with the client key
-#       DIR/id_ed25519 (PermitRootLogin prohibit-password).
+#       not under /tmp, over /tmp; its own ed25519 host key. Workers do not
+#       see each other's files or processes, as separate VMs would not. The
+#       namespaces' first process keeps the VM up (and reaps orphans) while
+#       its sshd is stopped and started again. Login: root with the client
+#       key DIR/id_ed25519 (PermitRootLogin prohibit-password).
 #       Exports SSHD_DIR SSHD_N SSHD_BASE SSHD_PORT SSHD_KEY. Returns 2 when
 #       the machine cannot do it (not root, no sshd, no unshare): skip then.
 #   sshd_stop
-#       Kills every sshd and every process left in the workers' namespaces
-#       (screen sessions, jobs).
-#   sshd_stop_one I      stop worker I's sshd (listener only: its jobs live on)
+#       Ends every worker VM: each one's namespaces die with every process in
+#       them (sshd, screen sessions, jobs).
+#   sshd_stop_one I      stop worker I's sshd only: the VM and its jobs live on
 #   sshd_restart_one I [newkey]
-#                        start worker I's sshd again; "newkey": with a new
-#                        host key first (a rebuilt VM, or an impostor)
+#                        start worker I's sshd again, on the same VM; with
+#                        "newkey", with a new host key first (a rebuilt VM,
+#                        or an impostor)
 #   sshd_addr I          worker I's address
 #   sshd_index ADDR      the I of the worker at ADDR (inverse of sshd_addr)
 #   sshd_home I          worker I's home directory, as seen from here
 #   sshd_fingerprint I   worker I's host key fingerprint ("SHA256:...")
 #   sshd_known_hosts FILE   a known_hosts file for every worker
-#   sshd_in I CMD...     run CMD inside worker I's namespace (as on the VM)
+#   sshd_in I CMD...     run CMD inside worker I's VM (its mounts and processes)
 #   sshd_watch PID       sshd_stop by itself once process PID is gone (a test
 #                        that crashes leaves nothing running)
 #
-# sshd logs go to DIR/wI/log.
+# Files: DIR/wI/{home,screen,tmp,hostkey,sshd_config,log}; DIR/wI/vm holds
+# the pid of the process whose end ends the VM (unshare --kill-child).
 
 _sshd_ip() {
 	# $1 + $2 as an IPv4 address
@@ -107,33 +111,61 @@ _sshd_prepare() {
 	_sshd_config "$1"
 }
 
-# Launch worker $1's sshd in a new mount namespace; wait until it listens.
+# The VM's first process (pid 1 of its namespaces): mounts, then runs sshd
+# while DIR/wI/sshd.up exists. Its waits reap orphaned processes, as init
+# does; it outlives sshd, so jobs survive an sshd restart.
+_SSHD_KEEPER='
+	mount --bind "$1/home" /root &&
+	mount --bind "$1/screen" /run/screen &&
+	{ [ -z "$2" ] || mount --bind "$1/tmp" /tmp; } || exit 1
+	while :; do
+		if [ -e "$1/sshd.up" ]; then
+			/usr/sbin/sshd -D -f "$1/sshd_config" -E "$1/log.start" </dev/null >/dev/null 2>&1 &
+			wait $!
+			[ -e "$1/sshd.up" ] && sleep 0.2
+		else
+			sleep 0.1 &
+			wait $!
+		fi
+	done'
+
+# pid (as seen from here) of worker $1's VM init, and of its sshd listener
+_sshd_init_pid() {
+	pgrep -P "$(cat "$SSHD_DIR/w$1/vm" 2>/dev/null)" 2>/dev/null | head -n 1
+}
+
+_sshd_listener_pid() {
+	_sl_init=$(_sshd_init_pid "$1")
+	[ -n "$_sl_init" ] && pgrep -P "$_sl_init" -x sshd | head -n 1
+}
+
+# Wait until worker $1's sshd logs that it listens (its log was reset).
+_sshd_wait_listening() {
+	_sw_w=$SSHD_DIR/w$1
+	_sw_i=0
+	while ! grep -q 'Server listening' "$_sw_w/log.start" 2>/dev/null; do
+		if ! kill -0 "$(cat "$_sw_w/vm" 2>/dev/null)" 2>/dev/null || [ "$_sw_i" -ge 500 ] ||
+			grep -q 'Bind to port .* failed\|Cannot bind any address' "$_sw_w/log.start" 2>/dev/null; then
+			cat "$_sw_w/log.start" >>"$_sw_w/log" 2>/dev/null
+			return 1
+		fi
+		sleep 0.01
+		_sw_i=$((_sw_i + 1))
+	done
+	cat "$_sw_w/log.start" >>"$_sw_w/log"
+}
+
+# Boot worker $1's VM and wait until its sshd listens.
 _sshd_launch() {
 	_sl_w=$SSHD_DIR/w$1
 	_sl_tmp=yes
 	case $SSHD_DIR in /tmp | /tmp/*) _sl_tmp= ;; esac
 	: >"$_sl_w/log.start"
-	unshare --mount --propagation private sh -c '
-		mount --bind "$1/home" /root &&
-		mount --bind "$1/screen" /run/screen &&
-		{ [ -z "$2" ] || mount --bind "$1/tmp" /tmp; } &&
-		exec /usr/sbin/sshd -D -f "$1/sshd_config" -E "$1/log.start"' sh "$_sl_w" "$_sl_tmp" \
-		</dev/null >/dev/null 2>>"$_sl_w/log.start" &
-	echo $! >"$_sl_w/pid"
-	_sl_i=0
-	while ! grep -q 'Server listening' "$_sl_w/log.start" 2>/dev/null; do
-		if ! kill -0 "$(cat "$_sl_w/pid")" 2>/dev/null || [ "$_sl_i" -ge 500 ]; then
-			cat "$_sl_w/log.start" >>"$_sl_w/log"
-			return 1
-		fi
-		sleep 0.01
-		_sl_i=$((_sl_i + 1))
-	done
-	# Never record our own namespace: sshd_stop kills what is in these.
-	_sl_ns=$(readlink "/proc/$(cat "$_sl_w/pid")/ns/mnt")
-	[ "$_sl_ns" != "$(readlink /proc/self/ns/mnt)" ] || return 1
-	echo "$_sl_ns" >>"$_sl_w/ns"
-	cat "$_sl_w/log.start" >>"$_sl_w/log"
+	: >"$_sl_w/sshd.up"
+	unshare --mount --pid --fork --kill-child --mount-proc --propagation private \
+		sh -c "$_SSHD_KEEPER" sh "$_sl_w" "$_sl_tmp" </dev/null >/dev/null 2>>"$_sl_w/log" &
+	echo $! >"$_sl_w/vm"
+	_sshd_wait_listening "$1"
 }
 
 sshd_start() {
@@ -142,9 +174,9 @@ sshd_start() {
 	SSHD_BASE=$3
 	SSHD_PORT=${4:-}
 	if [ "$(id -u)" != 0 ] || [ ! -x /usr/sbin/sshd ] || ! command -v unshare >/dev/null 2>&1 ||
-		! command -v ssh-keygen >/dev/null 2>&1 ||
-		! unshare --mount --propagation private true 2>/dev/null; then
-		echo "sshd_start: needs root, /usr/sbin/sshd, ssh-keygen and unshare -m" >&2
+		! command -v ssh-keygen >/dev/null 2>&1 || ! command -v pgrep >/dev/null 2>&1 ||
+		! unshare --mount --pid --fork --kill-child --mount-proc --propagation private true 2>/dev/null; then
+		echo "sshd_start: needs root, /usr/sbin/sshd, ssh-keygen, pgrep and unshare --pid --mount" >&2
 		return 2
 	fi
 	mkdir -p "$SSHD_DIR" /run/sshd /run/screen || return 1
@@ -178,7 +210,8 @@ sshd_start() {
 }
 
 sshd_stop_one() {
-	_so_pid=$(cat "$SSHD_DIR/w$1/pid" 2>/dev/null)
+	rm -f "$SSHD_DIR/w$1/sshd.up"
+	_so_pid=$(_sshd_listener_pid "$1")
 	[ -n "$_so_pid" ] || return 0
 	kill "$_so_pid" 2>/dev/null
 	_so_i=0
@@ -186,7 +219,6 @@ sshd_stop_one() {
 		sleep 0.01
 		_so_i=$((_so_i + 1))
 	done
-	rm -f "$SSHD_DIR/w$1/pid"
 }
 
 sshd_restart_one() {
@@ -194,13 +226,20 @@ sshd_restart_one() {
 	if [ "${2:-}" = newkey ]; then
 		rm -f "$SSHD_DIR/w$1/hostkey" "$SSHD_DIR/w$1/hostkey.pub"
 	fi
-	_sshd_prepare "$1" && _sshd_launch "$1"
+	_sshd_prepare "$1" || return 1
+	if kill -0 "$(cat "$SSHD_DIR/w$1/vm" 2>/dev/null)" 2>/dev/null; then
+		: >"$SSHD_DIR/w$1/log.start"
+		: >"$SSHD_DIR/w$1/sshd.up"
+		_sshd_wait_listening "$1"
+	else
+		_sshd_launch "$1"
+	fi
 }
 
 sshd_in() {
 	_sn_i=$1
 	shift
-	nsenter -t "$(cat "$SSHD_DIR/w$_sn_i/pid")" -m -- "$@"
+	nsenter -t "$(_sshd_init_pid "$_sn_i")" -m -p -- "$@"
 }
 
 sshd_watch() {
@@ -215,29 +254,21 @@ sshd_watch() {
 
 sshd_stop() {
 	[ -n "${SSHD_DIR:-}" ] && [ -d "$SSHD_DIR" ] || return 0
-	# Every mount namespace any of our workers ever had.
-	_st_ns=$(cat "$SSHD_DIR"/w*/ns 2>/dev/null | sort -u)
-	for _st_p in "$SSHD_DIR"/w*/pid; do
-		[ -f "$_st_p" ] && kill "$(cat "$_st_p")" 2>/dev/null
-		rm -f "$_st_p"
+	_st_pids=
+	for _st_f in "$SSHD_DIR"/w*/vm; do
+		[ -f "$_st_f" ] || continue
+		_st_p=$(cat "$_st_f")
+		rm -f "$_st_f" "${_st_f%/vm}/sshd.up"
+		# unshare --kill-child (which ignores TERM while it waits): its end SIGKILLs the VM's init, and with
+		# it every process of the PID namespace.
+		[ -n "$_st_p" ] && kill -9 "$_st_p" 2>/dev/null && _st_pids="$_st_pids $_st_p"
 	done
-	[ -n "$_st_ns" ] || return 0
-	for _st_round in 1 2 3; do
-		_st_left=
-		for _st_d in /proc/[0-9]*; do
-			_st_m=$(readlink "$_st_d/ns/mnt" 2>/dev/null) || continue
-			case "
-$_st_ns
-" in
-			*"
-$_st_m
-"*)
-				kill -9 "${_st_d#/proc/}" 2>/dev/null && _st_left=yes
-				;;
-			esac
+	for _st_p in $_st_pids; do
+		_st_i=0
+		while kill -0 "$_st_p" 2>/dev/null && [ "$_st_i" -lt 300 ]; do
+			sleep 0.01
+			_st_i=$((_st_i + 1))
 		done
-		[ -n "$_st_left" ] || break
-		sleep 0.1
 	done
 	return 0
 }
