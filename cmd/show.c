@@ -64,15 +64,20 @@ int cmd_show(int argc, char **argv)
 		const struct tpf_state_node *sn = &s.state.nodes[i];
 		const struct tpf_live_node *ln = tpf_live_set_find(&s.live, sn->name);
 		const char *live_state = ln ? ln->state : o.refresh ? "MISSING" : "UNKNOWN";
+		/* "queued=WAITING_FOR_RESOURCES" or "queued=ACTIVE" beside the node's state */
+		char queued[64] = "";
+		if (ln && ln->queued_state)
+			snprintf(queued, sizeof(queued), "  queued=%s", ln->queued_state);
 		char commit[13] = "-";
 		if (sn->job.commit)
 			snprintf(commit, sizeof(commit), "%.12s", sn->job.commit);
 		json_t *jw = json_array();
 		if (!o.json) {
-			printf("%s%s%s  %s  %s  %s  %s  generation=%d  commit=%s  id=%s\n",
+			printf("%s%s%s  %s  %s  %s  %s  generation=%d  commit=%s  id=%s%s\n",
 			       tpf_ui.color ? "\033[1m" : "", sn->name, tpf_ui.color ? "\033[0m" : "",
 			       live_state, or_dash(sn->recipe.accelerator_type), or_dash(sn->recipe.zone),
-			       tpf_recipe_scheduling(&sn->recipe), sn->generation, commit, or_dash(sn->id));
+			       tpf_recipe_scheduling(&sn->recipe), sn->generation, commit, or_dash(sn->id),
+			       queued);
 			printf("    %-6s %-9s %-8s %-5s %-8s %s\n", "WORKER", "REACHABLE", "SESSION", "EXIT",
 			       "RESTARTS", "LAST LOG LINE");
 		}
@@ -107,6 +112,8 @@ int cmd_show(int argc, char **argv)
 				       "accelerator_type", sn->recipe.accelerator_type, "scheduling",
 				       tpf_recipe_scheduling(&sn->recipe), "generation", sn->generation,
 				       "zone", sn->recipe.zone, "commit", sn->job.commit, "workers", jw);
+		if (ln && ln->queued_state)
+			json_object_set_new(nj, "queued_state", json_string(ln->queued_state));
 		json_array_append_new(jnodes, nj);
 	}
 	/* Nodes that carry the fleet's labels but are not in state. */

@@ -145,7 +145,9 @@ static void watch_event(const struct tpf_event *ev, void *ctx)
 			say_event(ev->node, "restarting", "restarting sessions");
 		break;
 	case TPF_EV_COMPLETE:
-		if (!strcmp(ev->verb, "create")) {
+		if (!strcmp(ev->verb, "create") && ev->message) {
+			/* queued, not created: the note before said so */
+		} else if (!strcmp(ev->verb, "create")) {
 			snprintf(buf, sizeof(buf), "READY after %.0fs [id=%s]", ev->elapsed,
 				 ev->id ? ev->id : "?");
 			say_event(ev->node, "ready", buf);
@@ -164,7 +166,8 @@ static void watch_event(const struct tpf_event *ev, void *ctx)
 		say_event(ev->node, !strcmp(ev->result, "changed") ? "session_started" : ev->result, buf);
 		break;
 	case TPF_EV_NOTE:
-		say_event(ev->node, !strncmp(ev->message, "deferred", 8) ? "deferred" : "note",
+		say_event(ev->node, !strncmp(ev->message, "deferred", 8) ? "deferred"
+				    : !strncmp(ev->message, "queued", 6) ? "queued" : "note",
 			  ev->message);
 		break;
 	case TPF_EV_PROGRESS:
@@ -200,6 +203,7 @@ static void report_actions(const struct tpf_plan *p, const char *prefix)
 
 struct summary {
 	int desired, alive, creating, waiting, dead, missing;
+	int queued; /* a queued resource waits for capacity (or is on its way) */
 };
 
 static void summarise(const struct tpf_session *s, struct summary *sum)
@@ -217,10 +221,15 @@ static void summarise(const struct tpf_session *s, struct summary *sum)
 			continue;
 		}
 		const char *st = ln->state ? ln->state : "";
+		/* The queued resource's state stands for a node not there yet. */
+		int by_queue = ln->queued_state && !strcmp(st, ln->queued_state);
 		if (!strcmp(st, "READY"))
 			sum->alive++;
-		else if (!strcmp(st, "PREEMPTED") || !strcmp(st, "TERMINATED") || !strcmp(st, "STOPPED"))
+		else if (!strcmp(st, "PREEMPTED") || !strcmp(st, "TERMINATED") || !strcmp(st, "STOPPED") ||
+			 (by_queue && (!strcmp(st, "FAILED") || !strcmp(st, "SUSPENDED"))))
 			sum->dead++;
+		else if (by_queue)
+			sum->queued++;
 		else
 			sum->creating++;
 	}
@@ -231,25 +240,28 @@ static void report_summary(const struct tpf_session *s, const struct summary *su
 {
 	char line[512];
 	snprintf(line, sizeof(line),
-		 "alive %d/%d, creating %d, waiting for quota %d, dead %d, missing %d",
-		 sum->alive, sum->desired, sum->creating, sum->waiting, sum->dead, sum->missing);
+		 "alive %d/%d, creating %d, waiting for quota %d, dead %d, missing %d, queued %d",
+		 sum->alive, sum->desired, sum->creating, sum->waiting, sum->dead, sum->missing,
+		 sum->queued);
 	char ts[40];
 	stamp(ts, sizeof(ts));
 	if (tpf_ui.json) {
 		tpf_ui_json("info", "watch_summary", line,
-			    json_pack("{s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:I}}", "summary", "alive",
+			    json_pack("{s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:I}}", "summary", "alive",
 				      sum->alive, "desired", sum->desired, "creating", sum->creating,
 				      "waiting", sum->waiting, "dead", sum->dead, "missing", sum->missing,
-				      "round", round, "pending_changes", (json_int_t)pending));
+				      "queued", sum->queued, "round", round, "pending_changes",
+				      (json_int_t)pending));
 	} else {
 		tpf_ui_say("%s fleet %s: %s%s\n", ts, s->fleet.name, line,
 			   pending ? " (changes pending: -apply-all or 'tpuform apply')" : "");
 	}
 	/* `tpuform show` reads the last summary from beside the state. */
-	json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:I}", "time", ts, "summary", line,
-			      "alive", sum->alive, "desired", sum->desired, "creating", sum->creating,
-			      "waiting", sum->waiting, "dead", sum->dead, "missing", sum->missing,
-			      "round", round, "pending_changes", (json_int_t)pending);
+	json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:I}", "time", ts, "summary",
+			      line, "alive", sum->alive, "desired", sum->desired, "creating",
+			      sum->creating, "waiting", sum->waiting, "dead", sum->dead, "missing",
+			      sum->missing, "queued", sum->queued, "round", round, "pending_changes",
+			      (json_int_t)pending);
 	char *text = json_dumps(j, JSON_INDENT(2));
 	char *path = xasprintf("%s.watch.json", s->fleet.state_path);
 	struct tpf_diags d = TPF_DIAGS_INIT;

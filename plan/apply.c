@@ -522,11 +522,26 @@ static int exec_create(struct exec *x, size_t ai)
 	xstrset(&sn->created_at, when);
 	rc = save_locked(x);
 	pthread_mutex_unlock(&x->mu);
-	emit(x, TPF_EV_COMPLETE, dn->name, "create", ln.id, el, 0, NULL, NULL);
 
-	int *ws = all_workers(r.workers);
-	int failed = provision_workers(x, dn->name, &ln, ws, (size_t)r.workers, 0);
-	free(ws);
+	int failed = 0;
+	if (ln.state && strcmp(ln.state, "READY")) {
+		/*
+		 * A queued resource accepted, not yet provisioned: it may wait
+		 * for capacity for hours. Its workers are provisioned by a later
+		 * apply or watch once the node is READY (the plan's "provision").
+		 */
+		char *msg = xasprintf("queued: its queued resource is %s; its workers are "
+				      "provisioned once the node is READY",
+				      ln.state);
+		emit(x, TPF_EV_NOTE, dn->name, "create", ln.id, el, 0, NULL, msg);
+		emit(x, TPF_EV_COMPLETE, dn->name, "create", ln.id, el, 0, NULL, msg);
+		free(msg);
+	} else {
+		emit(x, TPF_EV_COMPLETE, dn->name, "create", ln.id, el, 0, NULL, NULL);
+		int *ws = all_workers(r.workers);
+		failed = provision_workers(x, dn->name, &ln, ws, (size_t)r.workers, 0);
+		free(ws);
+	}
 	tpf_live_node_release(&ln);
 	tpf_recipe_release(&r);
 	return rc ? rc : failed ? TPF_ERROR : 0;
@@ -544,6 +559,11 @@ static int record_node(struct exec *x, const struct tpf_action *a, const struct 
 		sn->index = dn->index;
 		sn->generation = 0;
 		tpf_recipe_copy(&sn->recipe, ln ? &ln->recipe : &dn->recipe);
+		/* When the provider does not say the node was queued (local
+		 * cannot tell), the fleet's `queued` is recorded: a plain node
+		 * found for a queued group is kept until it is next replaced. */
+		if (ln && !ln->recipe.queued && !ln->queued_state)
+			sn->recipe.queued = dn->recipe.queued;
 		tpf_state_node_set_workers(sn, (size_t)dn->recipe.workers);
 	}
 	xstrset(&sn->status, TPF_NODE_CREATED);

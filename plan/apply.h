@@ -40,7 +40,10 @@ struct tpf_event {
 	double elapsed;      /* seconds since the action started */
 	int worker;          /* TPF_EV_WORKER: index */
 	const char *result;  /* TPF_EV_WORKER: "ok" "changed" "unreachable" "failed" */
-	const char *message; /* TPF_EV_NOTE / TPF_EV_ERRORED: text, may be NULL */
+	/* TPF_EV_NOTE / TPF_EV_ERRORED: text, may be NULL; TPF_EV_COMPLETE of
+	 * a create: set when the node was queued, not created (a queued
+	 * resource waiting for capacity), else NULL */
+	const char *message;
 };
 
 /* Called from several threads; the callee serialises its own output. */

@@ -156,6 +156,22 @@ static const char *const DEAD_STATES[] = { "PREEMPTED", "TERMINATED", "STOPPED",
 static const char *const BUSY_STATES[] = { "CREATING", "STARTING", "RESTARTING", "REPAIRING",
 					   "REIMAGING", "UNHIDING", NULL };
 
+/*
+ * Queued resources (gcp-tpu-api.md section 5). The queued resource's state
+ * when it speaks for the node (providers/provider.h: no node yet, or it
+ * FAILED or is SUSPENDED), else NULL: the node's own state rules.
+ */
+static const char *queued_state(const struct tpf_live_node *ln)
+{
+	return ln->queued_state && ln->state && !strcmp(ln->queued_state, ln->state)
+		       ? ln->queued_state
+		       : NULL;
+}
+
+/* Queued resources that will not give a node unless deleted and queued
+ * again. ACTIVE here means its node is gone (deleted outside tpuform). */
+static const char *const QUEUED_DEAD_STATES[] = { "FAILED", "SUSPENDED", "ACTIVE", NULL };
+
 static int zone_allowed(const struct tpf_desired_node *dn, const char *zone)
 {
 	for (size_t i = 0; i < dn->nzones; i++)
@@ -185,6 +201,8 @@ static void describe_new(struct tpf_action *a, const struct tpf_desired_node *dn
 	v = qmap(&dn->recipe.labels);
 	tpf_action_change(a, "labels", NULL, v, 0, 0);
 	free(v);
+	if (dn->recipe.queued)
+		tpf_action_change(a, "queued", NULL, "true", 0, 0);
 	v = q(dn->job.run);
 	tpf_action_change(a, "run", NULL, v, 0, 0);
 	free(v);
@@ -199,6 +217,11 @@ static void describe_new(struct tpf_action *a, const struct tpf_desired_node *dn
 	if (dn->job.setup) {
 		v = q(dn->job.setup);
 		tpf_action_change(a, "setup", NULL, v, 0, 0);
+		free(v);
+	}
+	if (dn->recipe.queued && dn->recipe.valid_until) {
+		v = q(dn->recipe.valid_until);
+		tpf_action_change(a, "valid_until", NULL, v, 0, 0);
 		free(v);
 	}
 	v = qint(dn->recipe.workers);
@@ -289,10 +312,21 @@ static struct tpf_action *node_action(struct tpf_plan *p, enum tpf_action_kind k
 	return a;
 }
 
+/* `queued` as the state recorded it (how the node was requested): the
+ * local provider cannot tell, so the live node is not asked. */
+static void diff_queued(struct tpf_action *a, const struct tpf_desired_node *dn,
+			const struct tpf_state_node *sn)
+{
+	if (sn && !sn->recipe.queued != !dn->recipe.queued)
+		tpf_action_change(a, "queued", sn->recipe.queued ? "true" : "false",
+				  dn->recipe.queued ? "true" : "false", 1, 0);
+}
+
 static void plan_replace_fields(struct tpf_action *a, const struct tpf_desired_node *dn,
-				const struct tpf_live_node *ln)
+				const struct tpf_live_node *ln, const struct tpf_state_node *sn)
 {
 	diff_str(a, "accelerator_type", ln->recipe.accelerator_type, dn->recipe.accelerator_type, 1);
+	diff_queued(a, dn, sn);
 	diff_str(a, "runtime_version", ln->recipe.runtime_version, dn->recipe.runtime_version, 1);
 	diff_str(a, "scheduling", tpf_recipe_scheduling(&ln->recipe),
 		 tpf_recipe_scheduling(&dn->recipe), 1);
@@ -337,6 +371,15 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 			p->deferred++;
 			return;
 		}
+		if (sn && sn->recipe.queued && !dn->recipe.queued &&
+		    !strcmp(sn->status, TPF_NODE_CREATED)) {
+			/* Its queued resource may outlive the node (FAILED ones
+			 * hold no node): delete it before the plain create. */
+			a = node_action(p, TPF_ACT_REPLACE, dn, sn, NULL);
+			set_reason(a, "recipe", "a field that forces replacement changed");
+			diff_queued(a, dn, sn);
+			return;
+		}
 		a = node_action(p, TPF_ACT_CREATE, dn, sn, NULL);
 		describe_new(a, dn);
 		if (sn && !strcmp(sn->status, TPF_NODE_CREATED))
@@ -349,6 +392,24 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 	}
 
 	const char *state = ln->state ? ln->state : "STATE_UNSPECIFIED";
+	const char *qstate = queued_state(ln);
+	if (qstate && state_is(qstate, QUEUED_DEAD_STATES)) {
+		/* Delete it (force: with any node) and queue again. */
+		a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
+		if (!strcmp(qstate, "FAILED"))
+			set_reason(a, "queued_failed", "the queued resource failed");
+		else if (!strcmp(qstate, "SUSPENDED"))
+			set_reason(a, "queued_suspended",
+				   "the queued resource was suspended: its node is gone");
+		else
+			set_reason(a, "queued_node_gone",
+				   "the queued resource is ACTIVE but its node is gone");
+		char *qs = q(qstate);
+		tpf_action_change(a, "state", qs, "\"READY\"", 0, 0);
+		free(qs);
+		plan_replace_fields(a, dn, ln, sn);
+		return;
+	}
 	if (state_is(state, DEAD_STATES)) {
 		a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
 		char *text = xasprintf("the node is %s", state);
@@ -361,17 +422,17 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 		char *qs = q(state);
 		tpf_action_change(a, "state", qs, "\"READY\"", 0, 0);
 		free(qs);
-		plan_replace_fields(a, dn, ln);
+		plan_replace_fields(a, dn, ln, sn);
 		return;
 	}
 	if (sn && !strcmp(sn->status, TPF_NODE_TAINTED)) {
 		a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
 		set_reason(a, "tainted", "is tainted, so must be replaced");
-		plan_replace_fields(a, dn, ln);
+		plan_replace_fields(a, dn, ln, sn);
 		return;
 	}
 	a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
-	plan_replace_fields(a, dn, ln);
+	plan_replace_fields(a, dn, ln, sn);
 	if (a->nchanges) {
 		set_reason(a, "recipe", "a field that forces replacement changed");
 		return;
@@ -379,6 +440,26 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 	/* Not a replace after all: reuse the slot. */
 	action_release(a);
 	p->n--;
+
+	if (qstate) {
+		/*
+		 * Queued (ACCEPTED, WAITING_FOR_RESOURCES, PROVISIONING, ...):
+		 * that can take hours, so nothing waits on it; a later plan
+		 * provisions the workers once the node is READY.
+		 */
+		tpf_warn(d, dn->name,
+			 "queued: node '%s' waits: its queued resource is %s (its workers are "
+			 "provisioned once the node is READY)",
+			 dn->name, qstate);
+		if (!sn) {
+			/* Found by its labels (an interrupted apply): record it. */
+			a = node_action(p, TPF_ACT_UPDATE, dn, sn, ln);
+			a->adopt = 1;
+			set_reason(a, "adopt", "found by its tpuform labels but missing from state: "
+					       "adopt it");
+		}
+		return;
+	}
 
 	if (state_is(state, BUSY_STATES)) {
 		a = node_action(p, TPF_ACT_WAIT, dn, sn, ln);

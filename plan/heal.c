@@ -21,6 +21,9 @@ int tpf_action_is_healing(const struct tpf_action *a)
 	case TPF_ACT_FORGET:
 		return 1;
 	case TPF_ACT_REPLACE:
+		/* Dead, tainted or unhealthy nodes and FAILED or SUSPENDED queued
+		 * resources (queued_failed, queued_suspended, queued_node_gone)
+		 * come back; a changed recipe waits. */
 		return !reason_is(a, "recipe");
 	case TPF_ACT_UPDATE:
 		return reason_is(a, "adopt") || reason_is(a, "provision");

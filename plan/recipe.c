@@ -16,6 +16,8 @@ void tpf_recipe_copy(struct tpf_recipe *dst, const struct tpf_recipe *src)
 		.spot = src->spot,
 		.workers = src->workers,
 		.labels = labels,
+		.queued = src->queued,
+		.valid_until = xstrdup(src->valid_until),
 	};
 	tpf_recipe_release(dst);
 	*dst = tmp;
@@ -26,6 +28,7 @@ void tpf_recipe_release(struct tpf_recipe *r)
 	free(r->accelerator_type);
 	free(r->runtime_version);
 	free(r->zone);
+	free(r->valid_until);
 	tpf_kvlist_release(&r->labels);
 	memset(r, 0, sizeof(*r));
 }

@@ -26,6 +26,15 @@ struct tpf_recipe {
 	/* Every label the node carries, including tpuform-fleet,
 	 * tpuform-group and tpuform-index. In place. */
 	struct tpf_kvlist labels;
+	/* Requested through a Cloud TPU queued resource (group `queued: true`,
+	 * gcp-tpu-api.md section 5) instead of nodes.create; forces
+	 * replacement. The provider names the queued resource after the node. */
+	int queued;
+	/* The group's valid_until as written ("6h"): how long the queued
+	 * resource may wait for capacity (queueingPolicy.validUntilDuration).
+	 * NULL: no limit. Only read at create time: a change does not replace
+	 * a node. */
+	char *valid_until;
 };
 
 struct tpf_job {
@@ -60,7 +69,9 @@ void tpf_job_release(struct tpf_job *j);
  * JSON forms (new references; NULL fields omitted), shared by state files
  * and saved plans:
  *   recipe: {accelerator_type, runtime_version, zone, preemptible, spot,
- *            workers, labels{}}
+ *            workers, labels{}, queued, valid_until}
+ *           (queued only when true, so states of fleets without queued
+ *           resources read and write exactly as before)
  *   job:    {commit, repo, setup, run, env{}, secrets_hash}
  * from_json: 0, or TPF_ERROR with a diagnostic naming `what` and the field.
  */

@@ -59,6 +59,9 @@ json_t *tpf_recipe_to_json(const struct tpf_recipe *r)
 	json_object_set_new(o, "spot", json_boolean(r->spot));
 	json_object_set_new(o, "workers", json_integer(r->workers));
 	json_object_set_new(o, "labels", tpf_kvlist_to_json(&r->labels));
+	if (r->queued)
+		json_object_set_new(o, "queued", json_true());
+	set_str(o, "valid_until", r->valid_until);
 	return o;
 }
 
@@ -68,8 +71,13 @@ int tpf_recipe_from_json(struct tpf_recipe *r, json_t *j, const char *what, stru
 		return tpf_error(d, "%s: 'recipe' must be an object", what);
 	if (get_str(j, "accelerator_type", &r->accelerator_type, what, d) ||
 	    get_str(j, "runtime_version", &r->runtime_version, what, d) ||
-	    get_str(j, "zone", &r->zone, what, d))
+	    get_str(j, "zone", &r->zone, what, d) ||
+	    get_str(j, "valid_until", &r->valid_until, what, d))
 		return TPF_ERROR;
+	json_t *qd = json_object_get(j, "queued");
+	if (qd && !json_is_boolean(qd))
+		return tpf_error(d, "%s: 'queued' must be true or false", what);
+	r->queued = json_is_true(qd);
 	json_t *w = json_object_get(j, "workers");
 	if (w && !json_is_integer(w))
 		return tpf_error(d, "%s: 'workers' must be a whole number", what);

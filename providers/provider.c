@@ -44,6 +44,7 @@ void tpf_live_node_release(struct tpf_live_node *n)
 	free(n->state);
 	free(n->health);
 	free(n->create_time);
+	free(n->queued_state);
 	tpf_recipe_release(&n->recipe);
 	for (size_t i = 0; i < n->nendpoints; i++) {
 		free(n->endpoints[i].ip);
@@ -63,6 +64,7 @@ void tpf_live_node_copy(struct tpf_live_node *dst, const struct tpf_live_node *s
 		.health = xstrdup(src->health),
 		.create_time = xstrdup(src->create_time),
 		.nendpoints = src->nendpoints,
+		.queued_state = xstrdup(src->queued_state),
 	};
 	tpf_recipe_copy(&tmp.recipe, &src->recipe);
 	if (src->nendpoints) {

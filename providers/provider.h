@@ -37,6 +37,15 @@ struct tpf_live_node {
 	struct tpf_recipe recipe;
 	struct tpf_endpoint *endpoints;
 	size_t nendpoints;
+	/*
+	 * Queued resources (gcp-tpu-api.md section 5): the state of the queued
+	 * resource that requested this node (QueuedResource.state.state, e.g.
+	 * "WAITING_FOR_RESOURCES"), NULL when none is known. recipe.queued is
+	 * then 1. When the queued resource speaks for the node -- no node
+	 * exists yet, or the queued resource FAILED or is SUSPENDED -- `state`
+	 * is the same string as this one and `id` is the node's or NULL.
+	 */
+	char *queued_state;
 };
 
 struct tpf_live_set {

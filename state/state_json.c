@@ -48,6 +48,11 @@ static json_t *recipe_to_json(const struct tpf_recipe *r)
 	json_object_set_new(o, "spot", json_boolean(r->spot));
 	json_object_set_new(o, "workers", json_integer(r->workers));
 	put_map(o, "labels", &r->labels);
+	/* Queued resources (plan/recipe.h): only when set, so states of
+	 * fleets without them read and write exactly as before. */
+	if (r->queued)
+		json_object_set_new(o, "queued", json_true());
+	put_str(o, "valid_until", r->valid_until);
 	return o;
 }
 
@@ -299,7 +304,9 @@ static int parse_recipe(const struct reader *r, json_t *o, const char *prefix,
 	    get_bool(r, o, prefix, "preemptible", &rc->preemptible) < 0 ||
 	    get_bool(r, o, prefix, "spot", &rc->spot) < 0 ||
 	    get_int32(r, o, prefix, "workers", 0, &rc->workers) < 0 ||
-	    get_map(r, o, prefix, "labels", &rc->labels) < 0)
+	    get_map(r, o, prefix, "labels", &rc->labels) < 0 ||
+	    get_bool(r, o, prefix, "queued", &rc->queued) < 0 ||
+	    get_str(r, o, prefix, "valid_until", 0, &rc->valid_until) < 0)
 		return TPF_ERROR;
 	return 0;
 }

@@ -11,6 +11,13 @@
  * transport() returns the SSH transport of providers/ssh for the fleet's
  * ssh settings, made on first use and shared by every thread; workers are
  * reached at the addresses of networkEndpoints (gcp_node.h).
+ *
+ * Queued resources (gcp_qr.h): create() of a recipe with `queued` asks
+ * queuedResources.create and returns once the queued resource waits
+ * (the live node then carries its state, not READY) or its node is up;
+ * refresh() also lists each zone's queued resources when a group is
+ * queued, and merges them into the live nodes; remove() of a node that
+ * came from a queued resource deletes the queued resource (force=true).
  */
 #ifndef TPF_GCP_H
 #define TPF_GCP_H

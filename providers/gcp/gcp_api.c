@@ -1,4 +1,5 @@
 #include "providers/gcp/gcp_api.h"
+#include "providers/gcp/gcp_api_internal.h"
 #include "providers/gcp/gcp_endpoint.h"
 #include "providers/gcp/gcp_errors.h"
 #include "providers/gcp/gcp_node.h"
@@ -656,4 +657,63 @@ int tpf_gcp_check_offering(struct tpf_gcp_client *c, const char *zone, const cha
 		free_strings(v, n);
 	}
 	return ok;
+}
+
+/* ---- the machinery, for the other API files (gcp_api_internal.h) ---- */
+
+char *tpf_gcp_zone_url(struct tpf_gcp_client *c, const char *zone, const char *suffix)
+{
+	return zone_url(c, zone, suffix);
+}
+
+int tpf_gcp_call(struct tpf_gcp_client *c, const char *method, const char *url, json_t *body,
+		 const char *what, const char *address, unsigned quiet, json_t **out,
+		 struct tpf_gcp_outcome *res, struct tpf_diags *d)
+{
+	struct call_result r = { .err = TPF_GCP_ERROR_INIT };
+	int rc = call(c, method, url, body, what, address, quiet, out, &r, d);
+	if (res) {
+		res->api_error = r.api_error;
+		res->cls = r.cls;
+		res->attempts = r.attempts;
+		tpf_gcp_error_release(&res->err);
+		res->err = r.err; /* moved */
+	} else {
+		tpf_gcp_error_release(&r.err);
+	}
+	return rc;
+}
+
+int tpf_gcp_wait_op(struct tpf_gcp_client *c, json_t *op, const char *what, const char *address,
+		    int *failed, struct tpf_diags *d)
+{
+	return wait_op(c, op, what, address, failed, d);
+}
+
+int tpf_gcp_list_all(struct tpf_gcp_client *c, const char *base, const char *key,
+		     const char *what, int (*each)(json_t *, void *), void *ctx,
+		     struct tpf_diags *d)
+{
+	return list_all(c, base, key, what, each, ctx, d);
+}
+
+int tpf_gcp_wait_node_settled(struct tpf_gcp_client *c, const char *zone, const char *name,
+			      const char *what, struct tpf_live_node *out, struct tpf_diags *d)
+{
+	return wait_node_settled(c, zone, name, what, out, d);
+}
+
+const char *tpf_gcp_client_project(struct tpf_gcp_client *c)
+{
+	return c->project;
+}
+
+int tpf_gcp_client_ssh_port(struct tpf_gcp_client *c)
+{
+	return c->ssh_port;
+}
+
+int tpf_gcp_client_external_ips(struct tpf_gcp_client *c)
+{
+	return c->external_ips;
 }

@@ -60,6 +60,8 @@ int tpf_gcp_node_parse(json_t *node, const char *zone, int ssh_port, struct tpf_
 	json_t *sc = json_object_get(node, "schedulingConfig");
 	r->preemptible = json_is_true(json_object_get(sc, "preemptible"));
 	r->spot = json_is_true(json_object_get(sc, "spot"));
+	const char *qr = json_string_value(json_object_get(node, "queuedResource"));
+	r->queued = qr && *qr;
 	const char *k;
 	json_t *v;
 	json_object_foreach(json_object_get(node, "labels"), k, v) {

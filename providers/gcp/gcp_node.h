@@ -29,7 +29,7 @@ int tpf_gcp_node_in_fleet(json_t *node, const char *fleet);
  * Convert a Node object into *out (released first; caller releases).
  * name = last segment of Node.name; zone from Node.name, else `zone`;
  * recipe from acceleratorType, runtimeVersion, schedulingConfig and every
- * label; endpoints from networkEndpoints (ipAddress, accessConfig.externalIp;
+ * label (recipe.queued when the node names the queuedResource it came from); endpoints from networkEndpoints (ipAddress, accessConfig.externalIp;
  * port: the endpoint's port unless absent or the TPU runtime's 8470, then
  * `ssh_port`, because the real API reports the runtime port there while
  * the emulator reports the worker's SSH port); workers = number of

@@ -1,5 +1,6 @@
 #include "providers/gcp/gcp.h"
 #include "providers/gcp/gcp_api.h"
+#include "providers/gcp/gcp_qr.h"
 #include "providers/provider.h"
 #include "providers/ssh/ssh.h"
 #include "util/buf.h"
@@ -9,12 +10,55 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The client, and the SSH transport to the workers (made on first use). */
+/* What a refresh learnt of a node's queued resource: `qr` is its id, or
+ * NULL when the node is known to have none. */
+struct qr_fact {
+	char *zone, *node, *qr;
+};
+
+/* The client, and the SSH transport to the workers (made on first use).
+ * facts and qr_zones (zones whose queued resources were listed) let
+ * remove() pick queuedResources.delete or nodes.delete without asking. */
 struct gcp_impl {
 	struct tpf_gcp_client *client;
 	struct tpf_transport *transport;
 	pthread_mutex_t mu;
+	struct qr_fact *facts;
+	size_t nfacts, afacts;
+	char **qr_zones;
+	size_t nqr_zones, aqr_zones;
 };
+
+/* Call with g->mu held. */
+static struct qr_fact *fact_find(struct gcp_impl *g, const char *zone, const char *node)
+{
+	for (size_t i = 0; i < g->nfacts; i++)
+		if (!strcmp(g->facts[i].zone, zone) && !strcmp(g->facts[i].node, node))
+			return &g->facts[i];
+	return NULL;
+}
+
+/* Call with g->mu held. */
+static void fact_set(struct gcp_impl *g, const char *zone, const char *node, const char *qr)
+{
+	struct qr_fact *f = fact_find(g, zone, node);
+	if (!f) {
+		XGROW(g->facts, g->nfacts + 1, g->afacts);
+		f = &g->facts[g->nfacts++];
+		f->zone = xstrdup(zone);
+		f->node = xstrdup(node);
+		f->qr = NULL;
+	}
+	xstrset(&f->qr, qr);
+}
+
+static int fleet_has_queued(const struct tpf_fleet *f)
+{
+	for (size_t i = 0; i < f->ngroups; i++)
+		if (f->groups[i].queued)
+			return 1;
+	return 0;
+}
 
 static struct tpf_gcp_client *client_of(struct tpf_provider *p)
 {
@@ -26,7 +70,10 @@ static struct tpf_gcp_client *client_of(struct tpf_provider *p)
 struct zone_job {
 	struct tpf_gcp_client *c;
 	const char *zone, *fleet;
+	int queued;               /* also list queued resources */
 	struct tpf_live_set set;
+	struct tpf_gcp_qr *qrs;
+	size_t nqrs;
 	struct tpf_diags diags;
 	int rc;
 };
@@ -35,7 +82,37 @@ static void *zone_worker(void *arg)
 {
 	struct zone_job *j = arg;
 	j->rc = tpf_gcp_list_nodes(j->c, j->zone, j->fleet, &j->set, &j->diags);
+	if (j->rc == 0 && j->queued) {
+		j->rc = tpf_gcp_list_qrs(j->c, j->zone, j->fleet, &j->qrs, &j->nqrs, &j->diags);
+		if (j->rc == 0)
+			tpf_gcp_qr_merge(&j->set, j->qrs, j->nqrs);
+	}
 	return NULL;
+}
+
+/* Remember, for remove(), which nodes of a zone have a queued resource. */
+static void learn(struct gcp_impl *g, const struct zone_job *j)
+{
+	if (j->rc < 0)
+		return;
+	pthread_mutex_lock(&g->mu);
+	for (size_t k = 0; k < j->set.n; k++) {
+		const struct tpf_live_node *n = &j->set.nodes[k];
+		/* Ours are named after their node (gcp_qr.h). */
+		fact_set(g, j->zone, n->name, n->recipe.queued ? n->name : NULL);
+	}
+	for (size_t k = 0; k < j->nqrs; k++)
+		fact_set(g, j->zone, j->qrs[k].node_id, j->qrs[k].id);
+	if (j->queued) {
+		int seen = 0;
+		for (size_t k = 0; k < g->nqr_zones && !seen; k++)
+			seen = !strcmp(g->qr_zones[k], j->zone);
+		if (!seen) {
+			XGROW(g->qr_zones, g->nqr_zones + 1, g->aqr_zones);
+			g->qr_zones[g->nqr_zones++] = xstrdup(j->zone);
+		}
+	}
+	pthread_mutex_unlock(&g->mu);
 }
 
 #define REFRESH_PARALLEL 8
@@ -46,10 +123,12 @@ static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t 
 	int rc = 0;
 	struct zone_job *jobs = xcalloc(nzones ? nzones : 1, sizeof(*jobs));
 	pthread_t th[REFRESH_PARALLEL];
+	int queued = fleet_has_queued(p->fleet);
 	for (size_t i = 0; i < nzones; i++) {
 		jobs[i].c = client_of(p);
 		jobs[i].zone = zones[i];
 		jobs[i].fleet = p->fleet->name;
+		jobs[i].queued = queued;
 		tpf_diags_init(&jobs[i].diags);
 	}
 	for (size_t base = 0; base < nzones; base += REFRESH_PARALLEL) {
@@ -68,6 +147,10 @@ static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t 
 		struct zone_job *j = &jobs[i];
 		if (j->rc < 0 && rc == 0)
 			rc = j->rc;
+		learn(p->impl, j);
+		for (size_t k = 0; k < j->nqrs; k++)
+			tpf_gcp_qr_release(&j->qrs[k]);
+		free(j->qrs);
 		for (size_t k = 0; k < j->set.n; k++) {
 			struct tpf_live_node *n = tpf_live_set_add(out);
 			*n = j->set.nodes[k]; /* move */
@@ -85,13 +168,60 @@ static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t 
 static int gcp_create(struct tpf_provider *p, const char *name, const struct tpf_recipe *r,
 		      struct tpf_live_node *out, struct tpf_diags *d)
 {
-	return tpf_gcp_create_node(client_of(p), name, r, out, d);
+	if (!r->queued)
+		return tpf_gcp_create_node(client_of(p), name, r, out, d);
+	struct gcp_impl *g = p->impl;
+	int rc = tpf_gcp_create_qr(client_of(p), name, r, out, d);
+	if (r->zone) {
+		/* Its queued resource exists unless the request failed (then
+		 * tpf_gcp_create_qr deleted it); either way remove() knows. */
+		pthread_mutex_lock(&g->mu);
+		fact_set(g, r->zone, name, rc == 0 ? name : NULL);
+		pthread_mutex_unlock(&g->mu);
+	}
+	return rc;
 }
 
+/*
+ * A node requested through a queued resource goes with it: delete the
+ * queued resource with force=true. Which it is comes from this provider's
+ * last refresh; a node it never saw, in a zone whose queued resources
+ * were not listed, costs one queuedResources.get.
+ */
 static int gcp_remove(struct tpf_provider *p, const char *zone, const char *name,
 		      struct tpf_diags *d)
 {
-	return tpf_gcp_delete_node(client_of(p), zone, name, d);
+	struct gcp_impl *g = p->impl;
+	char *qr = NULL;
+	int known = 0, rc = 0;
+	pthread_mutex_lock(&g->mu);
+	struct qr_fact *f = fact_find(g, zone, name);
+	if (f) {
+		known = 1;
+		qr = xstrdup(f->qr);
+	}
+	for (size_t i = 0; i < g->nqr_zones && !known; i++)
+		known = !strcmp(g->qr_zones[i], zone);
+	pthread_mutex_unlock(&g->mu);
+	if (!known) {
+		struct tpf_gcp_qr q = { 0 };
+		rc = tpf_gcp_get_qr(client_of(p), zone, name, &q, d);
+		if (rc == 0)
+			qr = xstrdup(q.id);
+		tpf_gcp_qr_release(&q);
+		if (rc == TPF_ENOTFOUND)
+			rc = 0;
+	}
+	if (rc == 0)
+		rc = qr ? tpf_gcp_delete_qr(client_of(p), zone, qr, name, d)
+			: tpf_gcp_delete_node(client_of(p), zone, name, d);
+	if (rc == 0) {
+		pthread_mutex_lock(&g->mu);
+		fact_set(g, zone, name, NULL);
+		pthread_mutex_unlock(&g->mu);
+	}
+	free(qr);
+	return rc;
 }
 
 static int gcp_set_labels(struct tpf_provider *p, const char *zone, const char *name,
@@ -117,6 +247,15 @@ static void gcp_free(struct tpf_provider *p)
 	struct gcp_impl *g = p->impl;
 	tpf_ssh_transport_free(g->transport);
 	tpf_gcp_client_free(g->client);
+	for (size_t i = 0; i < g->nfacts; i++) {
+		free(g->facts[i].zone);
+		free(g->facts[i].node);
+		free(g->facts[i].qr);
+	}
+	free(g->facts);
+	for (size_t i = 0; i < g->nqr_zones; i++)
+		free(g->qr_zones[i]);
+	free(g->qr_zones);
 	pthread_mutex_destroy(&g->mu);
 	free(g);
 	free(p);

@@ -328,6 +328,128 @@ req POST "/__admin/faults?rate=0" >/dev/null
 st=$(req GET "$P/$Z/nodes")
 check "faults off again: 200" [ "$st" = 200 ]
 
+# queued resources (reference section 5): state is an object, the tier an
+# empty message; WAITING_FOR_RESOURCES without capacity instead of failing
+QZ=qz-a
+qr_body() { # NODE_ID [extra top-level JSON members]
+	printf '{"tpu":{"nodeSpec":[{"parent":"projects/test-project/locations/%s","nodeId":"%s","node":{"acceleratorType":"v2-8","runtimeVersion":"tpu-vm-base","labels":{"team":"nlp"}}}]}%s}' "$QZ" "$1" "${2:-}"
+}
+req POST "/__admin/capacity?zone=$QZ&value=0" >/dev/null
+st=$(req POST "$P/$QZ/queuedResources?queuedResourceId=qr-a" -d "$(qr_body qa ',"spot":{},"queueingPolicy":{"validUntilDuration":"3600s"},"state":{"state":"ACTIVE"}')")
+QOP=$(jq -r .name "$T/body")
+check "QR create: 200 with a create operation targeting the queued resource" \
+	eval '[ "$st" = 200 ] && jqt ".metadata.verb == \"create\" and .metadata.target == \"projects/test-project/locations/qz-a/queuedResources/qr-a\" and (.done != true)"'
+req GET "$P/$QZ/queuedResources/qr-a" >/dev/null
+check "QR get: ACCEPTED while the operation runs; output-only state in the body ignored; spot tier kept as {}" \
+	jqt '.state == {"state":"ACCEPTED"} and .spot == {} and .name == "projects/test-project/locations/qz-a/queuedResources/qr-a" and (.createTime | type == "string") and .queueingPolicy.validUntilDuration == "3600s"'
+finish_op "$QOP"
+check "QR create operation done: response is the QueuedResource, WAITING_FOR_RESOURCES (no capacity)" \
+	jqt '.response["@type"] == "type.googleapis.com/google.cloud.tpu.v2.QueuedResource" and .response.state.state == "WAITING_FOR_RESOURCES" and (has("error") | not)'
+st=$(req GET "$P/$QZ/nodes/qa")
+check "QR waiting: no node yet" [ "$st" = 404 ]
+st=$(req POST "$P/$QZ/queuedResources?queuedResourceId=qr-a" -d "$(qr_body qa2)")
+check "QR create of an existing id: 409 ALREADY_EXISTS" eval '[ "$st" = 409 ] && jqt ".error.status == \"ALREADY_EXISTS\""'
+st=$(req POST "$P/$QZ/queuedResources?queuedResourceId=qr-dup" -d "$(qr_body qa)")
+check "QR for a node id another queued resource asks for: 409" [ "$st" = 409 ]
+st=$(req POST "$P/$QZ/queuedResources?queuedResourceId=qr-v1" -d '{"tpu":{"nodeSpec":[{"parent":"projects/test-project/locations/qz-a","nodeId":"v1","node":{"acceleratorTyp":"v2-8","runtimeVersion":"tpu-vm-base"}}]}}')
+check "QR body validated like nodes: unknown name at 'queued_resource.tpu.node_spec[0].node'" \
+	eval '[ "$st" = 400 ] && jqt ".error.message == \"Invalid JSON payload received. Unknown name \\\"acceleratorTyp\\\" at '"'"'queued_resource.tpu.node_spec[0].node'"'"': Cannot find field.\""'
+st=$(req POST "$P/$QZ/queuedResources?queuedResourceId=qr-v2" -d '{"tpu":{"nodeSpec":[{"parent":"projects/test-project/locations/qz-a","nodeId":"v2","node":{"acceleratorType":"v2-8"}}]}}')
+check "QR body: a missing runtimeVersion in the node spec is named" \
+	eval '[ "$st" = 400 ] && jqt ".error.message | contains(\"queued_resource.tpu.node_spec[0].node.runtime_version\")"'
+st=$(req POST "$P/$QZ/queuedResources?queuedResourceId=qr-v3" -d "$(qr_body v3 ',"spot":{},"guaranteed":{}')")
+check "QR with both the spot and the guaranteed tier: 400" [ "$st" = 400 ]
+st=$(req POST "$P/$QZ/queuedResources?queuedResourceId=qr-v4" -d '{"tpu":{"nodeSpec":[{"parent":"projects/test-project/locations/elsewhere","nodeId":"v4","node":{"acceleratorType":"v2-8","runtimeVersion":"tpu-vm-base"}}]}}')
+check "QR whose node spec names another parent: 400" [ "$st" = 400 ]
+st=$(req POST "$P/$QZ/queuedResources?queuedResourceId=bad%20id" -d "$(qr_body v5)")
+check "QR id outside ^[A-Za-z0-9_.~+%-]+\$: 400" [ "$st" = 400 ]
+st=$(req POST "$P/$QZ/queuedResources?queuedResourceId=qr-v6" -d "$(qr_body v6 ',"queueingPolicy":{"validUntilDuration":"6h"}')")
+check "QR validUntilDuration must be a google-duration (\"21600s\"): 400" \
+	eval '[ "$st" = 400 ] && jqt ".error.message | contains(\"queued_resource.queueing_policy.valid_until_duration\")"'
+st=$(req POST "$P/us-east1-d/queuedResources?queuedResourceId=qr-q" -d '{"tpu":{"nodeSpec":[{"parent":"projects/test-project/locations/us-east1-d","nodeId":"qq","node":{"acceleratorType":"v2-8","runtimeVersion":"tpu-vm-base","schedulingConfig":{"preemptible":true}}}]}}')
+check "QR over quota: 429 RESOURCE_EXHAUSTED at once, as for nodes" \
+	eval '[ "$st" = 429 ] && jqt ".error.message | contains(\"exhausted\")"'
+
+# capacity arrives: PROVISIONING (node CREATING), then ACTIVE (node READY)
+req POST "/__admin/capacity?zone=$QZ&value=1" >/dev/null
+req GET "$P/$QZ/queuedResources/qr-a" >/dev/null
+check "QR with capacity: PROVISIONING" jqt '.state.state == "PROVISIONING"'
+req GET "$P/$QZ/nodes/qa" >/dev/null
+check "its node is CREATING, names its queued resource, is spot by the tier, carries the labels" \
+	jqt '.state == "CREATING" and .queuedResource == "projects/test-project/locations/qz-a/queuedResources/qr-a" and .schedulingConfig == {"spot":true} and .labels == {"team":"nlp"}'
+req POST /__admin/operations:finish >/dev/null
+req GET "$P/$QZ/queuedResources/qr-a" >/dev/null
+check "QR ACTIVE once provisioned" jqt '.state.state == "ACTIVE"'
+req GET "$P/$QZ/nodes/qa" >/dev/null
+check "its node READY with its worker endpoint" jqt '.state == "READY" and (.networkEndpoints | length) == 1'
+st=$(req DELETE "$P/$QZ/queuedResources/qr-a")
+check "QR delete without force while its node lives: 400 FAILED_PRECONDITION" \
+	eval '[ "$st" = 400 ] && jqt ".error.status == \"FAILED_PRECONDITION\""'
+st=$(req DELETE "$P/$QZ/queuedResources/qr-a?force=maybe")
+check "QR delete force must be a bool: 400" [ "$st" = 400 ]
+st=$(req DELETE "$P/$QZ/queuedResources/qr-a?force=true")
+DQOP=$(jq -r .name "$T/body")
+req GET "$P/$QZ/queuedResources/qr-a" >/dev/null
+check "QR delete force=true: DELETING (initiated by the user)" \
+	eval '[ "$st" = 200 ] && jqt ".state == {\"state\":\"DELETING\",\"stateInitiator\":\"USER\"}"'
+req GET "$P/$QZ/nodes/qa" >/dev/null
+check "its node DELETING" jqt '.state == "DELETING"'
+finish_op "$DQOP"
+check "QR delete operation: google.protobuf.Empty" jqt '.response == {"@type":"type.googleapis.com/google.protobuf.Empty"}'
+qs=$(req GET "$P/$QZ/queuedResources/qr-a")
+ns=$(req GET "$P/$QZ/nodes/qa")
+check "QR delete force=true: the queued resource and its node are gone" [ "$qs$ns" = 404404 ]
+
+# list paging, admin states, reset, preemption, valid-until
+req POST "/__admin/capacity?zone=$QZ&value=0" >/dev/null
+for i in 1 2 3; do req POST "$P/$QZ/queuedResources?queuedResourceId=ql$i" -d "$(qr_body l$i)" >/dev/null; done
+req POST /__admin/operations:finish >/dev/null
+req GET "$P/$QZ/queuedResources" >/dev/null
+tok=$(jq -r '.nextPageToken // empty' "$T/body")
+check "QR list: a page of 2 (--page-size 2) and a token" \
+	jqt '[.queuedResources[].name | split("/") | last] == ["ql1","ql2"] and (.queuedResources | all(.state.state == "WAITING_FOR_RESOURCES"))'
+req GET "$P/$QZ/queuedResources?pageToken=$tok" >/dev/null
+check "QR list: the last one on page 2, no further token" \
+	jqt '[.queuedResources[].name | split("/") | last] == ["ql3"] and (has("nextPageToken") | not)'
+st=$(req POST "/__admin/queuedResources/$QZ/ql1:state?value=FAILED&code=8&message=no+luck")
+req GET "$P/$QZ/queuedResources/ql1" >/dev/null
+check "admin QR state=FAILED: failedData.error, initiated by the service" \
+	eval '[ "$st" = 200 ] && jqt ".state == {\"state\":\"FAILED\",\"stateInitiator\":\"SERVICE\",\"failedData\":{\"error\":{\"code\":8,\"message\":\"no luck\"}}}"'
+st=$(req POST "/__admin/queuedResources/$QZ/ql1:state?value=SLEEPY")
+check "admin QR state not in the discovery enum: 400" [ "$st" = 400 ]
+st=$(req POST "$P/$QZ/queuedResources/ql2:reset" -d '{}')
+check "QR reset of a waiting queued resource: 400 FAILED_PRECONDITION" [ "$st" = 400 ]
+st=$(req POST "$P/$QZ/queuedResources/ql1:reset" -d '{}')
+ROP=$(jq -r .name "$T/body")
+req GET "$P/$QZ/queuedResources/ql1" >/dev/null
+check "QR reset of a FAILED one: ACCEPTED again" eval '[ "$st" = 200 ] && jqt ".state.state == \"ACCEPTED\""'
+finish_op "$ROP"
+check "QR reset: queued again (WAITING_FOR_RESOURCES)" jqt '.response.state.state == "WAITING_FOR_RESOURCES"'
+st=$(req DELETE "$P/$QZ/queuedResources/ql2")
+check "QR delete without force of one that has no node: 200" [ "$st" = 200 ]
+req POST "/__admin/capacity?zone=$QZ&value=none" >/dev/null
+req POST /__admin/operations:finish >/dev/null
+req POST "/__admin/nodes/$QZ/l3:preempt" >/dev/null
+req GET "$P/$QZ/queuedResources/ql3" >/dev/null
+check "preempting the node of an ACTIVE queued resource suspends it (SERVICE)" \
+	jqt '.state == {"state":"SUSPENDED","stateInitiator":"SERVICE"}'
+st=$(req GET "$P/$QZ/nodes/l3")
+check "the suspended queued resource's node is gone" [ "$st" = 404 ]
+req POST "/__admin/capacity?zone=qz-b&value=0" >/dev/null
+QZ=qz-b
+req POST "$P/$QZ/queuedResources?queuedResourceId=qv" -d "$(qr_body v ',"queueingPolicy":{"validUntilDuration":"0.3s"}')" >/dev/null
+sleep 0.4
+req POST /__admin/operations:finish >/dev/null
+req GET "$P/$QZ/queuedResources/qv" >/dev/null
+check "QR not provisioned before validUntilDuration: FAILED with an error" \
+	jqt '.state.state == "FAILED" and .state.failedData.error.code == 4 and (.state.failedData.error.message | length) > 0'
+req GET /__admin/queuedResources >/dev/null
+check "admin lists every queued resource (ql2's delete finished)" \
+	jqt '[.[].name | split("/") | last] == ["ql1","ql3","qv"]'
+req GET /__admin/requests >/dev/null
+check "request log records the QR create with its queuedResourceId and body" \
+	jqt 'map(select(.method == "POST" and .path == "/v2/projects/test-project/locations/qz-a/queuedResources" and .query == "queuedResourceId=qr-a" and .body.spot == {} and .status == 200)) | length == 1'
+
 st=$(req POST /__admin/shutdown)
 wait "$FAKEGCP_PID"
 rc=$?

@@ -199,6 +199,22 @@ void fg_nodes_start(struct fg_req *r, struct fg_match *mt);
 void fg_node_set_state(struct fg_node *n, const char *state);
 /* Full resource name of a node. Caller frees. */
 char *fg_node_name(const char *zone, const char *id);
+/*
+ * Check a Node body as nodes.create does (both accelerator fields, both
+ * network fields, spot with preemptible, description, labels, accelerator
+ * type offered in zone); `at` names the body in messages ("node" or
+ * "queued_resource.tpu.node_spec[0].node"). 0 with *type (fresh), or -1
+ * after answering 400.
+ */
+int fg_node_body_check(struct fg_req *r, const char *zone, json_t *body, const char *at,
+		       char **type);
+/* A new CREATING node from a checked body, not yet added; worker addresses
+ * reserved. Lock held. */
+struct fg_node *fg_node_new(const char *zone, const char *id, json_t *body, const char *type);
+/* NULL if one more node like this fits every quota; else answers 429
+ * RESOURCE_EXHAUSTED and returns the message (fresh). Lock held. */
+char *fg_quota_refusal(struct fg_req *r, const char *zone, const char *type, enum fg_sched s,
+		       int workers);
 
 /* ---- fg_page.c ---- */
 /* Parse pageSize/pageToken; -1 after answering 400. *after: fresh string or NULL. */
@@ -232,6 +248,7 @@ struct fg_op {
 	json_t *response;  /* with @type once succeeded */
 	json_t *patch;     /* update: the body */
 	json_t *mask;      /* update: array of camelCase top-level fields */
+	int qr;            /* on queued resource node_id (fg_qr.c), not on a node */
 };
 /* New running operation on node zone/id, registered; borrowed. Lock held. */
 struct fg_op *fg_op_start(const char *zone, const char *node_id, const char *verb);
@@ -250,6 +267,27 @@ void fg_operations_delete(struct fg_req *r, struct fg_match *mt);
 /* Called by fg_ops_tick for node operations (fg_node_state.c): sets op->error or
  * op->response and changes the node. */
 void fg_node_op_finish(struct fg_op *op);
+
+/* ---- fg_qr.c: queuedResources.* (shared/reference/gcp-tpu-api.md section 5) ---- */
+void fg_qr_create(struct fg_req *r, struct fg_match *mt);
+void fg_qr_get(struct fg_req *r, struct fg_match *mt);
+void fg_qr_list(struct fg_req *r, struct fg_match *mt);
+void fg_qr_delete(struct fg_req *r, struct fg_match *mt);
+void fg_qr_reset(struct fg_req *r, struct fg_match *mt);
+/* Move every queued resource on as time, capacity and its node allow.
+ * Called by fg_ops_tick. Lock held. */
+void fg_qrs_tick(void);
+/* Admin operations:finish: provisioning queued resources finish now too.
+ * Lock held. */
+void fg_qrs_hurry(void);
+/* Called by fg_ops_tick for operations with op->qr set. Lock held. */
+void fg_qr_op_finish(struct fg_op *op);
+/* Admin: POST /__admin/queuedResources/{zone}/{id}:state?value=X (rest
+ * starts at {zone}). Answers r. */
+void fg_qr_admin(struct fg_req *r, const char *rest);
+/* Every queued resource (all zones) as a JSON array (fresh). Lock held. */
+json_t *fg_qrs_all_json(void);
+void fg_qrs_free(void);
 
 /* ---- fg_catalog.c: accelerator types, runtime versions, locations ---- */
 /* VMs of a slice (reference section 9); 0 if the name is not understood. */

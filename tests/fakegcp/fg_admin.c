@@ -179,6 +179,14 @@ void fg_admin_serve(struct fg_req *r)
 	r->no_log = 1;
 	if (post && !strncmp(p, "nodes/", 6)) {
 		node_action(r, p + 6);
+	} else if (post && !strncmp(p, "queuedResources/", 16)) {
+		fg_qr_admin(r, p + 16);
+	} else if (get && !strcmp(p, "queuedResources")) {
+		fg_lock();
+		fg_ops_tick();
+		json_t *qrs = fg_qrs_all_json();
+		fg_unlock();
+		fg_reply_json(r, 200, qrs);
 	} else if (get && !strcmp(p, "nodes")) {
 		fg_reply_json(r, 200, all_nodes());
 	} else if (get && !strcmp(p, "operations")) {

@@ -231,6 +231,7 @@ static int parse_args(int argc, char **argv, const char **fault_kinds, double *f
 static void free_all(void)
 {
 	fg_ops_free();
+	fg_qrs_free();
 	fg_world_free();
 	fg_limits_free();
 	fg_catalog_free();

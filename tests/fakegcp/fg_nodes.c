@@ -29,93 +29,77 @@ static void not_found(struct fg_req *r, const char *zone, const char *id)
 	free(name);
 }
 
-void fg_nodes_create(struct fg_req *r, struct fg_match *mt)
+/* fg_bad_request with the field named under `at`. */
+static void bad_field(struct fg_req *r, const char *at, const char *field, const char *msg)
 {
-	const char *zone = fg_match_var(mt, "locationsId");
-	const char *id = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "nodeId");
-	json_t *body = mt->body;
-	char *type = NULL, *name = NULL, *quota = NULL, *nid = NULL;
-	char ts[40];
+	char *f = xasprintf("%s.%s", at, field);
 
-	if (!id || !*id) {
-		/* The API does not require it, but every client sends it and we do. */
-		fg_bad_request(r, "node_id", "Cloud TPU received a bad request. The node_id query "
-					  "parameter is required by this emulator.");
-		return;
-	}
-	if (!fg_node_id_ok(id)) {
-		fg_bad_request(r, "node_id", "Cloud TPU received a bad request. Node ID must match "
-					  "regex ^[a-z]([-a-z0-9]*[a-z0-9])?$ and be at most 63 characters.");
-		return;
-	}
+	fg_bad_request(r, f, msg);
+	free(f);
+}
+
+int fg_node_body_check(struct fg_req *r, const char *zone, json_t *body, const char *at,
+		       char **type_out)
+{
 	json_t *cfg = json_object_get(body, "acceleratorConfig");
-	const char *at = json_string_value(json_object_get(body, "acceleratorType"));
-	if (at && cfg) {
-		fg_bad_request(r, "node.accelerator_type", "Cloud TPU received a bad request. "
-			    "accelerator_type and accelerator_config cannot both be set.");
-		return;
+	const char *at_type = json_string_value(json_object_get(body, "acceleratorType"));
+	char *type;
+
+	*type_out = NULL;
+	if (at_type && cfg) {
+		bad_field(r, at, "accelerator_type", "Cloud TPU received a bad request. "
+			  "accelerator_type and accelerator_config cannot both be set.");
+		return -1;
 	}
 	if (json_object_get(body, "networkConfig") && json_object_get(body, "networkConfigs")) {
-		fg_bad_request(r, "node.network_configs", "Cloud TPU received a bad request. "
-			    "network_config and network_configs cannot both be set.");
-		return;
+		bad_field(r, at, "network_configs", "Cloud TPU received a bad request. "
+			  "network_config and network_configs cannot both be set.");
+		return -1;
 	}
 	if (fg_sched_of(body) == FG_SPOT &&
 	    json_is_true(json_object_get(json_object_get(body, "schedulingConfig"), "preemptible"))) {
-		fg_bad_request(r, "node.scheduling_config", "Cloud TPU received a bad request. "
-			    "spot and preemptible cannot both be set.");
-		return;
+		bad_field(r, at, "scheduling_config", "Cloud TPU received a bad request. "
+			  "spot and preemptible cannot both be set.");
+		return -1;
 	}
 	const char *desc = json_string_value(json_object_get(body, "description"));
 	if (desc && strlen(desc) > 512) {
-		fg_bad_request(r, "node.description", "Cloud TPU received a bad request. The "
-			    "description must be at most 512 characters.");
-		return;
+		bad_field(r, at, "description", "Cloud TPU received a bad request. The "
+			  "description must be at most 512 characters.");
+		return -1;
 	}
 	if (fg_check_labels(r, json_object_get(body, "labels")) < 0)
-		return;
-	type = cfg ? fg_type_from_config(cfg) : xstrdup(at ? at : "v2-8");
+		return -1;
+	type = cfg ? fg_type_from_config(cfg) : xstrdup(at_type ? at_type : "v2-8");
 	if (!type || !fg_type_workers(type) || !fg_type_offered(zone, type)) {
 		/* The real API's message (reference section 6). */
 		char *msg = xasprintf("Cloud TPU received a bad request. The requested accelerator "
 				      "configuration for accelerator type, \"%s\", could not be found "
 				      "in the zonal accelerator configurations for \"%s\".",
 				      type ? type : "(accelerator_config)", zone);
-		fg_bad_request(r, "node.accelerator_type", msg);
+		bad_field(r, at, "accelerator_type", msg);
 		free(msg);
 		free(type);
-		return;
+		return -1;
 	}
+	*type_out = type;
+	return 0;
+}
 
-	fg_lock();
-	fg_ops_tick();
-	name = fg_node_name(zone, id);
-	if (fg_node_find(zone, id)) {
-		fg_reply_error(r, 409, "ALREADY_EXISTS", json_pack("[o]", fg_resource_info(name)),
-			       "Resource '%s' already exists", name);
-		goto done;
-	}
+struct fg_node *fg_node_new(const char *zone, const char *id, json_t *body, const char *type)
+{
 	struct fg_node *n = xcalloc(1, sizeof(*n));
+	char *name = fg_node_name(zone, id), *nid = fg_new_node_id();
+	char ts[40];
+
 	n->zone = xstrdup(zone);
 	n->id = xstrdup(id);
-	n->type = type;
-	type = NULL;
+	n->type = xstrdup(type);
 	n->workers = fg_type_workers(n->type);
 	n->sched = fg_sched_of(body);
-	quota = fg_quota_exceeded(zone, n->type, n->sched, n->workers);
-	if (quota) {
-		json_t *qf = json_pack("{s:s, s:[{s:s+, s:s}]}", "@type",
-				       "type.googleapis.com/google.rpc.QuotaFailure", "violations",
-				       "subject", "project:", fg_opt.project, "description", quota);
-		fg_reply_error(r, 429, "RESOURCE_EXHAUSTED", json_pack("[o]", qf), "%s", quota);
-		fg_node_free(n);
-		goto done;
-	}
-	n->doomed = fg_capacity_full(zone);
 	n->first_ip = fg_alloc_ips(n->workers);
 
 	/* name and id first, as the API prints them, then what was asked for. */
-	nid = fg_new_node_id();
 	json_t *res = json_pack("{s:s, s:s}", "name", name, "id", nid);
 	json_object_update(res, body);
 	json_object_set_new(res, "acceleratorType", json_string(n->type));
@@ -128,7 +112,59 @@ void fg_nodes_create(struct fg_req *r, struct fg_match *mt)
 	fg_default_service_account(res);
 	fg_proto3_prune("Node", res);
 	n->res = res;
+	free(name);
+	free(nid);
+	return n;
+}
 
+char *fg_quota_refusal(struct fg_req *r, const char *zone, const char *type, enum fg_sched s,
+		       int workers)
+{
+	char *quota = fg_quota_exceeded(zone, type, s, workers);
+
+	if (quota) {
+		json_t *qf = json_pack("{s:s, s:[{s:s+, s:s}]}", "@type",
+				       "type.googleapis.com/google.rpc.QuotaFailure", "violations",
+				       "subject", "project:", fg_opt.project, "description", quota);
+		fg_reply_error(r, 429, "RESOURCE_EXHAUSTED", json_pack("[o]", qf), "%s", quota);
+	}
+	return quota;
+}
+
+void fg_nodes_create(struct fg_req *r, struct fg_match *mt)
+{
+	const char *zone = fg_match_var(mt, "locationsId");
+	const char *id = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "nodeId");
+	json_t *body = mt->body;
+	char *type = NULL, *name = NULL, *quota = NULL;
+
+	if (!id || !*id) {
+		/* The API does not require it, but every client sends it and we do. */
+		fg_bad_request(r, "node_id", "Cloud TPU received a bad request. The node_id query "
+					  "parameter is required by this emulator.");
+		return;
+	}
+	if (!fg_node_id_ok(id)) {
+		fg_bad_request(r, "node_id", "Cloud TPU received a bad request. Node ID must match "
+					  "regex ^[a-z]([-a-z0-9]*[a-z0-9])?$ and be at most 63 characters.");
+		return;
+	}
+	if (fg_node_body_check(r, zone, body, "node", &type) < 0)
+		return;
+
+	fg_lock();
+	fg_ops_tick();
+	name = fg_node_name(zone, id);
+	if (fg_node_find(zone, id)) {
+		fg_reply_error(r, 409, "ALREADY_EXISTS", json_pack("[o]", fg_resource_info(name)),
+			       "Resource '%s' already exists", name);
+		goto done;
+	}
+	quota = fg_quota_refusal(r, zone, type, fg_sched_of(body), fg_type_workers(type));
+	if (quota)
+		goto done;
+	struct fg_node *n = fg_node_new(zone, id, body, type);
+	n->doomed = fg_capacity_full(zone);
 	struct fg_op *op = fg_op_start(zone, id, "create");
 	n->create_op = xstrdup(op->name);
 	fg_node_add(n);
@@ -138,7 +174,6 @@ done:
 	free(type);
 	free(name);
 	free(quota);
-	free(nid);
 }
 
 void fg_nodes_get(struct fg_req *r, struct fg_match *mt)

@@ -73,11 +73,15 @@ void fg_ops_tick(void)
 		struct fg_op *op = ops[i];
 		if (op->done || op->done_at > now)
 			continue;
-		fg_node_op_finish(op);
+		if (op->qr)
+			fg_qr_op_finish(op);
+		else
+			fg_node_op_finish(op);
 		op->done = 1;
 		fg_timestamp(when);
 		json_object_set_new(op->metadata, "endTime", json_string(when));
 	}
+	fg_qrs_tick();
 }
 
 void fg_ops_finish_all(void)
@@ -85,6 +89,11 @@ void fg_ops_finish_all(void)
 	for (size_t i = 0; i < n_ops; i++)
 		if (!ops[i]->done)
 			ops[i]->done_at = 0;
+	/* Twice: a queued resource that gets capacity in the first pass is
+	 * provisioning, and finishes, in the second. */
+	fg_qrs_hurry();
+	fg_ops_tick();
+	fg_qrs_hurry();
 	fg_ops_tick();
 }
 

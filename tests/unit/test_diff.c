@@ -18,12 +18,15 @@
 	"max_restarts: 2\n"                                                                       \
 	"groups:\n"                                                                               \
 	"  - { name: a, accelerator_type: v4-16, runtime_version: rt1, zones: [z1, z2], count: %d, " \
-	"preemptible: true }\n"
+	"preemptible: true%s }\n"
 
 /* A node in state or live, described in one line:
  * "NAME ZONE TYPE RUNTIME SCHED STATE" (STATE only for live). */
 struct node_desc {
 	const char *name, *zone, *type, *runtime, *sched, *state;
+	/* Queued resources: live, its state (tpf_live_node.queued_state);
+	 * in state, non-NULL records the node as queued. */
+	const char *queued;
 };
 
 struct tcase {
@@ -36,6 +39,12 @@ struct tcase {
 	const char *job_run;       /* the run command state recorded (NULL: current) */
 	int destroy;
 	const char *want;
+};
+
+/* A case whose group says queued: true (or not). */
+struct qcase {
+	int queued;
+	struct tcase tc;
 };
 
 static void fill_recipe(struct tpf_recipe *r, const struct node_desc *nd, const char *fleet)
@@ -70,12 +79,12 @@ static void render_plan(const struct tpf_plan *p, struct tpf_buf *b)
 	}
 }
 
-static void run_case(const struct tcase *tc)
+static void run_case(const struct tcase *tc, int queued)
 {
 	unit_begin(tc->title);
 	struct tpf_diags d = TPF_DIAGS_INIT;
 	struct tpf_fleet f;
-	char *yaml = xasprintf(FLEET, tc->count);
+	char *yaml = xasprintf(FLEET, tc->count, queued ? ", queued: true" : "");
 	int rc = tpf_fleet_parse(&f, "fleet.yaml", yaml, strlen(yaml), &d);
 	free(yaml);
 	CHECK_INT(rc, 0);
@@ -93,6 +102,7 @@ static void run_case(const struct tcase *tc)
 		xstrset(&sn->status, nd->state ? nd->state : TPF_NODE_CREATED);
 		xstrset(&sn->id, "123");
 		fill_recipe(&sn->recipe, nd, "f");
+		sn->recipe.queued = nd->queued != NULL;
 		tpf_state_node_set_workers(sn, (size_t)sn->recipe.workers);
 	}
 	tpf_desired_compute(&ds, &f, NULL, &st, &d);
@@ -118,6 +128,13 @@ static void run_case(const struct tcase *tc)
 		ln->id = xstrdup("123");
 		ln->state = xstrdup(nd->state);
 		fill_recipe(&ln->recipe, nd, "f");
+		ln->queued_state = xstrdup(nd->queued);
+		ln->recipe.queued = nd->queued != NULL;
+		if (nd->queued && !strcmp(nd->queued, nd->state)) {
+			/* only the queued resource exists: no node id yet */
+			free(ln->id);
+			ln->id = NULL;
+		}
 	}
 	struct tpf_session_facts facts = { 0 };
 	if (tc->facts) {
@@ -153,9 +170,11 @@ static void run_case(const struct tcase *tc)
 	tpf_diags_release(&d);
 }
 
-#define N(name, zone, type, rt, sched, state) { name, zone, type, rt, sched, state }
+#define N(name, zone, type, rt, sched, state) { name, zone, type, rt, sched, state, NULL }
 #define A0(state) N("f-a-0", "z1", "v4-16", "rt1", "preemptible", state)
 #define A1(state) N("f-a-1", "z1", "v4-16", "rt1", "preemptible", state)
+/* queued: node (or queued resource) state, queued resource state */
+#define Q0(state, qstate) { "f-a-0", "z1", "v4-16", "rt1", "preemptible", state, qstate }
 
 static const struct tcase cases[] = {
 	{ "empty state, nothing live: create all", 2, { { 0 } }, { { 0 } }, NULL, 0, NULL, 0,
@@ -212,6 +231,56 @@ static const struct tcase cases[] = {
 	  "delete:f-a-1(count) create:f-a-0" },
 };
 
+
+/* Queued resources: waiting is not an action (it can take hours). */
+static const struct qcase qcases[] = {
+	{ 1, { "queued, waiting for resources: no action", 1, { Q0(NULL, "yes"), { 0 } },
+	  { Q0("WAITING_FOR_RESOURCES", "WAITING_FOR_RESOURCES"), { 0 } }, NULL, 0, NULL, 0, "" } },
+	{ 1, { "queued, accepted: no action", 1, { Q0(NULL, "yes"), { 0 } },
+	  { Q0("ACCEPTED", "ACCEPTED"), { 0 } }, NULL, 0, NULL, 0, "" } },
+	{ 1, { "queued, provisioning and no node yet: no action", 1, { Q0(NULL, "yes"), { 0 } },
+	  { Q0("PROVISIONING", "PROVISIONING"), { 0 } }, NULL, 0, NULL, 0, "" } },
+	{ 1, { "queued, creating (the queued resource's CREATING, not a node's): no wait", 1,
+	  { Q0(NULL, "yes"), { 0 } }, { Q0("CREATING", "CREATING"), { 0 } }, NULL, 0, NULL, 0, "" } },
+	{ 1, { "queued, node CREATING while provisioning: wait, then provision", 1,
+	  { Q0(NULL, "yes"), { 0 } }, { Q0("CREATING", "PROVISIONING"), { 0 } }, NULL, 0, NULL, 0,
+	  "wait:f-a-0(busy)[0,1]" } },
+	{ 1, { "queued, node READY, queued resource ACTIVE, never provisioned: provision", 1,
+	  { Q0(NULL, "yes"), { 0 } }, { Q0("READY", "ACTIVE"), { 0 } }, NULL, 0, NULL, 0,
+	  "update:f-a-0(provision)[0,1]" } },
+	{ 1, { "queued, READY and provisioned: no changes", 1, { Q0(NULL, "yes"), { 0 } },
+	  { Q0("READY", "ACTIVE"), { 0 } }, NULL, 1, NULL, 0, "" } },
+	{ 1, { "queued resource FAILED: delete and queue again", 1, { Q0(NULL, "yes"), { 0 } },
+	  { Q0("FAILED", "FAILED"), { 0 } }, NULL, 1, NULL, 0, "replace:f-a-0(queued_failed)" } },
+	{ 1, { "queued resource SUSPENDED: delete and queue again", 1, { Q0(NULL, "yes"), { 0 } },
+	  { Q0("SUSPENDED", "SUSPENDED"), { 0 } }, NULL, 1, NULL, 0,
+	  "replace:f-a-0(queued_suspended)" } },
+	{ 1, { "queued resource ACTIVE without its node: delete and queue again", 1,
+	  { Q0(NULL, "yes"), { 0 } }, { Q0("ACTIVE", "ACTIVE"), { 0 } }, NULL, 1, NULL, 0,
+	  "replace:f-a-0(queued_node_gone)" } },
+	{ 1, { "queued, node PREEMPTED before its queued resource noticed: replace", 1,
+	  { Q0(NULL, "yes"), { 0 } }, { Q0("PREEMPTED", "ACTIVE"), { 0 } }, NULL, 1, NULL, 0,
+	  "replace:f-a-0(preempted)" } },
+	{ 1, { "waiting queued resource, runtime changed in the file: replace", 1,
+	  { Q0(NULL, "yes"), { 0 } },
+	  { { "f-a-0", "z1", "v4-16", "rt0", "preemptible", "WAITING_FOR_RESOURCES",
+	      "WAITING_FOR_RESOURCES" }, { 0 } }, NULL, 0, NULL, 0, "replace:f-a-0(recipe)" } },
+	{ 1, { "group turned queued: replace the plain node", 1, { A0(NULL), { 0 } },
+	  { A0("READY"), { 0 } }, NULL, 1, NULL, 0, "replace:f-a-0(recipe)" } },
+	{ 0, { "group no longer queued: replace", 1, { Q0(NULL, "yes"), { 0 } },
+	  { Q0("READY", "ACTIVE"), { 0 } }, NULL, 1, NULL, 0, "replace:f-a-0(recipe)" } },
+	{ 0, { "group no longer queued, node gone: replace (its queued resource may linger)", 1,
+	  { Q0(NULL, "yes"), { 0 } }, { { 0 } }, NULL, 1, NULL, 0, "replace:f-a-0(recipe)" } },
+	{ 1, { "queued, node gone with its queued resource: create", 1, { Q0(NULL, "yes"), { 0 } },
+	  { { 0 } }, NULL, 1, NULL, 0, "create:f-a-0(missing)" } },
+	{ 1, { "waiting queued resource not in state: adopt, nothing to provision", 1, { { 0 } },
+	  { Q0("WAITING_FOR_RESOURCES", "WAITING_FOR_RESOURCES"), { 0 } }, NULL, 0, NULL, 0,
+	  "update:f-a-0(adopt)" } },
+	{ 1, { "waiting queued resource, not declared: orphan delete", 0, { { 0 } },
+	  { Q0("WAITING_FOR_RESOURCES", "WAITING_FOR_RESOURCES"), { 0 } }, NULL, 0, NULL, 0,
+	  "delete:f-a-0(orphan)" } },
+};
+
 #include "plan/plan_internal.h"
 
 static void add(struct tpf_plan *p, enum tpf_action_kind k, const char *node, const char *code)
@@ -234,6 +303,8 @@ static void test_heal__split(void)
 	add(&p, TPF_ACT_UPDATE, "prov", "provision");     /* workers not up: heal */
 	add(&p, TPF_ACT_UPDATE, "adopt", "adopt");        /* heal */
 	add(&p, TPF_ACT_RESTART, "restart", "session");   /* heal */
+	add(&p, TPF_ACT_REPLACE, "qfail", "queued_failed");   /* queue again: heal */
+	add(&p, TPF_ACT_REPLACE, "qsusp", "queued_suspended"); /* heal */
 	struct tpf_plan rest;
 	memset(&rest, 0, sizeof(rest));
 	tpf_plan_split_healing(&p, &rest);
@@ -242,10 +313,10 @@ static void test_heal__split(void)
 		tpf_buf_addf(&a, "%s ", p.actions[i].node);
 	for (size_t i = 0; i < rest.n; i++)
 		tpf_buf_addf(&b, "%s ", rest.actions[i].node);
-	CHECK_STR(a.buf, "orphan pre new prov adopt restart ");
+	CHECK_STR(a.buf, "orphan pre new prov adopt restart qfail qsusp ");
 	CHECK_STR(b.buf, "count recipe job labels ");
-	CHECK_INT(p.add, 2);
-	CHECK_INT(p.destroyed, 2);
+	CHECK_INT(p.add, 4);
+	CHECK_INT(p.destroyed, 4);
 	CHECK_INT(p.change, 3);
 	CHECK_INT(rest.add, 1);
 	CHECK_INT(rest.destroyed, 2);
@@ -260,6 +331,8 @@ int main(void)
 {
 	RUN(test_heal__split);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		run_case(&cases[i]);
+		run_case(&cases[i], 0);
+	for (size_t i = 0; i < sizeof(qcases) / sizeof(qcases[0]); i++)
+		run_case(&qcases[i].tc, qcases[i].queued);
 	return unit_done();
 }
