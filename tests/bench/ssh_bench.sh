@@ -20,14 +20,16 @@
 # default) and once on. Ansible gets the very scripts tpuform rendered.
 # Every contender starts on fresh workers with no session running.
 #
-# Figures (2026-11, Debian 12, 2 cores, 64 workers, other tests sharing the
-# machine at times; OpenSSH 9.2, libssh2 1.10, ansible-core 2.14.18):
-#   tpuform apply, -parallelism=64     2.6-3.5 s   (re-provision: 10-12 s)
-#   tpuform apply, -parallelism=8      2.7-3.1 s   (re-provision: 11 s)
-#   tpuform apply, -parallelism=10     3.3 s       (re-provision: 12 s)
-#   ansible-playbook, forks=64         57 s
-#   ansible-playbook, pipelining       43 s
-#   ratio ansible/tpuform              19x (pipelining: 15x)
+# Figures (2026-11, Debian 12, 2 cores, 64 workers; other engineers' tests
+# shared the machine, so take the spread as noise; OpenSSH 9.2, libssh2
+# 1.10, ansible-core 2.14.18; each worker a VM of its own namespaces):
+#   tpuform apply, -parallelism=64     2.6-3.5 s, typically 3.0 s
+#                                      (re-provision of every worker: 5.3 s)
+#   tpuform apply, -parallelism=8      2.7-3.1 s   (re-provision: 5.4 s)
+#   tpuform apply, -parallelism=10     3.3 s       (re-provision: 5.6 s)
+#   ansible-playbook, forks=64         57-74 s
+#   ansible-playbook, pipelining       43-55 s
+#   ratio ansible/tpuform              19-24x (pipelining: 15-18x)
 # Where the time goes: the machine is CPU-bound on the workers' side.
 # tpuform itself used 0.3 s of CPU for 64 workers, the 64 emulated VMs
 # (sshd, sftp-server, the bootstrap script, screen) about 5 s; the 64
@@ -35,9 +37,9 @@
 # `ssh host true` with OpenSSH's client take 3.6 s. So -parallelism 8 and
 # 64 are alike, and an event loop multiplexing non-blocking sessions
 # would not beat threads here: with one VM per worker (a real pod) the
-# worker-side cost runs in parallel. The re-provision is slow for the same
-# reason: 64 bootstrap `restart`s alone take 8.3 s, as each stop scans
-# /proc, which here holds every emulated worker's processes.
+# worker-side cost runs in parallel. A re-provision also probes every
+# worker first (one more connection each), and the bootstrap `restart`
+# stops the running job.
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 N=${1:-64}
