@@ -119,9 +119,9 @@ int tpf_ssh_exec(struct tpf_conn *c, const char *command, struct tpf_buf *out, i
 				tpf_buf_add(out, buf, (size_t)n);
 			continue;
 		}
-		if (n == 0 && libssh2_channel_eof(ch))
-			break;
-		if (n == 0 || n == LIBSSH2_ERROR_EAGAIN) {
+		if (n == 0)
+			break; /* end of output: libssh2 says EAGAIN while more may come */
+		if (n == LIBSSH2_ERROR_EAGAIN) {
 			if (tpf_ssh_again(c, LIBSSH2_ERROR_EAGAIN, deadline))
 				continue;
 			err = fail(c, LIBSSH2_ERROR_EAGAIN, "command", timeout, d);

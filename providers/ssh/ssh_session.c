@@ -137,8 +137,10 @@ static LIBSSH2_SEND_FUNC(send_nosignal)
 }
 
 /* A non-blocking TCP connection to host:port within the deadline.
- * Returns the socket or -1 with *err set to errno. */
-static int tcp_connect(const char *host, int port, double deadline, double keepalive, int *err)
+ * Returns the socket, or -1 with *err set to errno (or, for a name that
+ * does not resolve, to -1 and *gai to getaddrinfo's code). */
+static int tcp_connect(const char *host, int port, double deadline, double keepalive, int *err,
+		       int *gai_err)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
 	struct addrinfo *res = NULL;
@@ -149,7 +151,8 @@ static int tcp_connect(const char *host, int port, double deadline, double keepa
 	snprintf(portstr, sizeof(portstr), "%d", port);
 	int gai = getaddrinfo(host, portstr, &hints, &res);
 	if (gai) {
-		*err = gai == EAI_SYSTEM ? errno : EHOSTUNREACH;
+		*err = gai == EAI_SYSTEM ? errno : -1;
+		*gai_err = gai;
 		return -1;
 	}
 	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
@@ -260,8 +263,14 @@ int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, struct tpf_c
 	c->host = xstrdup(host);
 	c->port = w->endpoint->port > 0 ? w->endpoint->port : t->o.port > 0 ? t->o.port : 22;
 
-	int syserr = 0;
-	c->fd = tcp_connect(c->host, c->port, deadline, t->o.keepalive, &syserr);
+	int syserr = 0, gai = 0;
+	c->fd = tcp_connect(c->host, c->port, deadline, t->o.keepalive, &syserr, &gai);
+	if (c->fd < 0 && syserr == -1) {
+		tpf_errorx(d, c->where, NULL, "cannot resolve the address '%s' of worker '%s': %s",
+			   c->host, c->where, gai_strerror(gai));
+		err = TPF_EUNREACHABLE;
+		goto done;
+	}
 	if (c->fd < 0) {
 		char *hint = xasprintf("is the worker's VM up, and sshd listening on port %d there? "
 				       "(ssh.port in the fleet file; a new TPU VM needs a minute "
