@@ -527,14 +527,18 @@ static int exec_create(struct exec *x, size_t ai)
 	if (ln.state && strcmp(ln.state, "READY")) {
 		/*
 		 * A queued resource accepted, not yet provisioned: it may wait
-		 * for capacity for hours. Its workers are provisioned by a later
-		 * apply or watch once the node is READY (the plan's "provision").
+		 * for capacity for hours (or a node already gone on). Its workers
+		 * are provisioned by a later apply or watch once the node is
+		 * READY (the plan's "provision").
 		 */
-		char *msg = xasprintf("queued: its queued resource is %s; its workers are "
-				      "provisioned once the node is READY",
-				      ln.state);
+		int queued = ln.queued_state && !strcmp(ln.queued_state, ln.state);
+		char *msg = queued ? xasprintf("queued: its queued resource is %s; its workers are "
+					       "provisioned once the node is READY",
+					       ln.state)
+				   : xasprintf("the node is %s, not READY: its workers are "
+					       "provisioned once it is", ln.state);
 		emit(x, TPF_EV_NOTE, dn->name, "create", ln.id, el, 0, NULL, msg);
-		emit(x, TPF_EV_COMPLETE, dn->name, "create", ln.id, el, 0, NULL, msg);
+		emit(x, TPF_EV_COMPLETE, dn->name, "create", ln.id, el, 0, NULL, queued ? msg : NULL);
 		free(msg);
 	} else {
 		emit(x, TPF_EV_COMPLETE, dn->name, "create", ln.id, el, 0, NULL, NULL);
