@@ -280,38 +280,211 @@ static void nap(double seconds)
 		tpf_sleep(0.1);
 }
 
-/* Apply the healing plan under the lock, if the state did not move. */
-static void heal(struct tpf_session *s, struct tpf_plan *p, struct tpf_backoff *backoff)
+/*
+ * Healing runs on background threads so that rounds keep their rhythm: a
+ * round that finds a preemption must not wait for the previous round's
+ * replacement (a delete, a create and provisioning, minutes on Cloud TPU)
+ * before it refreshes again. Heals share one fleet, provider and state,
+ * under one mutex (plan/apply.h state_mu); a node with a heal in flight is
+ * "busy" and left out of later rounds' plans until it is done. The state
+ * lock is held exactly while any heal runs.
+ */
+struct healer {
+	pthread_mutex_t mu;
+	pthread_cond_t idle;
+	struct tpf_common_opts *o;
+	struct tpf_fleet fleet;   /* what heals run against; replaced only when idle */
+	int have_fleet;
+	char *fleet_sha256;
+	struct tpf_provider *prov;
+	struct tpf_state st;      /* the shared state, saved by the heals */
+	int have_st;
+	struct tpf_lock lock;
+	char **busy;
+	size_t nbusy, alloc;
+	int running;
+	struct tpf_backoff *backoff;
+};
+
+struct heal_job {
+	struct healer *h;
+	struct tpf_plan plan;
+	struct tpf_live_set live;
+};
+
+static int busy_has(const struct healer *h, const char *node)
 {
-	if (tpf_lock_acquire(&s->lock, s->fleet.state_path, "OperationTypeApply", 0, &s->d)) {
-		say_event(NULL, "locked", "the state is locked by another tpuform: healing waits "
-					  "for the next round");
-		/* Not an error for watch: drop the diagnostic. */
-		tpf_diags_release(&s->d);
-		return;
+	for (size_t i = 0; i < h->nbusy; i++)
+		if (!strcmp(h->busy[i], node))
+			return 1;
+	return 0;
+}
+
+static void busy_remove(struct healer *h, const char *node)
+{
+	for (size_t i = 0; i < h->nbusy; i++) {
+		if (!strcmp(h->busy[i], node)) {
+			free(h->busy[i]);
+			h->busy[i] = h->busy[--h->nbusy];
+			return;
+		}
 	}
-	struct tpf_state now;
-	if (tpf_state_load(&now, s->fleet.state_path, &s->d) || now.serial != s->state.serial) {
-		say_event(NULL, "replan", "the state changed since this round's refresh: "
-					  "planning again next round");
-		tpf_state_release(&now);
-		tpf_lock_release(&s->lock);
-		return;
-	}
-	tpf_state_release(&now);
+}
+
+static void *heal_thread(void *arg)
+{
+	struct heal_job *job = arg;
+	struct healer *h = job->h;
+	struct tpf_diags d = TPF_DIAGS_INIT;
 	struct tpf_apply_opts opts = {
-		.parallelism = s->o->parallelism,
+		.parallelism = h->o->parallelism,
 		.heartbeat = 3600,
 		.wait_timeout = 1200,
 		.on_event = watch_event,
 		.interrupted = &tpf_interrupted,
-		.backoff = backoff,
+		.backoff = h->backoff,
 		.refusals_defer = 1,
+		.state_mu = &h->mu,
 	};
 	struct tpf_apply_result res;
-	tpf_apply(p, &s->fleet, s->prov, &s->live, &s->state, s->fleet.state_path, &opts, &res, &s->d);
+	tpf_apply(&job->plan, &h->fleet, h->prov, &job->live, &h->st, h->fleet.state_path, &opts,
+		  &res, &d);
 	tpf_apply_result_release(&res);
-	tpf_lock_release(&s->lock);
+	tpf_ui_diags(&d);
+	tpf_diags_release(&d);
+
+	pthread_mutex_lock(&h->mu);
+	for (size_t i = 0; i < job->plan.n; i++)
+		busy_remove(h, job->plan.actions[i].node);
+	if (--h->running == 0) {
+		tpf_lock_release(&h->lock);
+		pthread_cond_broadcast(&h->idle);
+	}
+	pthread_mutex_unlock(&h->mu);
+	tpf_plan_release(&job->plan);
+	tpf_live_set_release(&job->live);
+	free(job);
+	return NULL;
+}
+
+/* Call with h->mu held and no heal running: take the lock, load the state
+ * (and the fleet, when it changed) that heals will share. */
+static int healer_start(struct healer *h, const struct tpf_session *s)
+{
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	int rc = 0;
+	if (tpf_lock_acquire(&h->lock, s->fleet.state_path, "OperationTypeApply", 0, &d)) {
+		say_event(NULL, "locked", "the state is locked by another tpuform: healing waits "
+					  "for the next round");
+		rc = -1;
+		goto done;
+	}
+	if (h->have_st)
+		tpf_state_release(&h->st);
+	h->have_st = 0;
+	rc = tpf_state_load(&h->st, s->fleet.state_path, &d);
+	h->have_st = 1;
+	if (rc || h->st.serial != s->state.serial) {
+		if (!rc)
+			say_event(NULL, "replan", "the state changed since this round's refresh: "
+						  "planning again next round");
+		tpf_ui_diags(&d);
+		tpf_lock_release(&h->lock);
+		rc = -1;
+		goto done;
+	}
+	if (!h->have_fleet || strcmp(h->fleet_sha256, s->fleet_sha256)) {
+		if (h->prov)
+			tpf_provider_free(h->prov);
+		h->prov = NULL;
+		if (h->have_fleet)
+			tpf_fleet_release(&h->fleet);
+		h->have_fleet = 0;
+		if (tpf_fleet_load(&h->fleet, s->fleet.path, &d) == 0) {
+			h->have_fleet = 1;
+			xstrset(&h->fleet_sha256, s->fleet_sha256);
+			if (tpf_provider_open(&h->prov, &h->fleet, &d))
+				h->prov = NULL;
+		}
+		if (!h->prov) {
+			tpf_ui_diags(&d);
+			tpf_lock_release(&h->lock);
+			rc = -1;
+		}
+	}
+done:
+	tpf_diags_release(&d);
+	return rc;
+}
+
+/* Start healing p's actions in the background; actions on busy nodes are
+ * dropped (a later round sees them again if they still apply). */
+static void heal(struct healer *h, struct tpf_session *s, struct tpf_plan *p)
+{
+	pthread_mutex_lock(&h->mu);
+	size_t keep = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		if (busy_has(h, p->actions[i].node)) {
+			tpf_action_release(&p->actions[i]);
+			continue;
+		}
+		p->actions[keep++] = p->actions[i];
+	}
+	p->n = keep;
+	tpf_plan_recount(p);
+	if (!p->n || (h->running == 0 && healer_start(h, s))) {
+		pthread_mutex_unlock(&h->mu);
+		return;
+	}
+	struct heal_job *job = xcalloc(1, sizeof(*job));
+	job->h = h;
+	job->plan = *p;
+	memset(p, 0, sizeof(*p));
+	for (size_t i = 0; i < job->plan.n; i++) {
+		const char *node = job->plan.actions[i].node;
+		XGROW(h->busy, h->nbusy + 1, h->alloc);
+		h->busy[h->nbusy++] = xstrdup(node);
+		const struct tpf_live_node *ln = tpf_live_set_find(&s->live, node);
+		if (ln)
+			tpf_live_node_copy(tpf_live_set_add(&job->live), ln);
+	}
+	h->running++;
+	pthread_t th;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &attr, heal_thread, job)) {
+		/* No thread: heal in this one instead. */
+		pthread_mutex_unlock(&h->mu);
+		heal_thread(job);
+		pthread_attr_destroy(&attr);
+		return;
+	}
+	pthread_attr_destroy(&attr);
+	pthread_mutex_unlock(&h->mu);
+}
+
+/* Wait for every heal in flight, then release everything. */
+static void healer_finish(struct healer *h)
+{
+	pthread_mutex_lock(&h->mu);
+	while (h->running)
+		pthread_cond_wait(&h->idle, &h->mu);
+	pthread_mutex_unlock(&h->mu);
+	tpf_lock_release(&h->lock);
+	for (size_t i = 0; i < h->nbusy; i++)
+		free(h->busy[i]);
+	free(h->busy);
+	if (h->prov)
+		tpf_provider_free(h->prov);
+	if (h->have_fleet)
+		tpf_fleet_release(&h->fleet);
+	if (h->have_st)
+		tpf_state_release(&h->st);
+	free(h->fleet_sha256);
+	tpf_backoff_free(h->backoff);
+	pthread_cond_destroy(&h->idle);
+	pthread_mutex_destroy(&h->mu);
 }
 
 int cmd_watch(int argc, char **argv)
@@ -356,8 +529,15 @@ int cmd_watch(int argc, char **argv)
 		tpf_ui_json("info", "version", "tpuform " TPF_VERSION,
 			    json_pack("{s:s,s:s}", "tpuform", TPF_VERSION, "ui", "1.2"));
 
+	struct healer h;
+	memset(&h, 0, sizeof(h));
+	pthread_mutex_init(&h.mu, NULL);
+	pthread_cond_init(&h.idle, NULL);
+	struct tpf_lock unlocked = TPF_LOCK_INIT;
+	h.lock = unlocked;
+	h.o = &o;
 	/* Zones that refuse are retried after interval, 2 interval, ... 10 min. */
-	struct tpf_backoff *backoff = tpf_backoff_new(w.interval, 600);
+	h.backoff = tpf_backoff_new(w.interval, 600);
 	double next_probe = 0, error_wait = w.interval;
 	struct unhealthy_set sick = { 0 };
 	/* The pinned commit is re-resolved when a session check is due, not
@@ -414,7 +594,7 @@ int cmd_watch(int argc, char **argv)
 		struct summary sum;
 		summarise(&s, &sum);
 		if (p.n)
-			heal(&s, &p, backoff);
+			heal(&h, &s, &p);
 		report_summary(&s, &sum, round, rest.n);
 		tpf_ui_diags(&s.d);
 		tpf_plan_release(&p);
@@ -428,7 +608,7 @@ int cmd_watch(int argc, char **argv)
 	if (tpf_interrupted)
 		say_event(NULL, "stopped", "interrupted: stopped after the step in flight; state saved, "
 					   "nothing deleted");
-	tpf_backoff_free(backoff);
+	healer_finish(&h);
 	unhealthy_release(&sick);
 	return code;
 }

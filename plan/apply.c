@@ -37,7 +37,10 @@ struct exec {
 	const struct tpf_apply_opts *o;
 	struct tpf_apply_result *res;
 	struct tpf_diags *d;
-	pthread_mutex_t mu;
+	/* Guards the state, the result and the bookkeeping below: the
+	 * caller's (opts->state_mu) when several applies share one state. */
+	pthread_mutex_t own_mu;
+	pthread_mutex_t *mu;
 
 	/* the phase being run: indices into p->actions */
 	size_t *queue;
@@ -147,10 +150,10 @@ struct worker_job {
 static void provision_one(struct worker_job *wj, int w)
 {
 	struct exec *x = wj->x;
-	pthread_mutex_lock(&x->mu);
+	pthread_mutex_lock(x->mu);
 	struct tpf_state_node *sn = tpf_state_find(x->st, wj->node);
 	struct tpf_state_node *copy = sn ? node_clone(sn) : NULL;
-	pthread_mutex_unlock(&x->mu);
+	pthread_mutex_unlock(x->mu);
 	if (!copy || (size_t)w >= copy->nworkers) {
 		node_free(copy);
 		return;
@@ -163,7 +166,7 @@ static void provision_one(struct worker_job *wj, int w)
 	char host[512];
 	snprintf(host, sizeof(host), "%s/w%d", wj->node, w);
 
-	pthread_mutex_lock(&x->mu);
+	pthread_mutex_lock(x->mu);
 	sn = tpf_state_find(x->st, wj->node);
 	if (sn && (size_t)w < sn->nworkers) {
 		worker_copy(&sn->workers[w], &copy->workers[w]);
@@ -178,7 +181,7 @@ static void provision_one(struct worker_job *wj, int w)
 		e->unreachable++;
 	else
 		e->failed++;
-	pthread_mutex_unlock(&x->mu);
+	pthread_mutex_unlock(x->mu);
 
 	if (rc) {
 		pthread_mutex_lock(&wj->mu);
@@ -284,24 +287,24 @@ static int quota_ok(struct exec *x, const struct tpf_recipe *r, const char *zone
 
 static void fl_begin(struct exec *x, size_t ai, const char *verb, const char *id)
 {
-	pthread_mutex_lock(&x->mu);
+	pthread_mutex_lock(x->mu);
 	struct inflight *f = &x->fl[ai];
 	f->node = x->p->actions[ai].node;
 	f->verb = verb;
 	xstrset(&f->id, id);
 	f->start = f->last_beat = tpf_now_mono();
 	f->active = 1;
-	pthread_mutex_unlock(&x->mu);
+	pthread_mutex_unlock(x->mu);
 	emit(x, TPF_EV_START, f->node, verb, id, 0, 0, NULL, NULL);
 }
 
 static double fl_end(struct exec *x, size_t ai)
 {
-	pthread_mutex_lock(&x->mu);
+	pthread_mutex_lock(x->mu);
 	struct inflight *f = &x->fl[ai];
 	f->active = 0;
 	double el = tpf_now_mono() - f->start;
-	pthread_mutex_unlock(&x->mu);
+	pthread_mutex_unlock(x->mu);
 	return el;
 }
 
@@ -311,9 +314,9 @@ static void *heartbeat_thread(void *arg)
 	double period = x->o->heartbeat > 0 ? x->o->heartbeat : 10;
 	for (;;) {
 		tpf_sleep(period < 0.2 ? period : 0.2);
-		pthread_mutex_lock(&x->mu);
+		pthread_mutex_lock(x->mu);
 		if (x->done) {
-			pthread_mutex_unlock(&x->mu);
+			pthread_mutex_unlock(x->mu);
 			return NULL;
 		}
 		double now = tpf_now_mono();
@@ -329,7 +332,7 @@ static void *heartbeat_thread(void *arg)
 				ndue++;
 			}
 		}
-		pthread_mutex_unlock(&x->mu);
+		pthread_mutex_unlock(x->mu);
 		for (size_t i = 0; i < ndue; i++)
 			emit(x, TPF_EV_PROGRESS, due[i].node, due[i].verb, due[i].id, due[i].start, 0,
 			     NULL, NULL);
@@ -357,11 +360,11 @@ static int exec_delete_only(struct exec *x, size_t ai, int forget_state)
 		emit(x, TPF_EV_ERRORED, a->node, "delete", a->id, el, 0, NULL, NULL);
 		return rc;
 	}
-	pthread_mutex_lock(&x->mu);
+	pthread_mutex_lock(x->mu);
 	if (forget_state)
 		tpf_state_remove(x->st, a->node);
 	rc = save_locked(x);
-	pthread_mutex_unlock(&x->mu);
+	pthread_mutex_unlock(x->mu);
 	emit(x, TPF_EV_COMPLETE, a->node, "delete", a->id, el, 0, NULL, NULL);
 	return rc;
 }
@@ -375,7 +378,7 @@ static int exec_create(struct exec *x, size_t ai)
 	int rc;
 
 	/* Record the node as pending, and save, before any request is sent. */
-	pthread_mutex_lock(&x->mu);
+	pthread_mutex_lock(x->mu);
 	struct tpf_state_node *sn = tpf_state_find(x->st, dn->name);
 	int gen = 0;
 	if (sn)
@@ -392,7 +395,7 @@ static int exec_create(struct exec *x, size_t ai)
 	tpf_state_node_set_workers(sn, 0);
 	tpf_state_node_set_workers(sn, (size_t)r.workers);
 	rc = save_locked(x);
-	pthread_mutex_unlock(&x->mu);
+	pthread_mutex_unlock(x->mu);
 	if (rc) {
 		tpf_errorx(x->d, dn->name, NULL,
 			   "node '%s' was not created: the state could not be saved first", dn->name);
@@ -423,7 +426,7 @@ static int exec_create(struct exec *x, size_t ai)
 			backed_off++;
 			continue;
 		}
-		pthread_mutex_lock(&x->mu);
+		pthread_mutex_lock(x->mu);
 		int ok = quota_ok(x, &r, zone, dn->name);
 		if (ok) {
 			sn = tpf_state_find(x->st, dn->name);
@@ -431,7 +434,7 @@ static int exec_create(struct exec *x, size_t ai)
 			rc = save_locked(x);
 			ok = rc == 0;
 		}
-		pthread_mutex_unlock(&x->mu);
+		pthread_mutex_unlock(x->mu);
 		if (!ok)
 			continue;
 		if (tried) {
@@ -466,7 +469,7 @@ static int exec_create(struct exec *x, size_t ai)
 	int deferral = x->o->refusals_defer && only_zone_errors && (tried || backed_off) &&
 		       !(x->o->interrupted && *x->o->interrupted);
 	if (rc && deferral) {
-		pthread_mutex_lock(&x->mu);
+		pthread_mutex_lock(x->mu);
 		/* Nothing exists. A node with history stays pending so that its
 		 * generation (the job's TPUFORM_RETRY) survives the wait. */
 		sn = tpf_state_find(x->st, dn->name);
@@ -475,7 +478,7 @@ static int exec_create(struct exec *x, size_t ai)
 		else
 			tpf_state_remove(x->st, dn->name);
 		save_locked(x);
-		pthread_mutex_unlock(&x->mu);
+		pthread_mutex_unlock(x->mu);
 		for (size_t i = 0; i < zd.n; i++)
 			zd.items[i].severity = TPF_SEV_WARNING;
 		tpf_diags_move(x->d, &zd);
@@ -485,7 +488,7 @@ static int exec_create(struct exec *x, size_t ai)
 		return TPF_EDEFERRED;
 	}
 	if (rc) {
-		pthread_mutex_lock(&x->mu);
+		pthread_mutex_lock(x->mu);
 		if (tried && only_zone_errors) {
 			/* Every zone said no before creating anything: nothing exists. */
 			tpf_state_remove(x->st, dn->name);
@@ -502,7 +505,7 @@ static int exec_create(struct exec *x, size_t ai)
 					   dn->name);
 		}
 		save_locked(x);
-		pthread_mutex_unlock(&x->mu);
+		pthread_mutex_unlock(x->mu);
 		tpf_diags_move(x->d, &zd);
 		emit(x, TPF_EV_ERRORED, dn->name, "create", NULL, el, 0, NULL, NULL);
 		tpf_recipe_release(&r);
@@ -515,13 +518,13 @@ static int exec_create(struct exec *x, size_t ai)
 
 	char when[32];
 	tpf_rfc3339(tpf_now_wall(), when, sizeof(when));
-	pthread_mutex_lock(&x->mu);
+	pthread_mutex_lock(x->mu);
 	sn = tpf_state_find(x->st, dn->name);
 	xstrset(&sn->id, ln.id);
 	xstrset(&sn->status, TPF_NODE_CREATED);
 	xstrset(&sn->created_at, when);
 	rc = save_locked(x);
-	pthread_mutex_unlock(&x->mu);
+	pthread_mutex_unlock(x->mu);
 
 	int failed = 0;
 	if (ln.state && strcmp(ln.state, "READY")) {
@@ -555,7 +558,7 @@ static int exec_create(struct exec *x, size_t ai)
 static int record_node(struct exec *x, const struct tpf_action *a, const struct tpf_live_node *ln)
 {
 	const struct tpf_desired_node *dn = a->desired;
-	pthread_mutex_lock(&x->mu);
+	pthread_mutex_lock(x->mu);
 	struct tpf_state_node *sn = tpf_state_find(x->st, dn->name);
 	if (!sn) {
 		sn = tpf_state_add(x->st, dn->name);
@@ -579,7 +582,7 @@ static int record_node(struct exec *x, const struct tpf_action *a, const struct 
 		tpf_state_node_set_workers(sn, (size_t)dn->recipe.workers);
 	tpf_job_copy(&sn->job, &dn->job);
 	int rc = save_locked(x);
-	pthread_mutex_unlock(&x->mu);
+	pthread_mutex_unlock(x->mu);
 	return rc;
 }
 
@@ -593,23 +596,23 @@ static int exec_update(struct exec *x, size_t ai, const struct tpf_live_node *ln
 	if (!rc && a->update_labels) {
 		rc = x->prov->ops->set_labels(x->prov, a->zone, a->node, &dn->recipe.labels, x->d);
 		if (!rc) {
-			pthread_mutex_lock(&x->mu);
+			pthread_mutex_lock(x->mu);
 			struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
 			if (sn)
 				tpf_kvlist_copy(&sn->recipe.labels, &dn->recipe.labels);
 			rc = save_locked(x);
-			pthread_mutex_unlock(&x->mu);
+			pthread_mutex_unlock(x->mu);
 		}
 	}
 	if (!rc && force) {
 		/* A restart is a new attempt: TPUFORM_RETRY goes up for that worker. */
-		pthread_mutex_lock(&x->mu);
+		pthread_mutex_lock(x->mu);
 		struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
 		for (size_t i = 0; sn && i < a->nworkers; i++)
 			if ((size_t)a->workers[i] < sn->nworkers)
 				sn->workers[a->workers[i]].restarts++;
 		rc = save_locked(x);
-		pthread_mutex_unlock(&x->mu);
+		pthread_mutex_unlock(x->mu);
 	}
 	int failed = 0;
 	if (!rc)
@@ -674,16 +677,16 @@ static int exec_action(struct exec *x, size_t ai)
 	case TPF_ACT_DELETE:
 		rc = exec_delete_only(x, ai, 1);
 		if (!rc) {
-			pthread_mutex_lock(&x->mu);
+			pthread_mutex_lock(x->mu);
 			x->res->destroyed++;
-			pthread_mutex_unlock(&x->mu);
+			pthread_mutex_unlock(x->mu);
 		}
 		return rc;
 	case TPF_ACT_FORGET:
-		pthread_mutex_lock(&x->mu);
+		pthread_mutex_lock(x->mu);
 		tpf_state_remove(x->st, a->node);
 		rc = save_locked(x);
-		pthread_mutex_unlock(&x->mu);
+		pthread_mutex_unlock(x->mu);
 		return rc;
 	case TPF_ACT_REPLACE:
 		/* Delete first: a preempted node keeps holding quota. The state
@@ -691,19 +694,19 @@ static int exec_action(struct exec *x, size_t ai)
 		rc = exec_delete_only(x, ai, 0);
 		if (rc)
 			return rc;
-		pthread_mutex_lock(&x->mu);
+		pthread_mutex_lock(x->mu);
 		x->res->destroyed++;
-		pthread_mutex_unlock(&x->mu);
+		pthread_mutex_unlock(x->mu);
 		/* fall through */
 	case TPF_ACT_CREATE:
 		rc = exec_create(x, ai);
 		if (!rc || rc == TPF_ERROR) {
 			/* The node exists even if a worker failed. */
-			pthread_mutex_lock(&x->mu);
+			pthread_mutex_lock(x->mu);
 			struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
 			if (sn && !strcmp(sn->status, TPF_NODE_CREATED))
 				x->res->added++;
-			pthread_mutex_unlock(&x->mu);
+			pthread_mutex_unlock(x->mu);
 		}
 		return rc;
 	case TPF_ACT_UPDATE:
@@ -725,9 +728,9 @@ static int exec_action(struct exec *x, size_t ai)
 	}
 	}
 	if (!rc) {
-		pthread_mutex_lock(&x->mu);
+		pthread_mutex_lock(x->mu);
 		x->res->changed++;
-		pthread_mutex_unlock(&x->mu);
+		pthread_mutex_unlock(x->mu);
 	}
 	return rc;
 }
@@ -736,22 +739,22 @@ static void *action_thread(void *arg)
 {
 	struct exec *x = arg;
 	for (;;) {
-		pthread_mutex_lock(&x->mu);
+		pthread_mutex_lock(x->mu);
 		size_t qi = x->next++;
-		pthread_mutex_unlock(&x->mu);
+		pthread_mutex_unlock(x->mu);
 		if (qi >= x->nqueue)
 			return NULL;
 		if (x->o->interrupted && *x->o->interrupted)
 			continue; /* start nothing new; the caller reports it */
 		int rc = exec_action(x, x->queue[qi]);
 		if (rc == TPF_EDEFERRED) {
-			pthread_mutex_lock(&x->mu);
+			pthread_mutex_lock(x->mu);
 			x->res->deferred++;
-			pthread_mutex_unlock(&x->mu);
+			pthread_mutex_unlock(x->mu);
 		} else if (rc) {
-			pthread_mutex_lock(&x->mu);
+			pthread_mutex_lock(x->mu);
 			x->res->failed_actions++;
-			pthread_mutex_unlock(&x->mu);
+			pthread_mutex_unlock(x->mu);
 		}
 	}
 }
@@ -789,7 +792,8 @@ int tpf_apply(const struct tpf_plan *p, const struct tpf_fleet *f, struct tpf_pr
 		.o = opts, .res = res, .d = d,
 	};
 	x.t = prov->ops->transport ? prov->ops->transport(prov) : NULL;
-	pthread_mutex_init(&x.mu, NULL);
+	pthread_mutex_init(&x.own_mu, NULL);
+	x.mu = opts->state_mu ? opts->state_mu : &x.own_mu;
 	x.queue = xcalloc(p->n ? p->n : 1, sizeof(size_t));
 	x.fl = xcalloc(p->n ? p->n : 1, sizeof(*x.fl));
 	if (!st->fleet)
@@ -799,17 +803,17 @@ int tpf_apply(const struct tpf_plan *p, const struct tpf_fleet *f, struct tpf_pr
 	pthread_create(&hb, NULL, heartbeat_thread, &x);
 	run_phase(&x, 1);
 	run_phase(&x, 0);
-	pthread_mutex_lock(&x.mu);
+	pthread_mutex_lock(x.mu);
 	x.done = 1;
 	/* A final save, as Terraform persists at the end whatever happened. */
 	tpf_state_save(st, state_path, d);
-	pthread_mutex_unlock(&x.mu);
+	pthread_mutex_unlock(x.mu);
 	pthread_join(hb, NULL);
 
 	for (size_t i = 0; i < p->n; i++)
 		free(x.fl[i].id);
 	free(x.fl);
 	free(x.queue);
-	pthread_mutex_destroy(&x.mu);
+	pthread_mutex_destroy(&x.own_mu);
 	return res->failed_actions || tpf_diags_errors(d) > errors_before ? TPF_ERROR : 0;
 }

@@ -73,6 +73,9 @@ struct tpf_apply_opts {
 	/* watch: a node no zone can take now is deferred (a warning, counted
 	 * in res->deferred), not a failure. */
 	int refusals_defer;
+	/* When several applies run at once on one state (watch heals nodes
+	 * concurrently), they must share this mutex; NULL: apply's own. */
+	pthread_mutex_t *state_mu;
 };
 
 struct tpf_apply_result {

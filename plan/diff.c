@@ -34,7 +34,7 @@ void tpf_action_change(struct tpf_action *a, const char *field, const char *befo
 	c->sensitive = sensitive;
 }
 
-static void action_release(struct tpf_action *a)
+void tpf_action_release(struct tpf_action *a)
 {
 	free(a->node);
 	free(a->reason);
@@ -54,7 +54,7 @@ static void action_release(struct tpf_action *a)
 void tpf_plan_release(struct tpf_plan *p)
 {
 	for (size_t i = 0; i < p->n; i++)
-		action_release(&p->actions[i]);
+		tpf_action_release(&p->actions[i]);
 	free(p->actions);
 	free(p->fleet);
 	free(p->lineage);
@@ -438,7 +438,7 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 		return;
 	}
 	/* Not a replace after all: reuse the slot. */
-	action_release(a);
+	tpf_action_release(a);
 	p->n--;
 
 	if (qstate) {
@@ -510,7 +510,7 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 	}
 	if (a->nworkers || a->update_labels || a->adopt)
 		return;
-	action_release(a);
+	tpf_action_release(a);
 	p->n--;
 
 	/* Nothing to change in the node: look at the sessions. */
@@ -541,7 +541,7 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 		tpf_buf_addf(&why, ": restart %s", a->nworkers > 1 ? "them" : "it");
 		set_reason(a, "session", why.buf);
 	} else {
-		action_release(a);
+		tpf_action_release(a);
 		p->n--;
 	}
 	tpf_buf_release(&why);
