@@ -250,7 +250,10 @@ int cmd_exec(int argc, char **argv)
 	for (size_t i = 0; i < ntasks; i++) {
 		struct exec_task *e = &tasks[i];
 		if (e->rc) {
-			tpf_ui_say("%s/w%d : unreachable\n", e->sn->name, e->worker);
+			tpf_ui_say("%s/w%d : %s\n", e->sn->name, e->worker,
+				   e->rc == TPF_EUNREACHABLE ? "unreachable"
+				   : e->rc == TPF_EHOSTKEY ? "refused: host key changed (see below)"
+							   : "failed (see below)");
 			code = TPF_EXIT_ERROR;
 		} else {
 			tpf_ui_say("%s/w%d : exit=%d\n", e->sn->name, e->worker, e->status);

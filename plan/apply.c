@@ -574,6 +574,10 @@ static int record_node(struct exec *x, const struct tpf_action *a, const struct 
 		tpf_state_node_set_workers(sn, (size_t)dn->recipe.workers);
 	}
 	xstrset(&sn->status, TPF_NODE_CREATED);
+	/* Same name, new id: the node was re-created outside tpuform. Its
+	 * workers are new VMs: forget their pins and facts. */
+	if (ln && sn->id && ln->id && strcmp(sn->id, ln->id))
+		tpf_state_node_set_workers(sn, 0);
 	if (ln) {
 		xstrset(&sn->id, ln->id);
 		xstrset(&sn->created_at, ln->create_time);

@@ -481,7 +481,7 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 		free(b);
 		free(v);
 	}
-	int job_changed = 0;
+	int job_changed = 0, recreated = 0;
 	if (sn)
 		job_changed = describe_job(a, &sn->job, &dn->job);
 	else
@@ -491,10 +491,14 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 		const struct tpf_state_worker *sw =
 			sn && (size_t)w < sn->nworkers ? &sn->workers[w] : NULL;
 		const struct tpf_session_fact *sf = tpf_session_facts_find(in->facts, dn->name, w);
-		/* A worker that reports it never started (a fresh disk) needs it too. */
+		/* A worker that reports it never started (a fresh disk) needs it too,
+		 * and so does every worker of a node re-created under the same name
+		 * outside tpuform (a new id: new VMs). */
 		int never = sf && sf->session && !strcmp(sf->session, "none");
-		if (!sw || !streq(sw->script_hash, h) || never)
+		int new_vm = sn && sn->id && ln->id && strcmp(sn->id, ln->id);
+		if (!sw || !streq(sw->script_hash, h) || never || new_vm)
 			add_worker(a, w);
+		recreated |= new_vm;
 		free(h);
 	}
 	if (a->adopt) {
@@ -503,6 +507,9 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 		set_reason(a, "labels_and_job", "labels changed, and the bootstrap script changed");
 	} else if (a->nworkers && job_changed) {
 		set_reason(a, "job", "bootstrap script changed: re-provision workers");
+	} else if (a->nworkers && recreated) {
+		set_reason(a, "provision", "the node was re-created outside tpuform (new id): provision "
+					   "its new workers");
 	} else if (a->nworkers) {
 		set_reason(a, "provision", "workers are not provisioned with the current script");
 	} else if (a->update_labels) {

@@ -406,6 +406,10 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 		new_status = err == TPF_EUNREACHABLE ? "unreachable" : "failed";
 		goto done;
 	}
+	/* Pin the key as soon as the worker proved it (trust on first use),
+	 * even if the bootstrap then fails: the next attempt must meet it. */
+	if (host_key)
+		xstrset(&sw->host_key, host_key);
 	if ((err = send_source(t, c, mode, n, hash, force, addr, d)) < 0 ||
 	    (err = t->ops->put(c, TPF_REMOTE_SECRETS, secrets, strlen(secrets), 0600, d)) < 0 ||
 	    (err = t->ops->put(c, TPF_REMOTE_SCRIPT, script, strlen(script), 0700, d)) < 0)
@@ -456,8 +460,6 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 		tpf_rfc3339(tpf_now_wall(), now, sizeof(now));
 		xstrset(&sw->provisioned_at, now);
 	}
-	if (host_key)
-		xstrset(&sw->host_key, host_key);
 	xstrset(&sw->address, endpoint_address(f, worker_endpoint(live, worker)));
 	new_status = NULL;
 done:

@@ -68,6 +68,7 @@ is "the pin is kept" "$(pin hk-a-0 1)" "$old"
 ok "nothing ran on the refused worker" test "$(wc -l <"$W/workers/w$i/home/starts")" -eq 1
 
 fails "exec refuses it too" 1 tpuform exec -f fleet.yaml hk-a-0 -worker 1 -- 'touch ~/exec-ran'
+like "and says why, not 'unreachable'" "$(cat last.out)" "hk-a-0/w1 : refused: host key changed"
 like "with the same message" "$(cat last.out)" "has changed: pinned $(re "$old")"
 ok "and ran nothing there" test ! -e "$W/workers/w$i/home/exec-ran"
 fails "ssh refuses it too" 1 sh -c "echo 'touch ~/ssh-ran' | '$TPUFORM' ssh -f fleet.yaml hk-a-0 -worker 1"

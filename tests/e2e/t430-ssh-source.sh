@@ -78,6 +78,8 @@ ok "clone: destroy" tpuform destroy -f "$W/sc/fleet.yaml" -auto-approve
 fleet sb "$hidden/repo" clone
 fails "clone of an unreachable repo: apply exits 1" 1 tpuform apply -f "$W/sb/fleet.yaml" -auto-approve
 like "clone: naming the worker and the step" "$(cat last.out)" "bootstrap failed on worker 'sb-a-0/w[01]' at step 'source' \(exit status 1\): cannot check out commit"
+pins=$("$TPUFORM" state show -f "$W/sb/fleet.yaml" sb-a-0 | grep -c '"host_key": "SHA256:')
+is "the failed workers' host keys are pinned all the same (trust on first use)" "$pins" 2
 like "clone: and the recap" "$(cat last.out)" "sb-a-0/w1 +: ok=0 +changed=0 +unreachable=0 +failed=1"
 
 # bundle: tpuform ships the commit

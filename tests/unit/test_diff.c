@@ -125,8 +125,10 @@ static void run_case(const struct tcase *tc, int queued)
 	for (const struct node_desc *nd = tc->live; nd->name; nd++) {
 		struct tpf_live_node *ln = tpf_live_set_add(&live);
 		ln->name = xstrdup(nd->name);
-		ln->id = xstrdup("123");
-		ln->state = xstrdup(nd->state);
+		/* "READY/new-id": a node re-created under the same name. */
+		int new_id = !strcmp(nd->state, "READY/new-id");
+		ln->id = xstrdup(new_id ? "456" : "123");
+		ln->state = xstrdup(new_id ? "READY" : nd->state);
 		fill_recipe(&ln->recipe, nd, "f");
 		ln->queued_state = xstrdup(nd->queued);
 		ln->recipe.queued = nd->queued != NULL;
@@ -207,6 +209,8 @@ static const struct tcase cases[] = {
 	  1, NULL, 0, "wait:f-a-0(busy)[0,1]" },
 	{ "run command changed: re-provision both workers", 1, { A0(NULL), { 0 } },
 	  { A0("READY"), { 0 } }, NULL, 1, "old command", 0, "update:f-a-0(job)[0,1]" },
+	{ "re-created outside tpuform (new id): provision every worker", 1, { A0(NULL), { 0 } },
+	  { A0("READY/new-id"), { 0 } }, NULL, 1, NULL, 0, "update:f-a-0(provision)[0,1]" },
 	{ "never provisioned: provision", 1, { A0(NULL), { 0 } }, { A0("READY"), { 0 } }, NULL, 0, NULL,
 	  0, "update:f-a-0(provision)[0,1]" },
 	{ "count lowered: delete the last", 1, { A0(NULL), A1(NULL), { 0 } },
