@@ -59,6 +59,8 @@ void tpf_ui_diags(const struct tpf_diags *d);
 /* One JSON Lines message (terraform-ux.md section 5): adds @level, @message,
  * @module "tpuform.ui", @timestamp and type; steals `extra` (may be NULL). */
 void tpf_ui_json(const char *level, const char *type, const char *message, json_t *extra);
+/* The first JSON Lines message, type "version" (Terraform's -json starts so). */
+void tpf_ui_json_version(void);
 /* Human progress line on stdout (no-op in json mode). */
 void tpf_ui_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The apply event printer (plan/apply.h tpf_event_fn). */

@@ -55,8 +55,7 @@ int cmd_plan(int argc, char **argv)
 	}
 	tpf_ui_init(o.no_color, o.json);
 	if (o.json)
-		tpf_ui_json("info", "version", "tpuform " TPF_VERSION,
-			    json_pack("{s:s,s:s}", "tpuform", TPF_VERSION, "ui", "1.2"));
+		tpf_ui_json_version();
 
 	struct tpf_session s;
 	int code = TPF_EXIT_ERROR;

@@ -59,6 +59,12 @@ void tpf_ui_json(const char *level, const char *type, const char *message, json_
 	json_decref(o);
 }
 
+void tpf_ui_json_version(void)
+{
+	tpf_ui_json("info", "version", "tpuform " TPF_VERSION,
+		    json_pack("{s:s,s:s}", "tpuform", TPF_VERSION, "ui", "1.2"));
+}
+
 void tpf_ui_say(const char *fmt, ...)
 {
 	if (tpf_ui.json)

@@ -7,33 +7,15 @@
 # service-account key flow with --auth token, and no key material in
 # output or state.
 . "$(dirname "$0")/lib.sh"
-TPF_ROOT=$TOP
-. "$TOP/tests/e2e/fakegcp.sh"
-. "$TOP/tests/e2e/sshd.sh"
+. "$TOP/tests/e2e/gcp_workers.sh"
 setup_dir t310
-trap 'fakegcp_stop >/dev/null 2>&1; sshd_stop' EXIT
-export TPUFORM_GCP_POLL_MIN=0.05 TPUFORM_GCP_POLL_MAX=0.2 TPUFORM_GCP_RETRY_BASE=0.05
-unset GOOGLE_APPLICATION_CREDENTIALS CLOUDSDK_CONFIG GCE_METADATA_HOST SSH_AUTH_SOCK
 export TPUFORM_ACCESS_TOKEN=test-token TPUFORM_SSH_RETRY=2
-
 # Worker addresses are handed out in order, one per worker of every node
 # the emulator creates (failed creates included): 10 is plenty here.
-sshd_start "$W/workers" 10 127.0.31.1
-rc=$?
-if [ "$rc" -eq 2 ]; then
-	echo "# SKIP: this machine cannot run the sshd workers (needs root, sshd, unshare)"
-	echo "1..0"
-	exit 0
-fi
-[ "$rc" -eq 0 ] || { echo "not ok 1 - sshd workers start"; echo "1..1"; exit 1; }
-sshd_watch $$
+gcp_workers_start 10 127.0.31.1 --project test-project --op-seconds 0.2 \
+	--quota 'z-q:v2-8:preemptible=0' --capacity z-c=0
+# For the emulator's second start, with other options.
 EMU="--project test-project --op-seconds 0.2 --worker-ip-base 127.0.31.1 --worker-port $SSHD_PORT"
-# shellcheck disable=SC2086
-if ! fakegcp_start $EMU --quota 'z-q:v2-8:preemptible=0' --capacity z-c=0; then
-	echo "not ok 1 - the emulator starts"
-	echo "1..1"
-	exit 1
-fi
 API="$FAKEGCP_URL/v2/projects/test-project/locations"
 nodes() { curl -s "$FAKEGCP_URL/__admin/nodes"; }
 # name:zone:state of every node, sorted

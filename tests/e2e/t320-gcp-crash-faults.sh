@@ -5,30 +5,11 @@
 # twice); transient faults at a 20% rate still converge with no duplicate
 # node; and a quiet fleet's plan costs exactly one nodes.list per zone.
 . "$(dirname "$0")/lib.sh"
-TPF_ROOT=$TOP
-. "$TOP/tests/e2e/fakegcp.sh"
-. "$TOP/tests/e2e/sshd.sh"
+. "$TOP/tests/e2e/gcp_workers.sh"
 setup_dir t320
-trap 'fakegcp_stop >/dev/null 2>&1; sshd_stop' EXIT
-export TPUFORM_GCP_POLL_MIN=0.05 TPUFORM_GCP_POLL_MAX=0.2 TPUFORM_GCP_RETRY_BASE=0.05
-unset GOOGLE_APPLICATION_CREDENTIALS CLOUDSDK_CONFIG GCE_METADATA_HOST SSH_AUTH_SOCK
-export TPUFORM_ACCESS_TOKEN=test-token TPUFORM_SSH_RETRY=2
-
-sshd_start "$W/workers" 40 127.0.32.1
-rc=$?
-if [ "$rc" -eq 2 ]; then
-	echo "# SKIP: this machine cannot run the sshd workers (needs root, sshd, unshare)"
-	echo "1..0"
-	exit 0
-fi
-[ "$rc" -eq 0 ] || { echo "not ok 1 - sshd workers start"; echo "1..1"; exit 1; }
-sshd_watch $$
-if ! fakegcp_start --project test-project --op-seconds 1.5 --worker-ip-base 127.0.32.1 \
-	--worker-port "$SSHD_PORT"; then
-	echo "not ok 1 - the emulator starts"
-	echo "1..1"
-	exit 1
-fi
+export TPUFORM_ACCESS_TOKEN=test-token
+export TPUFORM_SSH_RETRY=2
+gcp_workers_start 40 127.0.32.1 --project test-project --op-seconds 1.5
 admin() { curl -s -X POST "$FAKEGCP_URL/__admin/$1"; }
 requests() { curl -s "$FAKEGCP_URL/__admin/requests"; }
 # name:state of every node of this fleet, sorted

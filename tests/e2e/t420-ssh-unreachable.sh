@@ -5,29 +5,10 @@
 # plan provisions that worker alone. A worker whose sshd comes up late is
 # waited for within the retry budget.
 . "$(dirname "$0")/lib.sh"
-TPF_ROOT=$TOP
-. "$TOP/tests/e2e/fakegcp.sh"
-. "$TOP/tests/e2e/sshd.sh"
+. "$TOP/tests/e2e/gcp_workers.sh"
 setup_dir t420
-trap 'fakegcp_stop >/dev/null 2>&1; sshd_stop' EXIT
-unset GOOGLE_APPLICATION_CREDENTIALS CLOUDSDK_CONFIG GCE_METADATA_HOST SSH_AUTH_SOCK
-export TPUFORM_ACCESS_TOKEN=test TPUFORM_GCP_POLL_MIN=0.05 TPUFORM_GCP_POLL_MAX=0.2
 export TPUFORM_SSH_RETRY=1
-
-sshd_start "$W/workers" 6 127.0.42.1
-rc=$?
-if [ "$rc" -eq 2 ]; then
-	echo "# SKIP: this machine cannot run the sshd workers (needs root, sshd, unshare)"
-	echo "1..0"
-	exit 0
-fi
-[ "$rc" -eq 0 ] || { echo "not ok 1 - sshd workers start"; echo "1..1"; exit 1; }
-sshd_watch $$
-if ! fakegcp_start --worker-ip-base 127.0.42.1 --worker-port "$SSHD_PORT" --op-seconds 0.1; then
-	echo "not ok 1 - the emulator starts"
-	echo "1..1"
-	exit 1
-fi
+gcp_workers_start 6 127.0.42.1 --op-seconds 0.1
 cat >fleet.yaml <<YAML
 fleet: ur
 provider:
