@@ -21,7 +21,16 @@ mkdir -p "$hidden/repo"
 		printf '#!/bin/sh\necho "hidden v1 on $TPUFORM_WORKER_ID"\n' >job.sh &&
 		git add job.sh && git commit -qm one
 ) || exit 1
+# Workers get a private /tmp only when the test directory is elsewhere;
+# wherever this runs, cover the hidden directory in every worker's own
+# mount namespace, so tpuform sees the repo and the workers do not.
+i=0
+while [ "$i" -lt "$SSHD_N" ]; do
+	sshd_in "$i" mount -t tmpfs tpuform-hidden "$hidden"
+	i=$((i + 1))
+done
 ok "the hidden repo is not visible on a worker" sshd_in 0 sh -c "! test -e '$hidden/repo'"
+ok "but it is visible to tpuform" test -d "$hidden/repo/.git"
 
 fleet() { # NAME REPO TRANSFER
 	mkdir -p "$W/$1"
