@@ -69,6 +69,30 @@ ok "and replaced once the timeout passed" grep -q "wa-a-0: the node has been UNH
 ok "the replacement has a new id" test "$("$TPUFORM" state show -f fleet.yaml wa-a-0 | grep '"id"')" != "$id_before"
 ok "and is healthy" grep -q '"health": "HEALTHY"' nodes/nodes/wa-a-0/node.json
 
+# SIGTERM in the middle of a heal: the step in flight finishes, the state
+# stays readable, nothing is deleted, and the next watch converges.
+cat >slow.yaml <<'YAML'
+fleet: ws
+provider:
+  local: { root: slownodes, create_delay: 2s }
+state: { path: slow.state.json }
+run: exec sleep 300
+groups:
+  - { name: a, accelerator_type: v2-8, runtime_version: rt, zones: [z1], count: 3 }
+YAML
+"$TPUFORM" watch -f slow.yaml -interval 0.3s >slow.out 2>&1 &
+spid=$!
+wait_for 10 grep -q "ws-a-0: creating" slow.out
+kill -TERM $spid
+wait $spid
+is "SIGTERM while nodes are CREATING: watch exits 0" "$?" 0
+ok "the state is readable" tpuform state list -f slow.yaml
+created=$("$TPUFORM" state pull -f slow.yaml | grep -c '"status": "created"')
+is "the creates in flight completed and were recorded" "$created" 3
+"$TPUFORM" watch -f slow.yaml -interval 0.3s -rounds 3 >slow2.out 2>&1
+ok "the next watch converges" grep -q "alive 3/3" slow2.out
+ok "destroy the slow fleet" tpuform destroy -f slow.yaml -auto-approve
+
 # Capacity: z1 has none and z2 has quota for one node. Two nodes keep
 # wanting z1; the backoff must keep them from asking it every round.
 cat >cap.yaml <<'YAML'
