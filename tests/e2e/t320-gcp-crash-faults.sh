@@ -78,4 +78,24 @@ is "six nodes exist, each once" "$(nodes)" "gk-a-0:READY gk-a-1:READY gk-a-2:REA
 ok "and the fleet converged" tpuform plan -f fleet.yaml -detailed-exitcode
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
 is "nothing is left" "$(nodes)" ""
+# 5. watch with quota for 2 of 4 desired nodes: 2 alive, 2 waiting, and no
+#    create request beyond the quota is ever sent.
+cat >quota.yaml <<YAML
+fleet: gq
+provider:
+  gcp: { project: test-project }
+state: { path: quota.state.json }
+quota:
+  - { zone: z1, accelerator_type: v2-8, preemptible: 2 }
+ssh: { user: root, private_key: "$SSHD_KEY", port: $SSHD_PORT }
+run: exec sleep 300
+groups:
+  - { name: a, accelerator_type: v2-8, runtime_version: tpu-ubuntu2204-base, zones: [z1], count: 4, preemptible: true }
+YAML
+admin "requests:clear" >/dev/null
+"$TPUFORM" watch -f quota.yaml -interval 0.5s -rounds 4 >quota.out 2>&1
+is "watch: two nodes alive" "$(nodes)" "gq-a-0:READY gq-a-1:READY "
+ok "two waiting for quota" grep -q "alive 2/4.*waiting for quota 2" quota.out
+is "exactly two creates were sent in four rounds" "$(creates)" 2
+ok "destroy the quota fleet" tpuform destroy -f quota.yaml -auto-approve
 finish
