@@ -7,11 +7,20 @@
 
 #include <string.h>
 
+/* A string that is not valid UTF-8 is kept as it is (json_string would
+ * return NULL and the field would vanish silently): the writer that dumps
+ * the document then refuses it, and says so. */
+static json_t *str(const char *v)
+{
+	json_t *s = json_string(v);
+	return s ? s : json_string_nocheck(v);
+}
+
 json_t *tpf_kvlist_to_json(const struct tpf_kvlist *l)
 {
 	json_t *o = json_object();
 	for (size_t i = 0; i < l->n; i++)
-		json_object_set_new(o, l->items[i].key, json_string(l->items[i].value));
+		json_object_set_new(o, l->items[i].key, str(l->items[i].value));
 	return o;
 }
 
@@ -34,7 +43,7 @@ int tpf_kvlist_from_json(struct tpf_kvlist *l, json_t *j, const char *what, stru
 static void set_str(json_t *o, const char *k, const char *v)
 {
 	if (v)
-		json_object_set_new(o, k, json_string(v));
+		json_object_set_new(o, k, str(v));
 }
 
 /* Copy an optional string field; wrong type is an error. */

@@ -28,46 +28,6 @@ static void put_str(json_t *o, const char *key, const char *v)
 	json_object_set_new(o, key, s);
 }
 
-/* Maps are written even when empty, as plan/recipe_json.c does for saved
- * plans, so that both files spell a recipe the same way. */
-static void put_map(json_t *o, const char *key, const struct tpf_kvlist *l)
-{
-	json_t *m = json_object();
-	for (size_t i = 0; i < l->n; i++)
-		put_str(m, l->items[i].key, l->items[i].value);
-	json_object_set_new(o, key, m);
-}
-
-static json_t *recipe_to_json(const struct tpf_recipe *r)
-{
-	json_t *o = json_object();
-	put_str(o, "accelerator_type", r->accelerator_type);
-	put_str(o, "runtime_version", r->runtime_version);
-	put_str(o, "zone", r->zone);
-	json_object_set_new(o, "preemptible", json_boolean(r->preemptible));
-	json_object_set_new(o, "spot", json_boolean(r->spot));
-	json_object_set_new(o, "workers", json_integer(r->workers));
-	put_map(o, "labels", &r->labels);
-	/* Queued resources (plan/recipe.h): only when set, so states of
-	 * fleets without them read and write exactly as before. */
-	if (r->queued)
-		json_object_set_new(o, "queued", json_true());
-	put_str(o, "valid_until", r->valid_until);
-	return o;
-}
-
-static json_t *job_to_json(const struct tpf_job *j)
-{
-	json_t *o = json_object();
-	put_str(o, "commit", j->commit);
-	put_str(o, "repo", j->repo);
-	put_str(o, "setup", j->setup);
-	put_str(o, "run", j->run);
-	put_map(o, "env", &j->env);
-	put_str(o, "secrets_hash", j->secrets_hash);
-	return o;
-}
-
 static json_t *worker_to_json(const struct tpf_state_worker *w)
 {
 	json_t *o = json_object();
@@ -93,8 +53,8 @@ static json_t *node_to_json(const struct tpf_state_node *n)
 	put_str(o, "status", n->status);
 	json_object_set_new(o, "generation", json_integer(n->generation));
 	put_str(o, "created_at", n->created_at);
-	json_object_set_new(o, "recipe", recipe_to_json(&n->recipe));
-	json_object_set_new(o, "job", job_to_json(&n->job));
+	json_object_set_new(o, "recipe", tpf_recipe_to_json(&n->recipe));
+	json_object_set_new(o, "job", tpf_job_to_json(&n->job));
 	json_t *ws = json_array();
 	for (size_t i = 0; i < n->nworkers; i++)
 		json_array_append_new(ws, worker_to_json(&n->workers[i]));
