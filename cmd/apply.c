@@ -2,7 +2,7 @@
  * tpuform apply [PLANFILE]: plan (or load a saved plan), ask, carry out.
  */
 #include "cmd/cmd.h"
-#include "plan/refresh.h"
+#include "engine/refresh.h"
 #include "util/fs.h"
 #include "util/xalloc.h"
 

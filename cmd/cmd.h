@@ -7,8 +7,8 @@
 #define TPF_CMD_H
 
 #include <stdio.h>
-#include "plan/apply.h"
-#include "plan/config.h"
+#include "engine/apply.h"
+#include "config/config.h"
 #include "plan/plan.h"
 #include "providers/provider.h"
 #include "state/lock.h"
@@ -63,7 +63,7 @@ void tpf_ui_json(const char *level, const char *type, const char *message, json_
 void tpf_ui_json_version(void);
 /* Human progress line on stdout (no-op in json mode). */
 void tpf_ui_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* The apply event printer (plan/apply.h tpf_event_fn). */
+/* The apply event printer (engine/apply.h tpf_event_fn). */
 void tpf_ui_event(const struct tpf_event *ev, void *ctx);
 /* Ansible's PLAY RECAP. */
 void tpf_ui_recap(const struct tpf_recap *r);

@@ -3,8 +3,8 @@
  * provider -> refresh -> pin source -> desired -> diff.
  */
 #include "cmd/cmd.h"
-#include "plan/refresh.h"
-#include "plan/source.h"
+#include "engine/refresh.h"
+#include "source/source.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/xalloc.h"

@@ -3,8 +3,8 @@
  * line of each worker, from the state plus a live refresh.
  */
 #include "cmd/cmd.h"
-#include "plan/provision.h"
-#include "plan/refresh.h"
+#include "engine/provision.h"
+#include "engine/refresh.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>

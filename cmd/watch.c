@@ -285,7 +285,7 @@ static void nap(double seconds)
  * round that finds a preemption must not wait for the previous round's
  * replacement (a delete, a create and provisioning, minutes on Cloud TPU)
  * before it refreshes again. Heals share one fleet, provider and state,
- * under one mutex (plan/apply.h state_mu); a node with a heal in flight is
+ * under one mutex (engine/apply.h state_mu); a node with a heal in flight is
  * "busy" and left out of later rounds' plans until it is done. The state
  * lock is held exactly while any heal runs.
  */

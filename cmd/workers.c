@@ -4,8 +4,8 @@
  * `gcloud ... ssh --worker=all` users do by hand.
  */
 #include "cmd/cmd.h"
-#include "plan/provision.h"
-#include "plan/refresh.h"
+#include "engine/provision.h"
+#include "engine/refresh.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 

@@ -4,7 +4,7 @@
  */
 #include "plan/plan.h"
 #include "plan/plan_internal.h"
-#include "plan/provision.h"
+#include "plan/worker_script.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>

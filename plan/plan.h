@@ -11,9 +11,9 @@
 
 #include <stddef.h>
 #include <jansson.h>
-#include "plan/config.h"
-#include "plan/recipe.h"
-#include "providers/provider.h"
+#include "config/config.h"
+#include "model/recipe.h"
+#include "model/live.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/diag.h"

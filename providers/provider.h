@@ -3,7 +3,7 @@
  *
  * Two implementations: providers/local (embedded; nodes are directories and
  * workers are screen sessions on this machine) and providers/gcp (Cloud TPU
- * v2 REST). Calls block until done and are thread-safe: plan/apply.c runs
+ * v2 REST). Calls block until done and are thread-safe: engine/apply.c runs
  * several at once from a thread pool (-parallelism).
  *
  * Contract mirrored: Cloud TPU v2 nodes (shared/contracts/tpu.v2.discovery.json):
@@ -14,52 +14,9 @@
 #define TPF_PROVIDER_H
 
 #include <stddef.h>
-#include "plan/config.h"
-#include "plan/recipe.h"
+#include "config/config.h"
+#include "model/live.h"
 #include "util/diag.h"
-
-/* One worker's address: Node.networkEndpoints[i]. */
-struct tpf_endpoint {
-	char *ip;          /* internal ipAddress, may be NULL */
-	char *external_ip; /* accessConfig.externalIp, may be NULL */
-	int port;          /* ssh port to use (local: 0) */
-};
-
-/* A node as the provider reports it. */
-struct tpf_live_node {
-	char *name;        /* short node id ("llm-sweep-a-0"), not the full resource name */
-	char *id;          /* Node.id */
-	char *state;       /* Node.state */
-	char *health;      /* Node.health, may be NULL */
-	char *create_time; /* RFC 3339, may be NULL */
-	/* accelerator_type, runtime_version, zone, scheduling and labels as
-	 * live; workers = number of endpoints (or the table's if none yet). */
-	struct tpf_recipe recipe;
-	struct tpf_endpoint *endpoints;
-	size_t nendpoints;
-	/*
-	 * Queued resources (gcp-tpu-api.md section 5): the state of the queued
-	 * resource that requested this node (QueuedResource.state.state, e.g.
-	 * "WAITING_FOR_RESOURCES"), NULL when none is known. recipe.queued is
-	 * then 1. When the queued resource speaks for the node -- no node
-	 * exists yet, or the queued resource FAILED or is SUSPENDED -- `state`
-	 * is the same string as this one and `id` is the node's or NULL.
-	 */
-	char *queued_state;
-};
-
-struct tpf_live_set {
-	struct tpf_live_node *nodes;
-	size_t n, alloc;
-};
-
-void tpf_live_node_release(struct tpf_live_node *n);
-void tpf_live_node_copy(struct tpf_live_node *dst, const struct tpf_live_node *src);
-void tpf_live_set_release(struct tpf_live_set *s);
-/* Borrowed pointer or NULL. */
-struct tpf_live_node *tpf_live_set_find(const struct tpf_live_set *s, const char *name);
-/* Append a zeroed node and return it. */
-struct tpf_live_node *tpf_live_set_add(struct tpf_live_set *s);
 
 struct tpf_provider;
 struct tpf_transport;

@@ -23,7 +23,7 @@
 
 #include <stddef.h>
 #include <jansson.h>
-#include "plan/recipe.h"
+#include "model/recipe.h"
 #include "util/diag.h"
 
 #define TPF_STATE_VERSION 1
@@ -103,7 +103,7 @@ int tpf_state_load(struct tpf_state *st, const char *path, struct tpf_diags *d);
  * On failure (TPF_ERROR, diagnostic "cannot write state file 'PATH': ...")
  * the old file is intact and st is unchanged, so a retry writes the same
  * serial. A string that is not UTF-8 is such a failure.
- * Not thread-safe: callers serialise (plan/apply.c holds a mutex). No
+ * Not thread-safe: callers serialise (engine/apply.c holds a mutex). No
  * global state.
  */
 int tpf_state_save(struct tpf_state *st, const char *path, struct tpf_diags *d);

@@ -10,7 +10,7 @@
 #	sh tpuform/bootstrap.sh start|restart|status|logs N|stop
 #
 # printing "TPUFORM key=value" lines for tpuform (the protocol is in
-# plan/provision.h). "job" is the verb the screen session runs.
+# engine/provision.h). "job" is the verb the screen session runs.
 #
 # POSIX sh only (the worker's /bin/sh may be dash). Needs screen, git (for
 # a source), sha256sum and coreutils. Secrets live in secrets.env (0600),

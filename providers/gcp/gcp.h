@@ -22,7 +22,7 @@
 #ifndef TPF_GCP_H
 #define TPF_GCP_H
 
-#include "plan/config.h"
+#include "config/config.h"
 #include "util/diag.h"
 
 /*

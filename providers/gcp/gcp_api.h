@@ -22,7 +22,7 @@
 #define TPF_GCP_API_H
 
 #include <stddef.h>
-#include "plan/recipe.h"
+#include "model/recipe.h"
 #include "providers/gcp/gcp_auth.h"
 #include "providers/gcp/gcp_http.h"
 #include "providers/gcp/gcp_retry.h"

@@ -1,5 +1,5 @@
 #include "providers/gcp/gcp_node.h"
-#include "plan/accel.h"
+#include "model/accel.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>

@@ -8,7 +8,7 @@
 #define TPF_GCP_NODE_H
 
 #include <jansson.h>
-#include "plan/recipe.h"
+#include "model/recipe.h"
 #include "providers/provider.h"
 
 /* Port the TPU runtime listens on in networkEndpoints[].port: never SSH. */
@@ -33,7 +33,7 @@ int tpf_gcp_node_in_fleet(json_t *node, const char *fleet);
  * port: the endpoint's port unless absent or the TPU runtime's 8470, then
  * `ssh_port`, because the real API reports the runtime port there while
  * the emulator reports the worker's SSH port); workers = number of
- * endpoints, else the accelerator table's (plan/accel.h), else 1.
+ * endpoints, else the accelerator table's (model/accel.h), else 1.
  * Returns 0, or -1 when node is not an object with a name.
  */
 int tpf_gcp_node_parse(json_t *node, const char *zone, int ssh_port, struct tpf_live_node *out);

@@ -2,7 +2,7 @@
  * QueuedResource JSON <-> tpuform (gcp_qr.h). No network here.
  */
 #include "providers/gcp/gcp_qr.h"
-#include "plan/accel.h"
+#include "model/accel.h"
 #include "providers/gcp/gcp_node.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"

@@ -14,7 +14,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
-#include "plan/recipe.h"
+#include "model/recipe.h"
 #include "providers/gcp/gcp_api.h"
 #include "providers/provider.h"
 #include "util/diag.h"

@@ -40,7 +40,7 @@
 #ifndef TPF_LOCAL_H
 #define TPF_LOCAL_H
 
-#include "plan/config.h"
+#include "config/config.h"
 #include "util/diag.h"
 
 /*

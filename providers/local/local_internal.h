@@ -6,7 +6,7 @@
 #define TPF_LOCAL_INTERNAL_H
 
 #include <stddef.h>
-#include "plan/recipe.h"
+#include "model/recipe.h"
 #include "providers/provider.h"
 #include "providers/transport.h"
 #include "util/buf.h"

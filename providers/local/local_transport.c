@@ -3,7 +3,7 @@
  * machine, and commands run there with /bin/sh and a clean environment.
  * Like SSH to a VM, it works only while the node is READY.
  */
-#include "plan/source.h"
+#include "source/source.h"
 #include "providers/local/local_internal.h"
 #include "util/fs.h"
 #include "util/xalloc.h"

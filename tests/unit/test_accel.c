@@ -1,5 +1,5 @@
 #include "tests/unit/unit.h"
-#include "plan/accel.h"
+#include "model/accel.h"
 
 #include <stdio.h>
 #include <string.h>

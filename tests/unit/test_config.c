@@ -1,5 +1,5 @@
 #include "tests/unit/unit.h"
-#include "plan/config.h"
+#include "config/config.h"
 #include "util/fs.h"
 #include "util/xalloc.h"
 

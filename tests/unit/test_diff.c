@@ -3,7 +3,7 @@
  * facts) -> the actions, written compactly as "kind:node(reason)[workers]".
  */
 #include "plan/plan.h"
-#include "plan/provision.h"
+#include "engine/provision.h"
 #include "tests/unit/unit.h"
 #include "util/xalloc.h"
 

@@ -4,7 +4,7 @@
  * duration conversion, and the recipe's queued fields in JSON (state and
  * saved plans). Shapes follow gcp-tpu-api.md section 5.
  */
-#include "plan/recipe.h"
+#include "model/recipe.h"
 #include "providers/gcp/gcp_node.h"
 #include "providers/gcp/gcp_qr.h"
 #include "providers/provider.h"

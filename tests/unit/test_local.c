@@ -3,7 +3,7 @@
  * workers as private homes, jobs in screen sessions.
  */
 #include "tests/unit/unit.h"
-#include "plan/source.h"
+#include "source/source.h"
 #include "providers/local/local.h"
 #include "providers/local/local_internal.h"
 #include "providers/provider.h"

@@ -6,8 +6,8 @@
  * the test checks that no process is left behind.
  */
 #include "tests/unit/unit.h"
-#include "plan/provision.h"
-#include "plan/source.h"
+#include "engine/provision.h"
+#include "source/source.h"
 #include "templates/render.h"
 #include "util/buf.h"
 #include "util/fs.h"

@@ -4,7 +4,7 @@
  * bundles the git CLI can verify and clone.
  */
 #include "tests/unit/unit.h"
-#include "plan/source.h"
+#include "source/source.h"
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/fs.h"

@@ -17,7 +17,7 @@
 
 #include <pthread.h>
 #include "plan/backoff.h"
-#include "plan/config.h"
+#include "config/config.h"
 #include "plan/plan.h"
 #include "providers/provider.h"
 #include "state/state.h"

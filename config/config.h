@@ -33,7 +33,7 @@ struct tpf_quota_rule {
 
 struct tpf_group {
 	char *name;             /* [a-z][a-z0-9-]* */
-	char *accelerator_type; /* validated against plan/accel.h */
+	char *accelerator_type; /* validated against model/accel.h */
 	char *runtime_version;
 	char **zones;           /* ordered fallback list, at least one */
 	size_t nzones;

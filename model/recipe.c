@@ -1,4 +1,4 @@
-#include "plan/recipe.h"
+#include "model/recipe.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>

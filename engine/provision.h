@@ -28,7 +28,8 @@
 #ifndef TPF_PROVISION_H
 #define TPF_PROVISION_H
 
-#include "plan/config.h"
+#include "config/config.h"
+#include "plan/worker_script.h"
 #include "providers/transport.h"
 #include "state/state.h"
 #include "util/diag.h"
@@ -43,21 +44,6 @@ struct tpf_worker_report {
 	char *host_key;    /* fingerprint seen (ssh), may be NULL */
 };
 void tpf_worker_report_release(struct tpf_worker_report *r);
-
-/* Session name for a fleet: "tpuform-<fleet>" (DESIGN.md). Caller frees. */
-char *tpf_session_name(const char *fleet);
-
-/*
- * Render the script worker `worker` of node `n` would get now (from n->job,
- * n->generation, the fleet's name, session and secrets). TPUFORM_RETRY is
- * n->generation + n->workers[worker].restarts (DESIGN.md: +1 at each
- * re-creation or restart). The hash covers the secrets file's hash, so a
- * changed secret changes it. Caller frees the script; *hash_out (caller
- * frees) gets its "sha256:..." hash (of the exact bytes, the same form the
- * script records in run/script.sha256).
- */
-char *tpf_provision_render(const struct tpf_fleet *f, const struct tpf_state_node *n,
-			   const struct tpf_live_node *live, int worker, char **hash_out);
 
 /*
  * Provision worker `worker` of node n (whose job and generation are what

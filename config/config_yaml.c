@@ -2,7 +2,7 @@
  * libyaml plumbing for the fleet file: load, positioned errors, mappings
  * with key checks, "did you mean" hints.
  */
-#include "plan/config_yaml.h"
+#include "config/config_yaml.h"
 #include "util/xalloc.h"
 
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-#include "plan/source.h"
+#include "source/source.h"
 #include "util/fs.h"
 #include "util/xalloc.h"
 

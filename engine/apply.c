@@ -1,5 +1,5 @@
 /*
- * The executor. See plan/apply.h for the rules it keeps.
+ * The executor. See engine/apply.h for the rules it keeps.
  *
  * Concurrency: node actions run on a small thread pool; workers of one
  * node are provisioned on threads of their own. The state (and the recap)
@@ -8,8 +8,8 @@
  * Provisioning, which is slow, works on a private copy of the node and
  * writes the worker's new facts back by name.
  */
-#include "plan/apply.h"
-#include "plan/provision.h"
+#include "engine/apply.h"
+#include "engine/provision.h"
 #include "providers/transport.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"

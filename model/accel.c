@@ -5,7 +5,7 @@
  * "v4-12" fails at plan time with the family's size rule instead of as an
  * INVALID_ARGUMENT from nodes.create minutes into an apply.
  */
-#include "plan/accel.h"
+#include "model/accel.h"
 
 #include <limits.h>
 #include <stddef.h>

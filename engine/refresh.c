@@ -1,5 +1,5 @@
-#include "plan/refresh.h"
-#include "plan/provision.h"
+#include "engine/refresh.h"
+#include "engine/provision.h"
 #include "providers/transport.h"
 #include "util/xalloc.h"
 

@@ -3,8 +3,8 @@
  * fleet's setup/run/env under the group's own), and the checks across
  * groups (unique names, node name length).
  */
-#include "plan/accel.h"
-#include "plan/config_walk.h"
+#include "model/accel.h"
+#include "config/config_walk.h"
 #include "util/buf.h"
 #include "util/xalloc.h"
 

@@ -1,7 +1,7 @@
 /*
  * Private to plan/config*.c: reading typed values out of the fleet file's
  * YAML tree. Every reader records its own positioned error (through
- * plan/config_yaml.h) and reports failure, so callers just skip the value
+ * config/config_yaml.h) and reports failure, so callers just skip the value
  * and go on to the next one.
  *
  * Messages follow one pattern: "'<key>' must be <expectation>, got <what
@@ -12,8 +12,8 @@
 
 #include <stddef.h>
 
-#include "plan/config.h"
-#include "plan/config_yaml.h"
+#include "config/config.h"
+#include "config/config_yaml.h"
 #include "util/kv.h"
 
 /* [a-z][a-z0-9-]*: fleet, group and zone names. */

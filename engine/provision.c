@@ -1,6 +1,7 @@
-#include "plan/provision.h"
-#include "plan/source.h"
+#include "engine/provision.h"
+#include "plan/worker_script.h"
 #include "templates/render.h"
+#include "source/source.h"
 #include "util/buf.h"
 #include "util/hash.h"
 #include "util/kv.h"
@@ -37,36 +38,6 @@ void tpf_worker_report_release(struct tpf_worker_report *r)
 	r->exit_code = -1;
 }
 
-char *tpf_session_name(const char *fleet)
-{
-	return xasprintf("tpuform-%s", fleet ? fleet : "");
-}
-
-static const char *source_mode(const struct tpf_fleet *f, const struct tpf_state_node *n)
-{
-	if (!n->job.commit || !*n->job.commit)
-		return "none";
-	if (f->provider == TPF_PROVIDER_LOCAL)
-		return "present";
-	return f->source.transfer == TPF_TRANSFER_BUNDLE ? "bundle" : "clone";
-}
-
-static int node_workers(const struct tpf_state_node *n)
-{
-	return n->recipe.workers > 0 ? n->recipe.workers : 1;
-}
-
-/* TPUFORM_RETRY: the node's generation plus the restarts tpuform made of
- * this worker in that generation (DESIGN.md: +1 at each re-creation or
- * restart; plan/apply.c bumps workers[w].restarts on a restart). */
-static int worker_retry(const struct tpf_state_node *n, int worker)
-{
-	int retry = n->generation;
-	if (worker >= 0 && (size_t)worker < n->nworkers)
-		retry += n->workers[worker].restarts;
-	return retry;
-}
-
 static const struct tpf_endpoint *worker_endpoint(const struct tpf_live_node *live, int worker)
 {
 	if (!live || worker < 0 || (size_t)worker >= live->nendpoints)
@@ -83,43 +54,6 @@ static const char *endpoint_address(const struct tpf_fleet *f, const struct tpf_
 	if (f && f->ssh.address == TPF_SSH_ADDRESS_EXTERNAL)
 		return e->external_ip;
 	return e->external_ip ? e->external_ip : e->ip;
-}
-
-char *tpf_provision_render(const struct tpf_fleet *f, const struct tpf_state_node *n,
-			   const struct tpf_live_node *live, int worker, char **hash_out)
-{
-	char *session = tpf_session_name(f->name);
-	char *secrets = tpf_secrets_render(&f->secrets);
-	char *secrets_hash = tpf_sha256_tagged(secrets, strlen(secrets));
-	int nworkers = node_workers(n);
-	const char *coordinator = NULL;
-
-	if (live && live->nendpoints > 0 && nworkers > 1)
-		coordinator = live->endpoints[0].ip ? live->endpoints[0].ip
-						    : live->endpoints[0].external_ip;
-	struct tpf_bootstrap_params p = {
-		.fleet = f->name,
-		.node = n->name,
-		.worker = worker,
-		.nworkers = nworkers,
-		.retry = worker_retry(n, worker),
-		.commit = n->job.commit,
-		.repo = n->job.repo,
-		.source_mode = source_mode(f, n),
-		.setup = n->job.setup,
-		.run = n->job.run,
-		.env = &n->job.env,
-		.session = session,
-		.coordinator = coordinator,
-		.secrets_hash = secrets_hash,
-	};
-	char *script = tpf_bootstrap_render(&p);
-	if (hash_out)
-		*hash_out = tpf_sha256_tagged(script, strlen(script));
-	free(session);
-	free(secrets);
-	free(secrets_hash);
-	return script;
 }
 
 /* ---- output handling ---------------------------------------------------- */
@@ -300,7 +234,7 @@ static int open_worker(struct tpf_transport *t, const struct tpf_state_node *n,
 		.node = n->name,
 		.node_id = n->id,
 		.worker = worker,
-		.nworkers = node_workers(n),
+		.nworkers = tpf_node_worker_count(n),
 		.endpoint = worker_endpoint(live, worker),
 		.host_key = pin,
 	};
@@ -397,7 +331,7 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 		return err;
 	}
 	struct tpf_state_worker *sw = &n->workers[worker];
-	const char *mode = source_mode(f, n);
+	const char *mode = tpf_worker_source_mode(f, n);
 	script = tpf_provision_render(f, n, live, worker, &hash);
 	secrets = tpf_secrets_render(&f->secrets);
 

@@ -2,17 +2,17 @@
  * The fleet file: walk the libyaml tree into struct tpf_fleet.
  *
  * The walk never stops at the first error: every value is checked and
- * every error recorded with its position (plan/config_yaml.c), so one
+ * every error recorded with its position (config/config_yaml.c), so one
  * `tpuform validate` shows everything to fix. Values that failed are left
  * unset, and checks that depend on them (node name length, duplicates) are
  * skipped rather than reported twice.
  *
  * This file: the top-level keys and sections, defaults, the public API.
- * Values: plan/config_value.c. Groups: plan/config_group.c.
+ * Values: config/config_value.c. Groups: config/config_group.c.
  */
-#include "plan/config.h"
-#include "plan/accel.h"
-#include "plan/config_walk.h"
+#include "config/config.h"
+#include "model/accel.h"
+#include "config/config_walk.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/timeutil.h"

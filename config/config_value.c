@@ -2,7 +2,7 @@
  * Reading values of the fleet file: scalars with their type errors, and the
  * free-form maps (env, labels, secrets) with their naming rules.
  */
-#include "plan/config_walk.h"
+#include "config/config_walk.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/timeutil.h"

@@ -2,7 +2,7 @@
  * JSON forms of recipes, jobs and string maps (jansson), shared by the
  * state file and saved plans so both spell fields the same way.
  */
-#include "plan/recipe.h"
+#include "model/recipe.h"
 #include "util/xalloc.h"
 
 #include <string.h>

@@ -8,6 +8,7 @@
 #define TPF_REFRESH_H
 
 #include "plan/plan.h"
+#include "providers/provider.h"
 
 /* Fill *live (caller releases) with the fleet's nodes. Errors: the
  * provider's, with diagnostics; callers must not plan deletions on a
@@ -17,7 +18,7 @@ int tpf_refresh(struct tpf_provider *prov, const struct tpf_fleet *f, const stru
 
 /*
  * Ask every provisioned worker of every READY node for its session status
- * (plan/provision.h tpf_provision_probe), up to `parallelism` at once.
+ * (engine/provision.h tpf_provision_probe), up to `parallelism` at once.
  * Facts are appended to *out (caller releases). An unreachable worker gives
  * a fact with session NULL, not an error. Providers without a transport
  * give no facts.

@@ -1,0 +1,74 @@
+/*
+ * Copy, release and lookup of live nodes (model/live.h).
+ */
+#include "model/live.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void tpf_live_node_release(struct tpf_live_node *n)
+{
+	free(n->name);
+	free(n->id);
+	free(n->state);
+	free(n->health);
+	free(n->create_time);
+	free(n->queued_state);
+	tpf_recipe_release(&n->recipe);
+	for (size_t i = 0; i < n->nendpoints; i++) {
+		free(n->endpoints[i].ip);
+		free(n->endpoints[i].external_ip);
+	}
+	free(n->endpoints);
+	memset(n, 0, sizeof(*n));
+}
+
+void tpf_live_node_copy(struct tpf_live_node *dst, const struct tpf_live_node *src)
+{
+	/* Built aside first, so that copying a node onto itself works. */
+	struct tpf_live_node tmp = {
+		.name = xstrdup(src->name),
+		.id = xstrdup(src->id),
+		.state = xstrdup(src->state),
+		.health = xstrdup(src->health),
+		.create_time = xstrdup(src->create_time),
+		.nendpoints = src->nendpoints,
+		.queued_state = xstrdup(src->queued_state),
+	};
+	tpf_recipe_copy(&tmp.recipe, &src->recipe);
+	if (src->nendpoints) {
+		tmp.endpoints = xcalloc(src->nendpoints, sizeof(*tmp.endpoints));
+		for (size_t i = 0; i < src->nendpoints; i++) {
+			tmp.endpoints[i].ip = xstrdup(src->endpoints[i].ip);
+			tmp.endpoints[i].external_ip = xstrdup(src->endpoints[i].external_ip);
+			tmp.endpoints[i].port = src->endpoints[i].port;
+		}
+	}
+	tpf_live_node_release(dst);
+	*dst = tmp;
+}
+
+void tpf_live_set_release(struct tpf_live_set *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		tpf_live_node_release(&s->nodes[i]);
+	free(s->nodes);
+	memset(s, 0, sizeof(*s));
+}
+
+struct tpf_live_node *tpf_live_set_find(const struct tpf_live_set *s, const char *name)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->nodes[i].name && !strcmp(s->nodes[i].name, name))
+			return &s->nodes[i];
+	return NULL;
+}
+
+struct tpf_live_node *tpf_live_set_add(struct tpf_live_set *s)
+{
+	XGROW(s->nodes, s->n + 1, s->alloc);
+	struct tpf_live_node *n = &s->nodes[s->n++];
+	memset(n, 0, sizeof(*n));
+	return n;
+}

@@ -1,0 +1,64 @@
+/*
+ * Nodes as a provider reports them: the live side of every diff.
+ *
+ * Shared by providers (which fill them), plan (which diffs them against the
+ * desired nodes and the state) and engine (which acts on them), so they live
+ * in the model layer, below all three.
+ *
+ * Contract mirrored: Cloud TPU v2 Node (docs/cloud-tpu-api.md): states are
+ * the API's Node.state strings ("CREATING", "READY", "PREEMPTED", ...),
+ * health is Node.health, endpoints are Node.networkEndpoints.
+ *
+ * Memory: every char * in these structs is owned by the struct and freed by
+ * the _release functions.
+ */
+#ifndef TPF_LIVE_H
+#define TPF_LIVE_H
+
+#include <stddef.h>
+#include "model/recipe.h"
+
+/* One worker's address: Node.networkEndpoints[i]. */
+struct tpf_endpoint {
+	char *ip;          /* internal ipAddress, may be NULL */
+	char *external_ip; /* accessConfig.externalIp, may be NULL */
+	int port;          /* ssh port to use (local: 0) */
+};
+
+/* A node as the provider reports it. */
+struct tpf_live_node {
+	char *name;        /* short node id ("llm-sweep-a-0"), not the full resource name */
+	char *id;          /* Node.id */
+	char *state;       /* Node.state */
+	char *health;      /* Node.health, may be NULL */
+	char *create_time; /* RFC 3339, may be NULL */
+	/* accelerator_type, runtime_version, zone, scheduling and labels as
+	 * live; workers = number of endpoints (or the table's if none yet). */
+	struct tpf_recipe recipe;
+	struct tpf_endpoint *endpoints;
+	size_t nendpoints;
+	/*
+	 * Queued resources (gcp-tpu-api.md section 5): the state of the queued
+	 * resource that requested this node (QueuedResource.state.state, e.g.
+	 * "WAITING_FOR_RESOURCES"), NULL when none is known. recipe.queued is
+	 * then 1. When the queued resource speaks for the node -- no node
+	 * exists yet, or the queued resource FAILED or is SUSPENDED -- `state`
+	 * is the same string as this one and `id` is the node's or NULL.
+	 */
+	char *queued_state;
+};
+
+struct tpf_live_set {
+	struct tpf_live_node *nodes;
+	size_t n, alloc;
+};
+
+void tpf_live_node_release(struct tpf_live_node *n);
+void tpf_live_node_copy(struct tpf_live_node *dst, const struct tpf_live_node *src);
+void tpf_live_set_release(struct tpf_live_set *s);
+/* Borrowed pointer or NULL. */
+struct tpf_live_node *tpf_live_set_find(const struct tpf_live_set *s, const char *name);
+/* Append a zeroed node and return it. */
+struct tpf_live_node *tpf_live_set_add(struct tpf_live_set *s);
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * The bootstrap script a worker gets: rendered from the state node, the
+ * fleet and the live node, with no I/O, so that plan/diff.c can compare the
+ * hash of the script a worker would get now with the one it runs.
+ */
+#include "plan/worker_script.h"
+#include "templates/render.h"
+#include "util/hash.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+char *tpf_session_name(const char *fleet)
+{
+	return xasprintf("tpuform-%s", fleet ? fleet : "");
+}
+
+const char *tpf_worker_source_mode(const struct tpf_fleet *f, const struct tpf_state_node *n)
+{
+	if (!n->job.commit || !*n->job.commit)
+		return "none";
+	if (f->provider == TPF_PROVIDER_LOCAL)
+		return "present";
+	return f->source.transfer == TPF_TRANSFER_BUNDLE ? "bundle" : "clone";
+}
+
+int tpf_node_worker_count(const struct tpf_state_node *n)
+{
+	return n->recipe.workers > 0 ? n->recipe.workers : 1;
+}
+
+/* TPUFORM_RETRY: the node's generation plus the restarts tpuform made of
+ * this worker in that generation (DESIGN.md: +1 at each re-creation or
+ * restart; engine/apply.c bumps workers[w].restarts on a restart). */
+static int worker_retry(const struct tpf_state_node *n, int worker)
+{
+	int retry = n->generation;
+	if (worker >= 0 && (size_t)worker < n->nworkers)
+		retry += n->workers[worker].restarts;
+	return retry;
+}
+
+char *tpf_provision_render(const struct tpf_fleet *f, const struct tpf_state_node *n,
+			   const struct tpf_live_node *live, int worker, char **hash_out)
+{
+	char *session = tpf_session_name(f->name);
+	char *secrets = tpf_secrets_render(&f->secrets);
+	char *secrets_hash = tpf_sha256_tagged(secrets, strlen(secrets));
+	int nworkers = tpf_node_worker_count(n);
+	const char *coordinator = NULL;
+
+	if (live && live->nendpoints > 0 && nworkers > 1)
+		coordinator = live->endpoints[0].ip ? live->endpoints[0].ip
+						    : live->endpoints[0].external_ip;
+	struct tpf_bootstrap_params p = {
+		.fleet = f->name,
+		.node = n->name,
+		.worker = worker,
+		.nworkers = nworkers,
+		.retry = worker_retry(n, worker),
+		.commit = n->job.commit,
+		.repo = n->job.repo,
+		.source_mode = tpf_worker_source_mode(f, n),
+		.setup = n->job.setup,
+		.run = n->job.run,
+		.env = &n->job.env,
+		.session = session,
+		.coordinator = coordinator,
+		.secrets_hash = secrets_hash,
+	};
+	char *script = tpf_bootstrap_render(&p);
+	if (hash_out)
+		*hash_out = tpf_sha256_tagged(script, strlen(script));
+	free(session);
+	free(secrets);
+	free(secrets_hash);
+	return script;
+}
+

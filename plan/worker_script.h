@@ -1,0 +1,36 @@
+/*
+ * Rendering a worker's bootstrap script (templates/bootstrap.sh) for a
+ * state node: pure, no I/O. Used by plan/diff.c (is the running script the
+ * one the worker would get now?) and engine/provision.c (upload it).
+ */
+#ifndef TPF_WORKER_SCRIPT_H
+#define TPF_WORKER_SCRIPT_H
+
+#include "config/config.h"
+#include "model/live.h"
+#include "state/state.h"
+
+/* Session name for a fleet: "tpuform-<fleet>" (DESIGN.md). Caller frees. */
+char *tpf_session_name(const char *fleet);
+
+/*
+ * Render the script worker `worker` of node `n` would get now (from n->job,
+ * n->generation, the fleet's name, session and secrets). TPUFORM_RETRY is
+ * n->generation + n->workers[worker].restarts (DESIGN.md: +1 at each
+ * re-creation or restart). The hash covers the secrets file's hash, so a
+ * changed secret changes it. Caller frees the script; *hash_out (caller
+ * frees) gets its "sha256:..." hash (of the exact bytes, the same form the
+ * script records in run/script.sha256).
+ */
+char *tpf_provision_render(const struct tpf_fleet *f, const struct tpf_state_node *n,
+			   const struct tpf_live_node *live, int worker, char **hash_out);
+
+/* How the worker gets its source: "none" (no commit), "present" (local
+ * provider: tpuform checks it out), "bundle" or "clone" (source.transfer).
+ * Static string. */
+const char *tpf_worker_source_mode(const struct tpf_fleet *f, const struct tpf_state_node *n);
+
+/* Workers of the node per its recipe, at least 1. */
+int tpf_node_worker_count(const struct tpf_state_node *n);
+
+#endif
