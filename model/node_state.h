@@ -1,0 +1,43 @@
+/*
+ * One classifier for Cloud TPU Node.state: what tpuform does with a node in
+ * a given state. plan/diff.c, engine/apply.c and the watch loop all ask here,
+ * so they never disagree.
+ *
+ * Contract mirrored: the Node.state enum of the Cloud TPU v2 discovery
+ * document (docs/cloud-tpu-api.md, "Node states"):
+ *   READY                                          -> TPF_NODE_READY
+ *   CREATING STARTING RESTARTING REPAIRING
+ *   REIMAGING UNHIDING                             -> TPF_NODE_BUSY (wait)
+ *   PREEMPTED TERMINATED STOPPED STOPPING          -> TPF_NODE_DEAD (replace)
+ *   DELETING HIDING HIDDEN                         -> TPF_NODE_GOING
+ *   STATE_UNSPECIFIED UNKNOWN, anything else, NULL -> TPF_NODE_UNKNOWN
+ * STOPPING counts as dead: a stopping node will not run the job again
+ * without a start, which tpuform never sends; it replaces instead.
+ */
+#ifndef TPF_NODE_STATE_H
+#define TPF_NODE_STATE_H
+
+enum tpf_node_class {
+	TPF_NODE_UNKNOWN = 0, /* unknown or unrecognised: leave alone, report */
+	TPF_NODE_READY,       /* running: provision, probe */
+	TPF_NODE_BUSY,        /* transitional on its way to READY: wait */
+	TPF_NODE_DEAD,        /* will not run the job again: replace */
+	TPF_NODE_GOING,       /* being deleted or hidden: treat as absent soon */
+};
+
+/* The class of a Node.state string (NULL: TPF_NODE_UNKNOWN). */
+enum tpf_node_class tpf_node_class(const char *state);
+
+/* "ready" "busy" "dead" "going" "unknown" (static), for messages and tests. */
+const char *tpf_node_class_name(enum tpf_node_class c);
+
+/*
+ * Queued resources (QueuedResource.state.state): 1 for the states in which
+ * the queued resource will never give a node unless it is deleted and
+ * queued again: FAILED and SUSPENDED. (ACTIVE with no node, which means the
+ * node was deleted outside tpuform, is decided by the caller, who knows
+ * whether a node exists.)
+ */
+int tpf_queued_state_dead(const char *state);
+
+#endif
