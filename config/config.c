@@ -335,7 +335,7 @@ int tpf_fleet_load(struct tpf_fleet *out, const char *path, struct tpf_diags *d)
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = tpf_read_file(path, &text, d);
+	rc = tpf_read_file_max(path, TPF_FLEET_FILE_MAX, "fleet file", &text, d);
 	if (rc == TPF_ENOTFOUND)
 		rc = tpf_errorx(d, NULL, "create it (examples/local.yaml is a start) or give its path",
 				"fleet file '%s' does not exist", path);

@@ -11,6 +11,14 @@
 #ifndef TPF_CONFIG_H
 #define TPF_CONFIG_H
 
+/*
+ * Input limits of the fleet file (README.md "Limits"). A file over the size
+ * is refused before parsing; nesting deeper than the depth is refused at
+ * the first too-deep collection, so hostile input costs milliseconds.
+ */
+#define TPF_FLEET_FILE_MAX ((size_t)16 << 20) /* bytes */
+#define TPF_FLEET_MAX_DEPTH 64                /* nested sequences and mappings */
+
 #include <stddef.h>
 #include "util/diag.h"
 #include "util/kv.h"

@@ -3,6 +3,7 @@
  * with key checks, "did you mean" hints.
  */
 #include "config/config_yaml.h"
+#include "config/config.h"
 #include "util/xalloc.h"
 
 #include <stdarg.h>
@@ -168,7 +169,7 @@ static int scan_events(struct cfg *c)
 {
 	yaml_parser_t p;
 	yaml_event_t e;
-	int refused = 0, docs = 0, done = 0;
+	int refused = 0, docs = 0, done = 0, depth = 0;
 	static const char anchor_hint[] =
 		"repeat the values instead; anchors, aliases and merge keys ('<<') are not supported";
 
@@ -203,6 +204,10 @@ static int scan_events(struct cfg *c)
 			anchor = e.data.scalar.anchor;
 			tag = e.data.scalar.tag;
 			break;
+		case YAML_SEQUENCE_END_EVENT:
+		case YAML_MAPPING_END_EVENT:
+			depth--;
+			break;
 		case YAML_SEQUENCE_START_EVENT:
 			anchor = e.data.sequence_start.anchor;
 			tag = e.data.sequence_start.tag;
@@ -212,6 +217,16 @@ static int scan_events(struct cfg *c)
 			tag = e.data.mapping_start.tag;
 			break;
 		default:
+			break;
+		}
+		if ((e.type == YAML_SEQUENCE_START_EVENT || e.type == YAML_MAPPING_START_EVENT) &&
+		    ++depth > TPF_FLEET_MAX_DEPTH) {
+			/* Stop here: libyaml's cost grows faster than linearly with
+			 * depth, and no fleet file nests this deep. */
+			cfg_error_mark(c, &e.start_mark, "a fleet file nests a few levels deep; flatten this value",
+				       "nesting deeper than %d levels", TPF_FLEET_MAX_DEPTH);
+			yaml_event_delete(&e);
+			refused = -1;
 			break;
 		}
 		if (anchor) {

@@ -135,7 +135,7 @@ int tpf_state_load(struct tpf_state *st, const char *path, struct tpf_diags *d)
 	struct tpf_buf b = TPF_BUF_INIT;
 	json_t *root = NULL;
 	json_error_t je;
-	int err = tpf_read_file(path, &b, d);
+	int err = tpf_read_file_max(path, TPF_STATE_FILE_MAX, "state file", &b, d);
 
 	if (err == TPF_ENOTFOUND) {
 		/* No file yet: a blank state; last_json stays NULL so that the

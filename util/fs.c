@@ -12,12 +12,38 @@
 
 int tpf_read_file(const char *path, struct tpf_buf *out, struct tpf_diags *d)
 {
+	return tpf_read_file_max(path, TPF_READ_FILE_MAX, NULL, out, d);
+}
+
+/* Drop what this read appended, keeping the buffer's NUL invariant. */
+static void drop_from(struct tpf_buf *b, size_t start)
+{
+	b->len = start;
+	if (b->alloc)
+		b->buf[start] = '\0';
+}
+
+/* "16 MiB", "512 KiB" or "100 bytes", for limits in messages. */
+static void fmt_size(size_t n, char *buf, size_t len)
+{
+	if (n >= ((size_t)1 << 20) && n % ((size_t)1 << 20) == 0)
+		snprintf(buf, len, "%zu MiB", n >> 20);
+	else if (n >= 1024 && n % 1024 == 0)
+		snprintf(buf, len, "%zu KiB", n >> 10);
+	else
+		snprintf(buf, len, "%zu bytes", n);
+}
+
+int tpf_read_file_max(const char *path, size_t max_bytes, const char *what,
+		      struct tpf_buf *out, struct tpf_diags *d)
+{
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return TPF_ENOTFOUND;
 		return tpf_error(d, "cannot open '%s': %s", path, strerror(errno));
 	}
+	size_t start = out->len, got = 0;
 	char chunk[65536];
 	for (;;) {
 		ssize_t n = read(fd, chunk, sizeof(chunk));
@@ -26,11 +52,23 @@ int tpf_read_file(const char *path, struct tpf_buf *out, struct tpf_diags *d)
 				continue;
 			int e = errno;
 			close(fd);
+			drop_from(out, start);
 			return tpf_error(d, "cannot read '%s': %s", path, strerror(e));
 		}
 		if (n == 0)
 			break;
+		if ((size_t)n > max_bytes - got) {
+			char lim[32];
+			close(fd);
+			drop_from(out, start);
+			fmt_size(max_bytes, lim, sizeof(lim));
+			return tpf_errorx(d, NULL, "split it, or check that the path names the right file",
+					  "%s%s'%s' is larger than %s, the limit for %s%s",
+					  what ? what : "", what ? " " : "", path, lim, what ? "a " : "",
+					  what ? what : "files tpuform reads");
+		}
 		tpf_buf_add(out, chunk, (size_t)n);
+		got += (size_t)n;
 	}
 	close(fd);
 	return 0;

@@ -10,9 +10,24 @@
 #include "util/buf.h"
 #include "util/diag.h"
 
-/* Read a whole file into out (appended). ENOENT returns TPF_ENOTFOUND with
- * no diagnostic, so callers can treat "missing" as a normal case. */
+/* The largest file tpf_read_file reads: 64 MiB. Fleet files, state files
+ * and saved plans have their own, documented limits (README.md "Limits"). */
+#define TPF_READ_FILE_MAX ((size_t)64 << 20)
+
+/* Read a whole file into out (appended), at most TPF_READ_FILE_MAX bytes.
+ * ENOENT returns TPF_ENOTFOUND with no diagnostic, so callers can treat
+ * "missing" as a normal case. */
 int tpf_read_file(const char *path, struct tpf_buf *out, struct tpf_diags *d);
+
+/*
+ * As tpf_read_file, but a file longer than max_bytes is refused: TPF_ERROR
+ * with a diagnostic naming the file and the limit, and nothing appended.
+ * Reading stops at max_bytes + 1, so an endless input (/dev/zero, a FIFO)
+ * ends at once instead of filling memory. `what` names the file's role in
+ * the message ("fleet file", "state file"); may be NULL.
+ */
+int tpf_read_file_max(const char *path, size_t max_bytes, const char *what,
+		      struct tpf_buf *out, struct tpf_diags *d);
 
 /*
  * Replace path with data atomically: write "<path>.tmp.<pid>", fsync it,

@@ -1,5 +1,6 @@
 #include "tests/unit/unit.h"
 #include "config/config.h"
+#include "util/buf.h"
 #include "util/fs.h"
 #include "util/xalloc.h"
 
@@ -754,6 +755,81 @@ static void test_config__length_bounded(void)
 	tpf_diags_release(&d);
 }
 
+/* Hostile input ends at once: nesting past the depth limit is refused at
+ * the first too-deep collection, with its position. */
+static void test_config__nesting_depth_limit(void)
+{
+	struct tpf_buf text = TPF_BUF_INIT;
+	size_t deep = 100000;
+	tpf_buf_adds(&text, HEAD GROUP "env: { A: ");
+	for (size_t i = 0; i < deep; i++)
+		tpf_buf_addch(&text, '[');
+	for (size_t i = 0; i < deep; i++)
+		tpf_buf_addch(&text, ']');
+	tpf_buf_adds(&text, " }\n");
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct tpf_fleet f;
+	CHECK_INT(tpf_fleet_parse(&f, "fleet.yaml", text.buf, text.len, &d), TPF_ERROR);
+	/* env's mapping is depth 2, so the 63rd '[' is depth 65: column 11 + 62. */
+	CHECKF(d.n >= 1 && !strcmp(d.items[0].summary, "fleet.yaml:6:73: nesting deeper than 64 levels"),
+	       "got: %s", d.n ? d.items[0].summary : "(none)");
+	tpf_fleet_release(&f);
+	tpf_diags_release(&d);
+
+	/* 64 levels are not refused for depth (the value is then the wrong type). */
+	tpf_buf_reset(&text);
+	tpf_buf_adds(&text, HEAD GROUP "env: { A: ");
+	for (int i = 0; i < 62; i++)
+		tpf_buf_addch(&text, '[');
+	for (int i = 0; i < 62; i++)
+		tpf_buf_addch(&text, ']');
+	tpf_buf_adds(&text, " }\n");
+	tpf_fleet_parse(&f, "fleet.yaml", text.buf, text.len, &d);
+	int depth_refused = 0;
+	for (size_t i = 0; i < d.n; i++)
+		depth_refused |= strstr(d.items[i].summary, "nesting deeper") != NULL;
+	CHECKF(d.n >= 1 && !depth_refused, "64 levels: refused for its type, not its depth");
+	tpf_fleet_release(&f);
+	tpf_diags_release(&d);
+	tpf_buf_release(&text);
+}
+
+/* A fleet file over the size limit is refused without being read whole:
+ * /dev/zero, which never ends, ends at the limit. */
+static void test_config__size_limit(void)
+{
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct tpf_fleet f;
+	CHECK_INT(tpf_fleet_load(&f, "/dev/zero", &d), TPF_ERROR);
+	CHECKF(d.n == 1 && strstr(d.items[0].summary, "'/dev/zero' is larger than 16 MiB"),
+	       "got: %s", d.n ? d.items[0].summary : "(none)");
+	tpf_fleet_release(&f);
+	tpf_diags_release(&d);
+
+	char *dir = unit_tmpdir();
+	char *path = xasprintf("%s/big.yaml", dir);
+	FILE *fp = fopen(path, "w");
+	CHECK(fp != NULL);
+	if (fp) {
+		fputs(HEAD GROUP, fp);
+		/* A comment pads the file to exactly one byte over the limit. */
+		long pad = (long)TPF_FLEET_FILE_MAX + 1 - (long)strlen(HEAD GROUP) - 2;
+		fputc('#', fp);
+		for (long i = 0; i < pad; i++)
+			fputc('x', fp);
+		fputc('\n', fp);
+		fclose(fp);
+	}
+	CHECK_INT(tpf_fleet_load(&f, path, &d), TPF_ERROR);
+	CHECKF(d.n == 1 && strstr(d.items[0].summary, "the limit for a fleet file"), "got: %s",
+	       d.n ? d.items[0].summary : "(none)");
+	tpf_fleet_release(&f);
+	tpf_diags_release(&d);
+	remove(path);
+	free(path);
+	free(dir);
+}
+
 int main(void)
 {
 	RUN(test_config__malformed_first_error);
@@ -766,5 +842,7 @@ int main(void)
 	RUN(test_config__load_from_file);
 	RUN(test_config__run_per_group);
 	RUN(test_config__length_bounded);
+	RUN(test_config__nesting_depth_limit);
+	RUN(test_config__size_limit);
 	return unit_done();
 }
