@@ -11,6 +11,7 @@
  * Values: config/config_value.c. Groups: config/config_group.c.
  */
 #include "config/config.h"
+#include "config/config_limits.h"
 #include "model/accel.h"
 #include "config/config_walk.h"
 #include "util/buf.h"
@@ -326,6 +327,10 @@ int tpf_fleet_parse(struct tpf_fleet *out, const char *path, const char *text, s
 		return TPF_ERROR;
 	}
 	set_defaults(out);
+	if (tpf_fleet_check_worker_limits(out, d)) {
+		tpf_fleet_release(out);
+		return TPF_ERROR;
+	}
 	return 0;
 }
 

@@ -830,6 +830,83 @@ static void test_config__size_limit(void)
 	free(dir);
 }
 
+/* Parse HEAD GROUP plus `extra`; returns the first diagnostic's summary
+ * (static copy) or "" when the file is valid. */
+static const char *first_error(const char *extra)
+{
+	static char out[512];
+	struct tpf_buf text = TPF_BUF_INIT;
+	tpf_buf_adds(&text, HEAD GROUP);
+	tpf_buf_adds(&text, extra);
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct tpf_fleet f;
+	tpf_fleet_parse(&f, "fleet.yaml", text.buf, text.len, &d);
+	snprintf(out, sizeof(out), "%s", d.n ? d.items[0].summary : "");
+	tpf_fleet_release(&f);
+	tpf_diags_release(&d);
+	tpf_buf_release(&text);
+	return out;
+}
+
+static char *repeat(char c, size_t n)
+{
+	char *s = xmalloc(n + 1);
+	memset(s, c, n);
+	s[n] = 0;
+	return s;
+}
+
+/* What every worker's execve takes (config/config_limits.h): one string is
+ * at most 131072 bytes with its NUL; all together at most 1 MiB. */
+static void test_config__worker_limits(void)
+{
+	char *v = repeat('x', 131069); /* "A=" + v + NUL = 131072: fits */
+	char *line = xasprintf("env: { A: %s }\n", v);
+	CHECK_STR(first_error(line), "");
+	free(line);
+	free(v);
+	v = repeat('x', 131070);
+	line = xasprintf("env: { A: %s }\n", v);
+	CHECK_STR(first_error(line),
+		  "fleet.yaml:5:5: in group 'g': env 'A' (NAME=value) is 131073 bytes; a worker "
+		  "accepts at most 131072");
+	free(line);
+	free(v);
+
+	v = repeat('y', 131071); /* run + NUL = 131072: fits */
+	line = xasprintf("setup: %s\n", v);
+	CHECK_STR(first_error(line), "");
+	free(line);
+	free(v);
+	v = repeat('y', 131072);
+	line = xasprintf("setup: %s\n", v);
+	CHECK_STR(first_error(line),
+		  "fleet.yaml:5:5: in group 'g': setup is 131073 bytes; a worker accepts at most 131072");
+	free(line);
+	free(v);
+
+	/* Nine values of 120,000 bytes each fit one by one, not together. */
+	struct tpf_buf many = TPF_BUF_INIT;
+	v = repeat('z', 120000);
+	tpf_buf_adds(&many, "env:\n");
+	for (int i = 0; i < 9; i++)
+		tpf_buf_addf(&many, "  V%d: %s\n", i, v);
+	CHECKF(strstr(first_error(many.buf), "env, secrets and the longer of setup and run together is "
+					     "1080042 bytes; a worker accepts at most 1048576") != NULL,
+	       "got: %s", first_error(many.buf));
+	tpf_buf_release(&many);
+
+	/* A secret is measured, never shown. */
+	char *secret = repeat('s', 140000);
+	setenv("TPF_TEST_BIG_SECRET", secret, 1);
+	const char *e = first_error("secrets: { TOKEN: \"${TPF_TEST_BIG_SECRET}\" }\n");
+	CHECKF(strstr(e, "secret 'TOKEN' (NAME=value) is 140007 bytes") && !strstr(e, "sss"),
+	       "got: %.200s", e);
+	unsetenv("TPF_TEST_BIG_SECRET");
+	free(secret);
+	free(v);
+}
+
 int main(void)
 {
 	RUN(test_config__malformed_first_error);
@@ -844,5 +921,6 @@ int main(void)
 	RUN(test_config__length_bounded);
 	RUN(test_config__nesting_depth_limit);
 	RUN(test_config__size_limit);
+	RUN(test_config__worker_limits);
 	return unit_done();
 }
