@@ -27,9 +27,19 @@
 
 #define FLEET_NAME_MAX 40
 
-static const char *const top_keys[] = {
+/* Keys only a group takes. At top level they are accepted by the key check
+ * and then refused with "belongs in a group", which says more than
+ * "unknown key". (setup, run and env are valid at both levels.) */
+static const char *const group_only_keys[] = {
+	"name", "accelerator_type", "runtime_version", "zones", "count", "preemptible",
+	"spot", "labels", "queued", "valid_until", NULL,
+};
+/* What the top level accepts: its own keys, then the group-only ones. */
+static const char *const top_and_group_only_keys[] = {
 	"fleet", "provider", "state", "quota", "source", "ssh", "env", "secrets",
-	"setup", "run", "restart", "max_restarts", "groups", NULL,
+	"setup", "run", "restart", "max_restarts", "groups",
+	"name", "accelerator_type", "runtime_version", "zones", "count", "preemptible",
+	"spot", "labels", "queued", "valid_until", NULL,
 };
 static const char *const provider_keys[] = { "local", "gcp", NULL };
 static const char *const local_keys[] = { "root", "create_delay", NULL };
@@ -245,9 +255,14 @@ static void read_fleet(struct cfg *c, struct tpf_fleet *f, yaml_node_t *root)
 		return;
 	}
 	if (cfg_map_open(&m, c, root, "the fleet file",
-			 "a mapping with keys such as 'fleet', 'provider' and 'groups'", top_keys,
-			 "at top level", "the fleet file") < 0)
+			 "a mapping with keys such as 'fleet', 'provider' and 'groups'",
+			 top_and_group_only_keys, "at top level", "the fleet file") < 0)
 		return;
+	for (const char *const *k = group_only_keys; *k; k++)
+		if ((x = cfg_map_get(&m, *k)))
+			cfg_error(c, x, "move it into an entry of 'groups:' (each group has a name, "
+					"accelerator_type, runtime_version, zones and count)",
+				  "'%s' belongs in a group, not at top level", *k);
 	if ((x = cfg_map_require(&m, "fleet", "name the fleet, e.g. fleet: my-fleet"))) {
 		const char *s = cfg_want_name(c, x, "fleet", FLEET_NAME_MAX);
 		if (s)

@@ -58,6 +58,10 @@ static const struct {
 	  "fleet.yaml:10:5: duplicate key 'count' in group 'g' (first at line 9)" },
 	{ HEAD GROUP "? [a]\n: 1\n", "fleet.yaml:6:3: keys at top level must be names, got a list" },
 
+	/* group-only keys at top level */
+	{ HEAD GROUP "zones: [a]\n", "fleet.yaml:6:8: 'zones' belongs in a group, not at top level" },
+	{ HEAD GROUP "count: 3\n", "fleet.yaml:6:8: 'count' belongs in a group, not at top level" },
+
 	/* unknown keys, with and without a hint, at several levels */
 	{ "flet: f\nprovider: { local: {} }\nrun: x\n" GROUP,
 	  "fleet.yaml:1:1: unknown key 'flet' at top level; did you mean 'fleet'?" },
