@@ -305,13 +305,30 @@ void cfg_label_pair(struct cfg *c, yaml_node_t *k, yaml_node_t *v, void *arg)
 /* ---- secrets */
 
 /*
- * Replace each ${NAME} in s with getenv(NAME), appending to out. Returns 0;
- * 1 with *missing (caller frees) naming the first unset variable; 2 for a
- * '${' that does not form a reference. A '$' not followed by '{' is kept.
+ * Replace each ${NAME} in s with getenv(NAME), appending to out, and "$$"
+ * with a literal '$'. Returns 0; 1 with *missing (caller frees) naming the
+ * first unset or empty variable (an empty value is never a usable secret);
+ * 2 for a '${' that does not form a reference; 3 with *missing naming NAME
+ * for "$NAME" without braces, which is almost always a forgotten brace, not
+ * a literal (write "$$NAME" for the literal). Any other '$' is kept.
  */
 static int expand_refs(const char *s, struct tpf_buf *out, char **missing)
 {
 	while (*s) {
+		if (s[0] == '$' && s[1] == '$') {
+			tpf_buf_addch(out, '$');
+			s += 2;
+			continue;
+		}
+		if (s[0] == '$' && (s[1] == '_' || (s[1] >= 'A' && s[1] <= 'Z') ||
+				    (s[1] >= 'a' && s[1] <= 'z'))) {
+			size_t n = 1;
+			while (s[1 + n] == '_' || (s[1 + n] >= 'A' && s[1 + n] <= 'Z') ||
+			       (s[1 + n] >= 'a' && s[1 + n] <= 'z') || (s[1 + n] >= '0' && s[1 + n] <= '9'))
+				n++;
+			*missing = xstrndup(s + 1, n);
+			return 3;
+		}
 		if (s[0] != '$' || s[1] != '{') {
 			tpf_buf_addch(out, *s++);
 			continue;
@@ -325,7 +342,7 @@ static int expand_refs(const char *s, struct tpf_buf *out, char **missing)
 			return 2;
 		}
 		const char *val = getenv(var);
-		if (!val) {
+		if (!val || !*val) {
 			*missing = var;
 			return 1;
 		}
@@ -369,9 +386,16 @@ void cfg_secret_pair(struct cfg *c, yaml_node_t *k, yaml_node_t *v, void *arg)
 		break;
 	case 1: {
 		char *detail = xasprintf("set it in tpuform's environment first: export %s=...", missing);
-		cfg_error(c, v, detail,
-			  "secret '%s' needs environment variable '%s', which is not set", name,
-			  missing);
+		cfg_error(c, v, detail, "secret '%s' needs environment variable '%s', which is %s", name,
+			  missing, getenv(missing) ? "empty" : "not set");
+		free(detail);
+		break;
+	}
+	case 3: {
+		char *detail = xasprintf("write \"${%s}\" to take it from the environment, or \"$$%s\" "
+					 "for a literal '$'",
+					 missing, missing);
+		cfg_error(c, v, detail, "secret '%s' refers to $%s without braces", name, missing);
 		free(detail);
 		break;
 	}

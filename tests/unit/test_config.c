@@ -911,6 +911,32 @@ static void test_config__worker_limits(void)
 	free(v);
 }
 
+/* ${VAR} only: "$VAR" is a forgotten brace, "$$" a literal '$', and an
+ * empty variable is as good as unset. */
+static void test_config__secret_references(void)
+{
+	setenv("TPF_TEST_TOKEN", "t0ken", 1);
+	setenv("TPF_TEST_EMPTY", "", 1);
+	CHECK_STR(first_error("secrets: { A: \"$TPF_TEST_TOKEN\" }\n"),
+		  "fleet.yaml:6:15: secret 'A' refers to $TPF_TEST_TOKEN without braces");
+	CHECK_STR(first_error("secrets: { A: \"x${TPF_TEST_EMPTY}\" }\n"),
+		  "fleet.yaml:6:15: secret 'A' needs environment variable 'TPF_TEST_EMPTY', which is "
+		  "empty");
+	CHECK_STR(first_error("secrets: { A: \"pa$$word-${TPF_TEST_TOKEN}-$1\" }\n"), "");
+
+	struct tpf_buf text = TPF_BUF_INIT;
+	tpf_buf_adds(&text, HEAD GROUP "secrets: { A: \"pa$$word-${TPF_TEST_TOKEN}-$1\" }\n");
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct tpf_fleet f;
+	CHECK_INT(tpf_fleet_parse(&f, "fleet.yaml", text.buf, text.len, &d), 0);
+	CHECK_STR(tpf_kvlist_get(&f.secrets, "A"), "pa$word-t0ken-$1");
+	tpf_fleet_release(&f);
+	tpf_diags_release(&d);
+	tpf_buf_release(&text);
+	unsetenv("TPF_TEST_TOKEN");
+	unsetenv("TPF_TEST_EMPTY");
+}
+
 int main(void)
 {
 	RUN(test_config__malformed_first_error);
@@ -926,5 +952,6 @@ int main(void)
 	RUN(test_config__nesting_depth_limit);
 	RUN(test_config__size_limit);
 	RUN(test_config__worker_limits);
+	RUN(test_config__secret_references);
 	return unit_done();
 }
