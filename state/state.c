@@ -11,6 +11,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void tpf_state_init(struct tpf_state *st)
 {
@@ -130,6 +131,21 @@ int tpf_state_remove(struct tpf_state *st, const char *name)
 	return 1;
 }
 
+char *tpf_state_damaged_hint(const char *path)
+{
+	char *backup = xasprintf("%s.backup", path);
+	int have = access(backup, F_OK) == 0;
+	free(backup);
+	if (have)
+		return xasprintf("The file may have been damaged or edited by hand. Fix it, or restore "
+				 "the previous state by copying '%s.backup' over '%s'.",
+				 path, path);
+	return xasprintf("The file may have been damaged or edited by hand, and there is no '%s.backup' "
+			 "to restore. Fix it, or move it away: the next plan then finds the fleet's "
+			 "nodes by their labels and offers to adopt them.",
+			 path);
+}
+
 int tpf_state_load(struct tpf_state *st, const char *path, struct tpf_diags *d)
 {
 	struct tpf_buf b = TPF_BUF_INIT;
@@ -151,9 +167,7 @@ int tpf_state_load(struct tpf_state *st, const char *path, struct tpf_diags *d)
 	/* Duplicate keys would make "which value wins" depend on jansson. */
 	root = json_loadb(b.buf, b.len, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {
-		char *h = xasprintf("The file may have been damaged or edited by hand. Fix it, or "
-				    "restore the previous state by copying '%s.backup' over '%s'.",
-				    path, path);
+		char *h = tpf_state_damaged_hint(path);
 		err = tpf_errorx(d, NULL, h,
 				 "state file '%s' is not valid JSON (line %d, column %d: %s); it was "
 				 "left untouched",

@@ -4,6 +4,7 @@
  * state that a later save would write over the original.
  */
 #include "state/state_priv.h"
+#include "util/version.h"
 #include "util/xalloc.h"
 
 #include <limits.h>
@@ -136,9 +137,7 @@ static const char *kind(const json_t *v)
 static char *hint(const struct reader *r)
 {
 	if (r->is_file)
-		return xasprintf("The file may have been edited by hand or damaged. Fix it, or restore "
-				 "the previous state by copying '%s.backup' over '%s'.",
-				 r->what, r->what);
+		return tpf_state_damaged_hint(r->what);
 	return xasprintf("The state embedded in '%s' is damaged; create it again.", r->what);
 }
 
@@ -479,10 +478,16 @@ int tpf_state_parse(struct tpf_state *st, json_t *root, const char *what, int is
 		goto done;
 	if (version > TPF_STATE_VERSION) {
 		const char *by = json_string_value(json_object_get(root, "tpuform_version"));
-		char *h = by ? xasprintf("It was written by tpuform %s. Upgrade tpuform to at least "
-					 "that version to use this state.", by)
-			     : xstrdup("It was written by a newer tpuform. Upgrade tpuform to use "
-				       "this state.");
+		/* Name a version to upgrade to only when it is newer than this
+		 * one; a stamp that is not newer means the file was edited. */
+		char *h = by && tpf_version_cmp(by, TPF_VERSION) > 0
+				  ? xasprintf("It was written by tpuform %s; this is tpuform %s. Upgrade "
+					      "tpuform to at least %s to use this state.",
+					      by, TPF_VERSION, by)
+				  : xasprintf("This is tpuform %s, and the file claims %s%s. Use the tpuform "
+					      "that wrote it, or restore a backup if the file was edited.",
+					      TPF_VERSION, by ? "tpuform " : "no tpuform_version",
+					      by ? by : "");
 		err = tpf_errorx(d, NULL, h,
 				 "state file '%s' has version %lld, newer than this tpuform supports "
 				 "(%d); it was left untouched",

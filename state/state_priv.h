@@ -27,6 +27,13 @@ char *tpf_state_canonical(const struct tpf_state *st);
 int tpf_state_parse(struct tpf_state *st, json_t *root, const char *what, int is_file,
 		    struct tpf_diags *d);
 
+/*
+ * The hint for a state file that cannot be read: restore "<path>.backup"
+ * when that file exists, else fix or remove the file (then the next plan
+ * adopts the fleet's labelled nodes). Caller frees.
+ */
+char *tpf_state_damaged_hint(const char *path);
+
 /* Keep nodes sorted by name (they are looked up by binary search). */
 void tpf_state_sort_nodes(struct tpf_state *st);
 

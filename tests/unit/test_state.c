@@ -6,6 +6,7 @@
 #include "tests/unit/unit.h"
 #include "util/buf.h"
 #include "util/fs.h"
+#include "util/version.h"
 #include "util/xalloc.h"
 
 #include <dirent.h>
@@ -650,8 +651,18 @@ static void test_state__refuses_corrupt_and_truncated_json(void)
 			       "it was left untouched", je.line, je.column, je.text);
 	CHECK_INT(je.line, 3);
 	char *detail = refused("corrupt.json", bad, want);
-	CHECK(detail && strstr(detail, "corrupt.json.backup"));
+	/* No backup exists: the hint must not send the user to one. */
+	CHECKF(detail && strstr(detail, "there is no '") && !strstr(detail, "copying"), "got: %s",
+	       detail ? detail : "");
 	free(detail);
+	/* With a backup beside it, the hint names it. */
+	char *bk = in_tmp("corrupt2.json.backup");
+	spew(bk, "{}");
+	detail = refused("corrupt2.json", bad, want);
+	CHECKF(detail && strstr(detail, "copying '") && strstr(detail, "corrupt2.json.backup' over"),
+	       "got: %s", detail ? detail : "");
+	free(detail);
+	free(bk);
 	free(want);
 
 	/* A real state file cut in half, as a non-atomic writer would leave it. */
@@ -696,11 +707,30 @@ static void test_state__refuses_newer_version(void)
 			       "state file 'PATH' has version 2, newer than this tpuform supports "
 			       "(1); it was left untouched");
 	CHECK(detail && strstr(detail, "tpuform 9.9.9"));
-	CHECK(detail && strstr(detail, "Upgrade tpuform"));
+	CHECK(detail && strstr(detail, "Upgrade tpuform to at least 9.9.9"));
+	free(detail);
+	/* A stamp that is not newer than this tpuform: no upgrade to suggest. */
+	detail = refused("edited.json",
+			 "{\"version\": 2, \"serial\": 5, \"lineage\": \"x\", "
+			 "\"tpuform_version\": \"0.0.1\"}",
+			 "state file 'PATH' has version 2, newer than this tpuform supports "
+			 "(1); it was left untouched");
+	CHECKF(detail && !strstr(detail, "Upgrade") && strstr(detail, "claims tpuform 0.0.1"),
+	       "got: %s", detail ? detail : "");
 	free(detail);
 	free(refused("older.json", "{\"version\": 0, \"serial\": 5, \"lineage\": \"x\"}",
 		     "state file 'PATH' has version 0, older than any tpuform state format (the "
 		     "first is 1); it was left untouched"));
+}
+
+static void test_state__version_compare(void)
+{
+	CHECK(tpf_version_cmp("0.10.0", "0.9.9") > 0);
+	CHECK(tpf_version_cmp("0.1.0", "0.1.0") == 0);
+	CHECK(tpf_version_cmp("0.1", "0.1.0") == 0);
+	CHECK(tpf_version_cmp("1.0.0", "1.0.1") < 0);
+	CHECK(tpf_version_cmp("dev", "0.0.1") < 0);
+	CHECK(tpf_version_cmp("2", "10") < 0);
 }
 
 static void test_state__refuses_missing_lineage_and_bad_types(void)
@@ -1057,6 +1087,7 @@ int main(void)
 	RUN(test_state__unknown_keys_are_ignored);
 	RUN(test_state__refuses_corrupt_and_truncated_json);
 	RUN(test_state__refuses_newer_version);
+	RUN(test_state__version_compare);
 	RUN(test_state__refuses_missing_lineage_and_bad_types);
 	RUN(test_state__save_into_readonly_dir_keeps_old_file);
 	RUN(test_state__save_refuses_non_utf8);
