@@ -81,6 +81,45 @@ static int acquire_cred(git_credential **out, const char *url, const char *user,
 	return GIT_PASSTHROUGH;
 }
 
+/*
+ * Warn when the work tree has changes to tracked files: workers get the
+ * commit, never the work tree, and a user who edited train.py and ran apply
+ * would otherwise wonder why nothing changed. Untracked files are not
+ * counted (build outputs are common and rarely meant). Best effort: a repo
+ * whose status cannot be read gives no warning.
+ */
+static void warn_uncommitted(git_repository *r, const char *repo, const char *commit,
+			     struct tpf_diags *d)
+{
+	git_status_list *list = NULL;
+	git_status_options o;
+	if (git_repository_is_bare(r) || git_status_options_init(&o, GIT_STATUS_OPTIONS_VERSION) < 0)
+		return;
+	o.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
+	o.flags = GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
+	if (git_status_list_new(&list, r, &o) < 0)
+		return;
+	size_t n = git_status_list_entrycount(list);
+	if (n > 0) {
+		const git_status_entry *e = git_status_byindex(list, 0);
+		const char *first = e->index_to_workdir && e->index_to_workdir->new_file.path
+					    ? e->index_to_workdir->new_file.path
+				    : e->head_to_index && e->head_to_index->new_file.path
+					    ? e->head_to_index->new_file.path
+					    : "?";
+		char *detail = xasprintf("Workers get commit %.12s as committed. Commit the changes (git "
+					 "-C %s commit) to deploy them.",
+					 commit, repo);
+		char *summary = xasprintf("source repo '%s' has uncommitted changes to %zu tracked "
+					  "file%s (first: %s); they are not deployed",
+					  repo, n, n == 1 ? "" : "s", first);
+		tpf_diags_add(d, TPF_SEV_WARNING, NULL, summary, detail);
+		free(summary);
+		free(detail);
+	}
+	git_status_list_free(list);
+}
+
 static int resolve_local(const char *repo, const char *ref, char out[41], struct tpf_diags *d)
 {
 	git_repository *r = NULL;
@@ -108,6 +147,7 @@ static int resolve_local(const char *repo, const char *ref, char out[41], struct
 		goto done;
 	}
 	git_oid_tostr(out, 41, git_object_id(commit));
+	warn_uncommitted(r, repo, out, d);
 done:
 	git_object_free(commit);
 	git_object_free(obj);

@@ -128,6 +128,33 @@ static void test_source__resolve_local(void)
 	free(notrepo);
 }
 
+/* Changes to tracked files are never deployed: resolving says so. */
+static void test_source__uncommitted_changes_warn(void)
+{
+	char out[41] = "";
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	CHECK_INT(tpf_source_resolve(repo, "HEAD", out, &d), 0);
+	CHECK_INT(d.n, 0); /* clean */
+	CHECK(sh(NULL, "cd '%s' && echo untracked >new-file", repo) == 0);
+	CHECK_INT(tpf_source_resolve(repo, "HEAD", out, &d), 0);
+	CHECK_INT(d.n, 0); /* untracked files do not count */
+	CHECK(sh(NULL, "cd '%s' && echo edited >f", repo) == 0);
+	CHECK_INT(tpf_source_resolve(repo, "HEAD", out, &d), 0);
+	CHECK_STR(out, c2);
+	CHECK_INT(d.n, 1);
+	if (d.n) {
+		CHECK_INT(d.items[0].severity, TPF_SEV_WARNING);
+		CHECKF(strstr(d.items[0].summary, "uncommitted changes to 1 tracked file (first: f)") &&
+			       strstr(d.items[0].summary, "not deployed"),
+		       "got: %s", d.items[0].summary);
+	}
+	tpf_diags_release(&d);
+	CHECK(sh(NULL, "cd '%s' && " GIT "checkout -q f && rm -f new-file", repo) == 0);
+	CHECK_INT(tpf_source_resolve(repo, "HEAD", out, &d), 0);
+	CHECK_INT(d.n, 0);
+	tpf_diags_release(&d);
+}
+
 static void test_source__resolve_url(void)
 {
 	check_resolves(url, "HEAD", c2);
@@ -308,6 +335,7 @@ int main(void)
 	tmp = unit_tmpdir();
 	make_repo();
 	RUN(test_source__resolve_local);
+	RUN(test_source__uncommitted_changes_warn);
 	RUN(test_source__resolve_url);
 	RUN(test_source__checkout);
 	RUN(test_source__bundle);
