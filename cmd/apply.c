@@ -164,6 +164,7 @@ int cmd_apply(int argc, char **argv)
 		/* A saved plan is applied as planned, without a prompt; the
 		 * refresh only finds worker addresses. */
 		if (load_saved_plan(&s, planfile, &p) ||
+		    (!p.destroy && tpf_fleet_resolve_secrets(&s.fleet, &s.d)) ||
 		    tpf_refresh(s.prov, &s.fleet, &s.state, &s.live, &s.d))
 			goto done;
 		auto_approve = 1;

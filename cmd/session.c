@@ -88,6 +88,11 @@ int tpf_session_refresh(struct tpf_session *s, int probe)
 	if (probe && s->o->refresh &&
 	    tpf_probe_sessions(s->prov, &s->state, &s->live, s->o->parallelism, &s->facts, &s->d))
 		return -1;
+	/* Secrets are needed where scripts are rendered: plan, apply, watch.
+	 * destroy (no_source) renders none, so it never asks for them. */
+	if (!s->no_source && !s->fleet.secrets_resolved &&
+	    tpf_fleet_resolve_secrets(&s->fleet, &s->d))
+		return -1;
 	if (s->fleet.source.repo && !s->no_source && s->pinned) {
 		snprintf(s->commit, sizeof(s->commit), "%s", s->pinned);
 		s->have_commit = 1;

@@ -405,9 +405,14 @@ void tpf_fleet_release(struct tpf_fleet *f)
 	free(f->ssh.user);
 	free(f->ssh.private_key);
 	tpf_kvlist_release(&f->env);
-	for (size_t i = 0; i < f->secrets.n; i++)
-		explicit_bzero(f->secrets.items[i].value, strlen(f->secrets.items[i].value));
-	tpf_kvlist_release(&f->secrets);
+	tpf_fleet_forget_secrets(f);
+	for (size_t i = 0; i < f->nsecret_refs; i++) {
+		free(f->secret_refs[i].name);
+		/* A literal written in the file is as secret as a resolved one. */
+		explicit_bzero(f->secret_refs[i].text, strlen(f->secret_refs[i].text));
+		free(f->secret_refs[i].text);
+	}
+	free(f->secret_refs);
 	free(f->setup);
 	free(f->run);
 	for (size_t i = 0; i < f->ngroups; i++)

@@ -39,6 +39,16 @@ struct tpf_quota_rule {
 	int line, column;
 };
 
+/* A secret as the fleet file writes it. Its value is taken from tpuform's
+ * environment only by tpf_fleet_resolve_secrets, which plan, apply and
+ * watch call (they render bootstrap scripts); show, logs, exec, state and
+ * destroy never need the variables set. */
+struct tpf_secret_ref {
+	char *name;  /* env-name rules, never an env entry's name */
+	char *text;  /* as written: "${WANDB_API_KEY}", "key-${A}-$$x" */
+	int line, column;
+};
+
 struct tpf_group {
 	char *name;             /* [a-z][a-z0-9-]* */
 	char *accelerator_type; /* validated against model/accel.h */
@@ -95,10 +105,12 @@ struct tpf_fleet {
 	} ssh;
 
 	struct tpf_kvlist env;     /* fleet-wide, non-secret */
-	/* Values already resolved from ${VAR} in tpuform's environment. Never
-	 * printed, never stored. A missing variable is a config error. Names
-	 * follow env rules and never repeat a fleet or group env name. */
+	struct tpf_secret_ref *secret_refs; /* as written, in file order */
+	size_t nsecret_refs;
+	/* Values resolved from ${VAR} in tpuform's environment by
+	 * tpf_fleet_resolve_secrets; empty before. Never printed, never stored. */
 	struct tpf_kvlist secrets;
+	int secrets_resolved;
 	char *setup; /* may be NULL */
 	char *run;   /* required unless every group sets run */
 	enum tpf_restart restart;
@@ -113,8 +125,9 @@ struct tpf_fleet {
  * *out (caller releases with tpf_fleet_release). On any error returns
  * TPF_ERROR (or tpf_read_file's code) with diagnostics appended, sorted by
  * position; *out is left released (zeroed), so releasing it again is safe.
- * ${VAR} in secrets is resolved with getenv(); an unset variable is an
- * error. Secret values never appear in a diagnostic.
+ * Secrets are checked for their form (${NAME} references; "$NAME" without
+ * braces is an error) but not resolved: see tpf_fleet_resolve_secrets.
+ * Secret values never appear in a diagnostic.
  *
  * YAML details: one document; anchors, aliases and tags are refused; a
  * null (empty) value reads as an empty mapping or list where one is
@@ -129,6 +142,19 @@ int tpf_fleet_load(struct tpf_fleet *out, const char *path, struct tpf_diags *d)
  * in messages and to resolve relative paths (against its directory). */
 int tpf_fleet_parse(struct tpf_fleet *out, const char *path, const char *text, size_t len,
 		    struct tpf_diags *d);
+
+/*
+ * Resolve every secret's ${VAR} references with getenv() into f->secrets
+ * (replacing what was there) and check the worker limits with them. An
+ * unset or empty variable is an error naming FILE:LINE:COL of the secret
+ * and the variable, with a hint; never the value. Returns 0 or TPF_ERROR
+ * (then f->secrets is empty). Call it where bootstrap scripts are
+ * rendered (plan, apply, watch); idempotent.
+ */
+int tpf_fleet_resolve_secrets(struct tpf_fleet *f, struct tpf_diags *d);
+
+/* Wipe and drop resolved secret values (f->secrets); refs stay. */
+void tpf_fleet_forget_secrets(struct tpf_fleet *f);
 
 /* Free everything *f holds (secret values are wiped first) and zero it. */
 void tpf_fleet_release(struct tpf_fleet *f);

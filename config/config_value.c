@@ -3,11 +3,13 @@
  * free-form maps (env, labels, secrets) with their naming rules.
  */
 #include "config/config_walk.h"
+#include "config/config_limits.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
+#include <ctype.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -305,32 +307,34 @@ void cfg_label_pair(struct cfg *c, yaml_node_t *k, yaml_node_t *v, void *arg)
 /* ---- secrets */
 
 /*
- * Replace each ${NAME} in s with getenv(NAME), appending to out, and "$$"
- * with a literal '$'. Returns 0; 1 with *missing (caller frees) naming the
- * first unset or empty variable (an empty value is never a usable secret);
- * 2 for a '${' that does not form a reference; 3 with *missing naming NAME
- * for "$NAME" without braces, which is almost always a forgotten brace, not
- * a literal (write "$$NAME" for the literal). Any other '$' is kept.
+ * Expand s: each ${NAME} becomes getenv(NAME), "$$" a literal '$'. With
+ * out == NULL only the form is checked (nothing is looked up). Returns 0;
+ * 1 with *missing (caller frees) naming the first unset or empty variable
+ * (an empty value is never a usable secret); 2 for a '${' that does not
+ * form a reference; 3 with *missing naming NAME for "$NAME" without braces,
+ * which is almost always a forgotten brace, not a literal (write "$$NAME"
+ * for the literal). Any other '$' is kept.
  */
 static int expand_refs(const char *s, struct tpf_buf *out, char **missing)
 {
 	while (*s) {
 		if (s[0] == '$' && s[1] == '$') {
-			tpf_buf_addch(out, '$');
+			if (out)
+				tpf_buf_addch(out, '$');
 			s += 2;
 			continue;
 		}
-		if (s[0] == '$' && (s[1] == '_' || (s[1] >= 'A' && s[1] <= 'Z') ||
-				    (s[1] >= 'a' && s[1] <= 'z'))) {
+		if (s[0] == '$' && (s[1] == '_' || isalpha((unsigned char)s[1]))) {
 			size_t n = 1;
-			while (s[1 + n] == '_' || (s[1 + n] >= 'A' && s[1 + n] <= 'Z') ||
-			       (s[1 + n] >= 'a' && s[1 + n] <= 'z') || (s[1 + n] >= '0' && s[1 + n] <= '9'))
+			while (s[1 + n] == '_' || isalnum((unsigned char)s[1 + n]))
 				n++;
 			*missing = xstrndup(s + 1, n);
 			return 3;
 		}
 		if (s[0] != '$' || s[1] != '{') {
-			tpf_buf_addch(out, *s++);
+			if (out)
+				tpf_buf_addch(out, *s);
+			s++;
 			continue;
 		}
 		const char *name = s + 2, *end = strchr(name, '}');
@@ -341,13 +345,15 @@ static int expand_refs(const char *s, struct tpf_buf *out, char **missing)
 			free(var);
 			return 2;
 		}
-		const char *val = getenv(var);
-		if (!val || !*val) {
-			*missing = var;
-			return 1;
+		if (out) {
+			const char *val = getenv(var);
+			if (!val || !*val) {
+				*missing = var;
+				return 1;
+			}
+			tpf_buf_adds(out, val);
 		}
 		free(var);
-		tpf_buf_adds(out, val);
 		s = end + 1;
 	}
 	return 0;
@@ -357,7 +363,6 @@ void cfg_secret_pair(struct cfg *c, yaml_node_t *k, yaml_node_t *v, void *arg)
 {
 	struct tpf_fleet *f = arg;
 	const char *name = cfg_text(k);
-	struct tpf_buf val = TPF_BUF_INIT;
 	char *missing = NULL;
 
 	if (check_env_name(c, k, "secret") < 0)
@@ -380,15 +385,16 @@ void cfg_secret_pair(struct cfg *c, yaml_node_t *k, yaml_node_t *v, void *arg)
 		tpf_buf_release(&got);
 		return;
 	}
-	switch (expand_refs(cfg_text(v), &val, &missing)) {
-	case 0:
-		tpf_kvlist_set(&f->secrets, name, val.buf);
-		break;
-	case 1: {
-		char *detail = xasprintf("set it in tpuform's environment first: export %s=...", missing);
-		cfg_error(c, v, detail, "secret '%s' needs environment variable '%s', which is %s", name,
-			  missing, getenv(missing) ? "empty" : "not set");
-		free(detail);
+	switch (expand_refs(cfg_text(v), NULL, &missing)) {
+	case 0: {
+		struct tpf_secret_ref r = {
+			.name = xstrdup(name),
+			.text = xstrdup(cfg_text(v)),
+			.line = (int)v->start_mark.line + 1,
+			.column = (int)v->start_mark.column + 1,
+		};
+		f->secret_refs = xrealloc(f->secret_refs, (f->nsecret_refs + 1) * sizeof(r));
+		f->secret_refs[f->nsecret_refs++] = r;
 		break;
 	}
 	case 3: {
@@ -405,9 +411,48 @@ void cfg_secret_pair(struct cfg *c, yaml_node_t *k, yaml_node_t *v, void *arg)
 			  "of letters, digits and '_'", name);
 		break;
 	}
-	/* The expanded value must not linger in freed heap memory. */
-	if (val.alloc)
-		explicit_bzero(val.buf, val.alloc);
-	tpf_buf_release(&val);
 	free(missing);
+}
+
+void tpf_fleet_forget_secrets(struct tpf_fleet *f)
+{
+	for (size_t i = 0; i < f->secrets.n; i++)
+		explicit_bzero(f->secrets.items[i].value, strlen(f->secrets.items[i].value));
+	tpf_kvlist_release(&f->secrets);
+	f->secrets_resolved = 0;
+}
+
+int tpf_fleet_resolve_secrets(struct tpf_fleet *f, struct tpf_diags *d)
+{
+	int err = 0;
+	tpf_fleet_forget_secrets(f);
+	for (size_t i = 0; i < f->nsecret_refs; i++) {
+		const struct tpf_secret_ref *r = &f->secret_refs[i];
+		struct tpf_buf val = TPF_BUF_INIT;
+		char *missing = NULL;
+		if (expand_refs(r->text, &val, &missing) == 0) {
+			tpf_kvlist_set(&f->secrets, r->name, val.buf);
+		} else {
+			char *detail = xasprintf("set it in tpuform's environment first: export %s=...",
+						 missing ? missing : "NAME");
+			err = tpf_errorx(d, NULL, detail,
+					 "%s:%d:%d: secret '%s' needs environment variable '%s', which is %s",
+					 f->path, r->line, r->column, r->name, missing ? missing : "",
+					 missing && getenv(missing) ? "empty" : "not set");
+			free(detail);
+		}
+		/* The expanded value must not linger in freed heap memory. */
+		if (val.alloc)
+			explicit_bzero(val.buf, val.alloc);
+		tpf_buf_release(&val);
+		free(missing);
+	}
+	if (!err)
+		err = tpf_fleet_check_worker_limits(f, d);
+	if (err) {
+		tpf_fleet_forget_secrets(f);
+		return TPF_ERROR;
+	}
+	f->secrets_resolved = 1;
+	return 0;
 }
