@@ -153,7 +153,8 @@ static void read_quota_rule(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v)
 	}
 	if ((x = cfg_map_require(&m, "accelerator_type", NULL))) {
 		const char *why = NULL, *s = cfg_text(x);
-		if (s && tpf_accel_lookup(s, NULL, &why) == 0)
+		/* "*": the rule caps every accelerator type of its zone (plan/quota.h). */
+		if (s && (!strcmp(s, "*") || tpf_accel_lookup(s, NULL, &why) == 0))
 			r.accelerator_type = xstrdup(s);
 		else
 			cfg_type_error(c, x, "accelerator_type", why ? why : "an accelerator type", NULL);

@@ -1,8 +1,8 @@
 /*
  * The executor. See engine/apply.h for the rules it keeps.
  *
- * Concurrency: node actions run on a small thread pool; workers of one
- * node are provisioned on threads of their own. The state (and the recap)
+ * Concurrency: node actions run on a pool (util/pool.h); workers of one
+ * node are provisioned on a pool of their own. The state (and the recap)
  * is touched only under x->mu, and pointers into the state never leave the
  * lock: another thread may add or remove nodes and move the array.
  * Provisioning, which is slow, works on a private copy of the node and
@@ -10,7 +10,10 @@
  */
 #include "engine/apply.h"
 #include "engine/provision.h"
+#include "model/node_state.h"
+#include "plan/quota.h"
 #include "providers/transport.h"
+#include "util/pool.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -44,7 +47,7 @@ struct exec {
 
 	/* the phase being run: indices into p->actions */
 	size_t *queue;
-	size_t nqueue, next;
+	size_t nqueue;
 	struct inflight *fl; /* one per action */
 	int done;            /* stops the heartbeat thread */
 };
@@ -140,12 +143,16 @@ struct worker_job {
 	const char *node;
 	const struct tpf_live_node *live;
 	const int *workers;
-	size_t nworkers;
-	size_t next;
 	int force;
 	int failures;
-	pthread_mutex_t mu;
+	pthread_mutex_t mu; /* guards failures */
 };
+
+/* The concurrency the caller asked for (Terraform's default: 10). */
+static int parallelism_of(const struct exec *x)
+{
+	return x->o->parallelism > 0 ? x->o->parallelism : 10;
+}
 
 static void provision_one(struct worker_job *wj, int w)
 {
@@ -192,21 +199,16 @@ static void provision_one(struct worker_job *wj, int w)
 	node_free(copy);
 }
 
-static void *worker_thread(void *arg)
+/* A tpf_pool_fn: provision the i-th listed worker. */
+static void provision_item(size_t i, void *arg)
 {
 	struct worker_job *wj = arg;
-	for (;;) {
-		pthread_mutex_lock(&wj->mu);
-		size_t i = wj->next++;
-		pthread_mutex_unlock(&wj->mu);
-		if (i >= wj->nworkers)
-			return NULL;
-		provision_one(wj, wj->workers[i]);
-	}
+	provision_one(wj, wj->workers[i]);
 }
 
 /* Provision the given workers of node `name` in parallel. Returns the
- * number of workers that failed. */
+ * number of workers that failed. An interrupt does not stop a node's
+ * workers half-way: they all get the script once its provisioning began. */
 static int provision_workers(struct exec *x, const char *name, const struct tpf_live_node *ln,
 			     const int *workers, size_t nworkers, int force)
 {
@@ -220,18 +222,9 @@ static int provision_workers(struct exec *x, const char *name, const struct tpf_
 		return 0;
 	}
 	struct worker_job wj = { .x = x, .node = name, .live = ln, .workers = workers,
-				 .nworkers = nworkers, .force = force };
+				 .force = force };
 	pthread_mutex_init(&wj.mu, NULL);
-	size_t nthreads = nworkers;
-	size_t cap = x->o->parallelism > 0 ? (size_t)x->o->parallelism : 10;
-	if (nthreads > cap)
-		nthreads = cap;
-	pthread_t *th = xcalloc(nthreads, sizeof(*th));
-	for (size_t i = 0; i < nthreads; i++)
-		pthread_create(&th[i], NULL, worker_thread, &wj);
-	for (size_t i = 0; i < nthreads; i++)
-		pthread_join(th[i], NULL);
-	free(th);
+	tpf_pool_run(nworkers, parallelism_of(x), provision_item, &wj, NULL);
 	pthread_mutex_destroy(&wj.mu);
 	return wj.failures;
 }
@@ -242,45 +235,6 @@ static int *all_workers(int n)
 	for (int i = 0; i < n; i++)
 		w[i] = i;
 	return w;
-}
-
-/* ---- quota for zone fallback ------------------------------------------------ */
-
-static int cap_for(const struct tpf_quota_rule *q, const struct tpf_recipe *r)
-{
-	return r->spot ? q->spot : r->preemptible ? q->preemptible : q->on_demand;
-}
-
-static int rule_applies(const struct tpf_quota_rule *q, const struct tpf_recipe *r, const char *zone)
-{
-	return !strcmp(q->zone, zone) &&
-	       (!q->accelerator_type || !strcmp(q->accelerator_type, "*") ||
-		!strcmp(q->accelerator_type, r->accelerator_type));
-}
-
-/* Call with x->mu held: 1 if one more node like r fits in zone, counting
- * every node in state (created or pending) except `self`. */
-static int quota_ok(struct exec *x, const struct tpf_recipe *r, const char *zone, const char *self)
-{
-	for (size_t i = 0; i < x->f->nquota; i++) {
-		const struct tpf_quota_rule *q = &x->f->quota[i];
-		int cap = cap_for(q, r);
-		if (cap < 0 || !rule_applies(q, r, zone))
-			continue;
-		int used = 0;
-		for (size_t k = 0; k < x->st->nnodes; k++) {
-			const struct tpf_state_node *n = &x->st->nodes[k];
-			if (!strcmp(n->name, self) || !n->recipe.zone)
-				continue;
-			if (rule_applies(q, &n->recipe, zone) &&
-			    !strcmp(tpf_recipe_scheduling(&n->recipe), tpf_recipe_scheduling(r)) &&
-			    !strcmp(n->recipe.zone, zone))
-				used++;
-		}
-		if (used >= cap)
-			return 0;
-	}
-	return 1;
 }
 
 /* ---- inflight bookkeeping (for heartbeats) ----------------------------------- */
@@ -369,15 +323,27 @@ static int exec_delete_only(struct exec *x, size_t ai, int forget_state)
 	return rc;
 }
 
-static int exec_create(struct exec *x, size_t ai)
-{
-	const struct tpf_action *a = &x->p->actions[ai];
-	const struct tpf_desired_node *dn = a->desired;
-	struct tpf_recipe r = { 0 };
-	tpf_recipe_copy(&r, &dn->recipe);
-	int rc;
+/* ---- create ------------------------------------------------------------------ */
 
-	/* Record the node as pending, and save, before any request is sent. */
+/* One create as it goes through the zones. */
+struct create_try {
+	struct tpf_recipe r;     /* the desired recipe; zone: the one being tried */
+	struct tpf_live_node ln; /* the node, once created */
+	struct tpf_diags zd;     /* the zones' refusals */
+	int tried;               /* zones a create was sent to */
+	int backed_off;          /* zones skipped: backed off */
+	int only_zone_errors;    /* every refusal was quota or capacity */
+};
+
+static int interrupted(const struct exec *x)
+{
+	return x->o->interrupted && *x->o->interrupted;
+}
+
+/* Record the node as pending, and save, before any request is sent. A
+ * node that existed before starts a new generation (TPUFORM_RETRY). */
+static int record_pending(struct exec *x, const struct tpf_desired_node *dn)
+{
 	pthread_mutex_lock(x->mu);
 	struct tpf_state_node *sn = tpf_state_find(x->st, dn->name);
 	int gen = 0;
@@ -390,169 +356,238 @@ static int exec_create(struct exec *x, size_t ai)
 	xstrset(&sn->status, TPF_NODE_PENDING);
 	xstrset(&sn->id, NULL);
 	sn->generation = gen;
-	tpf_recipe_copy(&sn->recipe, &r);
+	tpf_recipe_copy(&sn->recipe, &dn->recipe);
 	tpf_job_copy(&sn->job, &dn->job);
 	tpf_state_node_set_workers(sn, 0);
-	tpf_state_node_set_workers(sn, (size_t)r.workers);
-	rc = save_locked(x);
+	tpf_state_node_set_workers(sn, (size_t)dn->recipe.workers);
+	int rc = save_locked(x);
 	pthread_mutex_unlock(x->mu);
-	if (rc) {
+	if (rc)
 		tpf_errorx(x->d, dn->name, NULL,
 			   "node '%s' was not created: the state could not be saved first", dn->name);
-		tpf_recipe_release(&r);
-		return rc;
-	}
+	return rc;
+}
 
-	fl_begin(x, ai, "create", NULL);
-	struct tpf_live_node ln;
-	memset(&ln, 0, sizeof(ln));
-	struct tpf_diags zd = TPF_DIAGS_INIT;
-	int tried = 0, only_zone_errors = 1, backed_off = 0;
-	rc = TPF_ERROR;
-	/* The planned zone first, then the group's other zones in order. */
+/* 1 if zone refused this accelerator type recently (a note says how long
+ * it stays backed off). */
+static int zone_backed_off(struct exec *x, const struct tpf_desired_node *dn, const char *zone)
+{
+	double until = 0;
+	if (!x->o->backoff || !tpf_backoff_blocked(x->o->backoff, zone, dn->recipe.accelerator_type,
+						   tpf_now_mono(), &until))
+		return 0;
+	char *msg = xasprintf("zone %s is backed off for %.0f s more", zone, until - tpf_now_mono());
+	emit(x, TPF_EV_NOTE, dn->name, "create", NULL, 0, 0, NULL, msg);
+	free(msg);
+	return 1;
+}
+
+/*
+ * If one more node like dn fits in zone under the declared quota
+ * (plan/quota.h: every node in state counts, except this one), move the
+ * pending node there and save. Returns 1 when it did; *rc gets the save's
+ * result when one was attempted.
+ */
+static int claim_zone(struct exec *x, const struct tpf_desired_node *dn, const char *zone, int *rc)
+{
+	pthread_mutex_lock(x->mu);
+	struct tpf_quota quota;
+	tpf_quota_init(&quota, x->f->quota, x->f->nquota);
+	tpf_quota_count_state(&quota, x->st, dn->name);
+	int ok = tpf_quota_room(&quota, zone, &dn->recipe);
+	tpf_quota_release(&quota);
+	if (ok) {
+		struct tpf_state_node *sn = tpf_state_find(x->st, dn->name);
+		xstrset(&sn->recipe.zone, zone);
+		*rc = save_locked(x);
+		ok = *rc == 0;
+	}
+	pthread_mutex_unlock(x->mu);
+	return ok;
+}
+
+/* A zone said quota or no capacity: back it off (when watch keeps backoff). */
+static void zone_refused(struct exec *x, const struct tpf_desired_node *dn, const char *zone, int rc)
+{
+	if (!x->o->backoff)
+		return;
+	double wait = tpf_backoff_fail(x->o->backoff, zone, dn->recipe.accelerator_type, tpf_now_mono());
+	char *msg = xasprintf("zone %s refused (%s): backing off %.0f s", zone,
+			      rc == TPF_EQUOTA ? "quota" : "no capacity", wait);
+	emit(x, TPF_EV_NOTE, dn->name, "create", NULL, 0, 0, NULL, msg);
+	free(msg);
+}
+
+/*
+ * The planned zone first, then the group's other zones in order, each only
+ * if not backed off and within quota, until a create succeeds or fails for
+ * another reason than quota or capacity. An interrupt tries no further
+ * zone. Returns the last result (TPF_ERROR when no create was sent).
+ */
+static int create_in_zones(struct exec *x, const struct tpf_desired_node *dn, struct create_try *ct)
+{
+	int rc = TPF_ERROR;
 	for (size_t zi = 0; zi <= dn->nzones; zi++) {
 		const char *zone = zi == 0 ? dn->recipe.zone : dn->zones[zi - 1];
 		if (zi > 0 && !strcmp(zone, dn->recipe.zone))
 			continue;
-		if (x->o->interrupted && *x->o->interrupted)
+		if (interrupted(x))
 			break;
-		double until = 0;
-		if (x->o->backoff &&
-		    tpf_backoff_blocked(x->o->backoff, zone, r.accelerator_type, tpf_now_mono(), &until)) {
-			char *msg = xasprintf("zone %s is backed off for %.0f s more", zone,
-					      until - tpf_now_mono());
-			emit(x, TPF_EV_NOTE, dn->name, "create", NULL, 0, 0, NULL, msg);
-			free(msg);
-			backed_off++;
+		if (zone_backed_off(x, dn, zone)) {
+			ct->backed_off++;
 			continue;
 		}
-		pthread_mutex_lock(x->mu);
-		int ok = quota_ok(x, &r, zone, dn->name);
-		if (ok) {
-			sn = tpf_state_find(x->st, dn->name);
-			xstrset(&sn->recipe.zone, zone);
-			rc = save_locked(x);
-			ok = rc == 0;
-		}
-		pthread_mutex_unlock(x->mu);
-		if (!ok)
+		if (!claim_zone(x, dn, zone, &rc))
 			continue;
-		if (tried) {
+		if (ct->tried) {
 			char *msg = xasprintf("trying zone %s", zone);
 			emit(x, TPF_EV_NOTE, dn->name, "create", NULL, 0, 0, NULL, msg);
 			free(msg);
 		}
-		tried++;
-		xstrset(&r.zone, zone);
-		rc = x->prov->ops->create(x->prov, dn->name, &r, &ln, &zd);
+		ct->tried++;
+		xstrset(&ct->r.zone, zone);
+		rc = x->prov->ops->create(x->prov, dn->name, &ct->r, &ct->ln, &ct->zd);
 		if (rc == 0) {
 			if (x->o->backoff)
-				tpf_backoff_ok(x->o->backoff, zone, r.accelerator_type);
+				tpf_backoff_ok(x->o->backoff, zone, dn->recipe.accelerator_type);
 			break;
 		}
 		if (rc != TPF_EQUOTA && rc != TPF_ECAPACITY) {
-			only_zone_errors = 0;
+			ct->only_zone_errors = 0;
 			break;
 		}
-		if (x->o->backoff) {
-			double wait = tpf_backoff_fail(x->o->backoff, zone, r.accelerator_type,
-						       tpf_now_mono());
-			char *msg = xasprintf("zone %s refused (%s): backing off %.0f s", zone,
-					      rc == TPF_EQUOTA ? "quota" : "no capacity", wait);
-			emit(x, TPF_EV_NOTE, dn->name, "create", NULL, 0, 0, NULL, msg);
-			free(msg);
-		}
+		zone_refused(x, dn, zone, rc);
 	}
-	double el = fl_end(x, ai);
+	return rc;
+}
 
-	/* watch: nobody could take it now; it waits for the next round. */
-	int deferral = x->o->refusals_defer && only_zone_errors && (tried || backed_off) &&
-		       !(x->o->interrupted && *x->o->interrupted);
-	if (rc && deferral) {
-		pthread_mutex_lock(x->mu);
-		/* Nothing exists. A node with history stays pending so that its
-		 * generation (the job's TPUFORM_RETRY) survives the wait. */
-		sn = tpf_state_find(x->st, dn->name);
-		if (sn && sn->generation > 0)
-			xstrset(&sn->status, TPF_NODE_PENDING);
-		else
-			tpf_state_remove(x->st, dn->name);
-		save_locked(x);
-		pthread_mutex_unlock(x->mu);
-		for (size_t i = 0; i < zd.n; i++)
-			zd.items[i].severity = TPF_SEV_WARNING;
-		tpf_diags_move(x->d, &zd);
-		emit(x, TPF_EV_NOTE, dn->name, "create", NULL, el, 0, NULL,
-		     "deferred: no zone of its group can take it now");
-		tpf_recipe_release(&r);
-		return TPF_EDEFERRED;
+/* Keep the zones' refusals as warnings. */
+static void refusals_as_warnings(struct exec *x, struct create_try *ct)
+{
+	for (size_t i = 0; i < ct->zd.n; i++)
+		ct->zd.items[i].severity = TPF_SEV_WARNING;
+	tpf_diags_move(x->d, &ct->zd);
+}
+
+/* watch: nobody could take it now; it waits for the next round. */
+static int create_deferred(struct exec *x, const struct tpf_desired_node *dn, struct create_try *ct,
+			   double el)
+{
+	pthread_mutex_lock(x->mu);
+	/* Nothing exists. A node with history stays pending so that its
+	 * generation (the job's TPUFORM_RETRY) survives the wait. */
+	struct tpf_state_node *sn = tpf_state_find(x->st, dn->name);
+	if (sn && sn->generation > 0)
+		xstrset(&sn->status, TPF_NODE_PENDING);
+	else
+		tpf_state_remove(x->st, dn->name);
+	save_locked(x);
+	pthread_mutex_unlock(x->mu);
+	refusals_as_warnings(x, ct);
+	emit(x, TPF_EV_NOTE, dn->name, "create", NULL, el, 0, NULL,
+	     "deferred: no zone of its group can take it now");
+	return TPF_EDEFERRED;
+}
+
+/* The create failed: forget the node when nothing can exist, else taint it
+ * (a failed request may have left a node: it is replaced next time). */
+static int create_failed(struct exec *x, const struct tpf_desired_node *dn, struct create_try *ct,
+			 double el, int rc)
+{
+	pthread_mutex_lock(x->mu);
+	if (ct->tried && ct->only_zone_errors) {
+		/* Every zone said no before creating anything: nothing exists. */
+		tpf_state_remove(x->st, dn->name);
+	} else if (ct->tried) {
+		struct tpf_state_node *sn = tpf_state_find(x->st, dn->name);
+		if (sn)
+			xstrset(&sn->status, TPF_NODE_TAINTED);
+	} else {
+		tpf_state_remove(x->st, dn->name);
+		if (!interrupted(x))
+			tpf_errorx(x->d, dn->name, NULL,
+				   "node '%s' was not created: every zone of its group is at "
+				   "its declared quota",
+				   dn->name);
 	}
-	if (rc) {
-		pthread_mutex_lock(x->mu);
-		if (tried && only_zone_errors) {
-			/* Every zone said no before creating anything: nothing exists. */
-			tpf_state_remove(x->st, dn->name);
-		} else if (tried) {
-			sn = tpf_state_find(x->st, dn->name);
-			if (sn)
-				xstrset(&sn->status, TPF_NODE_TAINTED);
-		} else {
-			tpf_state_remove(x->st, dn->name);
-			if (!(x->o->interrupted && *x->o->interrupted))
-				tpf_errorx(x->d, dn->name, NULL,
-					   "node '%s' was not created: every zone of its group is at "
-					   "its declared quota",
-					   dn->name);
-		}
-		save_locked(x);
-		pthread_mutex_unlock(x->mu);
-		tpf_diags_move(x->d, &zd);
-		emit(x, TPF_EV_ERRORED, dn->name, "create", NULL, el, 0, NULL, NULL);
-		tpf_recipe_release(&r);
-		return rc ? rc : TPF_ERROR;
-	}
+	save_locked(x);
+	pthread_mutex_unlock(x->mu);
+	tpf_diags_move(x->d, &ct->zd);
+	emit(x, TPF_EV_ERRORED, dn->name, "create", NULL, el, 0, NULL, NULL);
+	return rc;
+}
+
+/* The node exists: record it, then provision its workers if it is READY. */
+static int create_done(struct exec *x, const struct tpf_desired_node *dn, struct create_try *ct,
+		       double el)
+{
 	/* Earlier zones' refusals are kept as warnings: the node exists. */
-	for (size_t i = 0; i < zd.n; i++)
-		zd.items[i].severity = TPF_SEV_WARNING;
-	tpf_diags_move(x->d, &zd);
-
+	refusals_as_warnings(x, ct);
+	const struct tpf_live_node *ln = &ct->ln;
 	char when[32];
 	tpf_rfc3339(tpf_now_wall(), when, sizeof(when));
 	pthread_mutex_lock(x->mu);
-	sn = tpf_state_find(x->st, dn->name);
-	xstrset(&sn->id, ln.id);
+	struct tpf_state_node *sn = tpf_state_find(x->st, dn->name);
+	xstrset(&sn->id, ln->id);
 	xstrset(&sn->status, TPF_NODE_CREATED);
 	xstrset(&sn->created_at, when);
-	rc = save_locked(x);
+	int rc = save_locked(x);
 	pthread_mutex_unlock(x->mu);
 
 	int failed = 0;
-	if (ln.state && strcmp(ln.state, "READY")) {
+	if (ln->state && tpf_node_class(ln->state) != TPF_NODE_READY) {
 		/*
 		 * A queued resource accepted, not yet provisioned: it may wait
 		 * for capacity for hours (or a node already gone on). Its workers
 		 * are provisioned by a later apply or watch once the node is
 		 * READY (the plan's "provision").
 		 */
-		int queued = ln.queued_state && !strcmp(ln.queued_state, ln.state);
+		int queued = ln->queued_state && !strcmp(ln->queued_state, ln->state);
 		char *msg = queued ? xasprintf("queued: its queued resource is %s; its workers are "
 					       "provisioned once the node is READY",
-					       ln.state)
+					       ln->state)
 				   : xasprintf("the node is %s, not READY: its workers are "
-					       "provisioned once it is", ln.state);
-		emit(x, TPF_EV_NOTE, dn->name, "create", ln.id, el, 0, NULL, msg);
-		emit(x, TPF_EV_COMPLETE, dn->name, "create", ln.id, el, 0, NULL, queued ? msg : NULL);
+					       "provisioned once it is", ln->state);
+		emit(x, TPF_EV_NOTE, dn->name, "create", ln->id, el, 0, NULL, msg);
+		emit(x, TPF_EV_COMPLETE, dn->name, "create", ln->id, el, 0, NULL, queued ? msg : NULL);
 		free(msg);
 	} else {
-		emit(x, TPF_EV_COMPLETE, dn->name, "create", ln.id, el, 0, NULL, NULL);
-		int *ws = all_workers(r.workers);
-		failed = provision_workers(x, dn->name, &ln, ws, (size_t)r.workers, 0);
+		emit(x, TPF_EV_COMPLETE, dn->name, "create", ln->id, el, 0, NULL, NULL);
+		int *ws = all_workers(dn->recipe.workers);
+		failed = provision_workers(x, dn->name, ln, ws, (size_t)dn->recipe.workers, 0);
 		free(ws);
 	}
-	tpf_live_node_release(&ln);
-	tpf_recipe_release(&r);
 	return rc ? rc : failed ? TPF_ERROR : 0;
 }
+
+static int exec_create(struct exec *x, size_t ai)
+{
+	const struct tpf_desired_node *dn = x->p->actions[ai].desired;
+	int rc = record_pending(x, dn);
+	if (rc)
+		return rc;
+	struct create_try ct = { .zd = TPF_DIAGS_INIT, .only_zone_errors = 1 };
+	tpf_recipe_copy(&ct.r, &dn->recipe);
+	fl_begin(x, ai, "create", NULL);
+	rc = create_in_zones(x, dn, &ct);
+	double el = fl_end(x, ai);
+
+	/* watch: a node no zone can take now is deferred, not a failure. */
+	int deferral = x->o->refusals_defer && ct.only_zone_errors && (ct.tried || ct.backed_off) &&
+		       !interrupted(x);
+	if (rc && deferral)
+		rc = create_deferred(x, dn, &ct, el);
+	else if (rc)
+		rc = create_failed(x, dn, &ct, el, rc);
+	else
+		rc = create_done(x, dn, &ct, el);
+	tpf_live_node_release(&ct.ln);
+	tpf_recipe_release(&ct.r);
+	tpf_diags_release(&ct.zd);
+	return rc;
+}
+
+/* ---- updates, waits ---------------------------------------------------------- */
 
 /* Make sure the state has the node (adoption) and the desired job. */
 static int record_node(struct exec *x, const struct tpf_action *a, const struct tpf_live_node *ln)
@@ -640,10 +675,11 @@ static int wait_ready(struct exec *x, const struct tpf_action *a, struct tpf_liv
 		int rc = x->prov->ops->refresh(x->prov, zones, 1, &ls, x->d);
 		struct tpf_live_node *ln = rc ? NULL : tpf_live_set_find(&ls, a->node);
 		char *state = xstrdup(ln && ln->state ? ln->state : NULL);
-		if (state && !strcmp(state, "READY"))
+		enum tpf_node_class cls = tpf_node_class(state);
+		if (cls == TPF_NODE_READY)
 			tpf_live_node_copy(out, ln);
 		tpf_live_set_release(&ls);
-		if (state && !strcmp(state, "READY")) {
+		if (cls == TPF_NODE_READY) {
 			free(state);
 			return 0;
 		}
@@ -652,8 +688,7 @@ static int wait_ready(struct exec *x, const struct tpf_action *a, struct tpf_liv
 			return rc ? rc : tpf_errorx(x->d, a->node, NULL, "node '%s' disappeared while "
 						    "waiting for it to become READY", a->node);
 		}
-		if (strcmp(state, "CREATING") && strcmp(state, "STARTING") && strcmp(state, "RESTARTING") &&
-		    strcmp(state, "REPAIRING") && strcmp(state, "REIMAGING") && strcmp(state, "UNHIDING")) {
+		if (cls != TPF_NODE_BUSY) {
 			tpf_errorx(x->d, a->node, "run 'tpuform plan' again: it will be replaced",
 				   "node '%s' went %s while waiting for READY", a->node, state);
 			free(state);
@@ -666,7 +701,7 @@ static int wait_ready(struct exec *x, const struct tpf_action *a, struct tpf_liv
 			return TPF_ERROR;
 		}
 		free(state);
-		if (x->o->interrupted && *x->o->interrupted)
+		if (interrupted(x))
 			return TPF_EINTERRUPTED;
 		tpf_sleep(1);
 	}
@@ -739,50 +774,32 @@ static int exec_action(struct exec *x, size_t ai)
 	return rc;
 }
 
-static void *action_thread(void *arg)
+/* A tpf_pool_fn: run the qi-th action of the phase and count its outcome. */
+static void action_item(size_t qi, void *arg)
 {
 	struct exec *x = arg;
-	for (;;) {
-		pthread_mutex_lock(x->mu);
-		size_t qi = x->next++;
-		pthread_mutex_unlock(x->mu);
-		if (qi >= x->nqueue)
-			return NULL;
-		if (x->o->interrupted && *x->o->interrupted)
-			continue; /* start nothing new; the caller reports it */
-		int rc = exec_action(x, x->queue[qi]);
-		if (rc == TPF_EDEFERRED) {
-			pthread_mutex_lock(x->mu);
-			x->res->deferred++;
-			pthread_mutex_unlock(x->mu);
-		} else if (rc) {
-			pthread_mutex_lock(x->mu);
-			x->res->failed_actions++;
-			pthread_mutex_unlock(x->mu);
-		}
-	}
+	int rc = exec_action(x, x->queue[qi]);
+	if (!rc)
+		return;
+	pthread_mutex_lock(x->mu);
+	if (rc == TPF_EDEFERRED)
+		x->res->deferred++;
+	else
+		x->res->failed_actions++;
+	pthread_mutex_unlock(x->mu);
 }
 
 static void run_phase(struct exec *x, int deletes)
 {
-	x->nqueue = x->next = 0;
+	x->nqueue = 0;
 	for (size_t i = 0; i < x->p->n; i++) {
 		enum tpf_action_kind k = x->p->actions[i].kind;
 		int is_delete = k == TPF_ACT_DELETE || k == TPF_ACT_FORGET;
 		if (is_delete == deletes)
 			x->queue[x->nqueue++] = i;
 	}
-	if (!x->nqueue)
-		return;
-	size_t nthreads = x->o->parallelism > 0 ? (size_t)x->o->parallelism : 10;
-	if (nthreads > x->nqueue)
-		nthreads = x->nqueue;
-	pthread_t *th = xcalloc(nthreads, sizeof(*th));
-	for (size_t i = 0; i < nthreads; i++)
-		pthread_create(&th[i], NULL, action_thread, x);
-	for (size_t i = 0; i < nthreads; i++)
-		pthread_join(th[i], NULL);
-	free(th);
+	/* Once interrupted, start nothing new; the caller reports it. */
+	tpf_pool_run(x->nqueue, parallelism_of(x), action_item, x, x->o->interrupted);
 }
 
 int tpf_apply(const struct tpf_plan *p, const struct tpf_fleet *f, struct tpf_provider *prov,

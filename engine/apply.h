@@ -10,7 +10,8 @@
  * - deletes run before creates (preempted and orphan nodes hold quota);
  * - a failed create that may have left a node marks it "tainted" (replaced
  *   next time), never forgets it; one failed node does not stop the others;
- * - a zone fallback never exceeds the declared quota.
+ * - a zone fallback never exceeds the declared quota (plan/quota.h, the
+ *   same rule plan placement uses).
  */
 #ifndef TPF_APPLY_H
 #define TPF_APPLY_H

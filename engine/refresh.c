@@ -1,9 +1,13 @@
+/*
+ * Refresh and session probes (engine/refresh.h).
+ */
 #include "engine/refresh.h"
 #include "engine/provision.h"
+#include "model/node_state.h"
 #include "providers/transport.h"
+#include "util/pool.h"
 #include "util/xalloc.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,26 +43,18 @@ struct probe_task {
 struct probe_pool {
 	struct tpf_transport *t;
 	struct probe_task *tasks;
-	size_t n, next;
-	pthread_mutex_t mu;
-	struct tpf_diags *d;
+	size_t n;
 };
 
-static void *probe_thread(void *arg)
+/* A tpf_pool_fn: probe the i-th worker. */
+static void probe_item(size_t i, void *arg)
 {
 	struct probe_pool *pp = arg;
-	for (;;) {
-		pthread_mutex_lock(&pp->mu);
-		size_t i = pp->next++;
-		pthread_mutex_unlock(&pp->mu);
-		if (i >= pp->n)
-			return NULL;
-		struct probe_task *t = &pp->tasks[i];
-		/* Unreachable is a fact, not an error: keep those diagnostics out. */
-		struct tpf_diags local = TPF_DIAGS_INIT;
-		t->rc = tpf_provision_probe(pp->t, t->node, t->live, t->worker, &t->report, &local);
-		tpf_diags_release(&local);
-	}
+	struct probe_task *t = &pp->tasks[i];
+	/* Unreachable is a fact, not an error: keep those diagnostics out. */
+	struct tpf_diags local = TPF_DIAGS_INIT;
+	t->rc = tpf_provision_probe(pp->t, t->node, t->live, t->worker, &t->report, &local);
+	tpf_diags_release(&local);
 }
 
 int tpf_probe_sessions(struct tpf_provider *prov, const struct tpf_state *st,
@@ -68,8 +64,7 @@ int tpf_probe_sessions(struct tpf_provider *prov, const struct tpf_state *st,
 	struct tpf_transport *t = prov->ops->transport ? prov->ops->transport(prov) : NULL;
 	if (!t)
 		return 0;
-	struct probe_pool pp = { .t = t, .d = d };
-	pthread_mutex_init(&pp.mu, NULL);
+	struct probe_pool pp = { .t = t };
 	size_t cap = 0;
 	for (size_t i = 0; i < st->nnodes; i++)
 		cap += st->nodes[i].nworkers;
@@ -77,7 +72,7 @@ int tpf_probe_sessions(struct tpf_provider *prov, const struct tpf_state *st,
 	for (size_t i = 0; i < st->nnodes; i++) {
 		const struct tpf_state_node *sn = &st->nodes[i];
 		const struct tpf_live_node *ln = tpf_live_set_find(live, sn->name);
-		if (!ln || !ln->state || strcmp(ln->state, "READY"))
+		if (!ln || tpf_node_class(ln->state) != TPF_NODE_READY)
 			continue;
 		for (size_t w = 0; w < sn->nworkers; w++) {
 			if (!sn->workers[w].script_hash)
@@ -88,15 +83,7 @@ int tpf_probe_sessions(struct tpf_provider *prov, const struct tpf_state *st,
 			task->worker = (int)w;
 		}
 	}
-	size_t nthreads = parallelism > 0 ? (size_t)parallelism : 10;
-	if (nthreads > pp.n)
-		nthreads = pp.n;
-	pthread_t *th = xcalloc(nthreads ? nthreads : 1, sizeof(*th));
-	for (size_t i = 0; i < nthreads; i++)
-		pthread_create(&th[i], NULL, probe_thread, &pp);
-	for (size_t i = 0; i < nthreads; i++)
-		pthread_join(th[i], NULL);
-	free(th);
+	tpf_pool_run(pp.n, parallelism > 0 ? parallelism : 10, probe_item, &pp, NULL);
 
 	for (size_t i = 0; i < pp.n; i++) {
 		struct probe_task *task = &pp.tasks[i];
@@ -115,6 +102,5 @@ int tpf_probe_sessions(struct tpf_provider *prov, const struct tpf_state *st,
 		tpf_worker_report_release(&task->report);
 	}
 	free(pp.tasks);
-	pthread_mutex_destroy(&pp.mu);
 	return 0;
 }

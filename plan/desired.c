@@ -2,56 +2,13 @@
  * groups x count x quota x zones -> desired nodes.
  */
 #include "plan/plan.h"
+#include "plan/quota.h"
 #include "util/hash.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Nodes counted against one quota rule so far. */
-struct quota_use {
-	const struct tpf_quota_rule *rule;
-	int used;
-};
-
-static int rule_matches(const struct tpf_quota_rule *q, const char *zone, const char *type)
-{
-	return !strcmp(q->zone, zone) &&
-	       (!q->accelerator_type || !strcmp(q->accelerator_type, "*") ||
-		!strcmp(q->accelerator_type, type));
-}
-
-static int rule_cap(const struct tpf_quota_rule *q, const struct tpf_group *g)
-{
-	if (g->spot)
-		return q->spot;
-	if (g->preemptible)
-		return q->preemptible;
-	return q->on_demand;
-}
-
-/* 1 if one more node of group g fits in zone under every matching rule. */
-static int quota_room(const struct tpf_fleet *f, struct quota_use *use, const struct tpf_group *g,
-		      const char *zone)
-{
-	for (size_t i = 0; i < f->nquota; i++) {
-		const struct tpf_quota_rule *q = &f->quota[i];
-		int cap = rule_cap(q, g);
-		if (cap >= 0 && rule_matches(q, zone, g->accelerator_type) && use[i].used >= cap)
-			return 0;
-	}
-	return 1;
-}
-
-static void quota_take(const struct tpf_fleet *f, struct quota_use *use, const struct tpf_group *g,
-		       const char *zone)
-{
-	for (size_t i = 0; i < f->nquota; i++)
-		if (rule_cap(&f->quota[i], g) >= 0 &&
-		    rule_matches(&f->quota[i], zone, g->accelerator_type))
-			use[i].used++;
-}
 
 static int group_has_zone(const struct tpf_group *g, const char *zone)
 {
@@ -116,56 +73,37 @@ static void fill_node(struct tpf_desired_node *n, const struct tpf_fleet *f,
 	n->nzones = g->nzones;
 }
 
-int tpf_desired_compute(struct tpf_desired_set *out, const struct tpf_fleet *f,
-			const char *commit, const struct tpf_state *st, struct tpf_diags *d)
+/* Pass 0: a node already in state keeps its zone (while its group still
+ * lists it) and counts against quota there before anything new is placed. */
+static void keep_existing_zone(struct tpf_desired_node *n, const struct tpf_group *g,
+			       const struct tpf_state *st, struct tpf_quota *quota)
 {
-	size_t total = 0;
-	for (size_t i = 0; i < f->ngroups; i++)
-		total += (size_t)f->groups[i].count;
-	out->nodes = xcalloc(total ? total : 1, sizeof(*out->nodes));
-	out->n = 0;
+	struct tpf_state_node *sn = st ? tpf_state_find((struct tpf_state *)st, n->name) : NULL;
+	if (!sn || !sn->recipe.zone || !group_has_zone(g, sn->recipe.zone))
+		return;
+	n->recipe.zone = xstrdup(sn->recipe.zone);
+	tpf_quota_take(quota, n->recipe.zone, &n->recipe);
+}
 
-	struct quota_use *use = xcalloc(f->nquota ? f->nquota : 1, sizeof(*use));
-	char *secrets_hash = tpf_secrets_hash(&f->secrets);
-
-	/*
-	 * Two passes so that nodes that already exist keep their zone and
-	 * their share of quota before new nodes are placed: otherwise a lower
-	 * index created later could push an existing node out of its quota.
-	 */
-	for (int pass = 0; pass < 2; pass++) {
-		size_t k = 0;
-		for (size_t gi = 0; gi < f->ngroups; gi++) {
-			const struct tpf_group *g = &f->groups[gi];
-			for (int idx = 0; idx < g->count; idx++, k++) {
-				struct tpf_desired_node *n = &out->nodes[k];
-				if (pass == 0)
-					fill_node(n, f, g, idx, commit, secrets_hash);
-				struct tpf_state_node *sn =
-					st ? tpf_state_find((struct tpf_state *)st, n->name) : NULL;
-				int existing = sn && sn->recipe.zone && group_has_zone(g, sn->recipe.zone);
-				if (pass == 0 && existing) {
-					n->recipe.zone = xstrdup(sn->recipe.zone);
-					quota_take(f, use, g, n->recipe.zone);
-				} else if (pass == 1 && !n->recipe.zone) {
-					for (size_t z = 0; z < g->nzones && !n->recipe.zone; z++) {
-						if (quota_room(f, use, g, g->zones[z])) {
-							n->recipe.zone = xstrdup(g->zones[z]);
-							quota_take(f, use, g, g->zones[z]);
-						}
-					}
-					if (!n->recipe.zone) {
-						/* Keep a zone for display; it is not created. */
-						n->recipe.zone = xstrdup(g->zones[0]);
-						n->deferred = 1;
-					}
-				}
-			}
-		}
-		out->n = k;
+/* Pass 1: a new node takes the first zone of its group with room. */
+static void place_new(struct tpf_desired_node *n, const struct tpf_group *g,
+		      struct tpf_quota *quota)
+{
+	const char *zone = tpf_quota_first_zone(quota, g->zones, g->nzones, &n->recipe);
+	if (zone) {
+		n->recipe.zone = xstrdup(zone);
+		tpf_quota_take(quota, zone, &n->recipe);
+		return;
 	}
+	/* Keep a zone for display; it is not created. */
+	n->recipe.zone = xstrdup(g->zones[0]);
+	n->deferred = 1;
+}
 
-	/* One warning per group, not per node. */
+/* One warning per group with deferred nodes, not one per node. */
+static void warn_deferred(const struct tpf_desired_set *out, const struct tpf_fleet *f,
+			  struct tpf_diags *d)
+{
 	for (size_t gi = 0; gi < f->ngroups; gi++) {
 		const struct tpf_group *g = &f->groups[gi];
 		size_t deferred = 0;
@@ -185,7 +123,45 @@ int tpf_desired_compute(struct tpf_desired_set *out, const struct tpf_fleet *f,
 			tpf_buf_release(&zones);
 		}
 	}
-	free(use);
+}
+
+int tpf_desired_compute(struct tpf_desired_set *out, const struct tpf_fleet *f,
+			const char *commit, const struct tpf_state *st, struct tpf_diags *d)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < f->ngroups; i++)
+		total += (size_t)f->groups[i].count;
+	out->nodes = xcalloc(total ? total : 1, sizeof(*out->nodes));
+	out->n = 0;
+
+	struct tpf_quota quota;
+	tpf_quota_init(&quota, f->quota, f->nquota);
+	char *secrets_hash = tpf_secrets_hash(&f->secrets);
+
+	/*
+	 * Two passes so that nodes that already exist keep their zone and
+	 * their share of quota before new nodes are placed: otherwise a lower
+	 * index created later could push an existing node out of its quota.
+	 */
+	for (int pass = 0; pass < 2; pass++) {
+		size_t k = 0;
+		for (size_t gi = 0; gi < f->ngroups; gi++) {
+			const struct tpf_group *g = &f->groups[gi];
+			for (int idx = 0; idx < g->count; idx++, k++) {
+				struct tpf_desired_node *n = &out->nodes[k];
+				if (pass == 0) {
+					fill_node(n, f, g, idx, commit, secrets_hash);
+					keep_existing_zone(n, g, st, &quota);
+				} else if (!n->recipe.zone) {
+					place_new(n, g, &quota);
+				}
+			}
+		}
+		out->n = k;
+	}
+
+	warn_deferred(out, f, d);
+	tpf_quota_release(&quota);
 	free(secrets_hash);
 	return 0;
 }

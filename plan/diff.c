@@ -1,7 +1,8 @@
 /*
  * desired x state x live (x session facts) -> actions.
- * The lifecycle rules are DESIGN.md's "Node lifecycle the diff must handle".
+ * The lifecycle rules are docs/design.md's "Node lifecycle the diff must handle".
  */
+#include "model/node_state.h"
 #include "plan/plan.h"
 #include "plan/plan_internal.h"
 #include "plan/worker_script.h"
@@ -144,22 +145,10 @@ static void diff_str(struct tpf_action *a, const char *field, const char *before
 
 /* ---- the rules ---------------------------------------------------------- */
 
-static int state_is(const char *s, const char *const *set)
-{
-	for (; s && *set; set++)
-		if (!strcmp(s, *set))
-			return 1;
-	return 0;
-}
-
-static const char *const DEAD_STATES[] = { "PREEMPTED", "TERMINATED", "STOPPED", "STOPPING", NULL };
-static const char *const BUSY_STATES[] = { "CREATING", "STARTING", "RESTARTING", "REPAIRING",
-					   "REIMAGING", "UNHIDING", NULL };
-
 /*
- * Queued resources (gcp-tpu-api.md section 5). The queued resource's state
- * when it speaks for the node (providers/provider.h: no node yet, or it
- * FAILED or is SUSPENDED), else NULL: the node's own state rules.
+ * Queued resources (docs/cloud-tpu-api.md section 5). The queued resource's
+ * state when it speaks for the node (providers/provider.h: no node yet, or
+ * it FAILED or is SUSPENDED), else NULL: the node's own state rules.
  */
 static const char *queued_state(const struct tpf_live_node *ln)
 {
@@ -169,8 +158,13 @@ static const char *queued_state(const struct tpf_live_node *ln)
 }
 
 /* Queued resources that will not give a node unless deleted and queued
- * again. ACTIVE here means its node is gone (deleted outside tpuform). */
-static const char *const QUEUED_DEAD_STATES[] = { "FAILED", "SUSPENDED", "ACTIVE", NULL };
+ * again: FAILED, SUSPENDED (model/node_state.h), and ACTIVE, which here
+ * (the queued resource speaks for the node) means its node is gone:
+ * deleted outside tpuform. */
+static int queued_needs_requeue(const char *qstate)
+{
+	return tpf_queued_state_dead(qstate) || !strcmp(qstate, "ACTIVE");
+}
 
 static int zone_allowed(const struct tpf_desired_node *dn, const char *zone)
 {
@@ -354,125 +348,193 @@ static int restart_wanted(const struct tpf_fleet *f, const struct tpf_session_fa
 	return 0;
 }
 
-static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
-			 const struct tpf_desired_node *dn, struct tpf_diags *d)
+/* No live node: create it (again), or wait for quota. */
+static void diff_absent(struct tpf_plan *p, const struct tpf_desired_node *dn,
+			const struct tpf_state_node *sn)
 {
-	const struct tpf_fleet *f = in->fleet;
-	struct tpf_state_node *sn = tpf_state_find((struct tpf_state *)in->state, dn->name);
-	const struct tpf_live_node *ln = tpf_live_set_find(in->live, dn->name);
 	struct tpf_action *a;
-
-	if (!ln) {
-		if (dn->deferred) {
-			if (sn) {
-				a = node_action(p, TPF_ACT_FORGET, NULL, sn, NULL);
-				set_reason(a, "gone", "the node is gone and waits for quota");
-			}
-			p->deferred++;
-			return;
+	if (dn->deferred) {
+		if (sn) {
+			a = node_action(p, TPF_ACT_FORGET, NULL, sn, NULL);
+			set_reason(a, "gone", "the node is gone and waits for quota");
 		}
-		if (sn && sn->recipe.queued && !dn->recipe.queued &&
-		    !strcmp(sn->status, TPF_NODE_CREATED)) {
-			/* Its queued resource may outlive the node (FAILED ones
-			 * hold no node): delete it before the plain create. */
-			a = node_action(p, TPF_ACT_REPLACE, dn, sn, NULL);
-			set_reason(a, "recipe", "a field that forces replacement changed");
-			diff_queued(a, dn, sn);
-			return;
-		}
-		a = node_action(p, TPF_ACT_CREATE, dn, sn, NULL);
-		describe_new(a, dn);
-		if (sn && !strcmp(sn->status, TPF_NODE_CREATED))
-			set_reason(a, "missing", "the node is missing: it was deleted outside tpuform");
-		else if (sn)
-			set_reason(a, "interrupted", "an earlier create did not complete");
-		free(a->id);
-		a->id = NULL;
+		p->deferred++;
 		return;
 	}
+	if (sn && sn->recipe.queued && !dn->recipe.queued && !strcmp(sn->status, TPF_NODE_CREATED)) {
+		/* Its queued resource may outlive the node (FAILED ones
+		 * hold no node): delete it before the plain create. */
+		a = node_action(p, TPF_ACT_REPLACE, dn, sn, NULL);
+		set_reason(a, "recipe", "a field that forces replacement changed");
+		diff_queued(a, dn, sn);
+		return;
+	}
+	a = node_action(p, TPF_ACT_CREATE, dn, sn, NULL);
+	describe_new(a, dn);
+	if (sn && !strcmp(sn->status, TPF_NODE_CREATED))
+		set_reason(a, "missing", "the node is missing: it was deleted outside tpuform");
+	else if (sn)
+		set_reason(a, "interrupted", "an earlier create did not complete");
+	free(a->id);
+	a->id = NULL;
+}
 
-	const char *state = ln->state ? ln->state : "STATE_UNSPECIFIED";
-	const char *qstate = queued_state(ln);
-	if (qstate && state_is(qstate, QUEUED_DEAD_STATES)) {
-		/* Delete it (force: with any node) and queue again. */
-		a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
-		if (!strcmp(qstate, "FAILED"))
-			set_reason(a, "queued_failed", "the queued resource failed");
-		else if (!strcmp(qstate, "SUSPENDED"))
-			set_reason(a, "queued_suspended",
-				   "the queued resource was suspended: its node is gone");
-		else
-			set_reason(a, "queued_node_gone",
-				   "the queued resource is ACTIVE but its node is gone");
-		char *qs = q(qstate);
-		tpf_action_change(a, "state", qs, "\"READY\"", 0, 0);
-		free(qs);
-		plan_replace_fields(a, dn, ln, sn);
-		return;
-	}
-	if (state_is(state, DEAD_STATES)) {
-		a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
-		char *text = xasprintf("the node is %s", state);
-		for (char *c = text + 12; *c; c++)
-			*c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
-		char *code = xstrdup(text + 12);
-		set_reason(a, code, text);
-		free(text);
-		free(code);
-		char *qs = q(state);
-		tpf_action_change(a, "state", qs, "\"READY\"", 0, 0);
-		free(qs);
-		plan_replace_fields(a, dn, ln, sn);
-		return;
-	}
-	if (sn && !strcmp(sn->status, TPF_NODE_TAINTED)) {
-		a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
-		set_reason(a, "tainted", "is tainted, so must be replaced");
-		plan_replace_fields(a, dn, ln, sn);
-		return;
-	}
-	a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
+/* A replace whose "state" line shows `state` going back to READY. */
+static void replace_from_state(struct tpf_action *a, const struct tpf_desired_node *dn,
+			       const struct tpf_live_node *ln, const struct tpf_state_node *sn,
+			       const char *state)
+{
+	char *qs = q(state);
+	tpf_action_change(a, "state", qs, "\"READY\"", 0, 0);
+	free(qs);
 	plan_replace_fields(a, dn, ln, sn);
+}
+
+/* A queued resource that will not give a node: delete it (force: with any
+ * node) and queue again. */
+static void replace_queued(struct tpf_plan *p, const struct tpf_desired_node *dn,
+			   const struct tpf_state_node *sn, const struct tpf_live_node *ln,
+			   const char *qstate)
+{
+	struct tpf_action *a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
+	if (!strcmp(qstate, "FAILED"))
+		set_reason(a, "queued_failed", "the queued resource failed");
+	else if (!strcmp(qstate, "SUSPENDED"))
+		set_reason(a, "queued_suspended", "the queued resource was suspended: its node is gone");
+	else
+		set_reason(a, "queued_node_gone", "the queued resource is ACTIVE but its node is gone");
+	replace_from_state(a, dn, ln, sn, qstate);
+}
+
+/* A node that will not run the job again (TPF_NODE_DEAD): reason code
+ * "preempted", "terminated", ... from its state. */
+static void replace_dead(struct tpf_plan *p, const struct tpf_desired_node *dn,
+			 const struct tpf_state_node *sn, const struct tpf_live_node *ln)
+{
+	struct tpf_action *a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
+	char *text = xasprintf("the node is %s", ln->state);
+	const size_t prefix = strlen("the node is ");
+	for (char *c = text + prefix; *c; c++)
+		*c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+	set_reason(a, text + prefix, text);
+	free(text);
+	replace_from_state(a, dn, ln, sn, ln->state);
+}
+
+/* Replace when the node must go: its queued resource gave up, it is dead,
+ * tainted, or a field that forces replacement changed. 1 if it did. */
+static int diff_replace(struct tpf_plan *p, const struct tpf_desired_node *dn,
+			const struct tpf_state_node *sn, const struct tpf_live_node *ln)
+{
+	const char *qstate = queued_state(ln);
+	if (qstate && queued_needs_requeue(qstate)) {
+		replace_queued(p, dn, sn, ln, qstate);
+		return 1;
+	}
+	if (tpf_node_class(ln->state) == TPF_NODE_DEAD) {
+		replace_dead(p, dn, sn, ln);
+		return 1;
+	}
+	struct tpf_action *a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
+	plan_replace_fields(a, dn, ln, sn);
+	if (sn && !strcmp(sn->status, TPF_NODE_TAINTED)) {
+		set_reason(a, "tainted", "is tainted, so must be replaced");
+		return 1;
+	}
 	if (a->nchanges) {
 		set_reason(a, "recipe", "a field that forces replacement changed");
-		return;
+		return 1;
 	}
-	/* Not a replace after all: reuse the slot. */
+	/* Not a replace after all: give the slot back. */
 	tpf_action_release(a);
 	p->n--;
+	return 0;
+}
 
-	if (qstate) {
-		/*
-		 * Queued (ACCEPTED, WAITING_FOR_RESOURCES, PROVISIONING, ...):
-		 * that can take hours, so nothing waits on it; a later plan
-		 * provisions the workers once the node is READY.
-		 */
-		tpf_warn(d, dn->name,
-			 "queued: node '%s' waits: its queued resource is %s (its workers are "
-			 "provisioned once the node is READY)",
-			 dn->name, qstate);
-		if (!sn) {
-			/* Found by its labels (an interrupted apply): record it. */
-			a = node_action(p, TPF_ACT_UPDATE, dn, sn, ln);
-			a->adopt = 1;
-			set_reason(a, "adopt", "found by its tpuform labels but missing from state: "
-					       "adopt it");
-		}
+/*
+ * Queued (ACCEPTED, WAITING_FOR_RESOURCES, PROVISIONING, ...): that can take
+ * hours, so nothing waits on it; a later plan provisions the workers once
+ * the node is READY.
+ */
+static void diff_queued_waiting(struct tpf_plan *p, const struct tpf_desired_node *dn,
+				const struct tpf_state_node *sn, const struct tpf_live_node *ln,
+				const char *qstate, struct tpf_diags *d)
+{
+	tpf_warn(d, dn->name,
+		 "queued: node '%s' waits: its queued resource is %s (its workers are "
+		 "provisioned once the node is READY)",
+		 dn->name, qstate);
+	if (sn)
 		return;
-	}
+	/* Found by its labels (an interrupted apply): record it. */
+	struct tpf_action *a = node_action(p, TPF_ACT_UPDATE, dn, sn, ln);
+	a->adopt = 1;
+	set_reason(a, "adopt", "found by its tpuform labels but missing from state: adopt it");
+}
 
-	if (state_is(state, BUSY_STATES)) {
-		a = node_action(p, TPF_ACT_WAIT, dn, sn, ln);
-		char *text = xasprintf("the node is %s: wait for READY, then provision", state);
-		set_reason(a, "busy", text);
-		free(text);
-		for (int w = 0; w < dn->recipe.workers; w++)
+/* On its way to READY (TPF_NODE_BUSY): wait, then provision every worker. */
+static void diff_busy(struct tpf_plan *p, const struct tpf_desired_node *dn,
+		      const struct tpf_state_node *sn, const struct tpf_live_node *ln)
+{
+	struct tpf_action *a = node_action(p, TPF_ACT_WAIT, dn, sn, ln);
+	char *text = xasprintf("the node is %s: wait for READY, then provision", ln->state);
+	set_reason(a, "busy", text);
+	free(text);
+	for (int w = 0; w < dn->recipe.workers; w++)
+		add_worker(a, w);
+	a->adopt = !sn;
+}
+
+/*
+ * Add to a every worker whose script is not the desired one, that reports
+ * it never started (a fresh disk), or whose node was re-created under the
+ * same name outside tpuform (a new id: new VMs). 1 if the node was
+ * re-created.
+ */
+static int stale_workers(struct tpf_action *a, const struct tpf_diff_input *in,
+			 const struct tpf_desired_node *dn, const struct tpf_state_node *sn,
+			 const struct tpf_live_node *ln)
+{
+	int recreated = 0;
+	for (int w = 0; w < dn->recipe.workers; w++) {
+		char *h = desired_hash(in->fleet, sn, dn, ln, w);
+		const struct tpf_state_worker *sw =
+			sn && (size_t)w < sn->nworkers ? &sn->workers[w] : NULL;
+		const struct tpf_session_fact *sf = tpf_session_facts_find(in->facts, dn->name, w);
+		int never = sf && sf->session && !strcmp(sf->session, "none");
+		int new_vm = sn && sn->id && ln->id && strcmp(sn->id, ln->id);
+		if (!sw || !streq(sw->script_hash, h) || never || new_vm)
 			add_worker(a, w);
-		a->adopt = !sn;
-		return;
+		recreated |= new_vm;
+		free(h);
 	}
+	return recreated;
+}
 
-	a = node_action(p, TPF_ACT_UPDATE, dn, sn, ln);
+static void update_reason(struct tpf_action *a, int job_changed, int recreated)
+{
+	if (a->adopt)
+		set_reason(a, "adopt", "found by its tpuform labels but missing from state: adopt it");
+	else if (a->nworkers && a->update_labels)
+		set_reason(a, "labels_and_job", "labels changed, and the bootstrap script changed");
+	else if (a->nworkers && job_changed)
+		set_reason(a, "job", "bootstrap script changed: re-provision workers");
+	else if (a->nworkers && recreated)
+		set_reason(a, "provision", "the node was re-created outside tpuform (new id): provision "
+					   "its new workers");
+	else if (a->nworkers)
+		set_reason(a, "provision", "workers are not provisioned with the current script");
+	else if (a->update_labels)
+		set_reason(a, "labels", "labels changed");
+}
+
+/* Labels in place, adoption, or workers to (re)provision. 1 if an update
+ * action was added. */
+static int diff_update(struct tpf_plan *p, const struct tpf_diff_input *in,
+		       const struct tpf_desired_node *dn, const struct tpf_state_node *sn,
+		       const struct tpf_live_node *ln)
+{
+	struct tpf_action *a = node_action(p, TPF_ACT_UPDATE, dn, sn, ln);
 	a->adopt = !sn;
 	if (!tpf_kvlist_equal(&ln->recipe.labels, &dn->recipe.labels)) {
 		a->update_labels = 1;
@@ -481,47 +543,26 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 		free(b);
 		free(v);
 	}
-	int job_changed = 0, recreated = 0;
+	int job_changed = 0;
 	if (sn)
 		job_changed = describe_job(a, &sn->job, &dn->job);
 	else
 		describe_new(a, dn);
-	for (int w = 0; w < dn->recipe.workers; w++) {
-		char *h = desired_hash(f, sn, dn, ln, w);
-		const struct tpf_state_worker *sw =
-			sn && (size_t)w < sn->nworkers ? &sn->workers[w] : NULL;
-		const struct tpf_session_fact *sf = tpf_session_facts_find(in->facts, dn->name, w);
-		/* A worker that reports it never started (a fresh disk) needs it too,
-		 * and so does every worker of a node re-created under the same name
-		 * outside tpuform (a new id: new VMs). */
-		int never = sf && sf->session && !strcmp(sf->session, "none");
-		int new_vm = sn && sn->id && ln->id && strcmp(sn->id, ln->id);
-		if (!sw || !streq(sw->script_hash, h) || never || new_vm)
-			add_worker(a, w);
-		recreated |= new_vm;
-		free(h);
-	}
-	if (a->adopt) {
-		set_reason(a, "adopt", "found by its tpuform labels but missing from state: adopt it");
-	} else if (a->nworkers && a->update_labels) {
-		set_reason(a, "labels_and_job", "labels changed, and the bootstrap script changed");
-	} else if (a->nworkers && job_changed) {
-		set_reason(a, "job", "bootstrap script changed: re-provision workers");
-	} else if (a->nworkers && recreated) {
-		set_reason(a, "provision", "the node was re-created outside tpuform (new id): provision "
-					   "its new workers");
-	} else if (a->nworkers) {
-		set_reason(a, "provision", "workers are not provisioned with the current script");
-	} else if (a->update_labels) {
-		set_reason(a, "labels", "labels changed");
-	}
+	int recreated = stale_workers(a, in, dn, sn, ln);
+	update_reason(a, job_changed, recreated);
 	if (a->nworkers || a->update_labels || a->adopt)
-		return;
+		return 1;
 	tpf_action_release(a);
 	p->n--;
+	return 0;
+}
 
-	/* Nothing to change in the node: look at the sessions. */
-	a = node_action(p, TPF_ACT_RESTART, dn, sn, ln);
+/* Nothing to change in the node: restart the sessions the policy wants. */
+static void diff_restart(struct tpf_plan *p, const struct tpf_diff_input *in,
+			 const struct tpf_desired_node *dn, const struct tpf_state_node *sn,
+			 const struct tpf_live_node *ln, struct tpf_diags *d)
+{
+	struct tpf_action *a = node_action(p, TPF_ACT_RESTART, dn, sn, ln);
 	struct tpf_buf why = TPF_BUF_INIT;
 	for (int w = 0; w < dn->recipe.workers; w++) {
 		const struct tpf_session_fact *sf = tpf_session_facts_find(in->facts, dn->name, w);
@@ -530,19 +571,19 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 		const char *what = NULL;
 		if (sf && !sf->session)
 			tpf_warn(d, dn->name, "worker %d of node '%s' is unreachable", w, dn->name);
-		if (restart_wanted(f, sf, sw, &what)) {
-			add_worker(a, w);
-			tpf_buf_addf(&why, "%sworker %d %s", why.len ? ", " : "", w,
-				     !strcmp(what, "dead") ? "has a dead session"
-				     : !strcmp(what, "failed") ? "job failed" : "job finished");
-			char field[32];
-			snprintf(field, sizeof(field), "w%d.retry", w);
-			long retry = (sn ? sn->generation : 0) + (sw ? sw->restarts : 0);
-			char *b = qint(retry), *v = qint(retry + 1);
-			tpf_action_change(a, field, b, v, 0, 0);
-			free(b);
-			free(v);
-		}
+		if (!restart_wanted(in->fleet, sf, sw, &what))
+			continue;
+		add_worker(a, w);
+		tpf_buf_addf(&why, "%sworker %d %s", why.len ? ", " : "", w,
+			     !strcmp(what, "dead") ? "has a dead session"
+			     : !strcmp(what, "failed") ? "job failed" : "job finished");
+		char field[32];
+		snprintf(field, sizeof(field), "w%d.retry", w);
+		long retry = (sn ? sn->generation : 0) + (sw ? sw->restarts : 0);
+		char *b = qint(retry), *v = qint(retry + 1);
+		tpf_action_change(a, field, b, v, 0, 0);
+		free(b);
+		free(v);
 	}
 	if (a->nworkers) {
 		tpf_buf_addf(&why, ": restart %s", a->nworkers > 1 ? "them" : "it");
@@ -552,6 +593,33 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 		p->n--;
 	}
 	tpf_buf_release(&why);
+}
+
+/* The rules for one desired node, in order of precedence (docs/design.md "Node
+ * lifecycle the diff must handle"). */
+static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
+			 const struct tpf_desired_node *dn, struct tpf_diags *d)
+{
+	const struct tpf_state_node *sn = tpf_state_find((struct tpf_state *)in->state, dn->name);
+	const struct tpf_live_node *ln = tpf_live_set_find(in->live, dn->name);
+	if (!ln) {
+		diff_absent(p, dn, sn);
+		return;
+	}
+	if (diff_replace(p, dn, sn, ln))
+		return;
+	const char *qstate = queued_state(ln);
+	if (qstate) {
+		diff_queued_waiting(p, dn, sn, ln, qstate, d);
+		return;
+	}
+	if (tpf_node_class(ln->state) == TPF_NODE_BUSY) {
+		diff_busy(p, dn, sn, ln);
+		return;
+	}
+	if (diff_update(p, in, dn, sn, ln))
+		return;
+	diff_restart(p, in, dn, sn, ln, d);
 }
 
 static int desired_has(const struct tpf_desired_set *ds, const char *name)
