@@ -117,7 +117,10 @@ int cmd_ssh(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 
-/* Shared by plan/apply/destroy: run a plan through apply (cmd/apply.c). */
+/* Shared by apply and destroy (cmd/apply.c): read the apply settings from
+ * the environment, ask for "yes" unless auto_approve, carry p out with
+ * tpf_session_apply and print the recap and Terraform's closing line.
+ * Returns an exit code; diagnostics are left in s->d for the caller. */
 int tpf_run_apply(struct tpf_session *s, struct tpf_plan *p, int auto_approve, int destroy);
 
 /* Signal handling: SIGINT/SIGTERM set this; apply starts nothing new. */

@@ -1,7 +1,8 @@
 /*
  * The parts of the watch loop (engine/watch.h), shared by engine/watch*.c
- * only: the event helpers, the healer (engine/watch_heal.c) and the
- * unhealthy-node policy (engine/watch_unhealthy.c).
+ * only: the event helpers, the round summary, the healer
+ * (engine/watch_heal.c) and the unhealthy-node policy
+ * (engine/watch_unhealthy.c).
  */
 #ifndef TPF_ENGINE_WATCH_INTERNAL_H
 #define TPF_ENGINE_WATCH_INTERNAL_H
@@ -13,6 +14,25 @@
 void tpf_watch_note(const struct tpf_watch_opts *o, const char *node, const char *code,
 		    const char *message);
 void tpf_watch_diags(const struct tpf_watch_opts *o, const struct tpf_diags *d);
+
+/* ---- the round summary (engine/watch_summary.c) ------------------------ */
+
+/*
+ * Count s's desired nodes by what their live nodes are: READY is alive; a
+ * state model/node_state.h classes dead (PREEMPTED, TERMINATED, STOPPED,
+ * STOPPING) is dead, as is a queued resource that FAILED or is SUSPENDED;
+ * a queued resource otherwise is queued; any other state is creating. A
+ * desired node with no live node is waiting (deferred: quota) or missing.
+ * Fills *sum (line and time too; wall: wall-clock seconds, fleet borrowed
+ * from s).
+ */
+void tpf_watch_summarise(const struct tpf_session *s, struct tpf_watch_summary *sum, int round,
+			 size_t pending, double wall);
+
+/* Write sum to "<state path>.watch.json" (0600, atomic), which `tpuform
+ * show` reads. Best effort: a summary that cannot be written is not worth
+ * stopping the watch for, so errors are dropped. */
+void tpf_watch_save_summary(const struct tpf_session *s, const struct tpf_watch_summary *sum);
 
 /* ---- the healer: background heals and the nodes they are busy with ---- */
 
