@@ -2,9 +2,6 @@
  * tpuform apply [PLANFILE]: plan (or load a saved plan), ask, carry out.
  */
 #include "cmd/cmd.h"
-#include "engine/refresh.h"
-#include "util/fs.h"
-#include "util/xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,14 +16,14 @@ static void help(const struct tpf_flag *flags)
 	tpf_print_flags(stdout, flags);
 }
 
-static double env_seconds(const char *name, double dflt)
-{
-	const char *v = getenv(name);
-	return v && *v ? atof(v) : dflt;
-}
-
 int tpf_run_apply(struct tpf_session *s, struct tpf_plan *p, int auto_approve, int destroy)
 {
+	struct tpf_apply_opts opts = {
+		.on_event = tpf_ui_event,
+		.interrupted = &tpf_interrupted,
+	};
+	if (tpf_session_apply_env(s, &opts))
+		return TPF_EXIT_ERROR;
 	if (!auto_approve) {
 		if (tpf_ui.json) {
 			tpf_error(&s->d, "Plan file or auto-approve required");
@@ -51,16 +48,8 @@ int tpf_run_apply(struct tpf_session *s, struct tpf_plan *p, int auto_approve, i
 			return TPF_EXIT_ERROR;
 		}
 	}
-	struct tpf_apply_opts opts = {
-		.parallelism = s->o->parallelism,
-		.heartbeat = env_seconds("TPUFORM_HEARTBEAT", 10),
-		.wait_timeout = env_seconds("TPUFORM_WAIT_TIMEOUT", 1200),
-		.on_event = tpf_ui_event,
-		.interrupted = &tpf_interrupted,
-	};
 	struct tpf_apply_result res;
-	tpf_apply(p, &s->fleet, s->prov, &s->live, &s->state, s->fleet.state_path, &opts, &res,
-		  &s->d);
+	tpf_session_apply(s, p, &opts, &res);
 	tpf_ui_recap(&res.recap);
 	char msg[200];
 	if (destroy)
@@ -85,38 +74,6 @@ int tpf_run_apply(struct tpf_session *s, struct tpf_plan *p, int auto_approve, i
 	}
 	tpf_apply_result_release(&res);
 	return failed ? TPF_EXIT_ERROR : TPF_EXIT_OK;
-}
-
-/* Load a saved plan and check it still fits the state (terraform-ux.md §3). */
-static int load_saved_plan(struct tpf_session *s, const char *path, struct tpf_plan *p)
-{
-	json_error_t err;
-	json_t *j = json_load_file(path, 0, &err);
-	if (!j)
-		return tpf_error(&s->d, "cannot read saved plan '%s': %s", path, err.text);
-	int rc = tpf_plan_from_json(p, j, path, &s->d);
-	json_decref(j);
-	if (rc)
-		return rc;
-	int fresh = !p->lineage || (!strcmp(p->lineage, s->state.lineage) && p->serial == 0 &&
-				    s->state.serial == 0);
-	if (!fresh && strcmp(p->lineage ? p->lineage : "", s->state.lineage))
-		return tpf_errorx(&s->d, NULL,
-				  "The given plan file was created from a different state lineage.",
-				  "Saved plan does not match the given state");
-	if (p->serial != s->state.serial)
-		return tpf_errorx(&s->d, NULL,
-				  "The given plan file can no longer be applied because the state was "
-				  "changed by another operation after the plan was created.",
-				  "Saved plan is stale");
-	if (p->fleet_sha256 && s->fleet_sha256 && strcmp(p->fleet_sha256, s->fleet_sha256))
-		return tpf_errorx(&s->d, NULL,
-				  "Run 'tpuform plan -out=FILE' again to plan with the current fleet file.",
-				  "Saved plan is stale: the fleet file changed after the plan was created");
-	if (p->fleet && strcmp(p->fleet, s->fleet.name))
-		return tpf_error(&s->d, "saved plan '%s' is for fleet '%s', not '%s'", path, p->fleet,
-				 s->fleet.name);
-	return 0;
 }
 
 int cmd_apply(int argc, char **argv)
@@ -158,14 +115,11 @@ int cmd_apply(int argc, char **argv)
 	struct tpf_plan p;
 	memset(&p, 0, sizeof(p));
 	int code = TPF_EXIT_ERROR;
-	if (tpf_session_open(&s, &o, "OperationTypeApply"))
+	if (tpf_cmd_session_open(&s, &o, "OperationTypeApply"))
 		goto done;
 	if (planfile) {
-		/* A saved plan is applied as planned, without a prompt; the
-		 * refresh only finds worker addresses. */
-		if (load_saved_plan(&s, planfile, &p) ||
-		    (!p.destroy && tpf_fleet_resolve_secrets(&s.fleet, &s.d)) ||
-		    tpf_refresh(s.prov, &s.fleet, &s.state, &s.live, &s.d))
+		/* A saved plan is applied as planned, without a prompt. */
+		if (tpf_session_load_plan(&s, planfile, &p))
 			goto done;
 		auto_approve = 1;
 	} else {

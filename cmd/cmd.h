@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include "engine/apply.h"
+#include "engine/session.h"
 #include "config/config.h"
 #include "plan/plan.h"
 #include "providers/provider.h"
@@ -16,7 +17,7 @@
 #include "util/diag.h"
 #include "providers/transport.h"
 
-/* Exit codes: Terraform's contract (terraform-ux.md section 2). */
+/* Exit codes: Terraform's contract (docs/terraform-behaviour.md section 2). */
 #define TPF_EXIT_OK 0
 #define TPF_EXIT_ERROR 1
 #define TPF_EXIT_CHANGES 2 /* only with -detailed-exitcode */
@@ -72,7 +73,7 @@ void tpf_ui_plan(const struct tpf_plan *p);
 /* Ask for "yes" on the terminal. Returns 1 only for "yes". */
 int tpf_ui_confirm(const char *question, const char *explain);
 
-/* ---- the common flow (cmd/session.c) -------------------------------------- */
+/* ---- the common flags and the engine session (cmd/session.c) --------------- */
 
 struct tpf_common_opts {
 	const char *file;   /* -f: fleet file, default tpuform.yaml */
@@ -91,48 +92,15 @@ struct tpf_common_opts {
 	{ "no-color", NULL, TPF_FLAG_BOOL, &(o).no_color, "no ANSI colour" },                   \
 	{ "json", NULL, TPF_FLAG_BOOL, &(o).json, "machine-readable JSON Lines" }
 
-struct tpf_session {
-	struct tpf_common_opts *o;
-	struct tpf_fleet fleet;
-	int have_fleet;
-	struct tpf_state state;
-	int have_state;
-	struct tpf_lock lock;
-	struct tpf_provider *prov;
-	struct tpf_live_set live;
-	struct tpf_session_facts facts;
-	char commit[41];
-	int have_commit;
-	struct tpf_desired_set desired;
-	char *fleet_sha256;
-	int no_source; /* destroy: do not pin the source (a vanished repo must not block it) */
-	int quiet;     /* watch: no per-node "Refreshing state..." lines */
-	const char *pinned; /* watch: a commit resolved recently; skip resolving the ref */
-	struct tpf_diags d;
-};
-
-/*
- * Load the fleet file, take the state lock when lock_op is not NULL
- * ("OperationTypeApply"...), load the state and open the provider.
- * Returns 0 or -1 (diagnostics in s->d).
- */
-int tpf_session_open(struct tpf_session *s, struct tpf_common_opts *o, const char *lock_op);
-/* Refresh live nodes (and probe worker sessions when probe is set), pin the
- * source commit and compute desired nodes. */
-int tpf_session_refresh(struct tpf_session *s, int probe);
-/* Diff into *p (destroy: plan to delete everything the fleet owns). */
-int tpf_session_plan(struct tpf_session *s, int destroy, struct tpf_plan *p);
-/* Release everything, unlocking the state. */
-void tpf_session_close(struct tpf_session *s);
-
-/*
- * For commands that act on a node's workers (logs, exec, ssh): find node
- * `name` in state and live (after tpf_refresh). Borrowed pointers. Returns
- * -1 with a diagnostic when the node is unknown, not live, or the provider
- * has no transport.
- */
-int tpf_cmd_target(struct tpf_session *s, const char *name, struct tpf_state_node **sn,
-		   const struct tpf_live_node **ln, struct tpf_transport **t);
+/* The engine's session options for these flags, with the progress printer
+ * (tpf_ui_session_progress) wired in. o->file is borrowed. */
+struct tpf_session_opts tpf_cmd_session_opts(const struct tpf_common_opts *o);
+/* tpf_session_open with tpf_cmd_session_opts(o). */
+int tpf_cmd_session_open(struct tpf_session *s, const struct tpf_common_opts *o, const char *lock_op);
+/* The session progress printer (engine/session.h tpf_session_progress_fn):
+ * Terraform's "Acquiring state lock..." and "NAME: Refreshing state..."
+ * lines; nothing in json mode. */
+void tpf_ui_session_progress(const struct tpf_session_progress *ev, void *ctx);
 
 /* ---- subcommands ------------------------------------------------------------ */
 
@@ -149,7 +117,10 @@ int cmd_ssh(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 
-/* Shared by plan/apply/destroy: run a plan through apply (cmd/apply.c). */
+/* Shared by apply and destroy (cmd/apply.c): read the apply settings from
+ * the environment, ask for "yes" unless auto_approve, carry p out with
+ * tpf_session_apply and print the recap and Terraform's closing line.
+ * Returns an exit code; diagnostics are left in s->d for the caller. */
 int tpf_run_apply(struct tpf_session *s, struct tpf_plan *p, int auto_approve, int destroy);
 
 /* Signal handling: SIGINT/SIGTERM set this; apply starts nothing new. */

@@ -41,9 +41,9 @@ int cmd_destroy(int argc, char **argv)
 	struct tpf_plan p;
 	memset(&p, 0, sizeof(p));
 	int code = TPF_EXIT_ERROR;
-	int opened = tpf_session_open(&s, &o, "OperationTypeApply");
-	s.no_source = 1;
-	if (opened || tpf_session_refresh(&s, 0) ||
+	struct tpf_session_opts so = tpf_cmd_session_opts(&o);
+	so.no_source = 1; /* a vanished source repository must not block a destroy */
+	if (tpf_session_open(&s, &so, "OperationTypeApply") || tpf_session_refresh(&s, 0) ||
 	    tpf_session_plan(&s, 1, &p))
 		goto done;
 	if (!o.json)

@@ -2,8 +2,7 @@
  * tpuform plan: refresh, diff, print; nothing is changed.
  */
 #include "cmd/cmd.h"
-#include "util/fs.h"
-#include "util/xalloc.h"
+#include "engine/saved_plan.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -17,16 +16,6 @@ static void help(const struct tpf_flag *flags)
 	tpf_print_flags(stdout, flags);
 	printf("\nExit codes: 0 success, 1 error; with -detailed-exitcode 0 no changes,\n"
 	       "1 error, 2 success with changes.\n");
-}
-
-int tpf_write_plan_file(const struct tpf_plan *p, const char *path, struct tpf_diags *d)
-{
-	json_t *j = tpf_plan_to_json(p);
-	char *text = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
-	json_decref(j);
-	int rc = tpf_write_file_atomic(path, text, strlen(text), 0600, d);
-	free(text);
-	return rc;
 }
 
 int cmd_plan(int argc, char **argv)
@@ -61,14 +50,14 @@ int cmd_plan(int argc, char **argv)
 	int code = TPF_EXIT_ERROR;
 	struct tpf_plan p;
 	memset(&p, 0, sizeof(p));
-	if (tpf_session_open(&s, &o, NULL) || tpf_session_refresh(&s, 1) ||
+	if (tpf_cmd_session_open(&s, &o, NULL) || tpf_session_refresh(&s, 1) ||
 	    tpf_session_plan(&s, destroy, &p))
 		goto done;
 	if (!o.json)
 		tpf_ui_say("\n");
 	tpf_ui_plan(&p);
 	if (out) {
-		if (tpf_write_plan_file(&p, out, &s.d))
+		if (tpf_saved_plan_write(&p, out, &s.d))
 			goto done;
 		tpf_ui_say("\nSaved the plan to: %s\n\nTo perform exactly these actions, run the "
 			   "following command to apply:\n    tpuform apply \"%s\"\n",

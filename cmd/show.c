@@ -40,7 +40,7 @@ int cmd_show(int argc, char **argv)
 	tpf_ui_init(o.no_color, o.json);
 	struct tpf_session s;
 	int code = TPF_EXIT_ERROR;
-	if (tpf_session_open(&s, &o, NULL))
+	if (tpf_cmd_session_open(&s, &o, NULL))
 		goto done;
 	if (o.refresh && (tpf_refresh(s.prov, &s.fleet, &s.state, &s.live, &s.d) ||
 			  tpf_probe_sessions(s.prov, &s.state, &s.live, o.parallelism, &s.facts, &s.d)))

@@ -45,7 +45,7 @@ int cmd_state(int argc, char **argv)
 	tpf_ui_init(o.no_color, o.json);
 	struct tpf_session s;
 	int code = TPF_EXIT_ERROR;
-	if (tpf_session_open(&s, &o, is_rm ? "OperationTypeInvalid" : NULL))
+	if (tpf_cmd_session_open(&s, &o, is_rm ? "OperationTypeInvalid" : NULL))
 		goto done;
 	if (!strcmp(sub, "list")) {
 		for (size_t i = 0; i < s.state.nnodes; i++)

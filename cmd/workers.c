@@ -12,24 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int tpf_cmd_target(struct tpf_session *s, const char *name, struct tpf_state_node **sn,
-		   const struct tpf_live_node **ln, struct tpf_transport **t)
-{
-	*sn = tpf_state_find(&s->state, name);
-	if (!*sn)
-		return tpf_errorx(&s->d, NULL, "'tpuform state list' shows the nodes in state.",
-				  "node '%s' is not in the state of fleet '%s'", name, s->fleet.name);
-	*ln = tpf_live_set_find(&s->live, name);
-	if (!*ln || !(*ln)->state || strcmp((*ln)->state, "READY"))
-		return tpf_errorx(&s->d, NULL, "'tpuform plan' shows what apply would do about it.",
-				  "node '%s' is %s, not READY", name,
-				  *ln && (*ln)->state ? (*ln)->state : "missing");
-	*t = s->prov->ops->transport ? s->prov->ops->transport(s->prov) : NULL;
-	if (!*t)
-		return tpf_error(&s->d, "the %s provider cannot reach workers yet", s->prov->ops->name);
-	return 0;
-}
-
 static void print_prefixed(const char *node, int worker, const char *text)
 {
 	const char *p = text;
@@ -73,9 +55,9 @@ int cmd_logs(int argc, char **argv)
 	const struct tpf_live_node *ln;
 	struct tpf_transport *t;
 	int code = TPF_EXIT_ERROR;
-	if (tpf_session_open(&s, &o, NULL) ||
+	if (tpf_cmd_session_open(&s, &o, NULL) ||
 	    tpf_refresh(s.prov, &s.fleet, &s.state, &s.live, &s.d) ||
-	    tpf_cmd_target(&s, node, &sn, &ln, &t))
+	    tpf_session_target(&s, node, &sn, &ln, &t))
 		goto done;
 	if (worker >= (int)sn->nworkers) {
 		tpf_error(&s.d, "node '%s' has %zu workers (0 to %zu)", node, sn->nworkers,
@@ -202,7 +184,7 @@ int cmd_exec(int argc, char **argv)
 	int code = TPF_EXIT_ERROR;
 	struct exec_task *tasks = NULL;
 	size_t ntasks = 0;
-	if (tpf_session_open(&s, &o, NULL) || tpf_refresh(s.prov, &s.fleet, &s.state, &s.live, &s.d))
+	if (tpf_cmd_session_open(&s, &o, NULL) || tpf_refresh(s.prov, &s.fleet, &s.state, &s.live, &s.d))
 		goto done;
 	if (!all && !tpf_state_find(&s.state, node)) {
 		tpf_errorx(&s.d, NULL, "'tpuform state list' shows the nodes in state.",
@@ -219,7 +201,7 @@ int cmd_exec(int argc, char **argv)
 			continue;
 		const struct tpf_live_node *ln;
 		struct tpf_transport *t;
-		if (tpf_cmd_target(&s, sn->name, &sn, &ln, &t))
+		if (tpf_session_target(&s, sn->name, &sn, &ln, &t))
 			continue;
 		for (size_t w = 0; w < sn->nworkers; w++) {
 			if (worker >= 0 && (int)w != worker)
@@ -302,9 +284,9 @@ int cmd_ssh(int argc, char **argv)
 	struct tpf_state_node *sn;
 	const struct tpf_live_node *ln;
 	struct tpf_transport *t;
-	if (!tpf_session_open(&s, &o, NULL) &&
+	if (!tpf_cmd_session_open(&s, &o, NULL) &&
 	    !tpf_refresh(s.prov, &s.fleet, &s.state, &s.live, &s.d) &&
-	    !tpf_cmd_target(&s, node, &sn, &ln, &t)) {
+	    !tpf_session_target(&s, node, &sn, &ln, &t)) {
 		if (worker < 0 || (size_t)worker >= sn->nworkers) {
 			tpf_error(&s.d, "node '%s' has no worker %d", node, worker);
 		} else {

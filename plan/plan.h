@@ -4,7 +4,7 @@
  * The plan carries everything apply needs (each action's full desired
  * recipe and job, with the commit already pinned), so `apply PLANFILE`
  * executes exactly what was shown, as Terraform's saved plans do
- * (terraform-ux.md section 3).
+ * (docs/terraform-behaviour.md section 3).
  */
 #ifndef TPF_PLAN_H
 #define TPF_PLAN_H
@@ -48,6 +48,9 @@ struct tpf_desired_set {
 int tpf_desired_compute(struct tpf_desired_set *out, const struct tpf_fleet *f,
 			const char *commit, const struct tpf_state *st, struct tpf_diags *d);
 void tpf_desired_release(struct tpf_desired_set *s);
+/* Deep copy of src into dst (dst must be zeroed or a valid node: it is
+ * released first). The caller owns dst's contents. */
+void tpf_desired_node_copy(struct tpf_desired_node *dst, const struct tpf_desired_node *src);
 /* sha256 over the sorted secret names and values (NULL if none). Caller frees. */
 char *tpf_secrets_hash(const struct tpf_kvlist *secrets);
 
@@ -124,6 +127,13 @@ struct tpf_plan {
 
 void tpf_plan_release(struct tpf_plan *p);
 
+/* Append a zeroed action of the given kind for `node` (copied) and return
+ * it; it lives in p->actions, so the pointer is valid until the next append.
+ * Counts are not updated: call tpf_plan_recount when done. */
+struct tpf_action *tpf_plan_add(struct tpf_plan *p, enum tpf_action_kind kind, const char *node);
+/* Free what an action owns (not the action itself, which lives in an array). */
+void tpf_action_release(struct tpf_action *a);
+
 /* Inputs of the diff, all borrowed. facts may be NULL (sessions not probed). */
 struct tpf_diff_input {
 	const struct tpf_fleet *fleet;
@@ -135,7 +145,7 @@ struct tpf_diff_input {
 };
 
 /*
- * Compute the plan (DESIGN.md "Node lifecycle the diff must handle").
+ * Compute the plan (docs/design.md "Node lifecycle the diff must handle").
  * Actions are sorted: deletes first (they free quota), then replaces,
  * creates, updates, restarts, by node name within each kind.
  */
@@ -162,10 +172,10 @@ int tpf_plan_has_changes(const struct tpf_plan *p);
 /* ---- rendering -------------------------------------------------------- */
 
 /*
- * Human rendering, Terraform style (terraform-ux.md section 1): legend of
- * the symbols used, "# NAME will be created" blocks, "# forces replacement",
- * "(sensitive value)", and "Plan: A to add, C to change, D to destroy." or
- * "No changes. Your infrastructure matches the configuration.".
+ * Human rendering, Terraform style (docs/terraform-behaviour.md section 1):
+ * legend of the symbols used, "# NAME will be created" blocks, "# forces
+ * replacement", "(sensitive value)", and "Plan: A to add, C to change, D to
+ * destroy." or "No changes. Your infrastructure matches the configuration.".
  * color: 1 to add ANSI colour.
  */
 void tpf_plan_render_human(const struct tpf_plan *p, int color, struct tpf_buf *out);
@@ -182,5 +192,24 @@ const char *tpf_action_name(enum tpf_action_kind k);
 json_t *tpf_plan_to_json(const struct tpf_plan *p);
 /* Parse the JSON form; errors name `what` (the plan file path). */
 int tpf_plan_from_json(struct tpf_plan *out, json_t *root, const char *what, struct tpf_diags *d);
+
+/*
+ * Whether saved plan p may still be applied to the state it is checked
+ * against, as Terraform decides for `apply PLANFILE`
+ * (docs/terraform-behaviour.md section 3). Rules, in this order:
+ *   - p->lineage differs from state_lineage: "Saved plan does not match the
+ *     given state". A plan made before the state was first written carries
+ *     no lineage (Terraform's first-plan exception), so only its serial 0
+ *     is checked;
+ *   - p->serial differs from state_serial (another operation wrote the
+ *     state since): "Saved plan is stale";
+ *   - both fleet file hashes are known and differ ("sha256:<hex>" of the
+ *     file's bytes): "Saved plan is stale: the fleet file changed ...".
+ * state_lineage and fleet_sha256 may be NULL (unknown). Pure: no I/O.
+ * Returns 0 when the plan fits, else TPF_ESTALE with one error diagnostic
+ * (summary as above, detail a hint) appended to d.
+ */
+int tpf_plan_check_stale(const struct tpf_plan *p, const char *state_lineage, long state_serial,
+			 const char *fleet_sha256, struct tpf_diags *d);
 
 #endif

@@ -1,9 +1,9 @@
 /*
  * Saved plans: the plan as JSON (`plan -out=FILE`, `apply FILE`).
  *
- * Like Terraform's plan file (terraform-ux.md section 3) it embeds the
- * lineage and serial of the state it was made from, so apply can refuse a
- * stale plan, and each action's full desired node, so apply needs nothing
+ * Like Terraform's plan file (docs/terraform-behaviour.md section 3) it
+ * embeds the lineage and serial of the state it was made from, so apply can
+ * refuse a stale plan, and each action's full desired node, so apply needs nothing
  * from the fleet file but its secrets and provider settings. Secrets are
  * never written: only their hash.
  */
@@ -193,5 +193,31 @@ int tpf_plan_from_json(struct tpf_plan *p, json_t *root, const char *what, struc
 	p->add = (size_t)json_integer_value(json_object_get(counts, "add"));
 	p->change = (size_t)json_integer_value(json_object_get(counts, "change"));
 	p->destroyed = (size_t)json_integer_value(json_object_get(counts, "destroy"));
+	return 0;
+}
+
+/* The summaries are Terraform's own (docs/terraform-behaviour.md section 3),
+ * so people and pipelines recognise them. */
+int tpf_plan_check_stale(const struct tpf_plan *p, const char *state_lineage, long state_serial,
+			 const char *fleet_sha256, struct tpf_diags *d)
+{
+	if (p->lineage && (!state_lineage || strcmp(p->lineage, state_lineage))) {
+		tpf_errorx(d, NULL, "The given plan file was created from a different state lineage.",
+			   "Saved plan does not match the given state");
+		return TPF_ESTALE;
+	}
+	if (p->serial != state_serial) {
+		tpf_errorx(d, NULL,
+			   "The given plan file can no longer be applied because the state was "
+			   "changed by another operation after the plan was created.",
+			   "Saved plan is stale");
+		return TPF_ESTALE;
+	}
+	if (p->fleet_sha256 && fleet_sha256 && strcmp(p->fleet_sha256, fleet_sha256)) {
+		tpf_errorx(d, NULL,
+			   "Run 'tpuform plan -out=FILE' again to plan with the current fleet file.",
+			   "Saved plan is stale: the fleet file changed after the plan was created");
+		return TPF_ESTALE;
+	}
 	return 0;
 }

@@ -1,0 +1,214 @@
+/*
+ * The planning session (engine/session.h): fleet -> lock -> state ->
+ * provider -> refresh -> pin source -> desired -> diff.
+ */
+#include "engine/session.h"
+#include "engine/refresh.h"
+#include "engine/saved_plan.h"
+#include "model/node_state.h"
+#include "source/source.h"
+#include "util/env.h"
+#include "util/fs.h"
+#include "util/hash.h"
+#include "util/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void progress(const struct tpf_session *s, enum tpf_session_progress_kind kind,
+		     const char *node, const char *id)
+{
+	struct tpf_session_progress ev = { kind, node, id };
+	if (s->o.on_progress)
+		s->o.on_progress(&ev, s->o.ctx);
+}
+
+/* Read and parse the fleet file, remembering the hash of its bytes. */
+static int load_fleet(struct tpf_session *s)
+{
+	struct tpf_buf raw = TPF_BUF_INIT;
+	int rc = tpf_read_file(s->o.file, &raw, &s->d);
+	if (rc == TPF_ENOTFOUND)
+		tpf_errorx(&s->d, NULL,
+			   "Run tpuform in the directory of your fleet file, or name it with -f FILE.\n"
+			   "examples/local.yaml is a fleet that runs on this machine.",
+			   "fleet file '%s' does not exist", s->o.file);
+	if (rc) {
+		tpf_buf_release(&raw);
+		return TPF_ERROR;
+	}
+	s->fleet_sha256 = tpf_sha256_tagged(raw.buf, raw.len);
+	rc = tpf_fleet_parse(&s->fleet, s->o.file, raw.buf, raw.len, &s->d);
+	tpf_buf_release(&raw);
+	if (rc)
+		return TPF_ERROR;
+	s->have_fleet = 1;
+	return 0;
+}
+
+int tpf_session_open(struct tpf_session *s, const struct tpf_session_opts *o, const char *lock_op)
+{
+	memset(s, 0, sizeof(*s));
+	s->o = *o;
+	tpf_diags_init(&s->d);
+	struct tpf_lock unlocked = TPF_LOCK_INIT;
+	s->lock = unlocked;
+
+	if (load_fleet(s))
+		return TPF_ERROR;
+	if (lock_op && !o->no_lock) {
+		if (o->lock_timeout > 0)
+			progress(s, TPF_SESSION_LOCKING, NULL, NULL);
+		int rc = tpf_lock_acquire(&s->lock, s->fleet.state_path, lock_op, o->lock_timeout,
+					  &s->d);
+		if (rc)
+			return rc;
+	}
+	int rc = tpf_state_load(&s->state, s->fleet.state_path, &s->d);
+	s->have_state = 1;
+	if (rc)
+		return rc;
+	if (s->state.fleet && strcmp(s->state.fleet, s->fleet.name))
+		return tpf_errorx(&s->d, NULL,
+				  "Each fleet needs its own state file: set state.path in the fleet file.",
+				  "state file '%s' belongs to fleet '%s', not '%s'", s->fleet.state_path,
+				  s->state.fleet, s->fleet.name);
+	return tpf_provider_open(&s->prov, &s->fleet, &s->d);
+}
+
+/* -refresh=false: believe the state (Terraform's behaviour): every node
+ * with a provider id is taken as READY with the recipe recorded. */
+static void live_from_state(struct tpf_session *s)
+{
+	for (size_t i = 0; i < s->state.nnodes; i++) {
+		const struct tpf_state_node *sn = &s->state.nodes[i];
+		if (!sn->id)
+			continue;
+		struct tpf_live_node *ln = tpf_live_set_add(&s->live);
+		ln->name = xstrdup(sn->name);
+		ln->id = xstrdup(sn->id);
+		ln->state = xstrdup("READY");
+		tpf_recipe_copy(&ln->recipe, &sn->recipe);
+	}
+}
+
+/* The commit every job runs: the pinned one when given, else the source
+ * ref resolved now. No source (or o.no_source): no commit. */
+static int pin_source(struct tpf_session *s)
+{
+	if (!s->fleet.source.repo || s->o.no_source)
+		return 0;
+	if (s->o.pinned)
+		snprintf(s->commit, sizeof(s->commit), "%s", s->o.pinned);
+	else if (tpf_source_resolve(s->fleet.source.repo, s->fleet.source.ref, s->commit, &s->d))
+		return TPF_ERROR;
+	s->have_commit = 1;
+	return 0;
+}
+
+int tpf_session_refresh(struct tpf_session *s, int probe)
+{
+	for (size_t i = 0; i < s->state.nnodes; i++)
+		if (s->state.nodes[i].id)
+			progress(s, TPF_SESSION_REFRESHING, s->state.nodes[i].name,
+				 s->state.nodes[i].id);
+	if (!s->o.refresh)
+		live_from_state(s);
+	else if (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d))
+		return TPF_ERROR;
+	if (probe && s->o.refresh &&
+	    tpf_probe_sessions(s->prov, &s->state, &s->live, s->o.parallelism, &s->facts, &s->d))
+		return TPF_ERROR;
+	if (pin_source(s))
+		return TPF_ERROR;
+	return tpf_desired_compute(&s->desired, &s->fleet, s->have_commit ? s->commit : NULL,
+				   &s->state, &s->d);
+}
+
+int tpf_session_plan(struct tpf_session *s, int destroy, struct tpf_plan *p)
+{
+	struct tpf_diff_input in = {
+		.fleet = &s->fleet,
+		.desired = &s->desired,
+		.state = &s->state,
+		.live = &s->live,
+		.facts = &s->facts,
+		.destroy = destroy,
+	};
+	if (tpf_diff(p, &in, &s->d))
+		return TPF_ERROR;
+	/* tpf_diff knows neither: a saved plan needs both to be applied. */
+	xstrset(&p->commit, s->have_commit ? s->commit : NULL);
+	xstrset(&p->fleet_sha256, s->fleet_sha256);
+	return 0;
+}
+
+int tpf_session_load_plan(struct tpf_session *s, const char *path, struct tpf_plan *p)
+{
+	int rc = tpf_saved_plan_read(p, path, &s->d);
+	if (rc)
+		return rc;
+	rc = tpf_plan_check_stale(p, s->state.lineage, s->state.serial, s->fleet_sha256, &s->d);
+	if (rc)
+		return rc;
+	if (p->fleet && strcmp(p->fleet, s->fleet.name))
+		return tpf_error(&s->d, "saved plan '%s' is for fleet '%s', not '%s'", path, p->fleet,
+				 s->fleet.name);
+	return tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d);
+}
+
+int tpf_session_apply_env(struct tpf_session *s, struct tpf_apply_opts *opts)
+{
+	double heartbeat = 10, wait_timeout = 1200;
+	if (tpf_env_seconds("TPUFORM_HEARTBEAT", &heartbeat, &s->d) ||
+	    tpf_env_seconds("TPUFORM_WAIT_TIMEOUT", &wait_timeout, &s->d))
+		return TPF_ERROR;
+	opts->heartbeat = heartbeat;
+	opts->wait_timeout = wait_timeout;
+	return 0;
+}
+
+int tpf_session_apply(struct tpf_session *s, const struct tpf_plan *p,
+		      const struct tpf_apply_opts *opts, struct tpf_apply_result *res)
+{
+	struct tpf_apply_opts o = *opts;
+	if (o.parallelism == 0)
+		o.parallelism = s->o.parallelism;
+	return tpf_apply(p, &s->fleet, s->prov, &s->live, &s->state, s->fleet.state_path, &o, res,
+			 &s->d);
+}
+
+int tpf_session_target(struct tpf_session *s, const char *name, struct tpf_state_node **sn,
+		       const struct tpf_live_node **ln, struct tpf_transport **t)
+{
+	*sn = tpf_state_find(&s->state, name);
+	if (!*sn)
+		return tpf_errorx(&s->d, NULL, "'tpuform state list' shows the nodes in state.",
+				  "node '%s' is not in the state of fleet '%s'", name, s->fleet.name);
+	*ln = tpf_live_set_find(&s->live, name);
+	if (!*ln || tpf_node_class((*ln)->state) != TPF_NODE_READY)
+		return tpf_errorx(&s->d, NULL, "'tpuform plan' shows what apply would do about it.",
+				  "node '%s' is %s, not READY", name,
+				  *ln && (*ln)->state ? (*ln)->state : "missing");
+	*t = s->prov->ops->transport ? s->prov->ops->transport(s->prov) : NULL;
+	if (!*t)
+		return tpf_error(&s->d, "the %s provider cannot reach workers yet", s->prov->ops->name);
+	return 0;
+}
+
+void tpf_session_close(struct tpf_session *s)
+{
+	tpf_lock_release(&s->lock);
+	if (s->prov)
+		tpf_provider_free(s->prov);
+	tpf_live_set_release(&s->live);
+	tpf_session_facts_release(&s->facts);
+	tpf_desired_release(&s->desired);
+	if (s->have_state)
+		tpf_state_release(&s->state);
+	if (s->have_fleet)
+		tpf_fleet_release(&s->fleet);
+	free(s->fleet_sha256);
+	tpf_diags_release(&s->d);
+}

@@ -1,0 +1,153 @@
+/*
+ * The session every planning command shares: fleet file -> state lock ->
+ * state -> provider -> refresh -> pinned source -> desired nodes -> diff
+ * (docs/ARCHITECTURE.md). A command opens a session, refreshes it, plans,
+ * maybe applies, and closes it:
+ *
+ *   struct tpf_session s;
+ *   if (tpf_session_open(&s, &opts, "OperationTypeApply") ||
+ *       tpf_session_refresh(&s, 1) || tpf_session_plan(&s, 0, &plan))
+ *           ...print s.d...
+ *   tpf_session_close(&s);
+ *
+ * The session never prints: progress ("Refreshing state...") goes to the
+ * on_progress callback, problems to the diagnostics in s.d. Every function
+ * returns 0, or TPF_ERROR / a TPF_E* code with a diagnostic in s->d.
+ */
+#ifndef TPF_ENGINE_SESSION_H
+#define TPF_ENGINE_SESSION_H
+
+#include "config/config.h"
+#include "engine/apply.h"
+#include "plan/plan.h"
+#include "providers/provider.h"
+#include "providers/transport.h"
+#include "state/lock.h"
+#include "state/state.h"
+#include "util/diag.h"
+
+enum tpf_session_progress_kind {
+	/* The state lock may be waited for (lock_timeout > 0): Terraform's
+	 * "Acquiring state lock. This may take a few moments..." */
+	TPF_SESSION_LOCKING,
+	/* About to refresh one node of the state: Terraform's
+	 * "NAME: Refreshing state... [id=ID]" */
+	TPF_SESSION_REFRESHING,
+};
+
+struct tpf_session_progress {
+	enum tpf_session_progress_kind kind;
+	const char *node; /* TPF_SESSION_REFRESHING: the node's name, else NULL */
+	const char *id;   /* TPF_SESSION_REFRESHING: its provider id, else NULL */
+};
+
+/* Called on the thread that called the session function. */
+typedef void (*tpf_session_progress_fn)(const struct tpf_session_progress *ev, void *ctx);
+
+struct tpf_session_opts {
+	const char *file;    /* the fleet file (borrowed; must outlive the session) */
+	int no_lock;         /* -lock=false: never take the state lock */
+	double lock_timeout; /* seconds to wait for the state lock (<= 0: fail at once) */
+	/* 0 (-refresh=false): believe the state instead of asking the
+	 * provider, as Terraform does: every node with an id counts as READY
+	 * with its recorded recipe, and workers are not probed. */
+	int refresh;
+	int parallelism;     /* concurrent worker probes and node actions (< 1: 1) */
+	int no_source;       /* destroy: do not pin the source (a vanished repo must not block it) */
+	/* A commit resolved recently (40 hex digits, borrowed): used instead of
+	 * resolving the source ref again, a network round trip (watch). NULL:
+	 * resolve. */
+	const char *pinned;
+	tpf_session_progress_fn on_progress; /* may be NULL */
+	void *ctx;                           /* passed to on_progress */
+};
+#define TPF_SESSION_OPTS_INIT { "tpuform.yaml", 0, 0, 1, 10, 0, NULL, NULL, NULL }
+
+struct tpf_session {
+	struct tpf_session_opts o; /* a copy of what open was given */
+	struct tpf_fleet fleet;
+	int have_fleet;
+	char *fleet_sha256;        /* "sha256:<hex>" of the fleet file's bytes */
+	struct tpf_state state;
+	int have_state;
+	struct tpf_lock lock;
+	struct tpf_provider *prov;
+	struct tpf_live_set live;  /* after refresh */
+	struct tpf_session_facts facts; /* after refresh with probe */
+	char commit[41];           /* the pinned source commit, when have_commit */
+	int have_commit;
+	struct tpf_desired_set desired; /* after refresh */
+	struct tpf_diags d;        /* everything that went wrong or deserves a warning */
+};
+
+/*
+ * Load the fleet file, take the state lock for `lock_op` (Terraform's
+ * operation names: "OperationTypeApply", ...) unless lock_op is NULL or
+ * o->no_lock, load the state (refusing one that belongs to another fleet)
+ * and open the provider. *o is copied. *s is always initialised, so
+ * tpf_session_close is safe after any outcome. Errors: a missing fleet file
+ * (with a hint), a fleet file that does not parse, TPF_ELOCKED, state and
+ * provider errors.
+ */
+int tpf_session_open(struct tpf_session *s, const struct tpf_session_opts *o, const char *lock_op);
+
+/*
+ * Fill s->live from the provider (or from the state with o.refresh 0), ask
+ * every worker for its session when `probe` is set (and refresh is on),
+ * pin the source commit (unless o.no_source) and compute the desired
+ * nodes. A failed refresh is an error: nothing may be planned from it.
+ */
+int tpf_session_refresh(struct tpf_session *s, int probe);
+
+/*
+ * Diff the refreshed session into *p (zeroed or released by the caller;
+ * the caller releases it). destroy: plan to delete everything the fleet
+ * owns. The plan carries the pinned commit and the fleet file's hash, so it
+ * can be saved and applied later.
+ */
+int tpf_session_plan(struct tpf_session *s, int destroy, struct tpf_plan *p);
+
+/*
+ * Load the saved plan at `path` (engine/saved_plan.h) into *p (caller
+ * releases) and check that it still fits this session: its state's lineage
+ * and serial and the fleet file's hash (tpf_plan_check_stale, TPF_ESTALE)
+ * and the fleet's name. Then refresh s->live from the provider (whatever
+ * o.refresh says), for the worker addresses of existing nodes: a saved plan
+ * is applied as planned, never re-planned.
+ */
+int tpf_session_load_plan(struct tpf_session *s, const char *path, struct tpf_plan *p);
+
+/*
+ * Apply settings read from the environment, into *opts (other fields
+ * untouched): TPUFORM_HEARTBEAT, seconds between "Still creating..." events
+ * (default 10), and TPUFORM_WAIT_TIMEOUT, seconds a node may take to become
+ * READY (default 1200). Both accept what util/env.h tpf_env_seconds does.
+ * A bad value is TPF_ERROR with a diagnostic in s->d naming it; read these
+ * before asking for approval, so a typo does not waste a "yes".
+ */
+int tpf_session_apply_env(struct tpf_session *s, struct tpf_apply_opts *opts);
+
+/*
+ * Carry out plan p on the session's fleet, provider and state (saved to
+ * the fleet's state path after every transition), with opts (parallelism 0:
+ * the session's). *res is filled whatever happens (caller releases it);
+ * failures are diagnostics in s->d. Returns what engine/apply.h tpf_apply
+ * returns.
+ */
+int tpf_session_apply(struct tpf_session *s, const struct tpf_plan *p,
+		      const struct tpf_apply_opts *opts, struct tpf_apply_result *res);
+
+/*
+ * For commands that act on a node's workers (logs, exec, ssh): find node
+ * `name` in the state and among the live nodes (after a refresh), and the
+ * provider's transport. Borrowed pointers, valid until close. Errors (with
+ * a hint): the node is not in state, not live, or the provider has no
+ * transport.
+ */
+int tpf_session_target(struct tpf_session *s, const char *name, struct tpf_state_node **sn,
+		       const struct tpf_live_node **ln, struct tpf_transport **t);
+
+/* Release everything and unlock the state. Safe after a failed open. */
+void tpf_session_close(struct tpf_session *s);
+
+#endif

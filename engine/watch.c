@@ -1,0 +1,162 @@
+/*
+ * The watch loop (engine/watch.h): one session per round, heals in the
+ * background (engine/watch_heal.c), a summary per round.
+ */
+#include "engine/watch_internal.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void emit(const struct tpf_watch_opts *o, const struct tpf_watch_event *ev)
+{
+	if (o->on_event)
+		o->on_event(ev, o->ctx);
+}
+
+void tpf_watch_note(const struct tpf_watch_opts *o, const char *node, const char *code,
+		    const char *message)
+{
+	struct tpf_watch_event ev = { .kind = TPF_WATCH_NOTE, .node = node, .code = code,
+				      .message = message };
+	emit(o, &ev);
+}
+
+void tpf_watch_diags(const struct tpf_watch_opts *o, const struct tpf_diags *d)
+{
+	struct tpf_watch_event ev = { .kind = TPF_WATCH_DIAGS, .diags = d };
+	if (d->n)
+		emit(o, &ev);
+}
+
+static void emit_actions(const struct tpf_watch_opts *o, const struct tpf_plan *p, int pending)
+{
+	struct tpf_watch_event ev = { .kind = TPF_WATCH_ACTIONS, .plan = p, .pending = pending };
+	emit(o, &ev);
+}
+
+static int stopped(const struct tpf_watch_opts *o)
+{
+	return o->interrupted && *o->interrupted;
+}
+
+/* Sleep up to `seconds`, waking early for a signal. */
+static void nap(const struct tpf_watch_opts *o, double seconds)
+{
+	double end = tpf_now_mono() + seconds;
+	while (!stopped(o) && tpf_now_mono() < end)
+		tpf_sleep(0.1);
+}
+
+struct loop {
+	const struct tpf_watch_opts *o;
+	struct tpf_healer *healer;
+	struct tpf_unhealthy_set sick;
+	double next_probe; /* monotonic seconds of the next session check */
+	/* The pinned commit is re-resolved when a session check is due, not
+	 * every round: resolving a URL ref is a network round trip. */
+	char pinned[41];
+};
+
+/* Report and act on what a refreshed session s found (p: its plan). */
+static void act(struct loop *w, struct tpf_session *s, struct tpf_plan *p, int round, double now)
+{
+	const struct tpf_watch_opts *o = w->o;
+	struct tpf_plan rest;
+	memset(&rest, 0, sizeof(rest));
+	tpf_watch_check_unhealthy(&w->sick, s, p, o->unhealthy_timeout, now, o);
+	/* Warnings (deferred: quota) are worth a line each round. */
+	for (size_t i = 0; i < s->d.n; i++)
+		tpf_watch_note(o, s->d.items[i].address, "warning", s->d.items[i].summary);
+	tpf_diags_release(&s->d);
+
+	if (!o->apply_all)
+		tpf_plan_split_healing(p, &rest);
+	emit_actions(o, p, 0);
+	if (rest.n && round == 1)
+		emit_actions(o, &rest, 1);
+	if (p->n)
+		tpf_healer_heal(w->healer, s, p);
+	struct tpf_watch_summary sum;
+	tpf_watch_summarise(s, &sum, round, rest.n, tpf_now_wall());
+	struct tpf_watch_event ev = { .kind = TPF_WATCH_SUMMARY, .summary = &sum };
+	emit(o, &ev);
+	tpf_watch_save_summary(s, &sum);
+	tpf_watch_diags(o, &s->d);
+	tpf_plan_release(&rest);
+}
+
+/* One round. Returns 0, 1 when it failed (retry later), or TPF_ERROR when
+ * the first round could not load the fleet file. */
+static int round_run(struct loop *w, int round, double started)
+{
+	const struct tpf_watch_opts *o = w->o;
+	int probe = started >= w->next_probe;
+	struct tpf_session_opts so = TPF_SESSION_OPTS_INIT;
+	so.file = o->file;
+	so.parallelism = o->parallelism;
+	so.pinned = !probe && w->pinned[0] ? w->pinned : NULL;
+	struct tpf_session s;
+	struct tpf_plan p;
+	memset(&p, 0, sizeof(p));
+	int rc = 0;
+	if (tpf_session_open(&s, &so, NULL) || tpf_session_refresh(&s, probe) ||
+	    tpf_session_plan(&s, 0, &p)) {
+		tpf_watch_diags(o, &s.d);
+		/* A fleet file that never loaded: nothing to watch. */
+		rc = round == 1 && !s.have_fleet ? TPF_ERROR : 1;
+	} else {
+		if (probe)
+			w->next_probe = started + o->session_check;
+		if (s.have_commit)
+			snprintf(w->pinned, sizeof(w->pinned), "%s", s.commit);
+		act(w, &s, &p, round, started);
+	}
+	tpf_plan_release(&p);
+	tpf_session_close(&s);
+	return rc;
+}
+
+int tpf_watch_run(const struct tpf_watch_opts *opts)
+{
+	struct tpf_watch_opts o = *opts;
+	if (o.interval <= 0)
+		o.interval = 10;
+	struct loop w;
+	memset(&w, 0, sizeof(w));
+	w.o = &o;
+	w.healer = tpf_healer_new(&o);
+	double error_wait = o.interval;
+	int rc = 0;
+	for (int round = 1; !stopped(&o) && (!o.max_rounds || round <= o.max_rounds); round++) {
+		double started = tpf_now_mono();
+		int failed = round_run(&w, round, started);
+		if (failed < 0) {
+			rc = TPF_ERROR;
+			break;
+		}
+		if (failed) {
+			char msg[128];
+			snprintf(msg, sizeof(msg), "round failed: retrying in %.0f s", error_wait);
+			tpf_watch_note(&o, NULL, "error", msg);
+			nap(&o, error_wait);
+			/* Our own errors back off instead of spinning. */
+			error_wait = error_wait * 2 > 300 ? 300 : error_wait * 2;
+			continue;
+		}
+		error_wait = o.interval;
+		if (o.max_rounds && round >= o.max_rounds)
+			break;
+		double spent = tpf_now_mono() - started;
+		nap(&o, o.interval > spent ? o.interval - spent : 0);
+	}
+	if (stopped(&o))
+		tpf_watch_note(&o, NULL, "stopped",
+			       "interrupted: stopped after the step in flight; state saved, nothing "
+			       "deleted");
+	tpf_healer_finish(w.healer);
+	tpf_unhealthy_release(&w.sick);
+	return rc;
+}

@@ -1,0 +1,100 @@
+/*
+ * The watch loop (`tpuform watch`): refresh -> plan -> heal, in rounds, for
+ * weeks (docs/design.md, "The job in one paragraph" and "Node lifecycle the
+ * diff must handle").
+ *
+ * Each round opens a session (engine/session.h) without the state lock,
+ * lists the fleet's nodes once per zone and, when a session check is due,
+ * asks every worker for its session. Healing actions (plan/plan.h
+ * tpf_action_is_healing) start at once on background threads; other changes
+ * are reported and applied only with apply_all. A READY node that stays
+ * other than HEALTHY for unhealthy_timeout is replaced, as a preempted one
+ * is. The state lock is held exactly while heals run, so plan and show work
+ * from another shell. When *interrupted becomes non-zero the loop finishes
+ * the step in flight, waits for the heals (which save the state) and
+ * returns; nothing is deleted on the way out.
+ *
+ * The loop never prints: everything people should see is an event.
+ */
+#ifndef TPF_ENGINE_WATCH_H
+#define TPF_ENGINE_WATCH_H
+
+#include <stddef.h>
+#include "engine/apply.h"
+#include "plan/plan.h"
+#include "util/diag.h"
+
+/* What one round saw, by desired node (for the summary line and `show`). */
+struct tpf_watch_summary {
+	int desired;
+	int alive;    /* READY */
+	int creating; /* any other state on the way up (or unknown) */
+	int waiting;  /* not created: waiting for quota */
+	int dead;     /* will not run the job again (model/node_state.h), or its
+		       * queued resource FAILED or is SUSPENDED: being replaced */
+	int missing;  /* not there at all: being created */
+	int queued;   /* a queued resource waits for capacity (or is on its way) */
+	int round;    /* 1, 2, ... */
+	size_t pending; /* changes that are not healing, left for -apply-all or apply */
+	const char *fleet; /* the fleet's name */
+	/* "alive A/D, creating C, waiting for quota W, dead X, missing M, queued Q" */
+	char line[256];
+	char time[40];     /* when it was taken, RFC 3339 UTC */
+};
+
+enum tpf_watch_event_kind {
+	TPF_WATCH_NOTE,    /* one line about node (NULL: the fleet): code, message */
+	TPF_WATCH_ACTIONS, /* what this round found and will do: plan (pending: will not) */
+	TPF_WATCH_SUMMARY, /* the round's summary (also saved beside the state) */
+	TPF_WATCH_DIAGS,   /* diagnostics to show (a failed round, a heal's errors) */
+	TPF_WATCH_APPLY,   /* an event of a heal in flight (engine/apply.h) */
+};
+
+/* Every pointer is borrowed for the duration of the call. */
+struct tpf_watch_event {
+	enum tpf_watch_event_kind kind;
+	/* TPF_WATCH_NOTE. code, for machines: "unhealthy" (a READY node is not
+	 * HEALTHY), "warning" (a warning of the round, e.g. "deferred: quota"),
+	 * "locked" (another tpuform holds the state lock: healing waits),
+	 * "replan" (the state changed since the refresh), "error" (the round
+	 * failed and is retried), "stopped" (interrupted). */
+	const char *node;
+	const char *code;
+	const char *message;
+	/* TPF_WATCH_ACTIONS: the actions; pending: 1 when they are not healing
+	 * and wait for -apply-all (reported in the first round only). */
+	const struct tpf_plan *plan;
+	int pending;
+	const struct tpf_watch_summary *summary; /* TPF_WATCH_SUMMARY */
+	const struct tpf_diags *diags;           /* TPF_WATCH_DIAGS */
+	const struct tpf_event *apply;           /* TPF_WATCH_APPLY */
+};
+
+/* Called from the loop's thread and from heal threads at once: the callee
+ * serialises its own output. */
+typedef void (*tpf_watch_event_fn)(const struct tpf_watch_event *ev, void *ctx);
+
+struct tpf_watch_opts {
+	const char *file;         /* the fleet file, read again every round */
+	int parallelism;          /* concurrent probes and node actions per heal */
+	double interval;          /* seconds between rounds (<= 0: 10) */
+	double session_check;     /* seconds between worker session probes */
+	double unhealthy_timeout; /* seconds a READY node may stay not HEALTHY */
+	int apply_all;            /* apply every change, not only healing ones */
+	int max_rounds;           /* stop after this many rounds (0: never) */
+	volatile int *interrupted; /* set by a signal handler; may be NULL */
+	tpf_watch_event_fn on_event; /* may be NULL */
+	void *ctx;                   /* passed to on_event */
+};
+
+/*
+ * Run the loop until *interrupted or max_rounds. A failed round is reported
+ * (TPF_WATCH_DIAGS, then a NOTE "error") and retried after a wait that
+ * doubles up to 5 minutes. Each round's summary is also written to
+ * "<state path>.watch.json", which `tpuform show` reads. Returns 0, or
+ * TPF_ERROR when the very first round could not load the fleet file
+ * (nothing to watch; the diagnostics were an event).
+ */
+int tpf_watch_run(const struct tpf_watch_opts *o);
+
+#endif

@@ -1,0 +1,257 @@
+/*
+ * The watch loop's healer (engine/watch_internal.h).
+ *
+ * Healing runs on background threads so that rounds keep their rhythm: a
+ * round that finds a preemption must not wait for the previous round's
+ * replacement (a delete, a create and provisioning, minutes on Cloud TPU)
+ * before it refreshes again. Heals share one fleet, provider and state,
+ * under one mutex (engine/apply.h state_mu); a node with a heal in flight is
+ * "busy" and left out of later rounds' plans until it is done. The state
+ * lock is held exactly while any heal runs.
+ */
+#include "engine/watch_internal.h"
+#include "plan/backoff.h"
+#include "util/xalloc.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct tpf_healer {
+	pthread_mutex_t mu;
+	pthread_cond_t idle;
+	const struct tpf_watch_opts *o;
+	struct tpf_fleet fleet;   /* what heals run against; replaced only when idle */
+	int have_fleet;
+	char *fleet_sha256;
+	struct tpf_provider *prov;
+	struct tpf_state st;      /* the shared state, saved by the heals */
+	int have_st;
+	struct tpf_lock lock;
+	char **busy;              /* nodes a heal in flight acts on */
+	size_t nbusy, alloc;
+	int running;              /* heals in flight */
+	struct tpf_backoff *backoff;
+};
+
+struct heal_job {
+	struct tpf_healer *h;
+	struct tpf_plan plan;
+	struct tpf_live_set live;
+};
+
+struct tpf_healer *tpf_healer_new(const struct tpf_watch_opts *o)
+{
+	struct tpf_healer *h = xcalloc(1, sizeof(*h));
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_cond_init(&h->idle, NULL);
+	struct tpf_lock unlocked = TPF_LOCK_INIT;
+	h->lock = unlocked;
+	h->o = o;
+	/* Zones that refuse are retried after interval, 2 interval, ... 10 min. */
+	h->backoff = tpf_backoff_new(o->interval, 600);
+	return h;
+}
+
+static int busy_has(const struct tpf_healer *h, const char *node)
+{
+	for (size_t i = 0; i < h->nbusy; i++)
+		if (!strcmp(h->busy[i], node))
+			return 1;
+	return 0;
+}
+
+static void busy_remove(struct tpf_healer *h, const char *node)
+{
+	for (size_t i = 0; i < h->nbusy; i++) {
+		if (!strcmp(h->busy[i], node)) {
+			free(h->busy[i]);
+			h->busy[i] = h->busy[--h->nbusy];
+			return;
+		}
+	}
+}
+
+/* engine/apply.h events of a heal, passed on as TPF_WATCH_APPLY. */
+static void forward_apply_event(const struct tpf_event *ev, void *ctx)
+{
+	const struct tpf_watch_opts *o = ctx;
+	struct tpf_watch_event we = { .kind = TPF_WATCH_APPLY, .apply = ev };
+	if (o->on_event)
+		o->on_event(&we, o->ctx);
+}
+
+static void *heal_thread(void *arg)
+{
+	struct heal_job *job = arg;
+	struct tpf_healer *h = job->h;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct tpf_apply_opts opts = {
+		.parallelism = h->o->parallelism,
+		.heartbeat = 3600,
+		.wait_timeout = 1200,
+		.on_event = forward_apply_event,
+		.ctx = (void *)h->o,
+		.interrupted = h->o->interrupted,
+		.backoff = h->backoff,
+		.refusals_defer = 1,
+		.state_mu = &h->mu,
+	};
+	struct tpf_apply_result res;
+	tpf_apply(&job->plan, &h->fleet, h->prov, &job->live, &h->st, h->fleet.state_path, &opts,
+		  &res, &d);
+	tpf_apply_result_release(&res);
+	tpf_watch_diags(h->o, &d);
+	tpf_diags_release(&d);
+
+	pthread_mutex_lock(&h->mu);
+	for (size_t i = 0; i < job->plan.n; i++)
+		busy_remove(h, job->plan.actions[i].node);
+	if (--h->running == 0) {
+		tpf_lock_release(&h->lock);
+		pthread_cond_broadcast(&h->idle);
+	}
+	pthread_mutex_unlock(&h->mu);
+	tpf_plan_release(&job->plan);
+	tpf_live_set_release(&job->live);
+	free(job);
+	return NULL;
+}
+
+/* Load the fleet file again when it changed since the last heal (or its
+ * provider could not be opened then), and open its provider. Returns 0, or
+ * -1 with diagnostics in d. */
+static int reload_fleet(struct tpf_healer *h, const struct tpf_session *s, struct tpf_diags *d)
+{
+	if (h->have_fleet && h->prov && !strcmp(h->fleet_sha256, s->fleet_sha256))
+		return 0;
+	if (h->prov)
+		tpf_provider_free(h->prov);
+	h->prov = NULL;
+	if (h->have_fleet)
+		tpf_fleet_release(&h->fleet);
+	h->have_fleet = 0;
+	if (tpf_fleet_load(&h->fleet, s->fleet.path, d) == 0) {
+		h->have_fleet = 1;
+		xstrset(&h->fleet_sha256, s->fleet_sha256);
+		if (tpf_provider_open(&h->prov, &h->fleet, d))
+			h->prov = NULL;
+	}
+	return h->prov ? 0 : -1;
+}
+
+/* Call with h->mu held and no heal running: take the lock, load the state
+ * (and the fleet, when it changed) that heals will share. */
+static int healer_start(struct tpf_healer *h, const struct tpf_session *s)
+{
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	int rc = 0;
+	if (tpf_lock_acquire(&h->lock, s->fleet.state_path, "OperationTypeApply", 0, &d)) {
+		tpf_watch_note(h->o, NULL, "locked",
+			       "the state is locked by another tpuform: healing waits for the next round");
+		rc = -1;
+		goto done;
+	}
+	if (h->have_st)
+		tpf_state_release(&h->st);
+	h->have_st = 0;
+	rc = tpf_state_load(&h->st, s->fleet.state_path, &d);
+	h->have_st = 1;
+	if (rc || h->st.serial != s->state.serial) {
+		if (!rc)
+			tpf_watch_note(h->o, NULL, "replan",
+				       "the state changed since this round's refresh: planning again "
+				       "next round");
+		rc = -1;
+	} else {
+		rc = reload_fleet(h, s, &d);
+	}
+	if (rc) {
+		tpf_watch_diags(h->o, &d);
+		tpf_lock_release(&h->lock);
+	}
+done:
+	tpf_diags_release(&d);
+	return rc;
+}
+
+/* Drop p's actions on busy nodes. */
+static void drop_busy(struct tpf_healer *h, struct tpf_plan *p)
+{
+	size_t keep = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		if (busy_has(h, p->actions[i].node)) {
+			tpf_action_release(&p->actions[i]);
+			continue;
+		}
+		p->actions[keep++] = p->actions[i];
+	}
+	p->n = keep;
+	tpf_plan_recount(p);
+}
+
+void tpf_healer_heal(struct tpf_healer *h, const struct tpf_session *s, struct tpf_plan *p)
+{
+	pthread_mutex_lock(&h->mu);
+	drop_busy(h, p);
+	if (!p->n || (h->running == 0 && healer_start(h, s))) {
+		pthread_mutex_unlock(&h->mu);
+		return;
+	}
+	struct heal_job *job = xcalloc(1, sizeof(*job));
+	job->h = h;
+	job->plan = *p;
+	memset(p, 0, sizeof(*p));
+	for (size_t i = 0; i < job->plan.n; i++) {
+		const char *node = job->plan.actions[i].node;
+		XGROW(h->busy, h->nbusy + 1, h->alloc);
+		h->busy[h->nbusy++] = xstrdup(node);
+		const struct tpf_live_node *ln = tpf_live_set_find(&s->live, node);
+		if (ln)
+			tpf_live_node_copy(tpf_live_set_add(&job->live), ln);
+	}
+	h->running++;
+	/*
+	 * A detached thread, not util/pool.h tpf_pool_run: a pool returns when
+	 * its items are done, and a heal must outlive the round that started it
+	 * (tpf_apply already fans the heal's actions out on its own pool).
+	 */
+	pthread_t th;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &attr, heal_thread, job)) {
+		/* No thread: heal in this one instead. */
+		pthread_mutex_unlock(&h->mu);
+		heal_thread(job);
+		pthread_attr_destroy(&attr);
+		return;
+	}
+	pthread_attr_destroy(&attr);
+	pthread_mutex_unlock(&h->mu);
+}
+
+void tpf_healer_finish(struct tpf_healer *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->mu);
+	while (h->running)
+		pthread_cond_wait(&h->idle, &h->mu);
+	pthread_mutex_unlock(&h->mu);
+	tpf_lock_release(&h->lock);
+	for (size_t i = 0; i < h->nbusy; i++)
+		free(h->busy[i]);
+	free(h->busy);
+	if (h->prov)
+		tpf_provider_free(h->prov);
+	if (h->have_fleet)
+		tpf_fleet_release(&h->fleet);
+	if (h->have_st)
+		tpf_state_release(&h->st);
+	free(h->fleet_sha256);
+	tpf_backoff_free(h->backoff);
+	pthread_cond_destroy(&h->idle);
+	pthread_mutex_destroy(&h->mu);
+	free(h);
+}

@@ -1,0 +1,86 @@
+/*
+ * The parts of the watch loop (engine/watch.h), shared by engine/watch*.c
+ * only: the event helpers, the round summary, the healer
+ * (engine/watch_heal.c) and the unhealthy-node policy
+ * (engine/watch_unhealthy.c).
+ */
+#ifndef TPF_ENGINE_WATCH_INTERNAL_H
+#define TPF_ENGINE_WATCH_INTERNAL_H
+
+#include "engine/session.h"
+#include "engine/watch.h"
+
+/* Emit a TPF_WATCH_NOTE / TPF_WATCH_DIAGS event (nothing for empty diags). */
+void tpf_watch_note(const struct tpf_watch_opts *o, const char *node, const char *code,
+		    const char *message);
+void tpf_watch_diags(const struct tpf_watch_opts *o, const struct tpf_diags *d);
+
+/* ---- the round summary (engine/watch_summary.c) ------------------------ */
+
+/*
+ * Count s's desired nodes by what their live nodes are: READY is alive; a
+ * state model/node_state.h classes dead (PREEMPTED, TERMINATED, STOPPED,
+ * STOPPING) is dead, as is a queued resource that FAILED or is SUSPENDED;
+ * a queued resource otherwise is queued; any other state is creating. A
+ * desired node with no live node is waiting (deferred: quota) or missing.
+ * Fills *sum (line and time too; wall: wall-clock seconds, fleet borrowed
+ * from s).
+ */
+void tpf_watch_summarise(const struct tpf_session *s, struct tpf_watch_summary *sum, int round,
+			 size_t pending, double wall);
+
+/* Write sum to "<state path>.watch.json" (0600, atomic), which `tpuform
+ * show` reads. Best effort: a summary that cannot be written is not worth
+ * stopping the watch for, so errors are dropped. */
+void tpf_watch_save_summary(const struct tpf_session *s, const struct tpf_watch_summary *sum);
+
+/* ---- the healer: background heals and the nodes they are busy with ---- */
+
+struct tpf_healer;
+
+/* A healer for the loop with options o (borrowed: must outlive it). */
+struct tpf_healer *tpf_healer_new(const struct tpf_watch_opts *o);
+
+/*
+ * Start healing p's actions in the background, against this round's
+ * session s (its live nodes are copied). Actions on nodes a heal in flight
+ * is busy with are dropped: a later round sees them again if they still
+ * apply. The first heal takes the state lock and reloads the state (and
+ * the fleet file when it changed); when the lock is held elsewhere or the
+ * state moved since s was refreshed, nothing starts (a NOTE says why).
+ * Takes p's actions (p ends empty).
+ */
+void tpf_healer_heal(struct tpf_healer *h, const struct tpf_session *s, struct tpf_plan *p);
+
+/* Wait for every heal in flight, unlock the state and free h (NULL: no-op). */
+void tpf_healer_finish(struct tpf_healer *h);
+
+/* ---- nodes seen READY but not HEALTHY ---------------------------------- */
+
+struct tpf_unhealthy {
+	char *node;
+	double since; /* monotonic seconds: first seen so, or last replaced */
+	int seen;     /* still unhealthy this round */
+};
+
+struct tpf_unhealthy_set {
+	struct tpf_unhealthy *items;
+	size_t n, alloc;
+};
+
+void tpf_unhealthy_release(struct tpf_unhealthy_set *u);
+
+/*
+ * A READY node whose Node.health stays other than HEALTHY (TIMEOUT,
+ * UNHEALTHY_TENSORFLOW, UNHEALTHY_MAINTENANCE; docs/cloud-tpu-api.md) for
+ * longer than `timeout` seconds is replaced, as a preempted one is: adds a
+ * replace action (reason_code "unhealthy") to p for each such desired node
+ * the plan does not already act on, at most one per timeout. now: monotonic
+ * seconds. A node newly seen unhealthy gives a NOTE "unhealthy"; nodes that
+ * recovered or went away are forgotten. p's counts are recomputed.
+ */
+void tpf_watch_check_unhealthy(struct tpf_unhealthy_set *u, const struct tpf_session *s,
+			       struct tpf_plan *p, double timeout, double now,
+			       const struct tpf_watch_opts *o);
+
+#endif

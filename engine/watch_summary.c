@@ -1,0 +1,79 @@
+/*
+ * The watch loop's round summary (engine/watch_internal.h).
+ */
+#include "engine/watch_internal.h"
+#include "model/node_state.h"
+#include "util/fs.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Count one desired node that has a live node. */
+static void count_live(struct tpf_watch_summary *sum, const struct tpf_live_node *ln)
+{
+	/* A queued resource's state stands for a node not there yet. */
+	if (ln->queued_state && ln->state && !strcmp(ln->state, ln->queued_state)) {
+		if (tpf_queued_state_dead(ln->state))
+			sum->dead++;
+		else
+			sum->queued++;
+		return;
+	}
+	switch (tpf_node_class(ln->state)) {
+	case TPF_NODE_READY:
+		sum->alive++;
+		break;
+	case TPF_NODE_DEAD:
+		sum->dead++;
+		break;
+	default:
+		sum->creating++;
+		break;
+	}
+}
+
+void tpf_watch_summarise(const struct tpf_session *s, struct tpf_watch_summary *sum, int round,
+			 size_t pending, double wall)
+{
+	memset(sum, 0, sizeof(*sum));
+	for (size_t i = 0; i < s->desired.n; i++) {
+		const struct tpf_desired_node *dn = &s->desired.nodes[i];
+		const struct tpf_live_node *ln = tpf_live_set_find(&s->live, dn->name);
+		sum->desired++;
+		if (ln)
+			count_live(sum, ln);
+		else if (dn->deferred)
+			sum->waiting++;
+		else
+			sum->missing++;
+	}
+	sum->round = round;
+	sum->pending = pending;
+	sum->fleet = s->fleet.name;
+	snprintf(sum->line, sizeof(sum->line),
+		 "alive %d/%d, creating %d, waiting for quota %d, dead %d, missing %d, queued %d",
+		 sum->alive, sum->desired, sum->creating, sum->waiting, sum->dead, sum->missing,
+		 sum->queued);
+	tpf_rfc3339(wall, sum->time, sizeof(sum->time));
+}
+
+void tpf_watch_save_summary(const struct tpf_session *s, const struct tpf_watch_summary *sum)
+{
+	json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:I}", "time", sum->time,
+			      "summary", sum->line, "alive", sum->alive, "desired", sum->desired,
+			      "creating", sum->creating, "waiting", sum->waiting, "dead", sum->dead,
+			      "missing", sum->missing, "queued", sum->queued, "round", sum->round,
+			      "pending_changes", (json_int_t)sum->pending);
+	char *text = json_dumps(j, JSON_INDENT(2));
+	char *path = xasprintf("%s.watch.json", s->fleet.state_path);
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	if (text)
+		tpf_write_file_atomic(path, text, strlen(text), 0600, &d);
+	tpf_diags_release(&d);
+	free(path);
+	free(text);
+	json_decref(j);
+}
