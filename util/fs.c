@@ -30,7 +30,13 @@ int tpf_read_file(const char *path, struct tpf_buf *out, struct tpf_diags *d)
 		}
 		if (n == 0)
 			break;
-		tpf_buf_add(out, chunk, (size_t)n);
+		if (tpf_buf_add(out, chunk, (size_t)n) < 0) {
+			char lim[32];
+			close(fd);
+			return tpf_errorx(d, NULL, "is it the right file?",
+					  "cannot read '%s': it is larger than the limit of %s", path,
+					  tpf_fmt_bytes(tpf_buf_max(out), lim));
+		}
 	}
 	close(fd);
 	return 0;

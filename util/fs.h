@@ -11,7 +11,8 @@
 #include "util/diag.h"
 
 /* Read a whole file into out (appended). ENOENT returns TPF_ENOTFOUND with
- * no diagnostic, so callers can treat "missing" as a normal case. */
+ * no diagnostic, so callers can treat "missing" as a normal case. A file
+ * longer than out's cap (util/buf.h) is TPF_ERROR naming the limit. */
 int tpf_read_file(const char *path, struct tpf_buf *out, struct tpf_diags *d);
 
 /*
