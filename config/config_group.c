@@ -75,50 +75,34 @@ static void read_zones(struct cfg *c, struct tpf_group *g, yaml_node_t *v, const
 	}
 }
 
-static void read_group(struct group_ctx *gc, struct tpf_group *g, yaml_node_t *v, size_t idx)
+/* name: required, unique within the fleet. */
+static void read_name(struct group_ctx *gc, struct cfg_map *m, struct tpf_group *g, size_t idx)
 {
 	struct cfg *c = gc->c;
-	struct tpf_fleet *f = gc->f;
-	struct cfg_map m, lm, em;
-	yaml_node_t *x, *name_node;
-	char *label, *where, *owner;
-	struct tpf_kvlist genv = TPF_KVLIST_INIT;
-	int has_setup = 0;
-
-	g->line = (int)v->start_mark.line + 1;
-	g->column = (int)v->start_mark.column + 1;
-	if (v->type != YAML_MAPPING_NODE) {
-		cfg_type_error(c, v, "groups", "a list of mappings with 'name', 'accelerator_type', "
-					   "'runtime_version', 'zones' and 'count'", NULL);
+	yaml_node_t *x = cfg_map_require(m, "name", NULL);
+	if (!x)
 		return;
+	const char *s = cfg_want_name(c, x, "name", SIZE_MAX);
+	for (size_t i = 0; s && i < idx; i++) {
+		if (gc->names[i] && !strcmp(cfg_text(gc->names[i]), s)) {
+			cfg_error(c, x, "group names must be unique within the fleet",
+				  "group name '%s' is already used at line %zu", s,
+				  gc->names[i]->start_mark.line + 1);
+			s = NULL;
+		}
 	}
-	/* Messages name the group as written, even if the name is invalid. */
-	struct cfg_map peek = { c, v, v, NULL, "", "", 0 };
-	name_node = cfg_map_get(&peek, "name");
-	if (cfg_text(name_node) && !cfg_is_null(name_node))
-		label = xasprintf("'%s'", cfg_text(name_node));
-	else
-		label = xasprintf("#%zu", idx + 1);
-	where = xasprintf("in group %s", label);
-	owner = xasprintf("group %s", label);
-	cfg_map_open(&m, c, v, "each group", "a mapping", group_keys, where, owner);
+	if (s) {
+		g->name = xstrdup(s);
+		gc->names[idx] = x;
+	}
+}
 
-	if ((x = cfg_map_require(&m, "name", NULL))) {
-		const char *s = cfg_want_name(c, x, "name", SIZE_MAX);
-		for (size_t i = 0; s && i < idx; i++) {
-			if (gc->names[i] && !strcmp(cfg_text(gc->names[i]), s)) {
-				cfg_error(c, x, "group names must be unique within the fleet",
-					  "group name '%s' is already used at line %zu", s,
-					  gc->names[i]->start_mark.line + 1);
-				s = NULL;
-			}
-		}
-		if (s) {
-			g->name = xstrdup(s);
-			gc->names[idx] = x;
-		}
-	}
-	if ((x = cfg_map_require(&m, "accelerator_type", "e.g. v2-8, v4-16 or v5litepod-16"))) {
+/* What each node is and where: accelerator_type, runtime_version, zones,
+ * count. */
+static void read_machine(struct cfg *c, struct cfg_map *m, struct tpf_group *g, const char *label)
+{
+	yaml_node_t *x;
+	if ((x = cfg_map_require(m, "accelerator_type", "e.g. v2-8, v4-16 or v5litepod-16"))) {
 		struct tpf_accel a;
 		const char *why = NULL, *s = cfg_text(x);
 		if (s && tpf_accel_lookup(s, &a, &why) == 0) {
@@ -128,7 +112,7 @@ static void read_group(struct group_ctx *gc, struct tpf_group *g, yaml_node_t *v
 			cfg_type_error(c, x, "accelerator_type", why ? why : "an accelerator type", NULL);
 		}
 	}
-	if ((x = cfg_map_require(&m, "runtime_version", "e.g. tpu-ubuntu2204-base"))) {
+	if ((x = cfg_map_require(m, "runtime_version", "e.g. tpu-ubuntu2204-base"))) {
 		const char *s = cfg_text(x);
 		/* Loose on purpose: the list is per zone and changes; the API
 		 * (runtimeVersions.list) is the authority. */
@@ -140,43 +124,66 @@ static void read_group(struct group_ctx *gc, struct tpf_group *g, yaml_node_t *v
 			cfg_type_error(c, x, "runtime_version",
 				   "a runtime version such as 'tpu-ubuntu2204-base'", NULL);
 	}
-	if ((x = cfg_map_require(&m, "zones", "e.g. zones: [us-central1-f]")))
+	if ((x = cfg_map_require(m, "zones", "e.g. zones: [us-central1-f]")))
 		read_zones(c, g, x, label);
-	if ((x = cfg_map_require(&m, "count", "the number of nodes, e.g. count: 1")))
+	if ((x = cfg_map_require(m, "count", "the number of nodes, e.g. count: 1")))
 		cfg_want_uint(c, x, "count", "a whole number >= 0", 0, COUNT_MAX, &g->count);
-	if ((x = cfg_map_get(&m, "preemptible")))
+}
+
+/* How nodes are obtained: preemptible, spot, queued, valid_until. */
+static void read_scheduling(struct cfg *c, struct cfg_map *m, struct tpf_group *g,
+			    const char *label)
+{
+	yaml_node_t *x;
+	if ((x = cfg_map_get(m, "preemptible")))
 		cfg_want_bool(c, x, "preemptible", &g->preemptible);
-	if ((x = cfg_map_get(&m, "spot")))
+	if ((x = cfg_map_get(m, "spot")))
 		cfg_want_bool(c, x, "spot", &g->spot);
 	if (g->preemptible && g->spot)
 		cfg_error(c, x, "spot is the newer form of preemptible (no 24-hour limit)",
 			  "group %s sets both 'preemptible' and 'spot'; choose one", label);
-	if ((x = cfg_map_get(&m, "queued")))
+	if ((x = cfg_map_get(m, "queued")))
 		cfg_want_bool(c, x, "queued", &g->queued);
-	if ((x = cfg_map_get(&m, "valid_until")) && cfg_want_duration(c, x, "valid_until", NULL) == 0) {
+	if ((x = cfg_map_get(m, "valid_until")) && cfg_want_duration(c, x, "valid_until", NULL) == 0) {
 		if (g->queued)
 			g->valid_until = xstrdup(cfg_text(x));
 		else
 			cfg_error(c, x, "add 'queued: true' or remove 'valid_until'",
 				  "'valid_until' in group %s applies to queued resources only", label);
 	}
+}
 
-	if ((x = cfg_map_get(&m, "labels"))) {
-		char *lwhere = xasprintf("in labels of group %s", label);
-		struct cfg_label_ctx lc = { &g->labels, label };
-		if (cfg_map_open(&lm, c, x, "'labels'", "a mapping of label keys to values", NULL,
-				 lwhere, "labels") == 0) {
-			cfg_each_pair(c, &lm, cfg_label_pair, &lc);
-			if (g->labels.n > USER_LABELS_MAX)
-				cfg_error(c, x, "GCP allows 64 labels per node and tpuform sets 3",
-					  "group %s has %zu labels, more than the %d that fit", label,
-					  g->labels.n, USER_LABELS_MAX);
-		}
-		free(lwhere);
+static void read_labels(struct cfg *c, struct cfg_map *m, struct tpf_group *g, const char *label)
+{
+	yaml_node_t *x = cfg_map_get(m, "labels");
+	struct cfg_map lm;
+	if (!x)
+		return;
+	char *lwhere = xasprintf("in labels of group %s", label);
+	struct cfg_label_ctx lc = { &g->labels, label };
+	if (cfg_map_open(&lm, c, x, "'labels'", "a mapping of label keys to values", NULL, lwhere,
+			 "labels") == 0) {
+		cfg_each_pair(c, &lm, cfg_label_pair, &lc);
+		if (g->labels.n > USER_LABELS_MAX)
+			cfg_error(c, x, "GCP allows 64 labels per node and tpuform sets 3",
+				  "group %s has %zu labels, more than the %d that fit", label,
+				  g->labels.n, USER_LABELS_MAX);
 	}
+	free(lwhere);
+}
 
-	/* Effective job: the group's own setup/run/env over the fleet's. */
-	if ((x = cfg_map_get(&m, "setup"))) {
+/* The effective job: the group's own setup/run/env over the fleet's. */
+static void read_job(struct group_ctx *gc, struct cfg_map *m, struct tpf_group *g,
+		     const char *label)
+{
+	struct cfg *c = gc->c;
+	struct tpf_fleet *f = gc->f;
+	struct cfg_map em;
+	struct tpf_kvlist genv = TPF_KVLIST_INIT;
+	yaml_node_t *x;
+	int has_setup = 0;
+
+	if ((x = cfg_map_get(m, "setup"))) {
 		const char *s = cfg_want_text(c, x, "setup", "a shell command", 1);
 		has_setup = 1;
 		if (s && *s)
@@ -184,17 +191,17 @@ static void read_group(struct group_ctx *gc, struct tpf_group *g, yaml_node_t *v
 	}
 	if (!has_setup && f->setup)
 		g->setup = xstrdup(f->setup);
-	if ((x = cfg_map_get(&m, "run"))) {
+	if ((x = cfg_map_get(m, "run"))) {
 		const char *s = cfg_want_text(c, x, "run", "a shell command", 0);
 		if (s)
 			g->run = xstrdup(s);
 	} else if (f->run) {
 		g->run = xstrdup(f->run);
-	} else if (!gc->fleet_run && m.node) {
-		cfg_map_require(&m, "run", "set 'run' in the group, or once at top level for all groups");
+	} else if (!gc->fleet_run && m->node) {
+		cfg_map_require(m, "run", "set 'run' in the group, or once at top level for all groups");
 	}
 	tpf_kvlist_copy(&g->env, &f->env);
-	if ((x = cfg_map_get(&m, "env"))) {
+	if ((x = cfg_map_get(m, "env"))) {
 		char *ewhere = xasprintf("in env of group %s", label);
 		if (cfg_map_open(&em, c, x, "'env'", "a mapping of variable names to values", NULL,
 				 ewhere, "env") == 0) {
@@ -203,17 +210,53 @@ static void read_group(struct group_ctx *gc, struct tpf_group *g, yaml_node_t *v
 		}
 		free(ewhere);
 	}
-
-	/* Node names are <fleet>-<group>-<index>; the last index is longest. */
-	if (f->name && g->name) {
-		char *node = xasprintf("%s-%s-%d", f->name, g->name, g->count > 0 ? g->count - 1 : 0);
-		if (strlen(node) > NODE_NAME_MAX)
-			cfg_error(c, gc->names[idx], "shorten the fleet or the group name",
-				  "node name '%s' would be %zu characters, more than the %d GCP allows",
-				  node, strlen(node), NODE_NAME_MAX);
-		free(node);
-	}
 	tpf_kvlist_release(&genv);
+}
+
+/* Node names are <fleet>-<group>-<index>; the last index is longest. */
+static void check_node_name_length(struct group_ctx *gc, const struct tpf_group *g, size_t idx)
+{
+	const struct tpf_fleet *f = gc->f;
+	if (!f->name || !g->name)
+		return;
+	char *node = xasprintf("%s-%s-%d", f->name, g->name, g->count > 0 ? g->count - 1 : 0);
+	if (strlen(node) > NODE_NAME_MAX)
+		cfg_error(gc->c, gc->names[idx], "shorten the fleet or the group name",
+			  "node name '%s' would be %zu characters, more than the %d GCP allows", node,
+			  strlen(node), NODE_NAME_MAX);
+	free(node);
+}
+
+static void read_group(struct group_ctx *gc, struct tpf_group *g, yaml_node_t *v, size_t idx)
+{
+	struct cfg *c = gc->c;
+	struct cfg_map m;
+
+	g->line = (int)v->start_mark.line + 1;
+	g->column = (int)v->start_mark.column + 1;
+	if (v->type != YAML_MAPPING_NODE) {
+		cfg_type_error(c, v, "groups", "a list of mappings with 'name', 'accelerator_type', "
+					   "'runtime_version', 'zones' and 'count'", NULL);
+		return;
+	}
+	/* Messages name the group as written, even if the name is invalid. */
+	struct cfg_map peek = { c, v, v, NULL, "", "", 0 };
+	yaml_node_t *name_node = cfg_map_get(&peek, "name");
+	char *label;
+	if (cfg_text(name_node) && !cfg_is_null(name_node))
+		label = xasprintf("'%s'", cfg_text(name_node));
+	else
+		label = xasprintf("#%zu", idx + 1);
+	char *where = xasprintf("in group %s", label);
+	char *owner = xasprintf("group %s", label);
+	cfg_map_open(&m, c, v, "each group", "a mapping", group_keys, where, owner);
+
+	read_name(gc, &m, g, idx);
+	read_machine(c, &m, g, label);
+	read_scheduling(c, &m, g, label);
+	read_labels(c, &m, g, label);
+	read_job(gc, &m, g, label);
+	check_node_name_length(gc, g, idx);
 	free(label);
 	free(where);
 	free(owner);

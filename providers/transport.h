@@ -26,6 +26,19 @@ struct tpf_worker_ref {
 	const char *host_key; /* pinned fingerprint, NULL: trust on first use */
 };
 
+/*
+ * Output kept of one command run with exec(), bytes (64 MiB, util/buf.h
+ * TPF_BUF_INPUT_MAX). `tpuform logs -n 0` of a chatty job is the largest
+ * output tpuform asks for, and many workers may answer at once; past this
+ * the command is stopped and exec fails (see exec below), rather than
+ * memory running out.
+ */
+#define TPF_TRANSPORT_OUTPUT_MAX TPF_BUF_INPUT_MAX
+
+/* Longest path put() and put_source() accept, bytes: far below PATH_MAX
+ * (4096) once joined to a home directory. */
+#define TPF_REMOTE_PATH_MAX 1024
+
 struct tpf_conn; /* opaque, per implementation */
 struct tpf_transport;
 
@@ -41,8 +54,9 @@ struct tpf_transport_ops {
 	int (*connect)(struct tpf_transport *t, const struct tpf_worker_ref *w,
 		       struct tpf_conn **out, char **host_key_out, struct tpf_diags *d);
 
-	/* Write data to path (relative to the worker's home; parent
-	 * directories created) with the given mode, replacing it atomically. */
+	/* Write data to path (relative to the worker's home, as
+	 * tpf_remote_path_check accepts; parent directories created) with the
+	 * given mode, replacing it atomically. */
 	int (*put)(struct tpf_conn *c, const char *path, const void *data, size_t len,
 		   mode_t mode, struct tpf_diags *d);
 
@@ -51,7 +65,11 @@ struct tpf_transport_ops {
 	 * are appended to out (may be NULL); *status gets the exit status
 	 * (127 when the shell could not run it). timeout: seconds, 0 = none.
 	 * Returns 0 when the command ran (whatever its status), TPF_ERROR or
-	 * TPF_EUNREACHABLE when it could not be run or timed out.
+	 * TPF_EUNREACHABLE when it could not be run or timed out. Output
+	 * past TPF_TRANSPORT_OUTPUT_MAX (counted only when out is not NULL)
+	 * stops the command (local: its process group is killed; ssh: the
+	 * connection is dropped) and is TPF_ERROR with a diagnostic naming
+	 * the worker and the limit; out is then left as it was.
 	 */
 	int (*exec)(struct tpf_conn *c, const char *command, struct tpf_buf *out, int *status,
 		    double timeout, struct tpf_diags *d);
@@ -79,5 +97,23 @@ struct tpf_transport {
 	const struct tpf_transport_ops *ops;
 	void *impl;
 };
+
+/*
+ * The one rule for paths given to put() and put_source(), so that they stay
+ * inside the worker's home on every transport: not empty, relative (no
+ * leading '/'), no empty part ("a//b", a trailing '/'), no '.' or '..'
+ * part, no control character (bytes below 0x20 and 0x7f), at most
+ * TPF_REMOTE_PATH_MAX bytes. This is the union of the checks the local and
+ * ssh transports each had (ssh alone refused a trailing '/'); control
+ * characters and the length limit are new. Returns 0, or TPF_ERROR with a
+ * diagnostic naming the worker `address` and the path.
+ */
+int tpf_remote_path_check(const char *path, const char *address, struct tpf_diags *d);
+
+/*
+ * The diagnostic for a command whose output passed `limit` bytes on worker
+ * `address` (see exec above). Returns TPF_ERROR.
+ */
+int tpf_transport_output_too_large(const char *address, size_t limit, struct tpf_diags *d);
 
 #endif

@@ -342,8 +342,7 @@ done:
 
 static int pack_chunk(void *data, size_t size, void *payload)
 {
-	tpf_buf_add(payload, data, size);
-	return 0;
+	return tpf_buf_add(payload, data, size) < 0 ? -1 : 0; /* past the cap */
 }
 
 /* A bare copy of a remote in a fresh temporary directory (*tmpdir, caller
@@ -406,13 +405,20 @@ int tpf_source_bundle(const char *repo, const char *commit, struct tpf_buf *out,
 	/* gitformat-bundle(5), v2. HEAD as well as the branch, so that
 	 * `git clone source.bundle` checks the commit out. */
 	tpf_buf_addf(out, "# v2 git bundle\n%s refs/heads/tpuform\n%s HEAD\n\n", commit, commit);
-	if (git_packbuilder_foreach(pb, pack_chunk, out) < 0) {
+	int packed = git_packbuilder_foreach(pb, pack_chunk, out);
+	if (tpf_buf_overflowed(out)) {
+		char lim[32];
+		err = tpf_errorx(d, NULL, "use 'transfer: clone' for a repository this large",
+				 "cannot bundle commit %s of repo '%s': the bundle is larger than the "
+				 "limit of %s", commit, repo, tpf_fmt_bytes(tpf_buf_max(out), lim));
+		goto done;
+	} else if (packed < 0) {
 		err = tpf_error(d, "cannot write the pack of commit %s of repo '%s': %s", commit, repo,
 				git_msg());
 		goto done;
 	}
 done:
-	if (err) {
+	if (err && !tpf_buf_overflowed(out)) { /* an overflowed out is empty already */
 		out->len = start_len;
 		out->buf[out->len] = '\0';
 	}

@@ -34,7 +34,8 @@ int tpf_source_checkout(const char *repo, const char *commit, const char *dest,
  * it out), a blank line, then a packfile built with libgit2's packbuilder.
  * A worker clones it with `git clone source.bundle` or fetches
  * refs/heads/tpuform from it. A URL repo is first cloned (bare) into a
- * temporary directory under $TMPDIR. On error out is left as it was.
+ * temporary directory under $TMPDIR. On error out is left as it was, but
+ * for a bundle past out's cap (util/buf.h): then out is overflowed, empty.
  */
 int tpf_source_bundle(const char *repo, const char *commit, struct tpf_buf *out,
 		      struct tpf_diags *d);

@@ -23,17 +23,6 @@ static void drop_from(struct tpf_buf *b, size_t start)
 		b->buf[start] = '\0';
 }
 
-/* "16 MiB", "512 KiB" or "100 bytes", for limits in messages. */
-static void fmt_size(size_t n, char *buf, size_t len)
-{
-	if (n >= ((size_t)1 << 20) && n % ((size_t)1 << 20) == 0)
-		snprintf(buf, len, "%zu MiB", n >> 20);
-	else if (n >= 1024 && n % 1024 == 0)
-		snprintf(buf, len, "%zu KiB", n >> 10);
-	else
-		snprintf(buf, len, "%zu bytes", n);
-}
-
 int tpf_read_file_max(const char *path, size_t max_bytes, const char *what,
 		      struct tpf_buf *out, struct tpf_diags *d)
 {
@@ -61,13 +50,21 @@ int tpf_read_file_max(const char *path, size_t max_bytes, const char *what,
 			char lim[32];
 			close(fd);
 			drop_from(out, start);
-			fmt_size(max_bytes, lim, sizeof(lim));
+			tpf_fmt_bytes(max_bytes, lim);
 			return tpf_errorx(d, NULL, "split it, or check that the path names the right file",
 					  "%s%s'%s' is larger than %s, the limit for %s%s",
 					  what ? what : "", what ? " " : "", path, lim, what ? "a " : "",
 					  what ? what : "files tpuform reads");
 		}
-		tpf_buf_add(out, chunk, (size_t)n);
+		if (tpf_buf_add(out, chunk, (size_t)n) < 0) {
+			/* out's own cap is below max_bytes; the failed append
+			 * emptied it (util/buf.h). */
+			char lim[32];
+			close(fd);
+			return tpf_errorx(d, NULL, "is it the right file?",
+					  "cannot read '%s': it is larger than the limit of %s", path,
+					  tpf_fmt_bytes(tpf_buf_max(out), lim));
+		}
 		got += (size_t)n;
 	}
 	close(fd);

@@ -14,7 +14,8 @@
  * and saved plans have their own, documented limits (README.md "Limits"). */
 #define TPF_READ_FILE_MAX ((size_t)64 << 20)
 
-/* Read a whole file into out (appended), at most TPF_READ_FILE_MAX bytes.
+/* Read a whole file into out (appended), at most TPF_READ_FILE_MAX bytes
+ * (or out's own cap, util/buf.h, when smaller).
  * ENOENT returns TPF_ENOTFOUND with no diagnostic, so callers can treat
  * "missing" as a normal case. */
 int tpf_read_file(const char *path, struct tpf_buf *out, struct tpf_diags *d);

@@ -42,6 +42,7 @@ int tpf_gcp_client_open(struct tpf_gcp_client **out, const struct tpf_gcp_client
 		.connect_timeout = c->s.connect_timeout,
 		.stall_timeout = c->s.stall_timeout,
 		.request_timeout = c->s.request_timeout,
+		.max_body = c->s.max_body,
 	};
 	if (tpf_gcp_http_new(&c->http, &o, d) < 0)
 		goto fail;
@@ -154,6 +155,10 @@ static int call(struct tpf_gcp_client *c, const char *method, const char *url, j
 		int h = tpf_gcp_http_do(c->http, &rq, &rs);
 		if (h < 0) {
 			tpf_gcp_auth_token_free(tok);
+			if (rs.too_large) {
+				rc = tpf_gcp_http_too_large(c->http, &rq, what, address, d);
+				goto done;
+			}
 			if (h == TPF_ETRANSIENT && !last) {
 				tpf_sleep(tpf_gcp_retry_delay(&c->s, attempt, -1));
 				continue;

@@ -273,138 +273,189 @@ static void scrub(struct tpf_gcp_auth *a, char *msg, const char *extra)
 	redact(msg, a->refresh_token);
 }
 
-/* One request to a token endpoint, with retries for transient failures.
- * On success *token and *lifetime are set. */
-static int fetch_once(struct tpf_gcp_auth *a, char **token, double *lifetime,
-		      struct tpf_diags *d)
-{
-	int rc = TPF_ERROR;
-	char *body = NULL, *jwt = NULL, *url = NULL, *e1 = NULL, *e2 = NULL, *e3 = NULL;
-	struct tpf_gcp_response rs = TPF_GCP_RESPONSE_INIT;
-	struct tpf_gcp_request rq = { .method = "POST",
-				      .content_type = "application/x-www-form-urlencoded" };
-	struct tpf_buf what = TPF_BUF_INIT;
-	json_t *root = NULL;
+/* A token request being built and sent; every string owned, secrets
+ * wiped by token_request_release. */
+struct token_request {
+	struct tpf_gcp_request rq;
+	char *body, *jwt, *url;
+	char *e1, *e2, *e3;   /* escaped form values */
+	struct tpf_buf what;  /* "get an access token from ...", for messages */
+};
 
+static void token_request_release(struct token_request *t)
+{
+	wipe_free(t->body);
+	wipe_free(t->jwt);
+	wipe_free(t->e1);
+	wipe_free(t->e2);
+	wipe_free(t->e3);
+	free(t->url);
+	tpf_buf_release(&t->what);
+}
+
+/* Build the request for the credentials' kind: a JWT bearer grant
+ * (RFC 7523) for a service account, a refresh_token grant (RFC 6749
+ * section 6) for an authorized user, a GET for the metadata server. */
+static int token_request_build(struct tpf_gcp_auth *a, struct token_request *t,
+			       struct tpf_diags *d)
+{
+	t->rq.method = "POST";
+	t->rq.content_type = "application/x-www-form-urlencoded";
 	switch (a->kind) {
 	case CRED_SERVICE_ACCOUNT: {
 		struct tpf_gcp_jwt_claims c = {
 			.iss = a->client_email, .scope = TPF_GCP_SCOPE, .aud = a->token_uri,
 			.iat = (long)tpf_now_wall(), .lifetime = 3600,
 		};
-		if (tpf_gcp_jwt_sign(a->private_key, a->private_key_id, &c, a->path, &jwt, d) < 0)
-			goto done;
-		e1 = tpf_gcp_escape(jwt);
-		body = xasprintf("grant_type=%s&assertion=%s",
-				 "urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer", e1);
-		rq.url = a->token_uri;
-		tpf_buf_addf(&what, "get an access token from '%s' for %s", a->token_uri, a->source);
+		if (tpf_gcp_jwt_sign(a->private_key, a->private_key_id, &c, a->path, &t->jwt, d) < 0)
+			return TPF_ERROR;
+		t->e1 = tpf_gcp_escape(t->jwt);
+		t->body = xasprintf("grant_type=%s&assertion=%s",
+				    "urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer", t->e1);
+		t->rq.url = a->token_uri;
+		tpf_buf_addf(&t->what, "get an access token from '%s' for %s", a->token_uri,
+			     a->source);
 		break;
 	}
 	case CRED_AUTHORIZED_USER:
-		e1 = tpf_gcp_escape(a->client_id);
-		e2 = tpf_gcp_escape(a->client_secret);
-		e3 = tpf_gcp_escape(a->refresh_token);
-		body = xasprintf("grant_type=refresh_token&client_id=%s&client_secret=%s&refresh_token=%s",
-				 e1, e2, e3);
-		rq.url = a->token_uri;
-		tpf_buf_addf(&what, "get an access token from '%s' for %s", a->token_uri, a->source);
+		t->e1 = tpf_gcp_escape(a->client_id);
+		t->e2 = tpf_gcp_escape(a->client_secret);
+		t->e3 = tpf_gcp_escape(a->refresh_token);
+		t->body = xasprintf("grant_type=refresh_token&client_id=%s&client_secret=%s"
+				    "&refresh_token=%s", t->e1, t->e2, t->e3);
+		t->rq.url = a->token_uri;
+		tpf_buf_addf(&t->what, "get an access token from '%s' for %s", a->token_uri,
+			     a->source);
 		break;
 	case CRED_METADATA:
-		url = xasprintf("http://%s/computeMetadata/v1/instance/service-accounts/default/token",
-				a->metadata_host);
-		rq.method = "GET";
-		rq.content_type = NULL;
-		rq.url = url;
-		rq.metadata_flavor = 1;
+		t->url = xasprintf("http://%s/computeMetadata/v1/instance/service-accounts/default/token",
+				   a->metadata_host);
+		t->rq.method = "GET";
+		t->rq.content_type = NULL;
+		t->rq.url = t->url;
+		t->rq.metadata_flavor = 1;
 		/* off GCE the default host does not answer: do not hang on it */
-		rq.connect_timeout = a->metadata_explicit ? 0 : 3;
-		tpf_buf_addf(&what, "get an access token from %s", a->source);
+		t->rq.connect_timeout = a->metadata_explicit ? 0 : 3;
+		tpf_buf_addf(&t->what, "get an access token from %s", a->source);
 		break;
 	case CRED_STATIC:
-		tpf_errorx(d, NULL, "set TPUFORM_ACCESS_TOKEN to a fresh token, e.g. "
-			   "$(gcloud auth print-access-token), or unset it",
-			   "the access token in TPUFORM_ACCESS_TOKEN was rejected (expired or revoked)");
-		goto done;
+		return tpf_errorx(d, NULL, "set TPUFORM_ACCESS_TOKEN to a fresh token, e.g. "
+				  "$(gcloud auth print-access-token), or unset it",
+				  "the access token in TPUFORM_ACCESS_TOKEN was rejected (expired or revoked)");
 	}
-	if (body) {
-		rq.body = body;
-		rq.body_len = strlen(body);
+	if (t->body) {
+		t->rq.body = t->body;
+		t->rq.body_len = strlen(t->body);
 	}
+	return 0;
+}
 
+/* The default metadata server did not answer: not on Google Cloud, so
+ * there are no credentials at all (not retried). */
+static int metadata_absent(const struct tpf_gcp_auth *a, const struct tpf_gcp_response *rs)
+{
+	return a->kind == CRED_METADATA && !a->metadata_explicit &&
+	       (rs->curl_code == CURLE_COULDNT_RESOLVE_HOST ||
+		rs->curl_code == CURLE_COULDNT_CONNECT || rs->curl_code == CURLE_OPERATION_TIMEDOUT);
+}
+
+/* The diagnostic for a transfer that failed (no HTTP answer); returns r,
+ * or TPF_ERROR when there are no credentials. */
+static int transfer_failed(struct tpf_gcp_auth *a, const struct token_request *t,
+			   const struct tpf_gcp_response *rs, int r, struct tpf_diags *d)
+{
+	if (rs->too_large)
+		return tpf_gcp_http_too_large(a->http, &t->rq, t->what.buf, NULL, d);
+	if (metadata_absent(a, rs))
+		return tpf_errorx(d, NULL,
+				  "set provider.gcp.credentials to a service-account key file, "
+				  "set GOOGLE_APPLICATION_CREDENTIALS, run 'gcloud auth "
+				  "application-default login', or set TPUFORM_ACCESS_TOKEN",
+				  "no Google Cloud credentials found: no credentials file is configured "
+				  "and the metadata server 'metadata.google.internal' is not reachable "
+				  "(not running on Google Cloud)");
+	tpf_errorx(d, NULL, NULL, "%s: %s%s", t->what.buf, rs->error,
+		   r == TPF_ETRANSIENT ? " (gave up after retries)" : "");
+	return r;
+}
+
+/* The diagnostic for an OAuth2 error answer (RFC 6749 section 5.2), with
+ * a hint for the errors a person can fix. Secrets are scrubbed from the
+ * server's message. */
+static int token_refused(struct tpf_gcp_auth *a, const struct token_request *t,
+			 struct tpf_gcp_error *e, enum tpf_gcp_class cl, struct tpf_diags *d)
+{
+	scrub(a, e->message, t->jwt);
+	struct tpf_buf m = TPF_BUF_INIT;
+	tpf_gcp_error_format(e, &m);
+	const char *hint = NULL;
+	if (e->status && !strcmp(e->status, "invalid_grant"))
+		hint = a->kind == CRED_SERVICE_ACCOUNT
+			       ? "the key may be deleted or disabled, or this machine's clock "
+				 "is wrong; create a new key for the service account"
+			       : "the refresh token was revoked or expired; run 'gcloud auth "
+				 "application-default login' again";
+	else if (e->status && !strcmp(e->status, "invalid_client"))
+		hint = "the client_id or client_secret is wrong; run 'gcloud auth "
+		       "application-default login' again";
+	tpf_errorx(d, NULL, hint, "%s: %s", t->what.buf, m.buf);
+	tpf_buf_release(&m);
+	return cl == TPF_GCP_TRANSIENT ? TPF_ETRANSIENT : TPF_ERROR;
+}
+
+/* Send the request, retrying transient failures; 0 when a 2xx answer is in
+ * rs, else an error with a diagnostic. */
+static int token_request_send(struct tpf_gcp_auth *a, const struct token_request *t,
+			      struct tpf_gcp_response *rs, struct tpf_diags *d)
+{
 	for (int attempt = 0;; attempt++) {
-		int r = tpf_gcp_http_do(a->http, &rq, &rs);
+		int r = tpf_gcp_http_do(a->http, &t->rq, rs);
 		int last = attempt + 1 >= a->s->tries;
 		if (r < 0) {
-			if (a->kind == CRED_METADATA && !a->metadata_explicit &&
-			    (rs.curl_code == CURLE_COULDNT_RESOLVE_HOST ||
-			     rs.curl_code == CURLE_COULDNT_CONNECT ||
-			     rs.curl_code == CURLE_OPERATION_TIMEDOUT)) {
-				tpf_errorx(d, NULL,
-					   "set provider.gcp.credentials to a service-account key file, "
-					   "set GOOGLE_APPLICATION_CREDENTIALS, run 'gcloud auth "
-					   "application-default login', or set TPUFORM_ACCESS_TOKEN",
-					   "no Google Cloud credentials found: no credentials file is configured "
-					   "and the metadata server 'metadata.google.internal' is not reachable "
-					   "(not running on Google Cloud)");
-				goto done;
-			}
-			if (r == TPF_ETRANSIENT && !last) {
+			if (r == TPF_ETRANSIENT && !last && !metadata_absent(a, rs)) {
 				tpf_sleep(tpf_gcp_retry_delay(a->s, attempt, -1));
 				continue;
 			}
-			tpf_errorx(d, NULL, NULL, "%s: %s%s", what.buf, rs.error,
-				   r == TPF_ETRANSIENT ? " (gave up after retries)" : "");
-			rc = r;
-			goto done;
+			return transfer_failed(a, t, rs, r, d);
 		}
-		if (rs.status >= 200 && rs.status < 300)
-			break;
+		if (rs->status >= 200 && rs->status < 300)
+			return 0;
 		struct tpf_gcp_error e = TPF_GCP_ERROR_INIT;
-		tpf_gcp_error_parse_http(&e, rs.status, rs.body.buf, rs.body.len);
+		tpf_gcp_error_parse_http(&e, rs->status, rs->body.buf, rs->body.len);
 		enum tpf_gcp_class cl = tpf_gcp_error_classify(&e);
 		if (cl == TPF_GCP_TRANSIENT && !last) {
-			double ra = tpf_gcp_parse_retry_after(rs.retry_after, tpf_now_wall());
+			double ra = tpf_gcp_parse_retry_after(rs->retry_after, tpf_now_wall());
 			tpf_gcp_error_release(&e);
 			tpf_sleep(tpf_gcp_retry_delay(a->s, attempt, ra));
 			continue;
 		}
-		scrub(a, e.message, jwt);
-		struct tpf_buf m = TPF_BUF_INIT;
-		tpf_gcp_error_format(&e, &m);
-		const char *hint = NULL;
-		if (e.status && !strcmp(e.status, "invalid_grant"))
-			hint = a->kind == CRED_SERVICE_ACCOUNT
-				       ? "the key may be deleted or disabled, or this machine's clock "
-					 "is wrong; create a new key for the service account"
-				       : "the refresh token was revoked or expired; run 'gcloud auth "
-					 "application-default login' again";
-		else if (e.status && !strcmp(e.status, "invalid_client"))
-			hint = "the client_id or client_secret is wrong; run 'gcloud auth "
-			       "application-default login' again";
-		tpf_errorx(d, NULL, hint, "%s: %s", what.buf, m.buf);
-		tpf_buf_release(&m);
+		int rc = token_refused(a, t, &e, cl, d);
 		tpf_gcp_error_release(&e);
-		rc = cl == TPF_GCP_TRANSIENT ? TPF_ETRANSIENT : TPF_ERROR;
-		goto done;
+		return rc;
 	}
-	if (a->kind == CRED_METADATA && !rs.metadata_flavor) {
-		tpf_errorx(d, NULL, "check GCE_METADATA_HOST",
-			   "%s: the answer lacks the header 'Metadata-Flavor: Google', so it does not "
-			   "come from a metadata server", what.buf);
-		goto done;
-	}
-	root = json_loadb(rs.body.buf, rs.body.len, 0, NULL);
+}
+
+/* The token and its lifetime (seconds) from a 2xx answer. */
+static int token_parse(struct tpf_gcp_auth *a, const struct token_request *t,
+		       const struct tpf_gcp_response *rs, char **token, double *lifetime,
+		       struct tpf_diags *d)
+{
+	if (a->kind == CRED_METADATA && !rs->metadata_flavor)
+		return tpf_errorx(d, NULL, "check GCE_METADATA_HOST",
+				  "%s: the answer lacks the header 'Metadata-Flavor: Google', so it "
+				  "does not come from a metadata server", t->what.buf);
+	int rc = TPF_ERROR;
+	json_t *root = json_loadb(rs->body.buf, rs->body.len, 0, NULL);
 	const char *at = json_string_value(json_object_get(root, "access_token"));
 	if (!at || !*at) {
-		tpf_error(d, "%s: the answer has no 'access_token' (HTTP %ld)", what.buf, rs.status);
-		goto done;
+		tpf_error(d, "%s: the answer has no 'access_token' (HTTP %ld)", t->what.buf,
+			  rs->status);
+	} else {
+		json_t *ei = json_object_get(root, "expires_in");
+		*lifetime = json_is_number(ei) ? json_number_value(ei) : 3600;
+		*token = xstrdup(at);
+		rc = 0;
 	}
-	json_t *ei = json_object_get(root, "expires_in");
-	*lifetime = json_is_number(ei) ? json_number_value(ei) : 3600;
-	*token = xstrdup(at);
-	rc = 0;
-done:
 	if (root) {
 		/* the body held the token: wipe it before freeing */
 		json_t *at2 = json_object_get(root, "access_token");
@@ -412,16 +463,25 @@ done:
 			json_string_set(at2, "");
 	}
 	json_decref(root);
+	return rc;
+}
+
+/* One request to a token endpoint, with retries for transient failures.
+ * On success *token and *lifetime are set. */
+static int fetch_once(struct tpf_gcp_auth *a, char **token, double *lifetime,
+		      struct tpf_diags *d)
+{
+	struct token_request t = { .what = TPF_BUF_INIT };
+	struct tpf_gcp_response rs = TPF_GCP_RESPONSE_INIT;
+	int rc = token_request_build(a, &t, d);
+	if (rc == 0)
+		rc = token_request_send(a, &t, &rs, d);
+	if (rc == 0)
+		rc = token_parse(a, &t, &rs, token, lifetime, d);
 	if (rs.body.alloc)
 		OPENSSL_cleanse(rs.body.buf, rs.body.len);
 	tpf_gcp_response_release(&rs);
-	wipe_free(body);
-	wipe_free(jwt);
-	wipe_free(e1);
-	wipe_free(e2);
-	wipe_free(e3);
-	free(url);
-	tpf_buf_release(&what);
+	token_request_release(&t);
 	return rc;
 }
 

@@ -137,12 +137,33 @@ void tpf_gcp_response_release(struct tpf_gcp_response *r)
 	r->metadata_flavor = 0;
 	r->curl_code = CURLE_OK;
 	r->error[0] = '\0';
+	r->too_large = 0;
 }
 
+/* Past the body's cap, a short count makes libcurl abort the transfer
+ * with CURLE_WRITE_ERROR (CURLOPT_WRITEFUNCTION's contract). */
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
-	tpf_buf_add(userdata, ptr, size * nmemb);
+	if (tpf_buf_add(userdata, ptr, size * nmemb) < 0)
+		return 0;
 	return size * nmemb;
+}
+
+static size_t max_body(const struct tpf_gcp_http *h)
+{
+	return h->o.max_body ? h->o.max_body : TPF_GCP_MAX_BODY;
+}
+
+int tpf_gcp_http_too_large(const struct tpf_gcp_http *h, const struct tpf_gcp_request *rq,
+			   const char *what, const char *address, struct tpf_diags *d)
+{
+	char lim[32];
+	return tpf_errorx(d, address,
+			  "a Cloud TPU API answer is a few kilobytes: check the endpoint "
+			  "(provider.gcp.endpoint, TPUFORM_TPU_ENDPOINT); TPUFORM_GCP_MAX_BODY "
+			  "(bytes) raises the limit",
+			  "%s: the answer to %s %s is larger than the limit of %s", what,
+			  rq->method ? rq->method : "GET", rq->url, tpf_fmt_bytes(max_body(h), lim));
 }
 
 static int is_transient(CURLcode c)
@@ -183,6 +204,7 @@ int tpf_gcp_http_do(struct tpf_gcp_http *h, const struct tpf_gcp_request *rq,
 		    struct tpf_gcp_response *rs)
 {
 	tpf_gcp_response_release(rs);
+	tpf_buf_set_max(&rs->body, max_body(h));
 	struct pending p = { 0 };
 	struct curl_slist *hdrs = NULL;
 	CURL *e = curl_easy_init();
@@ -267,6 +289,12 @@ int tpf_gcp_http_do(struct tpf_gcp_http *h, const struct tpf_gcp_request *rq,
 			rs->retry_after = xstrdup(hv->value);
 		if (curl_easy_header(e, "Metadata-Flavor", 0, CURLH_HEADER, -1, &hv) == CURLHE_OK)
 			rs->metadata_flavor = !strcmp(hv->value, "Google");
+	} else if (p.result == CURLE_WRITE_ERROR && tpf_buf_overflowed(&rs->body)) {
+		char lim[32];
+		rs->too_large = 1;
+		snprintf(rs->error, sizeof(rs->error), "response body larger than the limit of %s",
+			 tpf_fmt_bytes(max_body(h), lim));
+		rc = TPF_ERROR;
 	} else {
 		if (!rs->error[0])
 			snprintf(rs->error, sizeof(rs->error), "%s", curl_easy_strerror(p.result));

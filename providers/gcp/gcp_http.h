@@ -26,7 +26,8 @@
  * (libcurl's defaults are never changed), only http and https, no
  * redirects, CURLOPT_CONNECTTIMEOUT, a stall timeout
  * (CURLOPT_LOW_SPEED_LIMIT 1 byte/s for LOW_SPEED_TIME), a whole-request
- * timeout, "User-Agent: tpuform/TPF_VERSION".
+ * timeout, "User-Agent: tpuform/TPF_VERSION", and a cap on the response
+ * body (TPF_GCP_MAX_BODY below).
  */
 #ifndef TPF_GCP_HTTP_H
 #define TPF_GCP_HTTP_H
@@ -41,12 +42,22 @@
 #endif
 #define TPF_GCP_USER_AGENT "tpuform/" TPF_VERSION
 
+/*
+ * Largest response body kept, bytes (64 MiB, util/buf.h TPF_BUF_INPUT_MAX).
+ * A Cloud TPU API or token answer is a few kilobytes (a page of nodes.list
+ * is at most 1000 nodes); a longer body is a wrong endpoint or a broken
+ * server, and is refused rather than buffered until memory runs out.
+ * TPUFORM_GCP_MAX_BODY overrides it (tests use a small one).
+ */
+#define TPF_GCP_MAX_BODY TPF_BUF_INPUT_MAX
+
 struct tpf_gcp_http;
 
 struct tpf_gcp_http_opts {
 	double connect_timeout; /* seconds */
 	double stall_timeout;   /* seconds without a byte before aborting */
 	double request_timeout; /* seconds for the whole request */
+	size_t max_body;        /* bytes of one response body; 0: TPF_GCP_MAX_BODY */
 };
 
 /* Start the engine thread. Returns 0 or TPF_ERROR with a diagnostic. */
@@ -73,9 +84,10 @@ struct tpf_gcp_response {
 	int metadata_flavor;    /* response carried "Metadata-Flavor: Google" */
 	CURLcode curl_code;     /* CURLE_OK when a response arrived */
 	char error[CURL_ERROR_SIZE]; /* libcurl's message when curl_code != CURLE_OK */
+	int too_large;          /* the body went past max_body: transfer aborted */
 };
 
-#define TPF_GCP_RESPONSE_INIT { 0, TPF_BUF_INIT, NULL, 0, CURLE_OK, "" }
+#define TPF_GCP_RESPONSE_INIT { 0, TPF_BUF_INIT, NULL, 0, CURLE_OK, "", 0 }
 void tpf_gcp_response_release(struct tpf_gcp_response *r);
 
 /*
@@ -83,12 +95,23 @@ void tpf_gcp_response_release(struct tpf_gcp_response *r);
  * Returns 0 when an HTTP response arrived, whatever its status (rs filled).
  * Returns TPF_ETRANSIENT when the transfer failed in a way a retry may fix
  * (connect refused/timed out, reset, empty reply, stall, DNS), TPF_ERROR
- * for failures a retry will not fix (TLS verification, bad URL); in both
- * cases rs->curl_code/rs->error say why. No diagnostic is added: the caller
+ * for failures a retry will not fix (TLS verification, bad URL, a body
+ * longer than max_body: then rs->too_large is set and the transfer was
+ * aborted as soon as the body passed the cap); in all these cases
+ * rs->curl_code/rs->error say why. No diagnostic is added: the caller
  * knows what the request was for. rs is released first.
  */
 int tpf_gcp_http_do(struct tpf_gcp_http *h, const struct tpf_gcp_request *rq,
 		    struct tpf_gcp_response *rs);
+
+/*
+ * The diagnostic for a response that was too large (rs->too_large):
+ * "<what>: the answer to <METHOD> <url> is larger than the limit of
+ * 64 MiB", with a hint naming TPUFORM_GCP_MAX_BODY. `address` may be
+ * NULL. Returns TPF_ERROR.
+ */
+int tpf_gcp_http_too_large(const struct tpf_gcp_http *h, const struct tpf_gcp_request *rq,
+			   const char *what, const char *address, struct tpf_diags *d);
 
 /* Counters since start: requests performed and new connections opened
  * (CURLINFO_NUM_CONNECTS summed). For benchmarks and tests. */

@@ -16,7 +16,7 @@ struct qr_fact {
 	char *zone, *node, *qr;
 };
 
-/* The client, and the SSH transport to the workers (made on first use).
+/* The client, and the SSH transport to the workers (made at open).
  * facts and qr_zones (zones whose queued resources were listed) let
  * remove() pick queuedResources.delete or nodes.delete without asking. */
 struct gcp_impl {
@@ -233,10 +233,6 @@ static int gcp_set_labels(struct tpf_provider *p, const char *zone, const char *
 static struct tpf_transport *gcp_transport(struct tpf_provider *p)
 {
 	struct gcp_impl *g = p->impl;
-	pthread_mutex_lock(&g->mu);
-	if (!g->transport)
-		g->transport = tpf_ssh_transport_new(p->fleet, NULL);
-	pthread_mutex_unlock(&g->mu);
 	return g->transport;
 }
 
@@ -289,11 +285,19 @@ int tpf_gcp_provider_open(struct tpf_provider **out, const struct tpf_fleet *f,
 	struct tpf_gcp_client *c = NULL;
 	if (open_client(&c, f, d) < 0)
 		return TPF_ERROR;
+	/* Made now, so that a bad TPUFORM_SSH_* value is an error of the
+	 * open, not a surprise in the middle of an apply. */
+	struct tpf_transport *t = tpf_ssh_transport_new(f, d);
+	if (!t) {
+		tpf_gcp_client_free(c);
+		return TPF_ERROR;
+	}
 	struct tpf_provider *p = xcalloc(1, sizeof(*p));
 	p->ops = &gcp_ops;
 	p->fleet = f;
 	struct gcp_impl *g = xcalloc(1, sizeof(*g));
 	g->client = c;
+	g->transport = t;
 	pthread_mutex_init(&g->mu, NULL);
 	p->impl = g;
 	*out = p;

@@ -1,5 +1,7 @@
 #include "providers/gcp/gcp_retry.h"
+#include "providers/gcp/gcp_http.h"
 #include "util/diag.h"
+#include "util/env.h"
 
 #include <curl/curl.h>
 #include <ctype.h>
@@ -23,49 +25,28 @@ void tpf_gcp_settings_default(struct tpf_gcp_settings *s)
 	s->connect_timeout = 10;
 	s->stall_timeout = 30;
 	s->request_timeout = 120;
-}
-
-static int env_seconds(const char *name, double *out, struct tpf_diags *d)
-{
-	const char *v = getenv(name);
-	if (!v || !*v)
-		return 0;
-	char *end;
-	errno = 0;
-	double x = strtod(v, &end);
-	if (errno || end == v || *end || !isfinite(x) || x < 0)
-		return tpf_errorx(d, NULL, "unset it to use the default",
-				  "environment variable '%s' is '%s': expected a non-negative number of seconds",
-				  name, v);
-	*out = x;
-	return 0;
+	s->max_body = TPF_GCP_MAX_BODY;
 }
 
 int tpf_gcp_settings_load(struct tpf_gcp_settings *s, struct tpf_diags *d)
 {
 	int rc = 0;
 	tpf_gcp_settings_default(s);
-	rc |= env_seconds("TPUFORM_GCP_POLL_MIN", &s->poll_min, d);
-	rc |= env_seconds("TPUFORM_GCP_POLL_MAX", &s->poll_max, d);
-	rc |= env_seconds("TPUFORM_GCP_RETRY_BASE", &s->retry_base, d);
-	rc |= env_seconds("TPUFORM_GCP_RETRY_CAP", &s->retry_cap, d);
-	rc |= env_seconds("TPUFORM_GCP_TOKEN_MARGIN", &s->token_margin, d);
-	rc |= env_seconds("TPUFORM_GCP_OP_TIMEOUT", &s->op_timeout, d);
-	rc |= env_seconds("TPUFORM_GCP_CONNECT_TIMEOUT", &s->connect_timeout, d);
-	rc |= env_seconds("TPUFORM_GCP_STALL_TIMEOUT", &s->stall_timeout, d);
-	rc |= env_seconds("TPUFORM_GCP_REQUEST_TIMEOUT", &s->request_timeout, d);
-	const char *t = getenv("TPUFORM_GCP_TRIES");
-	if (t && *t) {
-		char *end;
-		errno = 0;
-		long n = strtol(t, &end, 10);
-		if (errno || end == t || *end || n < 1 || n > 100)
-			rc |= tpf_errorx(d, NULL, "unset it to use the default (6)",
-					 "environment variable 'TPUFORM_GCP_TRIES' is '%s': expected an integer from 1 to 100",
-					 t);
-		else
-			s->tries = (int)n;
-	}
+	rc |= tpf_env_seconds("TPUFORM_GCP_POLL_MIN", &s->poll_min, d);
+	rc |= tpf_env_seconds("TPUFORM_GCP_POLL_MAX", &s->poll_max, d);
+	rc |= tpf_env_seconds("TPUFORM_GCP_RETRY_BASE", &s->retry_base, d);
+	rc |= tpf_env_seconds("TPUFORM_GCP_RETRY_CAP", &s->retry_cap, d);
+	rc |= tpf_env_seconds("TPUFORM_GCP_TOKEN_MARGIN", &s->token_margin, d);
+	rc |= tpf_env_seconds("TPUFORM_GCP_OP_TIMEOUT", &s->op_timeout, d);
+	rc |= tpf_env_seconds("TPUFORM_GCP_CONNECT_TIMEOUT", &s->connect_timeout, d);
+	rc |= tpf_env_seconds("TPUFORM_GCP_STALL_TIMEOUT", &s->stall_timeout, d);
+	rc |= tpf_env_seconds("TPUFORM_GCP_REQUEST_TIMEOUT", &s->request_timeout, d);
+	long tries = s->tries;
+	rc |= tpf_env_int("TPUFORM_GCP_TRIES", 1, 100, &tries, d);
+	s->tries = (int)tries;
+	long max_body = (long)s->max_body;
+	rc |= tpf_env_int("TPUFORM_GCP_MAX_BODY", 1, (long)TPF_BUF_DEFAULT_MAX, &max_body, d);
+	s->max_body = (size_t)max_body;
 	if (s->poll_max < s->poll_min)
 		s->poll_max = s->poll_min;
 	if (s->retry_cap < s->retry_base)

@@ -9,6 +9,7 @@
 #ifndef TPF_GCP_RETRY_H
 #define TPF_GCP_RETRY_H
 
+#include <stddef.h>
 #include "util/diag.h"
 
 struct tpf_gcp_settings {
@@ -22,6 +23,8 @@ struct tpf_gcp_settings {
 	double connect_timeout; /* TPUFORM_GCP_CONNECT_TIMEOUT: TCP+TLS connect (10) */
 	double stall_timeout;   /* TPUFORM_GCP_STALL_TIMEOUT: no byte for this long aborts (30) */
 	double request_timeout; /* TPUFORM_GCP_REQUEST_TIMEOUT: whole request (120) */
+	size_t max_body;        /* TPUFORM_GCP_MAX_BODY: bytes of one response body
+				 * (TPF_GCP_MAX_BODY, 64 MiB; 1 to 1 GiB) */
 };
 
 /* Largest Retry-After we honour: a server asking for more is treated as
@@ -32,9 +35,11 @@ struct tpf_gcp_settings {
 void tpf_gcp_settings_default(struct tpf_gcp_settings *s);
 
 /*
- * Defaults overridden by the TPUFORM_GCP_* environment variables above.
- * A variable that is set but is not a non-negative number (or, for
- * TPUFORM_GCP_TRIES, a positive integer) is an error naming it.
+ * Defaults overridden by the TPUFORM_GCP_* environment variables above,
+ * read with util/env.h: durations take seconds ("2", "0.25") or "500ms",
+ * "10s", "2m"; TPUFORM_GCP_TRIES and TPUFORM_GCP_MAX_BODY are whole
+ * numbers in their ranges. Every variable that is set to anything else
+ * gets an error diagnostic naming it, and TPF_ERROR is returned.
  */
 int tpf_gcp_settings_load(struct tpf_gcp_settings *s, struct tpf_diags *d);
 

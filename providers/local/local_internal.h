@@ -100,7 +100,8 @@ void tpf_local_env_free(char **env);
  * expiry the process group is killed and TPF_ERROR returned naming
  * `address`. Once the shell exits, output is read until EOF or for at most
  * a short grace period, so a background process that kept the pipe open
- * does not hold the caller.
+ * does not hold the caller. Output past TPF_TRANSPORT_OUTPUT_MAX (when out
+ * is not NULL) kills the process group too: TPF_ERROR, out unchanged.
  */
 int tpf_local_run(const char *home, char *const envp[], const char *command,
 		  struct tpf_buf *out, int *status, double timeout, const char *address,

@@ -107,12 +107,31 @@ static int exit_status(int wstatus)
 	return 255;
 }
 
+/* Kill the command's process group and reap it; the timeout error. */
+static int timed_out(pid_t pid, double timeout, const char *address, struct tpf_diags *d)
+{
+	kill(-pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	char secs[32];
+	if (timeout < 10)
+		snprintf(secs, sizeof(secs), "%gs", timeout);
+	else
+		tpf_fmt_duration(timeout, secs, sizeof(secs));
+	return tpf_errorx(d, address,
+			  "the command's process group was killed; raise the timeout if it needs longer",
+			  "command on worker '%s' timed out after %s", address, secs);
+}
+
 int tpf_local_run(const char *home, char *const envp[], const char *command,
 		  struct tpf_buf *out, int *status, double timeout, const char *address,
 		  struct tpf_diags *d)
 {
 	char *const argv[] = { "/bin/sh", "-c", (char *)command, NULL };
 	char *chdir_msg = xasprintf("tpuform: cannot enter worker home '%s'\n", home);
+	/* Output is gathered here, capped (providers/transport.h), then
+	 * handed to out, whole or as far as it got on an error. */
+	struct tpf_buf got = TPF_BUF_INIT_MAX(TPF_TRANSPORT_OUTPUT_MAX);
 	int fds[2] = { -1, -1 };
 	int err = 0, wstatus = 0, exited = 0, eof = 0;
 	pid_t pid = -1;
@@ -142,18 +161,8 @@ int tpf_local_run(const char *home, char *const envp[], const char *command,
 	for (;;) {
 		double now = tpf_now_mono();
 		if (timeout > 0 && now - start >= timeout && !exited) {
-			kill(-pid, SIGKILL);
-			while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
-				;
+			err = timed_out(pid, timeout, address, d);
 			pid = -1;
-			char secs[32];
-			if (timeout < 10)
-				snprintf(secs, sizeof(secs), "%gs", timeout);
-			else
-				tpf_fmt_duration(timeout, secs, sizeof(secs));
-			err = tpf_errorx(d, address,
-					 "the command's process group was killed; raise the timeout if it needs longer",
-					 "command on worker '%s' timed out after %s", address, secs);
 			goto done;
 		}
 		if (exited && (eof || now - exit_time >= DRAIN_GRACE))
@@ -173,13 +182,16 @@ int tpf_local_run(const char *home, char *const envp[], const char *command,
 			}
 			if (r > 0) {
 				char chunk[8192];
-				ssize_t got = read(fds[0], chunk, sizeof(chunk));
-				if (got > 0 && out)
-					tpf_buf_add(out, chunk, (size_t)got);
-				else if (got == 0)
+				ssize_t n = read(fds[0], chunk, sizeof(chunk));
+				if (n > 0 && out && tpf_buf_add(&got, chunk, (size_t)n) < 0) {
+					/* done: kills the process group */
+					err = tpf_transport_output_too_large(address, tpf_buf_max(&got), d);
+					goto done;
+				} else if (n == 0) {
 					eof = 1;
-				else if (got < 0 && errno != EINTR && errno != EAGAIN)
+				} else if (n < 0 && errno != EINTR && errno != EAGAIN) {
 					eof = 1;
+				}
 			}
 		}
 		if (!exited) {
@@ -208,6 +220,9 @@ done:
 	if (fds[1] >= 0)
 		close(fds[1]);
 	free(chdir_msg);
+	if (out && !tpf_buf_overflowed(&got) && tpf_buf_take(out, &got) < 0 && !err)
+		err = tpf_transport_output_too_large(address, tpf_buf_max(out), d);
+	tpf_buf_release(&got);
 	return err;
 }
 

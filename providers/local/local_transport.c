@@ -109,24 +109,6 @@ done:
 	return err;
 }
 
-/* Paths given to put and put_source stay inside the home. */
-static int check_rel(const struct tpf_conn *c, const char *path, struct tpf_diags *d)
-{
-	int ok = path && *path && path[0] != '/';
-	for (const char *s = path; ok && s && *s;) {
-		const char *slash = strchr(s, '/');
-		size_t n = slash ? (size_t)(slash - s) : strlen(s);
-		if ((n == 2 && !strncmp(s, "..", 2)) || (n == 1 && s[0] == '.') || n == 0)
-			ok = 0;
-		s = slash ? slash + 1 : NULL;
-	}
-	if (!ok)
-		return tpf_errorx(d, c->address, NULL,
-				  "path '%s' on worker '%s' is not valid: expected a path relative to the worker's home, without '.' or '..' parts",
-				  path ? path : "", c->address);
-	return 0;
-}
-
 /* An open connection dies with its node, as an SSH session would. */
 static int still_reachable(struct tpf_conn *c, struct tpf_diags *d)
 {
@@ -139,7 +121,7 @@ static int still_reachable(struct tpf_conn *c, struct tpf_diags *d)
 static int local_put(struct tpf_conn *c, const char *path, const void *data, size_t len,
 		     mode_t mode, struct tpf_diags *d)
 {
-	if (check_rel(c, path, d) < 0)
+	if (tpf_remote_path_check(path, c->address, d) < 0)
 		return TPF_ERROR;
 	int err = still_reachable(c, d);
 	if (err < 0)
@@ -166,7 +148,7 @@ static int local_exec(struct tpf_conn *c, const char *command, struct tpf_buf *o
 static int local_put_source(struct tpf_conn *c, const char *repo, const char *commit,
 			    const char *dest, struct tpf_diags *d)
 {
-	if (check_rel(c, dest, d) < 0)
+	if (tpf_remote_path_check(dest, c->address, d) < 0)
 		return TPF_ERROR;
 	int err = still_reachable(c, d);
 	if (err < 0)

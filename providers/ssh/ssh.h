@@ -34,8 +34,9 @@
  *   - keepalives: an SSH keepalive every 15 s while waiting, and
  *     TCP_USER_TIMEOUT so a peer that stops acknowledging is dropped.
  *
- * Environment overrides (seconds, or durations like "500ms", "2m"; for
- * tests and unusual networks): TPUFORM_SSH_CONNECT_TIMEOUT (one attempt:
+ * Environment overrides (seconds, or durations like "500ms", "2m", read
+ * with util/env.h, so a bad value is an error; for tests and unusual
+ * networks): TPUFORM_SSH_CONNECT_TIMEOUT (one attempt:
  * TCP connect, handshake and authentication; default 15),
  * TPUFORM_SSH_RETRY (the retry budget, both cases), TPUFORM_SSH_IO_TIMEOUT
  * (longest wait without progress during an upload; default 60),
@@ -62,17 +63,23 @@ struct tpf_ssh_options {
 	double io_timeout;       /* seconds without progress during put */
 	double keepalive;        /* seconds between keepalives; 0: none */
 	const char *ssh_program; /* for interactive; NULL: "ssh" */
+	size_t output_max;       /* bytes of one command's output kept;
+				  * 0: TPF_TRANSPORT_OUTPUT_MAX (tests set less) */
 };
 
-/* Defaults as documented above, then the environment overrides. Strings
- * are borrowed from f and the environment. */
-void tpf_ssh_options_default(struct tpf_ssh_options *o, const struct tpf_fleet *f);
+/* Defaults as documented above, then the environment overrides (f may be
+ * NULL). Strings are borrowed from f and the environment. A TPUFORM_SSH_*
+ * duration that is set but not valid (util/env.h) keeps its default, adds
+ * an error diagnostic naming it, and makes the result TPF_ERROR. */
+int tpf_ssh_options_default(struct tpf_ssh_options *o, const struct tpf_fleet *f,
+			    struct tpf_diags *d);
 
 /*
  * A transport for the fleet's ssh settings (user, private_key, port,
- * address). Never fails: a missing key file is reported by connect, which
- * names the worker. Calls libssh2_init once per process (pthread_once).
- * Free with tpf_ssh_transport_free; the fleet must outlive it.
+ * address). Fails (NULL, with diagnostics) only for a bad TPUFORM_SSH_*
+ * value; a missing key file is reported by connect, which names the
+ * worker. Calls libssh2_init once per process (pthread_once). Free with
+ * tpf_ssh_transport_free; the fleet must outlive it.
  */
 struct tpf_transport *tpf_ssh_transport_new(const struct tpf_fleet *f, struct tpf_diags *d);
 /* The same with explicit options (tests); strings in o are copied. */

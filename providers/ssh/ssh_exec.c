@@ -10,10 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Output kept of one command, bytes. `logs 0` of a chatty job is large,
- * but not this large; past it the command is an error, not an OOM. */
-#define OUTPUT_MAX (256u << 20)
-
 /* Exit status a shell would report for a command killed by signal `name`
  * (RFC 4254 section 6.10 gives the name without "SIG"). */
 static int signal_status(const char *name)
@@ -61,8 +57,11 @@ int tpf_ssh_exec(struct tpf_conn *c, const char *command, struct tpf_buf *out, i
 {
 	LIBSSH2_CHANNEL *ch = NULL;
 	struct tpf_buf cmd = TPF_BUF_INIT;
+	/* Output is gathered here, capped (providers/transport.h), then
+	 * handed to out, whole or as far as it got on an error. */
+	struct tpf_buf got = TPF_BUF_INIT_MAX(c->t->o.output_max ? c->t->o.output_max
+							   : TPF_TRANSPORT_OUTPUT_MAX);
 	char buf[32768];
-	size_t got = 0;
 	int rc, err = 0;
 
 	if (status)
@@ -107,16 +106,12 @@ int tpf_ssh_exec(struct tpf_conn *c, const char *command, struct tpf_buf *out, i
 	for (;;) {
 		ssize_t n = libssh2_channel_read(ch, buf, sizeof(buf));
 		if (n > 0) {
-			got += (size_t)n;
-			if (got > OUTPUT_MAX) {
+			if (out && tpf_buf_add(&got, buf, (size_t)n) < 0) {
+				/* unread output is left in the channel: drop it all */
 				c->broken = 1;
-				err = tpf_errorx(d, c->where, NULL,
-						 "command on worker '%s' printed more than %u MiB: stopped "
-						 "reading", c->where, OUTPUT_MAX >> 20);
+				err = tpf_transport_output_too_large(c->where, tpf_buf_max(&got), d);
 				goto done;
 			}
-			if (out)
-				tpf_buf_add(out, buf, (size_t)n);
 			continue;
 		}
 		if (n == 0)
@@ -157,5 +152,8 @@ done:
 	}
 	/* A broken channel is freed with its session (libssh2 keeps a list). */
 	tpf_buf_release(&cmd);
+	if (out && !tpf_buf_overflowed(&got) && tpf_buf_take(out, &got) < 0 && !err)
+		err = tpf_transport_output_too_large(c->where, tpf_buf_max(out), d);
+	tpf_buf_release(&got);
 	return err;
 }

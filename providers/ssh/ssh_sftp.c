@@ -18,27 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Paths stay inside the worker's home: relative, no "." or ".." parts. */
-static int check_rel(const struct tpf_conn *c, const char *path, struct tpf_diags *d)
-{
-	int ok = path && *path && path[0] != '/';
-	for (const char *s = path; ok && s && *s;) {
-		const char *slash = strchr(s, '/');
-		size_t n = slash ? (size_t)(slash - s) : strlen(s);
-		if ((n == 2 && !strncmp(s, "..", 2)) || (n == 1 && s[0] == '.') || n == 0)
-			ok = 0;
-		s = slash ? slash + 1 : NULL;
-	}
-	if (ok && path[strlen(path) - 1] == '/')
-		ok = 0;
-	if (!ok)
-		return tpf_errorx(d, c->where, NULL,
-				  "path '%s' on worker '%s' is not valid: expected a path relative to "
-				  "the worker's home, without '.' or '..' parts",
-				  path ? path : "", c->where);
-	return 0;
-}
-
 static int sftp_fail(struct tpf_conn *c, int rc, const char *what, const char *path,
 		     struct tpf_diags *d)
 {
@@ -175,7 +154,7 @@ int tpf_ssh_put(struct tpf_conn *c, const char *path, const void *data, size_t l
 	char *tmp = NULL;
 	int err, rc, created = 0;
 
-	if ((err = check_rel(c, path, d)))
+	if ((err = tpf_remote_path_check(path, c->where, d)))
 		return err;
 	if (c->broken)
 		return tpf_errorx(d, c->where, "connect again", "cannot upload '%s' to worker '%s': "

@@ -3,6 +3,7 @@
  * retries. See providers/ssh/ssh.h.
  */
 #include "providers/ssh/ssh_internal.h"
+#include "util/env.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -29,15 +30,8 @@ static void init_libssh2(void)
 	init_rc = libssh2_init(0);
 }
 
-static void env_seconds(const char *name, double *slot)
-{
-	const char *v = getenv(name);
-	double s;
-	if (v && *v && tpf_parse_duration(v, &s) == 0 && s >= 0)
-		*slot = s;
-}
-
-void tpf_ssh_options_default(struct tpf_ssh_options *o, const struct tpf_fleet *f)
+int tpf_ssh_options_default(struct tpf_ssh_options *o, const struct tpf_fleet *f,
+			    struct tpf_diags *d)
 {
 	memset(o, 0, sizeof(*o));
 	if (f) {
@@ -51,16 +45,18 @@ void tpf_ssh_options_default(struct tpf_ssh_options *o, const struct tpf_fleet *
 	o->retry_pinned = DEFAULT_RETRY_PINNED;
 	o->io_timeout = DEFAULT_IO_TIMEOUT;
 	o->keepalive = DEFAULT_KEEPALIVE;
-	env_seconds("TPUFORM_SSH_CONNECT_TIMEOUT", &o->connect_timeout);
+	int rc = 0;
+	rc |= tpf_env_seconds("TPUFORM_SSH_CONNECT_TIMEOUT", &o->connect_timeout, d);
 	double retry = -1;
-	env_seconds("TPUFORM_SSH_RETRY", &retry);
+	rc |= tpf_env_seconds("TPUFORM_SSH_RETRY", &retry, d);
 	if (retry >= 0)
 		o->retry_first = o->retry_pinned = retry;
-	env_seconds("TPUFORM_SSH_IO_TIMEOUT", &o->io_timeout);
-	env_seconds("TPUFORM_SSH_KEEPALIVE", &o->keepalive);
+	rc |= tpf_env_seconds("TPUFORM_SSH_IO_TIMEOUT", &o->io_timeout, d);
+	rc |= tpf_env_seconds("TPUFORM_SSH_KEEPALIVE", &o->keepalive, d);
 	const char *prog = getenv("TPUFORM_SSH_PROGRAM");
 	if (prog && *prog)
 		o->ssh_program = prog;
+	return rc ? TPF_ERROR : 0;
 }
 
 const char *tpf_ssh_pick_address(const struct tpf_endpoint *e, enum tpf_ssh_address policy)
@@ -207,7 +203,8 @@ struct tpf_transport *tpf_ssh_transport_new_opts(const struct tpf_ssh_options *o
 struct tpf_transport *tpf_ssh_transport_new(const struct tpf_fleet *f, struct tpf_diags *d)
 {
 	struct tpf_ssh_options o;
-	tpf_ssh_options_default(&o, f);
+	if (tpf_ssh_options_default(&o, f, d) < 0)
+		return NULL;
 	return tpf_ssh_transport_new_opts(&o);
 }
 

@@ -86,7 +86,7 @@ static void test_gcp_auth__adc_order(void)
 	char *adc = write_tmp(gdir, "application_default_credentials.json", user_json);
 	struct tpf_gcp_settings s;
 	tpf_gcp_settings_default(&s);
-	struct tpf_gcp_http_opts o = { 1, 1, 1 };
+	struct tpf_gcp_http_opts o = { 1, 1, 1, 0 };
 	struct tpf_gcp_http *h = NULL;
 	CHECK_INT(tpf_gcp_http_new(&h, &o, &d), 0);
 	char *got;
@@ -156,7 +156,7 @@ static void test_gcp_auth__bad_files(void)
 	char *dir = unit_tmpdir();
 	struct tpf_gcp_settings s;
 	tpf_gcp_settings_default(&s);
-	struct tpf_gcp_http_opts o = { 1, 1, 1 };
+	struct tpf_gcp_http_opts o = { 1, 1, 1, 0 };
 	struct tpf_gcp_http *h = NULL;
 	struct tpf_diags d = TPF_DIAGS_INIT;
 	CHECK_INT(tpf_gcp_http_new(&h, &o, &d), 0);
@@ -209,7 +209,7 @@ static void test_gcp_auth__metadata_unreachable(void)
 	tpf_gcp_settings_default(&s);
 	s.tries = 2;
 	s.retry_base = 0.01;
-	struct tpf_gcp_http_opts o = { 1, 1, 2 };
+	struct tpf_gcp_http_opts o = { 1, 1, 2, 0 };
 	struct tpf_gcp_http *h = NULL;
 	struct tpf_diags d = TPF_DIAGS_INIT;
 	CHECK_INT(tpf_gcp_http_new(&h, &o, &d), 0);

@@ -383,6 +383,7 @@ static void set_fast_env(void)
 	setenv("TPUFORM_GCP_STALL_TIMEOUT", "10", 1);
 	unsetenv("TPUFORM_GCP_TRIES");
 	unsetenv("TPUFORM_GCP_TOKEN_MARGIN");
+	unsetenv("TPUFORM_GCP_MAX_BODY");
 	unsetenv("GOOGLE_APPLICATION_CREDENTIALS");
 	unsetenv("CLOUDSDK_CONFIG");
 	unsetenv("GCE_METADATA_HOST");
@@ -750,6 +751,85 @@ static void test_gcp_e2e__transient_gives_up(void)
 	keep_diags(&d);
 	tpf_diags_release(&d);
 	emu_stop(&e);
+}
+
+/*
+ * A response body past the cap (TPF_GCP_MAX_BODY, here lowered with
+ * TPUFORM_GCP_MAX_BODY) aborts the transfer: an error naming the request,
+ * the method, the URL and the limit, not retried; answers that fit pass.
+ * The same for a token answer.
+ */
+static void remember_token(struct tpf_gcp_client *c);
+
+static void test_gcp_e2e__body_cap(void)
+{
+	struct emu e;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	const char *args[] = { "--auth", "token", "--op-seconds", "0.05", NULL };
+	if (emu_start(&e, args) < 0) {
+		CHECK(!"emulator started");
+		return;
+	}
+	char host[64];
+	snprintf(host, sizeof(host), "127.0.0.1:%d", e.port);
+	unsetenv("TPUFORM_ACCESS_TOKEN");
+	setenv("GCE_METADATA_HOST", host, 1);
+	struct tpf_gcp_client *c = open_client(&e, NULL, &d);
+	for (int i = 0; c && i < 3; i++)
+		CHECK_INT(create(c, "cap", "a", i, "z1", "v2-8", "on-demand", &d), 0);
+	tpf_gcp_client_free(c);
+	CHECKF(d.n == 0, "no diagnostics: %s", d.n ? d.items[0].summary : "");
+
+	/* 400 bytes: a token and an empty list fit, a list of 3 nodes does not. */
+	setenv("TPUFORM_GCP_MAX_BODY", "400", 1);
+	c = open_client(&e, NULL, &d);
+	CHECK(c != NULL);
+	struct tpf_live_set live = { 0 };
+	if (c) {
+		CHECK_INT(tpf_gcp_list_nodes(c, "z2", "cap", &live, &d), 0);
+		CHECK_INT(live.n, 0);
+		CHECKF(d.n == 0, "no diagnostics: %s", d.n ? d.items[0].summary : "");
+		remember_token(c);
+		json_decref(emu_call(&e, "POST", "/__admin/requests:clear"));
+		CHECK_INT(tpf_gcp_list_nodes(c, "z1", "cap", &live, &d), TPF_ERROR);
+		char *want = xasprintf("list nodes in zone 'z1': the answer to GET "
+				       "%s/v2/projects/%s/locations/z1/nodes", e.base, PROJECT);
+		CHECKF(diags_have(&d, want), "%s", d.n ? d.items[0].summary : "no diagnostic");
+		free(want);
+		CHECK(diags_have(&d, "is larger than the limit of 400 bytes"));
+		CHECK(diags_have(&d, "TPUFORM_GCP_MAX_BODY"));
+		CHECK(!diags_have(&d, "cannot reach"));
+		CHECK_INT((int)d.n, 1);
+		CHECK_INT(count_requests(&e, "GET", "/locations/z1/nodes", NULL, 0), 1);
+		tpf_live_set_release(&live);
+		tpf_gcp_client_free(c);
+	}
+	keep_diags(&d);
+
+	/* A token answer past the cap is refused the same way. */
+	setenv("TPUFORM_GCP_MAX_BODY", "20", 1);
+	c = open_client(&e, NULL, &d);
+	CHECK(c != NULL);
+	if (c) {
+		CHECK_INT(tpf_gcp_list_nodes(c, "z2", "cap", &live, &d), TPF_ERROR);
+		CHECK(diags_have(&d, "get an access token from the metadata server"));
+		CHECK(diags_have(&d, "the answer to GET http://127.0.0.1:"));
+		CHECK(diags_have(&d, "/computeMetadata/v1/instance/service-accounts/default/token "
+				     "is larger than the limit of 20 bytes"));
+		CHECK_INT((int)d.n, 1);
+		tpf_live_set_release(&live);
+		tpf_gcp_client_free(c);
+	}
+	keep_diags(&d);
+
+	/* A value that is not a number of bytes stops the client opening. */
+	setenv("TPUFORM_GCP_MAX_BODY", "64MiB", 1);
+	CHECK(open_client(&e, NULL, &d) == NULL);
+	CHECK(diags_have(&d, "'TPUFORM_GCP_MAX_BODY' is '64MiB'"));
+	keep_diags(&d);
+	tpf_diags_release(&d);
+	emu_stop(&e);
+	set_fast_env();
 }
 
 struct later_arg {
@@ -1261,6 +1341,7 @@ int main(void)
 	RUN(test_gcp_e2e__quota_and_capacity);
 	RUN(test_gcp_e2e__transient_faults);
 	RUN(test_gcp_e2e__transient_gives_up);
+	RUN(test_gcp_e2e__body_cap);
 	RUN(test_gcp_e2e__create_answer_lost);
 	RUN(test_gcp_e2e__service_account);
 	RUN(test_gcp_e2e__authorized_user);

@@ -3,6 +3,7 @@
  * backoff bounds, settings from the environment.
  */
 #include "providers/gcp/gcp_errors.h"
+#include "providers/gcp/gcp_http.h"
 #include "providers/gcp/gcp_retry.h"
 #include "tests/unit/unit.h"
 #include "util/diag.h"
@@ -263,15 +264,32 @@ static void test_gcp_errors__settings_env(void)
 	CHECK(s.poll_min == 0.05 && s.poll_max == 0.2);
 	CHECK_INT(s.tries, 3);
 	CHECK(s.retry_base == 1); /* untouched default */
+	CHECK(s.max_body == TPF_GCP_MAX_BODY && s.max_body == (size_t)64 << 20);
+	/* Durations as the fleet file writes them; the body cap in bytes. */
+	setenv("TPUFORM_GCP_OP_TIMEOUT", "2m", 1);
+	setenv("TPUFORM_GCP_CONNECT_TIMEOUT", "500ms", 1);
+	setenv("TPUFORM_GCP_MAX_BODY", "4096", 1);
+	CHECK_INT(tpf_gcp_settings_load(&s, &d), 0);
+	CHECK(s.op_timeout == 120 && s.connect_timeout == 0.5);
+	CHECK(s.max_body == 4096);
+	CHECK_INT(d.n, 0);
 	setenv("TPUFORM_GCP_RETRY_BASE", "fast", 1);
 	setenv("TPUFORM_GCP_TRIES", "0", 1);
+	setenv("TPUFORM_GCP_MAX_BODY", "0", 1);
 	CHECK_INT(tpf_gcp_settings_load(&s, &d), TPF_ERROR);
-	CHECK_INT(d.n, 2);
+	CHECK_INT(d.n, 3);
 	CHECK(d.n >= 1 && strstr(d.items[0].summary, "'TPUFORM_GCP_RETRY_BASE' is 'fast'"));
+	CHECK(d.n >= 2 && strstr(d.items[1].summary, "'TPUFORM_GCP_TRIES' is '0'") &&
+	      strstr(d.items[1].summary, "from 1 to 100"));
+	CHECK(d.n >= 3 && strstr(d.items[2].summary, "'TPUFORM_GCP_MAX_BODY' is '0'"));
+	CHECK(s.tries == 6 && s.max_body == TPF_GCP_MAX_BODY); /* bad values keep defaults */
 	unsetenv("TPUFORM_GCP_POLL_MIN");
 	unsetenv("TPUFORM_GCP_POLL_MAX");
 	unsetenv("TPUFORM_GCP_TRIES");
 	unsetenv("TPUFORM_GCP_RETRY_BASE");
+	unsetenv("TPUFORM_GCP_OP_TIMEOUT");
+	unsetenv("TPUFORM_GCP_CONNECT_TIMEOUT");
+	unsetenv("TPUFORM_GCP_MAX_BODY");
 	tpf_diags_release(&d);
 }
 

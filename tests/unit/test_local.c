@@ -465,6 +465,10 @@ static void test_local__transport_env_and_put(void)
 	CHECK_INT(t->ops->put(c, "../0/evil", "x", 1, 0600, &d), TPF_ERROR);
 	CHECK_INT(t->ops->put(c, "/tmp/evil", "x", 1, 0600, &d), TPF_ERROR);
 	CHECK(diags_contain(&d, "path '/tmp/evil' on worker 'alpha-g-0/w1' is not valid"));
+	/* The same rule as ssh (providers/transport.c): no trailing '/'. */
+	CHECK_INT(t->ops->put(c, "tpuform/dir/", "x", 1, 0600, &d), TPF_ERROR);
+	CHECK_INT(t->ops->put_source(c, "/nonexistent", "0", "../src", &d), TPF_ERROR);
+	CHECK(diags_contain(&d, "path '../src' on worker 'alpha-g-0/w1' is not valid"));
 	tpf_diags_release(&d);
 
 	/* stderr is captured with stdout. */
@@ -478,6 +482,56 @@ done:
 	CHECK_INT(tpf_diags_errors(&d), 0);
 	tpf_diags_release(&d);
 	tpf_provider_free(p);
+}
+
+/* The one path rule of every transport (providers/transport.c). */
+static void test_local__remote_path_check(void)
+{
+	static const char *const good[] = { "x", "tpuform/bootstrap.sh", "a/b/c/d.e", ".hidden",
+					    "a/..b/c..", "a b/ü" };
+	static const struct {
+		const char *path, *why;
+	} bad[] = {
+		{ "", "it is empty" },
+		{ "/etc/passwd", "it is absolute" },
+		{ "..", "'.' or '..' part" },
+		{ "../x", "'.' or '..' part" },
+		{ "a/../../x", "'.' or '..' part" },
+		{ "a/./b", "'.' or '..' part" },
+		{ "./a", "'.' or '..' part" },
+		{ "a//b", "empty part" },
+		{ "dir/", "empty part" },
+		{ "a\nb", "control character" },
+		{ "a\177b", "control character" },
+	};
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		CHECKF(tpf_remote_path_check(good[i], "n/w0", &d) == 0, "'%s' accepted", good[i]);
+	CHECK_INT((int)d.n, 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CHECKF(tpf_remote_path_check(bad[i].path, "n/w0", &d) == TPF_ERROR, "'%s' refused",
+		       bad[i].path);
+		CHECKF(d.n == 1 && strstr(d.items[0].summary, bad[i].why) &&
+			       strstr(d.items[0].summary, "on worker 'n/w0' is not valid") &&
+			       !strcmp(d.items[0].address, "n/w0"),
+		       "'%s': %s", bad[i].path, d.n ? d.items[0].summary : "no diagnostic");
+		tpf_diags_release(&d);
+	}
+	CHECK_INT(tpf_remote_path_check(NULL, "n/w0", &d), TPF_ERROR);
+	tpf_diags_release(&d);
+	/* The length limit: TPF_REMOTE_PATH_MAX bytes fit, one more does not;
+	 * the message quotes only the start of the path. */
+	char *p = xmalloc(TPF_REMOTE_PATH_MAX + 2);
+	memset(p, 'a', TPF_REMOTE_PATH_MAX + 1);
+	p[TPF_REMOTE_PATH_MAX] = '\0';
+	CHECK_INT(tpf_remote_path_check(p, "n/w0", &d), 0);
+	p[TPF_REMOTE_PATH_MAX] = 'a';
+	p[TPF_REMOTE_PATH_MAX + 1] = '\0';
+	CHECK_INT(tpf_remote_path_check(p, "n/w0", &d), TPF_ERROR);
+	CHECK(d.n == 1 && strstr(d.items[0].summary, "too long") &&
+	      strstr(d.items[0].summary, "...' on worker") && strlen(d.items[0].summary) < 400);
+	tpf_diags_release(&d);
+	free(p);
 }
 
 static void test_local__exec_status_and_timeout(void)
@@ -522,6 +576,31 @@ static void test_local__exec_status_and_timeout(void)
 	CHECK(pid > 0);
 	CHECK(pid > 0 && wait_dead(pid));
 	free(pidfile);
+
+	/* Output past TPF_TRANSPORT_OUTPUT_MAX: an error naming the worker
+	 * and the limit, the command killed, out as it was. */
+	tpf_buf_reset(&out);
+	tpf_buf_adds(&out, "before|");
+	CHECK_INT(t->ops->exec(c, "echo $$ > flood.pid; exec cat /dev/zero", &out, &status, 60, &d),
+		  TPF_ERROR);
+	CHECK_STR(out.buf, "before|");
+	CHECK(diags_contain(&d, "command on worker 'alpha-g-0/w0' printed more than 64 MiB"));
+	CHECK_INT((int)d.n, 1);
+	tpf_diags_release(&d);
+	pidfile = xasprintf("%s/flood.pid", home);
+	pid = read_pid(pidfile);
+	CHECK(pid > 0 && wait_dead(pid));
+	free(pidfile);
+	/* Exactly the limit fits; output nobody keeps is not capped. */
+	char *fits = xasprintf("head -c %zu /dev/zero", (size_t)TPF_TRANSPORT_OUTPUT_MAX);
+	tpf_buf_reset(&out);
+	CHECK_INT(t->ops->exec(c, fits, &out, &status, 60, &d), 0);
+	CHECK(out.len == TPF_TRANSPORT_OUTPUT_MAX);
+	tpf_buf_release(&out);
+	free(fits);
+	CHECK_INT(t->ops->exec(c, "head -c 80000000 /dev/zero", NULL, &status, 60, &d), 0);
+	CHECK_INT(status, 0);
+	CHECK_INT((int)d.n, 0);
 	free(home);
 done:
 	if (c)
@@ -1094,6 +1173,7 @@ int main(void)
 	RUN(test_local__creating_becomes_ready);
 	RUN(test_local__corrupt_node_file);
 	RUN(test_local__transport_env_and_put);
+	RUN(test_local__remote_path_check);
 	RUN(test_local__exec_status_and_timeout);
 	RUN(test_local__screen_sessions);
 	RUN(test_local__screendir_placement);

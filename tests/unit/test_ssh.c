@@ -116,7 +116,9 @@ static int start_workers(void)
 static struct tpf_ssh_options opts(void)
 {
 	struct tpf_ssh_options o;
-	tpf_ssh_options_default(&o, NULL);
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	tpf_ssh_options_default(&o, NULL, &d);
+	tpf_diags_release(&d);
 	o.user = "root";
 	o.private_key = keyfile;
 	o.connect_timeout = 5;
@@ -225,19 +227,43 @@ static void test_ssh__options_from_env(void)
 	f.ssh.port = 2222;
 	f.ssh.address = TPF_SSH_ADDRESS_INTERNAL;
 	setenv("TPUFORM_SSH_RETRY", "1500ms", 1);
-	setenv("TPUFORM_SSH_CONNECT_TIMEOUT", "bogus", 1);
+	setenv("TPUFORM_SSH_IO_TIMEOUT", "2.5", 1);
 	struct tpf_ssh_options o;
-	tpf_ssh_options_default(&o, &f);
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	CHECK_INT(tpf_ssh_options_default(&o, &f, &d), 0);
 	CHECK_STR(o.user, "tpu");
 	CHECK_STR(o.private_key, "/k");
 	CHECK_INT(o.port, 2222);
 	CHECK_INT(o.address, TPF_SSH_ADDRESS_INTERNAL);
 	CHECK(o.retry_first == 1.5 && o.retry_pinned == 1.5);
-	CHECK(o.connect_timeout == 15); /* a bad value keeps the default */
+	CHECK(o.io_timeout == 2.5);
+	CHECK_INT((int)d.n, 0);
+
+	/* A bad value is an error naming the variable, and keeps the default. */
+	setenv("TPUFORM_SSH_CONNECT_TIMEOUT", "bogus", 1);
+	setenv("TPUFORM_SSH_KEEPALIVE", "-1", 1);
+	CHECK_INT(tpf_ssh_options_default(&o, &f, &d), TPF_ERROR);
+	CHECK(o.connect_timeout == 15 && o.keepalive == 15);
+	CHECK_INT((int)d.n, 2);
+	CHECK(has_diag(&d, "'TPUFORM_SSH_CONNECT_TIMEOUT' is 'bogus'"));
+	CHECK(has_diag(&d, "'TPUFORM_SSH_KEEPALIVE' is '-1'"));
+	tpf_diags_release(&d);
+	/* ... and so is making a transport with it. */
+	CHECK(tpf_ssh_transport_new(&f, &d) == NULL);
+	CHECK(has_diag(&d, "TPUFORM_SSH_CONNECT_TIMEOUT"));
+	tpf_diags_release(&d);
+
 	unsetenv("TPUFORM_SSH_RETRY");
+	unsetenv("TPUFORM_SSH_IO_TIMEOUT");
 	unsetenv("TPUFORM_SSH_CONNECT_TIMEOUT");
-	tpf_ssh_options_default(&o, &f);
+	unsetenv("TPUFORM_SSH_KEEPALIVE");
+	CHECK_INT(tpf_ssh_options_default(&o, &f, &d), 0);
 	CHECK(o.retry_first == 60 && o.retry_pinned == 10);
+	CHECK(o.connect_timeout == 15 && o.io_timeout == 60);
+	struct tpf_transport *t = tpf_ssh_transport_new(&f, &d);
+	CHECK(t != NULL);
+	tpf_ssh_transport_free(t);
+	tpf_diags_release(&d);
 }
 
 /* ---- against sshd ------------------------------------------------------------ */
@@ -340,7 +366,11 @@ static void test_ssh__put(void)
 	print_diags(&d);
 
 	/* Paths that would leave the home are refused before any I/O. */
-	const char *bad[] = { "../x", "/etc/x", "a/../../x", "a/./b", "", "a//b", "dir/" };
+	char longp[TPF_REMOTE_PATH_MAX + 2];
+	memset(longp, 'a', sizeof(longp) - 1);
+	longp[sizeof(longp) - 1] = '\0';
+	const char *bad[] = { "../x", "/etc/x", "a/../../x", "a/./b", "", "a//b", "dir/", "a\nb",
+			      longp };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct tpf_diags bd = TPF_DIAGS_INIT;
 		CHECKF(t->ops->put(c, bad[i], "x", 1, 0600, &bd) == TPF_ERROR, "path '%s'", bad[i]);
@@ -428,6 +458,43 @@ static void test_ssh__exec(void)
 	CHECK_INT((long long)out.len, 3000000);
 	CHECK_INT((int)d.n, 0);
 	print_diags(&d);
+
+	/* Output past the cap (here 100 KiB; TPF_TRANSPORT_OUTPUT_MAX by
+	 * default): an error naming the worker and the limit, out untouched,
+	 * and the connection is not used again. Output that fits passes. */
+	struct tpf_ssh_options co = opts();
+	co.output_max = 100 << 10;
+	struct tpf_transport *ct = tpf_ssh_transport_new_opts(&co);
+	struct tpf_conn *cc = open_worker(ct, 2, NULL, NULL);
+	CHECK(cc != NULL);
+	if (cc) {
+		struct tpf_diags cd = TPF_DIAGS_INIT;
+		tpf_buf_reset(&out);
+		tpf_buf_adds(&out, "before|");
+		CHECK_INT(ct->ops->exec(cc, "head -c 102400 /dev/zero", &out, &status, 10, &cd), 0);
+		CHECK_INT((long long)out.len, 7 + 102400);
+		tpf_buf_reset(&out);
+		tpf_buf_adds(&out, "before|");
+		CHECK_INT(ct->ops->exec(cc, "head -c 102401 /dev/zero", &out, &status, 10, &cd),
+			  TPF_ERROR);
+		CHECK_STR(out.buf, "before|");
+		CHECK(has_diag(&cd, "command on worker 'ut-a-0/w2' printed more than 100 KiB"));
+		CHECK(cd.n == 1 && cd.items[0].detail && strstr(cd.items[0].detail, "logs -n"));
+		CHECK(ct->ops->exec(cc, "true", NULL, &status, 5, &cd) < 0);
+		/* Output nobody keeps is not capped. */
+		ct->ops->close(cc);
+		tpf_diags_release(&cd);
+		cc = open_worker(ct, 2, NULL, NULL);
+		CHECK(cc != NULL);
+		if (cc)
+			CHECK_INT(ct->ops->exec(cc, "head -c 300000 /dev/zero", NULL, &status, 10, &cd),
+				  0);
+		CHECKF(cd.n == 0, "%s", cd.n ? cd.items[0].summary : "");
+		tpf_diags_release(&cd);
+	}
+	if (cc)
+		ct->ops->close(cc);
+	tpf_ssh_transport_free(ct);
 
 	/* Keepalives go out while a quiet command runs; it still ends well. */
 	struct tpf_ssh_options ko = opts();
