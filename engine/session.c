@@ -28,7 +28,7 @@ static void progress(const struct tpf_session *s, enum tpf_session_progress_kind
 static int load_fleet(struct tpf_session *s)
 {
 	struct tpf_buf raw = TPF_BUF_INIT;
-	int rc = tpf_read_file(s->o.file, &raw, &s->d);
+	int rc = tpf_read_file_max(s->o.file, TPF_FLEET_FILE_MAX, "fleet file", &raw, &s->d);
 	if (rc == TPF_ENOTFOUND)
 		tpf_errorx(&s->d, NULL,
 			   "Run tpuform in the directory of your fleet file, or name it with -f FILE.\n"
@@ -120,6 +120,10 @@ int tpf_session_refresh(struct tpf_session *s, int probe)
 	if (probe && s->o.refresh &&
 	    tpf_probe_sessions(s->prov, &s->state, &s->live, s->o.parallelism, &s->facts, &s->d))
 		return TPF_ERROR;
+	/* Secrets are needed where scripts are rendered: plan, apply, watch.
+	 * destroy (no_source) renders none, so it never asks for them. */
+	if (!s->o.no_source && tpf_fleet_resolve_secrets(&s->fleet, &s->d))
+		return TPF_ERROR;
 	if (pin_source(s))
 		return TPF_ERROR;
 	return tpf_desired_compute(&s->desired, &s->fleet, s->have_commit ? s->commit : NULL,
@@ -155,6 +159,10 @@ int tpf_session_load_plan(struct tpf_session *s, const char *path, struct tpf_pl
 	if (p->fleet && strcmp(p->fleet, s->fleet.name))
 		return tpf_error(&s->d, "saved plan '%s' is for fleet '%s', not '%s'", path, p->fleet,
 				 s->fleet.name);
+	/* Applying provisions workers, whose scripts carry the secrets; a
+	 * destroy plan provisions nothing and needs none. */
+	if (!p->destroy && tpf_fleet_resolve_secrets(&s->fleet, &s->d))
+		return TPF_ERROR;
 	return tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d);
 }
 

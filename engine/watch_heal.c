@@ -131,7 +131,10 @@ static int reload_fleet(struct tpf_healer *h, const struct tpf_session *s, struc
 	if (h->have_fleet)
 		tpf_fleet_release(&h->fleet);
 	h->have_fleet = 0;
-	if (tpf_fleet_load(&h->fleet, s->fleet.path, d) == 0) {
+	if (tpf_fleet_load(&h->fleet, s->fleet.path, d) == 0 &&
+	    tpf_fleet_resolve_secrets(&h->fleet, d) != 0)
+		tpf_fleet_release(&h->fleet); /* zeroed: the next test fails */
+	if (h->fleet.path) {
 		h->have_fleet = 1;
 		xstrset(&h->fleet_sha256, s->fleet_sha256);
 		if (tpf_provider_open(&h->prov, &h->fleet, d))

@@ -10,6 +10,12 @@ static void oom(size_t n)
 	abort();
 }
 
+void tpf_oom(void)
+{
+	fprintf(stderr, "fatal: out of memory\n");
+	abort();
+}
+
 void *xmalloc(size_t n)
 {
 	void *p = malloc(n ? n : 1);

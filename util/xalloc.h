@@ -25,6 +25,10 @@ char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
+/* Abort with "out of memory", for libraries that report it by a return
+ * value (hcreate_r, hsearch_r). Never returns. */
+void tpf_oom(void) __attribute__((noreturn));
+
 /* Replace *slot with a copy of s (freeing the old value). */
 void xstrset(char **slot, const char *s);
 
