@@ -87,7 +87,7 @@ int tpf_run_apply(struct tpf_session *s, struct tpf_plan *p, int auto_approve, i
 	return failed ? TPF_EXIT_ERROR : TPF_EXIT_OK;
 }
 
-/* Load a saved plan and check it still fits the state (terraform-ux.md §3). */
+/* Load a saved plan and check it still fits the state (docs/terraform-behaviour.md section 3). */
 static int load_saved_plan(struct tpf_session *s, const char *path, struct tpf_plan *p)
 {
 	json_error_t err;

@@ -1,6 +1,6 @@
 /*
  * desired x state x live (x session facts) -> actions.
- * The lifecycle rules are DESIGN.md's "Node lifecycle the diff must handle".
+ * The lifecycle rules are docs/design.md sections 6 and 8 ("Node lifecycle").
  */
 #include "plan/plan.h"
 #include "plan/plan_internal.h"
@@ -157,7 +157,7 @@ static const char *const BUSY_STATES[] = { "CREATING", "STARTING", "RESTARTING",
 					   "REIMAGING", "UNHIDING", NULL };
 
 /*
- * Queued resources (gcp-tpu-api.md section 5). The queued resource's state
+ * Queued resources (docs/cloud-tpu-api.md section 5). The queued resource's state
  * when it speaks for the node (providers/provider.h: no node yet, or it
  * FAILED or is SUSPENDED), else NULL: the node's own state rules.
  */

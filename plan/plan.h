@@ -4,7 +4,7 @@
  * The plan carries everything apply needs (each action's full desired
  * recipe and job, with the commit already pinned), so `apply PLANFILE`
  * executes exactly what was shown, as Terraform's saved plans do
- * (terraform-ux.md section 3).
+ * (docs/terraform-behaviour.md section 3).
  */
 #ifndef TPF_PLAN_H
 #define TPF_PLAN_H
@@ -135,7 +135,7 @@ struct tpf_diff_input {
 };
 
 /*
- * Compute the plan (DESIGN.md "Node lifecycle the diff must handle").
+ * Compute the plan (docs/design.md sections 6 and 8, "Node lifecycle").
  * Actions are sorted: deletes first (they free quota), then replaces,
  * creates, updates, restarts, by node name within each kind.
  */
@@ -162,7 +162,7 @@ int tpf_plan_has_changes(const struct tpf_plan *p);
 /* ---- rendering -------------------------------------------------------- */
 
 /*
- * Human rendering, Terraform style (terraform-ux.md section 1): legend of
+ * Human rendering, Terraform style (docs/terraform-behaviour.md section 1): legend of
  * the symbols used, "# NAME will be created" blocks, "# forces replacement",
  * "(sensitive value)", and "Plan: A to add, C to change, D to destroy." or
  * "No changes. Your infrastructure matches the configuration.".

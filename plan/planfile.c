@@ -1,7 +1,7 @@
 /*
  * Saved plans: the plan as JSON (`plan -out=FILE`, `apply FILE`).
  *
- * Like Terraform's plan file (terraform-ux.md section 3) it embeds the
+ * Like Terraform's plan file (docs/terraform-behaviour.md section 3) it embeds the
  * lineage and serial of the state it was made from, so apply can refuse a
  * stale plan, and each action's full desired node, so apply needs nothing
  * from the fleet file but its secrets and provider settings. Secrets are
