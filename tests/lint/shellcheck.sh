@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs shellcheck over the project's shell scripts: templates/*.sh
 # (templates/bootstrap.sh runs with /bin/sh on workers, so it must stay
-# POSIX), every tests/**/*.sh and examples/*.sh.
+# POSIX), every tests/**/*.sh (not the tests' output, tests/out/) and
+# examples/*.sh.
 #
 #   sh tests/lint/shellcheck.sh [FILE...]     (default: all of them)
 #
@@ -18,7 +19,8 @@ command -v shellcheck >/dev/null 2>&1 || {
 }
 if [ $# -eq 0 ]; then
 	# shellcheck disable=SC2046 # paths of this repository: no spaces
-	set -- templates/*.sh examples/*.sh $(find tests -name '*.sh' | sort)
+	set -- templates/*.sh examples/*.sh \
+		$(find tests -path tests/out -prune -o -name '*.sh' -print | sort)
 fi
 if shellcheck -x -P SCRIPTDIR -f gcc "$@"; then
 	echo "shellcheck: $# files, no findings"
