@@ -4,6 +4,8 @@
 #   make demo       deps + build + the main job on examples/local.yaml
 #   make check      deps + build + every test (unit, end-to-end)
 #   make bench      benchmarks (print figures; never pass/fail on time)
+#   make lint       static checks: function length, shellcheck, clang
+#                   analyzer, layering (tests/lint/run.sh)
 #   make SANITIZE=address,undefined check
 #
 # Sources are picked up by directory, so a new module needs no Makefile edit:
@@ -19,6 +21,8 @@ DEB_PKGS  := build-essential pkg-config libcurl4-openssl-dev libyaml-dev \
              libjansson-dev libgit2-dev libssh2-1-dev libssl-dev \
              libmicrohttpd-dev screen git openssh-server openssh-client \
              procps
+# What `make lint` needs on top (installed by it through `make deps`).
+LINT_DEB_PKGS := shellcheck clang
 
 CC      ?= cc
 VERSION := 0.1.0
@@ -50,7 +54,7 @@ FAKEGCP_SRCS := $(sort $(wildcard tests/fakegcp/*.c))
 FAKEGCP   := $(if $(FAKEGCP_SRCS),tests/fakegcp/fakegcp)
 DEPS      := $(LIB_OBJS:.o=.d) $(CMD_OBJS:.o=.d) $(UNIT_SRCS:.c=.d) $(FAKEGCP_SRCS:.c=.d)
 
-.PHONY: all deps demo check test unit e2e bench clean check-deps
+.PHONY: all deps demo check test unit e2e bench clean check-deps lint
 all: tpuform
 
 # Flags the objects were built with: a change (e.g. SANITIZE) rebuilds all.
@@ -106,6 +110,12 @@ test: check
 
 bench: tpuform $(FAKEGCP)
 	sh tests/bench/run.sh
+
+# Static checks; all run even when one fails, and any failure fails lint.
+# CI (.ci/run) runs it after make check.
+lint:
+	@$(MAKE) --no-print-directory deps DEB_PKGS="$(DEB_PKGS) $(LINT_DEB_PKGS)"
+	sh tests/lint/run.sh
 
 clean:
 	rm -f tpuform templates/embedded.c .build-flags $(UNIT_BINS) $(FAKEGCP) tests/unit/unit.o

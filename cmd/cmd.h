@@ -57,7 +57,7 @@ extern struct tpf_ui tpf_ui; /* the one global of the program */
 void tpf_ui_init(int no_color, int json);
 /* Print every diagnostic (human: Terraform's boxed form on stderr; json: lines). */
 void tpf_ui_diags(const struct tpf_diags *d);
-/* One JSON Lines message (terraform-ux.md section 5): adds @level, @message,
+/* One JSON Lines message (docs/terraform-behaviour.md section 5): adds @level, @message,
  * @module "tpuform.ui", @timestamp and type; steals `extra` (may be NULL). */
 void tpf_ui_json(const char *level, const char *type, const char *message, json_t *extra);
 /* The first JSON Lines message, type "version" (Terraform's -json starts so). */

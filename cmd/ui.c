@@ -1,7 +1,7 @@
 /*
  * Everything tpuform prints for people and pipelines.
  *
- * Human output follows Terraform's strings (terraform-ux.md sections 1, 2
+ * Human output follows Terraform's strings (docs/terraform-behaviour.md sections 1, 2
  * and 6) and Ansible's per-host results and recap (section 8). With -json,
  * stdout carries only JSON Lines in Terraform's machine-readable UI shape.
  * Colour follows Ansible: on for a terminal, off with -no-color, NO_COLOR,

@@ -1,7 +1,7 @@
 /*
  * The fleet file: YAML (libyaml) -> struct tpf_fleet.
  *
- * Contract: ../shared/DESIGN.md "The fleet file" and README.md's reference.
+ * Contract: docs/design.md section 4, "The fleet file", and README.md's reference.
  * Every error is a diagnostic whose summary is "FILE:LINE:COL: message"
  * (line and column 1-based, from libyaml's marks) and says what was
  * expected; unknown keys get "did you mean 'x'?" when a known key is within

@@ -1,5 +1,5 @@
 /*
- * Private to plan/config*.c: reading typed values out of the fleet file's
+ * Private to config/config*.c: reading typed values out of the fleet file's
  * YAML tree. Every reader records its own positioned error (through
  * config/config_yaml.h) and reports failure, so callers just skip the value
  * and go on to the next one.

@@ -283,7 +283,8 @@ int cfg_is_null(const yaml_node_t *n)
 	if (!n || n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
 		return 0;
 	const char *s = (const char *)n->data.scalar.value;
-	return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
+	/* libyaml gives every scalar a value; no value reads as empty too. */
+	return !s || !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
 	       !strcmp(s, "NULL");
 }
 

@@ -1,5 +1,5 @@
 /*
- * Private to plan/config*.c: the libyaml document of a fleet file and the
+ * Private to config/config*.c: the libyaml document of a fleet file and the
  * positioned errors found while walking it.
  *
  * Errors are kept here (not appended to the caller's tpf_diags at once) so

@@ -1,7 +1,7 @@
 /*
  * Carrying out a plan: provider operations with bounded parallelism, then
  * worker provisioning, saving state after every node and worker transition
- * (Terraform persists after each resource, terraform-ux.md section 7).
+ * (Terraform persists after each resource, docs/terraform-behaviour.md section 7).
  *
  * Money rules, enforced here:
  * - a node is recorded in state as "pending" (and saved) BEFORE its create

@@ -39,6 +39,7 @@ while [ "$step" -lt "$steps" ]; do
 		}
 		printf "%.6f %.6f %.6f", a, b, loss / 200
 	}')
+	# shellcheck disable=SC2086 # three numbers, split on purpose
 	set -- $out
 	a=$1
 	b=$2

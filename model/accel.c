@@ -1,5 +1,5 @@
 /*
- * Accelerator types -> worker VMs (gcp-tpu-api.md section 9).
+ * Accelerator types -> worker VMs (docs/cloud-tpu-api.md section 9).
  *
  * Only the names Cloud TPU actually offers are accepted: a typo such as
  * "v4-12" fails at plan time with the family's size rule instead of as an

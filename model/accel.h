@@ -1,7 +1,7 @@
 /*
  * Accelerator types: family and size -> number of worker VMs.
  *
- * Source: gcp-tpu-api.md section 9 (Cloud TPU docs for v2..v6e).
+ * Source: docs/cloud-tpu-api.md section 9 (Cloud TPU docs for v2..v6e).
  * v2, v3, v4, v5p: the suffix counts TensorCores, workers = max(1, N/8).
  * v5litepod (v5e), v6e: the suffix counts chips, workers = 1 up to 8 chips,
  * else N/4.

@@ -38,7 +38,7 @@ struct tpf_live_node {
 	struct tpf_endpoint *endpoints;
 	size_t nendpoints;
 	/*
-	 * Queued resources (gcp-tpu-api.md section 5): the state of the queued
+	 * Queued resources (docs/cloud-tpu-api.md section 5): the state of the queued
 	 * resource that requested this node (QueuedResource.state.state, e.g.
 	 * "WAITING_FOR_RESOURCES"), NULL when none is known. recipe.queued is
 	 * then 1. When the queued resource speaks for the node -- no node

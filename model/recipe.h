@@ -5,7 +5,7 @@
  * keeps a full copy per node so that a vanished node can be recreated even
  * after the fleet file changed. A change to a field marked "forces
  * replacement" below replaces the node, as Terraform's google_tpu_v2_vm
- * does (gcp-tpu-api.md section 8): accelerator type, runtime version, zone,
+ * does (docs/cloud-tpu-api.md section 8): accelerator type, runtime version, zone,
  * scheduling. Labels update in place (nodes.patch updateMask=labels).
  *
  * The job is what the bootstrap script runs. A change re-provisions workers
@@ -27,7 +27,7 @@ struct tpf_recipe {
 	 * tpuform-group and tpuform-index. In place. */
 	struct tpf_kvlist labels;
 	/* Requested through a Cloud TPU queued resource (group `queued: true`,
-	 * gcp-tpu-api.md section 5) instead of nodes.create; forces
+	 * docs/cloud-tpu-api.md section 5) instead of nodes.create; forces
 	 * replacement. The provider names the queued resource after the node. */
 	int queued;
 	/* The group's valid_until as written ("6h"): how long the queued
@@ -48,7 +48,7 @@ struct tpf_job {
 	char *secrets_hash;
 };
 
-/* Labels every node tpuform creates carries (DESIGN.md). */
+/* Labels every node tpuform creates carries (docs/design.md section 4). */
 #define TPF_LABEL_FLEET "tpuform-fleet"
 #define TPF_LABEL_GROUP "tpuform-group"
 #define TPF_LABEL_INDEX "tpuform-index"

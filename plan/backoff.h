@@ -4,7 +4,7 @@
  * A zone that answered "no capacity" or "quota exceeded" for an accelerator
  * type is not asked again for a while: the wait doubles with each refusal
  * (base, 2 base, 4 base ... capped), and a success clears it. Peers hammer
- * a stocked-out zone every poll (shared/reference/peers.md); this is what
+ * a stocked-out zone every poll (docs/design.md section 7); this is what
  * lets `watch` move on to the group's next zone and come back later.
  * Thread-safe: apply's worker threads share one table.
  */

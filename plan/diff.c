@@ -1,6 +1,6 @@
 /*
  * desired x state x live (x session facts) -> actions.
- * The lifecycle rules are docs/design.md's "Node lifecycle the diff must handle".
+ * The lifecycle rules are docs/design.md sections 6 and 8 ("Node lifecycle").
  */
 #include "model/node_state.h"
 #include "plan/plan.h"
@@ -146,9 +146,9 @@ static void diff_str(struct tpf_action *a, const char *field, const char *before
 /* ---- the rules ---------------------------------------------------------- */
 
 /*
- * Queued resources (docs/cloud-tpu-api.md section 5). The queued resource's
- * state when it speaks for the node (providers/provider.h: no node yet, or
- * it FAILED or is SUSPENDED), else NULL: the node's own state rules.
+ * Queued resources (docs/cloud-tpu-api.md section 5). The queued resource's state
+ * when it speaks for the node (providers/provider.h: no node yet, or it
+ * FAILED or is SUSPENDED), else NULL: the node's own state rules.
  */
 static const char *queued_state(const struct tpf_live_node *ln)
 {

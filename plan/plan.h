@@ -145,7 +145,7 @@ struct tpf_diff_input {
 };
 
 /*
- * Compute the plan (docs/design.md "Node lifecycle the diff must handle").
+ * Compute the plan (docs/design.md sections 6 and 8, "Node lifecycle").
  * Actions are sorted: deletes first (they free quota), then replaces,
  * creates, updates, restarts, by node name within each kind.
  */
@@ -172,10 +172,10 @@ int tpf_plan_has_changes(const struct tpf_plan *p);
 /* ---- rendering -------------------------------------------------------- */
 
 /*
- * Human rendering, Terraform style (docs/terraform-behaviour.md section 1):
- * legend of the symbols used, "# NAME will be created" blocks, "# forces
- * replacement", "(sensitive value)", and "Plan: A to add, C to change, D to
- * destroy." or "No changes. Your infrastructure matches the configuration.".
+ * Human rendering, Terraform style (docs/terraform-behaviour.md section 1): legend of
+ * the symbols used, "# NAME will be created" blocks, "# forces replacement",
+ * "(sensitive value)", and "Plan: A to add, C to change, D to destroy." or
+ * "No changes. Your infrastructure matches the configuration.".
  * color: 1 to add ANSI colour.
  */
 void tpf_plan_render_human(const struct tpf_plan *p, int color, struct tpf_buf *out);

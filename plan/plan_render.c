@@ -1,5 +1,5 @@
 /*
- * Human rendering of a plan, Terraform style (terraform-ux.md sections 1
+ * Human rendering of a plan, Terraform style (docs/terraform-behaviour.md sections 1
  * and 9): symbols padded to three columns, "# NAME will be created"
  * comments, aligned attributes, "# forces replacement", "(sensitive
  * value)", and the summary line whose exact wording pipelines depend on.

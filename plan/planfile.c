@@ -1,9 +1,9 @@
 /*
  * Saved plans: the plan as JSON (`plan -out=FILE`, `apply FILE`).
  *
- * Like Terraform's plan file (docs/terraform-behaviour.md section 3) it
- * embeds the lineage and serial of the state it was made from, so apply can
- * refuse a stale plan, and each action's full desired node, so apply needs nothing
+ * Like Terraform's plan file (docs/terraform-behaviour.md section 3) it embeds the
+ * lineage and serial of the state it was made from, so apply can refuse a
+ * stale plan, and each action's full desired node, so apply needs nothing
  * from the fleet file but its secrets and provider settings. Secrets are
  * never written: only their hash.
  */

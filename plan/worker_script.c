@@ -31,7 +31,7 @@ int tpf_node_worker_count(const struct tpf_state_node *n)
 }
 
 /* TPUFORM_RETRY: the node's generation plus the restarts tpuform made of
- * this worker in that generation (DESIGN.md: +1 at each re-creation or
+ * this worker in that generation (docs/design.md section 5: +1 at each re-creation or
  * restart; engine/apply.c bumps workers[w].restarts on a restart). */
 static int worker_retry(const struct tpf_state_node *n, int worker)
 {

@@ -10,13 +10,13 @@
 #include "model/live.h"
 #include "state/state.h"
 
-/* Session name for a fleet: "tpuform-<fleet>" (DESIGN.md). Caller frees. */
+/* Session name for a fleet: "tpuform-<fleet>" (docs/design.md section 5). Caller frees. */
 char *tpf_session_name(const char *fleet);
 
 /*
  * Render the script worker `worker` of node `n` would get now (from n->job,
  * n->generation, the fleet's name, session and secrets). TPUFORM_RETRY is
- * n->generation + n->workers[worker].restarts (DESIGN.md: +1 at each
+ * n->generation + n->workers[worker].restarts (docs/design.md section 5: +1 at each
  * re-creation or restart). The hash covers the secrets file's hash, so a
  * changed secret changes it. Caller frees the script; *hash_out (caller
  * frees) gets its "sha256:..." hash (of the exact bytes, the same form the

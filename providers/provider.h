@@ -6,7 +6,7 @@
  * v2 REST). Calls block until done and are thread-safe: engine/apply.c runs
  * several at once from a thread pool (-parallelism).
  *
- * Contract mirrored: Cloud TPU v2 nodes (shared/contracts/tpu.v2.discovery.json):
+ * Contract mirrored: Cloud TPU v2 nodes (tests/fakegcp/tpu.v2.discovery.json):
  * states are the API's Node.state strings ("CREATING", "READY",
  * "PREEMPTED", "TERMINATED", ...), health is Node.health.
  */

@@ -1,5 +1,5 @@
 /*
- * State locking, as Terraform's local backend does it (terraform-ux.md
+ * State locking, as Terraform's local backend does it (docs/terraform-behaviour.md
  * section 4): a non-blocking fcntl(F_SETLK) write lock, plus a lock-info
  * JSON beside the state with Terraform's Go field names: ID (UUID),
  * Operation ("OperationTypeApply"...), Info, Who (user@host), Version,

@@ -2,7 +2,7 @@
  * The state file: what tpuform created and what it knows of it.
  *
  * JSON (jansson), mirroring Terraform's state v4 conventions
- * (terraform-ux.md section 4): "version" (schema, TPF_STATE_VERSION),
+ * (docs/terraform-behaviour.md section 4): "version" (schema, TPF_STATE_VERSION),
  * "serial" (rises by one on each write whose content differs),
  * "lineage" (UUID set once when a blank state is created),
  * "tpuform_version", "fleet", then "nodes" sorted by name. Each node keeps

@@ -409,7 +409,7 @@ void tpf_state_sort_nodes(struct tpf_state *st)
 static int parse_body(const struct reader *r, json_t *root, struct tpf_state *st)
 {
 	long long v = 0;
-	/* Lineage first: without it serials mean nothing (terraform-ux.md 4). */
+	/* Lineage first: without it serials mean nothing (docs/terraform-behaviour.md section 4). */
 	if (get_str(r, root, "", "lineage", 1, &st->lineage) < 0 ||
 	    get_int(r, root, "", "serial", 1, 0, LONG_MAX, &v) < 0)
 		return TPF_ERROR;

@@ -6,10 +6,11 @@
 # Output of each test goes to tests/out/<name>.log too.
 # TESTS="t100 test_state" limits the run to names containing those words.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 out=tests/out
 # Known leaks of system libraries (see the file); ours are not suppressed.
-export LSAN_OPTIONS="suppressions=$(pwd)/tests/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+LSAN_OPTIONS="suppressions=$(pwd)/tests/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export LSAN_OPTIONS
 mkdir -p "$out"
 passed=0
 failed=0

@@ -5,7 +5,7 @@
  * returns an int (0, or a negative TPF_E* code) and appends what went wrong
  * to a caller-owned struct tpf_diags. Only cmd/ prints them. This mirrors
  * Terraform, which gathers every error of a parallel apply and prints them
- * together at the end (terraform-ux.md section 7).
+ * together at the end (docs/terraform-behaviour.md section 7).
  *
  * Thread safety: tpf_diags_add* lock an internal mutex, so workers of a
  * parallel apply may share one list.
@@ -63,6 +63,13 @@ int tpf_errorx(struct tpf_diags *d, const char *address, const char *detail,
 	       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void tpf_warn(struct tpf_diags *d, const char *address, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+#ifdef __clang_analyzer__
+/* The static analyzer (make lint) reads one file at a time: tell it what
+ * util/diag.c does, that these two always return TPF_ERROR, so that
+ * `if (tpf_error(...))` paths are not taken as successes. */
+#define tpf_error(d, ...) (tpf_error((d), __VA_ARGS__), TPF_ERROR)
+#define tpf_errorx(d, a, x, ...) (tpf_errorx((d), (a), (x), __VA_ARGS__), TPF_ERROR)
+#endif
 
 size_t tpf_diags_errors(const struct tpf_diags *d);
 /* Move every diagnostic of src to the end of dst; src ends empty. */

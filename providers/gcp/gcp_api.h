@@ -1,5 +1,5 @@
 /*
- * The Cloud TPU v2 REST client (gcp-tpu-api.md sections 2, 3 and 6).
+ * The Cloud TPU v2 REST client (docs/cloud-tpu-api.md sections 2, 3 and 6).
  *
  * Every call blocks its thread until done and is thread-safe: many calls
  * may run at once from different threads, sharing one HTTP engine

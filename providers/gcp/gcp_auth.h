@@ -1,6 +1,6 @@
 /*
  * OAuth2 access tokens for the Cloud TPU API, found in the Application
- * Default Credentials order (gcp-tpu-api.md section 7, google-auth-library
+ * Default Credentials order (docs/cloud-tpu-api.md section 7, google-auth-library
  * _default.py):
  *
  *   0. $TPUFORM_ACCESS_TOKEN: a ready token, used as is (never refreshed);

@@ -1,7 +1,7 @@
 /*
  * Cloud TPU API errors: parsing and classification.
  *
- * Two shapes (gcp-tpu-api.md section 6, AIP-193):
+ * Two shapes (docs/cloud-tpu-api.md section 6, AIP-193):
  *  - an HTTP error body {"error":{"code","message","status","details"}}
  *    (the OAuth2 token endpoint uses {"error","error_description"});
  *  - an operation's bare google.rpc.Status {"code","message","details"},

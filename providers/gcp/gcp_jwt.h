@@ -1,6 +1,6 @@
 /*
  * RS256 JSON Web Tokens for the OAuth2 JWT-bearer grant (RFC 7523) used
- * with Google service-account keys (gcp-tpu-api.md section 7, as
+ * with Google service-account keys (docs/cloud-tpu-api.md section 7, as
  * google-auth-library-python's service_account.py builds them).
  *
  * JSON by jansson, RSASSA-PKCS1-v1_5 SHA-256 by libcrypto's

@@ -1,8 +1,8 @@
 /*
  * Cloud TPU Node JSON <-> tpuform's live node and recipe.
  *
- * Field names: shared/contracts/tpu.v2.discovery.json schema "Node"
- * (gcp-tpu-api.md section 4).
+ * Field names: tests/fakegcp/tpu.v2.discovery.json schema "Node"
+ * (docs/cloud-tpu-api.md section 4).
  */
 #ifndef TPF_GCP_NODE_H
 #define TPF_GCP_NODE_H

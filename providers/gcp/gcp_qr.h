@@ -1,5 +1,5 @@
 /*
- * Cloud TPU queued resources (gcp-tpu-api.md section 5; discovery schema
+ * Cloud TPU queued resources (docs/cloud-tpu-api.md section 5; discovery schema
  * "QueuedResource"): the JSON (gcp_qr.c) and the API calls (gcp_qr_api.c).
  *
  * tpuform asks for one node per queued resource and names the queued

@@ -5,7 +5,7 @@
  *
  * Layout under the fleet's provider.local.root (made absolute at open):
  *   nodes/<name>/node.json      the node, in the shape of the API's Node
- *                               (shared/contracts/tpu.v2.discovery.json):
+ *                               (tests/fakegcp/tpu.v2.discovery.json):
  *                               name, id (19 decimal digits), zone,
  *                               acceleratorType, runtimeVersion,
  *                               schedulingConfig {preemptible, spot}, labels,

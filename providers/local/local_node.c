@@ -1,6 +1,6 @@
 /*
  * node.json: the local provider's record of one node, shaped like the Cloud
- * TPU v2 Node resource (shared/contracts/tpu.v2.discovery.json), plus the
+ * TPU v2 Node resource (tests/fakegcp/tpu.v2.discovery.json), plus the
  * per-node lock and path helpers.
  */
 #include "providers/local/local_internal.h"

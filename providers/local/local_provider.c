@@ -183,7 +183,7 @@ done:
 
 static void quota_message(const struct tpf_recipe *r, struct tpf_buf *b)
 {
-	/* The shape of the API's 429 (gcp-tpu-api.md section 6). */
+	/* The shape of the API's 429 (docs/cloud-tpu-api.md section 6). */
 	tpf_buf_adds(b, "Quota limit 'TPU");
 	for (const char *s = r->accelerator_type; *s && *s != '-'; s++)
 		tpf_buf_addch(b, (*s >= 'a' && *s <= 'z') ? *s - 'a' + 'A' : *s);
@@ -440,7 +440,7 @@ static int local_set_labels(struct tpf_provider *p, const char *zone, const char
 	if (err < 0)
 		goto done;
 	if (!strcmp(node.state, "PREEMPTED") || !strcmp(node.state, "TERMINATED")) {
-		/* The API's answer (gcp-tpu-api.md section 4). */
+		/* The API's answer (docs/cloud-tpu-api.md section 4). */
 		err = tpf_errorx(d, name, "delete and re-create the node",
 				 "cannot update the labels of node '%s': update is not supported while in state %s",
 				 name, node.state);

@@ -7,6 +7,7 @@
 #  2. apply of 100 creates whose operations take 2 s each, 20 ms per
 #     request: time until every node is created, against the serial figure
 #     (100 x 2 s) and Terraform's default -parallelism=10 figure.
+# shellcheck disable=SC2016 # $vars in single quotes are for the inner sh -c
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 TPF_ROOT=$TOP

@@ -198,7 +198,6 @@ echo "# ssh_bench: $N workers ($NODES v4-32 nodes) on loopback, $(nproc) cores"
 tpuform_round 64
 keep_scripts
 TP64=$T_FIRST
-TP64_AGAIN=$T_AGAIN
 echo "tpuform apply, -parallelism=64: ${TP64} s   (re-provision of every worker: ${T_AGAIN} s)"
 tpuform_round 8
 echo "tpuform apply, -parallelism=8:  ${T_FIRST} s   (re-provision of every worker: ${T_AGAIN} s)"

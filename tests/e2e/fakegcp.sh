@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Start and stop the Cloud TPU API emulator (tests/fakegcp) from a test.
 # Source this file (POSIX sh), then:
 #

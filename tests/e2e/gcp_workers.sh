@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # The setting of the gcp end-to-end tests: the Cloud TPU API emulator
 # (fakegcp.sh) handing out the addresses of real sshd workers (sshd.sh).
 # Source after lib.sh and setup_dir, then:
@@ -20,9 +21,9 @@ gcp_workers_start() {
 	shift 2
 	trap 'fakegcp_stop >/dev/null 2>&1; sshd_stop; '"${GCP_WORKERS_CLEANUP:-:}" EXIT
 	unset GOOGLE_APPLICATION_CREDENTIALS CLOUDSDK_CONFIG GCE_METADATA_HOST SSH_AUTH_SOCK
-	export TPUFORM_ACCESS_TOKEN=${TPUFORM_ACCESS_TOKEN:-test}
+	export TPUFORM_ACCESS_TOKEN="${TPUFORM_ACCESS_TOKEN:-test}"
 	export TPUFORM_GCP_POLL_MIN=0.05 TPUFORM_GCP_POLL_MAX=0.2 TPUFORM_GCP_RETRY_BASE=0.05
-	export TPUFORM_SSH_RETRY=${TPUFORM_SSH_RETRY:-2}
+	export TPUFORM_SSH_RETRY="${TPUFORM_SSH_RETRY:-2}"
 	sshd_start "$W/workers" "$_gw_n" "$_gw_base"
 	_gw_rc=$?
 	if [ "$_gw_rc" -eq 2 ]; then

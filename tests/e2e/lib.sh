@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Shared helpers for end-to-end tests (POSIX sh, TAP output).
 #
 #   . tests/e2e/lib.sh
@@ -13,7 +14,7 @@ set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 TPUFORM="$TOP/tpuform"
 export NO_COLOR=1
-export TPUFORM_HEARTBEAT=${TPUFORM_HEARTBEAT:-10}
+export TPUFORM_HEARTBEAT="${TPUFORM_HEARTBEAT:-10}"
 _n=0
 _fail=0
 
@@ -105,6 +106,7 @@ setup_dir() {
 # A small git repo with a job script, for fleets' source.
 make_repo() {
 	mkdir -p "$W/repo"
+	# shellcheck disable=SC2016 # the job script expands them, on the worker
 	(
 		cd "$W/repo" &&
 		git init -q -b main . &&
@@ -119,9 +121,16 @@ tpuform() {
 	"$TPUFORM" "$@"
 }
 
+# The entries of directory $1, sorted, one per line; nothing when it does
+# not exist. For directories whose names tpuform made (nodes, workers).
+dir_names() {
+	# shellcheck disable=SC2012 # tpuform's own names: no spaces or newlines
+	ls "$1" 2>/dev/null
+}
+
 # Stop every screen session that the local provider's workers under $W run.
 cleanup_screens() {
-	for sd in $(find "$W" -type d -name .screen 2>/dev/null); do
+	find "$W" -type d -name .screen 2>/dev/null | while IFS= read -r sd; do
 		SCREENDIR=$sd screen -ls 2>/dev/null | awk '/\t/ {print $1}' | while read -r s; do
 			SCREENDIR=$sd screen -S "$s" -X quit >/dev/null 2>&1
 		done

@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Emulated TPU worker VMs for tests: one OpenSSH sshd per worker.
 # Source this file (POSIX sh), then:
 #
@@ -114,6 +115,7 @@ _sshd_prepare() {
 # The VM's first process (pid 1 of its namespaces): mounts, then runs sshd
 # while DIR/wI/sshd.up exists. Its waits reap orphaned processes, as init
 # does; it outlives sshd, so jobs survive an sshd restart.
+# shellcheck disable=SC2016 # run by the VM's own sh, with its arguments
 _SSHD_KEEPER='
 	mount --bind "$1/home" /root &&
 	mount --bind "$1/screen" /run/screen &&

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The main job on the local provider: apply, idempotent plan, re-provision,
 # scale down, preemption with resume, destroy.
+# shellcheck disable=SC2016 # $vars in single quotes are for the job, on the worker
 . "$(dirname "$0")/lib.sh"
 setup_dir t100
 make_repo
@@ -42,6 +43,7 @@ out=$(cat last.out)
 like "apply prints creation lines" "$out" "lc-a-0: Creation complete after [0-9]+s \[id=[0-9]+\]"
 like "apply prints a recap per worker" "$out" "lc-a-1/w1 +: ok=0 +changed=1 +unreachable=0 +failed=0"
 like "apply summary" "$out" "Apply complete! Resources: 3 added, 0 changed, 0 destroyed\."
+# shellcheck disable=SC2012 # tpuform's own names: no spaces or newlines
 is "five worker homes exist (2 x v4-16 + 1 x v2-8)" "$(ls -d nodes/nodes/*/workers/* | wc -l | tr -d ' ')" 5
 
 wait_for 10 sh -c "\"$TPUFORM\" logs -f fleet.yaml lc-a-1 -worker 1 | grep -q 'greeting=hello world'"
@@ -74,7 +76,7 @@ out=$(tpuform plan -f fleet.yaml)
 like "a lower count deletes the last node" "$out" "# lc-a-1 will be destroyed"
 like "with Terraform's reason" "$out" "because index \[1\] is out of range for count"
 ok "apply deletes it" tpuform apply -f fleet.yaml -auto-approve
-is "its directory is gone" "$(ls nodes/nodes | tr '\n' ' ')" "lc-a-0 lc-b-0 "
+is "its directory is gone" "$(dir_names nodes/nodes | tr '\n' ' ')" "lc-a-0 lc-b-0 "
 
 fleet 1 "'$RUN_A'"
 ok "back to the first run command" tpuform apply -f fleet.yaml -auto-approve
@@ -90,7 +92,7 @@ is "state records generation 1" "$(tpuform state show -f fleet.yaml lc-a-0 | gre
 
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
 like "destroy summary" "$(cat last.out)" "Destroy complete! Resources: 2 destroyed\."
-is "no node directories remain" "$(ls nodes/nodes | wc -l | tr -d ' ')" 0
+is "no node directories remain" "$(dir_names nodes/nodes | wc -l | tr -d ' ')" 0
 is "no job processes remain" "$(pgrep -f "$W/nodes" | wc -l | tr -d ' ')" 0
 is "state is empty" "$(tpuform state list -f fleet.yaml | wc -l | tr -d ' ')" 0
 ok "a plan after destroy has no changes except creating again" sh -c "\"$TPUFORM\" plan -f fleet.yaml | grep -q 'Plan: 2 to add'"

@@ -3,6 +3,7 @@
 # not in output, not in state, not in the rendered script, not in plans.
 . "$(dirname "$0")/lib.sh"
 setup_dir t120
+# shellcheck disable=SC2016,SC2089 # $(...) and quotes are part of the value: nothing may run them
 SECRET='s3cr3t-$(touch pwned)-`id`-'"'"'quoted'"'"'-value'
 export MY_TOKEN="$SECRET"
 cat >fleet.yaml <<'YAML'
@@ -34,6 +35,7 @@ ok "the state keeps a hash of the secrets" grep -q '"secrets_hash": "sha256:' tp
 perm=$(stat -c %a nodes/nodes/sec-a-0/workers/0/tpuform/secrets.env)
 is "the secrets file on the worker is mode 0600" "$perm" 600
 is "the state file is mode 0600" "$(stat -c %a tpuform.state.json)" 600
+# shellcheck disable=SC2090 # MY_TOKEN held $SECRET, quotes included, on purpose
 export MY_TOKEN="rotated-value"
 out=$(tpuform plan -f fleet.yaml)
 like "a changed secret re-provisions (shown as sensitive)" "$out" "~ secrets += \(sensitive value\)"

@@ -39,7 +39,7 @@ tpuform plan -f fleet.yaml -out=down.plan >/dev/null 2>&1
 sed -i 's/count: 1/count: 3/' fleet.yaml
 fails "a saved plan whose fleet file changed is refused" 1 tpuform apply -f fleet.yaml down.plan
 like "saying the fleet file changed" "$(cat last.out)" "fleet file changed"
-is "nothing was deleted" "$(ls nodes/nodes | wc -l | tr -d ' ')" 2
+is "nothing was deleted" "$(dir_names nodes/nodes | wc -l | tr -d ' ')" 2
 echo '{"format":"nonsense"}' >junk.plan
 fails "a file that is not a plan is refused" 1 tpuform apply -f fleet.yaml junk.plan
 

@@ -20,7 +20,7 @@ wait_for 5 sh -c 'ls nodes/nodes/*/node.json >/dev/null 2>&1'
 sleep 0.3
 kill -9 $pid
 wait $pid 2>/dev/null
-is "nodes were being created when tpuform died" "$(ls nodes/nodes | wc -l | tr -d ' ')" 3
+is "nodes were being created when tpuform died" "$(dir_names nodes/nodes | wc -l | tr -d ' ')" 3
 ok "the state file is valid JSON after the kill" sh -c "\"$TPUFORM\" state pull -f fleet.yaml >/dev/null"
 like "the state recorded them as pending before the creates were sent" "$("$TPUFORM" state pull -f fleet.yaml)" '"status": "pending"'
 ok "the lock died with the process: plan works" tpuform plan -f fleet.yaml
@@ -28,7 +28,7 @@ out=$(cat last.out)
 unlike "no node is planned for creation twice" "$out" "will be created"
 like "the nodes are accounted for (waiting or adopting)" "$out" "cr-a-0 will be updated in-place"
 ok "a second apply converges" tpuform apply -f fleet.yaml -auto-approve
-is "still exactly three nodes" "$(ls nodes/nodes | wc -l | tr -d ' ')" 3
+is "still exactly three nodes" "$(dir_names nodes/nodes | wc -l | tr -d ' ')" 3
 ok "then there are no changes" tpuform plan -f fleet.yaml -detailed-exitcode
 
 # An orphan: a node that carries the fleet's labels but is in no state
@@ -42,5 +42,5 @@ like "with the reason" "$out" "in neither the configuration nor the state"
 mkdir -p nodes/nodes/other-a-0 && sed 's/"tpuform-fleet": "cr"/"tpuform-fleet": "other"/; s/cr-a-0/other-a-0/' nodes/nodes/cr-a-0/node.json >nodes/nodes/other-a-0/node.json
 ok "apply" tpuform apply -f fleet.yaml -auto-approve
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
-is "only the other fleet's node is left" "$(ls nodes/nodes | tr '\n' ' ')" "other-a-0 "
+is "only the other fleet's node is left" "$(dir_names nodes/nodes | tr '\n' ' ')" "other-a-0 "
 finish

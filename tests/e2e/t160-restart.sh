@@ -24,8 +24,10 @@ groups:
   - { name: bad, accelerator_type: v2-8, runtime_version: rt, zones: [z1], count: 1 }
 YAML
 ok "apply" tpuform apply -f fleet.yaml -auto-approve
+# shellcheck disable=SC2016 # expanded by the inner sh, at each try
 wait_for 10 sh -c '[ "$(wc -l < nodes/bucket/starts)" -ge 4 ]'
 # The short jobs must have finished (exit codes recorded) before we look.
+# shellcheck disable=SC2317 # called through wait_for
 exited() { "$TPUFORM" show -f fleet.yaml | grep -c ' exited ' | grep -qx "$1"; }
 wait_for 10 exited 2
 home=nodes/nodes/rs-long-0/workers/1

@@ -20,12 +20,12 @@ out=$(cat apply1.out)
 like "the others were created" "$out" "Apply complete! Resources: 3 added"
 like "the failure is reported as an error for that node" "$out" "Error: .*pf-a-1"
 like "the group b node fell back to the next zone" "$out" "pf-b-0: trying zone z2"
-is "three nodes exist" "$(ls nodes/nodes | tr '\n' ' ')" "pf-a-0 pf-a-2 pf-b-0 "
+is "three nodes exist" "$(dir_names nodes/nodes | tr '\n' ' ')" "pf-a-0 pf-a-2 pf-b-0 "
 is "pf-b-0 is in zone z2" "$(tpuform state show -f fleet.yaml pf-b-0 | grep '"zone"' | tr -d ' ,')" '"zone":"z2"'
 out=$(tpuform plan -f fleet.yaml)
 like "the next plan creates only the failed node" "$out" "Plan: 1 to add, 0 to change, 0 to destroy"
 ok "the next apply converges" tpuform apply -f fleet.yaml -auto-approve
 ok "and then nothing changes" tpuform plan -f fleet.yaml -detailed-exitcode
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
-is "nothing is left" "$(ls nodes/nodes | wc -l | tr -d ' ')" 0
+is "nothing is left" "$(dir_names nodes/nodes | wc -l | tr -d ' ')" 0
 finish

@@ -7,6 +7,7 @@
 # FAKEGCP_BIN is a sanitizer build).
 #
 # Needs: curl, jq, openssl, basenc (coreutils). Prints TAP.
+# shellcheck disable=SC2016 # $vars in single quotes are for eval, sh -c and jq
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TPF_ROOT=${TPF_ROOT:-$ROOT}
@@ -234,6 +235,7 @@ check "request log records the create with query, body and status" \
 check "request log records refused requests with their status" \
 	jqt 'map(select(.status == 429)) | length == 1'
 check "request log leaves out admin requests" jqt 'map(select(.path | startswith("/__admin"))) | length == 0'
+# shellcheck disable=SC2034 # read by the eval below
 entries=$(jq length "$T/body")
 check "--log file has one JSON line per request" \
 	eval '[ "$(wc -l <"$T/requests.jsonl")" = "$entries" ] && jq -e -s "length == $entries" "$T/requests.jsonl" >/dev/null'

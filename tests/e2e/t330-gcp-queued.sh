@@ -1,5 +1,5 @@
 #!/bin/sh
-# Queued resources end to end (gcp-tpu-api.md section 5): a group with
+# Queued resources end to end (docs/cloud-tpu-api.md section 5): a group with
 # `queued: true` and `valid_until` is requested through queuedResources
 # against the emulator (tests/fakegcp) with sshd workers
 # (tests/e2e/sshd.sh). The request body; apply returning while the queued

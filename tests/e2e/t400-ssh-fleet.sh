@@ -7,6 +7,7 @@
 # pinned in state, hostile env and secret values intact, files with the
 # right modes, a second apply that changes nothing; show, logs, exec -all
 # and ssh per worker; a killed session restarted alone; destroy.
+# shellcheck disable=SC2016 # $vars in single quotes are for the workers' shell
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/e2e/gcp_workers.sh"
 setup_dir t400
@@ -122,6 +123,7 @@ unlike "ssh: with the pinned key, no prompt or warning" "$sh_out" "Permanently a
 
 # A session killed behind tpuform's back.
 wk=$(widx sf-a-1 1)
+# shellcheck disable=SC2317 # called through wait_for
 session_gone() { ! sshd_in "$1" screen -ls 2>/dev/null | grep -q tpuform-sf; }
 sshd_in "$wk" screen -S tpuform-sf -X quit >/dev/null 2>&1
 ok "the session is gone" wait_for 5 session_gone "$wk"

@@ -3,6 +3,7 @@
 # and transfer bundle (tpuform uploads a git bundle), the latter for a
 # repo the workers cannot reach: here one under this machine's /tmp, which
 # every emulated worker has a private copy of.
+# shellcheck disable=SC2016 # $vars in single quotes are for the job and the EXIT trap
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/e2e/gcp_workers.sh"
 setup_dir t430

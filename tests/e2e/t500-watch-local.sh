@@ -27,7 +27,7 @@ start_watch
 wait_for 15 grep -q "alive 3/4" watch.out
 ok "watch brings up what quota allows: 3 alive" grep -q "alive 3/4, creating 0, waiting for quota 1" watch.out
 ok "the fourth node waits for quota, as a warning" grep -q "deferred: quota" watch.out
-is "no node beyond quota exists" "$(ls nodes/nodes | wc -l | tr -d ' ')" 3
+is "no node beyond quota exists" "$(dir_names nodes/nodes | wc -l | tr -d ' ')" 3
 
 "$TPUFORM" local preempt -f fleet.yaml wa-a-1 >/dev/null
 wait_for 15 grep -q "wa-a-1 retry=1" nodes/bucket/starts
@@ -44,7 +44,7 @@ sed -i 's/runtime_version: rt,/runtime_version: rt2,/' fleet.yaml
 kill -TERM $wpid; wait $wpid
 is "SIGTERM: watch exits 0" "$?" 0
 ok "and says nothing was deleted" grep -q "nothing deleted" watch.out
-is "all three nodes still exist after watch stopped" "$(ls nodes/nodes | wc -l | tr -d ' ')" 3
+is "all three nodes still exist after watch stopped" "$(dir_names nodes/nodes | wc -l | tr -d ' ')" 3
 ok "the state is intact" sh -c "\"$TPUFORM\" state list -f fleet.yaml | grep -c wa-a | grep -qx 3"
 
 : >watch.out
@@ -109,7 +109,7 @@ YAML
 TPUFORM_LOCAL_NO_CAPACITY=z1 "$TPUFORM" watch -f cap.yaml -interval 0.3s -rounds 12 >cap.out 2>&1
 is "watch with refusals still exits 0" "$?" 0
 ok "a node refused by z1 is created in z2" grep -q "trying zone z2" cap.out
-is "exactly one node exists (z2's quota)" "$(ls capnodes/nodes | wc -l | tr -d ' ')" 1
+is "exactly one node exists (z2's quota)" "$(dir_names capnodes/nodes | wc -l | tr -d ' ')" 1
 ok "the others are deferred, not failed" grep -q "deferred: no zone of its group can take it now" cap.out
 ok "z1 is skipped while backed off" grep -q "zone z1 is backed off" cap.out
 asked=$(grep -c "zone z1 refused" cap.out)

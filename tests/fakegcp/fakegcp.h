@@ -3,8 +3,8 @@
  * endpoint and the GCE metadata server, for tpuform's tests.
  *
  * The agreed interface (command line, admin endpoints, log format) is
- * notes/fakegcp-contract.md; the API it imitates is
- * shared/reference/gcp-tpu-api.md and the discovery document it validates
+ * tests/fakegcp/README.md; the API it imitates is
+ * docs/cloud-tpu-api.md and the discovery document it validates
  * requests against (tests/fakegcp/tpu.v2.discovery.json).
  *
  * This header is private to tests/fakegcp/. Names use the fg_ prefix.
@@ -268,7 +268,7 @@ void fg_operations_delete(struct fg_req *r, struct fg_match *mt);
  * op->response and changes the node. */
 void fg_node_op_finish(struct fg_op *op);
 
-/* ---- fg_qr.c: queuedResources.* (shared/reference/gcp-tpu-api.md section 5) ---- */
+/* ---- fg_qr.c: queuedResources.* (docs/cloud-tpu-api.md section 5) ---- */
 void fg_qr_create(struct fg_req *r, struct fg_match *mt);
 void fg_qr_get(struct fg_req *r, struct fg_match *mt);
 void fg_qr_list(struct fg_req *r, struct fg_match *mt);

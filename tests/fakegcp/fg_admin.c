@@ -1,5 +1,5 @@
 /*
- * Admin endpoints under /__admin/ (notes/fakegcp-contract.md): what Google
+ * Admin endpoints under /__admin/ (tests/fakegcp/README.md): what Google
  * does to nodes on its own (preemption, maintenance), knobs for quota,
  * capacity and faults, the request log, and shutdown. No auth, no faults,
  * not logged.

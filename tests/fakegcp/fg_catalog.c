@@ -1,7 +1,7 @@
 /*
  * What every zone offers: a fixed table of accelerator types and runtime
- * versions (notes/fakegcp-contract.md), the worker count and topology of a
- * type (shared/reference/gcp-tpu-api.md section 9), and the locations list.
+ * versions (tests/fakegcp/README.md), the worker count and topology of a
+ * type (docs/cloud-tpu-api.md section 9), and the locations list.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /*
  * Quota and capacity, the two ways a create fails for want of TPUs
- * (shared/reference/gcp-tpu-api.md section 6): quota is refused at once
+ * (docs/cloud-tpu-api.md section 6): quota is refused at once
  * with HTTP 429; a stockout is a successful POST whose operation ends with
  * error code 8.
  */

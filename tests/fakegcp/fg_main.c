@@ -1,6 +1,6 @@
 /*
  * fakegcp: command line, start-up and clean shutdown.
- * The options are the agreed interface in notes/fakegcp-contract.md; the
+ * The options are the agreed interface in tests/fakegcp/README.md; the
  * ones marked (extra) are additions.
  */
 #include <getopt.h>

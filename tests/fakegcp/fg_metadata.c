@@ -1,6 +1,6 @@
 /*
  * The GCE metadata server, as far as credentials need it
- * (shared/reference/gcp-tpu-api.md section 7): every request must carry
+ * (docs/cloud-tpu-api.md section 7): every request must carry
  * "Metadata-Flavor: Google" and every answer carries it back. Clients point
  * here with GCE_METADATA_HOST=127.0.0.1:PORT.
  */

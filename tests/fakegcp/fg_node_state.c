@@ -1,7 +1,7 @@
 /*
  * A node's life: its states, the worker endpoints it shows once READY, and
  * what each operation does to it when the operation finishes
- * (shared/reference/gcp-tpu-api.md sections 3, 4 and 6).
+ * (docs/cloud-tpu-api.md sections 3, 4 and 6).
  */
 #include <arpa/inet.h>
 #include <stdlib.h>

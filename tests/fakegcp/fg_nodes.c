@@ -1,6 +1,6 @@
 /*
  * nodes.create / get / list / delete / patch / stop / start
- * (shared/reference/gcp-tpu-api.md sections 2, 4 and 10). The resource is
+ * (docs/cloud-tpu-api.md sections 2, 4 and 10). The resource is
  * kept as the JSON the API serves; fg_node_state.c has what the
  * operations do when they finish.
  */

@@ -1,5 +1,5 @@
 /*
- * Long-running operations (shared/reference/gcp-tpu-api.md section 3).
+ * Long-running operations (docs/cloud-tpu-api.md section 3).
  * An operation finishes --op-seconds after it starts; nothing runs in the
  * background: fg_ops_tick() finishes every operation whose time has come and
  * is called before any answer that could show the difference.

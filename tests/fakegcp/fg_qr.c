@@ -1,6 +1,6 @@
 /*
  * queuedResources.create / get / list / delete / reset
- * (shared/reference/gcp-tpu-api.md sections 2 and 5).
+ * (docs/cloud-tpu-api.md sections 2 and 5).
  *
  * A queued resource asks for one node (tpu.nodeSpec[0]: parent, nodeId,
  * node). Its state is an object, {"state": ..., "stateInitiator": ...,

@@ -1,6 +1,6 @@
 /*
  * The OAuth2 token endpoint (POST /token) as google-auth libraries use it
- * (shared/reference/gcp-tpu-api.md section 7): the JWT-bearer grant for
+ * (docs/cloud-tpu-api.md section 7): the JWT-bearer grant for
  * service-account keys and the refresh-token grant for authorized users.
  * Both answer {"access_token","expires_in","token_type":"Bearer"}; failures
  * are 400 {"error":"invalid_grant","error_description":...}. Issued tokens

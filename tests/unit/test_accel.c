@@ -10,7 +10,7 @@ static const struct {
 	int size;
 	int workers;
 } valid[] = {
-	/* Examples from gcp-tpu-api.md section 9. */
+	/* Examples from docs/cloud-tpu-api.md section 9. */
 	{ "v2-8", "v2", 8, 1 },
 	{ "v2-32", "v2", 32, 4 },
 	{ "v2-128", "v2", 128, 16 },

@@ -1,6 +1,6 @@
 /*
  * The Cloud TPU client end to end against the emulator (tests/fakegcp,
- * notes/fakegcp-contract.md): node lifecycle, refresh, pagination, quota,
+ * tests/fakegcp/README.md): node lifecycle, refresh, pagination, quota,
  * capacity, preemption, labels, injected faults, a create whose answer is
  * lost, the three OAuth2 flows, token refresh, and no secret in any
  * diagnostic.

@@ -1,6 +1,6 @@
 /*
  * Cloud TPU client: Node JSON -> live node, fleet label filter, create and
- * patch bodies. Node bodies follow gcp-tpu-api.md section 4.
+ * patch bodies. Node bodies follow docs/cloud-tpu-api.md section 4.
  */
 #include "providers/gcp/gcp_node.h"
 #include "tests/unit/unit.h"
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* gcp-tpu-api.md section 4: the preempted v4-16 node, verbatim */
+/* docs/cloud-tpu-api.md section 4: the preempted v4-16 node, verbatim */
 static const char preempted[] =
 	"{\"name\":\"projects/my-proj/locations/us-central2-b/nodes/tpu-a\",\"id\":\"4356789012345678901\",\"acceleratorType\":\"v4-16\","
 	" \"acceleratorConfig\":{\"type\":\"V4\",\"topology\":\"2x2x2\"},\"runtimeVersion\":\"tpu-ubuntu2204-base\",\"state\":\"PREEMPTED\","

@@ -2,7 +2,7 @@
  * Queued resources without the network: the create body, QueuedResource
  * JSON -> tpuform, merging queued resources into a zone's live nodes, the
  * duration conversion, and the recipe's queued fields in JSON (state and
- * saved plans). Shapes follow gcp-tpu-api.md section 5.
+ * saved plans). Shapes follow docs/cloud-tpu-api.md section 5.
  */
 #include "model/recipe.h"
 #include "providers/gcp/gcp_node.h"
