@@ -120,7 +120,7 @@ void tpf_gcp_error_parse_http(struct tpf_gcp_error *e, long http, const char *bo
 		if (desc && *desc)
 			e->message = xstrdup(desc);
 	}
-	if (!e->message && !root)
+	if (!e->message && !root && body)
 		e->message = first_line(body, len);
 	if (!e->message)
 		e->message = xstrdup("no message");

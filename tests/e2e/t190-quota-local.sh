@@ -20,7 +20,7 @@ groups:
 $3
 YAML
 }
-nodes() { ls nodes/nodes 2>/dev/null | wc -l | tr -d ' '; }
+nodes() { find nodes/nodes -mindepth 1 -maxdepth 1 2>/dev/null | wc -l | tr -d ' '; }
 
 write_fleet "" 1 ""
 out=$(tpuform plan -f fleet.yaml 2>&1)
