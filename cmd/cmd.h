@@ -21,6 +21,7 @@
 #define TPF_EXIT_OK 0
 #define TPF_EXIT_ERROR 1
 #define TPF_EXIT_CHANGES 2 /* only with -detailed-exitcode */
+#define TPF_EXIT_NOT_DECLARED 3 /* plan -detailed-exitcode: no changes, not as declared */
 
 /* ---- flags (cmd/args.c) -------------------------------------------------- */
 

@@ -15,7 +15,8 @@ static void help(const struct tpf_flag *flags)
 	       "Options:\n");
 	tpf_print_flags(stdout, flags);
 	printf("\nExit codes: 0 success, 1 error; with -detailed-exitcode 0 no changes,\n"
-	       "1 error, 2 success with changes.\n");
+	       "1 error, 2 success with changes, 3 no changes but the fleet is not as\n"
+	       "declared (restarts used up, waiting for quota or a queued resource).\n");
 }
 
 int cmd_plan(int argc, char **argv)
@@ -25,7 +26,7 @@ int cmd_plan(int argc, char **argv)
 	const char *out = NULL;
 	struct tpf_flag flags[] = {
 		TPF_COMMON_FLAGS(o),
-		{ "detailed-exitcode", NULL, TPF_FLAG_BOOL, &detailed, "exit 2 when there are changes" },
+		{ "detailed-exitcode", NULL, TPF_FLAG_BOOL, &detailed, "exit 2 with changes, 3 with none but not as declared" },
 		{ "out", NULL, TPF_FLAG_STRING, &out, "save the plan to a file for 'tpuform apply FILE'" },
 		{ "destroy", NULL, TPF_FLAG_BOOL, &destroy, "plan to destroy everything the fleet owns" },
 		{ "refresh", NULL, TPF_FLAG_BOOL, &o.refresh, "refresh from the provider (default true)" },
@@ -67,7 +68,9 @@ int cmd_plan(int argc, char **argv)
 			   "Note: You didn't use the -out option to save this plan, so tpuform can't\n"
 			   "guarantee to take exactly these actions if you run \"tpuform apply\" now.\n");
 	}
-	code = detailed && tpf_plan_has_changes(&p) ? TPF_EXIT_CHANGES : TPF_EXIT_OK;
+	code = !detailed || tpf_plan_converged(&p) ? TPF_EXIT_OK
+	       : tpf_plan_has_changes(&p)         ? TPF_EXIT_CHANGES
+						  : TPF_EXIT_NOT_DECLARED;
 done:
 	tpf_ui_diags(&s.d);
 	if (tpf_diags_errors(&s.d))

@@ -15,6 +15,29 @@ static const char *or_dash(const char *s)
 	return s && *s ? s : "-";
 }
 
+/* Declared nodes that wait for quota: not created, so in no state and
+ * not live. Printed (or added to jnodes); returns how many. */
+static size_t show_waiting_for_quota(struct tpf_session *s, int json, json_t *jnodes)
+{
+	struct tpf_diags quiet = TPF_DIAGS_INIT; /* the plan warns; show only lists */
+	tpf_desired_compute(&s->desired, &s->fleet, NULL, &s->state, &quiet);
+	tpf_diags_release(&quiet);
+	size_t waiting = 0;
+	for (size_t i = 0; i < s->desired.n; i++) {
+		const struct tpf_desired_node *dn = &s->desired.nodes[i];
+		if (!dn->deferred || tpf_live_set_find(&s->live, dn->name) ||
+		    tpf_state_find(&s->state, dn->name))
+			continue;
+		waiting++;
+		if (!json)
+			printf("%s  NOT CREATED  [%s]\n\n", dn->name, dn->waiting);
+		json_array_append_new(jnodes, json_pack("{s:s,s:b,s:s,s:s}", "name", dn->name,
+							"in_state", 0, "not_as_declared", "quota",
+							"reason", dn->waiting));
+	}
+	return waiting;
+}
+
 int cmd_show(int argc, char **argv)
 {
 	struct tpf_common_opts o = TPF_COMMON_OPTS_INIT;
@@ -91,9 +114,13 @@ int cmd_show(int argc, char **argv)
 			if (code_w >= 0)
 				snprintf(exitbuf, sizeof(exitbuf), "%d", code_w);
 			const char *last = sf ? sf->last_log : NULL;
+			/* Not as declared: the plan's own rule (plan/plan.h). */
+			int unconv = tpf_worker_unconverged(&s.fleet, sf, sw);
 			if (!o.json) {
-				printf("    w%-5zu %-9s %-8s %-5s %-8d %s\n", w, reach, session, exitbuf,
-				       sw->restarts, or_dash(last));
+				printf("    w%-5zu %-9s %-8s %-5s %-8d %s%s%s%s\n", w, reach, session, exitbuf,
+				       sw->restarts, or_dash(last), unconv >= 0 ? "  [" : "",
+				       unconv >= 0 ? tpf_unconverged_mark(unconv) : "",
+				       unconv >= 0 ? "]" : "");
 			}
 			json_t *wj = json_pack("{s:i,s:s,s:i,s:s*,s:s*}", "index", (int)w, "session",
 					       session, "restarts", sw->restarts, "address", sw->address,
@@ -103,6 +130,9 @@ int cmd_show(int argc, char **argv)
 			json_object_set_new(wj, "exit_code", code_w >= 0 ? json_integer(code_w)
 									  : json_null());
 			json_object_set_new(wj, "last_log", last ? json_string(last) : json_null());
+			if (unconv >= 0)
+				json_object_set_new(wj, "not_as_declared",
+						    json_string(tpf_unconverged_code(unconv)));
 			json_array_append_new(jw, wj);
 		}
 		if (!o.json)
@@ -128,6 +158,7 @@ int cmd_show(int argc, char **argv)
 		json_array_append_new(jnodes, json_pack("{s:s,s:s*,s:b}", "name", ln->name, "state",
 							ln->state, "in_state", 0));
 	}
+	size_t waiting = show_waiting_for_quota(&s, o.json, jnodes);
 	if (o.json) {
 		json_t *root = json_pack("{s:s,s:I,s:s,s:o}", "fleet", s.fleet.name, "serial",
 					 (json_int_t)s.state.serial, "lineage", s.state.lineage, "nodes",
@@ -140,7 +171,7 @@ int cmd_show(int argc, char **argv)
 		json_decref(root);
 	} else {
 		json_decref(jnodes);
-		if (!s.state.nnodes)
+		if (!s.state.nnodes && !waiting)
 			printf("No nodes. Run 'tpuform apply' to create them.\n");
 	}
 	json_decref(watch);

@@ -315,16 +315,20 @@ void tpf_ui_plan(const struct tpf_plan *p)
 		}
 		tpf_ui_json("info", "planned_change", msg, json_pack("{s:o}", "change", change));
 	}
+	for (size_t i = 0; i < p->nunconverged; i++) {
+		const struct tpf_unconverged *u = &p->unconverged[i];
+		char *msg = xasprintf("%s: Not as declared: %s", u->node, u->reason);
+		tpf_ui_json("warn", "unconverged", msg,
+			    json_pack("{s:o}", "unconverged", tpf_unconverged_to_json(u)));
+		free(msg);
+	}
 	struct tpf_buf s = TPF_BUF_INIT;
-	if (tpf_plan_has_changes(p))
-		tpf_plan_summary(p, &s);
-	else
-		tpf_buf_adds(&s, p->destroy ? "No changes. No objects need to be destroyed."
-					    : "No changes. Your infrastructure matches the configuration.");
+	tpf_plan_closing(p, &s);
 	tpf_ui_json("info", "change_summary", s.buf,
-		    json_pack("{s:{s:I,s:I,s:I,s:I,s:s}}", "changes", "add", (json_int_t)p->add,
+		    json_pack("{s:{s:I,s:I,s:I,s:I,s:I,s:s}}", "changes", "add", (json_int_t)p->add,
 			      "change", (json_int_t)p->change, "import", (json_int_t)0, "remove",
-			      (json_int_t)p->destroyed, "operation", p->destroy ? "destroy" : "plan"));
+			      (json_int_t)p->destroyed, "unconverged", (json_int_t)p->nunconverged,
+			      "operation", p->destroy ? "destroy" : "plan"));
 	tpf_buf_release(&s);
 }
 

@@ -85,6 +85,44 @@ static void keep_existing_zone(struct tpf_desired_node *n, const struct tpf_grou
 	tpf_quota_take(quota, n->recipe.zone, &n->recipe);
 }
 
+/* The quota key a class is written with in the fleet file. */
+static const char *class_key(enum tpf_quota_class cls)
+{
+	switch (cls) {
+	case TPF_QUOTA_SPOT: return "spot";
+	case TPF_QUOTA_PREEMPTIBLE: return "preemptible";
+	case TPF_QUOTA_ON_DEMAND:
+	case TPF_QUOTA_NCLASSES: break;
+	}
+	return "on_demand";
+}
+
+/* Why a node fits in none of its group's zones, naming each zone's full
+ * rule as the fleet file numbers it: "waiting for quota: on_demand cap 0
+ * in z1 (quota[0], v2-8); spot cap 2 in z2 (quota[3], all accelerator
+ * types, 2 in use)". */
+static char *waiting_reason(const struct tpf_desired_node *n, const struct tpf_group *g,
+			    const struct tpf_quota *quota)
+{
+	enum tpf_quota_class cls = tpf_quota_class_of(&n->recipe);
+	struct tpf_buf b = TPF_BUF_INIT;
+	tpf_buf_adds(&b, "waiting for quota:");
+	for (size_t z = 0; z < g->nzones; z++) {
+		int cap = 0;
+		int i = tpf_quota_blocking_rule(quota, g->zones[z], &n->recipe, &cap);
+		if (i < 0)
+			continue; /* not reached: the node was placed if any zone had room */
+		const struct tpf_quota_rule *rule = &quota->rules[i];
+		int all = !rule->accelerator_type || !strcmp(rule->accelerator_type, "*");
+		tpf_buf_addf(&b, "%s %s cap %d in %s (quota[%d], %s", z ? ";" : "", class_key(cls), cap,
+			     g->zones[z], i, all ? "all accelerator types" : rule->accelerator_type);
+		if (quota->used[i][cls] > 0)
+			tpf_buf_addf(&b, ", %d in use", quota->used[i][cls]);
+		tpf_buf_addch(&b, ')');
+	}
+	return tpf_buf_detach(&b, NULL);
+}
+
 /* Pass 1: a new node takes the first zone of its group with room. */
 static void place_new(struct tpf_desired_node *n, const struct tpf_group *g,
 		      struct tpf_quota *quota)
@@ -98,6 +136,7 @@ static void place_new(struct tpf_desired_node *n, const struct tpf_group *g,
 	/* Keep a zone for display; it is not created. */
 	n->recipe.zone = xstrdup(g->zones[0]);
 	n->deferred = 1;
+	n->waiting = waiting_reason(n, g, quota);
 }
 
 /* One warning per group with deferred nodes, not one per node. */
@@ -175,6 +214,7 @@ static void desired_node_release(struct tpf_desired_node *n)
 	for (size_t z = 0; z < n->nzones; z++)
 		free(n->zones[z]);
 	free(n->zones);
+	free(n->waiting);
 	memset(n, 0, sizeof(*n));
 }
 
@@ -201,6 +241,15 @@ void tpf_desired_node_copy(struct tpf_desired_node *dst, const struct tpf_desire
 		dst->zones[z] = xstrdup(src->zones[z]);
 	dst->nzones = src->nzones;
 	dst->deferred = src->deferred;
+	dst->waiting = xstrdup(src->waiting);
+}
+
+const struct tpf_desired_node *tpf_desired_find(const struct tpf_desired_set *s, const char *name)
+{
+	for (size_t i = 0; s && i < s->n; i++)
+		if (!strcmp(s->nodes[i].name, name))
+			return &s->nodes[i];
+	return NULL;
 }
 
 void tpf_desired_node_free(struct tpf_desired_node *n)

@@ -61,6 +61,7 @@ void tpf_plan_release(struct tpf_plan *p)
 	free(p->lineage);
 	free(p->commit);
 	free(p->fleet_sha256);
+	tpf_plan_unconverged_release(p);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -328,32 +329,14 @@ static void plan_replace_fields(struct tpf_action *a, const struct tpf_desired_n
 		diff_str(a, "zone", ln->recipe.zone, dn->recipe.zone, 1);
 }
 
-static int restart_wanted(const struct tpf_fleet *f, const struct tpf_session_fact *sf,
-			  const struct tpf_state_worker *sw, const char **why)
-{
-	if (!sf || !sf->session)
-		return 0;
-	int budget = !sw || sw->restarts < f->max_restarts;
-	if (!strcmp(sf->session, "dead")) {
-		*why = "dead";
-		return f->restart != TPF_RESTART_NEVER && budget;
-	}
-	if (!strcmp(sf->session, "exited")) {
-		*why = sf->exit_code == 0 ? "finished" : "failed";
-		if (f->restart == TPF_RESTART_ALWAYS)
-			return budget;
-		if (f->restart == TPF_RESTART_ON_FAILURE)
-			return sf->exit_code != 0 && budget;
-	}
-	return 0;
-}
-
 /* No live node: create it (again), or wait for quota. */
 static void diff_absent(struct tpf_plan *p, const struct tpf_desired_node *dn,
 			const struct tpf_state_node *sn)
 {
 	struct tpf_action *a;
 	if (dn->deferred) {
+		tpf_plan_add_unconverged(p, TPF_UNCONV_QUOTA, dn->name, -1,
+					 dn->waiting ? dn->waiting : "waiting for quota");
 		if (sn) {
 			a = node_action(p, TPF_ACT_FORGET, NULL, sn, NULL);
 			set_reason(a, "gone", "the node is gone and waits for quota");
@@ -464,6 +447,11 @@ static void diff_queued_waiting(struct tpf_plan *p, const struct tpf_desired_nod
 		 "queued: node '%s' waits: its queued resource is %s (its workers are "
 		 "provisioned once the node is READY)",
 		 dn->name, qstate);
+	char *why = xasprintf("waiting in its queued resource, which is %s (its workers are "
+			      "provisioned once the node is READY)",
+			      qstate);
+	tpf_plan_add_unconverged(p, TPF_UNCONV_QUEUED, dn->name, -1, why);
+	free(why);
 	if (sn)
 		return;
 	/* Found by its labels (an interrupted apply): record it. */
@@ -557,7 +545,31 @@ static int diff_update(struct tpf_plan *p, const struct tpf_diff_input *in,
 	return 0;
 }
 
-/* Nothing to change in the node: restart the sessions the policy wants. */
+/* A worker whose job the policy will not restart, or that did not answer:
+ * not as declared, and nothing tpuform can change now. */
+static void worker_unconverged(struct tpf_plan *p, const struct tpf_fleet *f,
+			       const struct tpf_desired_node *dn, int w,
+			       const struct tpf_session_fact *sf, const struct tpf_state_worker *sw,
+			       enum tpf_job_verdict v)
+{
+	if (sf && !sf->session) {
+		tpf_plan_add_unconverged(p, TPF_UNCONV_UNREACHABLE, dn->name, w,
+					 "unreachable: its session could not be checked");
+		return;
+	}
+	if (v != TPF_JOB_EXHAUSTED && v != TPF_JOB_NOT_RESTARTED)
+		return;
+	char *why = tpf_job_verdict_reason(f, sf, sw, v);
+	struct tpf_unconverged *u = tpf_plan_add_unconverged(
+		p, v == TPF_JOB_EXHAUSTED ? TPF_UNCONV_RESTARTS_EXHAUSTED : TPF_UNCONV_NOT_RESTARTED,
+		dn->name, w, why);
+	if (!strcmp(sf->session, "exited"))
+		u->exit_code = sf->exit_code;
+	free(why);
+}
+
+/* Nothing to change in the node: restart the sessions the policy wants;
+ * note those it will not restart. */
 static void diff_restart(struct tpf_plan *p, const struct tpf_diff_input *in,
 			 const struct tpf_desired_node *dn, const struct tpf_state_node *sn,
 			 const struct tpf_live_node *ln, struct tpf_diags *d)
@@ -568,15 +580,17 @@ static void diff_restart(struct tpf_plan *p, const struct tpf_diff_input *in,
 		const struct tpf_session_fact *sf = tpf_session_facts_find(in->facts, dn->name, w);
 		const struct tpf_state_worker *sw =
 			sn && (size_t)w < sn->nworkers ? &sn->workers[w] : NULL;
-		const char *what = NULL;
 		if (sf && !sf->session)
 			tpf_warn(d, dn->name, "worker %d of node '%s' is unreachable", w, dn->name);
-		if (!restart_wanted(in->fleet, sf, sw, &what))
+		enum tpf_job_verdict verdict = tpf_job_verdict(in->fleet, sf, sw);
+		if (verdict != TPF_JOB_RESTART) {
+			worker_unconverged(p, in->fleet, dn, w, sf, sw, verdict);
 			continue;
+		}
 		add_worker(a, w);
 		tpf_buf_addf(&why, "%sworker %d %s", why.len ? ", " : "", w,
-			     !strcmp(what, "dead") ? "has a dead session"
-			     : !strcmp(what, "failed") ? "job failed" : "job finished");
+			     !strcmp(sf->session, "dead") ? "has a dead session"
+			     : sf->exit_code ? "job failed" : "job finished");
 		char field[32];
 		snprintf(field, sizeof(field), "w%d.retry", w);
 		long retry = (sn ? sn->generation : 0) + (sw ? sw->restarts : 0);

@@ -29,6 +29,9 @@ struct tpf_desired_node {
 	char **zones;     /* the group's zones in fallback order (copy) */
 	size_t nzones;
 	int deferred;     /* beyond quota in every zone: not created now */
+	/* When deferred: why, for people, naming each zone's full rule:
+	 * "waiting for quota: on_demand cap 0 in z1 (quota[0], v2-8)". */
+	char *waiting;
 };
 
 struct tpf_desired_set {
@@ -48,6 +51,8 @@ struct tpf_desired_set {
 int tpf_desired_compute(struct tpf_desired_set *out, const struct tpf_fleet *f,
 			const char *commit, const struct tpf_state *st, struct tpf_diags *d);
 void tpf_desired_release(struct tpf_desired_set *s);
+/* The desired node called `name`, or NULL. Borrowed from s. */
+const struct tpf_desired_node *tpf_desired_find(const struct tpf_desired_set *s, const char *name);
 /* Deep copy of src into dst (dst must be zeroed or a valid node: it is
  * released first). The caller owns dst's contents. */
 void tpf_desired_node_copy(struct tpf_desired_node *dst, const struct tpf_desired_node *src);
@@ -72,6 +77,67 @@ struct tpf_session_facts {
 void tpf_session_facts_release(struct tpf_session_facts *s);
 const struct tpf_session_fact *tpf_session_facts_find(const struct tpf_session_facts *s,
 						      const char *node, int worker);
+
+/* ---- what the restart policy makes of a job --------------------------- */
+
+enum tpf_job_verdict {
+	TPF_JOB_FINE,          /* running, finished as the policy wants, or not known */
+	TPF_JOB_RESTART,       /* the policy restarts it now */
+	TPF_JOB_EXHAUSTED,     /* the policy would restart it, but max_restarts are used up */
+	TPF_JOB_NOT_RESTARTED, /* it failed or its session died, and `restart: never` */
+};
+
+/*
+ * The fleet's `restart` and `max_restarts` (README.md, "The fleet file")
+ * applied to one worker: sf is what the worker reported (NULL or an
+ * unreachable worker: TPF_JOB_FINE, nothing is known), sw its state (NULL:
+ * no restarts yet). A dead session is restarted unless `never`; a job that
+ * exited is restarted by `always`, and by `on-failure` when its status is
+ * not 0; either only while sw->restarts < max_restarts. Pure.
+ */
+enum tpf_job_verdict tpf_job_verdict(const struct tpf_fleet *f, const struct tpf_session_fact *sf,
+				     const struct tpf_state_worker *sw);
+
+/* ---- what is not as declared ------------------------------------------- */
+
+/*
+ * Something that leaves the fleet not as its file declares and that no
+ * action can change now. These are not actions: apply does nothing about
+ * them. `plan` lists them in a section of their own ("Not as declared"),
+ * and with -detailed-exitcode exits 3 when they are all there is
+ * (README.md, "Exit codes").
+ */
+enum tpf_unconverged_kind {
+	TPF_UNCONV_RESTARTS_EXHAUSTED, /* worker: TPF_JOB_EXHAUSTED */
+	TPF_UNCONV_NOT_RESTARTED,      /* worker: TPF_JOB_NOT_RESTARTED */
+	TPF_UNCONV_QUOTA,              /* node: deferred, no zone of its group has declared quota */
+	TPF_UNCONV_QUEUED,             /* node: its queued resource waits (ACCEPTED, WAITING_FOR_RESOURCES...) */
+	TPF_UNCONV_UNREACHABLE,        /* worker: did not answer, so its session is not known */
+};
+
+struct tpf_unconverged {
+	enum tpf_unconverged_kind kind;
+	char *node;
+	int worker;      /* -1: the node as a whole */
+	int exit_code;   /* the job's last exit status; -1: none (dead session, node kinds) */
+	char *reason;    /* for people: "job failed (exit 1) after 3 restarts; ..." */
+};
+
+/* For machines: "restarts_exhausted" "not_restarted" "quota" "queued"
+ * "unreachable" (static). The reverse is tpf_unconverged_kind_from (0, or
+ * -1 for an unknown code). */
+const char *tpf_unconverged_code(enum tpf_unconverged_kind k);
+int tpf_unconverged_kind_from(const char *code, enum tpf_unconverged_kind *k);
+/* A few words for `show`: "restarts exhausted", "waiting for quota"... (static) */
+const char *tpf_unconverged_mark(enum tpf_unconverged_kind k);
+
+/*
+ * For `show`, which marks workers without planning: the kind of "not as
+ * declared" worker sw is in, by tpf_job_verdict (restarts exhausted, not
+ * restarted), or -1 when it is as declared or nothing is known.
+ */
+int tpf_worker_unconverged(const struct tpf_fleet *f, const struct tpf_session_fact *sf,
+			   const struct tpf_state_worker *sw);
 
 /* ---- actions ------------------------------------------------------------ */
 
@@ -123,9 +189,17 @@ struct tpf_plan {
 	size_t n, alloc;
 	size_t add, change, destroyed; /* Terraform's summary counts */
 	size_t deferred;     /* desired nodes waiting for quota */
+	/* What is not as declared and no action can change now, in the
+	 * order of the desired nodes, then workers. Owned. */
+	struct tpf_unconverged *unconverged;
+	size_t nunconverged, unconverged_alloc;
 };
 
 void tpf_plan_release(struct tpf_plan *p);
+
+/* Append an entry (node and reason are copied; worker -1: the node). */
+struct tpf_unconverged *tpf_plan_add_unconverged(struct tpf_plan *p, enum tpf_unconverged_kind kind,
+						 const char *node, int worker, const char *reason);
 
 /* Append a zeroed action of the given kind for `node` (copied) and return
  * it; it lives in p->actions, so the pointer is valid until the next append.
@@ -168,17 +242,32 @@ void tpf_plan_split_healing(struct tpf_plan *p, struct tpf_plan *rest);
 
 /* 1 if the plan changes anything (Terraform's !PlanEmpty). */
 int tpf_plan_has_changes(const struct tpf_plan *p);
+/* 1 if the plan changes nothing and nothing is left not as declared:
+ * only then does the fleet match its file. */
+int tpf_plan_converged(const struct tpf_plan *p);
 
 /* ---- rendering -------------------------------------------------------- */
 
 /*
- * Human rendering, Terraform style (docs/terraform-behaviour.md section 1): legend of
- * the symbols used, "# NAME will be created" blocks, "# forces replacement",
- * "(sensitive value)", and "Plan: A to add, C to change, D to destroy." or
- * "No changes. Your infrastructure matches the configuration.".
+ * Human rendering, Terraform style (docs/terraform-behaviour.md section 1):
+ * legend of the symbols used, "# NAME will be created" blocks, "# forces
+ * replacement", "(sensitive value)", then what is not as declared
+ * ("Not as declared (tpuform cannot change these now):", one "  - NODE[/wN]:
+ * reason" line each), then the closing sentence of tpf_plan_closing.
  * color: 1 to add ANSI colour.
  */
 void tpf_plan_render_human(const struct tpf_plan *p, int color, struct tpf_buf *out);
+
+/*
+ * The plan's closing sentence, which pipelines match:
+ *   changes:            "Plan: A to add, C to change, D to destroy."
+ *   none, as declared:  "No changes. Your infrastructure matches the configuration."
+ *                       ("No changes. No objects need to be destroyed." for -destroy)
+ *   none, not as declared: "No changes can be made now, but the fleet is not as
+ *                       declared: see above."
+ * The first two are Terraform's own wording.
+ */
+void tpf_plan_closing(const struct tpf_plan *p, struct tpf_buf *out);
 
 /* Terraform's change summary line ("Plan: 1 to add, 0 to change, 2 to destroy."). */
 void tpf_plan_summary(const struct tpf_plan *p, struct tpf_buf *out);
@@ -190,6 +279,10 @@ const char *tpf_action_name(enum tpf_action_kind k);
 
 /* JSON form of a plan (new reference). */
 json_t *tpf_plan_to_json(const struct tpf_plan *p);
+/* JSON form of one entry (new reference): {"kind": tpf_unconverged_code,
+ * "node", "worker" (absent for a node), "exit_code" (absent when -1),
+ * "reason"}. Saved plans and `plan -json` ("unconverged" messages) use it. */
+json_t *tpf_unconverged_to_json(const struct tpf_unconverged *u);
 /* Parse the JSON form; errors name `what` (the plan file path). */
 int tpf_plan_from_json(struct tpf_plan *out, json_t *root, const char *what, struct tpf_diags *d);
 

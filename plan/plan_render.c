@@ -151,10 +151,47 @@ static void render_action(const struct tpf_action *a, const struct style *s, str
 	tpf_buf_adds(out, "    }\n\n");
 }
 
+void tpf_plan_closing(const struct tpf_plan *p, struct tpf_buf *out)
+{
+	if (tpf_plan_has_changes(p))
+		tpf_plan_summary(p, out);
+	else if (p->nunconverged)
+		tpf_buf_adds(out, "No changes can be made now, but the fleet is not as declared: "
+				  "see above.");
+	else
+		tpf_buf_adds(out, p->destroy ? "No changes. No objects need to be destroyed."
+					     : "No changes. Your infrastructure matches the configuration.");
+}
+
+/* Its own section, after the actions: what the plan cannot change. */
+static void render_unconverged(const struct tpf_plan *p, const struct style *s,
+			       struct tpf_buf *out)
+{
+	tpf_buf_addf(out, "%s%sNot as declared%s%s (tpuform cannot change these now):%s\n",
+		     col(s, C_YELLOW), col(s, C_BOLD), col(s, C_RESET), col(s, C_BOLD),
+		     col(s, C_RESET));
+	for (size_t i = 0; i < p->nunconverged; i++) {
+		const struct tpf_unconverged *u = &p->unconverged[i];
+		tpf_buf_addf(out, "  %s-%s %s", col(s, C_YELLOW), col(s, C_RESET), u->node);
+		if (u->worker >= 0)
+			tpf_buf_addf(out, "/w%d", u->worker);
+		tpf_buf_addf(out, ": %s\n", u->reason);
+	}
+	tpf_buf_addch(out, '\n');
+}
+
 void tpf_plan_render_human(const struct tpf_plan *p, int color, struct tpf_buf *out)
 {
 	struct style s = { color };
 	if (!tpf_plan_has_changes(p)) {
+		if (p->nunconverged) {
+			render_unconverged(p, &s, out);
+			tpf_buf_addf(out, "%s%s", col(&s, C_YELLOW), col(&s, C_BOLD));
+			tpf_plan_closing(p, out);
+			tpf_buf_addf(out, "%s\n", col(&s, C_RESET));
+			return;
+		}
+		/* Terraform's colours: "No changes." green, the rest bold. */
 		tpf_buf_addf(out, "%s%sNo changes.%s%s %s%s\n", col(&s, C_GREEN), col(&s, C_BOLD),
 			     col(&s, C_RESET), col(&s, C_BOLD),
 			     p->destroy ? "No objects need to be destroyed."
@@ -179,8 +216,10 @@ void tpf_plan_render_human(const struct tpf_plan *p, int color, struct tpf_buf *
 	tpf_buf_adds(out, "\ntpuform will perform the following actions:\n\n");
 	for (size_t i = 0; i < p->n; i++)
 		render_action(&p->actions[i], &s, out);
+	if (p->nunconverged)
+		render_unconverged(p, &s, out);
 	tpf_buf_adds(out, col(&s, C_BOLD));
-	tpf_plan_summary(p, out);
+	tpf_plan_closing(p, out);
 	tpf_buf_adds(out, col(&s, C_RESET));
 	tpf_buf_addch(out, '\n');
 }

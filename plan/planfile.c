@@ -50,6 +50,19 @@ static const char *kind_key(enum tpf_action_kind k)
 	return "?";
 }
 
+json_t *tpf_unconverged_to_json(const struct tpf_unconverged *u)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "kind", json_string(tpf_unconverged_code(u->kind)));
+	json_object_set_new(o, "node", json_string(u->node));
+	if (u->worker >= 0)
+		json_object_set_new(o, "worker", json_integer(u->worker));
+	if (u->exit_code >= 0)
+		json_object_set_new(o, "exit_code", json_integer(u->exit_code));
+	set_str(o, "reason", u->reason);
+	return o;
+}
+
 json_t *tpf_plan_to_json(const struct tpf_plan *p)
 {
 	json_t *o = json_object();
@@ -94,6 +107,10 @@ json_t *tpf_plan_to_json(const struct tpf_plan *p)
 		json_array_append_new(acts, j);
 	}
 	json_object_set_new(o, "actions", acts);
+	json_t *unconv = json_array();
+	for (size_t i = 0; i < p->nunconverged; i++)
+		json_array_append_new(unconv, tpf_unconverged_to_json(&p->unconverged[i]));
+	json_object_set_new(o, "unconverged", unconv);
 	json_object_set_new(o, "counts",
 			    json_pack("{s:I,s:I,s:I}", "add", (json_int_t)p->add, "change",
 				      (json_int_t)p->change, "destroy", (json_int_t)p->destroyed));
@@ -188,6 +205,16 @@ int tpf_plan_from_json(struct tpf_plan *p, json_t *root, const char *what, struc
 				return TPF_ERROR;
 			}
 		}
+	}
+	/* Informational (apply does nothing about them); older plans have none. */
+	json_array_foreach(json_object_get(root, "unconverged"), i, j) {
+		enum tpf_unconverged_kind kind;
+		if (tpf_unconverged_kind_from(jstr(j, "kind"), &kind) < 0 || !jstr(j, "node"))
+			continue;
+		json_t *w = json_object_get(j, "worker"), *x = json_object_get(j, "exit_code");
+		struct tpf_unconverged *u = tpf_plan_add_unconverged(
+			p, kind, jstr(j, "node"), w ? (int)json_integer_value(w) : -1, jstr(j, "reason"));
+		u->exit_code = x ? (int)json_integer_value(x) : -1;
 	}
 	json_t *counts = json_object_get(root, "counts");
 	p->add = (size_t)json_integer_value(json_object_get(counts, "add"));

@@ -49,16 +49,25 @@ int tpf_quota_rule_matches(const struct tpf_quota_rule *rule, const char *zone, 
 	       (type && !strcmp(rule->accelerator_type, type));
 }
 
-int tpf_quota_room(const struct tpf_quota *q, const char *zone, const struct tpf_recipe *r)
+int tpf_quota_blocking_rule(const struct tpf_quota *q, const char *zone,
+			    const struct tpf_recipe *r, int *cap)
 {
 	enum tpf_quota_class cls = tpf_quota_class_of(r);
 	for (size_t i = 0; i < q->nrules; i++) {
-		int cap = rule_cap(&q->rules[i], cls);
-		if (cap >= 0 && tpf_quota_rule_matches(&q->rules[i], zone, r->accelerator_type) &&
-		    q->used[i][cls] >= cap)
-			return 0;
+		int c = rule_cap(&q->rules[i], cls);
+		if (c >= 0 && tpf_quota_rule_matches(&q->rules[i], zone, r->accelerator_type) &&
+		    q->used[i][cls] >= c) {
+			*cap = c;
+			return (int)i;
+		}
 	}
-	return 1;
+	return -1;
+}
+
+int tpf_quota_room(const struct tpf_quota *q, const char *zone, const struct tpf_recipe *r)
+{
+	int cap;
+	return tpf_quota_blocking_rule(q, zone, r, &cap) < 0;
 }
 
 void tpf_quota_take(struct tpf_quota *q, const char *zone, const struct tpf_recipe *r)

@@ -61,6 +61,14 @@ int tpf_quota_rule_matches(const struct tpf_quota_rule *rule, const char *zone, 
  */
 int tpf_quota_room(const struct tpf_quota *q, const char *zone, const struct tpf_recipe *r);
 
+/*
+ * Why there is no room: the index in q->rules of the first matching rule
+ * whose cap for r's class is reached, with that cap in *cap; -1 when one
+ * more node fits (then *cap is untouched). tpf_quota_room is this < 0.
+ */
+int tpf_quota_blocking_rule(const struct tpf_quota *q, const char *zone,
+			    const struct tpf_recipe *r, int *cap);
+
 /* Count one node like r in `zone` against every rule that matches it
  * (whether or not there was room: existing nodes are counted as found). */
 void tpf_quota_take(struct tpf_quota *q, const char *zone, const struct tpf_recipe *r);

@@ -59,6 +59,8 @@ tpuform plan -f fleet.yaml >plan3.out 2>&1
 unlike "but not past max_restarts=2" "$(cat plan3.out)" "rs-bad-0 will be"
 is "rs-bad-0 ran three times: retry 0, 1, 2" "$(grep rs-bad-0 nodes/bucket/starts | tr '\n' ' ')" "rs-bad-0/0 retry=0 rs-bad-0/0 retry=1 rs-bad-0/0 retry=2 "
 is "rs-ok-0 ran once" "$(grep -c rs-ok-0 nodes/bucket/starts)" 1
-ok "a second plan is clean" tpuform plan -f fleet.yaml -detailed-exitcode
+fails "a second plan: nothing to do, but rs-bad-0 is not as declared (exit 3)" 3 \
+	tpuform plan -f fleet.yaml -detailed-exitcode
+like "it says why" "$(cat "$W/last.out")" "rs-bad-0/w0: job failed \(exit 3\) after 2 restarts; restarts are used up"
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
 finish

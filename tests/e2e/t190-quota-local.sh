@@ -44,7 +44,10 @@ write_fleet '  - { zone: local-a, accelerator_type: "*", preemptible: 2 }' 1 \
 	'  - { name: other, accelerator_type: v3-8, runtime_version: rt, zones: [local-a], count: 1, preemptible: true }'
 out=$(tpuform plan -f fleet.yaml 2>&1)
 like "a '*' rule counts nodes of every type" "$out" "1 of 1 nodes of group 'other' wait for quota \(v3-8 preemptible in local-a\)"
-like "existing nodes keep their place: no changes" "$out" "No changes\."
+like "existing nodes keep their place: no changes, but not as declared" "$out" \
+	"No changes can be made now, but the fleet is not as declared"
+like "the waiting node is listed with its rule" "$out" \
+	"qt-other-0: waiting for quota: preemptible cap 2 in local-a \(quota\[1\], all accelerator types, 2 in use\)"
 tpuform apply -f fleet.yaml -auto-approve >apply3.out 2>&1
 is "and apply creates nothing beyond it" "$(nodes)" 3
 finish

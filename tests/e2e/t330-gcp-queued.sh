@@ -91,7 +91,8 @@ is "the queued resource request: node spec with labels, spot tier, validUntilDur
 	'{"tpu":{"nodeSpec":[{"parent":"projects/test-project/locations/zq","nodeId":"gq-a-0","node":{"acceleratorType":"v2-8","runtimeVersion":"tpu-ubuntu2204-base","labels":{"tpuform-fleet":"gq","tpuform-group":"a","tpuform-index":"0"},"networkConfig":{"enableExternalIps":true}}}]},"spot":{},"queueingPolicy":{"validUntilDuration":"21600s"}}'
 
 out=$(tpuform plan -f fleet.yaml -detailed-exitcode 2>&1)
-is "plan while waiting: no changes (exit 0)" "$?" 0
+is "plan while waiting: no changes, but not as declared (exit 3)" "$?" 3
+like "plan lists the waiting queued resources" "$out" "  - gq-a-1: waiting in its queued resource, which is WAITING_FOR_RESOURCES"
 like "plan notes the waiting queued resources" "$out" "queued: node 'gq-a-1' waits: its queued resource is WAITING_FOR_RESOURCES"
 out=$(tpuform show -f fleet.yaml 2>&1)
 like "show: the node's state is its queued resource's" "$out" "gq-a-0  WAITING_FOR_RESOURCES  v2-8  zq  spot .* queued=WAITING_FOR_RESOURCES"

@@ -1,6 +1,7 @@
 /*
  * The diff, table-driven: a fleet, a state and live nodes (and session
- * facts) -> the actions, written compactly as "kind:node(reason)[workers]".
+ * facts) -> the actions, written compactly as "kind:node(reason)[workers]",
+ * then what is not as declared, as "!code:node[/wN]".
  */
 #include "plan/plan.h"
 #include "engine/provision.h"
@@ -47,6 +48,12 @@ struct qcase {
 	struct tcase tc;
 };
 
+/* A case whose state workers were restarted `restarts` times (max_restarts: 2). */
+struct rcase {
+	int restarts;
+	struct tcase tc;
+};
+
 static void fill_recipe(struct tpf_recipe *r, const struct node_desc *nd, const char *fleet)
 {
 	r->zone = xstrdup(nd->zone);
@@ -77,9 +84,15 @@ static void render_plan(const struct tpf_plan *p, struct tpf_buf *b)
 			tpf_buf_addch(b, ']');
 		}
 	}
+	for (size_t i = 0; i < p->nunconverged; i++) {
+		const struct tpf_unconverged *u = &p->unconverged[i];
+		tpf_buf_addf(b, "%s!%s:%s", b->len ? " " : "", tpf_unconverged_code(u->kind), u->node);
+		if (u->worker >= 0)
+			tpf_buf_addf(b, "/w%d", u->worker);
+	}
 }
 
-static void run_case(const struct tcase *tc, int queued)
+static void run_case(const struct tcase *tc, int queued, int restarts)
 {
 	unit_begin(tc->title);
 	struct tpf_diags d = TPF_DIAGS_INIT;
@@ -104,6 +117,8 @@ static void run_case(const struct tcase *tc, int queued)
 		fill_recipe(&sn->recipe, nd, "f");
 		sn->recipe.queued = nd->queued != NULL;
 		tpf_state_node_set_workers(sn, (size_t)sn->recipe.workers);
+		for (size_t w = 0; w < sn->nworkers; w++)
+			sn->workers[w].restarts = restarts;
 	}
 	tpf_desired_compute(&ds, &f, NULL, &st, &d);
 	/* Record the job (and script hashes) the state would hold after an apply. */
@@ -227,8 +242,10 @@ static const struct tcase cases[] = {
 	  "f-a-0/0=exited:3,f-a-0/1=alive:-1", 1, NULL, 0, "restart:f-a-0(session)[0]" },
 	{ "job finished with 0: left alone", 1, { A0(NULL), { 0 } }, { A0("READY"), { 0 } },
 	  "f-a-0/0=exited:0,f-a-0/1=exited:0", 1, NULL, 0, "" },
-	{ "unreachable worker: no action", 1, { A0(NULL), { 0 } }, { A0("READY"), { 0 } },
-	  "f-a-0/0=unreachable:-1,f-a-0/1=alive:-1", 1, NULL, 0, "" },
+	{ "unreachable worker: no action, not as declared", 1, { A0(NULL), { 0 } },
+	  { A0("READY"), { 0 } }, "f-a-0/0=unreachable:-1,f-a-0/1=alive:-1", 1, NULL, 0,
+	  "!unreachable:f-a-0/w0" },
+
 	{ "destroy: delete what is live, forget what is gone", 2, { A0(NULL), A1(NULL), { 0 } },
 	  { A0("READY"), { 0 } }, NULL, 1, NULL, 1, "delete:f-a-0(destroy) forget:f-a-1(gone)" },
 	{ "deletes sort before creates", 1, { A1(NULL), { 0 } }, { A1("READY"), { 0 } }, NULL, 1, NULL, 0,
@@ -239,13 +256,15 @@ static const struct tcase cases[] = {
 /* Queued resources: waiting is not an action (it can take hours). */
 static const struct qcase qcases[] = {
 	{ 1, { "queued, waiting for resources: no action", 1, { Q0(NULL, "yes"), { 0 } },
-	  { Q0("WAITING_FOR_RESOURCES", "WAITING_FOR_RESOURCES"), { 0 } }, NULL, 0, NULL, 0, "" } },
+	  { Q0("WAITING_FOR_RESOURCES", "WAITING_FOR_RESOURCES"), { 0 } }, NULL, 0, NULL, 0,
+	  "!queued:f-a-0" } },
 	{ 1, { "queued, accepted: no action", 1, { Q0(NULL, "yes"), { 0 } },
-	  { Q0("ACCEPTED", "ACCEPTED"), { 0 } }, NULL, 0, NULL, 0, "" } },
+	  { Q0("ACCEPTED", "ACCEPTED"), { 0 } }, NULL, 0, NULL, 0, "!queued:f-a-0" } },
 	{ 1, { "queued, provisioning and no node yet: no action", 1, { Q0(NULL, "yes"), { 0 } },
-	  { Q0("PROVISIONING", "PROVISIONING"), { 0 } }, NULL, 0, NULL, 0, "" } },
+	  { Q0("PROVISIONING", "PROVISIONING"), { 0 } }, NULL, 0, NULL, 0, "!queued:f-a-0" } },
 	{ 1, { "queued, creating (the queued resource's CREATING, not a node's): no wait", 1,
-	  { Q0(NULL, "yes"), { 0 } }, { Q0("CREATING", "CREATING"), { 0 } }, NULL, 0, NULL, 0, "" } },
+	  { Q0(NULL, "yes"), { 0 } }, { Q0("CREATING", "CREATING"), { 0 } }, NULL, 0, NULL, 0,
+	  "!queued:f-a-0" } },
 	{ 1, { "queued, node CREATING while provisioning: wait, then provision", 1,
 	  { Q0(NULL, "yes"), { 0 } }, { Q0("CREATING", "PROVISIONING"), { 0 } }, NULL, 0, NULL, 0,
 	  "wait:f-a-0(busy)[0,1]" } },
@@ -279,10 +298,32 @@ static const struct qcase qcases[] = {
 	  { { 0 } }, NULL, 1, NULL, 0, "create:f-a-0(missing)" } },
 	{ 1, { "waiting queued resource not in state: adopt, nothing to provision", 1, { { 0 } },
 	  { Q0("WAITING_FOR_RESOURCES", "WAITING_FOR_RESOURCES"), { 0 } }, NULL, 0, NULL, 0,
-	  "update:f-a-0(adopt)" } },
+	  "update:f-a-0(adopt) !queued:f-a-0" } },
 	{ 1, { "waiting queued resource, not declared: orphan delete", 0, { { 0 } },
 	  { Q0("WAITING_FOR_RESOURCES", "WAITING_FOR_RESOURCES"), { 0 } }, NULL, 0, NULL, 0,
 	  "delete:f-a-0(orphan)" } },
+};
+
+/* Restarts used up (max_restarts: 2): not as declared, unless an action
+ * starts the job afresh. */
+static const struct rcase rcases[] = {
+	{ 2, { "job failed, restarts used up: no action, not as declared", 1, { A0(NULL), { 0 } },
+	  { A0("READY"), { 0 } }, "f-a-0/0=exited:3,f-a-0/1=alive:-1", 1, NULL, 0,
+	  "!restarts_exhausted:f-a-0/w0" } },
+	{ 2, { "dead sessions, restarts used up: both workers listed", 1, { A0(NULL), { 0 } },
+	  { A0("READY"), { 0 } }, "f-a-0/0=dead:-1,f-a-0/1=dead:-1", 1, NULL, 0,
+	  "!restarts_exhausted:f-a-0/w0 !restarts_exhausted:f-a-0/w1" } },
+	{ 1, { "job failed, one restart left: restart", 1, { A0(NULL), { 0 } },
+	  { A0("READY"), { 0 } }, "f-a-0/0=exited:3,f-a-0/1=alive:-1", 1, NULL, 0,
+	  "restart:f-a-0(session)[0]" } },
+	{ 2, { "job finished with 0, restarts used up: done, nothing listed", 1, { A0(NULL), { 0 } },
+	  { A0("READY"), { 0 } }, "f-a-0/0=exited:0,f-a-0/1=exited:0", 1, NULL, 0, "" } },
+	{ 2, { "restarts used up but the job changed: re-provision, nothing listed", 1,
+	  { A0(NULL), { 0 } }, { A0("READY"), { 0 } }, "f-a-0/0=exited:3,f-a-0/1=exited:3", 1,
+	  "old command", 0, "update:f-a-0(job)[0,1]" } },
+	{ 2, { "restarts used up, node preempted: replace, nothing listed", 1, { A0(NULL), { 0 } },
+	  { A0("PREEMPTED"), { 0 } }, "f-a-0/0=exited:3", 1, NULL, 0,
+	  "replace:f-a-0(preempted)" } },
 };
 
 #include "plan/plan_internal.h"
@@ -335,8 +376,10 @@ int main(void)
 {
 	RUN(test_heal__split);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		run_case(&cases[i], 0);
+		run_case(&cases[i], 0, 0);
 	for (size_t i = 0; i < sizeof(qcases) / sizeof(qcases[0]); i++)
-		run_case(&qcases[i].tc, qcases[i].queued);
+		run_case(&qcases[i].tc, qcases[i].queued, 0);
+	for (size_t i = 0; i < sizeof(rcases) / sizeof(rcases[0]); i++)
+		run_case(&rcases[i].tc, 0, rcases[i].restarts);
 	return unit_done();
 }
