@@ -6,6 +6,7 @@
  */
 #include "providers/gcp/gcp_auth_internal.h"
 #include "providers/gcp/gcp_endpoint.h"
+#include "util/hash.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -238,6 +239,19 @@ static void describe(struct tpf_gcp_auth *a)
 				  "is enabled");
 }
 
+/* What a token depends on: the source (kind, file path and text, metadata
+ * host, ready token) and the impersonation. Fed through SHA-256 so that no
+ * secret sits in the key. */
+static void cache_key(struct tpf_gcp_auth *a)
+{
+	struct tpf_buf b = TPF_BUF_INIT;
+	tpf_buf_addf(&b, "%d\n%s\n%s\n%s\n%s", (int)a->kind, a->source, a->file_sha,
+		     a->static_token ? a->static_token : "", a->imp ? a->imp->url : "");
+	tpf_sha256_hex(b.buf, b.len, a->cache_key);
+	OPENSSL_cleanse(b.buf, b.len);
+	tpf_buf_release(&b);
+}
+
 int tpf_gcp_auth_open(struct tpf_gcp_auth **out, struct tpf_gcp_http *http,
 		      const struct tpf_gcp_settings *s, const struct tpf_gcp_auth_config *cfg,
 		      struct tpf_diags *d)
@@ -260,6 +274,9 @@ int tpf_gcp_auth_open(struct tpf_gcp_auth **out, struct tpf_gcp_http *http,
 	if (a->kind == CRED_STATIC && !a->imp) {
 		a->token = xstrdup(a->static_token);
 		a->refresh_at = INFINITY;
+	} else {
+		cache_key(a);
+		tpf_gcp_token_cache_get(a->cache_key, &a->token, &a->refresh_at);
 	}
 	*out = a;
 	return 0;
@@ -347,6 +364,7 @@ int tpf_gcp_auth_token(struct tpf_gcp_auth *a, char **token, struct tpf_diags *d
 		a->token = fresh;
 		a->refresh_at = tpf_gcp_token_refresh_at(t0, lifetime, a->s->token_margin);
 		a->fetches++;
+		tpf_gcp_token_cache_put(a->cache_key, fresh, a->refresh_at);
 		*token = xstrdup(fresh);
 		pthread_mutex_unlock(&a->mu);
 	}
@@ -365,5 +383,7 @@ int tpf_gcp_auth_invalidate(struct tpf_gcp_auth *a, const char *used)
 		a->refresh_at = 0;
 	}
 	pthread_mutex_unlock(&a->mu);
+	if (used)
+		tpf_gcp_token_cache_drop(a->cache_key, used);
 	return 1;
 }

@@ -29,7 +29,9 @@
  *
  * Tokens are cached and refreshed `token_margin` seconds before expiry (at
  * most half the token's lifetime early); one refresh at a time across
- * threads, the others wait for its result. Tokens, keys, refresh tokens,
+ * threads, the others wait for its result. The cache is process-wide
+ * (gcp_auth_cache.c): a client opened later with the same credentials, as
+ * every round of `watch` does, reuses the token until its refresh time. Tokens, keys, refresh tokens,
  * client secrets, subject tokens and credential-source headers never appear
  * in diagnostics: messages quoted from a token endpoint are scrubbed of
  * them, too. Every URL a credentials file names is checked
@@ -104,7 +106,12 @@ int tpf_gcp_auth_invalidate(struct tpf_gcp_auth *a, const char *used);
  * cannot be refreshed and how to set a fresh one. Borrowed. */
 const char *tpf_gcp_auth_reject_hint(const struct tpf_gcp_auth *a);
 
-/* Tokens fetched so far (for tests). */
+/* Forget every token of the process-wide cache (gcp_auth_cache.c), so
+ * that the next client fetches its own. For tests. */
+void tpf_gcp_auth_cache_clear(void);
+
+/* Tokens this object fetched so far (for tests; one taken from the
+ * process-wide cache is not counted). */
 long tpf_gcp_auth_fetches(struct tpf_gcp_auth *a);
 
 /*

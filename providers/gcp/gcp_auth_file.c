@@ -7,6 +7,7 @@
 #include "providers/gcp/gcp_auth_internal.h"
 #include "providers/gcp/gcp_endpoint.h"
 #include "util/fs.h"
+#include "util/hash.h"
 #include "util/xalloc.h"
 
 #include <openssl/crypto.h>
@@ -99,6 +100,7 @@ int tpf_gcp_auth_load_file(struct tpf_gcp_auth *a, const char *path, const char 
 		goto done;
 	}
 	a->path = xstrdup(path);
+	tpf_sha256_hex(text.buf, text.len, a->file_sha);
 	rc = load_by_type(a, root, path, what, d);
 done:
 	tpf_diags_release(&tmp);

@@ -1,12 +1,14 @@
 /*
  * Private to providers/gcp/gcp_auth*.c: the credentials object and the
- * pieces the files share. Nothing else includes this header.
+ * pieces the files share. Nothing else includes this header, except their
+ * unit test (tests/unit/test_gcp_external.c).
  *
  *   gcp_auth.c              choosing the source (ADC order), the token cache
  *   gcp_auth_file.c         reading credentials files (every "type")
  *   gcp_auth_oauth.c        token requests: send with retries, OAuth2 grants
  *   gcp_auth_external.c     external_account: subject token, STS exchange
  *   gcp_auth_impersonate.c  IAM Credentials generateAccessToken
+ *   gcp_auth_cache.c        the process-wide token cache
  *
  * Locking: everything below `mu` is guarded by it; fetching (every field
  * a fetch reads or writes, base_token included) happens under refresh_mu
@@ -56,6 +58,8 @@ struct tpf_gcp_auth {
 	char *base_source;  /* the credentials, for messages */
 	char *source;       /* base_source plus the impersonation, for messages */
 	char *path;         /* credentials file, for messages */
+	char file_sha[65];  /* SHA-256 of its text (cache key), "" if none */
+	char cache_key[65]; /* gcp_auth_cache.c key; "" when tokens are not fetched */
 	char *hint;         /* what to do when the API rejects our token */
 	char *static_token; /* TPUFORM_ACCESS_TOKEN */
 	/* service_account */
@@ -89,6 +93,16 @@ void tpf_gcp_wipe_free(char *s);
 void tpf_gcp_redact(char *s, const char *secret);
 /* The string value of o[k] if non-empty, copied; else NULL. */
 char *tpf_gcp_jstr(json_t *o, const char *k);
+
+/* ---- gcp_auth_cache.c ---- */
+/* The cached token of `key` (a copy) and its refresh time (monotonic);
+ * 1 if there is one, else 0. Stale entries are returned too: callers
+ * check freshness. Thread-safe. */
+int tpf_gcp_token_cache_get(const char *key, char **token, double *refresh_at);
+/* Remember the newest token of `key` (copied), replacing its old one. */
+void tpf_gcp_token_cache_put(const char *key, const char *token, double refresh_at);
+/* Forget `key`'s token if it is `token` (NULL: whatever it is). */
+void tpf_gcp_token_cache_drop(const char *key, const char *token);
 
 /* ---- gcp_auth_file.c ---- */
 /* Read a credentials file into a (kind, fields, ext). `what` says where
