@@ -145,10 +145,22 @@ int tpf_gcp_token_parse(const struct tpf_gcp_token_request *t, const struct tpf_
 	return rc;
 }
 
-/* Build the request for the credentials' kind. */
+/* Build the request for the credentials' kind (never CRED_STATIC or
+ * CRED_EXTERNAL: gcp_auth.c sends those elsewhere). */
 static int oauth_build(struct tpf_gcp_auth *a, struct tpf_gcp_token_request *t,
 		       struct tpf_diags *d)
 {
+	if (a->kind == CRED_METADATA) {
+		t->url = xasprintf("http://%s/computeMetadata/v1/instance/service-accounts/default/token",
+				   a->metadata_host);
+		t->rq.method = "GET";
+		t->rq.url = t->url;
+		t->rq.metadata_flavor = 1;
+		/* off GCE the default host does not answer: do not hang on it */
+		t->rq.connect_timeout = a->metadata_explicit ? 0 : 3;
+		tpf_buf_addf(&t->what, "get an access token from %s", a->base_source);
+		return 0;
+	}
 	t->rq.method = "POST";
 	t->rq.content_type = "application/x-www-form-urlencoded";
 	t->rq.url = a->token_uri;
@@ -173,22 +185,9 @@ static int oauth_build(struct tpf_gcp_auth *a, struct tpf_gcp_token_request *t,
 		t->body = xasprintf("grant_type=refresh_token&client_id=%s&client_secret=%s"
 				    "&refresh_token=%s", id, sec, rt);
 		free(id);
-	} else { /* CRED_METADATA */
-		t->url = xasprintf("http://%s/computeMetadata/v1/instance/service-accounts/default/token",
-				   a->metadata_host);
-		t->rq.method = "GET";
-		t->rq.content_type = NULL;
-		t->rq.url = t->url;
-		t->rq.metadata_flavor = 1;
-		/* off GCE the default host does not answer: do not hang on it */
-		t->rq.connect_timeout = a->metadata_explicit ? 0 : 3;
-		tpf_buf_reset(&t->what);
-		tpf_buf_addf(&t->what, "get an access token from %s", a->base_source);
 	}
-	if (t->body) {
-		t->rq.body = t->body;
-		t->rq.body_len = strlen(t->body);
-	}
+	t->rq.body = t->body;
+	t->rq.body_len = t->body ? strlen(t->body) : 0;
 	return 0;
 }
 
