@@ -43,7 +43,9 @@ static const char *const top_and_group_only_keys[] = {
 };
 static const char *const provider_keys[] = { "local", "gcp", NULL };
 static const char *const local_keys[] = { "root", "create_delay", NULL };
-static const char *const gcp_keys[] = { "project", "credentials", "endpoint", NULL };
+static const char *const gcp_keys[] = {
+	"project", "credentials", "endpoint", "impersonate_service_account", "quota_project", NULL,
+};
 static const char *const state_keys[] = { "path", NULL };
 static const char *const quota_keys[] = {
 	"zone", "accelerator_type", "preemptible", "spot", "on_demand", NULL,
@@ -55,6 +57,31 @@ static const char *const transfer_words[] = { "clone", "bundle", NULL };
 static const char *const address_words[] = { "auto", "external", "internal", NULL };
 
 /* ---- sections */
+
+/* provider.gcp's impersonate_service_account (a service account email)
+ * and quota_project (a project ID): providers/gcp/gcp_auth.h uses them. */
+static void read_gcp_identity(struct cfg *c, struct tpf_fleet *f, struct cfg_map *gm)
+{
+	yaml_node_t *x;
+	const char *s;
+	if ((x = cfg_map_get(gm, "impersonate_service_account"))) {
+		s = cfg_text(x);
+		if (s && strchr(s, '@') && cfg_all_of(s, "-._@"))
+			f->gcp.impersonate_service_account = xstrdup(s);
+		else
+			cfg_type_error(c, x, "impersonate_service_account",
+				       "a service account email such as "
+				       "'deployer@my-project.iam.gserviceaccount.com'", NULL);
+	}
+	if ((x = cfg_map_get(gm, "quota_project"))) {
+		s = cfg_text(x);
+		if (s && cfg_all_of(s, "-.:"))
+			f->gcp.quota_project = xstrdup(s);
+		else
+			cfg_type_error(c, x, "quota_project",
+				       "a Google Cloud project ID such as 'my-billing-project'", NULL);
+	}
+}
 
 static void read_provider(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v)
 {
@@ -111,6 +138,7 @@ static void read_provider(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v)
 					   NULL);
 			}
 		}
+		read_gcp_identity(c, f, &gm);
 	}
 }
 
@@ -395,6 +423,8 @@ void tpf_fleet_release(struct tpf_fleet *f)
 	free(f->gcp.project);
 	free(f->gcp.credentials);
 	free(f->gcp.endpoint);
+	free(f->gcp.impersonate_service_account);
+	free(f->gcp.quota_project);
 	free(f->state_path);
 	for (size_t i = 0; i < f->nquota; i++) {
 		free(f->quota[i].zone);

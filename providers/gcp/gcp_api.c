@@ -46,7 +46,12 @@ int tpf_gcp_client_open(struct tpf_gcp_client **out, const struct tpf_gcp_client
 	};
 	if (tpf_gcp_http_new(&c->http, &o, d) < 0)
 		goto fail;
-	if (tpf_gcp_auth_open(&c->auth, c->http, &c->s, cfg->credentials, d) < 0)
+	struct tpf_gcp_auth_config ac = {
+		.credentials = cfg->credentials,
+		.impersonate = cfg->impersonate_service_account,
+		.quota_project = cfg->quota_project,
+	};
+	if (tpf_gcp_auth_open(&c->auth, c->http, &c->s, &ac, d) < 0)
 		goto fail;
 	*out = c;
 	return 0;
@@ -148,9 +153,11 @@ static int call(struct tpf_gcp_client *c, const char *method, const char *url, j
 		int last = attempt + 1 >= c->s.tries;
 		if ((rc = tpf_gcp_auth_token(c->auth, &tok, d)) < 0)
 			goto done;
+		/* x-goog-user-project: the quota project, if any (gcp_auth.h) */
+		const char *extra[] = { tpf_gcp_auth_quota_header(c->auth), NULL };
 		struct tpf_gcp_request rq = {
 			.method = method, .url = url, .body = body_s,
-			.body_len = body_s ? strlen(body_s) : 0, .bearer = tok,
+			.body_len = body_s ? strlen(body_s) : 0, .bearer = tok, .headers = extra,
 		};
 		int h = tpf_gcp_http_do(c->http, &rq, &rs);
 		if (h < 0) {

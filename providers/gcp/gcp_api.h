@@ -36,6 +36,8 @@ struct tpf_gcp_client_config {
 	const char *project;     /* required */
 	const char *endpoint;    /* provider.gcp.endpoint or NULL (then env, then default) */
 	const char *credentials; /* provider.gcp.credentials or NULL (ADC order) */
+	const char *impersonate_service_account; /* provider.gcp.*, or NULL (gcp_auth.h) */
+	const char *quota_project; /* provider.gcp.quota_project or NULL (gcp_auth.h) */
 	int ssh_port;            /* port for endpoints that report none (0: 22) */
 	int external_ips;        /* create nodes with networkConfig.enableExternalIps */
 };

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
+#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -99,4 +100,115 @@ int tpf_gcp_endpoint_resolve(const char *configured, char **out, struct tpf_diag
 		what = "endpoint";
 	}
 	return tpf_gcp_endpoint_check(url, what, out, d);
+}
+
+/* One DNS label: no dot, slash, backslash or space (the "[^\.\s\/\\]+" of
+ * the Go and Java patterns). */
+#define LABEL "[^./\\[:space:]]+"
+
+static const char *const sts_hosts[] = {
+	"^" LABEL "\\.sts\\.googleapis\\.com$",
+	"^sts\\.googleapis\\.com$",
+	"^sts\\." LABEL "\\.googleapis\\.com$",
+	"^" LABEL "-sts\\.googleapis\\.com$",
+	"^sts\\." LABEL "\\.rep\\.googleapis\\.com$",
+	NULL,
+};
+static const char *const iam_hosts[] = {
+	"^" LABEL "\\.iamcredentials\\.googleapis\\.com$",
+	"^iamcredentials\\.googleapis\\.com$",
+	"^iamcredentials\\." LABEL "\\.googleapis\\.com$",
+	"^" LABEL "-iamcredentials\\.googleapis\\.com$",
+	"^iamcredentials\\." LABEL "\\.rep\\.googleapis\\.com$",
+	NULL,
+};
+
+int tpf_gcp_google_host_ok(const char *host, enum tpf_gcp_cred_url kind)
+{
+	const char *const *pats = kind == TPF_GCP_URL_STS ? sts_hosts
+				  : kind == TPF_GCP_URL_IAMCREDENTIALS ? iam_hosts : NULL;
+	int ok = 0;
+	for (size_t i = 0; host && pats && pats[i] && !ok; i++) {
+		regex_t re;
+		if (regcomp(&re, pats[i], REG_EXTENDED | REG_ICASE | REG_NOSUB))
+			continue;
+		ok = regexec(&re, host, 0, NULL, 0) == 0;
+		regfree(&re);
+	}
+	return ok;
+}
+
+static const char *cred_url_hosts(enum tpf_gcp_cred_url kind)
+{
+	return kind == TPF_GCP_URL_STS
+		       ? "sts.googleapis.com (or a regional or private form such as "
+			 "sts.us-east7.rep.googleapis.com)"
+		       : "iamcredentials.googleapis.com (or a regional or private form such as "
+			 "iamcredentials.us-east7.rep.googleapis.com)";
+}
+
+/* The parts of a URL that the policy looks at; curl_free'd by the caller. */
+struct url_parts {
+	char *scheme, *host, *user, *query, *fragment;
+};
+
+static int url_split(const char *url, struct url_parts *p)
+{
+	CURLU *u = curl_url();
+	int rc = -1;
+	memset(p, 0, sizeof(*p));
+	if (u && url && *url && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_SCHEME, &p->scheme, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_HOST, &p->host, 0) == CURLUE_OK) {
+		curl_url_get(u, CURLUPART_USER, &p->user, 0);
+		curl_url_get(u, CURLUPART_QUERY, &p->query, 0);
+		curl_url_get(u, CURLUPART_FRAGMENT, &p->fragment, 0);
+		rc = 0;
+	}
+	curl_url_cleanup(u);
+	return rc;
+}
+
+static void url_parts_free(struct url_parts *p)
+{
+	curl_free(p->scheme);
+	curl_free(p->host);
+	curl_free(p->user);
+	curl_free(p->query);
+	curl_free(p->fragment);
+}
+
+int tpf_gcp_credential_url_check(const char *url, enum tpf_gcp_cred_url kind, const char *what,
+				 struct tpf_diags *d)
+{
+	struct url_parts p;
+	int rc = TPF_ERROR;
+	if (url_split(url, &p) < 0) {
+		tpf_error(d, "%s '%s' is not a valid URL: expected https://HOST/PATH", what,
+			  url ? url : "");
+		goto done;
+	}
+	int loopback = tpf_gcp_host_is_loopback(p.host);
+	if (p.user || p.fragment || (p.query && kind != TPF_GCP_URL_SOURCE)) {
+		tpf_error(d, "%s '%s' has a %s part: expected https://HOST/PATH", what, url,
+			  p.user ? "user:password" : p.fragment ? "fragment" : "query");
+	} else if (strcasecmp(p.scheme, "https") && !(loopback && !strcasecmp(p.scheme, "http"))) {
+		tpf_errorx(d, NULL,
+			   "tokens must never travel in clear text: use https (http is allowed "
+			   "only to loopback hosts, for an emulator)",
+			   "%s '%s' uses scheme '%s' with host '%s'", what, url, p.scheme, p.host);
+	} else if (!loopback && kind != TPF_GCP_URL_SOURCE && !tpf_gcp_google_host_ok(p.host, kind)) {
+		tpf_errorx(d, NULL,
+			   "a credentials file must not be able to send tokens elsewhere; "
+			   "regenerate it with 'gcloud iam workload-identity-pools create-cred-config'",
+			   "%s '%s' points at host '%s', which is not a Google %s host: expected %s",
+			   what, url, p.host,
+			   kind == TPF_GCP_URL_STS ? "Security Token Service" : "IAM Credentials",
+			   cred_url_hosts(kind));
+	} else {
+		rc = 0;
+	}
+done:
+	url_parts_free(&p);
+	return rc;
 }

@@ -30,6 +30,47 @@ int tpf_gcp_host_is_loopback(const char *host);
 int tpf_gcp_endpoint_check(const char *url, const char *what, char **normalized,
 			   struct tpf_diags *d);
 
+/* Where a URL inside a credentials file may point. */
+enum tpf_gcp_cred_url {
+	TPF_GCP_URL_STS,            /* token_url: the Security Token Service */
+	TPF_GCP_URL_IAMCREDENTIALS, /* service_account_impersonation_url, and
+				     * TPUFORM_IAMCREDENTIALS_ENDPOINT */
+	TPF_GCP_URL_SOURCE,         /* credential_source.url: where the subject token is read */
+};
+
+/* Google's production Security Token Service and IAM Credentials roots. */
+#define TPF_GCP_DEFAULT_STS_URL "https://sts.googleapis.com/v1/token"
+#define TPF_GCP_DEFAULT_IAMCREDENTIALS "https://iamcredentials.googleapis.com"
+
+/*
+ * Check a URL taken from a credentials file, so that a file cannot send
+ * tokens anywhere else (README.md, "Google Cloud credentials"):
+ *  - everything tpf_gcp_endpoint_check refuses is refused here too (plain
+ *    http except to loopback, user:password parts, fragments), and so is a
+ *    query, except in a credential source URL (GitHub's has one);
+ *  - a token_url's https host must be a Security Token Service host and an
+ *    impersonation URL's an IAM Credentials host, matched case-insensitively
+ *    with the patterns of golang.org/x/oauth2 google/internal/externalaccount
+ *    basecredentials.go (validTokenURLPatterns, validImpersonateURLPatterns;
+ *    the same four in google-auth-library-java ExternalAccountCredentials):
+ *    sts.googleapis.com, X.sts.googleapis.com, sts.X.googleapis.com,
+ *    X-sts.googleapis.com (X one DNS label), plus Google's regional form
+ *    sts.REGION.rep.googleapis.com; likewise for iamcredentials;
+ *  - a loopback host is accepted for every kind (the emulator);
+ *  - a credential source URL may be any https host: it is the identity
+ *    provider's (GitHub's ID-token endpoint is on githubusercontent.com),
+ *    and it receives only the headers the same file names, never a token
+ *    tpuform obtained. Google's libraries do not restrict it either.
+ * `what` names the URL in messages ("token_url in 'cred.json'").
+ * Returns 0 or TPF_ERROR with a diagnostic.
+ */
+int tpf_gcp_credential_url_check(const char *url, enum tpf_gcp_cred_url kind, const char *what,
+				 struct tpf_diags *d);
+
+/* 1 if `host` (no port) matches the host patterns of `kind` described
+ * above (loopback not included), else 0. */
+int tpf_gcp_google_host_ok(const char *host, enum tpf_gcp_cred_url kind);
+
 /*
  * The API endpoint in effect: `configured` (provider.gcp.endpoint), else
  * $TPUFORM_TPU_ENDPOINT, else TPF_GCP_DEFAULT_ENDPOINT, checked with

@@ -257,6 +257,8 @@ int tpf_gcp_http_do(struct tpf_gcp_http *h, const struct tpf_gcp_request *rq,
 	}
 	if (rq->metadata_flavor)
 		hdrs = curl_slist_append(hdrs, "Metadata-Flavor: Google");
+	for (size_t i = 0; rq->headers && rq->headers[i]; i++)
+		hdrs = curl_slist_append(hdrs, rq->headers[i]);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
 
 	pthread_mutex_lock(&h->mu);

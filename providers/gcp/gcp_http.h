@@ -75,6 +75,8 @@ struct tpf_gcp_request {
 	const char *bearer;       /* token for "Authorization: Bearer", may be NULL */
 	int metadata_flavor;      /* send "Metadata-Flavor: Google" (GCE metadata server) */
 	double connect_timeout;   /* overrides the engine's when > 0 */
+	const char *const *headers; /* more "Name: value" lines, NULL-terminated; may be NULL.
+				     * Wiped after use, like the bearer (they may hold secrets). */
 };
 
 struct tpf_gcp_response {

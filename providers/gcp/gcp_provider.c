@@ -273,6 +273,8 @@ static int open_client(struct tpf_gcp_client **c, const struct tpf_fleet *f, str
 		.project = f->gcp.project,
 		.endpoint = f->gcp.endpoint,
 		.credentials = f->gcp.credentials,
+		.impersonate_service_account = f->gcp.impersonate_service_account,
+		.quota_project = f->gcp.quota_project,
 		.ssh_port = f->ssh.port,
 		.external_ips = f->ssh.address != TPF_SSH_ADDRESS_INTERNAL,
 	};

@@ -43,6 +43,13 @@ struct fg_opts {
 	uint64_t seed;
 	int verbose;
 	const char *project_number;
+	/* keyless auth (fg_sts.c, fg_iam.c) */
+	const char *wif_audience;       /* --wif-audience: the provider STS accepts */
+	const char *wif_subject_token;  /* --wif-subject-token: the subject token it accepts */
+	const char *oidc_request_token; /* --oidc-request-token: bearer for /oidc/idtoken */
+	const char *impersonate_sa;     /* --impersonate-sa: the account IAM will impersonate */
+	int impersonate_sts_only;       /* --impersonate-caller sts */
+	const char *require_user_project; /* --require-user-project: x-goog-user-project wanted */
 };
 extern struct fg_opts fg_opt;
 
@@ -349,6 +356,27 @@ void fg_token_revoke_all(void);
 void fg_token_free(void);
 /* Enforce --auth token on an API request: answer 401 and return -1. */
 int fg_auth_check(struct fg_req *r);
+
+/* The fields of an application/x-www-form-urlencoded body, or NULL. */
+json_t *fg_form_parse(struct fg_req *r);
+
+/* ---- fg_sts.c: Security Token Service (RFC 8693), tokens of STS and IAM ---- */
+enum fg_fed_kind { FG_FED_STS = 1, FG_FED_IAM = 2 };
+/* Answer /v1/token (STS) and /oidc/idtoken; 1 if r was one of them. */
+int fg_sts_serve(struct fg_req *r);
+/* A new token of kind, valid for min(lifetime, --token-ttl) seconds (fresh
+ * string). Lock held. */
+char *fg_fed_token_issue(enum fg_fed_kind kind, double lifetime);
+/* The kind of a valid token issued by fg_fed_token_issue, -1 if expired,
+ * 0 if unknown. Lock held. */
+int fg_fed_token_state(const char *t);
+void fg_fed_tokens_revoke(void);
+
+/* ---- fg_iam.c: IAM Credentials generateAccessToken, quota project ---- */
+/* Answer /v1/projects/-/serviceAccounts/...; 1 if r was one. */
+int fg_iam_serve(struct fg_req *r);
+/* --require-user-project on an API request: answer 403 and return -1. */
+int fg_user_project_check(struct fg_req *r);
 
 /* ---- fg_jwt.c ---- */
 /* base64url (no padding) decode via libcrypto; NULL if malformed. *len set. */

@@ -49,13 +49,20 @@ static const char usage[] =
 	"  --external-ips            also fill accessConfig.externalIp\n"
 	"  --accelerator-type T      (extra) offer T in every zone besides the fixed table\n"
 	"  --log FILE                append one JSON line per request\n"
-	"  --verbose                 (extra) libmicrohttpd errors to stderr\n";
+	"  --verbose                 (extra) libmicrohttpd errors to stderr\n"
+	"  --wif-audience AUD        (extra) the workload identity provider STS (/v1/token) accepts\n"
+	"  --wif-subject-token T     (extra) the subject token STS accepts\n"
+	"  --oidc-request-token T    (extra) bearer that GET /oidc/idtoken wants (GitHub-style)\n"
+	"  --impersonate-sa EMAIL    (extra) the account generateAccessToken impersonates\n"
+	"  --impersonate-caller any|sts  (extra) who may call it (default any issued token)\n"
+	"  --require-user-project P  (extra) API requests need x-goog-user-project: P\n";
 
 enum {
 	O_LISTEN = 256, O_PORT, O_PORT_FILE, O_PROJECT, O_PROJECT_NUMBER, O_DISCOVERY,
 	O_LATENCY, O_OP_SECONDS, O_PAGE_SIZE, O_QUOTA, O_CAPACITY, O_FAULT_RATE, O_FAULT_KINDS,
 	O_SEED, O_AUTH, O_SA_KEY, O_SA_EMAIL, O_USER, O_TOKEN_TTL, O_IP_BASE, O_WORKER_PORT,
-	O_EXTERNAL_IPS, O_ACCEL, O_LOG, O_VERBOSE, O_HELP,
+	O_EXTERNAL_IPS, O_ACCEL, O_LOG, O_VERBOSE, O_WIF_AUD, O_WIF_TOKEN, O_OIDC_TOKEN,
+	O_IMP_SA, O_IMP_CALLER, O_USER_PROJECT, O_HELP,
 };
 
 static const struct option long_opts[] = {
@@ -84,6 +91,12 @@ static const struct option long_opts[] = {
 	{ "accelerator-type", required_argument, NULL, O_ACCEL },
 	{ "log", required_argument, NULL, O_LOG },
 	{ "verbose", no_argument, NULL, O_VERBOSE },
+	{ "wif-audience", required_argument, NULL, O_WIF_AUD },
+	{ "wif-subject-token", required_argument, NULL, O_WIF_TOKEN },
+	{ "oidc-request-token", required_argument, NULL, O_OIDC_TOKEN },
+	{ "impersonate-sa", required_argument, NULL, O_IMP_SA },
+	{ "impersonate-caller", required_argument, NULL, O_IMP_CALLER },
+	{ "require-user-project", required_argument, NULL, O_USER_PROJECT },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -217,6 +230,16 @@ static int parse_args(int argc, char **argv, const char **fault_kinds, double *f
 			break;
 		case O_LOG: fg_opt.log_path = optarg; break;
 		case O_VERBOSE: fg_opt.verbose = 1; break;
+		case O_WIF_AUD: fg_opt.wif_audience = optarg; break;
+		case O_WIF_TOKEN: fg_opt.wif_subject_token = optarg; break;
+		case O_OIDC_TOKEN: fg_opt.oidc_request_token = optarg; break;
+		case O_IMP_SA: fg_opt.impersonate_sa = optarg; break;
+		case O_IMP_CALLER:
+			if (strcmp(optarg, "any") && strcmp(optarg, "sts"))
+				return die_usage(name, optarg, "any or sts");
+			fg_opt.impersonate_sts_only = !strcmp(optarg, "sts");
+			break;
+		case O_USER_PROJECT: fg_opt.require_user_project = optarg; break;
 		case O_HELP: fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
 		}

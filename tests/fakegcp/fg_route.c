@@ -70,7 +70,7 @@ static void api(struct fg_req *r)
 	kind = fg_fault_pick();
 	if (kind && fg_fault_apply(r, kind))
 		return;
-	if (fg_auth_check(r) < 0)
+	if (fg_auth_check(r) < 0 || fg_user_project_check(r) < 0)
 		return;
 	rc = fg_discovery_match(r->method, r->path, &mt);
 	if (rc < 0) {
@@ -132,6 +132,8 @@ void fg_route(struct fg_req *r)
 			       "The request body is larger than %u bytes.", FG_BODY_MAX);
 	} else if (!strcmp(r->path, "/token")) {
 		fg_token_endpoint(r);
+	} else if (fg_sts_serve(r) || fg_iam_serve(r)) {
+		/* answered: STS, IAM Credentials (fg_sts.c, fg_iam.c) */
 	} else if (fg_metadata_serve(r)) {
 		/* answered */
 	} else if (!strncmp(r->path, "/v2/", 4)) {

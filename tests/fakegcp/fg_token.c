@@ -116,7 +116,8 @@ static int token_state(const char *t)
 	for (size_t i = 0; i < n_tokens; i++)
 		if (!strcmp(tokens[i].value, t))
 			return tokens[i].expires > fg_mono() ? 1 : -1;
-	return 0;
+	int fed = fg_fed_token_state(t); /* issued by STS or IAM (fg_sts.c) */
+	return fed > 0 ? 1 : fed;
 }
 
 int fg_token_valid(const char *t)
@@ -129,6 +130,7 @@ void fg_token_revoke_all(void)
 	for (size_t i = 0; i < n_tokens; i++)
 		free(tokens[i].value);
 	n_tokens = 0;
+	fg_fed_tokens_revoke();
 }
 
 void fg_token_free(void)
@@ -271,8 +273,7 @@ static enum MHD_Result form_field(void *cls, enum MHD_ValueKind kind, const char
 	return MHD_YES;
 }
 
-/* The form fields of an application/x-www-form-urlencoded body, or NULL. */
-static json_t *parse_form(struct fg_req *r)
+json_t *fg_form_parse(struct fg_req *r)
 {
 	json_t *fields = json_object();
 	struct MHD_PostProcessor *pp = MHD_create_post_processor(r->conn, 1024, form_field, fields);
@@ -310,7 +311,7 @@ void fg_token_endpoint(struct fg_req *r)
 		oauth_error(r, 405, "invalid_request", "The token endpoint takes POST only.");
 		return;
 	}
-	form = parse_form(r);
+	form = fg_form_parse(r);
 	if (!form) {
 		oauth_error(r, 400, "invalid_request", "Expected an "
 			    "application/x-www-form-urlencoded body.");

@@ -66,7 +66,8 @@ static char *source_of(struct tpf_gcp_http *h, const struct tpf_gcp_settings *s,
 	struct tpf_gcp_auth *a = NULL;
 	struct tpf_diags d = TPF_DIAGS_INIT;
 	char *r;
-	if (tpf_gcp_auth_open(&a, h, s, cred, &d) == 0)
+	struct tpf_gcp_auth_config cfg = { .credentials = cred };
+	if (tpf_gcp_auth_open(&a, h, s, &cfg, &d) == 0)
 		r = xstrdup(tpf_gcp_auth_source(a));
 	else
 		r = xasprintf("ERR: %s", d.n ? d.items[0].summary : "(no diagnostic)");
@@ -165,8 +166,9 @@ static void test_gcp_auth__bad_files(void)
 	struct {
 		const char *name, *text, *says;
 	} cases[] = {
-		{ "ext.json", "{\"type\":\"external_account\",\"audience\":\"x\"}",
-		  "has type 'external_account': expected 'service_account' or 'authorized_user'" },
+		{ "other.json", "{\"type\":\"impersonated_service_account\"}",
+		  "has type 'impersonated_service_account': expected 'service_account', "
+		  "'authorized_user' or 'external_account'" },
 		{ "notjson.json", "{\"type\":\"service_account\", \"private_key\": \"SECRETKEYMATERIAL",
 		  "is not a JSON object" },
 		{ "nokey.json", "{\"type\":\"service_account\",\"client_email\":\"a@b\"}",

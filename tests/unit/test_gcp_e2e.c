@@ -808,6 +808,7 @@ static void test_gcp_e2e__body_cap(void)
 
 	/* A token answer past the cap is refused the same way. */
 	setenv("TPUFORM_GCP_MAX_BODY", "20", 1);
+	tpf_gcp_auth_cache_clear(); /* a new token must be fetched */
 	c = open_client(&e, NULL, &d);
 	CHECK(c != NULL);
 	if (c) {
