@@ -132,6 +132,9 @@ static int local_refresh(struct tpf_provider *p, const char *const *zones, size_
 	size_t n = 0, alloc = 0;
 	int err = 0;
 
+	/* Listing is when a node directory found removed is noticed. A
+	 * failure there is reported, but listing goes on. */
+	tpf_local_reap_orphans(l->root, NULL, 0, d);
 	DIR *dir = opendir(nodes_dir);
 	if (!dir) {
 		if (errno != ENOENT)
@@ -161,12 +164,8 @@ static int local_refresh(struct tpf_provider *p, const char *const *zones, size_
 		int r = tpf_local_node_load(l->root, names[i], 1, &node, d);
 		if (r == TPF_ENOTFOUND)
 			continue; /* being created or deleted right now */
-		if (r < 0) {
-			/* Go on: other nodes still get listed, but the caller
-			 * must not take this node's absence as "deleted". */
-			err = TPF_ERROR;
-			continue;
-		}
+		if (r < 0)
+			continue; /* reported (file, hint); the others still count */
 		const char *fleet = tpf_kvlist_get(&node.recipe.labels, TPF_LABEL_FLEET);
 		if (fleet && p->fleet->name && !strcmp(fleet, p->fleet->name) &&
 		    in_zones(node.recipe.zone, zones, nzones))
@@ -302,6 +301,12 @@ static int local_create(struct tpf_provider *p, const char *name, const struct t
 				 "node '%s' already exists", name);
 		goto done;
 	}
+	/* An earlier node of this name whose directory was removed must not
+	 * run its job next to the new one's. */
+	if (tpf_local_reap_orphans(l->root, name, 1, d) < 0) {
+		err = TPF_ERROR;
+		goto done;
+	}
 	if (make_node(l, name, &rr, d) < 0) {
 		err = TPF_ERROR;
 		goto done;
@@ -333,6 +338,12 @@ static int local_create(struct tpf_provider *p, const char *name, const struct t
 		}
 		if (strcmp(node.state, "CREATING"))
 			break;
+		if (tpf_provider_interrupted(p)) {
+			/* The node stays CREATING and turns READY on its own,
+			 * as a node whose create operation nobody polls. */
+			err = TPF_EINTERRUPTED;
+			goto done;
+		}
 		double left = node.ready_at - tpf_now_wall();
 		tpf_sleep(left < POLL_STEP ? (left > 0.005 ? left : 0.005) : POLL_STEP);
 	}
