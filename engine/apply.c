@@ -310,6 +310,14 @@ static int exec_delete_only(struct exec *x, size_t ai, int forget_state)
 	fl_begin(x, ai, "delete", a->id);
 	int rc = x->prov->ops->remove(x->prov, a->zone, a->node, x->d);
 	double el = fl_end(x, ai);
+	if (rc == TPF_EINTERRUPTED) {
+		/* Not a failure: the node stays in the state until a refresh
+		 * finds it gone. */
+		emit(x, TPF_EV_NOTE, a->node, "delete", a->id, el, 0, NULL,
+		     "interrupted: stopped waiting for the delete, which may still complete; "
+		     "the node stays in the state until a refresh finds it gone");
+		return rc;
+	}
 	if (rc) {
 		emit(x, TPF_EV_ERRORED, a->node, "delete", a->id, el, 0, NULL, NULL);
 		return rc;
@@ -533,7 +541,6 @@ static int create_interrupted(struct exec *x, const struct tpf_desired_node *dn,
 			 "the state, and the next plan waits for it or creates it again"
 		       : "interrupted before the create was sent; the node stays pending in the "
 			 "state, and the next plan creates it");
-	emit(x, TPF_EV_ERRORED, dn->name, "create", NULL, el, 0, NULL, "interrupted");
 	return TPF_EINTERRUPTED;
 }
 
@@ -804,11 +811,14 @@ static int exec_action(struct exec *x, size_t ai)
 		memset(&fresh, 0, sizeof(fresh));
 		fl_begin(x, ai, "wait", a->id);
 		rc = wait_ready(x, a, &fresh);
-		fl_end(x, ai);
+		double el = fl_end(x, ai);
 		if (!rc)
 			rc = exec_update(x, ai, &fresh, 0);
+		else if (rc == TPF_EINTERRUPTED)
+			emit(x, TPF_EV_NOTE, a->node, "wait", a->id, el, 0, NULL,
+			     "interrupted: stopped waiting for READY; the next plan waits again");
 		else
-			emit(x, TPF_EV_ERRORED, a->node, "wait", a->id, 0, 0, NULL, NULL);
+			emit(x, TPF_EV_ERRORED, a->node, "wait", a->id, el, 0, NULL, NULL);
 		tpf_live_node_release(&fresh);
 		break;
 	}

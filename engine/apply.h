@@ -91,7 +91,8 @@ struct tpf_apply_result {
 	/* Actions that had started when *opts.interrupted was set and stopped
 	 * waiting (a create, a delete, a wait for READY). A create stopped
 	 * this way stays "pending" in state: the next plan waits for the node
-	 * or creates it again. Not failures: no diagnostic. */
+	 * or creates it again. Not failures: no diagnostic, and a
+	 * TPF_EV_NOTE ("interrupted: ...") instead of TPF_EV_ERRORED. */
 	size_t interrupted;
 	size_t not_started; /* actions never started because of the interrupt */
 	struct tpf_recap recap;
