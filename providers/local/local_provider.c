@@ -249,6 +249,33 @@ done:
 	return err;
 }
 
+/*
+ * Wait while node `name` is CREATING; then *node is the node as it is.
+ * TPF_EINTERRUPTED when the provider's interrupt flag is seen (looked at
+ * every POLL_STEP): the node stays CREATING and turns READY on its own, as
+ * a node whose create operation nobody polls.
+ */
+static int wait_created(struct tpf_provider *p, const char *name, struct tpf_local_node *node,
+			struct tpf_diags *d)
+{
+	struct tpf_local *l = impl_of(p);
+	for (;;) {
+		tpf_local_node_release(node);
+		int rc = tpf_local_node_load(l->root, name, 1, node, d);
+		if (rc == TPF_ENOTFOUND)
+			return tpf_errorx(d, name, NULL, "node '%s' was deleted while it was being created",
+					  name);
+		if (rc < 0)
+			return TPF_ERROR;
+		if (strcmp(node->state, "CREATING"))
+			return 0;
+		if (tpf_provider_interrupted(p))
+			return TPF_EINTERRUPTED;
+		double left = node->ready_at - tpf_now_wall();
+		tpf_sleep(left < POLL_STEP ? (left > 0.005 ? left : 0.005) : POLL_STEP);
+	}
+}
+
 static int local_create(struct tpf_provider *p, const char *name, const struct tpf_recipe *r,
 			struct tpf_live_node *out, struct tpf_diags *d)
 {
@@ -324,29 +351,9 @@ static int local_create(struct tpf_provider *p, const char *name, const struct t
 		goto done;
 	}
 
-	for (;;) {
-		tpf_local_node_release(&node);
-		int r2 = tpf_local_node_load(l->root, name, 1, &node, d);
-		if (r2 == TPF_ENOTFOUND) {
-			err = tpf_errorx(d, name, NULL, "node '%s' was deleted while it was being created",
-					 name);
-			goto done;
-		}
-		if (r2 < 0) {
-			err = TPF_ERROR;
-			goto done;
-		}
-		if (strcmp(node.state, "CREATING"))
-			break;
-		if (tpf_provider_interrupted(p)) {
-			/* The node stays CREATING and turns READY on its own,
-			 * as a node whose create operation nobody polls. */
-			err = TPF_EINTERRUPTED;
-			goto done;
-		}
-		double left = node.ready_at - tpf_now_wall();
-		tpf_sleep(left < POLL_STEP ? (left > 0.005 ? left : 0.005) : POLL_STEP);
-	}
+	err = wait_created(p, name, &node, d);
+	if (err)
+		goto done;
 	to_live(&node, out);
 done:
 	tpf_local_unlock(fd);

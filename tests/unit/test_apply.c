@@ -208,7 +208,7 @@ static void write_state(void)
 		sn->group = xstrdup("a");
 		sn->index = i;
 		sn->id = xasprintf("n-%d", i);
-		sn->status = xstrdup(TPF_NODE_CREATED);
+		xstrset(&sn->status, TPF_NODE_CREATED);
 		sn->recipe.zone = xstrdup("z1");
 		sn->recipe.accelerator_type = xstrdup(i ? "v4-32" : "v2-8");
 		tpf_state_node_set_workers(sn, i ? 4 : 1);
