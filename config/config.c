@@ -83,6 +83,24 @@ static void read_gcp_identity(struct cfg *c, struct tpf_fleet *f, struct cfg_map
 	}
 }
 
+/* The longest CREATING the local provider simulates (seconds). A real
+ * create takes minutes; an hour is plenty for tests of slow creates, and a
+ * bound keeps a typo ("1000h") from hanging an apply. */
+#define LOCAL_CREATE_DELAY_MAX 3600.0
+
+static void read_create_delay(struct cfg *c, struct tpf_fleet *f, yaml_node_t *x)
+{
+	double secs;
+	if (cfg_want_duration(c, x, "create_delay", &secs) < 0)
+		return;
+	if (!(secs >= 0 && secs <= LOCAL_CREATE_DELAY_MAX)) { /* NaN too */
+		cfg_error(c, x, "a local node's create takes from 0s to 1h; 1s is the default",
+			  "'create_delay' must be from 0s to 1h, got '%s'", cfg_text(x));
+		return;
+	}
+	f->local.create_delay = secs;
+}
+
 static void read_provider(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v)
 {
 	struct cfg_map pm, lm, gm;
@@ -105,7 +123,7 @@ static void read_provider(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v)
 			if ((x = cfg_map_get(&lm, "root")))
 				f->local.root = cfg_want_path(c, f, x, "root");
 			if ((x = cfg_map_get(&lm, "create_delay")))
-				cfg_want_duration(c, x, "create_delay", &f->local.create_delay);
+				read_create_delay(c, f, x);
 		}
 	}
 	if (gcp) {

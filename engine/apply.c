@@ -310,6 +310,14 @@ static int exec_delete_only(struct exec *x, size_t ai, int forget_state)
 	fl_begin(x, ai, "delete", a->id);
 	int rc = x->prov->ops->remove(x->prov, a->zone, a->node, x->d);
 	double el = fl_end(x, ai);
+	if (rc == TPF_EINTERRUPTED) {
+		/* Not a failure: the node stays in the state until a refresh
+		 * finds it gone. */
+		emit(x, TPF_EV_NOTE, a->node, "delete", a->id, el, 0, NULL,
+		     "interrupted: stopped waiting for the delete, which may still complete; "
+		     "the node stays in the state until a refresh finds it gone");
+		return rc;
+	}
 	if (rc) {
 		emit(x, TPF_EV_ERRORED, a->node, "delete", a->id, el, 0, NULL, NULL);
 		return rc;
@@ -517,6 +525,25 @@ static int create_failed(struct exec *x, const struct tpf_desired_node *dn, stru
 	return rc;
 }
 
+/*
+ * An interrupt stopped the create, in the provider's wait (the request was
+ * sent: the node may exist and go on to READY) or before a request was
+ * sent. Either way the node stays "pending", as record_pending saved it:
+ * the next plan waits for it, adopts it or creates it again. Never
+ * forgotten, never tainted: nothing failed.
+ */
+static int create_interrupted(struct exec *x, const struct tpf_desired_node *dn,
+			      struct create_try *ct, double el)
+{
+	refusals_as_warnings(x, ct);
+	emit(x, TPF_EV_NOTE, dn->name, "create", NULL, el, 0, NULL,
+	     ct->tried ? "interrupted: stopped waiting for the create; the node stays pending in "
+			 "the state, and the next plan waits for it or creates it again"
+		       : "interrupted before the create was sent; the node stays pending in the "
+			 "state, and the next plan creates it");
+	return TPF_EINTERRUPTED;
+}
+
 /* The node exists: record it, then provision its workers if it is READY. */
 static int create_done(struct exec *x, const struct tpf_desired_node *dn, struct create_try *ct,
 		       double el)
@@ -575,7 +602,13 @@ static int exec_create(struct exec *x, size_t ai)
 	/* watch: a node no zone can take now is deferred, not a failure. */
 	int deferral = x->o->refusals_defer && ct.only_zone_errors && (ct.tried || ct.backed_off) &&
 		       !interrupted(x);
-	if (rc && deferral)
+	/* Stopped by the interrupt rather than refused or failed: in the
+	 * provider's wait, before any zone, or between zones that refused. */
+	int stopped = rc == TPF_EINTERRUPTED ||
+		      (rc && interrupted(x) && (!ct.tried || ct.only_zone_errors));
+	if (stopped)
+		rc = create_interrupted(x, dn, &ct, el);
+	else if (rc && deferral)
 		rc = create_deferred(x, dn, &ct, el);
 	else if (rc)
 		rc = create_failed(x, dn, &ct, el, rc);
@@ -665,6 +698,21 @@ static int exec_update(struct exec *x, size_t ai, const struct tpf_live_node *ln
 	return 0;
 }
 
+/* Sleep `seconds` in steps of at most 0.2 s; TPF_EINTERRUPTED as soon as
+ * the interrupt flag is seen. */
+static int nap(struct exec *x, double seconds)
+{
+	double end = tpf_now_mono() + seconds;
+	for (;;) {
+		if (interrupted(x))
+			return TPF_EINTERRUPTED;
+		double left = end - tpf_now_mono();
+		if (left <= 0)
+			return 0;
+		tpf_sleep(left < 0.2 ? left : 0.2);
+	}
+}
+
 /* Poll the provider until the node is READY (or dead, gone, timed out). */
 static int wait_ready(struct exec *x, const struct tpf_action *a, struct tpf_live_node *out)
 {
@@ -672,8 +720,15 @@ static int wait_ready(struct exec *x, const struct tpf_action *a, struct tpf_liv
 	const char *zones[1] = { a->zone };
 	for (;;) {
 		struct tpf_live_set ls = { 0 };
-		int rc = x->prov->ops->refresh(x->prov, zones, 1, &ls, x->d);
+		/* What the refresh says about other nodes (a corrupt local
+		 * node) was said by the plan's refresh: only this node's
+		 * fate matters here, and only when it is not found. */
+		struct tpf_diags rd = TPF_DIAGS_INIT;
+		int rc = x->prov->ops->refresh(x->prov, zones, 1, &ls, &rd);
 		struct tpf_live_node *ln = rc ? NULL : tpf_live_set_find(&ls, a->node);
+		if (rc || !ln)
+			tpf_diags_move(x->d, &rd);
+		tpf_diags_release(&rd);
 		char *state = xstrdup(ln && ln->state ? ln->state : NULL);
 		enum tpf_node_class cls = tpf_node_class(state);
 		if (cls == TPF_NODE_READY)
@@ -701,9 +756,8 @@ static int wait_ready(struct exec *x, const struct tpf_action *a, struct tpf_liv
 			return TPF_ERROR;
 		}
 		free(state);
-		if (interrupted(x))
+		if (nap(x, 1))
 			return TPF_EINTERRUPTED;
-		tpf_sleep(1);
 	}
 }
 
@@ -757,11 +811,14 @@ static int exec_action(struct exec *x, size_t ai)
 		memset(&fresh, 0, sizeof(fresh));
 		fl_begin(x, ai, "wait", a->id);
 		rc = wait_ready(x, a, &fresh);
-		fl_end(x, ai);
+		double el = fl_end(x, ai);
 		if (!rc)
 			rc = exec_update(x, ai, &fresh, 0);
+		else if (rc == TPF_EINTERRUPTED)
+			emit(x, TPF_EV_NOTE, a->node, "wait", a->id, el, 0, NULL,
+			     "interrupted: stopped waiting for READY; the next plan waits again");
 		else
-			emit(x, TPF_EV_ERRORED, a->node, "wait", a->id, 0, 0, NULL, NULL);
+			emit(x, TPF_EV_ERRORED, a->node, "wait", a->id, el, 0, NULL, NULL);
 		tpf_live_node_release(&fresh);
 		break;
 	}
@@ -784,6 +841,8 @@ static void action_item(size_t qi, void *arg)
 	pthread_mutex_lock(x->mu);
 	if (rc == TPF_EDEFERRED)
 		x->res->deferred++;
+	else if (rc == TPF_EINTERRUPTED)
+		x->res->interrupted++;
 	else
 		x->res->failed_actions++;
 	pthread_mutex_unlock(x->mu);
@@ -799,7 +858,11 @@ static void run_phase(struct exec *x, int deletes)
 			x->queue[x->nqueue++] = i;
 	}
 	/* Once interrupted, start nothing new; the caller reports it. */
-	tpf_pool_run(x->nqueue, parallelism_of(x), action_item, x, x->o->interrupted);
+	size_t started = tpf_pool_run(x->nqueue, parallelism_of(x), action_item, x,
+				      x->o->interrupted);
+	pthread_mutex_lock(x->mu);
+	x->res->not_started += x->nqueue - started;
+	pthread_mutex_unlock(x->mu);
 }
 
 int tpf_apply(const struct tpf_plan *p, const struct tpf_fleet *f, struct tpf_provider *prov,
@@ -815,6 +878,13 @@ int tpf_apply(const struct tpf_plan *p, const struct tpf_fleet *f, struct tpf_pr
 	x.t = prov->ops->transport ? prov->ops->transport(prov) : NULL;
 	pthread_mutex_init(&x.own_mu, NULL);
 	x.mu = opts->state_mu ? opts->state_mu : &x.own_mu;
+	/* The provider's waits stop on the same flag. Written once, under
+	 * the lock concurrent applies on this provider share, before any of
+	 * them calls it (providers/provider.h). */
+	pthread_mutex_lock(x.mu);
+	if (opts->interrupted && prov->interrupted != opts->interrupted)
+		prov->interrupted = opts->interrupted;
+	pthread_mutex_unlock(x.mu);
 	x.queue = xcalloc(p->n ? p->n : 1, sizeof(size_t));
 	x.fl = xcalloc(p->n ? p->n : 1, sizeof(*x.fl));
 	if (!st->fleet)
@@ -836,5 +906,7 @@ int tpf_apply(const struct tpf_plan *p, const struct tpf_fleet *f, struct tpf_pr
 	free(x.fl);
 	free(x.queue);
 	pthread_mutex_destroy(&x.own_mu);
-	return res->failed_actions || tpf_diags_errors(d) > errors_before ? TPF_ERROR : 0;
+	if (res->failed_actions || tpf_diags_errors(d) > errors_before)
+		return TPF_ERROR;
+	return res->interrupted || res->not_started ? TPF_EINTERRUPTED : 0;
 }

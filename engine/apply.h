@@ -79,19 +79,39 @@ struct tpf_apply_opts {
 	pthread_mutex_t *state_mu;
 };
 
+/*
+ * What an apply did. Every action of the plan is counted once: completed
+ * (added/changed/destroyed; a replace counts in both added and destroyed),
+ * failed_actions, deferred, interrupted or not_started.
+ */
 struct tpf_apply_result {
 	size_t added, changed, destroyed; /* completed, Terraform's counts */
 	size_t failed_actions;
 	size_t deferred;  /* creates put off: every zone refused or backed off */
+	/* Actions that had started when *opts.interrupted was set and stopped
+	 * waiting (a create, a delete, a wait for READY). A create stopped
+	 * this way stays "pending" in state: the next plan waits for the node
+	 * or creates it again. Not failures: no diagnostic, and a
+	 * TPF_EV_NOTE ("interrupted: ...") instead of TPF_EV_ERRORED. */
+	size_t interrupted;
+	size_t not_started; /* actions never started because of the interrupt */
 	struct tpf_recap recap;
 };
 
 /*
  * Execute plan p against provider prov, updating st (saved to state_path
  * after every transition). live: the refreshed nodes (for worker addresses
- * of existing nodes; borrowed). Returns 0 when every action succeeded, else
- * TPF_ERROR with one diagnostic per failure; either way *res is filled and
- * the state on disk reflects everything that happened.
+ * of existing nodes; borrowed). Returns 0 when every action succeeded,
+ * TPF_ERROR with one diagnostic per failure, else TPF_EINTERRUPTED when
+ * *opts->interrupted stopped some (res->interrupted, res->not_started);
+ * either way *res is filled and the state on disk reflects everything that
+ * happened.
+ *
+ * Interrupts (Terraform's first Ctrl-C): once *opts->interrupted is set,
+ * no action starts; provider waits in flight stop within 0.2 s (prov's
+ * interrupted flag is pointed at opts->interrupted, see
+ * providers/provider.h); workers already being provisioned finish; the
+ * state is saved.
  */
 int tpf_apply(const struct tpf_plan *p, const struct tpf_fleet *f, struct tpf_provider *prov,
 	      const struct tpf_live_set *live, struct tpf_state *st, const char *state_path,

@@ -147,6 +147,17 @@ int tpf_session_apply(struct tpf_session *s, const struct tpf_plan *p,
 int tpf_session_target(struct tpf_session *s, const char *name, struct tpf_state_node **sn,
 		       const struct tpf_live_node **ln, struct tpf_transport **t);
 
+/*
+ * tpf_session_target for one worker: `worker` (0-based; -1: every worker,
+ * nothing to check) must exist on the node. The worker count comes from
+ * the state, so a worker out of range is said first, whatever the node's
+ * state: "node 'n' has 1 worker (0): there is no worker 5" (TPF_ERROR,
+ * with a hint).
+ */
+int tpf_session_target_worker(struct tpf_session *s, const char *name, int worker,
+			      struct tpf_state_node **sn, const struct tpf_live_node **ln,
+			      struct tpf_transport **t);
+
 /* Release everything and unlock the state. Safe after a failed open. */
 void tpf_session_close(struct tpf_session *s);
 

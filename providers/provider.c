@@ -34,3 +34,8 @@ void tpf_provider_free(struct tpf_provider *p)
 	if (p && p->ops && p->ops->free)
 		p->ops->free(p);
 }
+
+int tpf_provider_interrupted(const struct tpf_provider *p)
+{
+	return p && p->interrupted && *p->interrupted;
+}

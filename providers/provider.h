@@ -29,7 +29,10 @@ struct tpf_provider_ops {
 	 * tpuform-fleet=<fleet name>, appended to out. Nodes of other fleets
 	 * or without the label are never returned (so never touched).
 	 * Returns 0, or an error with diagnostics (then out may be partial and
-	 * callers must not act on absence).
+	 * callers must not act on absence). One node that exists but cannot
+	 * be read (local: a corrupt node.json) is not a failed refresh: it is
+	 * left out, with an error diagnostic naming it and its file and a
+	 * hint, so that the other nodes can still be planned and destroyed.
 	 */
 	int (*refresh)(struct tpf_provider *p, const char *const *zones, size_t nzones,
 		       struct tpf_live_set *out, struct tpf_diags *d);
@@ -40,13 +43,17 @@ struct tpf_provider_ops {
 	 * caller) with the node as it then is. Errors: TPF_EQUOTA (quota;
 	 * waiting will not help, try another zone), TPF_ECAPACITY (no capacity
 	 * in that zone now), TPF_ERROR (anything else), each with a diagnostic
-	 * that quotes the API's own message.
+	 * that quotes the API's own message; TPF_EINTERRUPTED, without a
+	 * diagnostic, when *interrupted became non-zero during the wait (the
+	 * create request may have been sent: the node may exist and go on to
+	 * READY, as an abandoned operation does).
 	 */
 	int (*create)(struct tpf_provider *p, const char *name, const struct tpf_recipe *r,
 		      struct tpf_live_node *out, struct tpf_diags *d);
 
 	/* Delete node `name` in `zone` and wait until it is gone. A node that
-	 * is already gone is success. */
+	 * is already gone is success. TPF_EINTERRUPTED (no diagnostic) as for
+	 * create: the delete may still complete. */
 	int (*remove)(struct tpf_provider *p, const char *zone, const char *name,
 		      struct tpf_diags *d);
 
@@ -64,7 +71,19 @@ struct tpf_provider {
 	const struct tpf_provider_ops *ops;
 	const struct tpf_fleet *fleet; /* borrowed; outlives the provider */
 	void *impl;
+	/*
+	 * "Stop waiting": a flag a signal handler sets (borrowed; NULL: never).
+	 * Set by the engine (engine/apply.c, from tpf_apply_opts.interrupted)
+	 * before its first create or remove, and never changed afterwards
+	 * while calls run. create and remove check *interrupted at least every
+	 * 0.2 s while they wait for an operation, and then return
+	 * TPF_EINTERRUPTED; requests already sent are not undone.
+	 */
+	volatile int *interrupted;
 };
+
+/* 1 when p's interrupt flag is set (a signal asked to stop waiting). */
+int tpf_provider_interrupted(const struct tpf_provider *p);
 
 /* Open the provider the fleet declares. Caller frees with tpf_provider_free. */
 int tpf_provider_open(struct tpf_provider **out, const struct tpf_fleet *f, struct tpf_diags *d);

@@ -18,9 +18,32 @@ struct tpf_gcp_client {
 	struct tpf_gcp_auth *auth;
 	int ssh_port;
 	int external_ips;
+	/* The provider's interrupt flag, read at each poll (may be NULL). */
+	volatile int *const *interrupted;
 };
 
 #define QUIET(cls) (1u << (cls))
+
+/* Longest sleep between two looks at the interrupt flag (seconds). */
+#define POLL_NAP 0.2
+
+void tpf_gcp_client_watch_interrupt(struct tpf_gcp_client *c, volatile int *const *flag)
+{
+	c->interrupted = flag;
+}
+
+int tpf_gcp_poll_sleep(struct tpf_gcp_client *c, double seconds)
+{
+	double end = tpf_now_mono() + seconds;
+	for (;;) {
+		if (c->interrupted && *c->interrupted && **c->interrupted)
+			return TPF_EINTERRUPTED;
+		double left = end - tpf_now_mono();
+		if (left <= 0)
+			return 0;
+		tpf_sleep(left < POLL_NAP ? left : POLL_NAP);
+	}
+}
 
 int tpf_gcp_client_open(struct tpf_gcp_client **out, const struct tpf_gcp_client_config *cfg,
 			struct tpf_diags *d)
@@ -267,7 +290,8 @@ static int wait_op(struct tpf_gcp_client *c, json_t *op, const char *what, const
 			rc = TPF_ERROR;
 			goto done;
 		}
-		tpf_sleep(interval);
+		if ((rc = tpf_gcp_poll_sleep(c, interval)) < 0)
+			goto done; /* interrupted: the operation goes on without us */
 		interval = tpf_gcp_next_poll(&c->s, interval);
 		json_t *next = NULL;
 		struct call_result r = { .err = TPF_GCP_ERROR_INIT };
@@ -324,7 +348,8 @@ static int wait_node_settled(struct tpf_gcp_client *c, const char *zone, const c
 			return tpf_errorx(d, name, "run 'tpuform refresh' later to see its state",
 					  "%s: node still CREATING after %.0f seconds", what,
 					  c->s.op_timeout);
-		tpf_sleep(interval);
+		if (tpf_gcp_poll_sleep(c, interval) < 0)
+			return TPF_EINTERRUPTED;
 		interval = tpf_gcp_next_poll(&c->s, interval);
 	}
 }
@@ -449,7 +474,8 @@ int tpf_gcp_delete_node(struct tpf_gcp_client *c, const char *zone, const char *
 					"delete operation finished", what, c->s.op_timeout);
 			break;
 		}
-		tpf_sleep(interval);
+		if ((rc = tpf_gcp_poll_sleep(c, interval)) < 0)
+			break;
 		interval = tpf_gcp_next_poll(&c->s, interval);
 	}
 done:

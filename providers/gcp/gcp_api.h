@@ -47,6 +47,11 @@ struct tpf_gcp_client_config {
 int tpf_gcp_client_open(struct tpf_gcp_client **out, const struct tpf_gcp_client_config *cfg,
 			struct tpf_diags *d);
 void tpf_gcp_client_free(struct tpf_gcp_client *c);
+/* Make the client's operation polls watch **flag (the provider's
+ * interrupted field, providers/provider.h; borrowed): once set, a wait
+ * for an operation or a node returns TPF_EINTERRUPTED, no diagnostic,
+ * within 0.2 s. Call before any request. */
+void tpf_gcp_client_watch_interrupt(struct tpf_gcp_client *c, volatile int *const *flag);
 
 /* Borrowed internals, for tests and benchmarks. */
 struct tpf_gcp_http *tpf_gcp_client_http(struct tpf_gcp_client *c);

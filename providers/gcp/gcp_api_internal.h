@@ -37,6 +37,10 @@ int tpf_gcp_call(struct tpf_gcp_client *c, const char *method, const char *url, 
 int tpf_gcp_wait_op(struct tpf_gcp_client *c, json_t *op, const char *what, const char *address,
 		    int *failed, struct tpf_diags *d);
 
+/* Sleep between two polls, looking at the interrupt flag at least every
+ * 0.2 s: 0, or TPF_EINTERRUPTED (no diagnostic) once it is set. */
+int tpf_gcp_poll_sleep(struct tpf_gcp_client *c, double seconds);
+
 /* Every page of a list method; each(item, ctx) for the items of `key`. */
 int tpf_gcp_list_all(struct tpf_gcp_client *c, const char *base, const char *key,
 		     const char *what, int (*each)(json_t *, void *), void *ctx,

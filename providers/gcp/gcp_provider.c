@@ -176,7 +176,7 @@ static int gcp_create(struct tpf_provider *p, const char *name, const struct tpf
 		/* Its queued resource exists unless the request failed (then
 		 * tpf_gcp_create_qr deleted it); either way remove() knows. */
 		pthread_mutex_lock(&g->mu);
-		fact_set(g, r->zone, name, rc == 0 ? name : NULL);
+		fact_set(g, r->zone, name, rc == 0 || rc == TPF_EINTERRUPTED ? name : NULL);
 		pthread_mutex_unlock(&g->mu);
 	}
 	return rc;
@@ -298,6 +298,7 @@ int tpf_gcp_provider_open(struct tpf_provider **out, const struct tpf_fleet *f,
 	p->ops = &gcp_ops;
 	p->fleet = f;
 	struct gcp_impl *g = xcalloc(1, sizeof(*g));
+	tpf_gcp_client_watch_interrupt(c, &p->interrupted);
 	g->client = c;
 	g->transport = t;
 	pthread_mutex_init(&g->mu, NULL);

@@ -96,7 +96,8 @@ static int wait_qr_gone(struct tpf_gcp_client *c, const char *zone, const char *
 		if (tpf_now_mono() - start > s->op_timeout)
 			return tpf_errorx(d, id, NULL, "%s: queued resource still listed %.0f seconds "
 					  "after its delete operation finished", what, s->op_timeout);
-		tpf_sleep(interval);
+		if (tpf_gcp_poll_sleep(c, interval) < 0)
+			return TPF_EINTERRUPTED;
 		interval = tpf_gcp_next_poll(s, interval);
 	}
 }
@@ -197,7 +198,8 @@ static int follow(struct tpf_gcp_client *c, const char *zone, const char *name, 
 			rc = 0;
 			break;
 		}
-		tpf_sleep(interval);
+		if ((rc = tpf_gcp_poll_sleep(c, interval)) < 0)
+			break;
 		interval = tpf_gcp_next_poll(s, interval);
 	}
 	tpf_gcp_qr_release(&q);
@@ -246,9 +248,11 @@ int tpf_gcp_create_qr(struct tpf_gcp_client *c, const char *name, const struct t
 		if (rc == 0)
 			rc = follow(c, zone, name, what, out, d);
 	}
-	if (rc < 0 && queued) {
+	if (rc < 0 && rc != TPF_EINTERRUPTED && queued) {
 		/* Leave nothing behind: a queued resource that will not give a
-		 * node is deleted (the caller moves on or reports). */
+		 * node is deleted (the caller moves on or reports). An
+		 * interrupted wait leaves it: it may yet give the node, and
+		 * the next plan finds it by its labels. */
 		struct tpf_diags tmp = TPF_DIAGS_INIT;
 		if (tpf_gcp_delete_qr(c, zone, name, name, &tmp) < 0)
 			for (size_t i = 0; i < tmp.n; i++)

@@ -17,12 +17,21 @@
  *                               when that path is too long for a Unix
  *                               socket, /tmp/tpuform-screen-<hash>, a
  *                               symbolic link to it (echo $SCREENDIR on
- *                               the worker to see which)
+ *                               the worker to see which). A home over
+ *                               244 bytes also gets SCREENRC=<home>/.screenrc
+ *                               (screen cannot build that path itself);
+ *                               homes over 2048 bytes are refused at create
  *   bucket/                     shared by every node, standing in for a GCS
  *                               bucket: checkpoints survive re-creation
  *   locks/<name>.lock           flock(2) per node name, serialising
  *                               read-modify-write of node.json between
  *                               threads and processes
+ *
+ * A node directory removed behind tpuform's back takes node.json with it,
+ * but not what its workers run: the next listing (refresh), or a create of
+ * the same name, stops those processes and removes their /tmp link
+ * (local_orphans.c). A corrupt node.json is reported by the listing, with
+ * a hint, and the other nodes are listed all the same.
  *
  * Node states follow the API: CREATING until readyAt, then READY (health
  * HEALTHY); DELETING while removed; PREEMPTED / TERMINATED / STOPPED only

@@ -7,6 +7,7 @@
 #include "util/hash.h"
 #include "util/xalloc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,15 @@ char *tpf_local_screendir(const char *home)
 	 * every process computes the same one. */
 	char hex[65];
 	tpf_sha256_hex(home, strlen(home), hex);
-	return xasprintf("/tmp/tpuform-screen-%.16s", hex);
+	return xasprintf(TPF_LOCAL_LINK_PREFIX "%.16s", hex);
+}
+
+/* screen's findrcfile(): char buf[256], filled with "%s/.screenrc". */
+#define SCREENRC_HOME_MAX (256 - sizeof("/.screenrc") - 1)
+
+int tpf_local_home_needs_screenrc(const char *home)
+{
+	return strlen(home) > SCREENRC_HOME_MAX;
 }
 
 /*
@@ -85,8 +94,15 @@ int tpf_local_prepare_home(const char *root, const char *home, struct tpf_diags 
 	char *bucket = xasprintf("%s/bucket", root);
 	int err = 0;
 
-	if (tpf_local_mkdir_private(home, d) < 0 || tpf_local_mkdir_private(tmp, d) < 0 ||
-	    tpf_local_mkdir_private(in_home, d) < 0 || tpf_mkdir_p(bucket, 0700, d) < 0)
+	if (strlen(home) > TPF_LOCAL_HOME_MAX)
+		/* Said now: screen would only exit, and the job's session
+		 * "did not appear". */
+		err = tpf_errorx(d, NULL, "set provider.local.root in the fleet file to a shorter path",
+				 "worker home '%s' is %zu bytes long, too long for screen and the "
+				 "job's files: at most %d bytes",
+				 home, strlen(home), TPF_LOCAL_HOME_MAX);
+	else if (tpf_local_mkdir_private(home, d) < 0 || tpf_local_mkdir_private(tmp, d) < 0 ||
+		 tpf_local_mkdir_private(in_home, d) < 0 || tpf_mkdir_p(bucket, 0700, d) < 0)
 		err = TPF_ERROR;
 	else if (strcmp(screendir, in_home))
 		err = prepare_link(screendir, in_home, d);
@@ -108,4 +124,72 @@ int tpf_local_forget_home(const char *home, struct tpf_diags *d)
 	free(screendir);
 	free(in_home);
 	return err;
+}
+
+char *tpf_local_home_node(const char *root, const char *home)
+{
+	size_t rlen = strlen(root);
+	if (strncmp(home, root, rlen) || strncmp(home + rlen, "/nodes/", 7))
+		return NULL;
+	const char *name = home + rlen + 7;
+	const char *slash = strchr(name, '/');
+	if (!slash || strncmp(slash, "/workers/", 9))
+		return NULL;
+	const char *index = slash + 9;
+	if (!*index || strspn(index, "0123456789") != strlen(index))
+		return NULL;
+	char *node = xstrndup(name, (size_t)(slash - name));
+	if (!tpf_local_name_valid(node)) {
+		free(node);
+		return NULL;
+	}
+	return node;
+}
+
+void tpf_local_homes_add(struct tpf_local_homes *h, const char *home)
+{
+	for (size_t i = 0; i < h->n; i++)
+		if (!strcmp(h->items[i], home))
+			return;
+	XGROW(h->items, h->n + 1, h->alloc);
+	h->items[h->n++] = xstrdup(home);
+}
+
+void tpf_local_homes_release(struct tpf_local_homes *h)
+{
+	for (size_t i = 0; i < h->n; i++)
+		free(h->items[i]);
+	free(h->items);
+	memset(h, 0, sizeof(*h));
+}
+
+void tpf_local_linked_homes(const char *root, struct tpf_local_homes *out)
+{
+	const char *base = strrchr(TPF_LOCAL_LINK_PREFIX, '/') + 1; /* "tpuform-screen-" */
+	DIR *dir = opendir("/tmp");
+	if (!dir)
+		return;
+	struct dirent *e;
+	while ((e = readdir(dir))) {
+		if (strncmp(e->d_name, base, strlen(base)))
+			continue;
+		char *link = xasprintf("/tmp/%s", e->d_name);
+		struct stat st;
+		char target[4096];
+		ssize_t n = -1;
+		if (lstat(link, &st) == 0 && S_ISLNK(st.st_mode) && st.st_uid == geteuid())
+			n = readlink(link, target, sizeof(target) - 1);
+		free(link);
+		if (n < 9)
+			continue;
+		target[n] = '\0';
+		if (strcmp(target + n - 8, "/.screen"))
+			continue;
+		target[n - 8] = '\0';
+		char *node = tpf_local_home_node(root, target);
+		if (node)
+			tpf_local_homes_add(out, target);
+		free(node);
+	}
+	closedir(dir);
 }

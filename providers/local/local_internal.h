@@ -71,6 +71,9 @@ void tpf_local_new_id(char out[20]);
  * SCREENDIR; homes are private as on a VM). */
 int tpf_local_mkdir_private(const char *path, struct tpf_diags *d);
 
+/* Where short SCREENDIR links live: this prefix, then 16 hex digits. */
+#define TPF_LOCAL_LINK_PREFIX "/tmp/tpuform-screen-"
+
 /*
  * The worker's SCREENDIR (caller frees): <home>/.screen, or, when that is
  * too long for screen's socket paths, /tmp/tpuform-screen-<sha256(home)
@@ -78,11 +81,66 @@ int tpf_local_mkdir_private(const char *path, struct tpf_diags *d);
  * <home>/.screen either way.
  */
 char *tpf_local_screendir(const char *home);
+/*
+ * 1 if screen cannot find its user rc file under `home`: screen builds
+ * "$HOME/.screenrc" in a 256-byte buffer and refuses to start ("home too
+ * large") when HOME is longer than 244 bytes, unless SCREENRC names the
+ * file. tpf_local_env then sets SCREENRC=<home>/.screenrc.
+ */
+int tpf_local_home_needs_screenrc(const char *home);
 /* Create the home (0700) and what its environment names: SCREENDIR (0700,
- * ours), <home>/tmp, <root>/bucket. Idempotent. */
+ * ours), <home>/tmp, <root>/bucket. Idempotent. A home too long for
+ * screen and the job's files (TPF_LOCAL_HOME_MAX) is an error naming its
+ * length, with a hint to shorten provider.local.root; nothing is made. */
 int tpf_local_prepare_home(const char *root, const char *home, struct tpf_diags *d);
+/* The longest worker home (bytes): screen refuses a HOME longer than
+ * MAXPATHLEN - 25 (4071) with "$HOME too long", and the files under it
+ * (job logs, the source checkout) must still fit in PATH_MAX (4096). */
+#define TPF_LOCAL_HOME_MAX 2048
 /* Remove what a worker keeps outside its home (a short SCREENDIR link). */
 int tpf_local_forget_home(const char *home, struct tpf_diags *d);
+
+/*
+ * The node a worker home belongs to (caller frees): `home` must be exactly
+ * <root>/nodes/<name>/workers/<index> with a valid node name; else NULL.
+ */
+char *tpf_local_home_node(const char *root, const char *home);
+
+/* A list of strings (worker homes), each owned by the list. */
+struct tpf_local_homes {
+	char **items;
+	size_t n, alloc;
+};
+/* Append home unless it is listed already. */
+void tpf_local_homes_add(struct tpf_local_homes *h, const char *home);
+void tpf_local_homes_release(struct tpf_local_homes *h);
+
+/* Worker homes under root that a short SCREENDIR link of this user in
+ * /tmp points into (the link's target is <home>/.screen). */
+void tpf_local_linked_homes(const char *root, struct tpf_local_homes *out);
+/* Worker homes under root that a running process names in its
+ * environment (HOME, or SCREENDIR directly or through its link). */
+void tpf_local_running_homes(const char *root, struct tpf_local_homes *out);
+
+/*
+ * Stop every process whose environment names worker `home` (HOME or its
+ * SCREENDIR): SIGSTOP then SIGKILL, until none is left. Works whether or
+ * not the home still exists. *killed (may be NULL): how many processes
+ * were found. TPF_ERROR naming `address` if some survived SIGKILL for 10 s.
+ */
+int tpf_local_kill_strays(const char *home, const char *address, size_t *killed,
+			  struct tpf_diags *d);
+
+/*
+ * Workers whose node is gone (no node.json: its directory was removed
+ * behind tpuform's back, as the hint for a corrupt node.json suggests):
+ * stop their processes (tpf_local_kill_strays) and remove their short
+ * SCREENDIR links. only: that node's workers only (NULL: every node under
+ * root). locked: the caller holds only's lock (else each node's lock is
+ * taken, and node.json checked again under it). A warning names each node
+ * whose processes were stopped. Returns 0 or TPF_ERROR (some survived).
+ */
+int tpf_local_reap_orphans(const char *root, const char *only, int locked, struct tpf_diags *d);
 
 /*
  * The environment a worker's commands get (NULL-terminated, caller frees

@@ -251,7 +251,9 @@ static int load_once(const char *root, const char *name, struct tpf_local_node *
 		tpf_local_node_release(out);
 	if (why) {
 		char *dir = tpf_local_node_dir(root, name);
-		char *hint = xasprintf("fix the file, or delete the directory '%s' to forget the node", dir);
+		char *hint = xasprintf("fix the file, or delete the directory '%s' to forget the node "
+				       "(tpuform then stops what its workers still run)",
+				       dir);
 		err = tpf_errorx(d, name, hint, "'%s' is not a valid local node file: %s", path, why);
 		free(hint);
 		free(dir);

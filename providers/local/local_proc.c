@@ -50,6 +50,8 @@ char **tpf_local_env(const char *root, const char *home, const char *shell)
 	env[n++] = xasprintf("TMPDIR=%s/tmp", home);
 	env[n++] = xasprintf("TPUFORM_LIBTPU_LOCKFILE=%s/tmp/libtpu_lockfile", home);
 	env[n++] = xasprintf("TPUFORM_BUCKET=%s/bucket", root);
+	if (tpf_local_home_needs_screenrc(home))
+		env[n++] = xasprintf("SCREENRC=%s/.screenrc", home);
 	env[n] = NULL;
 	return env;
 }
@@ -226,29 +228,102 @@ done:
 	return err;
 }
 
-/* 1 if the process's initial environment holds one of the entries. */
-static int proc_env_has(pid_t pid, const char *a, const char *b)
+/* The process's initial environment ("K=V\0" entries) into env; 0, or -1
+ * when it cannot be read (gone, another user's). */
+static int read_environ(pid_t pid, struct tpf_buf *env)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%ld/environ", (long)pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
-	struct tpf_buf env = TPF_BUF_INIT;
+		return -1;
 	char chunk[8192];
 	ssize_t n;
 	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
-		tpf_buf_add(&env, chunk, (size_t)n);
+		tpf_buf_add(env, chunk, (size_t)n);
 	close(fd);
+	tpf_buf_addch(env, '\0'); /* the last entry ends even when cut short */
+	return 0;
+}
+
+/* The value of `key` ("HOME=") in an environment read by read_environ. */
+static const char *environ_get(const struct tpf_buf *env, const char *key)
+{
+	size_t klen = strlen(key);
+	for (size_t off = 0; off < env->len;) {
+		const char *entry = env->buf + off;
+		if (!strncmp(entry, key, klen))
+			return entry + klen;
+		off += strnlen(entry, env->len - off) + 1;
+	}
+	return NULL;
+}
+
+/* 1 if the process's initial environment holds one of the entries. */
+static int proc_env_has(pid_t pid, const char *a, const char *b)
+{
+	struct tpf_buf env = TPF_BUF_INIT;
 	int found = 0;
-	for (size_t off = 0; off < env.len && !found;) {
-		const char *entry = env.buf + off;
-		size_t len = strnlen(entry, env.len - off);
-		found = !strcmp(entry, a) || !strcmp(entry, b);
-		off += len + 1;
+	if (read_environ(pid, &env) == 0) {
+		for (size_t off = 0; off < env.len && !found;) {
+			const char *entry = env.buf + off;
+			found = !strcmp(entry, a) || !strcmp(entry, b);
+			off += strnlen(entry, env.len - off) + 1;
+		}
 	}
 	tpf_buf_release(&env);
 	return found;
+}
+
+/* The worker home a SCREENDIR value stands for: <home>/.screen itself, or
+ * a short link to it. Caller frees; NULL when it is neither. */
+static char *home_of_screendir(const char *screendir)
+{
+	char target[4096];
+	const char *path = screendir;
+	if (!strncmp(screendir, TPF_LOCAL_LINK_PREFIX, strlen(TPF_LOCAL_LINK_PREFIX))) {
+		ssize_t n = readlink(screendir, target, sizeof(target) - 1);
+		if (n < 0)
+			return NULL;
+		target[n] = '\0';
+		path = target;
+	}
+	size_t len = strlen(path);
+	if (len < 9 || strcmp(path + len - 8, "/.screen"))
+		return NULL;
+	return xstrndup(path, len - 8);
+}
+
+void tpf_local_running_homes(const char *root, struct tpf_local_homes *out)
+{
+	DIR *dir = opendir("/proc");
+	if (!dir)
+		return;
+	pid_t self = getpid();
+	struct tpf_buf env = TPF_BUF_INIT;
+	struct dirent *e;
+	while ((e = readdir(dir))) {
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
+		tpf_buf_reset(&env);
+		if (pid <= 1 || pid == self || read_environ(pid, &env) < 0)
+			continue;
+		const char *home = environ_get(&env, "HOME=");
+		const char *screendir = environ_get(&env, "SCREENDIR=");
+		char *node = home ? tpf_local_home_node(root, home) : NULL;
+		if (node)
+			tpf_local_homes_add(out, home);
+		free(node);
+		char *sd_home = screendir ? home_of_screendir(screendir) : NULL;
+		node = sd_home ? tpf_local_home_node(root, sd_home) : NULL;
+		if (node)
+			tpf_local_homes_add(out, sd_home);
+		free(node);
+		free(sd_home);
+	}
+	closedir(dir);
+	tpf_buf_release(&env);
 }
 
 /*
@@ -344,6 +419,33 @@ static char **screen_sessions(const char *text, size_t *n_out)
 	return ids;
 }
 
+int tpf_local_kill_strays(const char *home, const char *address, size_t *killed,
+			  struct tpf_diags *d)
+{
+	char *home_entry = xasprintf("HOME=%s", home);
+	char *screendir = tpf_local_screendir(home);
+	char *screen_entry = xasprintf("SCREENDIR=%s", screendir);
+	double start = tpf_now_mono();
+	size_t found = 0, n;
+	int err = 0;
+	while ((n = kill_marked(home_entry, screen_entry)) > 0) {
+		found = found > n ? found : n;
+		if (tpf_now_mono() - start > 10) {
+			err = tpf_errorx(d, address, "see which processes are left with: ps -eo pid,stat,args",
+					 "processes of worker '%s' survived SIGKILL for 10s", address);
+			break;
+		}
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	if (killed)
+		*killed = found;
+	free(home_entry);
+	free(screen_entry);
+	free(screendir);
+	return err;
+}
+
 int tpf_local_kill_worker(const char *root, const char *home, const char *address,
 			  struct tpf_diags *d)
 {
@@ -357,8 +459,11 @@ int tpf_local_kill_worker(const char *root, const char *home, const char *addres
 	size_t nids = 0;
 	int status, err = 0;
 
-	if (access(home, F_OK) < 0)
-		goto done; /* nothing can run there */
+	if (access(home, F_OK) < 0) {
+		/* Removed behind our back: what it ran may still run. */
+		err = tpf_local_kill_strays(home, address, NULL, d);
+		goto done;
+	}
 	kill_recorded_groups(home, home_entry, screen_entry);
 
 	/* Quit sessions through screen itself, so it removes its sockets. A
@@ -374,16 +479,9 @@ int tpf_local_kill_worker(const char *root, const char *home, const char *addres
 		free(q);
 	}
 
-	double start = tpf_now_mono();
-	while (kill_marked(home_entry, screen_entry) > 0) {
-		if (tpf_now_mono() - start > 10) {
-			err = tpf_errorx(d, address, "see which processes are left with: ps -eo pid,stat,args",
-					 "processes of worker '%s' survived SIGKILL for 10s", address);
-			goto done;
-		}
-		struct timespec ts = { 0, 10 * 1000 * 1000 };
-		nanosleep(&ts, NULL);
-	}
+	err = tpf_local_kill_strays(home, address, NULL, d);
+	if (err)
+		goto done;
 	/* Sessions killed above leave dead sockets behind. */
 	tpf_local_run(home, env, "screen -wipe", NULL, &status, SCREEN_TIMEOUT, address, &quiet);
 done:

@@ -132,6 +132,9 @@ static int local_refresh(struct tpf_provider *p, const char *const *zones, size_
 	size_t n = 0, alloc = 0;
 	int err = 0;
 
+	/* Listing is when a node directory found removed is noticed. A
+	 * failure there is reported, but listing goes on. */
+	tpf_local_reap_orphans(l->root, NULL, 0, d);
 	DIR *dir = opendir(nodes_dir);
 	if (!dir) {
 		if (errno != ENOENT)
@@ -161,12 +164,8 @@ static int local_refresh(struct tpf_provider *p, const char *const *zones, size_
 		int r = tpf_local_node_load(l->root, names[i], 1, &node, d);
 		if (r == TPF_ENOTFOUND)
 			continue; /* being created or deleted right now */
-		if (r < 0) {
-			/* Go on: other nodes still get listed, but the caller
-			 * must not take this node's absence as "deleted". */
-			err = TPF_ERROR;
-			continue;
-		}
+		if (r < 0)
+			continue; /* reported (file, hint); the others still count */
 		const char *fleet = tpf_kvlist_get(&node.recipe.labels, TPF_LABEL_FLEET);
 		if (fleet && p->fleet->name && !strcmp(fleet, p->fleet->name) &&
 		    in_zones(node.recipe.zone, zones, nzones))
@@ -250,6 +249,33 @@ done:
 	return err;
 }
 
+/*
+ * Wait while node `name` is CREATING; then *node is the node as it is.
+ * TPF_EINTERRUPTED when the provider's interrupt flag is seen (looked at
+ * every POLL_STEP): the node stays CREATING and turns READY on its own, as
+ * a node whose create operation nobody polls.
+ */
+static int wait_created(struct tpf_provider *p, const char *name, struct tpf_local_node *node,
+			struct tpf_diags *d)
+{
+	struct tpf_local *l = impl_of(p);
+	for (;;) {
+		tpf_local_node_release(node);
+		int rc = tpf_local_node_load(l->root, name, 1, node, d);
+		if (rc == TPF_ENOTFOUND)
+			return tpf_errorx(d, name, NULL, "node '%s' was deleted while it was being created",
+					  name);
+		if (rc < 0)
+			return TPF_ERROR;
+		if (strcmp(node->state, "CREATING"))
+			return 0;
+		if (tpf_provider_interrupted(p))
+			return TPF_EINTERRUPTED;
+		double left = node->ready_at - tpf_now_wall();
+		tpf_sleep(left < POLL_STEP ? (left > 0.005 ? left : 0.005) : POLL_STEP);
+	}
+}
+
 static int local_create(struct tpf_provider *p, const char *name, const struct tpf_recipe *r,
 			struct tpf_live_node *out, struct tpf_diags *d)
 {
@@ -302,6 +328,12 @@ static int local_create(struct tpf_provider *p, const char *name, const struct t
 				 "node '%s' already exists", name);
 		goto done;
 	}
+	/* An earlier node of this name whose directory was removed must not
+	 * run its job next to the new one's. */
+	if (tpf_local_reap_orphans(l->root, name, 1, d) < 0) {
+		err = TPF_ERROR;
+		goto done;
+	}
 	if (make_node(l, name, &rr, d) < 0) {
 		err = TPF_ERROR;
 		goto done;
@@ -319,23 +351,9 @@ static int local_create(struct tpf_provider *p, const char *name, const struct t
 		goto done;
 	}
 
-	for (;;) {
-		tpf_local_node_release(&node);
-		int r2 = tpf_local_node_load(l->root, name, 1, &node, d);
-		if (r2 == TPF_ENOTFOUND) {
-			err = tpf_errorx(d, name, NULL, "node '%s' was deleted while it was being created",
-					 name);
-			goto done;
-		}
-		if (r2 < 0) {
-			err = TPF_ERROR;
-			goto done;
-		}
-		if (strcmp(node.state, "CREATING"))
-			break;
-		double left = node.ready_at - tpf_now_wall();
-		tpf_sleep(left < POLL_STEP ? (left > 0.005 ? left : 0.005) : POLL_STEP);
-	}
+	err = wait_created(p, name, &node, d);
+	if (err)
+		goto done;
 	to_live(&node, out);
 done:
 	tpf_local_unlock(fd);

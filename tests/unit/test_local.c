@@ -383,16 +383,23 @@ static void test_local__corrupt_node_file(void)
 	CHECK_INT(tpf_provider_open(&p, &f, &d), 0);
 	CHECK_INT(tpf_mkdir_p(dir, 0700, &d), 0);
 	CHECK_INT(tpf_write_file_atomic(file, "{\"id\": 12", 9, 0600, &d), 0);
-	CHECK_INT(refresh_zone(p, "us-central2-b", &set, &d), TPF_ERROR);
+	/* One bad node does not fail the listing: it is reported, with its
+	 * file and a hint, and the others are listed as ever. */
+	CHECK_INT(refresh_zone(p, "us-central2-b", &set, &d), 0);
+	CHECK_INT(tpf_diags_errors(&d), 1);
 	CHECK(diags_contain(&d, file));
+	CHECK(diags_contain(&d, "delete the directory"));
+	CHECK(d.n && d.items[0].address && !strcmp(d.items[0].address, "broken"));
 	CHECK(tpf_live_set_find(&set, "alpha-g-0") != NULL); /* the others still listed */
+	CHECK(tpf_live_set_find(&set, "broken") == NULL);
 	tpf_live_set_release(&set);
 	tpf_diags_release(&d);
 
 	/* Valid JSON of the wrong shape is corrupt too. */
 	CHECK_INT(tpf_write_file_atomic(file, "{\"id\": 12}", 10, 0600, &d), 0);
-	CHECK_INT(refresh_zone(p, "us-central2-b", &set, &d), TPF_ERROR);
+	CHECK_INT(refresh_zone(p, "us-central2-b", &set, &d), 0);
 	CHECK(diags_contain(&d, "'id' must be a string"));
+	CHECK(tpf_live_set_find(&set, "alpha-g-0") != NULL);
 	tpf_live_set_release(&set);
 	tpf_diags_release(&d);
 
@@ -737,8 +744,11 @@ static void test_local__screendir_placement(void)
 	char tmpl[] = "/tmp/tl-XXXXXX";
 	char *shallow = mkdtemp(tmpl);
 	char *deep = xasprintf("%s/a-rather-long-directory-name/another-long-directory-name", root);
-	const char *roots[] = { shallow, deep };
-	for (int i = 0; i < 2; i++) {
+	/* Homes over 244 bytes: screen cannot build "$HOME/.screenrc"
+	 * ("home too large") and exits at once, unless SCREENRC is set. */
+	char *deeper = xasprintf("%s/%0200d", deep, 0);
+	const char *roots[] = { shallow, deep, deeper };
+	for (int i = 0; i < 3; i++) {
 		struct tpf_fleet f = fleet_named("s");
 		struct tpf_provider *p = NULL;
 		struct tpf_diags d = TPF_DIAGS_INIT;
@@ -765,6 +775,12 @@ static void test_local__screendir_placement(void)
 			CHECK(!strncmp(out.buf, "/tmp/tpuform-screen-", 20));
 		free(in_home);
 		tpf_buf_reset(&out);
+		CHECK_INT(t->ops->exec(c, "printf %s \"$SCREENRC\"", &out, &status, 10, &d), 0);
+		char *rc = xasprintf("%s/.screenrc", home);
+		CHECK_STR(out.buf, i == 2 ? rc : "");
+		CHECK(i < 2 || strlen(home) > 244);
+		free(rc);
+		tpf_buf_reset(&out);
 		/* The longest session name tpuform uses: a 40-character fleet. */
 		const char *sess = "tpuform-abcdefghij-abcdefghij-abcdefghij-abcdefghi";
 		char *cmd = xasprintf("screen -dmS %s sleep 300 && screen -ls", sess);
@@ -786,6 +802,198 @@ next:
 		tpf_remove_tree(shallow, &d);
 	tpf_diags_release(&d);
 	free(deep);
+	free(deeper);
+}
+
+/* A home too long for screen at all is refused at create, with the
+ * length and a hint, rather than a session that "did not appear". */
+static void test_local__home_too_long(void)
+{
+	struct tpf_buf path = TPF_BUF_INIT;
+	tpf_buf_addf(&path, "%s/too-deep", root);
+	while (path.len < TPF_LOCAL_HOME_MAX)
+		tpf_buf_addf(&path, "/%0200d", 0);
+	struct tpf_fleet f = fleet_named("s");
+	struct tpf_provider *p = NULL;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	f.local.root = path.buf;
+	f.local.create_delay = 0;
+	CHECK_INT(tpf_provider_open(&p, &f, &d), 0);
+	if (p) {
+		CHECK_INT(create_node(p, "s-0", "us-central2-b", 1, &d), TPF_ERROR);
+		CHECK(diags_contain(&d, "too long for screen"));
+		CHECK(diags_contain(&d, "provider.local.root"));
+		char *dir = xasprintf("%s/nodes/s-0", path.buf);
+		CHECK(access(dir, F_OK) != 0); /* nothing left half made */
+		free(dir);
+	}
+	tpf_diags_release(&d);
+	tpf_provider_free(p);
+	char *top = xasprintf("%s/too-deep", root);
+	tpf_remove_tree(top, &d);
+	free(top);
+	tpf_diags_release(&d);
+	tpf_buf_release(&path);
+}
+
+/* A thread that sets a flag after `delay` seconds, as a signal would. */
+struct later {
+	volatile int *flag;
+	double delay;
+	double set_at; /* tpf_now_mono() when set */
+};
+
+static void *set_later(void *arg)
+{
+	struct later *l = arg;
+	tpf_sleep(l->delay);
+	l->set_at = tpf_now_mono();
+	*l->flag = 1;
+	return NULL;
+}
+
+/* A create waiting an hour for CREATING to end stops within a second of
+ * the interrupt; the node goes on to READY by itself. */
+static void test_local__interrupted_create(void)
+{
+	struct tpf_fleet f = fleet_named("alpha");
+	struct tpf_provider *p = NULL;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct tpf_live_set set = { 0 };
+	volatile int flag = 0;
+	f.local.create_delay = 3600;
+
+	CHECK_INT(tpf_provider_open(&p, &f, &d), 0);
+	if (!p)
+		return;
+	p->interrupted = &flag;
+	struct later l = { &flag, 0.3, 0 };
+	pthread_t th;
+	pthread_create(&th, NULL, set_later, &l);
+	CHECK_INT(create_node(p, "alpha-i-0", "us-central2-b", 1, &d), TPF_EINTERRUPTED);
+	double returned = tpf_now_mono();
+	pthread_join(th, NULL);
+	CHECKF(returned - l.set_at < 1.0, "returned %.2fs after the flag", returned - l.set_at);
+	CHECK_INT(tpf_diags_errors(&d), 0);
+	CHECK_INT(refresh_zone(p, "us-central2-b", &set, &d), 0);
+	struct tpf_live_node *n = tpf_live_set_find(&set, "alpha-i-0");
+	CHECK_STR(n ? n->state : NULL, "CREATING");
+	tpf_live_set_release(&set);
+
+	/* Set already: the create request is made, then nothing waits. */
+	double t0 = tpf_now_mono();
+	CHECK_INT(create_node(p, "alpha-i-1", "us-central2-b", 1, &d), TPF_EINTERRUPTED);
+	CHECKF(tpf_now_mono() - t0 < 1.0, "took %.2fs", tpf_now_mono() - t0);
+
+	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-i-0", &d), 0);
+	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-i-1", &d), 0);
+	CHECK_INT(tpf_diags_errors(&d), 0);
+	tpf_diags_release(&d);
+	tpf_provider_free(p);
+}
+
+/* Start a job on worker 0 of `node` that records its pid in the bucket;
+ * returns the pid (-1 on failure). */
+static long start_job(struct tpf_provider *p, const char *node, struct tpf_diags *d)
+{
+	struct tpf_transport *t = p->ops->transport(p);
+	struct tpf_conn *c = NULL;
+	int status = -1;
+	if (conn_open(p, node, 0, &c, d) < 0 || !c)
+		return -1;
+	char *cmd = xasprintf("screen -dmS job sh -c 'echo $$ > \"$TPUFORM_BUCKET/%s.pid\"; "
+			      "exec sleep 300'", node);
+	t->ops->exec(c, cmd, NULL, &status, 10, d);
+	free(cmd);
+	t->ops->close(c);
+	char *pidfile = xasprintf("%s/bucket/%s.pid", root, node);
+	long pid = read_pid(pidfile);
+	unlink(pidfile);
+	free(pidfile);
+	return pid;
+}
+
+/* A node directory removed behind tpuform's back (the corrupt node.json
+ * hint says to) leaves no job running and no link in /tmp: listing nodes
+ * stops them, and so does creating a node of the same name. */
+static void test_local__removed_directory(void)
+{
+	struct tpf_fleet f = fleet_named("alpha");
+	struct tpf_provider *p = NULL;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct tpf_live_set set = { 0 };
+	struct stat st;
+
+	CHECK_INT(tpf_provider_open(&p, &f, &d), 0);
+	if (!p)
+		return;
+	const char *names[] = { "alpha-r-0", "alpha-r-1" };
+	for (int i = 0; i < 2; i++) {
+		const char *name = names[i];
+		char *home = NULL;
+		CHECK_INT(create_node(p, name, "us-central2-b", 1, &d), 0);
+		CHECK_INT(tpf_local_worker_home(&f, name, 0, &home), 0);
+		long job = start_job(p, name, &d);
+		CHECK(job > 0 && proc_alive(job));
+		char *sd = home ? screendir_of(home) : NULL;
+		CHECK(sd && lstat(sd, &st) == 0 && S_ISLNK(st.st_mode));
+		char *dir = xasprintf("%s/nodes/%s", root, name);
+		CHECK_INT(tpf_remove_tree(dir, &d), 0);
+		free(dir);
+		CHECK(job > 0 && proc_alive(job)); /* nothing noticed yet */
+		CHECK_INT(tpf_diags_errors(&d), 0);
+		tpf_diags_release(&d);
+
+		if (i == 0) {
+			CHECK_INT(refresh_zone(p, "us-central2-b", &set, &d), 0);
+			CHECK(tpf_live_set_find(&set, name) == NULL);
+			tpf_live_set_release(&set);
+		} else {
+			/* The replacement's create stops the old job first. */
+			CHECK_INT(create_node(p, name, "us-central2-b", 1, &d), 0);
+		}
+		CHECK(job > 0 && wait_dead(job));
+		CHECK(diags_contain(&d, "has no directory any more"));
+		if (sd && i == 0)
+			CHECK(lstat(sd, &st) != 0); /* the short SCREENDIR link went */
+		CHECK_INT(tpf_diags_errors(&d), 0);
+		tpf_diags_release(&d);
+		if (i == 1)
+			CHECK_INT(p->ops->remove(p, "us-central2-b", name, &d), 0);
+		free(sd);
+		free(home);
+	}
+	tpf_diags_release(&d);
+	tpf_provider_free(p);
+}
+
+/* provider.local.create_delay is bounded (config/config.c): an apply must
+ * not wait days for a typo. */
+static void test_local__create_delay_bound(void)
+{
+	const char *head = "fleet: f\nprovider: { local: { create_delay: ";
+	const char *tail = " } }\nrun: x\ngroups:\n  - { name: g, accelerator_type: v2-8, "
+			   "runtime_version: r, zones: [z], count: 1 }\n";
+	const char *values[] = { "1h", "0s", "61m", "nan", "2h" };
+	for (int i = 0; i < 5; i++) {
+		struct tpf_fleet f;
+		struct tpf_diags d = TPF_DIAGS_INIT;
+		char *text = xasprintf("%s%s%s", head, values[i], tail);
+		int rc = tpf_fleet_parse(&f, "fleet.yaml", text, strlen(text), &d);
+		if (i < 2) {
+			CHECKF(rc == 0, "create_delay %s refused", values[i]);
+			CHECKF(f.local.create_delay == (i ? 0 : 3600), "create_delay %g",
+			       f.local.create_delay);
+		} else {
+			CHECKF(rc != 0, "create_delay %s accepted", values[i]);
+			char *want = xasprintf("'create_delay' must be from 0s to 1h, got '%s'", values[i]);
+			CHECKF(diags_contain(&d, want), "%s", d.n ? d.items[0].summary : "(none)");
+			free(want);
+		}
+		tpf_fleet_release(&f);
+		tpf_diags_release(&d);
+		free(text);
+	}
 }
 
 static void test_local__set_labels(void)
@@ -1177,6 +1385,10 @@ int main(void)
 	RUN(test_local__exec_status_and_timeout);
 	RUN(test_local__screen_sessions);
 	RUN(test_local__screendir_placement);
+	RUN(test_local__home_too_long);
+	RUN(test_local__interrupted_create);
+	RUN(test_local__removed_directory);
+	RUN(test_local__create_delay_bound);
 	RUN(test_local__interactive);
 	RUN(test_local__set_labels);
 	RUN(test_local__preempt);
