@@ -799,7 +799,8 @@ static void run_phase(struct exec *x, int deletes)
 			x->queue[x->nqueue++] = i;
 	}
 	/* Once interrupted, start nothing new; the caller reports it. */
-	tpf_pool_run(x->nqueue, parallelism_of(x), action_item, x, x->o->interrupted);
+	size_t started = tpf_pool_run(x->nqueue, parallelism_of(x), action_item, x, x->o->interrupted);
+	x->res->not_started += x->nqueue - started;
 }
 
 int tpf_apply(const struct tpf_plan *p, const struct tpf_fleet *f, struct tpf_provider *prov,

@@ -83,6 +83,7 @@ struct tpf_apply_result {
 	size_t added, changed, destroyed; /* completed, Terraform's counts */
 	size_t failed_actions;
 	size_t deferred;  /* creates put off: every zone refused or backed off */
+	size_t not_started; /* actions never begun: an interrupt stopped the queue first */
 	struct tpf_recap recap;
 };
 

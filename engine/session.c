@@ -47,16 +47,25 @@ static int load_fleet(struct tpf_session *s)
 	return 0;
 }
 
-int tpf_session_open(struct tpf_session *s, const struct tpf_session_opts *o, const char *lock_op)
+void tpf_session_init(struct tpf_session *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->o = *o;
+	struct tpf_session_opts none = TPF_SESSION_OPTS_INIT;
+	s->o = none;
 	tpf_diags_init(&s->d);
 	struct tpf_lock unlocked = TPF_LOCK_INIT;
 	s->lock = unlocked;
+}
+
+int tpf_session_open(struct tpf_session *s, const struct tpf_session_opts *o, const char *lock_op)
+{
+	tpf_session_init(s);
+	s->o = *o;
 
 	if (load_fleet(s))
 		return TPF_ERROR;
+	if (o->no_state)
+		return 0;
 	if (lock_op && !o->no_lock) {
 		if (o->lock_timeout > 0)
 			progress(s, TPF_SESSION_LOCKING, NULL, NULL);
@@ -74,7 +83,7 @@ int tpf_session_open(struct tpf_session *s, const struct tpf_session_opts *o, co
 				  "Each fleet needs its own state file: set state.path in the fleet file.",
 				  "state file '%s' belongs to fleet '%s', not '%s'", s->fleet.state_path,
 				  s->state.fleet, s->fleet.name);
-	return tpf_provider_open(&s->prov, &s->fleet, &s->d);
+	return o->no_provider ? 0 : tpf_provider_open(&s->prov, &s->fleet, &s->d);
 }
 
 /* -refresh=false: believe the state (Terraform's behaviour): every node
