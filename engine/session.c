@@ -129,6 +129,11 @@ int tpf_session_refresh(struct tpf_session *s, int probe)
 	if (probe && s->o.refresh &&
 	    tpf_probe_sessions(s->prov, &s->state, &s->live, s->o.parallelism, &s->facts, &s->d))
 		return TPF_ERROR;
+	/* Secrets are needed where scripts are rendered: plan, apply, watch.
+	 * destroy (no_source) renders none, so it never asks for them. */
+	if (!s->o.no_source && !s->fleet.secrets_resolved &&
+	    tpf_fleet_resolve_secrets(&s->fleet, &s->d))
+		return TPF_ERROR;
 	if (pin_source(s))
 		return TPF_ERROR;
 	return tpf_desired_compute(&s->desired, &s->fleet, s->have_commit ? s->commit : NULL,
@@ -164,6 +169,10 @@ int tpf_session_load_plan(struct tpf_session *s, const char *path, struct tpf_pl
 	if (p->fleet && strcmp(p->fleet, s->fleet.name))
 		return tpf_error(&s->d, "saved plan '%s' is for fleet '%s', not '%s'", path, p->fleet,
 				 s->fleet.name);
+	/* A saved plan that provisions workers renders their scripts. */
+	if (!p->destroy && !s->fleet.secrets_resolved &&
+	    tpf_fleet_resolve_secrets(&s->fleet, &s->d))
+		return TPF_ERROR;
 	return tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d);
 }
 
