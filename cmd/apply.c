@@ -3,153 +3,81 @@
  */
 #include "cmd/cmd.h"
 
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-static void help(const struct tpf_flag *flags)
-{
-	printf("Usage: tpuform apply [options] [PLANFILE]\n\n"
-	       "  Create, replace and delete nodes so that the fleet matches its file, then\n"
-	       "  provision every worker. Without PLANFILE a plan is made and shown first\n"
-	       "  and applied only after you answer 'yes'.\n\nOptions:\n");
-	tpf_print_flags(stdout, flags);
-}
+static struct {
+	int auto_approve, input;
+} apply_o = { 0, 1 };
 
-int tpf_run_apply(struct tpf_session *s, struct tpf_plan *p, int auto_approve, int destroy)
+static const struct tpf_flag apply_flags[] = {
+	TPF_BOOL("auto-approve", &apply_o.auto_approve, "skip the approval prompt"),
+	TPF_BOOL("input", &apply_o.input, "ask for input (false: fail instead of prompting)"),
+	TPF_FLAGS_END,
+};
+
+/* Nothing to do: Terraform still closes with "Apply complete!". */
+static void say_nothing_to_do(void)
 {
-	struct tpf_apply_opts opts = {
-		.on_event = tpf_ui_event,
-		.interrupted = &tpf_interrupted,
-	};
-	if (tpf_session_apply_env(s, &opts))
-		return TPF_EXIT_ERROR;
-	if (!auto_approve) {
-		if (tpf_ui.json) {
-			tpf_error(&s->d, "Plan file or auto-approve required");
-			return TPF_EXIT_ERROR;
-		}
-		if (!isatty(STDIN_FILENO)) {
-			tpf_errorx(&s->d, NULL,
-				   "Add -auto-approve to apply without a prompt (for pipelines), or "
-				   "run tpuform from a terminal.",
-				   "%s needs approval, but standard input is not a terminal",
-				   destroy ? "destroy" : "apply");
-			return TPF_EXIT_ERROR;
-		}
-		int yes = destroy
-			? tpf_ui_confirm("Do you really want to destroy all resources?",
-					 "tpuform will destroy all your managed infrastructure, as shown above.\n"
-					 "  There is no undo.")
-			: tpf_ui_confirm("Do you want to perform these actions?",
-					 "tpuform will perform the actions described above.");
-		if (!yes) {
-			tpf_error(&s->d, destroy ? "Destroy cancelled." : "Apply cancelled.");
-			return TPF_EXIT_ERROR;
-		}
-	}
-	struct tpf_apply_result res;
-	tpf_session_apply(s, p, &opts, &res);
-	tpf_ui_recap(&res.recap);
-	char msg[200];
-	if (destroy)
-		snprintf(msg, sizeof(msg), "Destroy complete! Resources: %zu destroyed.", res.destroyed);
+	if (tpf_ui.json)
+		tpf_ui_json("info", "change_summary",
+			    "Apply complete! Resources: 0 added, 0 changed, 0 destroyed.",
+			    json_pack("{s:{s:i,s:i,s:i,s:s}}", "changes", "add", 0, "change", 0,
+				      "remove", 0, "operation", "apply"));
 	else
-		snprintf(msg, sizeof(msg), "Apply complete! Resources: %zu added, %zu changed, %zu destroyed.",
-			 res.added, res.changed, res.destroyed);
-	int failed = res.failed_actions || tpf_diags_errors(&s->d);
-	if (tpf_interrupted)
-		tpf_warn(&s->d, NULL, "apply was interrupted: actions not started were skipped; the "
-				      "state records everything that happened");
-	if (tpf_ui.json) {
-		tpf_ui_json(failed ? "error" : "info", "change_summary", msg,
-			    json_pack("{s:{s:I,s:I,s:I,s:s}}", "changes", "add", (json_int_t)res.added,
-				      "change", (json_int_t)res.changed, "remove",
-				      (json_int_t)res.destroyed, "operation", destroy ? "destroy" : "apply"));
-	} else if (!failed) {
-		tpf_ui_say("\n%s%s%s\n", tpf_ui.color ? "\033[1;32m" : "", msg,
-			   tpf_ui.color ? "\033[0m" : "");
-	} else {
-		tpf_ui_say("\n%s\n", msg);
-	}
-	tpf_apply_result_release(&res);
-	return failed ? TPF_EXIT_ERROR : TPF_EXIT_OK;
+		tpf_ui_say("\nApply complete! Resources: 0 added, 0 changed, 0 destroyed.\n");
 }
 
-int cmd_apply(int argc, char **argv)
+static int run_apply(struct tpf_cmd_ctx *ctx)
 {
-	struct tpf_common_opts o = TPF_COMMON_OPTS_INIT;
-	int auto_approve = 0, show_help = 0, input = 1;
-	struct tpf_flag flags[] = {
-		TPF_COMMON_FLAGS(o),
-		{ "auto-approve", NULL, TPF_FLAG_BOOL, &auto_approve, "skip the approval prompt" },
-		{ "parallelism", NULL, TPF_FLAG_INT, &o.parallelism, "concurrent operations (default 10)" },
-		{ "lock", NULL, TPF_FLAG_BOOL, &o.lock, "lock the state (default true)" },
-		{ "lock-timeout", NULL, TPF_FLAG_DURATION, &o.lock_timeout, "wait this long for the state lock" },
-		{ "refresh", NULL, TPF_FLAG_BOOL, &o.refresh, "refresh from the provider (default true)" },
-		{ "input", NULL, TPF_FLAG_BOOL, &input, "ask for input (false: fail instead of prompting)" },
-		{ "help", "h", TPF_FLAG_BOOL, &show_help, "show this help" },
-		{ 0 },
-	};
-	char **pos;
-	int npos;
-	if (tpf_parse_flags("apply", argc, argv, flags, &pos, &npos))
-		return TPF_EXIT_ERROR;
-	const char *planfile = npos > 0 ? pos[0] : NULL;
-	int extra = npos > 1;
-	free(pos);
-	if (show_help) {
-		help(flags);
-		return TPF_EXIT_OK;
-	}
-	if (extra) {
-		fprintf(stderr, "Error: apply takes at most one argument, a saved plan file\n");
-		return TPF_EXIT_ERROR;
-	}
-	tpf_ui_init(o.no_color, o.json);
-	tpf_install_signal_handlers();
-	if (o.json)
-		tpf_ui_json_version();
-
-	struct tpf_session s;
+	struct tpf_session *s = &ctx->s;
+	const char *planfile = ctx->nargs ? ctx->args[0] : NULL;
+	int auto_approve = apply_o.auto_approve;
 	struct tpf_plan p;
 	memset(&p, 0, sizeof(p));
 	int code = TPF_EXIT_ERROR;
-	if (tpf_cmd_session_open(&s, &o, "OperationTypeApply"))
-		goto done;
 	if (planfile) {
 		/* A saved plan is applied as planned, without a prompt. */
-		if (tpf_session_load_plan(&s, planfile, &p))
+		if (tpf_session_load_plan(s, planfile, &p))
 			goto done;
 		auto_approve = 1;
 	} else {
-		if (tpf_session_refresh(&s, 1) || tpf_session_plan(&s, 0, &p))
+		if (tpf_session_refresh(s, 1) || tpf_session_plan(s, 0, &p))
 			goto done;
-		if (!o.json)
+		if (!ctx->o.json)
 			tpf_ui_say("\n");
 		tpf_ui_plan(&p);
 	}
 	if (!tpf_plan_has_changes(&p)) {
-		if (o.json)
-			tpf_ui_json("info", "change_summary",
-				    "Apply complete! Resources: 0 added, 0 changed, 0 destroyed.",
-				    json_pack("{s:{s:i,s:i,s:i,s:s}}", "changes", "add", 0, "change", 0,
-					      "remove", 0, "operation", "apply"));
-		else
-			tpf_ui_say("\nApply complete! Resources: 0 added, 0 changed, 0 destroyed.\n");
+		say_nothing_to_do();
 		code = TPF_EXIT_OK;
 		goto done;
 	}
-	if (!input && !auto_approve) {
-		tpf_error(&s.d, "apply needs approval but -input=false was given; add -auto-approve");
+	if (!apply_o.input && !auto_approve) {
+		tpf_error(&s->d, "apply needs approval but -input=false was given; add -auto-approve");
 		goto done;
 	}
-	code = tpf_run_apply(&s, &p, auto_approve, 0);
+	code = tpf_run_apply(ctx, &p, auto_approve, 0);
 done:
-	tpf_ui_diags(&s.d);
-	if (tpf_diags_errors(&s.d))
-		code = TPF_EXIT_ERROR;
 	tpf_plan_release(&p);
-	tpf_session_close(&s);
 	return code;
 }
+
+const struct tpf_cmd tpf_cmd_apply = {
+	.name = "apply",
+	.summary = "Create, replace or delete nodes and provision workers",
+	.description = "  Create, replace and delete nodes so that the fleet matches its file, then\n"
+		       "  provision every worker. Without PLANFILE a plan is made and shown first\n"
+		       "  and applied only after you answer 'yes'. With PLANFILE (from 'tpuform plan\n"
+		       "  -out=FILE') exactly that plan is applied, without a prompt.\n",
+	.footer = "The first interrupt (Ctrl-C) starts nothing new and records what is in\n"
+		  "flight; a second one exits at once. An apply that fails or is interrupted\n"
+		  "exits 1 and says what was and was not done.\n",
+	.flags = apply_flags,
+	.max_args = 1,
+	.args_name = "[PLANFILE]",
+	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_LOCK | TPF_CMD_PROVIDER |
+		 TPF_CMD_JSON_LINES | TPF_CMD_REFRESH | TPF_CMD_PARALLELISM,
+	.lock_op = "OperationTypeApply",
+	.signals = TPF_SIG_GRACEFUL,
+	.run = run_apply,
+};

@@ -1,6 +1,8 @@
 /*
  * Terraform-style flag parsing: single dash, "=value" or a separate value;
- * "--flag" is accepted too because people type it.
+ * "--flag" is accepted too because people type it. Every problem is a
+ * diagnostic, so it is printed like any other error (and as JSON under
+ * -json).
  */
 #include "cmd/cmd.h"
 #include "util/timeutil.h"
@@ -21,105 +23,167 @@ static const struct tpf_flag *find_flag(const struct tpf_flag *flags, const char
 	return NULL;
 }
 
-static int set_value(const char *cmd, const struct tpf_flag *f, const char *v)
+/* The value's name in help and messages: "FILE", "N", "DURATION". */
+static const char *value_name(const struct tpf_flag *f)
+{
+	return f->value ? f->value
+	       : f->type == TPF_FLAG_BOOL ? NULL
+	       : f->type == TPF_FLAG_INT ? "N"
+	       : f->type == TPF_FLAG_DURATION ? "DURATION" : "VALUE";
+}
+
+static int bad_value(const char *cmd, const struct tpf_flag *f, const char *v, const char *want,
+		     struct tpf_diags *d)
+{
+	char *hint = xasprintf("Run 'tpuform %s -help' for the options it takes.", cmd);
+	int rc = tpf_errorx(d, NULL, hint, "invalid value '%s' for -%s: %s", v, f->name, want);
+	free(hint);
+	return rc;
+}
+
+static int set_int(const char *cmd, const struct tpf_flag *f, const char *v, struct tpf_diags *d)
+{
+	char *end;
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	if (errno || *end || end == v)
+		return bad_value(cmd, f, v, "expected a whole number", d);
+	if (n < f->min || n > f->max)
+		return tpf_errorx(d, NULL, NULL, "invalid value '%s' for -%s: -%s must be from %d to %d",
+				  v, f->name, f->name, f->min, f->max);
+	*(int *)f->target = (int)n;
+	return 0;
+}
+
+static int set_value(const char *cmd, const struct tpf_flag *f, const char *v, struct tpf_diags *d)
 {
 	switch (f->type) {
 	case TPF_FLAG_BOOL:
-		if (!v || !strcmp(v, "true") || !strcmp(v, "1")) {
+		if (!v || !strcmp(v, "true") || !strcmp(v, "1"))
 			*(int *)f->target = 1;
-		} else if (!strcmp(v, "false") || !strcmp(v, "0")) {
+		else if (!strcmp(v, "false") || !strcmp(v, "0"))
 			*(int *)f->target = 0;
-		} else {
-			fprintf(stderr, "Error: invalid value '%s' for -%s: expected true or false\n", v,
-				f->name);
-			return -1;
-		}
+		else
+			return bad_value(cmd, f, v, "expected true or false", d);
 		return 0;
 	case TPF_FLAG_STRING:
 		*(const char **)f->target = v;
 		return 0;
-	case TPF_FLAG_INT: {
-		char *end;
-		errno = 0;
-		long n = strtol(v, &end, 10);
-		if (errno || *end || end == v || n < 0 || n > 100000) {
-			fprintf(stderr, "Error: invalid value '%s' for -%s: expected a whole number\n", v,
-				f->name);
-			return -1;
-		}
-		*(int *)f->target = (int)n;
-		return 0;
-	}
+	case TPF_FLAG_INT:
+		return set_int(cmd, f, v, d);
 	case TPF_FLAG_DURATION:
-		if (tpf_parse_duration(v, (double *)f->target) < 0) {
-			fprintf(stderr,
-				"Error: invalid value '%s' for -%s: expected a duration such as 30s, "
-				"5m or 1h\n",
-				v, f->name);
-			return -1;
-		}
+		if (tpf_parse_duration(v, (double *)f->target) < 0)
+			return bad_value(cmd, f, v, "expected a duration such as 30s, 5m or 1h", d);
 		return 0;
 	}
-	(void)cmd;
-	return -1;
+	return TPF_ERROR;
+}
+
+/* One flag argument a (argv[*i]); may consume the next argument as value. */
+static int parse_one(const char *cmd, int argc, char **argv, int *i,
+		     const struct tpf_flag *flags, struct tpf_diags *d)
+{
+	const char *a = argv[*i];
+	const char *name = a + 1 + (a[1] == '-');
+	const char *eq = strchr(name, '=');
+	size_t len = eq ? (size_t)(eq - name) : strlen(name);
+	const struct tpf_flag *f = find_flag(flags, name, len);
+	if (!f) {
+		char *hint = xasprintf("Run 'tpuform %s -help' for the options it takes.", cmd);
+		int rc = tpf_errorx(d, NULL, hint, "unknown flag '%.*s' for 'tpuform %s'",
+				    (int)len + (int)(name - a), a, cmd);
+		free(hint);
+		return rc;
+	}
+	const char *v = eq ? eq + 1 : NULL;
+	if (!v && f->type != TPF_FLAG_BOOL) {
+		if (*i + 1 >= argc)
+			return tpf_errorx(d, NULL, NULL, "flag -%s needs a value: -%s=%s", f->name,
+					  f->name, value_name(f));
+		v = argv[++*i];
+	}
+	return set_value(cmd, f, v, d);
 }
 
 int tpf_parse_flags(const char *cmd, int argc, char **argv, const struct tpf_flag *flags,
-		    char ***pos, int *npos)
+		    struct tpf_parsed *out, struct tpf_diags *d)
 {
-	*pos = xcalloc((size_t)argc + 1, sizeof(char *));
-	*npos = 0;
+	memset(out, 0, sizeof(*out));
+	out->args = xcalloc((size_t)argc + 1, sizeof(char *));
+	out->rest = xcalloc((size_t)argc + 1, sizeof(char *));
 	for (int i = 0; i < argc; i++) {
 		char *a = argv[i];
 		if (!strcmp(a, "--")) {
+			out->dashdash = 1;
 			for (i++; i < argc; i++)
-				(*pos)[(*npos)++] = argv[i];
+				out->rest[out->nrest++] = argv[i];
 			break;
 		}
 		if (a[0] != '-' || a[1] == '\0') {
-			(*pos)[(*npos)++] = a;
+			out->args[out->nargs++] = a;
 			continue;
 		}
-		const char *name = a + 1 + (a[1] == '-');
-		const char *eq = strchr(name, '=');
-		size_t len = eq ? (size_t)(eq - name) : strlen(name);
-		const struct tpf_flag *f = find_flag(flags, name, len);
-		if (!f) {
-			fprintf(stderr, "Error: unknown flag '%.*s' for 'tpuform %s'\n\n"
-					"Run 'tpuform %s -help' for the flags it takes.\n",
-				(int)len + (int)(name - a), a, cmd, cmd);
-			free(*pos);
-			*pos = NULL;
-			return -1;
-		}
-		const char *v = eq ? eq + 1 : NULL;
-		if (!v && f->type != TPF_FLAG_BOOL) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "Error: flag -%s needs a value\n", f->name);
-				free(*pos);
-				*pos = NULL;
-				return -1;
-			}
-			v = argv[++i];
-		}
-		if (set_value(cmd, f, v) < 0) {
-			free(*pos);
-			*pos = NULL;
-			return -1;
+		if (parse_one(cmd, argc, argv, &i, flags, d)) {
+			tpf_parsed_release(out);
+			return TPF_ERROR;
 		}
 	}
 	return 0;
 }
 
+void tpf_parsed_release(struct tpf_parsed *p)
+{
+	free(p->args);
+	free(p->rest);
+	memset(p, 0, sizeof(*p));
+}
+
+/* "(1 to 256; default 10)", from the target's value now. */
+static void describe_default(const struct tpf_flag *f, char *buf, size_t len)
+{
+	char def[64] = "";
+	switch (f->type) {
+	case TPF_FLAG_BOOL:
+		if (*(const int *)f->target)
+			snprintf(def, sizeof(def), "default true");
+		break;
+	case TPF_FLAG_STRING:
+		if (*(const char *const *)f->target)
+			snprintf(def, sizeof(def), "default %s", *(const char *const *)f->target);
+		break;
+	case TPF_FLAG_INT: {
+		int v = *(const int *)f->target;
+		if (v >= f->min && v <= f->max)
+			snprintf(def, sizeof(def), "default %d", v);
+		snprintf(buf, len, " (%d to %d%s%s)", f->min, f->max, *def ? "; " : "", def);
+		return;
+	}
+	case TPF_FLAG_DURATION: {
+		double s = *(const double *)f->target;
+		long whole = (long)s;
+		if (s >= 3600 && s == (double)whole && whole % 3600 == 0)
+			snprintf(def, sizeof(def), "default %ldh", whole / 3600);
+		else if (s >= 600 && s == (double)whole && whole % 60 == 0)
+			snprintf(def, sizeof(def), "default %ldm", whole / 60);
+		else
+			snprintf(def, sizeof(def), "default %gs", s);
+		break;
+	}
+	}
+	snprintf(buf, len, "%s%s%s", *def ? " (" : "", def, *def ? ")" : "");
+}
+
 void tpf_print_flags(FILE *out, const struct tpf_flag *flags)
 {
 	for (const struct tpf_flag *f = flags; f->name; f++) {
-		const char *arg = f->type == TPF_FLAG_BOOL ? ""
-				  : f->type == TPF_FLAG_INT ? "=N"
-				  : f->type == TPF_FLAG_DURATION ? "=DURATION" : "=VALUE";
-		char buf[64];
-		snprintf(buf, sizeof(buf), "-%s%s", f->name, arg);
-		fprintf(out, "  %-26s %s%s%s\n", buf, f->help, f->alias ? "; also -" : "",
-			f->alias ? f->alias : "");
+		if (!f->help)
+			continue;
+		const char *arg = value_name(f);
+		char name[64], def[96];
+		snprintf(name, sizeof(name), "%s%s%s-%s%s%s", f->alias ? "-" : "",
+			 f->alias ? f->alias : "", f->alias ? ", " : "", f->name, arg ? "=" : "",
+			 arg ? arg : "");
+		describe_default(f, def, sizeof(def));
+		fprintf(out, "  %-26s %s%s\n", name, f->help, def);
 	}
 }

@@ -1,7 +1,13 @@
 /*
- * The command-line layer: one file per subcommand, a table in main.c
- * (the libgit2 src/cli and git builtin pattern). Only cmd/ prints for
- * people and decides exit codes.
+ * The command-line layer: a command table (git's commands[] with
+ * RUN_SETUP, libgit2's cli_opt tables), one file per command as git's
+ * builtin/, and one dispatcher that does set-up, diagnostics and exit codes
+ * for all of them (cmd/dispatch.c). Only cmd/ prints for people and decides
+ * exit codes; command bodies keep their own logic and printing.
+ *
+ * Adding a command: write cmd/NAME.c with a static options struct, a static
+ * flag table pointing into it, a body `static int run(struct tpf_cmd_ctx *)`
+ * and `const struct tpf_cmd tpf_cmd_NAME`; list it in cmd/commands.c.
  */
 #ifndef TPF_CMD_H
 #define TPF_CMD_H
@@ -17,7 +23,9 @@
 #include "util/diag.h"
 #include "providers/transport.h"
 
-/* Exit codes: Terraform's contract (docs/terraform-behaviour.md section 2). */
+/* Exit codes: Terraform's contract (docs/terraform-behaviour.md section 2).
+ * A read-only command stopped by SIGINT or SIGTERM dies of the signal, so
+ * its shell reports 130 or 143 (cmd/signals.c). */
 #define TPF_EXIT_OK 0
 #define TPF_EXIT_ERROR 1
 #define TPF_EXIT_CHANGES 2 /* only with -detailed-exitcode */
@@ -32,50 +40,90 @@ struct tpf_flag {
 	const char *alias;      /* another accepted name ("f" for "file"), may be NULL */
 	enum tpf_flag_type type;
 	void *target;           /* int* (bool, int), const char** (string), double* (seconds) */
-	const char *help;
+	const char *help;       /* one line; NULL hides the flag from help */
+	const char *value;      /* the value's name in help ("FILE"); NULL: by type */
+	int min, max;           /* TPF_FLAG_INT: the accepted range, inclusive */
 };
+
+/* Table entries (designated initialisers, so new fields default to 0). */
+#define TPF_BOOL(n, t, h) { .name = (n), .type = TPF_FLAG_BOOL, .target = (t), .help = (h) }
+#define TPF_STR(n, v, t, h) \
+	{ .name = (n), .type = TPF_FLAG_STRING, .target = (t), .help = (h), .value = (v) }
+#define TPF_INT(n, lo, hi, t, h) \
+	{ .name = (n), .type = TPF_FLAG_INT, .target = (t), .help = (h), .min = (lo), .max = (hi) }
+#define TPF_DUR(n, t, h) { .name = (n), .type = TPF_FLAG_DURATION, .target = (t), .help = (h) }
+#define TPF_FLAGS_END { .name = NULL }
+
+/* What parsing found besides flags: positional arguments before "--"
+ * (args) and after it (rest). Both arrays point into argv; the caller
+ * frees the arrays (tpf_parsed_release). */
+struct tpf_parsed {
+	char **args;
+	int nargs;
+	char **rest;
+	int nrest;
+	int dashdash; /* "--" was given */
+};
+void tpf_parsed_release(struct tpf_parsed *p);
 
 /*
  * Terraform-style flags: "-name", "--name", "-name=value", "-name value",
- * and for booleans "-name=true|false". Stops at "--". Positional arguments
- * are collected in order into pos (argv pointers, *npos of them; caller
- * frees the array). Prints the error and returns -1 on a bad flag.
+ * and for booleans "-name=true|false". Flags and positional arguments may
+ * be mixed; "--" ends the flags. `flags` ends with TPF_FLAGS_END. An
+ * unknown flag, a missing or bad value, or an int out of its range is
+ * TPF_ERROR with a diagnostic in d (naming `cmd`, e.g. "state rm", for the
+ * hint); *out is then released. Durations: util/timeutil.h.
  */
 int tpf_parse_flags(const char *cmd, int argc, char **argv, const struct tpf_flag *flags,
-		    char ***pos, int *npos);
+		    struct tpf_parsed *out, struct tpf_diags *d);
+/* The options listing of a help text: one line per visible flag with its
+ * default (read from the target now: call before parsing). */
 void tpf_print_flags(FILE *out, const struct tpf_flag *flags);
 
-/* ---- the user interface (cmd/ui.c) ---------------------------------------- */
+/* ---- the command table (cmd/commands.c, cmd/dispatch.c, cmd/help.c) ------ */
 
-struct tpf_ui {
-	int color; /* ANSI colour on stdout */
-	int json;  /* -json: JSON Lines on stdout, nothing else */
-	pthread_mutex_t mu;
+/* What a command needs before its body runs; the dispatcher provides it. */
+enum tpf_cmd_needs {
+	TPF_CMD_FILE = 1 << 0,        /* takes -f FILE (default tpuform.yaml) */
+	TPF_CMD_FLEET = 1 << 1,       /* the dispatcher loads the fleet file (implies FILE) */
+	TPF_CMD_STATE = 1 << 2,       /* ... and the state */
+	TPF_CMD_LOCK = 1 << 3,        /* ... holding the state lock (lock_op); -lock, -lock-timeout */
+	TPF_CMD_PROVIDER = 1 << 4,    /* ... and opens the provider */
+	TPF_CMD_JSON = 1 << 5,        /* takes -json: one JSON document on stdout */
+	TPF_CMD_JSON_LINES = 1 << 6,  /* takes -json: JSON Lines on stdout, "version" first */
+	TPF_CMD_REFRESH = 1 << 7,     /* takes -refresh=false */
+	TPF_CMD_PARALLELISM = 1 << 8, /* takes -parallelism=N */
+	TPF_CMD_REST = 1 << 9,        /* takes words after "--" (rest_name, at least one) */
 };
-extern struct tpf_ui tpf_ui; /* the one global of the program */
 
-/* Colour on unless -no-color, NO_COLOR is set, or stdout is not a terminal. */
-void tpf_ui_init(int no_color, int json);
-/* Print every diagnostic (human: Terraform's boxed form on stderr; json: lines). */
-void tpf_ui_diags(const struct tpf_diags *d);
-/* One JSON Lines message (docs/terraform-behaviour.md section 5): adds @level, @message,
- * @module "tpuform.ui", @timestamp and type; steals `extra` (may be NULL). */
-void tpf_ui_json(const char *level, const char *type, const char *message, json_t *extra);
-/* The first JSON Lines message, type "version" (Terraform's -json starts so). */
-void tpf_ui_json_version(void);
-/* Human progress line on stdout (no-op in json mode). */
-void tpf_ui_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* The apply event printer (engine/apply.h tpf_event_fn). */
-void tpf_ui_event(const struct tpf_event *ev, void *ctx);
-/* Ansible's PLAY RECAP. */
-void tpf_ui_recap(const struct tpf_recap *r);
-/* Print a plan: human text, or planned_change + change_summary lines. */
-void tpf_ui_plan(const struct tpf_plan *p);
-/* Ask for "yes" on the terminal. Returns 1 only for "yes". */
-int tpf_ui_confirm(const char *question, const char *explain);
+/* What SIGINT and SIGTERM do while the command runs (cmd/signals.c). */
+enum tpf_cmd_signals {
+	TPF_SIG_NONE,     /* left as they are (help, version) */
+	TPF_SIG_STOP,     /* read-only: the first one ends the process */
+	TPF_SIG_GRACEFUL, /* mutating: the first one sets tpf_interrupted (start
+			   * nothing new, record state), the second exits 1 at once */
+};
 
-/* ---- the common flags and the engine session (cmd/session.c) --------------- */
+struct tpf_cmd_ctx;
 
+struct tpf_cmd {
+	const char *name;
+	const char *summary;     /* one line, for 'tpuform help' */
+	const char *description; /* the help paragraph (lines of "  text\n"), may be NULL */
+	const char *footer;      /* printed after the options, may be NULL */
+	const struct tpf_flag *flags; /* the command's own, TPF_FLAGS_END-ended; may be NULL */
+	int min_args, max_args;  /* positional arguments before "--"; max -1: any number */
+	const char *args_name;   /* for the usage line: "NODE", "[PLANFILE]", "NODE..." */
+	const char *rest_name;   /* TPF_CMD_REST: "COMMAND..." */
+	const struct tpf_cmd *const *subs; /* NULL-ended subcommands; then run is NULL */
+	unsigned needs;          /* enum tpf_cmd_needs */
+	const char *lock_op;     /* TPF_CMD_LOCK: Terraform's operation name for the lock info */
+	enum tpf_cmd_signals signals;
+	int (*run)(struct tpf_cmd_ctx *ctx); /* returns an exit code */
+	int hidden;              /* left out of 'tpuform help' (still listed by -commands) */
+};
+
+/* The flags every fleet command may take (which ones: cmd->needs). */
 struct tpf_common_opts {
 	const char *file;   /* -f: fleet file, default tpuform.yaml */
 	int no_color;
@@ -86,46 +134,116 @@ struct tpf_common_opts {
 	int parallelism;
 };
 #define TPF_COMMON_OPTS_INIT { "tpuform.yaml", 0, 0, 1, 0, 1, 10 }
+#define TPF_PARALLELISM_MAX 256
 
-/* Flags every command that reads a fleet accepts (must end the table with {0}). */
-#define TPF_COMMON_FLAGS(o)                                                                    \
-	{ "file", "f", TPF_FLAG_STRING, &(o).file, "fleet file (default tpuform.yaml)" },       \
-	{ "no-color", NULL, TPF_FLAG_BOOL, &(o).no_color, "no ANSI colour" },                   \
-	{ "json", NULL, TPF_FLAG_BOOL, &(o).json, "machine-readable JSON Lines" }
+/* What a command body gets. */
+struct tpf_cmd_ctx {
+	const struct tpf_cmd *cmd;
+	char path[64];            /* "plan", "state rm": for messages */
+	struct tpf_common_opts o;
+	char **args;              /* positional arguments (nargs of them, borrowed) */
+	int nargs;
+	char **rest;              /* words after "--" (TPF_CMD_REST) */
+	int nrest;
+	struct tpf_session s;     /* opened as cmd->needs says; always initialised */
+	struct tpf_diags *d;      /* &s.d: the dispatcher prints these after the body */
+	size_t printed_errors;    /* errors the body already printed (tpf_cmd_print_diags) */
+};
 
-/* The engine's session options for these flags, with the progress printer
- * (tpf_ui_session_progress) wired in. o->file is borrowed. */
-struct tpf_session_opts tpf_cmd_session_opts(const struct tpf_common_opts *o);
-/* tpf_session_open with tpf_cmd_session_opts(o). */
-int tpf_cmd_session_open(struct tpf_session *s, const struct tpf_common_opts *o, const char *lock_op);
+/* The commands, one file each (cmd/NAME.c). */
+extern const struct tpf_cmd tpf_cmd_validate, tpf_cmd_plan, tpf_cmd_apply, tpf_cmd_destroy,
+	tpf_cmd_watch, tpf_cmd_show, tpf_cmd_logs, tpf_cmd_exec, tpf_cmd_ssh, tpf_cmd_state,
+	tpf_cmd_local, tpf_cmd_version, tpf_cmd_help;
+
+/* Every top-level command, in help order, NULL-ended (cmd/commands.c). */
+extern const struct tpf_cmd *const tpf_commands[];
+
+/* The command called `name` among cmds (NULL-ended), or NULL. */
+const struct tpf_cmd *tpf_cmd_find(const struct tpf_cmd *const *cmds, const char *name);
+
+/* Run argv[0] (a command name) with the rest of argv: find the command
+ * and subcommand, parse flags, check positional counts, set up per needs,
+ * run the body, print diagnostics, tear down. Returns the exit code.
+ * no_color: -no-color was given before the command. */
+int tpf_cmd_dispatch(int argc, char **argv, int no_color);
+
+/* Is -json among the arguments (before "--")? Then even a flag error comes
+ * out as a JSON Lines "diagnostic" message. */
+int tpf_cmd_wants_json(int argc, char **argv);
+
+/* Print the body's diagnostics now (before a closing line), remembering
+ * their errors for the exit code; ctx->d ends empty. */
+void tpf_cmd_print_diags(struct tpf_cmd_ctx *ctx);
+
+/* Help (cmd/help.c). tpf_help_command: "Usage: tpuform PATH ...", the
+ * description, subcommands or options; path is "state rm" for a sub. */
+void tpf_help_usage(FILE *out);
+void tpf_help_command(FILE *out, const struct tpf_cmd *c, const char *path);
+/* The usage line alone ("tpuform logs [options] NODE"), into buf. */
+void tpf_help_usage_line(const struct tpf_cmd *c, const char *path, char *buf, size_t len);
+/* The flags a command takes: the common ones its needs ask for (pointing
+ * into o), its own, then -help (pointing at *help). Caller frees. */
+struct tpf_flag *tpf_cmd_flags(const struct tpf_cmd *c, struct tpf_common_opts *o, int *help);
+
+/* ---- signals (cmd/signals.c) --------------------------------------------- */
+
+/* Set by the first SIGINT/SIGTERM of a TPF_SIG_GRACEFUL command: start
+ * nothing new. Read by the engine through its `interrupted` options. */
+extern volatile int tpf_interrupted;
+void tpf_signals_install(enum tpf_cmd_signals kind);
+
+/* ---- the user interface (cmd/ui.c) ---------------------------------------- */
+
+struct tpf_ui {
+	int color; /* ANSI colour on stdout */
+	int json;  /* -json: machine-readable stdout */
+	pthread_mutex_t mu;
+};
+extern struct tpf_ui tpf_ui; /* the one global of the program */
+
+/* Colour on unless -no-color, NO_COLOR is set, or stdout is not a terminal. */
+void tpf_ui_init(int no_color, int json);
+/* Print every diagnostic (human: Terraform's boxed form on stderr; json: lines). */
+void tpf_ui_diags(const struct tpf_diags *d);
+/* One JSON Lines message (docs/terraform-behaviour.md section 5): adds
+ * @level, @message, @module "tpuform.ui", @timestamp and type; steals
+ * `extra` (may be NULL). */
+void tpf_ui_json(const char *level, const char *type, const char *message, json_t *extra);
+/* The first JSON Lines message, type "version" (Terraform's -json starts so). */
+void tpf_ui_json_version(void);
+/* Human progress line on stdout (no-op in json mode). */
+void tpf_ui_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Each line of text as "NODE/wN | line" (the lines of many workers can be
+ * told apart, as `gcloud ... ssh --worker=all` users do by hand). */
+void tpf_ui_prefixed(const char *node, int worker, const char *text);
+/* The apply event printer (engine/apply.h tpf_event_fn). */
+void tpf_ui_event(const struct tpf_event *ev, void *ctx);
+/* Ansible's PLAY RECAP. */
+void tpf_ui_recap(const struct tpf_recap *r);
+/* Print a plan: human text, or planned_change + change_summary lines. */
+void tpf_ui_plan(const struct tpf_plan *p);
+/* Ask for "yes" on the terminal. Returns 1 only for "yes". */
+int tpf_ui_confirm(const char *question, const char *explain);
+
+/* ---- the engine session, command side (cmd/session.c) --------------------- */
+
+/* The engine's session options for the common flags and this command's
+ * needs, with the progress printer wired in. o->file is borrowed. */
+struct tpf_session_opts tpf_cmd_session_opts(const struct tpf_common_opts *o, unsigned needs);
 /* The session progress printer (engine/session.h tpf_session_progress_fn):
  * Terraform's "Acquiring state lock..." and "NAME: Refreshing state..."
  * lines; nothing in json mode. */
 void tpf_ui_session_progress(const struct tpf_session_progress *ev, void *ctx);
+/* Check that node sn has worker `worker` (logs, exec, ssh): else an error
+ * in d naming how many workers it has. */
+int tpf_cmd_check_worker(const struct tpf_state_node *sn, int worker, struct tpf_diags *d);
 
-/* ---- subcommands ------------------------------------------------------------ */
-
-int cmd_plan(int argc, char **argv);
-int cmd_apply(int argc, char **argv);
-int cmd_destroy(int argc, char **argv);
-int cmd_show(int argc, char **argv);
-int cmd_validate(int argc, char **argv);
-int cmd_state(int argc, char **argv);
-int cmd_local(int argc, char **argv);
-int cmd_logs(int argc, char **argv);
-int cmd_exec(int argc, char **argv);
-int cmd_ssh(int argc, char **argv);
-int cmd_version(int argc, char **argv);
-int cmd_watch(int argc, char **argv);
-
-/* Shared by apply and destroy (cmd/apply.c): read the apply settings from
- * the environment, ask for "yes" unless auto_approve, carry p out with
- * tpf_session_apply and print the recap and Terraform's closing line.
- * Returns an exit code; diagnostics are left in s->d for the caller. */
-int tpf_run_apply(struct tpf_session *s, struct tpf_plan *p, int auto_approve, int destroy);
-
-/* Signal handling: SIGINT/SIGTERM set this; apply starts nothing new. */
-extern volatile int tpf_interrupted;
-void tpf_install_signal_handlers(void);
+/* Shared by apply and destroy (cmd/apply_run.c): read the apply settings
+ * from the environment, ask for "yes" unless auto_approve, carry p out with
+ * tpf_session_apply, print the recap and an honest closing line: "Apply
+ * complete!" only when everything succeeded, else the errors and what was
+ * and was not done. Returns an exit code (1 after any failure or an
+ * interrupt, as Terraform); diagnostics are printed before the last line. */
+int tpf_run_apply(struct tpf_cmd_ctx *ctx, struct tpf_plan *p, int auto_approve, int destroy);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * tpuform show: nodes, workers, commits, session status and the last log
- * line of each worker, from the state plus a live refresh.
+ * line of each worker, from the state plus a live refresh. Human text, or
+ * with -json one JSON document.
  */
 #include "cmd/cmd.h"
 #include "engine/provision.h"
@@ -13,6 +14,97 @@
 static const char *or_dash(const char *s)
 {
 	return s && *s ? s : "-";
+}
+
+static const char *bold(void)
+{
+	return tpf_ui.color ? "\033[1m" : "";
+}
+
+static const char *reset(void)
+{
+	return tpf_ui.color ? "\033[0m" : "";
+}
+
+/* One worker: a table row (human) and its JSON object. */
+static json_t *show_worker(const struct tpf_session *s, const struct tpf_state_node *sn, size_t w,
+			   int json)
+{
+	const struct tpf_state_worker *sw = &sn->workers[w];
+	const struct tpf_session_fact *sf = tpf_session_facts_find(&s->facts, sn->name, (int)w);
+	const char *reach = !sf ? "?" : sf->session ? "yes" : "no";
+	const char *session = sf && sf->session ? sf->session : or_dash(sw->status);
+	int code = sf && sf->session ? sf->exit_code : sw->exit_code;
+	char exitbuf[16] = "-";
+	if (code >= 0)
+		snprintf(exitbuf, sizeof(exitbuf), "%d", code);
+	const char *last = sf ? sf->last_log : NULL;
+	/* Not as declared: the plan's own rule (plan/plan.h). */
+	int unconv = tpf_worker_unconverged(&s->fleet, sf, sw);
+	if (!json)
+		printf("    w%-5zu %-9s %-8s %-5s %-8d %s%s%s%s\n", w, reach, session, exitbuf,
+		       sw->restarts, or_dash(last), unconv >= 0 ? "  [" : "",
+		       unconv >= 0 ? tpf_unconverged_mark(unconv) : "", unconv >= 0 ? "]" : "");
+	json_t *wj = json_pack("{s:i,s:s,s:i,s:s*,s:s*}", "index", (int)w, "session", session,
+			       "restarts", sw->restarts, "address", sw->address, "script_hash",
+			       sw->script_hash);
+	json_object_set_new(wj, "reachable", sf ? json_boolean(sf->session != NULL) : json_null());
+	json_object_set_new(wj, "exit_code", code >= 0 ? json_integer(code) : json_null());
+	json_object_set_new(wj, "last_log", last ? json_string(last) : json_null());
+	if (unconv >= 0)
+		json_object_set_new(wj, "not_as_declared", json_string(tpf_unconverged_code(unconv)));
+	return wj;
+}
+
+/* One node of the state with its workers. */
+static json_t *show_node(const struct tpf_session *s, const struct tpf_state_node *sn, int json)
+{
+	const struct tpf_live_node *ln = tpf_live_set_find(&s->live, sn->name);
+	const char *live_state = ln ? ln->state : s->o.refresh ? "MISSING" : "UNKNOWN";
+	/* "queued=WAITING_FOR_RESOURCES" or "queued=ACTIVE" beside the node's state */
+	char queued[64] = "";
+	if (ln && ln->queued_state)
+		snprintf(queued, sizeof(queued), "  queued=%s", ln->queued_state);
+	char commit[13] = "-";
+	if (sn->job.commit)
+		snprintf(commit, sizeof(commit), "%.12s", sn->job.commit);
+	if (!json) {
+		printf("%s%s%s  %s  %s  %s  %s  generation=%d  commit=%s  id=%s%s\n", bold(), sn->name,
+		       reset(), live_state, or_dash(sn->recipe.accelerator_type),
+		       or_dash(sn->recipe.zone), tpf_recipe_scheduling(&sn->recipe), sn->generation,
+		       commit, or_dash(sn->id), queued);
+		printf("    %-6s %-9s %-8s %-5s %-8s %s\n", "WORKER", "REACHABLE", "SESSION", "EXIT",
+		       "RESTARTS", "LAST LOG LINE");
+	}
+	json_t *jw = json_array();
+	for (size_t w = 0; w < sn->nworkers; w++)
+		json_array_append_new(jw, show_worker(s, sn, w, json));
+	if (!json)
+		printf("\n");
+	json_t *nj = json_pack("{s:s,s:s,s:s*,s:s*,s:s*,s:s,s:i,s:s*,s:s*,s:o}", "name", sn->name,
+			       "group", or_dash(sn->group), "id", sn->id, "state", live_state,
+			       "accelerator_type", sn->recipe.accelerator_type, "scheduling",
+			       tpf_recipe_scheduling(&sn->recipe), "generation", sn->generation,
+			       "zone", sn->recipe.zone, "commit", sn->job.commit, "workers", jw);
+	if (ln && ln->queued_state)
+		json_object_set_new(nj, "queued_state", json_string(ln->queued_state));
+	return nj;
+}
+
+/* Nodes that carry the fleet's labels but are not in state. */
+static void show_unmanaged(struct tpf_session *s, json_t *jnodes, int json)
+{
+	for (size_t i = 0; i < s->live.n; i++) {
+		const struct tpf_live_node *ln = &s->live.nodes[i];
+		if (tpf_state_find(&s->state, ln->name))
+			continue;
+		if (!json)
+			printf("%s  %s  (not in state: labelled for this fleet; 'tpuform plan' shows "
+			       "what will happen to it)\n\n",
+			       ln->name, or_dash(ln->state));
+		json_array_append_new(jnodes, json_pack("{s:s,s:s*,s:b}", "name", ln->name, "state",
+							ln->state, "in_state", 0));
+	}
 }
 
 /* Declared nodes that wait for quota: not created, so in no state and
@@ -38,148 +130,68 @@ static size_t show_waiting_for_quota(struct tpf_session *s, int json, json_t *jn
 	return waiting;
 }
 
-int cmd_show(int argc, char **argv)
+/* The last round of a `tpuform watch`, if one ran (engine/watch.c). */
+static json_t *load_watch(const struct tpf_session *s, int json)
 {
-	struct tpf_common_opts o = TPF_COMMON_OPTS_INIT;
-	int show_help = 0;
-	struct tpf_flag flags[] = {
-		TPF_COMMON_FLAGS(o),
-		{ "refresh", NULL, TPF_FLAG_BOOL, &o.refresh, "ask the provider and workers (default true)" },
-		{ "help", "h", TPF_FLAG_BOOL, &show_help, "show this help" },
-		{ 0 },
-	};
-	char **pos;
-	int npos;
-	if (tpf_parse_flags("show", argc, argv, flags, &pos, &npos))
-		return TPF_EXIT_ERROR;
-	free(pos);
-	if (show_help) {
-		printf("Usage: tpuform show [options]\n\n"
-		       "  List the fleet's nodes and, per worker, whether it is reachable, its\n"
-		       "  session, its job's exit status, restarts and last log line.\n\nOptions:\n");
-		tpf_print_flags(stdout, flags);
-		return TPF_EXIT_OK;
-	}
-	tpf_ui_init(o.no_color, o.json);
-	struct tpf_session s;
-	int code = TPF_EXIT_ERROR;
-	if (tpf_cmd_session_open(&s, &o, NULL))
-		goto done;
-	if (o.refresh && (tpf_refresh(s.prov, &s.fleet, &s.state, &s.live, &s.d) ||
-			  tpf_probe_sessions(s.prov, &s.state, &s.live, o.parallelism, &s.facts, &s.d)))
-		goto done;
-
-	/* The last round of a `tpuform watch`, if one ran (cmd/watch.c). */
-	char *wpath = xasprintf("%s.watch.json", s.fleet.state_path);
+	char *wpath = xasprintf("%s.watch.json", s->fleet.state_path);
 	json_t *watch = json_load_file(wpath, 0, NULL);
 	free(wpath);
-	if (watch && !o.json)
+	if (watch && !json)
 		printf("Watch: %s (round %lld at %s)\n",
 		       json_string_value(json_object_get(watch, "summary")),
 		       (long long)json_integer_value(json_object_get(watch, "round")),
 		       json_string_value(json_object_get(watch, "time")));
-	json_t *jnodes = json_array();
-	if (!o.json)
-		printf("Fleet %s%s%s: %zu node%s in state (serial %ld, lineage %s)\n\n",
-		       tpf_ui.color ? "\033[1m" : "", s.fleet.name, tpf_ui.color ? "\033[0m" : "",
-		       s.state.nnodes, s.state.nnodes == 1 ? "" : "s", s.state.serial, s.state.lineage);
-	for (size_t i = 0; i < s.state.nnodes; i++) {
-		const struct tpf_state_node *sn = &s.state.nodes[i];
-		const struct tpf_live_node *ln = tpf_live_set_find(&s.live, sn->name);
-		const char *live_state = ln ? ln->state : o.refresh ? "MISSING" : "UNKNOWN";
-		/* "queued=WAITING_FOR_RESOURCES" or "queued=ACTIVE" beside the node's state */
-		char queued[64] = "";
-		if (ln && ln->queued_state)
-			snprintf(queued, sizeof(queued), "  queued=%s", ln->queued_state);
-		char commit[13] = "-";
-		if (sn->job.commit)
-			snprintf(commit, sizeof(commit), "%.12s", sn->job.commit);
-		json_t *jw = json_array();
-		if (!o.json) {
-			printf("%s%s%s  %s  %s  %s  %s  generation=%d  commit=%s  id=%s%s\n",
-			       tpf_ui.color ? "\033[1m" : "", sn->name, tpf_ui.color ? "\033[0m" : "",
-			       live_state, or_dash(sn->recipe.accelerator_type), or_dash(sn->recipe.zone),
-			       tpf_recipe_scheduling(&sn->recipe), sn->generation, commit, or_dash(sn->id),
-			       queued);
-			printf("    %-6s %-9s %-8s %-5s %-8s %s\n", "WORKER", "REACHABLE", "SESSION", "EXIT",
-			       "RESTARTS", "LAST LOG LINE");
-		}
-		for (size_t w = 0; w < sn->nworkers; w++) {
-			const struct tpf_state_worker *sw = &sn->workers[w];
-			const struct tpf_session_fact *sf = tpf_session_facts_find(&s.facts, sn->name, (int)w);
-			const char *reach = !sf ? "?" : sf->session ? "yes" : "no";
-			const char *session = sf && sf->session ? sf->session : or_dash(sw->status);
-			char exitbuf[16] = "-";
-			int code_w = sf && sf->session ? sf->exit_code : sw->exit_code;
-			if (code_w >= 0)
-				snprintf(exitbuf, sizeof(exitbuf), "%d", code_w);
-			const char *last = sf ? sf->last_log : NULL;
-			/* Not as declared: the plan's own rule (plan/plan.h). */
-			int unconv = tpf_worker_unconverged(&s.fleet, sf, sw);
-			if (!o.json) {
-				printf("    w%-5zu %-9s %-8s %-5s %-8d %s%s%s%s\n", w, reach, session, exitbuf,
-				       sw->restarts, or_dash(last), unconv >= 0 ? "  [" : "",
-				       unconv >= 0 ? tpf_unconverged_mark(unconv) : "",
-				       unconv >= 0 ? "]" : "");
-			}
-			json_t *wj = json_pack("{s:i,s:s,s:i,s:s*,s:s*}", "index", (int)w, "session",
-					       session, "restarts", sw->restarts, "address", sw->address,
-					       "script_hash", sw->script_hash);
-			json_object_set_new(wj, "reachable", sf ? json_boolean(sf->session != NULL)
-							     : json_null());
-			json_object_set_new(wj, "exit_code", code_w >= 0 ? json_integer(code_w)
-									  : json_null());
-			json_object_set_new(wj, "last_log", last ? json_string(last) : json_null());
-			if (unconv >= 0)
-				json_object_set_new(wj, "not_as_declared",
-						    json_string(tpf_unconverged_code(unconv)));
-			json_array_append_new(jw, wj);
-		}
-		if (!o.json)
-			printf("\n");
-		json_t *nj = json_pack("{s:s,s:s,s:s*,s:s*,s:s*,s:s,s:i,s:s*,s:s*,s:o}", "name", sn->name,
-				       "group", or_dash(sn->group), "id", sn->id, "state", live_state,
-				       "accelerator_type", sn->recipe.accelerator_type, "scheduling",
-				       tpf_recipe_scheduling(&sn->recipe), "generation", sn->generation,
-				       "zone", sn->recipe.zone, "commit", sn->job.commit, "workers", jw);
-		if (ln && ln->queued_state)
-			json_object_set_new(nj, "queued_state", json_string(ln->queued_state));
-		json_array_append_new(jnodes, nj);
-	}
-	/* Nodes that carry the fleet's labels but are not in state. */
-	for (size_t i = 0; i < s.live.n; i++) {
-		const struct tpf_live_node *ln = &s.live.nodes[i];
-		if (tpf_state_find(&s.state, ln->name))
-			continue;
-		if (!o.json)
-			printf("%s  %s  (not in state: labelled for this fleet; 'tpuform plan' shows "
-			       "what will happen to it)\n\n",
-			       ln->name, or_dash(ln->state));
-		json_array_append_new(jnodes, json_pack("{s:s,s:s*,s:b}", "name", ln->name, "state",
-							ln->state, "in_state", 0));
-	}
-	size_t waiting = show_waiting_for_quota(&s, o.json, jnodes);
-	if (o.json) {
-		json_t *root = json_pack("{s:s,s:I,s:s,s:o}", "fleet", s.fleet.name, "serial",
-					 (json_int_t)s.state.serial, "lineage", s.state.lineage, "nodes",
-					 jnodes);
-		if (watch)
-			json_object_set(root, "watch", watch);
-		char *text = json_dumps(root, JSON_INDENT(2));
-		printf("%s\n", text);
-		free(text);
-		json_decref(root);
-	} else {
-		json_decref(jnodes);
-		if (!s.state.nnodes && !waiting)
-			printf("No nodes. Run 'tpuform apply' to create them.\n");
-	}
-	json_decref(watch);
-	code = TPF_EXIT_OK;
-done:
-	tpf_ui_diags(&s.d);
-	if (tpf_diags_errors(&s.d))
-		code = TPF_EXIT_ERROR;
-	tpf_session_close(&s);
-	return code;
+	return watch;
 }
+
+static void print_document(const struct tpf_session *s, json_t *jnodes, json_t *watch)
+{
+	json_t *root = json_pack("{s:s,s:I,s:s,s:O}", "fleet", s->fleet.name, "serial",
+				 (json_int_t)s->state.serial, "lineage", s->state.lineage, "nodes",
+				 jnodes);
+	if (watch)
+		json_object_set(root, "watch", watch);
+	char *text = json_dumps(root, JSON_INDENT(2));
+	printf("%s\n", text);
+	free(text);
+	json_decref(root);
+}
+
+static int run_show(struct tpf_cmd_ctx *ctx)
+{
+	struct tpf_session *s = &ctx->s;
+	int json = ctx->o.json;
+	if (ctx->o.refresh &&
+	    (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d) ||
+	     tpf_probe_sessions(s->prov, &s->state, &s->live, ctx->o.parallelism, &s->facts, &s->d)))
+		return TPF_EXIT_ERROR;
+	json_t *watch = load_watch(s, json);
+	if (!json)
+		printf("Fleet %s%s%s: %zu node%s in state (serial %ld, lineage %s)\n\n", bold(),
+		       s->fleet.name, reset(), s->state.nnodes, s->state.nnodes == 1 ? "" : "s",
+		       s->state.serial, s->state.lineage);
+	json_t *jnodes = json_array();
+	for (size_t i = 0; i < s->state.nnodes; i++)
+		json_array_append_new(jnodes, show_node(s, &s->state.nodes[i], json));
+	show_unmanaged(s, jnodes, json);
+	size_t waiting = show_waiting_for_quota(s, json, jnodes);
+	if (json)
+		print_document(s, jnodes, watch);
+	else if (!s->state.nnodes && !waiting)
+		printf("No nodes. Run 'tpuform apply' to create them.\n");
+	json_decref(jnodes);
+	json_decref(watch);
+	return TPF_EXIT_OK;
+}
+
+const struct tpf_cmd tpf_cmd_show = {
+	.name = "show",
+	.summary = "Show nodes, workers, commits and job status",
+	.description = "  List the fleet's nodes and, per worker, whether it is reachable, its\n"
+		       "  session, its job's exit status, restarts and last log line.\n",
+	.flags = NULL,
+	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_PROVIDER | TPF_CMD_JSON |
+		 TPF_CMD_REFRESH | TPF_CMD_PARALLELISM,
+	.signals = TPF_SIG_STOP,
+	.run = run_show,
+};

@@ -1,106 +1,131 @@
 /*
- * tpuform state list|show|rm|pull — Terraform's state subcommands.
- * `rm` forgets nodes without destroying them (they keep their labels, so
- * the next plan offers to adopt them while they are still declared).
+ * tpuform state list|show|rm|pull — Terraform's state subcommands. They
+ * read (or, for rm, edit) the state file and never ask the provider, so
+ * they work without cloud credentials. `rm` forgets nodes without
+ * destroying them (they keep their labels, so the next plan offers to adopt
+ * them while they are still declared).
  */
 #include "cmd/cmd.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static void help(void)
+static void print_json(json_t *j)
 {
-	printf("Usage: tpuform state <subcommand> [options] [args]\n\n"
-	       "  list            the nodes in state\n"
-	       "  show NODE       one node's recipe, job and workers (JSON)\n"
-	       "  rm NODE...      forget nodes without destroying them (backup kept)\n"
-	       "  pull            print the state file\n\n"
-	       "Options: -f FILE (fleet file), -lock-timeout=DURATION (rm)\n");
+	char *text = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
+	printf("%s\n", text);
+	free(text);
 }
 
-int cmd_state(int argc, char **argv)
+static int run_list(struct tpf_cmd_ctx *ctx)
 {
-	if (argc < 1 || !strcmp(argv[0], "-help") || !strcmp(argv[0], "--help")) {
-		help();
-		return argc < 1 ? TPF_EXIT_ERROR : TPF_EXIT_OK;
-	}
-	const char *sub = argv[0];
-	struct tpf_common_opts o = TPF_COMMON_OPTS_INIT;
-	struct tpf_flag flags[] = {
-		TPF_COMMON_FLAGS(o),
-		{ "lock-timeout", NULL, TPF_FLAG_DURATION, &o.lock_timeout, "wait this long for the state lock" },
-		{ 0 },
-	};
-	char **pos;
-	int npos;
-	if (tpf_parse_flags("state", argc - 1, argv + 1, flags, &pos, &npos))
-		return TPF_EXIT_ERROR;
-	int is_rm = !strcmp(sub, "rm");
-	if (strcmp(sub, "list") && strcmp(sub, "show") && !is_rm && strcmp(sub, "pull")) {
-		fprintf(stderr, "Error: unknown state subcommand '%s'\n\n", sub);
-		help();
-		free(pos);
-		return TPF_EXIT_ERROR;
-	}
-	tpf_ui_init(o.no_color, o.json);
-	struct tpf_session s;
-	int code = TPF_EXIT_ERROR;
-	if (tpf_cmd_session_open(&s, &o, is_rm ? "OperationTypeInvalid" : NULL))
-		goto done;
-	if (!strcmp(sub, "list")) {
-		for (size_t i = 0; i < s.state.nnodes; i++)
-			printf("%s\n", s.state.nodes[i].name);
-		code = TPF_EXIT_OK;
-	} else if (!strcmp(sub, "pull")) {
-		json_t *j = tpf_state_to_json(&s.state);
-		char *text = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
-		printf("%s\n", text);
-		free(text);
-		json_decref(j);
-		code = TPF_EXIT_OK;
-	} else if (!strcmp(sub, "show")) {
-		if (npos != 1) {
-			tpf_error(&s.d, "state show takes one node name");
-			goto done;
-		}
-		json_t *j = tpf_state_to_json(&s.state);
-		json_t *nodes = json_object_get(j, "nodes");
-		size_t i;
-		json_t *n;
-		json_array_foreach(nodes, i, n) {
-			if (!strcmp(json_string_value(json_object_get(n, "name")), pos[0])) {
-				char *text = json_dumps(n, JSON_INDENT(2) | JSON_SORT_KEYS);
-				printf("%s\n", text);
-				free(text);
-				code = TPF_EXIT_OK;
-			}
-		}
-		json_decref(j);
-		if (code)
-			tpf_error(&s.d, "node '%s' is not in the state", pos[0]);
-	} else {
-		if (npos < 1) {
-			tpf_error(&s.d, "state rm takes one or more node names");
-			goto done;
-		}
-		int removed = 0;
-		for (int i = 0; i < npos; i++) {
-			if (tpf_state_remove(&s.state, pos[i])) {
-				printf("Removed %s\n", pos[i]);
-				removed++;
-			} else {
-				tpf_error(&s.d, "node '%s' is not in the state", pos[i]);
-			}
-		}
-		if (removed && !tpf_state_save(&s.state, s.fleet.state_path, &s.d))
-			printf("Successfully removed %d resource instance(s).\n", removed);
-		code = tpf_diags_errors(&s.d) ? TPF_EXIT_ERROR : TPF_EXIT_OK;
-	}
-done:
-	free(pos);
-	tpf_ui_diags(&s.d);
-	if (tpf_diags_errors(&s.d))
-		code = TPF_EXIT_ERROR;
-	tpf_session_close(&s);
-	return code;
+	for (size_t i = 0; i < ctx->s.state.nnodes; i++)
+		printf("%s\n", ctx->s.state.nodes[i].name);
+	return TPF_EXIT_OK;
 }
+
+static int run_pull(struct tpf_cmd_ctx *ctx)
+{
+	json_t *j = tpf_state_to_json(&ctx->s.state);
+	print_json(j);
+	json_decref(j);
+	return TPF_EXIT_OK;
+}
+
+static int run_show(struct tpf_cmd_ctx *ctx)
+{
+	const char *name = ctx->args[0];
+	json_t *j = tpf_state_to_json(&ctx->s.state);
+	json_t *nodes = json_object_get(j, "nodes");
+	int found = 0;
+	size_t i;
+	json_t *n;
+	json_array_foreach(nodes, i, n) {
+		if (!found && !strcmp(json_string_value(json_object_get(n, "name")), name)) {
+			print_json(n);
+			found = 1;
+		}
+	}
+	json_decref(j);
+	if (found)
+		return TPF_EXIT_OK;
+	tpf_errorx(ctx->d, NULL, "'tpuform state list' shows the nodes in state.",
+		   "node '%s' is not in the state", name);
+	return TPF_EXIT_ERROR;
+}
+
+static int run_rm(struct tpf_cmd_ctx *ctx)
+{
+	struct tpf_session *s = &ctx->s;
+	int removed = 0;
+	for (int i = 0; i < ctx->nargs && !tpf_interrupted; i++) {
+		if (tpf_state_remove(&s->state, ctx->args[i])) {
+			printf("Removed %s\n", ctx->args[i]);
+			removed++;
+		} else {
+			tpf_error(&s->d, "node '%s' is not in the state", ctx->args[i]);
+		}
+	}
+	if (removed && !tpf_state_save(&s->state, s->fleet.state_path, &s->d))
+		printf("Successfully removed %d resource instance(s).\n", removed);
+	return tpf_diags_errors(&s->d) || tpf_interrupted ? TPF_EXIT_ERROR : TPF_EXIT_OK;
+}
+
+#define STATE_READ (TPF_CMD_FLEET | TPF_CMD_STATE)
+
+static const struct tpf_cmd state_list = {
+	.name = "list",
+	.summary = "List the nodes in the state",
+	.description = "  Print the name of every node in the state, one a line.\n",
+	.needs = STATE_READ,
+	.signals = TPF_SIG_STOP,
+	.run = run_list,
+};
+
+static const struct tpf_cmd state_show = {
+	.name = "show",
+	.summary = "Show one node's recipe, job and workers (JSON)",
+	.description = "  Print NODE's entry in the state as JSON: its recipe, job, generation\n"
+		       "  and workers.\n",
+	.min_args = 1,
+	.max_args = 1,
+	.args_name = "NODE",
+	.needs = STATE_READ,
+	.signals = TPF_SIG_STOP,
+	.run = run_show,
+};
+
+static const struct tpf_cmd state_rm = {
+	.name = "rm",
+	.summary = "Forget nodes without destroying them (a backup is kept)",
+	.description = "  Remove each NODE from the state without touching the node itself. It\n"
+		       "  keeps the fleet's labels, so the next plan offers to adopt it while it\n"
+		       "  is still declared, or to delete it as an orphan.\n",
+	.min_args = 1,
+	.max_args = -1,
+	.args_name = "NODE...",
+	.needs = STATE_READ | TPF_CMD_LOCK,
+	.lock_op = "OperationTypeInvalid", /* what Terraform's state rm records */
+	.signals = TPF_SIG_GRACEFUL,
+	.run = run_rm,
+};
+
+static const struct tpf_cmd state_pull = {
+	.name = "pull",
+	.summary = "Print the state file",
+	.description = "  Print the whole state as JSON, with sorted keys.\n",
+	.needs = STATE_READ,
+	.signals = TPF_SIG_STOP,
+	.run = run_pull,
+};
+
+static const struct tpf_cmd *const state_subs[] = {
+	&state_list, &state_show, &state_rm, &state_pull, NULL,
+};
+
+const struct tpf_cmd tpf_cmd_state = {
+	.name = "state",
+	.summary = "Inspect or edit the state (list, show, rm, pull)",
+	.description = "  Read the fleet's state, or forget nodes, as Terraform's state commands do.\n",
+	.subs = state_subs,
+};

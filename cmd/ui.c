@@ -1,8 +1,8 @@
 /*
  * Everything tpuform prints for people and pipelines.
  *
- * Human output follows Terraform's strings (docs/terraform-behaviour.md sections 1, 2
- * and 6) and Ansible's per-host results and recap (section 8). With -json,
+ * Human output follows Terraform's strings (docs/terraform-behaviour.md
+ * sections 1, 2 and 6) and Ansible's per-host results and recap (section 8). With -json,
  * stdout carries only JSON Lines in Terraform's machine-readable UI shape.
  * Colour follows Ansible: on for a terminal, off with -no-color, NO_COLOR,
  * or a pipe.
@@ -76,6 +76,17 @@ void tpf_ui_say(const char *fmt, ...)
 	fflush(stdout);
 	pthread_mutex_unlock(&tpf_ui.mu);
 	va_end(ap);
+}
+
+void tpf_ui_prefixed(const char *node, int worker, const char *text)
+{
+	const char *p = text;
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		tpf_ui_say("%s/w%d | %.*s\n", node, worker, (int)len, p);
+		p += len + (nl ? 1 : 0);
+	}
 }
 
 /* Terraform's boxed diagnostic (format/diagnostic.go), on stderr. */

@@ -1,5 +1,9 @@
 /*
  * tpuform validate: parse and check the fleet file; touches nothing.
+ *
+ * It reads the file itself rather than through the dispatcher's session:
+ * a file that does not parse is its subject, reported in its own output
+ * (with -json, one document like Terraform's `validate -json`).
  */
 #include "cmd/cmd.h"
 #include "providers/gcp/gcp.h"
@@ -7,70 +11,82 @@
 #include <stdlib.h>
 #include <string.h>
 
-int cmd_validate(int argc, char **argv)
+static struct {
+	int remote;
+} validate_o;
+
+static const struct tpf_flag validate_flags[] = {
+	TPF_BOOL("remote", &validate_o.remote,
+		 "gcp: also check that each zone offers the accelerator type and runtime version"),
+	TPF_FLAGS_END,
+};
+
+/* Terraform's `validate -json` document; the diagnostics move into it. */
+static void print_document(struct tpf_diags *d, int valid)
 {
-	struct tpf_common_opts o = TPF_COMMON_OPTS_INIT;
-	int show_help = 0, remote = 0;
-	struct tpf_flag flags[] = {
-		TPF_COMMON_FLAGS(o),
-		{ "remote", NULL, TPF_FLAG_BOOL, &remote,
-		  "gcp: also check that each zone offers the accelerator type and runtime version" },
-		{ "help", "h", TPF_FLAG_BOOL, &show_help, "show this help" },
-		{ 0 },
-	};
-	char **pos;
-	int npos;
-	if (tpf_parse_flags("validate", argc, argv, flags, &pos, &npos))
-		return TPF_EXIT_ERROR;
-	if (npos > 0)
-		o.file = pos[0];
-	free(pos);
-	if (show_help) {
-		printf("Usage: tpuform validate [options] [FILE]\n\n"
-		       "  Check a fleet file: syntax, keys, types, names, accelerator types,\n"
-		       "  secrets' environment variables. Reads nothing else, unless -remote asks\n"
-		       "  the Cloud TPU API what each zone offers.\n\nOptions:\n");
-		tpf_print_flags(stdout, flags);
-		return TPF_EXIT_OK;
+	int errors = (int)tpf_diags_errors(d);
+	json_t *diags = json_array();
+	for (size_t i = 0; i < d->n; i++) {
+		const struct tpf_diag *g = &d->items[i];
+		json_t *j = json_pack("{s:s,s:s}", "severity",
+				      g->severity == TPF_SEV_ERROR ? "error" : "warning", "summary",
+				      g->summary);
+		if (g->detail)
+			json_object_set_new(j, "detail", json_string(g->detail));
+		json_array_append_new(diags, j);
 	}
-	tpf_ui_init(o.no_color, o.json);
-	struct tpf_diags d = TPF_DIAGS_INIT;
+	json_t *doc = json_pack("{s:b,s:i,s:i,s:o}", "valid", valid, "error_count", errors,
+				"warning_count", (int)d->n - errors, "diagnostics", diags);
+	char *text = json_dumps(doc, JSON_INDENT(2));
+	printf("%s\n", text);
+	free(text);
+	json_decref(doc);
+	tpf_diags_release(d);
+}
+
+static void say_valid(const struct tpf_fleet *f)
+{
+	size_t nodes = 0;
+	for (size_t g = 0; g < f->ngroups; g++)
+		nodes += (size_t)f->groups[g].count;
+	printf("%sSuccess!%s The configuration is valid: fleet '%s', %zu group%s, %zu node%s.\n",
+	       tpf_ui.color ? "\033[32;1m" : "", tpf_ui.color ? "\033[0m" : "", f->name, f->ngroups,
+	       f->ngroups == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s");
+}
+
+static int run_validate(struct tpf_cmd_ctx *ctx)
+{
 	struct tpf_fleet f;
 	memset(&f, 0, sizeof(f));
-	int rc = tpf_fleet_load(&f, o.file, &d);
-	if (rc == 0 && remote) {
+	int rc = tpf_fleet_load(&f, ctx->o.file, ctx->d);
+	if (rc == 0 && validate_o.remote) {
 		if (f.provider == TPF_PROVIDER_GCP)
-			tpf_gcp_validate_remote(&f, &d);
+			tpf_gcp_validate_remote(&f, ctx->d);
 		else
-			tpf_warn(&d, NULL, "-remote checks the gcp provider's zones; fleet '%s' uses the "
-					   "local provider, which offers every type", f.name);
+			tpf_warn(ctx->d, NULL, "-remote checks the gcp provider's zones; fleet '%s' uses "
+					       "the local provider, which offers every type", f.name);
 	}
-	int errors = (int)tpf_diags_errors(&d);
-	if (o.json) {
-		json_t *diags = json_array();
-		for (size_t i = 0; i < d.n; i++)
-			json_array_append_new(diags, json_pack("{s:s,s:s}", "severity",
-						d.items[i].severity == TPF_SEV_ERROR ? "error" : "warning",
-						"summary", d.items[i].summary));
-		json_t *o2 = json_pack("{s:b,s:i,s:i,s:o}", "valid", rc == 0 && !errors, "error_count",
-				       errors, "warning_count", (int)d.n - errors, "diagnostics", diags);
-		char *s = json_dumps(o2, JSON_INDENT(2));
-		printf("%s\n", s);
-		free(s);
-		json_decref(o2);
+	int valid = rc == 0 && !tpf_diags_errors(ctx->d);
+	if (ctx->o.json) {
+		print_document(ctx->d, valid);
 	} else {
-		tpf_ui_diags(&d);
-		if (rc == 0 && !errors) {
-			size_t nodes = 0;
-			for (size_t g = 0; g < f.ngroups; g++)
-				nodes += (size_t)f.groups[g].count;
-			printf("%sSuccess!%s The configuration is valid: fleet '%s', %zu group%s, %zu node%s.\n",
-			       tpf_ui.color ? "\033[32;1m" : "", tpf_ui.color ? "\033[0m" : "", f.name,
-			       f.ngroups, f.ngroups == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s");
-		}
+		tpf_cmd_print_diags(ctx); /* warnings before "Success!" */
+		if (valid)
+			say_valid(&f);
 	}
 	if (rc == 0)
 		tpf_fleet_release(&f);
-	tpf_diags_release(&d);
-	return rc == 0 && !errors ? TPF_EXIT_OK : TPF_EXIT_ERROR;
+	return valid ? TPF_EXIT_OK : TPF_EXIT_ERROR;
 }
+
+const struct tpf_cmd tpf_cmd_validate = {
+	.name = "validate",
+	.summary = "Check the fleet file without touching anything",
+	.description = "  Check a fleet file: syntax, keys, types, names, accelerator types, sizes\n"
+		       "  and the form of secrets. Reads nothing else, unless -remote asks the\n"
+		       "  Cloud TPU API what each zone offers. Name another file with -f FILE.\n",
+	.flags = validate_flags,
+	.needs = TPF_CMD_FILE | TPF_CMD_JSON,
+	.signals = TPF_SIG_STOP,
+	.run = run_validate,
+};

@@ -3,7 +3,7 @@
  * (refresh -> plan -> heal, in rounds, for weeks) is engine/watch.c.
  *
  * SIGINT and SIGTERM finish the step in flight, save state and exit 0;
- * nothing is deleted on the way out.
+ * nothing is deleted on the way out; a second one exits 1 at once.
  */
 #include "cmd/cmd.h"
 #include "engine/watch.h"
@@ -141,51 +141,44 @@ static void on_watch_event(const struct tpf_watch_event *ev, void *ctx)
 	}
 }
 
-int cmd_watch(int argc, char **argv)
+static struct tpf_watch_opts watch_o = {
+	.interval = 10,
+	.session_check = 60,
+	.unhealthy_timeout = 600,
+	.interrupted = &tpf_interrupted,
+	.on_event = on_watch_event,
+};
+
+static const struct tpf_flag watch_flags[] = {
+	TPF_DUR("interval", &watch_o.interval, "time between rounds"),
+	TPF_DUR("session-check", &watch_o.session_check, "time between worker session checks"),
+	TPF_DUR("unhealthy-timeout", &watch_o.unhealthy_timeout,
+		"replace a READY node that is not HEALTHY for this long"),
+	TPF_BOOL("apply-all", &watch_o.apply_all, "apply every change, not only healing ones"),
+	TPF_INT("rounds", 0, 1000000000, &watch_o.max_rounds, "stop after N rounds (0: never)"),
+	TPF_FLAGS_END,
+};
+
+static int run_watch(struct tpf_cmd_ctx *ctx)
 {
-	struct tpf_common_opts o = TPF_COMMON_OPTS_INIT;
-	struct tpf_watch_opts w = {
-		.interval = 10,
-		.session_check = 60,
-		.unhealthy_timeout = 600,
-		.interrupted = &tpf_interrupted,
-		.on_event = on_watch_event,
-	};
-	int show_help = 0;
-	struct tpf_flag flags[] = {
-		TPF_COMMON_FLAGS(o),
-		{ "interval", NULL, TPF_FLAG_DURATION, &w.interval, "time between rounds (default 10s)" },
-		{ "session-check", NULL, TPF_FLAG_DURATION, &w.session_check,
-		  "time between worker session checks (default 60s)" },
-		{ "unhealthy-timeout", NULL, TPF_FLAG_DURATION, &w.unhealthy_timeout,
-		  "replace a READY node that is not HEALTHY for this long (default 10m)" },
-		{ "apply-all", NULL, TPF_FLAG_BOOL, &w.apply_all,
-		  "apply every change, not only healing ones" },
-		{ "parallelism", NULL, TPF_FLAG_INT, &o.parallelism, "concurrent operations (default 10)" },
-		{ "rounds", NULL, TPF_FLAG_INT, &w.max_rounds, "stop after N rounds (default: never)" },
-		{ "help", "h", TPF_FLAG_BOOL, &show_help, "show this help" },
-		{ 0 },
-	};
-	char **pos;
-	int npos;
-	if (tpf_parse_flags("watch", argc, argv, flags, &pos, &npos))
-		return TPF_EXIT_ERROR;
-	free(pos);
-	if (show_help) {
-		printf("Usage: tpuform watch [options]\n\n"
-		       "  Keep the fleet alive: every interval, refresh the nodes, replace the\n"
+	watch_o.file = ctx->o.file;
+	watch_o.parallelism = ctx->o.parallelism;
+	return tpf_watch_run(&watch_o) ? TPF_EXIT_ERROR : TPF_EXIT_OK;
+}
+
+const struct tpf_cmd tpf_cmd_watch = {
+	.name = "watch",
+	.summary = "Keep the fleet alive: refresh, replace, restart, in a loop",
+	.description = "  Keep the fleet alive: every interval, refresh the nodes, replace the\n"
 		       "  preempted, terminated and missing ones, restart dead sessions, create\n"
 		       "  nodes waiting for quota or capacity, delete orphans. Other changes are\n"
-		       "  reported and applied only with -apply-all. Ctrl-C finishes the step in\n"
-		       "  flight and exits 0; nothing is deleted on exit.\n\nOptions:\n");
-		tpf_print_flags(stdout, flags);
-		return TPF_EXIT_OK;
-	}
-	tpf_ui_init(o.no_color, o.json);
-	tpf_install_signal_handlers();
-	if (o.json)
-		tpf_ui_json_version();
-	w.file = o.file;
-	w.parallelism = o.parallelism;
-	return tpf_watch_run(&w) ? TPF_EXIT_ERROR : TPF_EXIT_OK;
-}
+		       "  reported and applied only with -apply-all.\n",
+	.footer = "The first interrupt (Ctrl-C, SIGTERM) finishes the step in flight, saves the\n"
+		  "state and exits 0; nothing is deleted on exit. A second one exits 1 at once.\n",
+	.flags = watch_flags,
+	/* The loop reads the fleet file and takes the state lock itself, round
+	 * by round (engine/watch.c): the dispatcher opens no session. */
+	.needs = TPF_CMD_FILE | TPF_CMD_JSON_LINES | TPF_CMD_PARALLELISM,
+	.signals = TPF_SIG_GRACEFUL,
+	.run = run_watch,
+};

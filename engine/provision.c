@@ -508,13 +508,15 @@ done:
 	return err;
 }
 
-int tpf_provision_logs(struct tpf_transport *t, const struct tpf_state_node *n,
-		       const struct tpf_live_node *live, int worker, int lines,
-		       struct tpf_buf *out, struct tpf_diags *d)
+/* Run `SCRIPT_CMD <verb> N` and append what it prints to out; `what`
+ * names the log in the error ("job log", "setup log"). */
+static int read_log(struct tpf_transport *t, const struct tpf_state_node *n,
+		    const struct tpf_live_node *live, int worker, const char *verb, int lines,
+		    const char *what, struct tpf_buf *out, struct tpf_diags *d)
 {
 	struct tpf_buf got = TPF_BUF_INIT;
 	int status = -1, reachable = 0;
-	char *cmd = xasprintf("%s logs %d", SCRIPT_CMD, lines > 0 ? lines : 0);
+	char *cmd = xasprintf("%s %s %d", SCRIPT_CMD, verb, lines > 0 ? lines : 0);
 	int err = run_on_worker(t, n, live, worker, cmd, LOGS_TIMEOUT, &got, &status, NULL, 0,
 				&reachable, d);
 	if (!err && status != 0) {
@@ -522,8 +524,16 @@ int tpf_provision_logs(struct tpf_transport *t, const struct tpf_state_node *n,
 		tpf_buf_adds(&b, got.buf);
 		tpf_buf_rtrim(&b);
 		char *why = clean_text(b.buf, 2000);
-		err = tpf_errorx(d, NULL, "has the worker been provisioned? (tpuform apply)",
-				 "cannot read the job log of worker '%s/w%d' (exit status %d)%s%s",
+		/* exit 2 with a usage line: a script from an older tpuform */
+		err = tpf_errorx(d, NULL,
+				 status == 2 && strstr(why, "usage:")
+					 ? "the worker runs the bootstrap script of an older tpuform; "
+					   "'tpuform apply' provisions it again"
+					 : !strcmp(verb, "setup-log")
+					 ? "setup.log is written when the group's setup script runs, "
+					   "on the first provisioning of a commit"
+					 : "has the worker been provisioned? (tpuform apply)",
+				 "cannot read the %s of worker '%s/w%d' (exit status %d)%s%s", what,
 				 n->name, worker, status, *why ? ": " : "", why);
 		free(why);
 		tpf_buf_release(&b);
@@ -533,6 +543,20 @@ int tpf_provision_logs(struct tpf_transport *t, const struct tpf_state_node *n,
 	tpf_buf_release(&got);
 	free(cmd);
 	return err;
+}
+
+int tpf_provision_logs(struct tpf_transport *t, const struct tpf_state_node *n,
+		       const struct tpf_live_node *live, int worker, int lines,
+		       struct tpf_buf *out, struct tpf_diags *d)
+{
+	return read_log(t, n, live, worker, "logs", lines, "job log", out, d);
+}
+
+int tpf_provision_setup_log(struct tpf_transport *t, const struct tpf_state_node *n,
+			    const struct tpf_live_node *live, int worker, int lines,
+			    struct tpf_buf *out, struct tpf_diags *d)
+{
+	return read_log(t, n, live, worker, "setup-log", lines, "setup log", out, d);
 }
 
 int tpf_provision_stop(struct tpf_transport *t, const struct tpf_state_node *n,

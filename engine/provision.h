@@ -13,6 +13,7 @@
  *              "TPUFORM script=sha256:<hex of the running script>", "TPUFORM last_log=<line>"
  *   stop    -> "TPUFORM result=stopped"
  *   logs N  -> the last N lines of the job log (0: all), no TPUFORM lines
+ *   setup-log N -> the same for the setup log (setup.log)
  * A failing start/restart prints "TPUFORM result=failed step=STEP exit_code=N"
  * (STEP: lock, secrets, session, source, setup), preceded by a "tpuform: <why>"
  * line and the tail of the step's log, and exits 1. start/restart may also
@@ -74,6 +75,15 @@ int tpf_provision_probe(struct tpf_transport *t, const struct tpf_state_node *n,
 int tpf_provision_logs(struct tpf_transport *t, const struct tpf_state_node *n,
 		       const struct tpf_live_node *live, int worker, int lines,
 		       struct tpf_buf *out, struct tpf_diags *d);
+
+/* The same for the output of the group's `setup` script (and of the
+ * source checkout) on the worker, ~/tpuform/logs/setup.log: what to read
+ * when a worker fails at step "setup". Errors: as tpf_provision_logs; a
+ * worker provisioned by an older tpuform, whose script lacks the verb, is
+ * an error saying so. */
+int tpf_provision_setup_log(struct tpf_transport *t, const struct tpf_state_node *n,
+			    const struct tpf_live_node *live, int worker, int lines,
+			    struct tpf_buf *out, struct tpf_diags *d);
 
 /* Stop the worker's session and job (SIGTERM to the job's process group,
  * SIGKILL after 15 s); used before delete where reachable. A worker never

@@ -47,16 +47,25 @@ static int load_fleet(struct tpf_session *s)
 	return 0;
 }
 
-int tpf_session_open(struct tpf_session *s, const struct tpf_session_opts *o, const char *lock_op)
+void tpf_session_init(struct tpf_session *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->o = *o;
+	struct tpf_session_opts none = TPF_SESSION_OPTS_INIT;
+	s->o = none;
 	tpf_diags_init(&s->d);
 	struct tpf_lock unlocked = TPF_LOCK_INIT;
 	s->lock = unlocked;
+}
+
+int tpf_session_open(struct tpf_session *s, const struct tpf_session_opts *o, const char *lock_op)
+{
+	tpf_session_init(s);
+	s->o = *o;
 
 	if (load_fleet(s))
 		return TPF_ERROR;
+	if (o->no_state)
+		return 0;
 	if (lock_op && !o->no_lock) {
 		if (o->lock_timeout > 0)
 			progress(s, TPF_SESSION_LOCKING, NULL, NULL);
@@ -74,7 +83,7 @@ int tpf_session_open(struct tpf_session *s, const struct tpf_session_opts *o, co
 				  "Each fleet needs its own state file: set state.path in the fleet file.",
 				  "state file '%s' belongs to fleet '%s', not '%s'", s->fleet.state_path,
 				  s->state.fleet, s->fleet.name);
-	return tpf_provider_open(&s->prov, &s->fleet, &s->d);
+	return o->no_provider ? 0 : tpf_provider_open(&s->prov, &s->fleet, &s->d);
 }
 
 /* -refresh=false: believe the state (Terraform's behaviour): every node
@@ -122,7 +131,8 @@ int tpf_session_refresh(struct tpf_session *s, int probe)
 		return TPF_ERROR;
 	/* Secrets are needed where scripts are rendered: plan, apply, watch.
 	 * destroy (no_source) renders none, so it never asks for them. */
-	if (!s->o.no_source && tpf_fleet_resolve_secrets(&s->fleet, &s->d))
+	if (!s->o.no_source && !s->fleet.secrets_resolved &&
+	    tpf_fleet_resolve_secrets(&s->fleet, &s->d))
 		return TPF_ERROR;
 	if (pin_source(s))
 		return TPF_ERROR;
@@ -159,9 +169,9 @@ int tpf_session_load_plan(struct tpf_session *s, const char *path, struct tpf_pl
 	if (p->fleet && strcmp(p->fleet, s->fleet.name))
 		return tpf_error(&s->d, "saved plan '%s' is for fleet '%s', not '%s'", path, p->fleet,
 				 s->fleet.name);
-	/* Applying provisions workers, whose scripts carry the secrets; a
-	 * destroy plan provisions nothing and needs none. */
-	if (!p->destroy && tpf_fleet_resolve_secrets(&s->fleet, &s->d))
+	/* A saved plan that provisions workers renders their scripts. */
+	if (!p->destroy && !s->fleet.secrets_resolved &&
+	    tpf_fleet_resolve_secrets(&s->fleet, &s->d))
 		return TPF_ERROR;
 	return tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d);
 }

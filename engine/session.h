@@ -60,8 +60,15 @@ struct tpf_session_opts {
 	const char *pinned;
 	tpf_session_progress_fn on_progress; /* may be NULL */
 	void *ctx;                           /* passed to on_progress */
+	/* For commands that need less than a plan (cmd/ decides, per command):
+	 * no_state: load the fleet file only (no lock, no state, no provider);
+	 * no_provider: load the fleet and the state (and take the lock) but do
+	 * not open the provider, so `state list` needs no cloud credentials.
+	 * Such a session can be neither refreshed nor planned. */
+	int no_state;
+	int no_provider;
 };
-#define TPF_SESSION_OPTS_INIT { "tpuform.yaml", 0, 0, 1, 10, 0, NULL, NULL, NULL }
+#define TPF_SESSION_OPTS_INIT { "tpuform.yaml", 0, 0, 1, 10, 0, NULL, NULL, NULL, 0, 0 }
 
 struct tpf_session {
 	struct tpf_session_opts o; /* a copy of what open was given */
@@ -80,11 +87,16 @@ struct tpf_session {
 	struct tpf_diags d;        /* everything that went wrong or deserves a warning */
 };
 
+/* An empty session (no fleet, no state, no lock, empty diagnostics): what
+ * tpf_session_open starts from. tpf_session_close is safe on it. */
+void tpf_session_init(struct tpf_session *s);
+
 /*
  * Load the fleet file, take the state lock for `lock_op` (Terraform's
  * operation names: "OperationTypeApply", ...) unless lock_op is NULL or
  * o->no_lock, load the state (refusing one that belongs to another fleet)
- * and open the provider. *o is copied. *s is always initialised, so
+ * and open the provider (each step skipped as o->no_state and
+ * o->no_provider say). *o is copied. *s is always initialised, so
  * tpf_session_close is safe after any outcome. Errors: a missing fleet file
  * (with a hint), a fleet file that does not parse, TPF_ELOCKED, state and
  * provider errors.

@@ -7,7 +7,7 @@
 # single-quoted), the user's env exports, then this body unchanged
 # (templates/render.c). It is uploaded to ~/tpuform/bootstrap.sh and run as
 #
-#	sh tpuform/bootstrap.sh start|restart|status|logs N|stop
+#	sh tpuform/bootstrap.sh start|restart|status|logs N|setup-log N|stop
 #
 # printing "TPUFORM key=value" lines for tpuform (the protocol is in
 # engine/provision.h). "job" is the verb the screen session runs.
@@ -391,19 +391,20 @@ tpf_status() {
 	tpf_say "last_log=$(tpf_last_log)"
 }
 
+# tpf_show_logs N FILE WHAT: the last N lines of FILE (0: all).
 tpf_show_logs() {
 	tpf_is_number "$1" || {
 		printf 'tpuform: logs: expected a number of lines, got %s\n' "$1" >&2
 		exit 2
 	}
-	if [ ! -e "$tpf_logs/current.log" ]; then
-		printf 'tpuform: no job log yet (%s)\n' "$tpf_logs/current.log" >&2
+	if [ ! -e "$2" ]; then
+		printf 'tpuform: no %s yet (%s)\n' "$3" "$2" >&2
 		exit 1
 	fi
 	if [ "$1" -eq 0 ]; then
-		cat -- "$tpf_logs/current.log"
+		cat -- "$2"
 	else
-		tail -n "$1" -- "$tpf_logs/current.log"
+		tail -n "$1" -- "$2"
 	fi
 }
 
@@ -437,13 +438,16 @@ status)
 	tpf_status
 	;;
 logs)
-	tpf_show_logs "${2:-0}"
+	tpf_show_logs "${2:-0}" "$tpf_logs/current.log" "job log"
+	;;
+setup-log)
+	tpf_show_logs "${2:-0}" "$tpf_logs/setup.log" "setup log"
 	;;
 job)
 	tpf_job
 	;;
 *)
-	printf 'usage: sh %s start|restart|status|logs N|stop\n' "$0" >&2
+	printf 'usage: sh %s start|restart|status|logs N|setup-log N|stop\n' "$0" >&2
 	exit 2
 	;;
 esac

@@ -17,7 +17,8 @@ export TPUFORM_LOCAL_NO_CAPACITY=full
 TPUFORM_LOCAL_FAIL_CREATE=pf-a-1 "$TPUFORM" apply -f fleet.yaml -auto-approve >apply1.out 2>&1
 is "apply with one failing node exits 1" "$?" 1
 out=$(cat apply1.out)
-like "the others were created" "$out" "Apply complete! Resources: 3 added"
+like "the others were created, and the ending says what failed" "$out" "Apply failed: 3 added, 0 changed, 0 destroyed; 1 action failed\."
+unlike "a failed apply never says 'Apply complete!'" "$out" "Apply complete!"
 like "the failure is reported as an error for that node" "$out" "Error: .*pf-a-1"
 like "the group b node fell back to the next zone" "$out" "pf-b-0: trying zone z2"
 is "three nodes exist" "$(dir_names nodes/nodes | tr '\n' ' ')" "pf-a-0 pf-a-2 pf-b-0 "

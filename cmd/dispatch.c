@@ -1,0 +1,254 @@
+/*
+ * The dispatcher: everything commands have in common happens here, once.
+ * Find the command (and subcommand), parse its flags, check its positional
+ * arguments, set up the interface and the signals, open the engine session
+ * as the command's needs say, run the body, print the diagnostics, close,
+ * and turn all of it into one exit code (git.c's run_builtin with
+ * RUN_SETUP, libgit2's cli dispatch).
+ */
+#include "cmd/cmd.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const struct tpf_cmd *tpf_cmd_find(const struct tpf_cmd *const *cmds, const char *name)
+{
+	for (; *cmds; cmds++)
+		if (!strcmp((*cmds)->name, name))
+			return *cmds;
+	return NULL;
+}
+
+/* Is one of `names` among the arguments before "--"? */
+static int has_arg(int argc, char **argv, const char *const *names)
+{
+	for (int i = 0; i < argc && strcmp(argv[i], "--"); i++)
+		for (const char *const *n = names; *n; n++)
+			if (!strcmp(argv[i], *n))
+				return 1;
+	return 0;
+}
+
+int tpf_cmd_wants_json(int argc, char **argv)
+{
+	static const char *const names[] = { "-json", "--json", "-json=true", "--json=true", NULL };
+	return has_arg(argc, argv, names);
+}
+
+static int wants_help(int argc, char **argv)
+{
+	static const char *const names[] = { "-help", "--help", "-h", "--h", NULL };
+	return has_arg(argc, argv, names);
+}
+
+void tpf_cmd_print_diags(struct tpf_cmd_ctx *ctx)
+{
+	tpf_ui_diags(ctx->d);
+	ctx->printed_errors += tpf_diags_errors(ctx->d);
+	tpf_diags_release(ctx->d);
+}
+
+/* "no positional arguments", "at most one positional argument (NODE)" */
+static void describe_takes(const struct tpf_cmd *c, char *buf, size_t len)
+{
+	if (c->max_args == 0)
+		snprintf(buf, len, "no positional arguments");
+	else if (c->max_args == 1)
+		snprintf(buf, len, "at most one positional argument (%s)", c->args_name);
+	else
+		snprintf(buf, len, "at most %d positional arguments (%s)", c->max_args, c->args_name);
+}
+
+/* The hint under "Too many command line arguments". */
+static char *stray_hint(const struct tpf_cmd *c, const char *path, const struct tpf_parsed *p,
+			const char *stray, const char *usage)
+{
+	char takes[128];
+	describe_takes(c, takes, sizeof(takes));
+	size_t n = strlen(stray);
+	int fleetish = (n > 5 && !strcmp(stray + n - 5, ".yaml")) ||
+		       (n > 4 && !strcmp(stray + n - 4, ".yml")) || !access(stray, F_OK);
+	char *tip = NULL;
+	if (c->needs & TPF_CMD_REST)
+		tip = xasprintf("\nPut the command after \"--\": tpuform %s %s -- %s", path,
+				p->nargs > 1 ? p->args[0] : c->args_name, stray);
+	else if ((c->needs & (TPF_CMD_FILE | TPF_CMD_FLEET)) && fleetish)
+		tip = xasprintf("\nTo name the fleet file, use -f FILE: tpuform %s -f %s", path, stray);
+	char *hint = xasprintf("'tpuform %s' takes %s, but got '%s'.%s\nUsage: %s", path, takes,
+			       stray, tip ? tip : "", usage);
+	free(tip);
+	return hint;
+}
+
+/* Terraform's "Too many command line arguments" and its opposite. */
+static int check_args(const struct tpf_cmd *c, const char *path, const struct tpf_parsed *p,
+		      struct tpf_diags *d)
+{
+	char usage[256];
+	tpf_help_usage_line(c, path, usage, sizeof(usage));
+	const char *stray = NULL;
+	if (c->max_args >= 0 && p->nargs > c->max_args)
+		stray = p->args[c->max_args];
+	else if (!(c->needs & TPF_CMD_REST) && p->nrest)
+		stray = p->rest[0];
+	if (stray) {
+		char *hint = stray_hint(c, path, p, stray, usage);
+		tpf_errorx(d, NULL, hint, "Too many command line arguments");
+		free(hint);
+		return TPF_ERROR;
+	}
+	if (p->nargs < c->min_args || ((c->needs & TPF_CMD_REST) && !p->nrest)) {
+		const char *missing = p->nargs < c->min_args ? c->args_name : c->rest_name;
+		char *hint = xasprintf("Usage: %s", usage);
+		tpf_errorx(d, NULL, hint, "Not enough command line arguments: 'tpuform %s' needs %s",
+			   path, missing);
+		free(hint);
+		return TPF_ERROR;
+	}
+	return 0;
+}
+
+/* Flags, positional arguments, interface, signals, session: everything
+ * before the body. */
+static int set_up(struct tpf_cmd_ctx *ctx, const struct tpf_flag *flags, int argc, char **argv,
+		  struct tpf_parsed *parsed)
+{
+	const struct tpf_cmd *c = ctx->cmd;
+	if (tpf_parse_flags(ctx->path, argc, argv, flags, parsed, ctx->d) ||
+	    check_args(c, ctx->path, parsed, ctx->d))
+		return TPF_EXIT_ERROR;
+	ctx->args = parsed->args;
+	ctx->nargs = parsed->nargs;
+	ctx->rest = parsed->rest;
+	ctx->nrest = parsed->nrest;
+	tpf_ui_init(ctx->o.no_color, ctx->o.json);
+	tpf_signals_install(c->signals);
+	if (ctx->o.json && (c->needs & TPF_CMD_JSON_LINES))
+		tpf_ui_json_version();
+	if (!(c->needs & TPF_CMD_FLEET))
+		return TPF_EXIT_OK;
+	struct tpf_session_opts so = tpf_cmd_session_opts(&ctx->o, c->needs);
+	return tpf_session_open(&ctx->s, &so, (c->needs & TPF_CMD_LOCK) ? c->lock_op : NULL)
+		? TPF_EXIT_ERROR : TPF_EXIT_OK;
+}
+
+static int run_command(const struct tpf_cmd *c, const char *path, int argc, char **argv,
+		       int no_color)
+{
+	struct tpf_cmd_ctx ctx;
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.cmd = c;
+	snprintf(ctx.path, sizeof(ctx.path), "%s", path);
+	struct tpf_common_opts defaults = TPF_COMMON_OPTS_INIT;
+	ctx.o = defaults;
+	ctx.o.no_color = no_color;
+	tpf_session_init(&ctx.s);
+	ctx.d = &ctx.s.d;
+	tpf_ui_init(no_color, tpf_cmd_wants_json(argc, argv));
+	if (wants_help(argc, argv)) {
+		tpf_help_command(stdout, c, path);
+		tpf_session_close(&ctx.s);
+		return TPF_EXIT_OK;
+	}
+	int help = 0;
+	struct tpf_flag *flags = tpf_cmd_flags(c, &ctx.o, &help);
+	struct tpf_parsed parsed;
+	memset(&parsed, 0, sizeof(parsed));
+	int code = set_up(&ctx, flags, argc, argv, &parsed);
+	if (code == TPF_EXIT_OK && help)
+		tpf_help_command(stdout, c, path);
+	else if (code == TPF_EXIT_OK)
+		code = c->run(&ctx);
+	tpf_ui_diags(ctx.d);
+	if (tpf_diags_errors(ctx.d) || ctx.printed_errors)
+		code = TPF_EXIT_ERROR;
+	tpf_session_close(&ctx.s);
+	tpf_parsed_release(&parsed);
+	free(flags);
+	return code;
+}
+
+/* A usage error before any command could run: printed as a diagnostic. */
+static int usage_error(int argc, char **argv, int no_color, const char *detail,
+		       const char *message)
+{
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	tpf_ui_init(no_color, tpf_cmd_wants_json(argc, argv));
+	tpf_errorx(&d, NULL, detail, "%s", message);
+	tpf_ui_diags(&d);
+	tpf_diags_release(&d);
+	return TPF_EXIT_ERROR;
+}
+
+/* "validate, plan, ... or version" */
+static char *list_names(const struct tpf_cmd *const *cmds)
+{
+	struct tpf_buf b = TPF_BUF_INIT;
+	for (const struct tpf_cmd *const *c = cmds; *c; c++)
+		if (!(*c)->hidden)
+			tpf_buf_addf(&b, "%s%s", b.len ? ", " : "", (*c)->name);
+	return tpf_buf_detach(&b, NULL);
+}
+
+/* "tpuform state" without a subcommand: its help, then exit 0 when asked
+ * for (-h), else 1. */
+static int group_without_sub(const struct tpf_cmd *c, const char *path, int argc, char **argv,
+			     int no_color)
+{
+	if (wants_help(argc, argv)) {
+		tpf_help_command(stdout, c, path);
+		return TPF_EXIT_OK;
+	}
+	char *names = list_names(c->subs);
+	char *detail = xasprintf("The subcommands are: %s. Run 'tpuform %s -help' for more.", names,
+				 path);
+	char *what = xasprintf(argc ? "'tpuform %s' needs a subcommand before its flags (got '%s')"
+				    : "'tpuform %s' needs a subcommand%s",
+			       path, argc ? argv[0] : "");
+	usage_error(argc, argv, no_color, detail, what);
+	free(names);
+	free(detail);
+	free(what);
+	return TPF_EXIT_ERROR;
+}
+
+static int unknown(const struct tpf_cmd *const *cmds, const char *kind, const char *help,
+		   const char *name, int argc, char **argv, int no_color)
+{
+	char *names = list_names(cmds);
+	char *detail = xasprintf("The %ss are: %s. '%s' tells more.", kind, names, help);
+	char *what = xasprintf("unknown %s '%s'", kind, name);
+	usage_error(argc, argv, no_color, detail, what);
+	free(names);
+	free(detail);
+	free(what);
+	return TPF_EXIT_ERROR;
+}
+
+int tpf_cmd_dispatch(int argc, char **argv, int no_color)
+{
+	const struct tpf_cmd *c = tpf_cmd_find(tpf_commands, argv[0]);
+	if (!c)
+		return unknown(tpf_commands, "command", "tpuform help", argv[0], argc, argv, no_color);
+	char path[64];
+	snprintf(path, sizeof(path), "%s", c->name);
+	int i = 1;
+	while (c->subs) {
+		if (i >= argc || argv[i][0] == '-')
+			return group_without_sub(c, path, argc - i, argv + i, no_color);
+		const struct tpf_cmd *sub = tpf_cmd_find(c->subs, argv[i]);
+		if (!sub) {
+			char kind[80], help[96];
+			snprintf(kind, sizeof(kind), "%s subcommand", path);
+			snprintf(help, sizeof(help), "tpuform %s -help", path);
+			return unknown(c->subs, kind, help, argv[i], argc, argv, no_color);
+		}
+		size_t len = strlen(path);
+		snprintf(path + len, sizeof(path) - len, " %s", sub->name);
+		c = sub;
+		i++;
+	}
+	return run_command(c, path, argc - i, argv + i, no_color);
+}
