@@ -43,6 +43,18 @@ unlike "without showing it" "$out" "rotated-value"
 unset MY_TOKEN
 fails "an unset secret variable is an error" 1 tpuform plan -f fleet.yaml
 like "naming the variable" "$(cat last.out)" "fleet.yaml:5:14: secret 'API_TOKEN' needs environment variable 'MY_TOKEN', which is not set"
-export MY_TOKEN=x
-ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
+# Only commands that render scripts need the secrets' variables (issue 9).
+ok "show works without the secret's variable" tpuform show -f fleet.yaml
+ok "logs works without it" tpuform logs -f fleet.yaml sec-a-0
+ok "state list works without it" tpuform state list -f fleet.yaml
+ok "exec works without it" tpuform exec -f fleet.yaml sec-a-0 -- true
+export MY_TOKEN=""
+fails "an empty variable counts as unset" 1 tpuform plan -f fleet.yaml
+like "and says it is empty" "$(cat last.out)" "needs environment variable 'MY_TOKEN', which is empty"
+unset MY_TOKEN
+ok "destroy needs no secrets" tpuform destroy -f fleet.yaml -auto-approve
+like "and destroyed the node" "$(cat last.out)" "Destroy complete! Resources: 1 destroyed"
+sed 's/"${MY_TOKEN}"/"$MY_TOKEN"/' fleet.yaml >braces.yaml
+fails "\$VAR without braces is an error" 1 tpuform validate -f braces.yaml
+like "with a hint" "$(cat last.out)" "refers to \\\$MY_TOKEN without braces"
 finish

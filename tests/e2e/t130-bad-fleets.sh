@@ -44,4 +44,17 @@ printf 'fleet: bad\nprovider: [\n' | check "broken YAML syntax" \
 	"bad.yaml:3:1: invalid YAML"
 fails "a missing fleet file is an error" 1 tpuform plan -f nope.yaml
 like "that says so" "$(cat last.out)" "fleet file 'nope.yaml' does not exist"
+
+# Hostile and oversized input (issue 9): refused at once, never read whole.
+# `timeout` only guards against a hang; the figures are in make bench.
+fails "an endless fleet file (/dev/zero) is refused" 1 timeout 20 "$TPUFORM" validate -f /dev/zero
+like "with the size limit" "$(cat last.out)" "fleet file '/dev/zero' is larger than 16 MiB"
+awk 'BEGIN { printf "fleet: deep\nx: "; for (i = 0; i < 100000; i++) printf "["; for (i = 0; i < 100000; i++) printf "]"; print "" }' >deep.yaml
+fails "a 100,000-deep document is refused" 1 timeout 20 "$TPUFORM" validate -f deep.yaml
+like "at the first level too deep" "$(cat last.out)" "deep.yaml:2:67: nesting deeper than 64 levels"
+big=$(awk 'BEGIN { for (i = 0; i < 200000; i++) printf "x" }')
+printf '%s\nenv: { BIG: %s }\ngroups:\n  - { name: a, accelerator_type: v2-8, runtime_version: r, zones: [z], count: 1 }\n' "$HEAD" "$big" | check "a 200 KB env value no worker's execve takes" \
+	"env 'BIG' (NAME=value) is 200005 bytes; a worker accepts at most 131072"
+printf '%s\nzones: [z]\ngroups:\n  - { name: a, accelerator_type: v2-8, runtime_version: r, zones: [z], count: 1 }\n' "$HEAD" | check "a group's key at top level" \
+	"bad.yaml:5:8: 'zones' belongs in a group, not at top level"
 finish

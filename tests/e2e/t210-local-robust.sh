@@ -33,6 +33,7 @@ alive() {
 	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)
 	[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
 }
+# shellcheck disable=SC2317 # called through wait_for
 dead() { ! alive "$1"; }
 # The short SCREENDIR link of worker 0 of node $1, if there is one.
 link_of() {

@@ -20,6 +20,7 @@ groups:
   - { name: a, accelerator_type: v2-8, runtime_version: rt, zones: [z1], count: 1 }
 YAML
 # w0's session: exited with status 1 after RESTARTS restarts.
+# shellcheck disable=SC2317 # called through wait_for
 failed_after() { "$TPUFORM" show -f fleet.yaml | grep -qE "^ +w0 +yes +exited +1 +$1 "; }
 ok "apply" tpuform apply -f fleet.yaml -auto-approve
 ok "the job failed" wait_for 10 failed_after 0

@@ -155,7 +155,7 @@ fi
 jq -n --rawfile k sa.pem --arg uri "$FAKEGCP_URL/token" \
 	'{type:"service_account", private_key_id:"k1", private_key:$k,
 	  client_email:"ci@test-project.iam.gserviceaccount.com", token_uri:$uri}' >key.json
-export TPUFORM_IAMCREDENTIALS_ENDPOINT=$FAKEGCP_URL
+export TPUFORM_IAMCREDENTIALS_ENDPOINT="$FAKEGCP_URL"
 cat >imp.yaml <<YAML
 fleet: kl
 provider:
