@@ -536,3 +536,8 @@ int tpf_gcp_auth_invalidate(struct tpf_gcp_auth *a, const char *used)
 	pthread_mutex_unlock(&a->mu);
 	return 1;
 }
+
+const char *tpf_gcp_auth_email(const struct tpf_gcp_auth *a)
+{
+	return a && a->kind == CRED_SERVICE_ACCOUNT ? a->client_email : NULL;
+}

@@ -67,6 +67,11 @@ int tpf_gcp_auth_invalidate(struct tpf_gcp_auth *a, const char *used);
  * diagnostic detail. Borrowed static string. */
 const char *tpf_gcp_auth_reject_hint(const struct tpf_gcp_auth *a);
 
+/* The account the tokens act for when the credentials name it (a service
+ * account key's client_email), else NULL: ask the tokeninfo endpoint
+ * (gcp_oslogin.h). Borrowed. */
+const char *tpf_gcp_auth_email(const struct tpf_gcp_auth *a);
+
 /* Tokens fetched so far (for tests). */
 long tpf_gcp_auth_fetches(struct tpf_gcp_auth *a);
 

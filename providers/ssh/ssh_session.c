@@ -221,6 +221,7 @@ void tpf_ssh_conn_free(struct tpf_conn *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->where);
+	free(c->user);
 	free(c->host);
 	free(c->host_key);
 	free(c->known_line);
@@ -228,14 +229,15 @@ void tpf_ssh_conn_free(struct tpf_conn *c)
 	free(c);
 }
 
-int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, struct tpf_conn **out,
-		 double deadline, struct tpf_diags *d)
+int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, const struct tpf_ssh_access *a,
+		 struct tpf_conn **out, double deadline, struct tpf_diags *d)
 {
 	struct tpf_conn *c = xcalloc(1, sizeof(*c));
 	int err = 0, code = 0;
 
 	*out = NULL;
 	c->t = t;
+	c->user = xstrdup(a && a->user && *a->user ? a->user : t->user);
 	c->fd = -1;
 	c->where = tpf_ssh_where(w);
 	const char *host = w->endpoint ? tpf_ssh_pick_address(w->endpoint, t->o.address) : NULL;
@@ -289,8 +291,14 @@ int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, struct tpf_c
 	}
 	libssh2_session_callback_set(c->s, LIBSSH2_CALLBACK_SEND, (void *)send_nosignal);
 	libssh2_session_set_blocking(c->s, 0);
+	/* Known keys (no pin yet): ask for exactly their types, so the key
+	 * presented is one that can be compared. */
+	char known_pref[256];
+	tpf_ssh_hostkey_pref(w->host_key ? NULL : a, known_pref, sizeof(known_pref));
 	pthread_once(&pref_once, build_pref);
-	if (hostkey_pref[0])
+	if (known_pref[0])
+		libssh2_session_method_pref(c->s, LIBSSH2_METHOD_HOSTKEY, known_pref);
+	else if (hostkey_pref[0])
 		libssh2_session_method_pref(c->s, LIBSSH2_METHOD_HOSTKEY, hostkey_pref);
 	if (t->o.keepalive > 0)
 		libssh2_keepalive_config(c->s, 1, (unsigned)t->o.keepalive);
@@ -309,7 +317,7 @@ int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, struct tpf_c
 		err = TPF_EUNREACHABLE;
 		goto done;
 	}
-	err = tpf_ssh_check_host_key(c, w, d);
+	err = tpf_ssh_check_host_key(c, w, a, d);
 done:
 	if (err) {
 		c->broken = 1;
@@ -401,7 +409,7 @@ done:
 int tpf_ssh_auth(struct tpf_conn *c, double deadline, struct tpf_diags *d)
 {
 	struct tpf_ssh *t = c->t;
-	const char *user = t->user;
+	const char *user = c->user;
 	int rc, code = 0;
 
 	if (!t->o.private_key)

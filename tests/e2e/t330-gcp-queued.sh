@@ -38,7 +38,8 @@ like "local: turning queued off forces replacement" "$out" "queued = true -> fal
 ok "local: destroy" tpuform destroy -f local/fleet.yaml -auto-approve
 cleanup_screens
 
-# ---- gcp against the emulator, workers over SSH
+# ---- gcp against the emulator, workers over SSH (keys only from metadata)
+SSHD_NO_KEYS=1
 sshd_start "$W/workers" 6 127.0.33.1
 rc=$?
 if [ "$rc" -eq 2 ]; then
@@ -48,7 +49,7 @@ fi
 [ "$rc" -eq 0 ] || { echo "not ok - sshd workers start"; echo "1..$((_n + 1))"; exit 1; }
 sshd_watch $$
 if ! fakegcp_start --project test-project --op-seconds 0.3 --worker-ip-base 127.0.33.1 \
-	--worker-port "$SSHD_PORT" --capacity zq=0 --log "$W/requests.jsonl"; then
+	--worker-port "$SSHD_PORT" --worker-dir "$SSHD_DIR" --capacity zq=0 --log "$W/requests.jsonl"; then
 	echo "not ok - the emulator starts"
 	echo "1..$((_n + 1))"
 	exit 1

@@ -321,7 +321,7 @@ static int create(struct tpf_gcp_client *c, const char *fleet, const char *group
 	struct tpf_live_node n = { 0 };
 	make_recipe(&r, fleet, group, index, zone, type, sched);
 	char *name = node_name(fleet, group, index);
-	int rc = tpf_gcp_create_node(c, name, &r, &n, d);
+	int rc = tpf_gcp_create_node(c, name, &r, NULL, &n, d);
 	tpf_live_node_release(&n);
 	tpf_recipe_release(&r);
 	free(name);
@@ -875,7 +875,7 @@ static void test_gcp_e2e__create_answer_lost(void)
 	struct tpf_recipe r;
 	struct tpf_live_node n = { 0 };
 	make_recipe(&r, "lost", "a", 0, "z1", "v2-8", "spot");
-	int rc = tpf_gcp_create_node(c, "lost-a-0", &r, &n, &d);
+	int rc = tpf_gcp_create_node(c, "lost-a-0", &r, NULL, &n, &d);
 	pthread_join(th, NULL);
 	CHECKF(rc == 0, "create after a lost answer: %d %s", rc, d.n ? d.items[0].summary : "");
 	CHECK_STR(n.name, "lost-a-0");
@@ -885,7 +885,7 @@ static void test_gcp_e2e__create_answer_lost(void)
 	tpf_live_node_release(&n);
 
 	/* a 409 on the FIRST attempt is a node that is not ours: an error */
-	rc = tpf_gcp_create_node(c, "lost-a-0", &r, &n, &d);
+	rc = tpf_gcp_create_node(c, "lost-a-0", &r, NULL, &n, &d);
 	CHECK_INT(rc, TPF_ERROR);
 	CHECK(diags_have(&d, "create node 'lost-a-0' in zone 'z1': HTTP 409 ALREADY_EXISTS"));
 	tpf_recipe_release(&r);
