@@ -393,7 +393,7 @@ static int auth_agent(struct tpf_conn *c, const char *user, double deadline, str
 		prev = id;
 	}
 	tpf_errorx(d, c->where,
-			 tried ? "add the key's public half to the user's ~/.ssh/authorized_keys on the worker (Cloud TPU: ssh-keys metadata), or set ssh.user"
+			 tried ? "add the key's public half to the user's ~/.ssh/authorized_keys on the worker, or set ssh.user (Cloud TPU: tpuform adds it to the node's ssh-keys metadata, which the VM ignores when OS Login is on: if the project requires OS Login, set ssh.os_login: true)"
 			       : "add a key with ssh-add, or set ssh.private_key",
 			 "public key authentication as '%s' to worker '%s' at %s port %d failed: "
 			 "%s", user, c->where, c->host, c->port,
@@ -432,7 +432,7 @@ int tpf_ssh_auth(struct tpf_conn *c, double deadline, struct tpf_diags *d)
 		return tpf_errorx(d, c->where, "the key must be an unencrypted OpenSSH or PEM private key; for a key with a passphrase, add it to ssh-agent and leave ssh.private_key out",
 				  "cannot use SSH private key '%s' for worker '%s': %s", t->o.private_key,
 				  c->where, msg);
-	tpf_errorx(d, c->where, "add the key's public half to the user's ~/.ssh/authorized_keys on the worker (Cloud TPU: ssh-keys metadata), or set ssh.user",
+	tpf_errorx(d, c->where, "add the key's public half to the user's ~/.ssh/authorized_keys on the worker, or set ssh.user (Cloud TPU: tpuform adds it to the node's ssh-keys metadata, which the VM ignores when OS Login is on: if the project requires OS Login, set ssh.os_login: true)",
 		   "public key authentication as '%s' to worker '%s' at %s port %d failed: "
 		   "the worker refused key '%s'", user, c->where, c->host, c->port,
 		   t->o.private_key);

@@ -389,8 +389,12 @@ json_t *fg_project_metadata(void);
 /* authorized_keys lines of the unexpired keys imported for POSIX user
  * `username`, appended to out. Lock held. */
 void fg_oslogin_keys(const char *username, struct tpf_buf *out);
-/* Every imported key (admin). Lock held. */
-json_t *fg_oslogin_json(void);
+/* 1 while OS Login is required whatever metadata says (an organization
+ * policy: constraints/compute.requireOsLogin). Lock held. */
+int fg_oslogin_required(void);
+/* GET /__admin/oslogin: {"required", "keys": [imported keys]}; POST
+ * ?required=true|false sets the policy (the agents follow). Answers r. */
+void fg_oslogin_admin(struct fg_req *r);
 void fg_account_free(void);
 
 /* ---- fg_admin.c ---- */

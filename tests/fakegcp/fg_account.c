@@ -16,7 +16,9 @@
  * character other than [A-Za-z0-9_] replaced by '_' (as Google names user
  * accounts: tester@example.com -> tester_example_com). Imported keys
  * reach the workers of nodes under OS Login through the guest agent
- * (fg_agent.c), until they expire.
+ * (fg_agent.c), until they expire. POST /__admin/oslogin?required=true
+ * turns OS Login on for every node whatever the metadata says, as the
+ * organization policy constraints/compute.requireOsLogin does.
  * Field names: the OS Login v1 REST reference (users.importSshPublicKey,
  * LoginProfile, PosixAccount, SshPublicKey); Compute v1 Project.
  */
@@ -38,6 +40,7 @@ struct imported {
 };
 
 static json_t *project_md; /* object of strings */
+static json_t *imported_json(void);
 static struct imported *keys;
 static size_t n_keys, a_keys;
 
@@ -304,7 +307,33 @@ int fg_account_serve(struct fg_req *r)
 	return 1;
 }
 
-json_t *fg_oslogin_json(void)
+static int required;
+
+int fg_oslogin_required(void)
+{
+	return required;
+}
+
+void fg_oslogin_admin(struct fg_req *r)
+{
+	const char *v = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "required");
+	if (!strcmp(r->method, "POST")) {
+		if (!v || (strcmp(v, "true") && strcmp(v, "false"))) {
+			fg_reply_error(r, 400, "INVALID_ARGUMENT", NULL, "expected ?required=true|false");
+			return;
+		}
+		fg_lock();
+		required = !strcmp(v, "true");
+		fg_agent_sync_all();
+		fg_unlock();
+	}
+	fg_lock();
+	json_t *out = json_pack("{s:b, s:o}", "required", required, "keys", imported_json());
+	fg_unlock();
+	fg_reply_json(r, 200, out);
+}
+
+static json_t *imported_json(void)
 {
 	json_t *arr = json_array();
 	for (size_t i = 0; i < n_keys; i++) {

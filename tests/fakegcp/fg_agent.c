@@ -10,7 +10,8 @@
  *     (--project-metadata) unless the node sets block-project-ssh-keys:
  *     every "USER:KEY" line for that user; with OS Login on (enable-oslogin
  *     true in the node's metadata, else the project's) from the keys
- *     imported through OS Login for that POSIX user instead (fg_account.c).
+ *     imported through OS Login for that POSIX user instead (fg_account.c;
+ *     also when an organization policy requires OS Login: /__admin/oslogin).
  *     Nothing else ever writes it: a key tpuform did not send is not there.
  *     It is rewritten when the node becomes READY, when a metadata patch
  *     applies and when a key is imported;
@@ -56,7 +57,7 @@ int fg_agent_oslogin(const struct fg_node *n)
 {
 	json_t *md = json_object_get(n->res, "metadata");
 	json_t *proj = fg_project_metadata();
-	if (md_true(md, "enable-oslogin"))
+	if (fg_oslogin_required() || md_true(md, "enable-oslogin"))
 		return 1;
 	return !md_false(md, "enable-oslogin") && md_true(proj, "enable-oslogin");
 }

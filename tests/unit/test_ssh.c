@@ -895,10 +895,12 @@ static void test_ssh__changed_host_key(void)
 	tpf_ssh_transport_free(t);
 }
 
-/* "Failed/Accepted publickey" lines in worker i's sshd log so far. */
+/* Lines of worker i's sshd log so far where a client named a user or
+ * offered a key (sshd.sh: log, then log.start of the running sshd). */
 static int auth_lines(int i)
 {
-	char *s = xasprintf("grep -c 'publickey' %s/w%d/log 2>/dev/null || true", dir, i);
+	char *s = xasprintf("cat %s/w%d/log %s/w%d/log.start 2>/dev/null | "
+			    "grep -cE \"publickey|authenticating user|user root\" || true", dir, i, dir, i);
 	char *n = harness(s, NULL);
 	int v = atoi(n);
 	free(n);
@@ -927,8 +929,10 @@ static void test_ssh__published_host_keys(void)
 	struct tpf_conn *c = NULL;
 	char *hk = NULL;
 	worker_init(&w, 2, NULL);
+	int start = auth_lines(2);
 	CHECK_INT(tpf_ssh_connect_as(t, &w.ref, &a, &c, &hk, &d), 0);
 	CHECK_STR(hk, fp[2]);
+	CHECK(auth_lines(2) > start); /* the log shows a login */
 	if (c)
 		t->ops->close(c);
 	free(hk);
