@@ -25,9 +25,12 @@
  *     budget: 60 s for a worker never reached (no pin), 10 s for one
  *     reached before (so probing a dead worker does not stall a plan);
  *   - host key: SHA-256 fingerprint as OpenSSH prints it ("SHA256:" and
- *     unpadded base64 of the key blob). No pin: trust on first use and hand
- *     the fingerprint back for the state. A pin that differs: TPF_EHOSTKEY,
- *     before any credential is offered. Checking is never switched off;
+ *     unpadded base64 of the key blob). No pin: the key must be one the
+ *     provider says the worker publishes (struct tpf_ssh_access), else,
+ *     when it knows none, trust on first use; either way the fingerprint
+ *     goes back for the state. A pin, or published keys, that differ:
+ *     TPF_EHOSTKEY, before any credential is offered. Checking is never
+ *     switched off;
  *   - authentication: public key from ssh.private_key (OpenSSH or PEM
  *     format, unencrypted: use ssh-agent for a key with a passphrase), or
  *     every identity of ssh-agent ($SSH_AUTH_SOCK) when no key is set;
