@@ -26,6 +26,7 @@ struct node_entry {
 
 	pthread_mutex_t mu;
 	char *keyed_id;     /* the node id whose metadata has the key */
+	double patched_at;  /* monotonic time tpuform added it, 0: never */
 	char *guest_id;     /* the node id whose guest attributes were read */
 	json_t *guest;      /* GetGuestAttributesResponse, NULL if the read failed */
 	char *guest_error;  /* why it failed, for the warning */
@@ -230,8 +231,8 @@ static int ensure_key(struct tpf_gcp_access *a, struct node_entry *e, const char
 		json_t *md = json_object_get(node, "metadata");
 		if (rc == 0 && !tpf_gcp_key_in_metadata(md, project_md, user, key))
 			body = tpf_gcp_metadata_patch(md, user, key, entry);
-		if (body)
-			rc = tpf_gcp_patch_metadata(a->c, zone, e->name, body, d);
+		if (body && (rc = tpf_gcp_patch_metadata(a->c, zone, e->name, body, d)) == 0)
+			e->patched_at = tpf_now_mono();
 		json_decref(body);
 		json_decref(node);
 		free(entry);
@@ -269,11 +270,17 @@ static void host_keys(struct tpf_gcp_access *a, struct node_entry *e, const char
 		 e->guest_error ? e->guest_error : "");
 }
 
+/* How long after tpuform installed a key (metadata patch, OS Login
+ * import) a refused key is taken for the guest agent not having caught up
+ * yet, and retried, even on a worker reached before. Seconds. */
+#define FRESH_KEY 120.0
+
 /* Who to log in as and which host keys to expect, for worker w. */
 struct plan {
 	char *user;
 	char **keys;
 	size_t nkeys;
+	int fresh_key;
 };
 
 static void plan_release(struct plan *p)
@@ -304,10 +311,15 @@ static int prepare(struct tpf_gcp_access *a, const struct tpf_worker_ref *w, str
 	if ((rc = public_key(a, &key, d)) < 0)
 		goto done;
 	project = project_metadata(a, w->node, d);
-	if (tpf_gcp_oslogin_enabled(md, project, a->f && a->f->ssh.os_login))
+	if (tpf_gcp_oslogin_enabled(md, project, a->f && a->f->ssh.os_login)) {
 		rc = oslogin_user(a, key, &p->user, d);
-	else if (!w->read_only)
+		pthread_mutex_lock(&a->once_mu);
+		p->fresh_key = tpf_now_mono() - a->imported_at < FRESH_KEY;
+		pthread_mutex_unlock(&a->once_mu);
+	} else if (!w->read_only) {
 		rc = ensure_key(a, e, zone, id, md, project, key, d);
+		p->fresh_key = e->patched_at > 0 && tpf_now_mono() - e->patched_at < FRESH_KEY;
+	}
 	if (rc == 0 && !w->host_key)
 		host_keys(a, e, zone, id, w, &p->keys, &p->nkeys, d);
 done:
@@ -328,6 +340,7 @@ static void access_of(const struct plan *p, struct tpf_ssh_access *x)
 	x->host_keys = (const char *const *)p->keys;
 	x->nhost_keys = p->nkeys;
 	x->host_keys_from = "the node's guest attributes (hostkeys/)";
+	x->fresh_key = p->fresh_key;
 }
 
 static int access_connect(struct tpf_transport *t, const struct tpf_worker_ref *w,

@@ -19,11 +19,13 @@
  *     (Node.networkEndpoints[].accessConfig.externalIp / ipAddress);
  *   - port: the endpoint's port, else ssh.port, else 22;
  *   - refused, reset or timed-out connections (a fresh TPU VM's sshd comes
- *     up late) and, before any key is pinned, refused authentication (the
- *     guest agent installs metadata ssh-keys after boot) are retried with
- *     exponential backoff and jitter (0.25 s doubling to 5 s) within a
- *     budget: 60 s for a worker never reached (no pin), 10 s for one
- *     reached before (so probing a dead worker does not stall a plan);
+ *     up late) and, before any key is pinned or right after the provider
+ *     installed the key (tpf_ssh_access.fresh_key), refused authentication
+ *     (the guest agent installs metadata ssh-keys after boot, and after a
+ *     change) are retried with exponential backoff and jitter (0.25 s
+ *     doubling to 5 s) within a budget: 60 s for a worker never reached
+ *     (no pin) or with a fresh key, 10 s for one reached before (so probing
+ *     a dead worker does not stall a plan);
  *   - host key: SHA-256 fingerprint as OpenSSH prints it ("SHA256:" and
  *     unpadded base64 of the key blob). No pin: the key must be one the
  *     provider says the worker publishes (struct tpf_ssh_access), else,
@@ -103,12 +105,17 @@ void tpf_ssh_transport_free(struct tpf_transport *t);
  *              their types. None: trust on first use.
  *   host_keys_from: where they were read, for messages ("the node's guest
  *              attributes (hostkeys/)").
+ *   fresh_key: the key was installed moments ago (a metadata patch, an OS
+ *              Login import), which the VM applies after a while: a refused
+ *              key is retried within the first-contact budget even when the
+ *              worker has a pin.
  */
 struct tpf_ssh_access {
 	const char *user;
 	const char *const *host_keys;
 	size_t nhost_keys;
 	const char *host_keys_from;
+	int fresh_key;
 };
 
 /* The transport's connect and interactive ops (transport.h) with an access

@@ -103,7 +103,10 @@ int tpf_ssh_connect_retry(struct tpf_ssh *t, const struct tpf_worker_ref *w,
 			  struct tpf_diags *d)
 {
 	double start = tpf_now_mono();
-	double budget = w->host_key ? t->o.retry_pinned : t->o.retry_first;
+	/* Before the first contact, or right after a key was installed, a
+	 * refused key may be one the guest agent has not installed yet. */
+	int key_pending = !w->host_key || (a && a->fresh_key);
+	double budget = key_pending ? t->o.retry_first : t->o.retry_pinned;
 	struct tpf_diags last = TPF_DIAGS_INIT;
 	int err = TPF_ERROR, attempt;
 
@@ -128,7 +131,7 @@ int tpf_ssh_connect_retry(struct tpf_ssh *t, const struct tpf_worker_ref *w,
 		/* Retry what time may fix: a daemon not up yet (network
 		 * errors) and, before the first contact, keys the guest
 		 * agent has not installed yet. Never a changed host key. */
-		int retryable = err == TPF_EUNREACHABLE || (err == TPF_SSH_EREFUSED && !w->host_key);
+		int retryable = err == TPF_EUNREACHABLE || (err == TPF_SSH_EREFUSED && key_pending);
 		double delay = tpf_ssh_backoff(attempt, random_jitter());
 		if (!retryable || attempt >= MAX_ATTEMPTS ||
 		    tpf_now_mono() + delay - start > budget)

@@ -26,19 +26,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "tests/fakegcp/fakegcp.h"
 #include "util/fs.h"
 #include "util/xalloc.h"
 
 /* DIR/w<i> of worker `k` of node n, or NULL when it is not a harness
- * worker (no --worker-dir, or an address below the base). */
+ * worker (no --worker-dir, an address below the base, or no such worker:
+ * more addresses were handed out than workers started). */
 static char *worker_dir(const struct fg_node *n, int k)
 {
 	uint32_t ip = n->first_ip + (uint32_t)k;
 	if (!fg_opt.worker_dir || ip < fg_opt.worker_ip_base)
 		return NULL;
-	return xasprintf("%s/w%u", fg_opt.worker_dir, ip - fg_opt.worker_ip_base);
+	char *dir = xasprintf("%s/w%u", fg_opt.worker_dir, ip - fg_opt.worker_ip_base);
+	if (access(dir, F_OK) == 0)
+		return dir;
+	free(dir);
+	return NULL;
 }
 
 static int md_true(json_t *md, const char *key)

@@ -969,6 +969,45 @@ static void test_ssh__published_host_keys(void)
 	tpf_ssh_transport_free(t);
 }
 
+/*
+ * A key installed moments ago (fresh_key) may not be in authorized_keys
+ * yet: a refused key is then retried, even on a pinned worker; without it
+ * a pinned worker's refusal is final at once.
+ */
+static void test_ssh__fresh_key(void)
+{
+	struct tpf_ssh_options o = opts();
+	o.retry_first = 10;
+	o.retry_pinned = 10;
+	struct tpf_transport *t = tpf_ssh_transport_new_opts(&o);
+	char *ak = home_file(0, ".ssh/authorized_keys");
+	char *hide = xasprintf("mv %s %s.away", ak, ak);
+	harness_do(hide);
+	struct worker w;
+	struct tpf_conn *c = NULL;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	worker_init(&w, 0, fp[0]);
+	double t0 = tpf_now_mono();
+	CHECK_INT(t->ops->connect(t, &w.ref, &c, NULL, &d), TPF_ERROR);
+	CHECKF(tpf_now_mono() - t0 < 5, "a pinned worker's refusal is final: %.1f s",
+	       tpf_now_mono() - t0);
+	tpf_diags_release(&d);
+	char *back = xasprintf("(sleep 1; mv %s.away %s) >/dev/null 2>&1 &", ak, ak);
+	harness_do(back);
+	struct tpf_ssh_access a = { .fresh_key = 1 };
+	t0 = tpf_now_mono();
+	CHECK_INT(tpf_ssh_connect_as(t, &w.ref, &a, &c, NULL, &d), 0);
+	CHECK(tpf_now_mono() - t0 >= 0.9);
+	print_diags(&d);
+	tpf_diags_release(&d);
+	if (c)
+		t->ops->close(c);
+	free(back);
+	free(hide);
+	free(ak);
+	tpf_ssh_transport_free(t);
+}
+
 /* Many connections at once from many threads over one transport. */
 struct par {
 	struct tpf_transport *t;
@@ -1043,6 +1082,7 @@ int main(void)
 		RUN(test_ssh__retry_until_up);
 		RUN(test_ssh__changed_host_key);
 		RUN(test_ssh__published_host_keys);
+		RUN(test_ssh__fresh_key);
 		RUN(test_ssh__parallel);
 		harness_do("sshd_stop");
 		struct tpf_diags d = TPF_DIAGS_INIT;
