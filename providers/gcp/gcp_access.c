@@ -427,7 +427,8 @@ struct tpf_transport *tpf_gcp_access_transport(struct tpf_gcp_access *a)
 	return &a->tr;
 }
 
-int tpf_gcp_access_create_metadata(struct tpf_gcp_access *a, json_t **out, struct tpf_diags *d)
+int tpf_gcp_access_create_metadata(struct tpf_gcp_access *a, json_t *declared, json_t **out,
+				   struct tpf_diags *d)
 {
 	char *key = NULL;
 	*out = NULL;
@@ -441,7 +442,7 @@ int tpf_gcp_access_create_metadata(struct tpf_gcp_access *a, json_t **out, struc
 				"cannot give user '%s' SSH access through metadata: the name must "
 				"not contain ':' or spaces", user);
 	else
-		*out = tpf_gcp_metadata_for_create(NULL, user, key, entry);
+		*out = tpf_gcp_metadata_for_create(declared, user, key, entry);
 	free(entry);
 	free(key);
 	return rc;

@@ -60,11 +60,14 @@ struct tpf_transport *tpf_gcp_access_transport(struct tpf_gcp_access *a);
 
 /*
  * The metadata of a node about to be created (*out: new reference, an
- * object): ssh-keys with the entry for ssh.user and the public key
- * (tpf_ssh_public_key). Errors (TPF_ERROR, with the key's diagnostic): no
- * public key can be found, and then nothing must be created: tpuform could
- * not log in to it.
+ * object): every entry of `declared` (the fleet's metadata for the node, an
+ * object of strings; may be NULL), with the entry for ssh.user and the
+ * public key (tpf_ssh_public_key) added to ssh-keys: declared keys are
+ * kept, never overwritten (tpf_gcp_metadata_for_create). Errors (TPF_ERROR,
+ * with the key's diagnostic): no public key can be found, and then nothing
+ * must be created: tpuform could not log in to it.
  */
-int tpf_gcp_access_create_metadata(struct tpf_gcp_access *a, json_t **out, struct tpf_diags *d);
+int tpf_gcp_access_create_metadata(struct tpf_gcp_access *a, json_t *declared, json_t **out,
+				   struct tpf_diags *d);
 
 #endif
