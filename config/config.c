@@ -51,7 +51,8 @@ static const char *const quota_keys[] = {
 	"zone", "accelerator_type", "preemptible", "spot", "on_demand", NULL,
 };
 static const char *const source_keys[] = { "repo", "ref", "transfer", NULL };
-static const char *const ssh_keys[] = { "user", "private_key", "port", "address", NULL };
+static const char *const ssh_keys[] = { "user", "private_key", "port", "address", "os_login",
+					 NULL };
 static const char *const restart_words[] = { "on-failure", "always", "never", NULL };
 static const char *const transfer_words[] = { "clone", "bundle", NULL };
 static const char *const address_words[] = { "auto", "external", "internal", NULL };
@@ -287,6 +288,8 @@ static void read_ssh(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v)
 	if ((x = cfg_map_get(&m, "address")) &&
 	    cfg_want_enum(c, x, "address", address_words, "one of auto, external or internal", &e) == 0)
 		f->ssh.address = (enum tpf_ssh_address)e;
+	if ((x = cfg_map_get(&m, "os_login")))
+		cfg_want_bool(c, x, "os_login", &f->ssh.os_login);
 }
 
 static void read_fleet(struct cfg *c, struct tpf_fleet *f, yaml_node_t *root)

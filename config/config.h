@@ -104,6 +104,8 @@ struct tpf_fleet {
 		char *private_key; /* resolved path; NULL: ssh-agent */
 		int port;          /* default 22 */
 		enum tpf_ssh_address address;
+		int os_login;      /* gcp: import the key with OS Login whatever the
+				    * metadata says (providers/gcp/gcp_access.h) */
 	} ssh;
 
 	struct tpf_kvlist env;     /* fleet-wide, non-secret */

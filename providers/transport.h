@@ -24,6 +24,9 @@ struct tpf_worker_ref {
 	int nworkers;
 	const struct tpf_endpoint *endpoint; /* NULL for local */
 	const char *host_key; /* pinned fingerprint, NULL: trust on first use */
+	int read_only;        /* reach it without changing its node (status probes,
+			       * stops before a delete): the gcp provider adds no
+			       * SSH key to the node's metadata for it */
 };
 
 /*

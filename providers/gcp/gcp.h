@@ -9,8 +9,11 @@
  * gcp_auth.h). Its ops are thread-safe and run in parallel.
  *
  * transport() returns the SSH transport of providers/ssh for the fleet's
- * ssh settings, made on first use and shared by every thread; workers are
- * reached at the addresses of networkEndpoints (gcp_node.h).
+ * ssh settings, made at open and shared by every thread, wrapped by the
+ * access layer of gcp_access.h (the key in ssh-keys metadata or OS Login,
+ * host keys from guest attributes); workers are reached at the addresses
+ * of networkEndpoints (gcp_node.h). create() sends the node's metadata with
+ * the SSH key (gcp_access.h) and creates nothing when there is no key.
  *
  * Queued resources (gcp_qr.h): create() of a recipe with `queued` asks
  * queuedResources.create and returns once the queued resource waits

@@ -20,7 +20,15 @@ struct tpf_gcp_client {
 	int external_ips;
 	/* The provider's interrupt flag, read at each poll (may be NULL). */
 	volatile int *const *interrupted;
+	tpf_gcp_node_seen_fn seen;
+	void *seen_ctx;
 };
+
+void tpf_gcp_client_on_node(struct tpf_gcp_client *c, tpf_gcp_node_seen_fn fn, void *ctx)
+{
+	c->seen = fn;
+	c->seen_ctx = ctx;
+}
 
 #define QUIET(cls) (1u << (cls))
 
@@ -317,18 +325,33 @@ done:
 	return rc;
 }
 
-int tpf_gcp_get_node(struct tpf_gcp_client *c, const char *zone, const char *name,
-		     struct tpf_live_node *out, struct tpf_diags *d)
+int tpf_gcp_get_node_json(struct tpf_gcp_client *c, const char *zone, const char *name,
+			  json_t **out, struct tpf_diags *d)
 {
 	char *url = node_url(c, zone, name, NULL);
 	char *what = xasprintf("get node '%s' in zone '%s'", name, zone);
-	json_t *node = NULL;
-	int rc = call(c, "GET", url, NULL, what, name, QUIET(TPF_GCP_NOTFOUND), &node, NULL, d);
-	if (rc == 0 && tpf_gcp_node_parse(node, zone, c->ssh_port, out) < 0)
+	int rc = call(c, "GET", url, NULL, what, name, QUIET(TPF_GCP_NOTFOUND), out, NULL, d);
+	if (rc == 0 && !json_string_value(json_object_get(*out, "name"))) {
 		rc = tpf_errorx(d, name, NULL, "%s: the answer is not a node (no 'name')", what);
-	json_decref(node);
+		json_decref(*out);
+		*out = NULL;
+	}
+	if (rc == 0 && c->seen)
+		c->seen(c->seen_ctx, zone, *out);
 	free(what);
 	free(url);
+	return rc;
+}
+
+int tpf_gcp_get_node(struct tpf_gcp_client *c, const char *zone, const char *name,
+		     struct tpf_live_node *out, struct tpf_diags *d)
+{
+	json_t *node = NULL;
+	int rc = tpf_gcp_get_node_json(c, zone, name, &node, d);
+	if (rc == 0 && tpf_gcp_node_parse(node, zone, c->ssh_port, out) < 0)
+		rc = tpf_errorx(d, name, NULL, "get node '%s' in zone '%s': the answer is not a node",
+				name, zone);
+	json_decref(node);
 	return rc;
 }
 
@@ -355,14 +378,14 @@ static int wait_node_settled(struct tpf_gcp_client *c, const char *zone, const c
 }
 
 int tpf_gcp_create_node(struct tpf_gcp_client *c, const char *name, const struct tpf_recipe *r,
-			struct tpf_live_node *out, struct tpf_diags *d)
+			json_t *metadata, struct tpf_live_node *out, struct tpf_diags *d)
 {
 	const char *zone = r->zone;
 	char *what = xasprintf("create node '%s' in zone '%s'", name, zone ? zone : "");
 	char *esc = tpf_gcp_escape(name);
 	char *q = xasprintf("/nodes?nodeId=%s", esc);
 	char *url = zone_url(c, zone ? zone : "", q);
-	json_t *body = tpf_gcp_node_body(r, c->external_ips);
+	json_t *body = tpf_gcp_node_body(r, c->external_ips, metadata);
 	json_t *op = NULL;
 	struct call_result res = { .err = TPF_GCP_ERROR_INIT };
 	int failed = 0, rc;
@@ -503,6 +526,36 @@ int tpf_gcp_patch_labels(struct tpf_gcp_client *c, const char *zone, const char 
 	return rc;
 }
 
+int tpf_gcp_patch_metadata(struct tpf_gcp_client *c, const char *zone, const char *name,
+			   json_t *body, struct tpf_diags *d)
+{
+	char *url = node_url(c, zone, name, "?updateMask=metadata");
+	char *what = xasprintf("add the SSH key to the metadata of node '%s' in zone '%s'", name,
+			       zone);
+	json_t *op = NULL;
+	int failed = 0;
+	int rc = call(c, "PATCH", url, body, what, name, 0, &op, NULL, d);
+	if (rc == 0)
+		rc = wait_op(c, op, what, name, &failed, d);
+	json_decref(op);
+	free(what);
+	free(url);
+	return rc;
+}
+
+int tpf_gcp_get_guest_attributes(struct tpf_gcp_client *c, const char *zone, const char *name,
+				 const char *query_path, json_t **out, struct tpf_diags *d)
+{
+	char *url = node_url(c, zone, name, ":getGuestAttributes");
+	char *what = xasprintf("read the guest attributes of node '%s' in zone '%s'", name, zone);
+	json_t *body = json_pack("{s:s}", "queryPath", query_path);
+	int rc = call(c, "POST", url, body, what, name, QUIET(TPF_GCP_NOTFOUND), out, NULL, d);
+	json_decref(body);
+	free(what);
+	free(url);
+	return rc;
+}
+
 /*
  * GET every page of a list method; calls each(item, ctx) for the items of
  * array `key`. An "unreachable" list is an error.
@@ -570,6 +623,8 @@ static int each_node(json_t *node, void *arg)
 	struct list_nodes_ctx *x = arg;
 	if (!tpf_gcp_node_in_fleet(node, x->fleet))
 		return 0;
+	if (x->c->seen)
+		x->c->seen(x->c->seen_ctx, x->zone, node);
 	struct tpf_live_node *n = tpf_live_set_add(x->out);
 	if (tpf_gcp_node_parse(node, x->zone, x->c->ssh_port, n) < 0) {
 		/* keep the set consistent: drop the zeroed slot */

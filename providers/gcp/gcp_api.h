@@ -21,6 +21,7 @@
 #ifndef TPF_GCP_API_H
 #define TPF_GCP_API_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include "model/recipe.h"
 #include "providers/gcp/gcp_auth.h"
@@ -53,6 +54,16 @@ void tpf_gcp_client_free(struct tpf_gcp_client *c);
  * within 0.2 s. Call before any request. */
 void tpf_gcp_client_watch_interrupt(struct tpf_gcp_client *c, volatile int *const *flag);
 
+/*
+ * Called with every Node object the client reads (the fleet's nodes of
+ * nodes.list, nodes.get), in the calling thread, so that a layer above
+ * (gcp_access.h) learns a node's metadata without asking for it again.
+ * zone: the zone the call was about. Set once, before any call; fn must be
+ * thread-safe and must not keep `node` beyond the call.
+ */
+typedef void (*tpf_gcp_node_seen_fn)(void *ctx, const char *zone, json_t *node);
+void tpf_gcp_client_on_node(struct tpf_gcp_client *c, tpf_gcp_node_seen_fn fn, void *ctx);
+
 /* Borrowed internals, for tests and benchmarks. */
 struct tpf_gcp_http *tpf_gcp_client_http(struct tpf_gcp_client *c);
 struct tpf_gcp_auth *tpf_gcp_client_auth(struct tpf_gcp_client *c);
@@ -72,14 +83,37 @@ int tpf_gcp_get_node(struct tpf_gcp_client *c, const char *zone, const char *nam
 		     struct tpf_live_node *out, struct tpf_diags *d);
 
 /*
- * nodes.create ?nodeId=name in r->zone with the body of tpf_gcp_node_body,
- * wait for the operation, then get the node into *out. A 409 on a retried
+ * nodes.create ?nodeId=name in r->zone with the body of tpf_gcp_node_body
+ * (metadata: the node's, may be NULL), wait for the operation, then get
+ * the node into *out. A 409 on a retried
  * POST (an earlier attempt whose answer was lost went through) is success:
  * the node is fetched and waited for, not created twice. When the
  * operation fails, a node left behind is deleted so nothing leaks.
  */
 int tpf_gcp_create_node(struct tpf_gcp_client *c, const char *name, const struct tpf_recipe *r,
-			struct tpf_live_node *out, struct tpf_diags *d);
+			json_t *metadata, struct tpf_live_node *out, struct tpf_diags *d);
+
+/* nodes.get as the API's Node object (*out: new reference). TPF_ENOTFOUND
+ * (no diagnostic) if there is no such node. */
+int tpf_gcp_get_node_json(struct tpf_gcp_client *c, const char *zone, const char *name,
+			  json_t **out, struct tpf_diags *d);
+
+/*
+ * nodes.patch ?updateMask=metadata with `body` ({"metadata": {...}}: the
+ * whole map, which the API replaces; gcp_sshkeys.h builds it), then wait
+ * for the operation.
+ */
+int tpf_gcp_patch_metadata(struct tpf_gcp_client *c, const char *zone, const char *name,
+			   json_t *body, struct tpf_diags *d);
+
+/*
+ * nodes.getGuestAttributes {"queryPath": query_path} for every worker (no
+ * workerIds: the discovery document's "empty means all"); *out: the
+ * GetGuestAttributesResponse (new reference), guestAttributes in worker
+ * order. TPF_ENOTFOUND (no diagnostic) if there is no such node.
+ */
+int tpf_gcp_get_guest_attributes(struct tpf_gcp_client *c, const char *zone, const char *name,
+				 const char *query_path, json_t **out, struct tpf_diags *d);
 
 /* nodes.delete, wait for the operation and until a get says 404. A node
  * already gone is success. */

@@ -80,7 +80,8 @@ const char *tpf_gcp_auth_quota_header(const struct tpf_gcp_auth *a);
 /* The service account the API sees when it is known without a request:
  * the impersonated one, else a key's client_email; NULL otherwise
  * (authorized user, metadata server, external account without
- * impersonation, TPUFORM_ACCESS_TOKEN). Borrowed. */
+ * impersonation, TPUFORM_ACCESS_TOKEN): then OS Login asks the tokeninfo
+ * endpoint (gcp_oslogin.h). Borrowed. */
 const char *tpf_gcp_auth_email(const struct tpf_gcp_auth *a);
 
 /*

@@ -103,7 +103,7 @@ json_t *tpf_gcp_labels_body(const struct tpf_kvlist *labels)
 	return b;
 }
 
-json_t *tpf_gcp_node_body(const struct tpf_recipe *r, int external_ips)
+json_t *tpf_gcp_node_body(const struct tpf_recipe *r, int external_ips, json_t *metadata)
 {
 	json_t *b = json_object();
 	if (r->accelerator_type)
@@ -117,6 +117,8 @@ json_t *tpf_gcp_node_body(const struct tpf_recipe *r, int external_ips)
 	json_t *lb = tpf_gcp_labels_body(&r->labels);
 	json_object_set(b, "labels", json_object_get(lb, "labels"));
 	json_decref(lb);
+	if (json_is_object(metadata))
+		json_object_set_new(b, "metadata", json_deep_copy(metadata));
 	if (external_ips)
 		json_object_set_new(b, "networkConfig", json_pack("{s:b}", "enableExternalIps", 1));
 	return b;

@@ -41,11 +41,13 @@ int tpf_gcp_node_parse(json_t *node, const char *zone, int ssh_port, struct tpf_
 /*
  * The nodes.create body for a recipe (new reference; caller decrefs):
  * acceleratorType, runtimeVersion, labels (all of r->labels),
- * schedulingConfig {preemptible|spot} (omitted for on-demand) and, when
- * external_ips, networkConfig {enableExternalIps:true} so that workers get
- * an external address tpuform can SSH to (the API default is none).
+ * schedulingConfig {preemptible|spot} (omitted for on-demand), metadata
+ * (a copy of `metadata`, an object of strings, when not NULL: the ssh-keys
+ * entry and any declared entries, gcp_sshkeys.h) and, when external_ips,
+ * networkConfig {enableExternalIps:true} so that workers get an external
+ * address tpuform can SSH to (the API default is none).
  */
-json_t *tpf_gcp_node_body(const struct tpf_recipe *r, int external_ips);
+json_t *tpf_gcp_node_body(const struct tpf_recipe *r, int external_ips, json_t *metadata);
 
 /* {"labels":{...}} for nodes.patch?updateMask=labels (new reference). */
 json_t *tpf_gcp_labels_body(const struct tpf_kvlist *labels);

@@ -1,4 +1,5 @@
 #include "providers/gcp/gcp.h"
+#include "providers/gcp/gcp_access.h"
 #include "providers/gcp/gcp_api.h"
 #include "providers/gcp/gcp_qr.h"
 #include "providers/provider.h"
@@ -16,12 +17,14 @@ struct qr_fact {
 	char *zone, *node, *qr;
 };
 
-/* The client, and the SSH transport to the workers (made at open).
+/* The client, the SSH transport to the workers (made at open) and the
+ * access layer around it (gcp_access.h).
  * facts and qr_zones (zones whose queued resources were listed) let
  * remove() pick queuedResources.delete or nodes.delete without asking. */
 struct gcp_impl {
 	struct tpf_gcp_client *client;
 	struct tpf_transport *transport;
+	struct tpf_gcp_access *access;
 	pthread_mutex_t mu;
 	struct qr_fact *facts;
 	size_t nfacts, afacts;
@@ -165,13 +168,27 @@ static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t 
 	return rc;
 }
 
+/* A node gets the SSH key in its metadata from the start (gcp_access.h);
+ * without a key nothing is created: tpuform could not log in to it. */
 static int gcp_create(struct tpf_provider *p, const char *name, const struct tpf_recipe *r,
 		      struct tpf_live_node *out, struct tpf_diags *d)
 {
-	if (!r->queued)
-		return tpf_gcp_create_node(client_of(p), name, r, out, d);
 	struct gcp_impl *g = p->impl;
-	int rc = tpf_gcp_create_qr(client_of(p), name, r, out, d);
+	json_t *md = NULL;
+	/* The fleet file declares no node metadata yet (issue 10, point 3):
+	 * when it does, the recipe's goes here and its ssh-keys are kept. */
+	if (tpf_gcp_access_create_metadata(g->access, NULL, &md, d) < 0) {
+		tpf_errorx(d, name, NULL, "node '%s' was not created: its workers could not be "
+			   "reached without an SSH key", name);
+		return TPF_ERROR;
+	}
+	if (!r->queued) {
+		int rc = tpf_gcp_create_node(client_of(p), name, r, md, out, d);
+		json_decref(md);
+		return rc;
+	}
+	int rc = tpf_gcp_create_qr(client_of(p), name, r, md, out, d);
+	json_decref(md);
 	if (r->zone) {
 		/* Its queued resource exists unless the request failed (then
 		 * tpf_gcp_create_qr deleted it); either way remove() knows. */
@@ -233,7 +250,7 @@ static int gcp_set_labels(struct tpf_provider *p, const char *zone, const char *
 static struct tpf_transport *gcp_transport(struct tpf_provider *p)
 {
 	struct gcp_impl *g = p->impl;
-	return g->transport;
+	return tpf_gcp_access_transport(g->access);
 }
 
 static void gcp_free(struct tpf_provider *p)
@@ -241,6 +258,7 @@ static void gcp_free(struct tpf_provider *p)
 	if (!p)
 		return;
 	struct gcp_impl *g = p->impl;
+	tpf_gcp_access_free(g->access);
 	tpf_ssh_transport_free(g->transport);
 	tpf_gcp_client_free(g->client);
 	for (size_t i = 0; i < g->nfacts; i++) {
@@ -301,6 +319,7 @@ int tpf_gcp_provider_open(struct tpf_provider **out, const struct tpf_fleet *f,
 	tpf_gcp_client_watch_interrupt(c, &p->interrupted);
 	g->client = c;
 	g->transport = t;
+	g->access = tpf_gcp_access_new(c, t, f);
 	pthread_mutex_init(&g->mu, NULL);
 	p->impl = g;
 	*out = p;

@@ -103,7 +103,7 @@ char *tpf_gcp_duration(const char *text)
 }
 
 json_t *tpf_gcp_qr_body(const char *project, const char *name, const struct tpf_recipe *r,
-			int external_ips, struct tpf_diags *d)
+			int external_ips, json_t *metadata, struct tpf_diags *d)
 {
 	char *until = NULL;
 	if (r->valid_until && !(until = tpf_gcp_duration(r->valid_until))) {
@@ -111,7 +111,7 @@ json_t *tpf_gcp_qr_body(const char *project, const char *name, const struct tpf_
 			   "valid_until '%s' of node '%s' is not a duration", r->valid_until, name);
 		return NULL;
 	}
-	json_t *node = tpf_gcp_node_body(r, external_ips);
+	json_t *node = tpf_gcp_node_body(r, external_ips, metadata);
 	if (r->spot) /* the spot tier says it */
 		json_object_del(node, "schedulingConfig");
 	char *parent = xasprintf("projects/%s/locations/%s", project, r->zone ? r->zone : "");

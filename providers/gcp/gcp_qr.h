@@ -53,13 +53,13 @@ char *tpf_gcp_duration(const char *text);
 /*
  * The queuedResources.create body for node `name` of recipe r in project
  * (new reference; caller decrefs): tpu.nodeSpec[{parent
- * "projects/P/locations/ZONE", nodeId name, node: tpf_gcp_node_body(r)
- * without schedulingConfig.spot}], "spot": {} for a spot recipe,
+ * "projects/P/locations/ZONE", nodeId name, node: tpf_gcp_node_body(r,
+ * external_ips, metadata) without schedulingConfig.spot}], "spot": {} for a spot recipe,
  * queueingPolicy.validUntilDuration from r->valid_until. NULL with a
  * diagnostic when valid_until is not a duration.
  */
 json_t *tpf_gcp_qr_body(const char *project, const char *name, const struct tpf_recipe *r,
-			int external_ips, struct tpf_diags *d);
+			int external_ips, json_t *metadata, struct tpf_diags *d);
 
 /*
  * The live node a queued resource stands for when its node does not exist
@@ -94,7 +94,7 @@ int tpf_gcp_get_qr(struct tpf_gcp_client *c, const char *zone, const char *id,
 
 /*
  * queuedResources.create ?queuedResourceId=name in r->zone with
- * tpf_gcp_qr_body, wait for the operation, then follow the queued resource
+ * tpf_gcp_qr_body (metadata: the node's, may be NULL), wait for the operation, then follow the queued resource
  * while it is CREATING or PROVISIONING (at most the operation timeout):
  *  - ACCEPTED or WAITING_FOR_RESOURCES (or still provisioning at the
  *    timeout): 0, *out = tpf_gcp_qr_live (state = the queued resource's;
@@ -107,7 +107,7 @@ int tpf_gcp_get_qr(struct tpf_gcp_client *c, const char *zone, const char *id,
  * like a fresh one; quota is TPF_EQUOTA, as for nodes.create.
  */
 int tpf_gcp_create_qr(struct tpf_gcp_client *c, const char *name, const struct tpf_recipe *r,
-		      struct tpf_live_node *out, struct tpf_diags *d);
+		      json_t *metadata, struct tpf_live_node *out, struct tpf_diags *d);
 
 /*
  * queuedResources.delete ?force=true (its node goes first), wait for the

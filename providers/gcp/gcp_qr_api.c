@@ -207,7 +207,7 @@ static int follow(struct tpf_gcp_client *c, const char *zone, const char *name, 
 }
 
 int tpf_gcp_create_qr(struct tpf_gcp_client *c, const char *name, const struct tpf_recipe *r,
-		      struct tpf_live_node *out, struct tpf_diags *d)
+		      json_t *metadata, struct tpf_live_node *out, struct tpf_diags *d)
 {
 	const char *zone = r->zone;
 	char *what = xasprintf("queue node '%s' in zone '%s'", name, zone ? zone : "");
@@ -223,7 +223,8 @@ int tpf_gcp_create_qr(struct tpf_gcp_client *c, const char *name, const struct t
 		goto done;
 	}
 	url = tpf_gcp_zone_url(c, zone, q);
-	body = tpf_gcp_qr_body(tpf_gcp_client_project(c), name, r, tpf_gcp_client_external_ips(c), d);
+	body = tpf_gcp_qr_body(tpf_gcp_client_project(c), name, r, tpf_gcp_client_external_ips(c),
+			       metadata, d);
 	if (!body) {
 		rc = TPF_ERROR;
 		goto done;

@@ -19,15 +19,20 @@
  *     (Node.networkEndpoints[].accessConfig.externalIp / ipAddress);
  *   - port: the endpoint's port, else ssh.port, else 22;
  *   - refused, reset or timed-out connections (a fresh TPU VM's sshd comes
- *     up late) and, before any key is pinned, refused authentication (the
- *     guest agent installs metadata ssh-keys after boot) are retried with
- *     exponential backoff and jitter (0.25 s doubling to 5 s) within a
- *     budget: 60 s for a worker never reached (no pin), 10 s for one
- *     reached before (so probing a dead worker does not stall a plan);
+ *     up late) and, before any key is pinned or right after the provider
+ *     installed the key (tpf_ssh_access.fresh_key), refused authentication
+ *     (the guest agent installs metadata ssh-keys after boot, and after a
+ *     change) are retried with exponential backoff and jitter (0.25 s
+ *     doubling to 5 s) within a budget: 60 s for a worker never reached
+ *     (no pin) or with a fresh key, 10 s for one reached before (so probing
+ *     a dead worker does not stall a plan);
  *   - host key: SHA-256 fingerprint as OpenSSH prints it ("SHA256:" and
- *     unpadded base64 of the key blob). No pin: trust on first use and hand
- *     the fingerprint back for the state. A pin that differs: TPF_EHOSTKEY,
- *     before any credential is offered. Checking is never switched off;
+ *     unpadded base64 of the key blob). No pin: the key must be one the
+ *     provider says the worker publishes (struct tpf_ssh_access), else,
+ *     when it knows none, trust on first use; either way the fingerprint
+ *     goes back for the state. A pin, or published keys, that differ:
+ *     TPF_EHOSTKEY, before any credential is offered. Checking is never
+ *     switched off;
  *   - authentication: public key from ssh.private_key (OpenSSH or PEM
  *     format, unencrypted: use ssh-agent for a key with a passphrase), or
  *     every identity of ssh-agent ($SSH_AUTH_SOCK) when no key is set;
@@ -85,6 +90,66 @@ struct tpf_transport *tpf_ssh_transport_new(const struct tpf_fleet *f, struct tp
 /* The same with explicit options (tests); strings in o are copied. */
 struct tpf_transport *tpf_ssh_transport_new_opts(const struct tpf_ssh_options *o);
 void tpf_ssh_transport_free(struct tpf_transport *t);
+
+/*
+ * What a provider knows, beyond the fleet's settings, about how to reach one
+ * worker (the gcp provider: providers/gcp/gcp_access.h). Borrowed for the
+ * call.
+ *   user:      the login user (OS Login's POSIX user name); NULL: the
+ *              transport's (ssh.user).
+ *   host_keys: the host keys the worker publishes, each "TYPE BASE64" as in
+ *              known_hosts (Cloud TPU: guest attributes hostkeys/). Used
+ *              only while the worker has no pin: the worker must then
+ *              present one of them, else TPF_EHOSTKEY before any
+ *              credential is offered; the algorithms offered are limited to
+ *              their types. None: trust on first use.
+ *   host_keys_from: where they were read, for messages ("the node's guest
+ *              attributes (hostkeys/)").
+ *   fresh_key: the key was installed moments ago (a metadata patch, an OS
+ *              Login import), which the VM applies after a while: a refused
+ *              key is retried within the first-contact budget even when the
+ *              worker has a pin.
+ */
+struct tpf_ssh_access {
+	const char *user;
+	const char *const *host_keys;
+	size_t nhost_keys;
+	const char *host_keys_from;
+	int fresh_key;
+};
+
+/* The transport's connect and interactive ops (transport.h) with an access
+ * (may be NULL: the ops themselves). Same results. */
+int tpf_ssh_connect_as(struct tpf_transport *t, const struct tpf_worker_ref *w,
+		       const struct tpf_ssh_access *a, struct tpf_conn **out, char **host_key_out,
+		       struct tpf_diags *d);
+int tpf_ssh_interactive_as(struct tpf_transport *t, const struct tpf_worker_ref *w,
+			   const struct tpf_ssh_access *a, struct tpf_diags *d);
+
+/* The login user of transport t (ssh.user, else $USER, else root); borrowed. */
+const char *tpf_ssh_user(struct tpf_transport *t);
+
+/*
+ * The public key tpuform logs in with, "TYPE BASE64" (no comment; caller
+ * frees): ssh.private_key's ".pub" file; else derived from the private key
+ * (OpenSSH format, or unencrypted PEM RSA/ECDSA/Ed25519 through libcrypto);
+ * without ssh.private_key, the first key of ssh-agent. Errors: TPF_ERROR
+ * with a diagnostic naming the file or the agent and how to fix it.
+ */
+int tpf_ssh_public_key(struct tpf_transport *t, char **out, struct tpf_diags *d);
+
+/* The same from a private key's text (path names it in messages). */
+int tpf_ssh_public_key_of_private(const void *key, size_t len, const char *path, char **out,
+				  struct tpf_diags *d);
+
+/* "TYPE BASE64" of an SSH public key blob (RFC 4253 section 6.6: its first
+ * field is the type name); NULL when the blob does not start with one.
+ * Caller frees. */
+char *tpf_ssh_public_key_of_blob(const unsigned char *blob, size_t len);
+
+/* The OpenSSH fingerprint ("SHA256:...") of a key "TYPE BASE64 [comment]";
+ * NULL when it is not one. Caller frees. */
+char *tpf_ssh_key_fingerprint(const char *key);
 
 /*
  * The address to use for endpoint e under the policy (see above);

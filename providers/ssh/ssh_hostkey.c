@@ -1,5 +1,6 @@
 /*
- * Host keys: OpenSSH-style fingerprints, trust on first use, pins.
+ * Host keys: OpenSSH-style fingerprints, pins, the keys a provider says
+ * the worker publishes, and trust on first use when there are neither.
  *
  * A pin is the SHA-256 fingerprint kept per worker in the state
  * (state/state.h: tpf_state_worker.host_key). The fingerprint is enough
@@ -53,8 +54,143 @@ static const char *key_type_name(int type)
 	return NULL;
 }
 
-int tpf_ssh_check_host_key(struct tpf_conn *c, const struct tpf_worker_ref *w,
+/* The blob of a "TYPE BASE64 [comment]" key (caller frees), NULL if it is
+ * not one or its type is not the blob's. */
+static unsigned char *key_blob(const char *key, size_t *len)
+{
+	const char *sp = key ? strchr(key, ' ') : NULL;
+	if (!sp)
+		return NULL;
+	const char *b = sp + 1;
+	size_t blen = strcspn(b, " \t\r\n");
+	if (!blen || blen % 4 || blen > (1u << 20))
+		return NULL;
+	unsigned char *raw = xmalloc(blen / 4 * 3 + 1);
+	int n = EVP_DecodeBlock(raw, (const unsigned char *)b, (int)blen);
+	if (n <= 0) {
+		free(raw);
+		return NULL;
+	}
+	/* EVP_DecodeBlock counts the padding as zero bytes. */
+	*len = (size_t)n - (b[blen - 1] == '=') - (b[blen - 2] == '=');
+	char *line = tpf_ssh_public_key_of_blob(raw, *len);
+	size_t tlen = (size_t)(sp - key);
+	int ok = line && !strncmp(line, key, tlen) && line[tlen] == ' ';
+	free(line);
+	if (!ok) {
+		free(raw);
+		return NULL;
+	}
+	return raw;
+}
+
+char *tpf_ssh_key_fingerprint(const char *key)
+{
+	size_t len = 0;
+	unsigned char *blob = key_blob(key, &len);
+	if (!blob)
+		return NULL;
+	unsigned char digest[32];
+	unsigned int dlen = 0;
+	char *fp = NULL;
+	if (EVP_Digest(blob, len, digest, &dlen, EVP_sha256(), NULL) && dlen == 32)
+		fp = tpf_ssh_fingerprint(digest);
+	free(blob);
+	return fp;
+}
+
+/* Algorithms that present a key of each type, strongest first; rsa-sha2-*
+ * sign with an ssh-rsa key (RFC 8332) and exist from libssh2 1.11. */
+static const struct {
+	const char *type, *algs[3];
+} key_algs[] = {
+	{ "ssh-ed25519", { "ssh-ed25519" } },
+	{ "ecdsa-sha2-nistp256", { "ecdsa-sha2-nistp256" } },
+	{ "ecdsa-sha2-nistp384", { "ecdsa-sha2-nistp384" } },
+	{ "ecdsa-sha2-nistp521", { "ecdsa-sha2-nistp521" } },
+	{ "ssh-rsa", { "rsa-sha2-512", "rsa-sha2-256", "ssh-rsa" } },
+};
+
+static int has_type(const struct tpf_ssh_access *a, const char *type)
+{
+	size_t n = strlen(type);
+	for (size_t i = 0; i < a->nhost_keys; i++)
+		if (a->host_keys[i] && !strncmp(a->host_keys[i], type, n) && a->host_keys[i][n] == ' ')
+			return 1;
+	return 0;
+}
+
+void tpf_ssh_hostkey_pref(const struct tpf_ssh_access *a, char *out, size_t size)
+{
+	size_t len = 0;
+	out[0] = '\0';
+	if (!a || !a->nhost_keys)
+		return;
+	LIBSSH2_SESSION *s = libssh2_session_init();
+	const char **algs = NULL;
+	int n = s ? libssh2_session_supported_algs(s, LIBSSH2_METHOD_HOSTKEY, &algs) : 0;
+	for (size_t i = 0; i < sizeof(key_algs) / sizeof(key_algs[0]); i++) {
+		if (!has_type(a, key_algs[i].type))
+			continue;
+		for (size_t j = 0; j < 3 && key_algs[i].algs[j]; j++) {
+			const char *alg = key_algs[i].algs[j];
+			int known = 0;
+			for (int k = 0; k < n && !known; k++)
+				known = !strcmp(algs[k], alg);
+			size_t add = strlen(alg) + (len ? 1 : 0);
+			if (!known || len + add >= size)
+				continue;
+			snprintf(out + len, size - len, "%s%s", len ? "," : "", alg);
+			len += add;
+		}
+	}
+	if (n > 0)
+		libssh2_free(s, algs);
+	if (s)
+		libssh2_session_free(s);
+}
+
+/* No pin, but the provider knows the keys the worker publishes: the key
+ * presented must be one of them. */
+static int check_published(struct tpf_conn *c, const struct tpf_ssh_access *a,
 			   struct tpf_diags *d)
+{
+	size_t klen = 0;
+	int ktype = 0;
+	const unsigned char *key = (const unsigned char *)libssh2_session_hostkey(c->s, &klen, &ktype);
+	for (size_t i = 0; i < a->nhost_keys; i++) {
+		size_t len = 0;
+		unsigned char *blob = key_blob(a->host_keys[i], &len);
+		int same = blob && len == klen && !memcmp(blob, key, klen);
+		free(blob);
+		if (same)
+			return 0;
+	}
+	struct tpf_buf want = TPF_BUF_INIT;
+	for (size_t i = 0; i < a->nhost_keys; i++) {
+		char *fp = tpf_ssh_key_fingerprint(a->host_keys[i]);
+		const char *sp = a->host_keys[i] ? strchr(a->host_keys[i], ' ') : NULL;
+		tpf_buf_addf(&want, "%s%s (%.*s)", i ? ", " : "", fp ? fp : "(malformed)",
+			     sp ? (int)(sp - a->host_keys[i]) : 1, sp ? a->host_keys[i] : "?");
+		free(fp);
+	}
+	const char *from = a->host_keys_from ? a->host_keys_from : "its provider";
+	char *hint = xasprintf(
+		"the worker's VM publishes the keys its sshd was given; a machine that answers at "
+		"its address with another key may be impersonating it. Nothing was sent to it. If "
+		"the VM's keys were changed on purpose, wait until %s shows the new ones",
+		from);
+	tpf_errorx(d, c->where, hint,
+		   "host key of worker '%s' at %s port %d is not the one %s names: expected %s, "
+		   "the worker presents %s; refusing to connect",
+		   c->where, c->host, c->port, from, want.buf, c->host_key);
+	free(hint);
+	tpf_buf_release(&want);
+	return TPF_EHOSTKEY;
+}
+
+int tpf_ssh_check_host_key(struct tpf_conn *c, const struct tpf_worker_ref *w,
+			   const struct tpf_ssh_access *a, struct tpf_diags *d)
 {
 	const unsigned char *digest =
 		(const unsigned char *)libssh2_hostkey_hash(c->s, LIBSSH2_HOSTKEY_HASH_SHA256);
@@ -69,6 +205,8 @@ int tpf_ssh_check_host_key(struct tpf_conn *c, const struct tpf_worker_ref *w,
 	char *b = base64(key, klen, 1);
 	c->known_line = xasprintf("%s %s", key_type_name(ktype), b);
 	free(b);
+	if (!w->host_key && a && a->nhost_keys)
+		return check_published(c, a, d);
 	if (!w->host_key || !strcmp(w->host_key, c->host_key))
 		return 0; /* first use, or the pinned key */
 	char *hint = xasprintf(

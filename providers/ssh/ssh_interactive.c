@@ -24,9 +24,15 @@
 int tpf_ssh_interactive(struct tpf_transport *tr, const struct tpf_worker_ref *w,
 			struct tpf_diags *d)
 {
+	return tpf_ssh_interactive_as(tr, w, NULL, d);
+}
+
+int tpf_ssh_interactive_as(struct tpf_transport *tr, const struct tpf_worker_ref *w,
+			   const struct tpf_ssh_access *a, struct tpf_diags *d)
+{
 	struct tpf_ssh *t = tr->impl;
 	struct tpf_conn *c = NULL;
-	int err = tpf_ssh_connect_retry(t, w, 0, &c, d);
+	int err = tpf_ssh_connect_retry(t, w, a, 0, &c, d);
 	if (err)
 		return err;
 
@@ -38,6 +44,7 @@ int tpf_ssh_interactive(struct tpf_transport *tr, const struct tpf_worker_ref *w
 	char *alias_opt = xasprintf("HostKeyAlias=%s", alias);
 	char *port = xasprintf("%d", c->port);
 	char *host = xstrdup(c->host);
+	char *user = xstrdup(c->user);
 	const char *argv[MAX_ARGS];
 	int n = 0;
 	argv[n++] = prog;
@@ -58,7 +65,7 @@ int tpf_ssh_interactive(struct tpf_transport *tr, const struct tpf_worker_ref *w
 	argv[n++] = "-p";
 	argv[n++] = port;
 	argv[n++] = "-l";
-	argv[n++] = t->user;
+	argv[n++] = user;
 	if (t->o.private_key) {
 		argv[n++] = "-i";
 		argv[n++] = t->o.private_key;
@@ -79,5 +86,6 @@ int tpf_ssh_interactive(struct tpf_transport *tr, const struct tpf_worker_ref *w
 	free(alias_opt);
 	free(port);
 	free(host);
+	free(user);
 	return TPF_ERROR;
 }

@@ -28,6 +28,7 @@ struct tpf_ssh {
 
 struct tpf_conn {
 	struct tpf_ssh *t;
+	char *user;         /* login user: the access's, else the transport's */
 	int fd;
 	LIBSSH2_SESSION *s;
 	LIBSSH2_SFTP *sftp; /* opened by the first put */
@@ -57,18 +58,25 @@ const char *tpf_ssh_errmsg(struct tpf_conn *c, int *code);
 /* Did the last error come from the network (socket gone, timeout)? */
 int tpf_ssh_net_error(int code);
 
-/* Open TCP + SSH handshake + host key check (no authentication). */
-int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, struct tpf_conn **out,
-		 double deadline, struct tpf_diags *d);
+/* Open TCP + SSH handshake + host key check (no authentication). a (may
+ * be NULL) names the user and the host keys the worker must present. */
+int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, const struct tpf_ssh_access *a,
+		 struct tpf_conn **out, double deadline, struct tpf_diags *d);
 /* Authenticate an opened connection (private key or agent): 0,
  * TPF_SSH_EREFUSED, TPF_EUNREACHABLE or TPF_ERROR (bad configuration). */
 int tpf_ssh_auth(struct tpf_conn *c, double deadline, struct tpf_diags *d);
 /* Free everything of c (disconnecting politely when not broken). */
 void tpf_ssh_conn_free(struct tpf_conn *c);
 
-/* Host key: fill c->host_key and c->known_line, then compare with pin. */
+/* Host key: fill c->host_key and c->known_line, then compare with the pin,
+ * else with the keys the access names (a may be NULL), else trust it. */
 int tpf_ssh_check_host_key(struct tpf_conn *c, const struct tpf_worker_ref *w,
-			   struct tpf_diags *d);
+			   const struct tpf_ssh_access *a, struct tpf_diags *d);
+
+/* The host key algorithms to offer for a's known keys: those of their types
+ * that this libssh2 supports, comma-separated into out. Empty when a names
+ * none (then the default preference applies). */
+void tpf_ssh_hostkey_pref(const struct tpf_ssh_access *a, char *out, size_t size);
 
 /* Transport ops implemented in their own files. */
 int tpf_ssh_put(struct tpf_conn *c, const char *path, const void *data, size_t len,
@@ -78,8 +86,9 @@ int tpf_ssh_exec(struct tpf_conn *c, const char *command, struct tpf_buf *out, i
 int tpf_ssh_interactive(struct tpf_transport *t, const struct tpf_worker_ref *w,
 			struct tpf_diags *d);
 /* Connect with retries (the transport's connect op without the pin out). */
-int tpf_ssh_connect_retry(struct tpf_ssh *t, const struct tpf_worker_ref *w, int authenticate,
-			  struct tpf_conn **out, struct tpf_diags *d);
+int tpf_ssh_connect_retry(struct tpf_ssh *t, const struct tpf_worker_ref *w,
+			  const struct tpf_ssh_access *a, int authenticate, struct tpf_conn **out,
+			  struct tpf_diags *d);
 
 /* "NODE/wN" for w; caller frees. */
 char *tpf_ssh_where(const struct tpf_worker_ref *w);

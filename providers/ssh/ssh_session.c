@@ -221,6 +221,7 @@ void tpf_ssh_conn_free(struct tpf_conn *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->where);
+	free(c->user);
 	free(c->host);
 	free(c->host_key);
 	free(c->known_line);
@@ -228,14 +229,15 @@ void tpf_ssh_conn_free(struct tpf_conn *c)
 	free(c);
 }
 
-int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, struct tpf_conn **out,
-		 double deadline, struct tpf_diags *d)
+int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, const struct tpf_ssh_access *a,
+		 struct tpf_conn **out, double deadline, struct tpf_diags *d)
 {
 	struct tpf_conn *c = xcalloc(1, sizeof(*c));
 	int err = 0, code = 0;
 
 	*out = NULL;
 	c->t = t;
+	c->user = xstrdup(a && a->user && *a->user ? a->user : t->user);
 	c->fd = -1;
 	c->where = tpf_ssh_where(w);
 	const char *host = w->endpoint ? tpf_ssh_pick_address(w->endpoint, t->o.address) : NULL;
@@ -289,8 +291,14 @@ int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, struct tpf_c
 	}
 	libssh2_session_callback_set(c->s, LIBSSH2_CALLBACK_SEND, (void *)send_nosignal);
 	libssh2_session_set_blocking(c->s, 0);
+	/* Known keys (no pin yet): ask for exactly their types, so the key
+	 * presented is one that can be compared. */
+	char known_pref[256];
+	tpf_ssh_hostkey_pref(w->host_key ? NULL : a, known_pref, sizeof(known_pref));
 	pthread_once(&pref_once, build_pref);
-	if (hostkey_pref[0])
+	if (known_pref[0])
+		libssh2_session_method_pref(c->s, LIBSSH2_METHOD_HOSTKEY, known_pref);
+	else if (hostkey_pref[0])
 		libssh2_session_method_pref(c->s, LIBSSH2_METHOD_HOSTKEY, hostkey_pref);
 	if (t->o.keepalive > 0)
 		libssh2_keepalive_config(c->s, 1, (unsigned)t->o.keepalive);
@@ -309,7 +317,7 @@ int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, struct tpf_c
 		err = TPF_EUNREACHABLE;
 		goto done;
 	}
-	err = tpf_ssh_check_host_key(c, w, d);
+	err = tpf_ssh_check_host_key(c, w, a, d);
 done:
 	if (err) {
 		c->broken = 1;
@@ -385,7 +393,7 @@ static int auth_agent(struct tpf_conn *c, const char *user, double deadline, str
 		prev = id;
 	}
 	tpf_errorx(d, c->where,
-			 tried ? "add the key's public half to the user's ~/.ssh/authorized_keys on the worker (Cloud TPU: ssh-keys metadata), or set ssh.user"
+			 tried ? "add the key's public half to the user's ~/.ssh/authorized_keys on the worker, or set ssh.user (Cloud TPU: tpuform adds it to the node's ssh-keys metadata, which the VM ignores when OS Login is on: if the project requires OS Login, set ssh.os_login: true)"
 			       : "add a key with ssh-add, or set ssh.private_key",
 			 "public key authentication as '%s' to worker '%s' at %s port %d failed: "
 			 "%s", user, c->where, c->host, c->port,
@@ -401,7 +409,7 @@ done:
 int tpf_ssh_auth(struct tpf_conn *c, double deadline, struct tpf_diags *d)
 {
 	struct tpf_ssh *t = c->t;
-	const char *user = t->user;
+	const char *user = c->user;
 	int rc, code = 0;
 
 	if (!t->o.private_key)
@@ -424,7 +432,7 @@ int tpf_ssh_auth(struct tpf_conn *c, double deadline, struct tpf_diags *d)
 		return tpf_errorx(d, c->where, "the key must be an unencrypted OpenSSH or PEM private key; for a key with a passphrase, add it to ssh-agent and leave ssh.private_key out",
 				  "cannot use SSH private key '%s' for worker '%s': %s", t->o.private_key,
 				  c->where, msg);
-	tpf_errorx(d, c->where, "add the key's public half to the user's ~/.ssh/authorized_keys on the worker (Cloud TPU: ssh-keys metadata), or set ssh.user",
+	tpf_errorx(d, c->where, "add the key's public half to the user's ~/.ssh/authorized_keys on the worker, or set ssh.user (Cloud TPU: tpuform adds it to the node's ssh-keys metadata, which the VM ignores when OS Login is on: if the project requires OS Login, set ssh.os_login: true)",
 		   "public key authentication as '%s' to worker '%s' at %s port %d failed: "
 		   "the worker refused key '%s'", user, c->where, c->host, c->port,
 		   t->o.private_key);

@@ -98,11 +98,15 @@ static double random_jitter(void)
 	return 0.75 + 0.5 * ((double)r / 4294967295.0);
 }
 
-int tpf_ssh_connect_retry(struct tpf_ssh *t, const struct tpf_worker_ref *w, int authenticate,
-			  struct tpf_conn **out, struct tpf_diags *d)
+int tpf_ssh_connect_retry(struct tpf_ssh *t, const struct tpf_worker_ref *w,
+			  const struct tpf_ssh_access *a, int authenticate, struct tpf_conn **out,
+			  struct tpf_diags *d)
 {
 	double start = tpf_now_mono();
-	double budget = w->host_key ? t->o.retry_pinned : t->o.retry_first;
+	/* Before the first contact, or right after a key was installed, a
+	 * refused key may be one the guest agent has not installed yet. */
+	int key_pending = !w->host_key || (a && a->fresh_key);
+	double budget = key_pending ? t->o.retry_first : t->o.retry_pinned;
 	struct tpf_diags last = TPF_DIAGS_INIT;
 	int err = TPF_ERROR, attempt;
 
@@ -111,7 +115,7 @@ int tpf_ssh_connect_retry(struct tpf_ssh *t, const struct tpf_worker_ref *w, int
 		struct tpf_conn *c = NULL;
 		tpf_diags_release(&last);
 		double deadline = tpf_now_mono() + t->o.connect_timeout;
-		err = tpf_ssh_open(t, w, &c, deadline, &last);
+		err = tpf_ssh_open(t, w, a, &c, deadline, &last);
 		if (!err && authenticate) {
 			err = tpf_ssh_auth(c, deadline, &last);
 			if (err) {
@@ -127,7 +131,7 @@ int tpf_ssh_connect_retry(struct tpf_ssh *t, const struct tpf_worker_ref *w, int
 		/* Retry what time may fix: a daemon not up yet (network
 		 * errors) and, before the first contact, keys the guest
 		 * agent has not installed yet. Never a changed host key. */
-		int retryable = err == TPF_EUNREACHABLE || (err == TPF_SSH_EREFUSED && !w->host_key);
+		int retryable = err == TPF_EUNREACHABLE || (err == TPF_SSH_EREFUSED && key_pending);
 		double delay = tpf_ssh_backoff(attempt, random_jitter());
 		if (!retryable || attempt >= MAX_ATTEMPTS ||
 		    tpf_now_mono() + delay - start > budget)
@@ -150,8 +154,9 @@ int tpf_ssh_connect_retry(struct tpf_ssh *t, const struct tpf_worker_ref *w, int
 	return err == TPF_SSH_EREFUSED ? TPF_ERROR : err;
 }
 
-static int ssh_connect(struct tpf_transport *tr, const struct tpf_worker_ref *w,
-		       struct tpf_conn **out, char **host_key_out, struct tpf_diags *d)
+int tpf_ssh_connect_as(struct tpf_transport *tr, const struct tpf_worker_ref *w,
+		       const struct tpf_ssh_access *a, struct tpf_conn **out, char **host_key_out,
+		       struct tpf_diags *d)
 {
 	struct tpf_ssh *t = tr->impl;
 	struct tpf_conn *c = NULL;
@@ -159,13 +164,19 @@ static int ssh_connect(struct tpf_transport *tr, const struct tpf_worker_ref *w,
 		*host_key_out = NULL;
 	if (init_rc)
 		return tpf_errorx(d, NULL, NULL, "cannot initialise libssh2 (error %d)", init_rc);
-	int err = tpf_ssh_connect_retry(t, w, 1, &c, d);
+	int err = tpf_ssh_connect_retry(t, w, a, 1, &c, d);
 	if (err)
 		return err;
 	if (host_key_out)
 		*host_key_out = xstrdup(c->host_key);
 	*out = c;
 	return 0;
+}
+
+static int ssh_connect(struct tpf_transport *tr, const struct tpf_worker_ref *w,
+		       struct tpf_conn **out, char **host_key_out, struct tpf_diags *d)
+{
+	return tpf_ssh_connect_as(tr, w, NULL, out, host_key_out, d);
 }
 
 static void ssh_close(struct tpf_conn *c)

@@ -20,6 +20,8 @@ export TPUFORM_ACCESS_TOKEN=bench NO_COLOR=1 TPUFORM_GCP_POLL_MIN=0.1 TPUFORM_GC
 # Workers are not the subject here: nothing listens at their address and
 # provisioning gives up at once.
 export TPUFORM_SSH_RETRY=0 TPUFORM_SSH_CONNECT_TIMEOUT=1
+# A key only for the nodes' ssh-keys metadata (no node is created without one).
+ssh-keygen -q -t ed25519 -N '' -f "$W/key" || exit 1
 now() { date +%s.%N; }
 secs() { echo "$1 $2" | awk '{ printf "%.2f", $2 - $1 }'; }
 
@@ -30,7 +32,7 @@ fleet() { # count zones...
 		echo "fleet: bench"
 		echo "provider:"
 		echo "  gcp: { project: bench-project }"
-		echo "ssh: { user: root, port: 1 }"
+		echo "ssh: { user: root, private_key: \"$W/key\", port: 1 }"
 		echo "run: exec sleep 300"
 		echo "groups:"
 		for z in "$@"; do

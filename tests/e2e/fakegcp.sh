@@ -5,8 +5,10 @@
 #   fakegcp_start [fakegcp options...]
 #       Starts it in the background on an ephemeral loopback port, waits until
 #       it listens, and exports FAKEGCP_PID, FAKEGCP_PORT, FAKEGCP_URL,
-#       TPUFORM_TPU_ENDPOINT (= FAKEGCP_URL) and FAKEGCP_DIR (a scratch
-#       directory holding its stderr). Returns non-zero if it did not start.
+#       TPUFORM_TPU_ENDPOINT, TPUFORM_COMPUTE_ENDPOINT, TPUFORM_OSLOGIN_ENDPOINT
+#       (each = FAKEGCP_URL), TPUFORM_TOKENINFO_ENDPOINT (FAKEGCP_URL/tokeninfo)
+#       and FAKEGCP_DIR (a scratch directory holding its stderr). Returns
+#       non-zero if it did not start.
 #   fakegcp_stop
 #       SIGTERM, wait, and return the emulator's exit status; non-zero too if
 #       a sanitizer (ASan, UBSan, LeakSanitizer) reported anything, in which
@@ -55,7 +57,11 @@ fakegcp_start() {
 	FAKEGCP_PORT=$(cat "$FAKEGCP_DIR/port")
 	FAKEGCP_URL=http://$_fg_host:$FAKEGCP_PORT
 	TPUFORM_TPU_ENDPOINT=$FAKEGCP_URL
-	export FAKEGCP_PID FAKEGCP_PORT FAKEGCP_URL FAKEGCP_DIR TPUFORM_TPU_ENDPOINT
+	TPUFORM_COMPUTE_ENDPOINT=$FAKEGCP_URL
+	TPUFORM_OSLOGIN_ENDPOINT=$FAKEGCP_URL
+	TPUFORM_TOKENINFO_ENDPOINT=$FAKEGCP_URL/tokeninfo
+	export FAKEGCP_PID FAKEGCP_PORT FAKEGCP_URL FAKEGCP_DIR TPUFORM_TPU_ENDPOINT \
+		TPUFORM_COMPUTE_ENDPOINT TPUFORM_OSLOGIN_ENDPOINT TPUFORM_TOKENINFO_ENDPOINT
 }
 
 fakegcp_stop() {

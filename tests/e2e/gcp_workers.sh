@@ -5,7 +5,10 @@
 #
 #   gcp_workers_start N BASE_IP [fakegcp options...]
 #       Starts N sshd workers from BASE_IP and the emulator, whose nodes'
-#       networkEndpoints point at them. On a machine that cannot run sshd
+#       networkEndpoints point at them. The workers' authorized_keys start
+#       empty: the emulator's guest agent (--worker-dir) fills them from the
+#       nodes' ssh-keys metadata (or OS Login), so a key tpuform did not send
+#       is a key the worker refuses. Their host keys are the guest attributes. On a machine that cannot run sshd
 #       workers (not root, no sshd, no unshare) it prints a TAP skip and
 #       exits 0; if either fails to start, a failed check and exits 1.
 #       Everything stops on exit, plus GCP_WORKERS_CLEANUP (commands) if set.
@@ -24,6 +27,7 @@ gcp_workers_start() {
 	export TPUFORM_ACCESS_TOKEN="${TPUFORM_ACCESS_TOKEN:-test}"
 	export TPUFORM_GCP_POLL_MIN=0.05 TPUFORM_GCP_POLL_MAX=0.2 TPUFORM_GCP_RETRY_BASE=0.05
 	export TPUFORM_SSH_RETRY="${TPUFORM_SSH_RETRY:-2}"
+	SSHD_NO_KEYS=1
 	sshd_start "$W/workers" "$_gw_n" "$_gw_base"
 	_gw_rc=$?
 	if [ "$_gw_rc" -eq 2 ]; then
@@ -37,7 +41,8 @@ gcp_workers_start() {
 		exit 1
 	fi
 	sshd_watch $$
-	if ! fakegcp_start --worker-ip-base "$_gw_base" --worker-port "$SSHD_PORT" "$@"; then
+	if ! fakegcp_start --worker-ip-base "$_gw_base" --worker-port "$SSHD_PORT" \
+		--worker-dir "$SSHD_DIR" "$@"; then
 		echo "not ok 1 - the emulator starts"
 		echo "1..1"
 		exit 1

@@ -13,7 +13,10 @@
 #       see each other's files or processes, as separate VMs would not. The
 #       namespaces' first process keeps the VM up (and reaps orphans) while
 #       its sshd is stopped and started again. Login: root with the client
-#       key DIR/id_ed25519 (PermitRootLogin prohibit-password).
+#       key DIR/id_ed25519 (PermitRootLogin prohibit-password), which is put
+#       in each worker's authorized_keys unless SSHD_NO_KEYS=1: then every
+#       authorized_keys starts empty and only a guest agent fills it (the
+#       Cloud TPU emulator's, tests/fakegcp/fg_agent.c, from node metadata).
 #       Exports SSHD_DIR SSHD_N SSHD_BASE SSHD_PORT SSHD_KEY. Returns 2 when
 #       the machine cannot do it (not root, no sshd, no unshare): skip then.
 #   sshd_stop
@@ -106,7 +109,12 @@ _sshd_prepare() {
 	mkdir -p "$_sp_w/home/.ssh" "$_sp_w/screen" "$_sp_w/tmp" || return 1
 	chmod 700 "$_sp_w/home" "$_sp_w/home/.ssh"
 	chmod 1777 "$_sp_w/screen" "$_sp_w/tmp"
-	cp "$SSHD_KEY.pub" "$_sp_w/home/.ssh/authorized_keys"
+	if [ "${SSHD_NO_KEYS:-}" = 1 ]; then
+		# the guest agent's file: left as it is on a restart
+		[ -f "$_sp_w/home/.ssh/authorized_keys" ] || : >"$_sp_w/home/.ssh/authorized_keys"
+	else
+		cp "$SSHD_KEY.pub" "$_sp_w/home/.ssh/authorized_keys"
+	fi
 	chmod 600 "$_sp_w/home/.ssh/authorized_keys"
 	[ -f "$_sp_w/hostkey" ] || ssh-keygen -q -t ed25519 -N '' -C "worker$1" -f "$_sp_w/hostkey" || return 1
 	_sshd_config "$1"

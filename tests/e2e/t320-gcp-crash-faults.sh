@@ -57,11 +57,13 @@ ok "and apply converges" tpuform apply -f fleet.yaml -auto-approve
 is "still exactly three creates" "$(creates)" 3
 ok "then no changes" tpuform plan -f fleet.yaml -detailed-exitcode
 
-# 3. A quiet fleet's plan: exactly one nodes.list in its one zone.
+# 3. A quiet fleet's plan: exactly one nodes.list in its one zone, and one
+#    read of the project's metadata (enable-oslogin there decides who the
+#    status probes log in as); no metadata write: the nodes have the key.
 admin "requests:clear" >/dev/null
 ok "plan of a quiet fleet" tpuform plan -f fleet.yaml -detailed-exitcode
-is "costs exactly one API request" "$(requests | jq -r '.[] | .method + " " + .path' | tr '\n' ';')" \
-	"GET /v2/projects/test-project/locations/z1/nodes;"
+is "costs exactly two API requests" "$(requests | jq -r '.[] | .method + " " + .path' | tr '\n' ';')" \
+	"GET /v2/projects/test-project/locations/z1/nodes;GET /compute/v1/projects/test-project;"
 
 # 4. Transient faults at 20%: apply still converges, with no duplicates.
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve

@@ -38,7 +38,8 @@ like "local: turning queued off forces replacement" "$out" "queued = true -> fal
 ok "local: destroy" tpuform destroy -f local/fleet.yaml -auto-approve
 cleanup_screens
 
-# ---- gcp against the emulator, workers over SSH
+# ---- gcp against the emulator, workers over SSH (keys only from metadata)
+SSHD_NO_KEYS=1
 sshd_start "$W/workers" 6 127.0.33.1
 rc=$?
 if [ "$rc" -eq 2 ]; then
@@ -48,7 +49,7 @@ fi
 [ "$rc" -eq 0 ] || { echo "not ok - sshd workers start"; echo "1..$((_n + 1))"; exit 1; }
 sshd_watch $$
 if ! fakegcp_start --project test-project --op-seconds 0.3 --worker-ip-base 127.0.33.1 \
-	--worker-port "$SSHD_PORT" --capacity zq=0 --log "$W/requests.jsonl"; then
+	--worker-port "$SSHD_PORT" --worker-dir "$SSHD_DIR" --capacity zq=0 --log "$W/requests.jsonl"; then
 	echo "not ok - the emulator starts"
 	echo "1..$((_n + 1))"
 	exit 1
@@ -87,8 +88,12 @@ like "and counts both as added" "$out" "Apply complete! Resources: 2 added, 0 ch
 is "two queued resources wait for resources" "$(qrs)" "gq-a-0:WAITING_FOR_RESOURCES gq-a-1:WAITING_FOR_RESOURCES "
 is "no node exists yet" "$(nodes)" ""
 body=$(requests | jq -c '[.[] | select(.method == "POST" and (.path | endswith("/queuedResources")) and .query == "queuedResourceId=gq-a-0")][0].body')
-is "the queued resource request: node spec with labels, spot tier, validUntilDuration 21600s" "$body" \
+is "the queued resource request: node spec with labels, spot tier, validUntilDuration 21600s" \
+	"$(printf '%s' "$body" | jq -c 'del(.tpu.nodeSpec[0].node.metadata)')" \
 	'{"tpu":{"nodeSpec":[{"parent":"projects/test-project/locations/zq","nodeId":"gq-a-0","node":{"acceleratorType":"v2-8","runtimeVersion":"tpu-ubuntu2204-base","labels":{"tpuform-fleet":"gq","tpuform-group":"a","tpuform-index":"0"},"networkConfig":{"enableExternalIps":true}}}]},"spot":{},"queueingPolicy":{"validUntilDuration":"21600s"}}'
+is "its node carries the SSH key in ssh-keys metadata, as gcloud writes it" \
+	"$(printf '%s' "$body" | jq -c '.tpu.nodeSpec[0].node.metadata')" \
+	"$(jq -cn --arg k "root:$(cut -d' ' -f1,2 "$SSHD_KEY.pub") root" '{"ssh-keys": $k}')"
 
 out=$(tpuform plan -f fleet.yaml -detailed-exitcode 2>&1)
 is "plan while waiting: no changes, but not as declared (exit 3)" "$?" 3

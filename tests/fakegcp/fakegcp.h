@@ -50,6 +50,10 @@ struct fg_opts {
 	const char *impersonate_sa;     /* --impersonate-sa: the account IAM will impersonate */
 	int impersonate_sts_only;       /* --impersonate-caller sts */
 	const char *require_user_project; /* --require-user-project: x-goog-user-project wanted */
+	const char *worker_dir;       /* sshd.sh's DIR: the guest agent's files (fg_agent.c) */
+	const char *worker_user;      /* the workers' login user (default root) */
+	const char *oslogin_username; /* OS Login POSIX user name; NULL: from the email */
+	const char *token_email;      /* what /tokeninfo says tokens act for */
 };
 extern struct fg_opts fg_opt;
 
@@ -392,6 +396,34 @@ json_t *fg_jwt_verify(const char *jwt, void *const *keys, size_t nkeys, char *er
 /* ---- fg_metadata.c: GCE metadata server ---- */
 /* 1 if path belongs to the metadata server (and r is answered). */
 int fg_metadata_serve(struct fg_req *r);
+
+/* ---- fg_agent.c: the guest agent of the workers (authorized_keys, host keys) ---- */
+/* Write the authorized_keys of n's workers from its metadata (or OS Login's
+ * keys), when n is READY and --worker-dir is set. Lock held. */
+void fg_agent_sync(const struct fg_node *n);
+/* fg_agent_sync for every node. Lock held. */
+void fg_agent_sync_all(void);
+/* 1 if OS Login governs SSH to n (node metadata, else project's). Lock held. */
+int fg_agent_oslogin(const struct fg_node *n);
+void fg_nodes_guest_attributes(struct fg_req *r, struct fg_match *mt);
+
+/* ---- fg_account.c: Compute projects.get, tokeninfo, OS Login ---- */
+/* 1 if r was one of theirs (and is answered). */
+int fg_account_serve(struct fg_req *r);
+/* --project-metadata KEY=VALUE; -1 if malformed. */
+int fg_project_metadata_add(const char *spec);
+/* The project's metadata (object of strings, borrowed) or NULL. */
+json_t *fg_project_metadata(void);
+/* authorized_keys lines of the unexpired keys imported for POSIX user
+ * `username`, appended to out. Lock held. */
+void fg_oslogin_keys(const char *username, struct tpf_buf *out);
+/* 1 while OS Login is required whatever metadata says (an organization
+ * policy: constraints/compute.requireOsLogin). Lock held. */
+int fg_oslogin_required(void);
+/* GET /__admin/oslogin: {"required", "keys": [imported keys]}; POST
+ * ?required=true|false sets the policy (the agents follow). Answers r. */
+void fg_oslogin_admin(struct fg_req *r);
+void fg_account_free(void);
 
 /* ---- fg_admin.c ---- */
 void fg_admin_serve(struct fg_req *r);

@@ -48,6 +48,13 @@ static const char usage[] =
 	"  --worker-port N           networkEndpoints[].port (default 22)\n"
 	"  --external-ips            also fill accessConfig.externalIp\n"
 	"  --accelerator-type T      (extra) offer T in every zone besides the fixed table\n"
+	"  --worker-dir DIR          (extra) workers laid out by tests/e2e/sshd.sh: their\n"
+	"                            guest agent writes DIR/wI/home/.ssh/authorized_keys\n"
+	"                            from metadata and publishes DIR/wI/hostkey.pub\n"
+	"  --worker-user NAME        (extra) the workers' login user (default root)\n"
+	"  --project-metadata K=V    (extra) project metadata entry (Compute), repeatable\n"
+	"  --oslogin-username NAME   (extra) OS Login POSIX user (default: from the email)\n"
+	"  --token-email EMAIL       (extra) /tokeninfo's email (default tester@example.com)\n"
 	"  --log FILE                append one JSON line per request\n"
 	"  --verbose                 (extra) libmicrohttpd errors to stderr\n"
 	"  --wif-audience AUD        (extra) the workload identity provider STS (/v1/token) accepts\n"
@@ -62,7 +69,8 @@ enum {
 	O_LATENCY, O_OP_SECONDS, O_PAGE_SIZE, O_QUOTA, O_CAPACITY, O_FAULT_RATE, O_FAULT_KINDS,
 	O_SEED, O_AUTH, O_SA_KEY, O_SA_EMAIL, O_USER, O_TOKEN_TTL, O_IP_BASE, O_WORKER_PORT,
 	O_EXTERNAL_IPS, O_ACCEL, O_LOG, O_VERBOSE, O_WIF_AUD, O_WIF_TOKEN, O_OIDC_TOKEN,
-	O_IMP_SA, O_IMP_CALLER, O_USER_PROJECT, O_HELP,
+	O_IMP_SA, O_IMP_CALLER, O_USER_PROJECT, O_WORKER_DIR, O_WORKER_USER, O_PROJECT_MD,
+	O_OSLOGIN_USER, O_TOKEN_EMAIL, O_HELP,
 };
 
 static const struct option long_opts[] = {
@@ -97,6 +105,11 @@ static const struct option long_opts[] = {
 	{ "impersonate-sa", required_argument, NULL, O_IMP_SA },
 	{ "impersonate-caller", required_argument, NULL, O_IMP_CALLER },
 	{ "require-user-project", required_argument, NULL, O_USER_PROJECT },
+	{ "worker-dir", required_argument, NULL, O_WORKER_DIR },
+	{ "worker-user", required_argument, NULL, O_WORKER_USER },
+	{ "project-metadata", required_argument, NULL, O_PROJECT_MD },
+	{ "oslogin-username", required_argument, NULL, O_OSLOGIN_USER },
+	{ "token-email", required_argument, NULL, O_TOKEN_EMAIL },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -240,6 +253,14 @@ static int parse_args(int argc, char **argv, const char **fault_kinds, double *f
 			fg_opt.impersonate_sts_only = !strcmp(optarg, "sts");
 			break;
 		case O_USER_PROJECT: fg_opt.require_user_project = optarg; break;
+		case O_WORKER_DIR: fg_opt.worker_dir = optarg; break;
+		case O_WORKER_USER: fg_opt.worker_user = optarg; break;
+		case O_PROJECT_MD:
+			if (fg_project_metadata_add(optarg) < 0)
+				return die_usage(name, optarg, "KEY=VALUE");
+			break;
+		case O_OSLOGIN_USER: fg_opt.oslogin_username = optarg; break;
+		case O_TOKEN_EMAIL: fg_opt.token_email = optarg; break;
 		case O_HELP: fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
 		}
@@ -259,6 +280,7 @@ static void free_all(void)
 	fg_limits_free();
 	fg_catalog_free();
 	fg_token_free();
+	fg_account_free();
 	fg_reqlog_close();
 	fg_discovery_free();
 }
@@ -293,7 +315,8 @@ int main(int argc, char **argv)
 		.listen = "127.0.0.1", .project = "test-project", .discovery = NULL,
 		.op_seconds = 0.2, .page_size = 50, .token_ttl = 3600,
 		.worker_ip_base = (127u << 24) | (10u << 8) | 1u, .worker_port = 22,
-		.project_number = "123456789012",
+		.project_number = "123456789012", .worker_user = "root",
+		.token_email = "tester@example.com",
 	};
 	rc = parse_args(argc, argv, &fault_kinds, &fault_rate, &seeded);
 	if (rc >= 0) {

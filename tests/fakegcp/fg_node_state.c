@@ -54,6 +54,7 @@ void fg_node_set_state(struct fg_node *n, const char *state)
 	if (!strcmp(state, "READY")) {
 		json_object_set_new(n->res, "health", json_string("HEALTHY"));
 		json_object_set_new(n->res, "networkEndpoints", endpoints(n));
+		fg_agent_sync(n); /* the VMs boot: their agents install the keys */
 	} else {
 		json_object_del(n->res, "health");
 	}
@@ -105,6 +106,7 @@ static void finish_update(struct fg_op *op, struct fg_node *n)
 			json_object_del(n->res, k);
 	}
 	fg_proto3_prune("Node", n->res);
+	fg_agent_sync(n); /* the agents follow metadata changes */
 	op->response = typed(n->res);
 }
 

@@ -24,6 +24,7 @@ static const struct {
 	{ "tpu.projects.locations.nodes.patch", fg_nodes_patch, FG_V_STRIP_RO },
 	{ "tpu.projects.locations.nodes.stop", fg_nodes_stop, 0 },
 	{ "tpu.projects.locations.nodes.start", fg_nodes_start, 0 },
+	{ "tpu.projects.locations.nodes.getGuestAttributes", fg_nodes_guest_attributes, 0 },
 	{ "tpu.projects.locations.queuedResources.create", fg_qr_create,
 	  FG_V_REQUIRED | FG_V_STRIP_RO },
 	{ "tpu.projects.locations.queuedResources.get", fg_qr_get, 0 },
@@ -136,6 +137,8 @@ void fg_route(struct fg_req *r)
 		/* answered: STS, IAM Credentials (fg_sts.c, fg_iam.c) */
 	} else if (fg_metadata_serve(r)) {
 		/* answered */
+	} else if (fg_account_serve(r)) {
+		/* answered: Compute projects.get, tokeninfo, OS Login */
 	} else if (!strncmp(r->path, "/v2/", 4)) {
 		api(r);
 	} else {

@@ -321,12 +321,16 @@ static int create(struct tpf_gcp_client *c, const char *fleet, const char *group
 	struct tpf_live_node n = { 0 };
 	make_recipe(&r, fleet, group, index, zone, type, sched);
 	char *name = node_name(fleet, group, index);
-	int rc = tpf_gcp_create_node(c, name, &r, &n, d);
+	int rc = tpf_gcp_create_node(c, name, &r, NULL, &n, d);
 	tpf_live_node_release(&n);
 	tpf_recipe_release(&r);
 	free(name);
 	return rc;
 }
+
+/* The public half the fleets' SSH key has (only the .pub is needed: the
+ * provider puts it in the nodes' metadata; nothing logs in here). */
+#define TEST_PUBKEY "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGnVhWh0HUkf2CYnw8WyWHNHhK4Ifl3VnTKTimH1YbpD"
 
 static void fleet_init(struct tpf_fleet *f, const char *name, struct emu *e)
 {
@@ -336,6 +340,13 @@ static void fleet_init(struct tpf_fleet *f, const char *name, struct emu *e)
 	f->gcp.project = xstrdup(PROJECT);
 	f->gcp.endpoint = xstrdup(e->base);
 	f->ssh.port = 22;
+	f->ssh.user = xstrdup("tpu");
+	f->ssh.private_key = xasprintf("%s/id_test", tmpdir);
+	char *pub = xasprintf("%s.pub", f->ssh.private_key);
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	tpf_write_file_atomic(pub, TEST_PUBKEY " test\n", strlen(TEST_PUBKEY " test\n"), 0644, &d);
+	tpf_diags_release(&d);
+	free(pub);
 }
 
 static void fleet_done(struct tpf_fleet *f)
@@ -343,6 +354,8 @@ static void fleet_done(struct tpf_fleet *f)
 	free(f->name);
 	free(f->gcp.project);
 	free(f->gcp.endpoint);
+	free(f->ssh.user);
+	free(f->ssh.private_key);
 	for (size_t i = 0; i < f->ngroups; i++) {
 		free(f->groups[i].name);
 		free(f->groups[i].accelerator_type);
@@ -453,13 +466,37 @@ static void test_gcp_e2e__lifecycle(void)
 	json_array_foreach(log, i, it) {
 		json_t *b = json_object_get(it, "body");
 		const char *m = json_string_value(json_object_get(it, "method"));
+		const char *keys = json_string_value(
+			json_object_get(json_object_get(b, "metadata"), "ssh-keys"));
 		if (m && !strcmp(m, "POST") && json_is_object(b))
 			bodies_ok += json_object_size(json_object_get(b, "labels")) == 3 &&
 				     json_is_true(json_object_get(json_object_get(b, "networkConfig"),
-								  "enableExternalIps"));
+								  "enableExternalIps")) &&
+				     keys && !strcmp(keys, "tpu:" TEST_PUBKEY " tpu");
 	}
 	json_decref(log);
+	/* ... and the SSH key for ssh.user, as gcloud writes it */
 	CHECK_INT(bodies_ok, 2);
+
+	/* Without a key nothing is created: nobody could log in to it. */
+	struct tpf_fleet nokey;
+	fleet_init(&nokey, "f9", &e);
+	xstrset(&nokey.ssh.private_key, "/nonexistent/id_none");
+	struct tpf_provider *pn = NULL;
+	CHECK_INT(tpf_gcp_provider_open(&pn, &nokey, &d), 0);
+	struct tpf_recipe rn;
+	struct tpf_live_node outn = { 0 };
+	struct tpf_diags dn = TPF_DIAGS_INIT;
+	make_recipe(&rn, "f9", "a", 0, zones[1], "v2-8", "spot");
+	CHECK_INT(pn ? pn->ops->create(pn, "f9-a-0", &rn, &outn, &dn) : 0, TPF_ERROR);
+	CHECK(diags_have(&dn, "SSH private key '/nonexistent/id_none' does not exist"));
+	CHECK(diags_have(&dn, "node 'f9-a-0' was not created"));
+	CHECK_INT(count_requests(&e, "POST", "/nodes", "nodeId=f9-a-0", 0), 0);
+	tpf_diags_release(&dn);
+	tpf_live_node_release(&outn);
+	tpf_recipe_release(&rn);
+	tpf_provider_free(pn);
+	fleet_done(&nokey);
 	for (int k = 0; k < 2; k++) {
 		keep_diags(&jobs[k].d);
 		free(jobs[k].name);
@@ -876,7 +913,7 @@ static void test_gcp_e2e__create_answer_lost(void)
 	struct tpf_recipe r;
 	struct tpf_live_node n = { 0 };
 	make_recipe(&r, "lost", "a", 0, "z1", "v2-8", "spot");
-	int rc = tpf_gcp_create_node(c, "lost-a-0", &r, &n, &d);
+	int rc = tpf_gcp_create_node(c, "lost-a-0", &r, NULL, &n, &d);
 	pthread_join(th, NULL);
 	CHECKF(rc == 0, "create after a lost answer: %d %s", rc, d.n ? d.items[0].summary : "");
 	CHECK_STR(n.name, "lost-a-0");
@@ -886,7 +923,7 @@ static void test_gcp_e2e__create_answer_lost(void)
 	tpf_live_node_release(&n);
 
 	/* a 409 on the FIRST attempt is a node that is not ours: an error */
-	rc = tpf_gcp_create_node(c, "lost-a-0", &r, &n, &d);
+	rc = tpf_gcp_create_node(c, "lost-a-0", &r, NULL, &n, &d);
 	CHECK_INT(rc, TPF_ERROR);
 	CHECK(diags_have(&d, "create node 'lost-a-0' in zone 'z1': HTTP 409 ALREADY_EXISTS"));
 	tpf_recipe_release(&r);

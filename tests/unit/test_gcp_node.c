@@ -127,7 +127,7 @@ static void test_gcp_node__create_body(void)
 	tpf_kvlist_set(&r.labels, "tpuform-group", "g");
 	tpf_kvlist_set(&r.labels, "tpuform-index", "3");
 	tpf_kvlist_set(&r.labels, "team", "nlp");
-	json_t *b = tpf_gcp_node_body(&r, 1);
+	json_t *b = tpf_gcp_node_body(&r, 1, NULL);
 	char *s = json_dumps(b, JSON_COMPACT | JSON_SORT_KEYS);
 	CHECK_STR(s, "{\"acceleratorType\":\"v2-8\",\"labels\":{\"team\":\"nlp\",\"tpuform-fleet\":\"f\","
 		     "\"tpuform-group\":\"g\",\"tpuform-index\":\"3\"},\"networkConfig\":{\"enableExternalIps\":true},"
@@ -137,17 +137,28 @@ static void test_gcp_node__create_body(void)
 
 	r.preemptible = 0;
 	r.spot = 1;
-	b = tpf_gcp_node_body(&r, 0);
+	b = tpf_gcp_node_body(&r, 0, NULL);
 	CHECK(json_is_true(json_object_get(json_object_get(b, "schedulingConfig"), "spot")));
 	CHECK(!json_object_get(json_object_get(b, "schedulingConfig"), "preemptible"));
 	CHECK(!json_object_get(b, "networkConfig"));
 	json_decref(b);
 
 	r.spot = 0; /* on-demand: no schedulingConfig at all */
-	b = tpf_gcp_node_body(&r, 0);
+	b = tpf_gcp_node_body(&r, 0, NULL);
 	CHECK(!json_object_get(b, "schedulingConfig"));
+	CHECK(!json_object_get(b, "metadata"));
 	CHECK_INT(json_object_size(json_object_get(b, "labels")), 4);
 	json_decref(b);
+
+	/* metadata: a copy of what it is given */
+	json_t *md = json_pack("{s:s}", "ssh-keys", "root:ssh-ed25519 AAAA root");
+	b = tpf_gcp_node_body(&r, 0, md);
+	json_object_set_new(md, "later", json_string("x"));
+	CHECK_STR(json_string_value(json_object_get(json_object_get(b, "metadata"), "ssh-keys")),
+		  "root:ssh-ed25519 AAAA root");
+	CHECK(!json_object_get(json_object_get(b, "metadata"), "later"));
+	json_decref(b);
+	json_decref(md);
 
 	b = tpf_gcp_labels_body(&r.labels);
 	s = json_dumps(b, JSON_COMPACT);

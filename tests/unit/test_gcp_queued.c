@@ -51,7 +51,7 @@ static void test_gcp_queued__create_body(void)
 	r.spot = 1;
 	r.valid_until = xstrdup("6h");
 	/* the reference's illustrative request, plus tpuform's labels */
-	json_t *b = tpf_gcp_qr_body("p", "f-g-0", &r, 0, &d);
+	json_t *b = tpf_gcp_qr_body("p", "f-g-0", &r, 0, NULL, &d);
 	char *s = json_dumps(b, JSON_COMPACT | JSON_SORT_KEYS);
 	CHECK_STR(s, "{\"queueingPolicy\":{\"validUntilDuration\":\"21600s\"},\"spot\":{},"
 		     "\"tpu\":{\"nodeSpec\":[{\"node\":{\"acceleratorType\":\"v4-8\",\"labels\":"
@@ -65,11 +65,16 @@ static void test_gcp_queued__create_body(void)
 	r.spot = 0;
 	r.preemptible = 1;
 	xstrset(&r.valid_until, NULL);
-	b = tpf_gcp_qr_body("p", "f-g-0", &r, 1, &d);
+	json_t *md = json_pack("{s:s}", "ssh-keys", "u:ssh-ed25519 AAAA u");
+	b = tpf_gcp_qr_body("p", "f-g-0", &r, 1, md, &d);
+	json_decref(md);
 	json_t *node = json_object_get(json_array_get(json_object_get(json_object_get(b, "tpu"),
 								      "nodeSpec"), 0), "node");
 	CHECK(json_is_true(json_object_get(json_object_get(node, "schedulingConfig"), "preemptible")));
 	CHECK(json_is_true(json_object_get(json_object_get(node, "networkConfig"), "enableExternalIps")));
+	/* the node in the spec carries the metadata (the SSH key) */
+	CHECK_STR(json_string_value(json_object_get(json_object_get(node, "metadata"), "ssh-keys")),
+		  "u:ssh-ed25519 AAAA u");
 	CHECK(!json_object_get(b, "spot"));
 	CHECK(!json_object_get(b, "guaranteed"));
 	CHECK(!json_object_get(b, "queueingPolicy"));
@@ -78,7 +83,7 @@ static void test_gcp_queued__create_body(void)
 
 	/* a valid_until that is not a duration: refused, naming it */
 	xstrset(&r.valid_until, "soon");
-	CHECK(tpf_gcp_qr_body("p", "f-g-0", &r, 0, &d) == NULL);
+	CHECK(tpf_gcp_qr_body("p", "f-g-0", &r, 0, NULL, &d) == NULL);
 	CHECK_INT(tpf_diags_errors(&d), 1);
 	CHECK(d.n && strstr(d.items[0].summary, "valid_until 'soon'"));
 	tpf_diags_release(&d);

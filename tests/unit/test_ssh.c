@@ -266,6 +266,177 @@ static void test_ssh__options_from_env(void)
 	tpf_diags_release(&d);
 }
 
+/* "TYPE BASE64" of a public key file's first line. Caller frees. */
+static char *pub_of(const char *path)
+{
+	struct tpf_buf b = TPF_BUF_INIT;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	char *out = NULL;
+	if (tpf_read_file(path, &b, &d) == 0) {
+		char *sp = strchr(b.buf, ' ');
+		size_t n = sp ? (size_t)(sp - b.buf) + 1 + strcspn(sp + 1, " \n") : 0;
+		out = n ? xstrndup(b.buf, n) : NULL;
+	}
+	tpf_buf_release(&b);
+	tpf_diags_release(&d);
+	return out;
+}
+
+/* The public key a transport with private key `key` (NULL: agent) gives. */
+static int pubkey_of_transport(const char *key, char **out, struct tpf_diags *d)
+{
+	struct tpf_ssh_options o;
+	tpf_ssh_options_default(&o, NULL, d);
+	o.private_key = key;
+	struct tpf_transport *t = tpf_ssh_transport_new_opts(&o);
+	int rc = tpf_ssh_public_key(t, out, d);
+	tpf_ssh_transport_free(t);
+	return rc;
+}
+
+static int sh_ok(const char *cmd)
+{
+	int st = system(cmd);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/*
+ * The key given to the workers: the .pub next to the private key, else
+ * derived from it (OpenSSH format, also encrypted; PEM PKCS#1, PKCS#8),
+ * else refused; ssh-agent's first key. Checked against what ssh-keygen
+ * writes.
+ */
+static void test_ssh__public_key(void)
+{
+	if (!sh_ok("command -v ssh-keygen >/dev/null 2>&1")) {
+		printf("# SKIP no ssh-keygen\n");
+		return;
+	}
+	char *tmp = unit_tmpdir();
+	static const struct {
+		const char *name, *args;
+	} kinds[] = {
+		{ "ed", "-t ed25519" },			  /* OpenSSH format */
+		{ "ed-enc", "-t ed25519 -N secret" },	  /* encrypted: public part in clear */
+		{ "rsa-pem", "-t rsa -b 2048 -m PEM" },	  /* PKCS#1 */
+		{ "ec-pkcs8", "-t ecdsa -b 384 -m PKCS8" }, /* PKCS#8 */
+		{ "rsa-ossh", "-t rsa -b 2048" },
+	};
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		char *key = xasprintf("%s/%s", tmp, kinds[i].name);
+		char *cmd = xasprintf("ssh-keygen -q %s%s -C c -f %s </dev/null", kinds[i].args,
+				      strstr(kinds[i].args, "-N") ? "" : " -N ''", key);
+		CHECKF(sh_ok(cmd), "%s", cmd);
+		char *pubfile = xasprintf("%s.pub", key);
+		char *want = pub_of(pubfile);
+		struct tpf_diags d = TPF_DIAGS_INIT;
+		char *got = NULL;
+		/* from the .pub */
+		CHECK_INT(pubkey_of_transport(key, &got, &d), 0);
+		CHECK_STR(got, want);
+		free(got);
+		got = NULL;
+		/* without it: derived from the private key */
+		unlink(pubfile);
+		int rc = pubkey_of_transport(key, &got, &d);
+		CHECKF(rc == 0, "%s: %s", kinds[i].name, d.n ? d.items[0].summary : "");
+		CHECK_STR(got, want);
+		free(got);
+		tpf_diags_release(&d);
+		free(want);
+		free(pubfile);
+		free(cmd);
+		free(key);
+	}
+	/* An encrypted PEM key cannot be read without its passphrase: an
+	 * error that says what to do (and no prompt on the terminal). */
+	char *enc = xasprintf("%s/rsa-pem-enc", tmp);
+	char *cmd = xasprintf("ssh-keygen -q -t rsa -b 2048 -m PEM -N secret -f %s && rm %s.pub",
+			      enc, enc);
+	CHECK(sh_ok(cmd));
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	char *got = NULL;
+	CHECK_INT(pubkey_of_transport(enc, &got, &d), TPF_ERROR);
+	CHECK(got == NULL);
+	CHECK(has_diag(&d, "cannot tell the public key of SSH private key"));
+	CHECK(has_diag(&d, ".pub"));
+	tpf_diags_release(&d);
+	/* A .pub that is not a key line, and a missing key. */
+	char *bad = xasprintf("%s/ed.pub", tmp);
+	tpf_write_file_atomic(bad, "hello\n", 6, 0644, &d);
+	char *edkey = xasprintf("%s/ed", tmp);
+	CHECK_INT(pubkey_of_transport(edkey, &got, &d), TPF_ERROR);
+	CHECK(has_diag(&d, "is not one OpenSSH public key line"));
+	tpf_diags_release(&d);
+	char *none = xasprintf("%s/none", tmp);
+	CHECK_INT(pubkey_of_transport(none, &got, &d), TPF_ERROR);
+	CHECK(has_diag(&d, "does not exist"));
+	tpf_diags_release(&d);
+
+	/* ssh-agent: its first key; none without SSH_AUTH_SOCK. */
+	char *old_sock = xstrdup(getenv("SSH_AUTH_SOCK"));
+	unsetenv("SSH_AUTH_SOCK");
+	CHECK_INT(pubkey_of_transport(NULL, &got, &d), TPF_ERROR);
+	CHECK(has_diag(&d, "SSH_AUTH_SOCK is not set"));
+	tpf_diags_release(&d);
+	char *sock = xasprintf("%s/agent.sock", tmp);
+	char *s = xasprintf("sh -c 'eval \"$(ssh-agent -s -a %s)\" >/dev/null && echo $SSH_AGENT_PID "
+			    "&& SSH_AUTH_SOCK=%s ssh-add -q %s/rsa-ossh %s/ed 2>/dev/null'",
+			    sock, sock, tmp, tmp);
+	FILE *pp = popen(s, "r");
+	char pidline[32] = "";
+	if (pp && !fgets(pidline, sizeof(pidline), pp))
+		pidline[0] = '\0';
+	int added = pp && pclose(pp) == 0;
+	pid_t agent = (pid_t)atoi(pidline);
+	if (added && agent > 0) {
+		setenv("SSH_AUTH_SOCK", sock, 1);
+		char *first = xasprintf("ssh-keygen -y -f %s/rsa-ossh > %s/first.pub", tmp, tmp);
+		CHECK(sh_ok(first));
+		char *firstpub = xasprintf("%s/first.pub", tmp);
+		char *want = pub_of(firstpub);
+		CHECK_INT(pubkey_of_transport(NULL, &got, &d), 0);
+		CHECK_STR(got, want);
+		free(got);
+		free(want);
+		free(firstpub);
+		free(first);
+		tpf_diags_release(&d);
+	} else {
+		printf("# SKIP the ssh-agent case: ssh-agent or ssh-add did not work\n");
+	}
+	if (agent > 0)
+		kill(agent, SIGTERM); /* the agent this test started */
+	if (old_sock)
+		setenv("SSH_AUTH_SOCK", old_sock, 1);
+	else
+		unsetenv("SSH_AUTH_SOCK");
+	free(old_sock);
+	free(s);
+	free(sock);
+	free(none);
+	free(edkey);
+	free(bad);
+	free(cmd);
+	free(enc);
+	tpf_remove_tree(tmp, &d);
+	tpf_diags_release(&d);
+	free(tmp);
+}
+
+static void test_ssh__key_fingerprint(void)
+{
+	/* ssh-keygen -l -E sha256 of this key prints this fingerprint */
+	char *f = tpf_ssh_key_fingerprint(
+		"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGnVhWh0HUkf2CYnw8WyWHNHhK4Ifl3VnTKTimH1YbpD c");
+	CHECK_STR(f, "SHA256:FianHW9kwtKkCspIjB5SVEYC8Hi1xrdl9NbSL+zENI4");
+	free(f);
+	CHECK(tpf_ssh_key_fingerprint("ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIGnVhWh0HUkf2CYnw8WyWHNHhK4Ifl3VnTKTimH1YbpD") == NULL);
+	CHECK(tpf_ssh_key_fingerprint("ssh-ed25519 !!!!") == NULL);
+	CHECK(tpf_ssh_key_fingerprint("nospace") == NULL);
+	CHECK(tpf_ssh_public_key_of_blob((const unsigned char *)"\0\0\0\020" "ab", 6) == NULL);
+}
+
 /* ---- against sshd ------------------------------------------------------------ */
 
 static void test_ssh__tofu_and_pin(void)
@@ -724,6 +895,119 @@ static void test_ssh__changed_host_key(void)
 	tpf_ssh_transport_free(t);
 }
 
+/* Lines of worker i's sshd log so far where a client named a user or
+ * offered a key (sshd.sh: log, then log.start of the running sshd). */
+static int auth_lines(int i)
+{
+	char *s = xasprintf("cat %s/w%d/log %s/w%d/log.start 2>/dev/null | "
+			    "grep -cE \"publickey|authenticating user|user root\" || true", dir, i, dir, i);
+	char *n = harness(s, NULL);
+	int v = atoi(n);
+	free(n);
+	free(s);
+	return v;
+}
+
+/*
+ * Keys a provider says the worker publishes (Cloud TPU guest attributes):
+ * the right one connects and is pinned; another is refused before any
+ * credential reaches the worker; a pin outranks them; the access's user
+ * is the one that logs in.
+ */
+static void test_ssh__published_host_keys(void)
+{
+	struct tpf_ssh_options o = opts();
+	struct tpf_transport *t = tpf_ssh_transport_new_opts(&o);
+	char *p0 = xasprintf("%s/w0/hostkey.pub", dir), *p2 = xasprintf("%s/w2/hostkey.pub", dir);
+	char *k0 = pub_of(p0), *k2 = pub_of(p2);
+	const char *right[] = { "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQC7", k2 };
+	const char *wrong[] = { k0 };
+	struct tpf_ssh_access a = { .host_keys = right, .nhost_keys = 2,
+				    .host_keys_from = "the node's guest attributes (hostkeys/)" };
+	struct worker w;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct tpf_conn *c = NULL;
+	char *hk = NULL;
+	worker_init(&w, 2, NULL);
+	int start = auth_lines(2);
+	CHECK_INT(tpf_ssh_connect_as(t, &w.ref, &a, &c, &hk, &d), 0);
+	CHECK_STR(hk, fp[2]);
+	CHECK(auth_lines(2) > start); /* the log shows a login */
+	if (c)
+		t->ops->close(c);
+	free(hk);
+	hk = NULL;
+	c = NULL;
+
+	int before = auth_lines(2);
+	a.host_keys = wrong;
+	a.nhost_keys = 1;
+	CHECK_INT(tpf_ssh_connect_as(t, &w.ref, &a, &c, &hk, &d), TPF_EHOSTKEY);
+	CHECK(c == NULL && hk == NULL);
+	CHECK(has_diag(&d, "is not the one the node's guest attributes (hostkeys/) names"));
+	CHECK(has_diag(&d, fp[0]) && has_diag(&d, fp[2]));
+	CHECK(has_diag(&d, "Nothing was sent to it"));
+	CHECK_INT(auth_lines(2), before); /* no key was offered */
+	tpf_diags_release(&d);
+
+	/* The pin decides once there is one. */
+	worker_init(&w, 2, fp[2]);
+	CHECK_INT(tpf_ssh_connect_as(t, &w.ref, &a, &c, NULL, &d), 0);
+	if (c)
+		t->ops->close(c);
+	c = NULL;
+
+	/* The access's user logs in, not the transport's. */
+	struct tpf_ssh_access as_other = { .user = "nobody-here" };
+	CHECK_INT(tpf_ssh_connect_as(t, &w.ref, &as_other, &c, NULL, &d), TPF_ERROR);
+	CHECK(has_diag(&d, "as 'nobody-here'"));
+	tpf_diags_release(&d);
+	free(k0);
+	free(k2);
+	free(p0);
+	free(p2);
+	tpf_ssh_transport_free(t);
+}
+
+/*
+ * A key installed moments ago (fresh_key) may not be in authorized_keys
+ * yet: a refused key is then retried, even on a pinned worker; without it
+ * a pinned worker's refusal is final at once.
+ */
+static void test_ssh__fresh_key(void)
+{
+	struct tpf_ssh_options o = opts();
+	o.retry_first = 10;
+	o.retry_pinned = 10;
+	struct tpf_transport *t = tpf_ssh_transport_new_opts(&o);
+	char *ak = home_file(0, ".ssh/authorized_keys");
+	char *hide = xasprintf("mv %s %s.away", ak, ak);
+	harness_do(hide);
+	struct worker w;
+	struct tpf_conn *c = NULL;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	worker_init(&w, 0, fp[0]);
+	double t0 = tpf_now_mono();
+	CHECK_INT(t->ops->connect(t, &w.ref, &c, NULL, &d), TPF_ERROR);
+	CHECKF(tpf_now_mono() - t0 < 5, "a pinned worker's refusal is final: %.1f s",
+	       tpf_now_mono() - t0);
+	tpf_diags_release(&d);
+	char *back = xasprintf("(sleep 1; mv %s.away %s) >/dev/null 2>&1 &", ak, ak);
+	harness_do(back);
+	struct tpf_ssh_access a = { .fresh_key = 1 };
+	t0 = tpf_now_mono();
+	CHECK_INT(tpf_ssh_connect_as(t, &w.ref, &a, &c, NULL, &d), 0);
+	CHECK(tpf_now_mono() - t0 >= 0.9);
+	print_diags(&d);
+	tpf_diags_release(&d);
+	if (c)
+		t->ops->close(c);
+	free(back);
+	free(hide);
+	free(ak);
+	tpf_ssh_transport_free(t);
+}
+
 /* Many connections at once from many threads over one transport. */
 struct par {
 	struct tpf_transport *t;
@@ -784,6 +1068,8 @@ int main(void)
 	RUN(test_ssh__address_policy);
 	RUN(test_ssh__backoff);
 	RUN(test_ssh__options_from_env);
+	RUN(test_ssh__public_key);
+	RUN(test_ssh__key_fingerprint);
 	int rc = start_workers();
 	if (rc != 0) {
 		printf("# SKIP the sshd tests: tests/e2e/sshd.sh could not start workers (%d)\n", rc);
@@ -795,6 +1081,8 @@ int main(void)
 		RUN(test_ssh__auth);
 		RUN(test_ssh__retry_until_up);
 		RUN(test_ssh__changed_host_key);
+		RUN(test_ssh__published_host_keys);
+		RUN(test_ssh__fresh_key);
 		RUN(test_ssh__parallel);
 		harness_do("sshd_stop");
 		struct tpf_diags d = TPF_DIAGS_INIT;

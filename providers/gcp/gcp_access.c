@@ -1,0 +1,449 @@
+/*
+ * SSH access to Cloud TPU workers (gcp_access.h): per node, once, the key
+ * in the node's metadata or imported with OS Login, and the host keys of
+ * its guest attributes; then the SSH transport does the rest.
+ */
+#include "providers/gcp/gcp_access.h"
+#include "providers/gcp/gcp_oslogin.h"
+#include "providers/gcp/gcp_sshkeys.h"
+#include "providers/ssh/ssh.h"
+#include "util/env.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What is known of one node. The fields up to `mu` are guarded by the
+ * access's mutex (the client's node observer writes them from any
+ * thread); the rest by `mu`, held while the node is prepared. */
+struct node_entry {
+	char *name;
+	char *zone;         /* NULL until a Node object of it was seen */
+	char *id;           /* Node.id seen last */
+	json_t *metadata;   /* Node.metadata seen last (object), NULL: none */
+
+	pthread_mutex_t mu;
+	char *keyed_id;     /* the node id whose metadata has the key */
+	double patched_at;  /* monotonic time tpuform added it, 0: never */
+	char *guest_id;     /* the node id whose guest attributes were read */
+	json_t *guest;      /* GetGuestAttributesResponse, NULL if the read failed */
+	char *guest_error;  /* why it failed, for the warning */
+};
+
+struct tpf_gcp_access {
+	struct tpf_transport tr; /* the wrapping transport; impl = this */
+	/* Its ops: the SSH transport's (the connections are its), but for
+	 * connect and interactive, which prepare the node first. */
+	struct tpf_transport_ops ops;
+	struct tpf_gcp_client *c;
+	struct tpf_transport *ssh;
+	const struct tpf_fleet *f;
+
+	pthread_mutex_t mu; /* nodes and the entries' first fields */
+	struct node_entry **nodes;
+	size_t n, alloc;
+
+	pthread_mutex_t once_mu; /* the per-process facts below */
+	char *public_key;        /* "TYPE BASE64", NULL until read */
+	int project_read;
+	json_t *project_md;      /* NULL when it could not be read */
+	char *project_error;
+	char *os_user;           /* OS Login POSIX user, NULL until imported */
+	double imported_at;      /* monotonic */
+};
+
+/* ---- the node table -------------------------------------------------------- */
+
+/* Call with a->mu held. */
+static struct node_entry *find_locked(struct tpf_gcp_access *a, const char *name, int create)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (!strcmp(a->nodes[i]->name, name))
+			return a->nodes[i];
+	if (!create)
+		return NULL;
+	struct node_entry *e = xcalloc(1, sizeof(*e));
+	e->name = xstrdup(name);
+	pthread_mutex_init(&e->mu, NULL);
+	XGROW(a->nodes, a->n + 1, a->alloc);
+	a->nodes[a->n++] = e;
+	return e;
+}
+
+/* tpf_gcp_node_seen_fn: remember the node's zone, id and metadata. */
+static void node_seen(void *ctx, const char *zone, json_t *node)
+{
+	struct tpf_gcp_access *a = ctx;
+	const char *full = json_string_value(json_object_get(node, "name"));
+	const char *name = full ? strrchr(full, '/') : NULL;
+	name = name ? name + 1 : full;
+	if (!name || !*name || !zone)
+		return;
+	json_t *md = json_object_get(node, "metadata");
+	pthread_mutex_lock(&a->mu);
+	struct node_entry *e = find_locked(a, name, 1);
+	xstrset(&e->zone, zone);
+	xstrset(&e->id, json_string_value(json_object_get(node, "id")));
+	json_decref(e->metadata);
+	e->metadata = json_is_object(md) ? json_deep_copy(md) : NULL;
+	pthread_mutex_unlock(&a->mu);
+}
+
+/* A copy of what is known of e (zone, id; metadata as a new reference). */
+static void snapshot(struct tpf_gcp_access *a, struct node_entry *e, char **zone, char **id,
+		     json_t **md)
+{
+	pthread_mutex_lock(&a->mu);
+	*zone = xstrdup(e->zone);
+	*id = xstrdup(e->id);
+	*md = e->metadata ? json_deep_copy(e->metadata) : NULL;
+	pthread_mutex_unlock(&a->mu);
+}
+
+static int same(const char *x, const char *y)
+{
+	return x && y && !strcmp(x, y);
+}
+
+/*
+ * Make sure e's facts are about the node the worker ref names: read it
+ * again when its id is not the one seen last, or look for it in each of
+ * the fleet's zones when it was never seen. 1 if the node is known now, 0
+ * if it is nowhere, negative on API errors.
+ */
+static int locate(struct tpf_gcp_access *a, struct node_entry *e, const struct tpf_worker_ref *w,
+		  struct tpf_diags *d)
+{
+	char *zone, *id;
+	json_t *md;
+	snapshot(a, e, &zone, &id, &md);
+	json_decref(md);
+	int rc = 1;
+	if (zone && (!w->node_id || same(id, w->node_id)))
+		goto done;
+	size_t nz = 0;
+	const char **zones = zone ? NULL : tpf_fleet_zones(a->f, &nz);
+	rc = 0;
+	for (size_t i = 0; i < (zone ? 1 : nz) && rc == 0; i++) {
+		json_t *node = NULL; /* the observer records it */
+		int g = tpf_gcp_get_node_json(a->c, zone ? zone : zones[i], w->node, &node, d);
+		json_decref(node);
+		rc = g == 0 ? 1 : g == TPF_ENOTFOUND ? 0 : g;
+	}
+	free(zones);
+done:
+	free(zone);
+	free(id);
+	return rc;
+}
+
+/* ---- per-process facts: the key, the project, OS Login ---------------------- */
+
+static int public_key(struct tpf_gcp_access *a, char **out, struct tpf_diags *d)
+{
+	pthread_mutex_lock(&a->once_mu);
+	int rc = 0;
+	if (!a->public_key)
+		rc = tpf_ssh_public_key(a->ssh, &a->public_key, d);
+	*out = xstrdup(a->public_key);
+	pthread_mutex_unlock(&a->once_mu);
+	return rc;
+}
+
+/* The project's metadata (new reference), or NULL when it cannot be read:
+ * then a warning, once. */
+static json_t *project_metadata(struct tpf_gcp_access *a, const char *address,
+				struct tpf_diags *d)
+{
+	pthread_mutex_lock(&a->once_mu);
+	int warn = 0;
+	if (!a->project_read) {
+		struct tpf_diags why = TPF_DIAGS_INIT;
+		if (tpf_gcp_project_metadata(a->c, &a->project_md, &why) < 0) {
+			a->project_error = xstrdup(why.n ? why.items[0].summary : "unknown error");
+			warn = 1;
+		}
+		tpf_diags_release(&why);
+		a->project_read = 1;
+	}
+	json_t *md = json_incref(a->project_md);
+	if (warn)
+		tpf_warn(d, address, "%s; going on as if the project's metadata set neither "
+			 "enable-oslogin nor ssh-keys (set ssh.os_login: true if the project uses "
+			 "OS Login)", a->project_error);
+	pthread_mutex_unlock(&a->once_mu);
+	return md;
+}
+
+/* OS Login: import the key (again after half its lifetime); *user: the
+ * POSIX user name to log in as (caller frees). */
+static int oslogin_user(struct tpf_gcp_access *a, const char *key, char **user,
+			struct tpf_diags *d)
+{
+	double ttl = TPF_GCP_OSLOGIN_TTL;
+	int rc = tpf_env_seconds("TPUFORM_OSLOGIN_TTL", &ttl, d);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&a->once_mu);
+	if (!a->os_user || tpf_now_mono() - a->imported_at > ttl / 2) {
+		char *email = NULL, *u = NULL;
+		rc = tpf_gcp_login_email(a->c, &email, d);
+		if (rc == 0)
+			rc = tpf_gcp_oslogin_import(a->c, email, key, ttl, &u, d);
+		if (rc == 0) {
+			free(a->os_user);
+			a->os_user = u;
+			a->imported_at = tpf_now_mono();
+		}
+		free(email);
+	}
+	*user = rc == 0 ? xstrdup(a->os_user) : NULL;
+	pthread_mutex_unlock(&a->once_mu);
+	return rc;
+}
+
+/* ---- preparing a node ----------------------------------------------------- */
+
+/* Metadata keys: add the entry to the node's ssh-keys unless some metadata
+ * gives the user the key already. Call with e->mu held. */
+static int ensure_key(struct tpf_gcp_access *a, struct node_entry *e, const char *zone,
+		      const char *id, json_t *node_md, json_t *project_md, const char *key,
+		      struct tpf_diags *d)
+{
+	const char *user = tpf_ssh_user(a->ssh);
+	if (id && same(e->keyed_id, id))
+		return 0;
+	int rc = 0;
+	if (!tpf_gcp_key_in_metadata(node_md, project_md, user, key)) {
+		/* Patch from the node as it is now: the API replaces the whole
+		 * map, and what refresh saw may be stale. */
+		json_t *node = NULL, *body = NULL;
+		rc = tpf_gcp_get_node_json(a->c, zone, e->name, &node, d);
+		if (rc == TPF_ENOTFOUND)
+			return tpf_errorx(d, e->name, NULL, "node '%s' in zone '%s' is gone", e->name, zone);
+		char *entry = tpf_gcp_ssh_key_entry(user, key);
+		if (rc == 0 && !entry)
+			rc = tpf_errorx(d, e->name, "set ssh.user to a plain user name",
+					"cannot give user '%s' SSH access through metadata: the name "
+					"must not contain ':' or spaces", user);
+		json_t *md = json_object_get(node, "metadata");
+		if (rc == 0 && !tpf_gcp_key_in_metadata(md, project_md, user, key))
+			body = tpf_gcp_metadata_patch(md, user, key, entry);
+		if (body && (rc = tpf_gcp_patch_metadata(a->c, zone, e->name, body, d)) == 0)
+			e->patched_at = tpf_now_mono();
+		json_decref(body);
+		json_decref(node);
+		free(entry);
+	}
+	if (rc == 0)
+		xstrset(&e->keyed_id, id);
+	return rc;
+}
+
+/* The keys worker w publishes, read once per node id; a warning when it
+ * publishes none. Call with e->mu held. */
+static void host_keys(struct tpf_gcp_access *a, struct node_entry *e, const char *zone,
+		      const char *id, const struct tpf_worker_ref *w, char ***keys, size_t *n,
+		      struct tpf_diags *d)
+{
+	if (!same(e->guest_id, id) || !id) {
+		struct tpf_diags why = TPF_DIAGS_INIT;
+		json_decref(e->guest);
+		e->guest = NULL;
+		xstrset(&e->guest_error, NULL);
+		int rc = tpf_gcp_get_guest_attributes(a->c, zone, e->name, TPF_GCP_HOSTKEYS_PATH,
+						      &e->guest, &why);
+		if (rc < 0)
+			e->guest_error = xstrdup(why.n ? why.items[0].summary : "node not found");
+		tpf_diags_release(&why);
+		xstrset(&e->guest_id, id);
+	}
+	tpf_gcp_guest_host_keys(e->guest, w->worker, keys, n);
+	if (*n)
+		return;
+	tpf_warn(d, w->node,
+		 "worker '%s/w%d' publishes no SSH host key in its node's guest attributes "
+		 "(hostkeys/)%s%s: trusting the key it presents on first use",
+		 w->node, w->worker, e->guest_error ? ": " : "",
+		 e->guest_error ? e->guest_error : "");
+}
+
+/* How long after tpuform installed a key (metadata patch, OS Login
+ * import) a refused key is taken for the guest agent not having caught up
+ * yet, and retried, even on a worker reached before. Seconds. */
+#define FRESH_KEY 120.0
+
+/* Who to log in as and which host keys to expect, for worker w. */
+struct plan {
+	char *user;
+	char **keys;
+	size_t nkeys;
+	int fresh_key;
+};
+
+static void plan_release(struct plan *p)
+{
+	free(p->user);
+	for (size_t i = 0; i < p->nkeys; i++)
+		free(p->keys[i]);
+	free(p->keys);
+}
+
+static int prepare(struct tpf_gcp_access *a, const struct tpf_worker_ref *w, struct plan *p,
+		   struct tpf_diags *d)
+{
+	memset(p, 0, sizeof(*p));
+	if (!w->node)
+		return 0;
+	pthread_mutex_lock(&a->mu);
+	struct node_entry *e = find_locked(a, w->node, 1);
+	pthread_mutex_unlock(&a->mu);
+
+	pthread_mutex_lock(&e->mu);
+	char *zone = NULL, *id = NULL, *key = NULL;
+	json_t *md = NULL, *project = NULL;
+	int rc = locate(a, e, w, d);
+	if (rc <= 0)
+		goto done; /* nowhere to be found: reach it as plain SSH would */
+	snapshot(a, e, &zone, &id, &md);
+	if ((rc = public_key(a, &key, d)) < 0)
+		goto done;
+	project = project_metadata(a, w->node, d);
+	if (tpf_gcp_oslogin_enabled(md, project, a->f && a->f->ssh.os_login)) {
+		rc = oslogin_user(a, key, &p->user, d);
+		pthread_mutex_lock(&a->once_mu);
+		p->fresh_key = tpf_now_mono() - a->imported_at < FRESH_KEY;
+		pthread_mutex_unlock(&a->once_mu);
+	} else if (!w->read_only) {
+		rc = ensure_key(a, e, zone, id, md, project, key, d);
+		p->fresh_key = e->patched_at > 0 && tpf_now_mono() - e->patched_at < FRESH_KEY;
+	}
+	if (rc == 0 && !w->host_key)
+		host_keys(a, e, zone, id, w, &p->keys, &p->nkeys, d);
+done:
+	pthread_mutex_unlock(&e->mu);
+	json_decref(project);
+	json_decref(md);
+	free(key);
+	free(zone);
+	free(id);
+	return rc < 0 ? rc : 0;
+}
+
+/* ---- the wrapping transport ------------------------------------------------ */
+
+static void access_of(const struct plan *p, struct tpf_ssh_access *x)
+{
+	x->user = p->user;
+	x->host_keys = (const char *const *)p->keys;
+	x->nhost_keys = p->nkeys;
+	x->host_keys_from = "the node's guest attributes (hostkeys/)";
+	x->fresh_key = p->fresh_key;
+}
+
+static int access_connect(struct tpf_transport *t, const struct tpf_worker_ref *w,
+			  struct tpf_conn **out, char **host_key_out, struct tpf_diags *d)
+{
+	struct tpf_gcp_access *a = t->impl;
+	struct plan p;
+	struct tpf_ssh_access x;
+	*out = NULL;
+	if (host_key_out)
+		*host_key_out = NULL;
+	int rc = prepare(a, w, &p, d);
+	if (rc == 0) {
+		access_of(&p, &x);
+		rc = tpf_ssh_connect_as(a->ssh, w, &x, out, host_key_out, d);
+	}
+	plan_release(&p);
+	return rc;
+}
+
+static int access_interactive(struct tpf_transport *t, const struct tpf_worker_ref *w,
+			      struct tpf_diags *d)
+{
+	struct tpf_gcp_access *a = t->impl;
+	struct plan p;
+	struct tpf_ssh_access x;
+	int rc = prepare(a, w, &p, d);
+	if (rc == 0) {
+		access_of(&p, &x);
+		rc = tpf_ssh_interactive_as(a->ssh, w, &x, d);
+	}
+	plan_release(&p);
+	return rc;
+}
+
+struct tpf_gcp_access *tpf_gcp_access_new(struct tpf_gcp_client *c, struct tpf_transport *ssh,
+					  const struct tpf_fleet *f)
+{
+	struct tpf_gcp_access *a = xcalloc(1, sizeof(*a));
+	a->ops = *ssh->ops;
+	a->ops.connect = access_connect;
+	a->ops.interactive = access_interactive;
+	a->tr.ops = &a->ops;
+	a->tr.impl = a;
+	a->c = c;
+	a->ssh = ssh;
+	a->f = f;
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_mutex_init(&a->once_mu, NULL);
+	tpf_gcp_client_on_node(c, node_seen, a);
+	return a;
+}
+
+void tpf_gcp_access_free(struct tpf_gcp_access *a)
+{
+	if (!a)
+		return;
+	tpf_gcp_client_on_node(a->c, NULL, NULL);
+	for (size_t i = 0; i < a->n; i++) {
+		struct node_entry *e = a->nodes[i];
+		free(e->name);
+		free(e->zone);
+		free(e->id);
+		json_decref(e->metadata);
+		pthread_mutex_destroy(&e->mu);
+		free(e->keyed_id);
+		free(e->guest_id);
+		json_decref(e->guest);
+		free(e->guest_error);
+		free(e);
+	}
+	free(a->nodes);
+	free(a->public_key);
+	json_decref(a->project_md);
+	free(a->project_error);
+	free(a->os_user);
+	pthread_mutex_destroy(&a->mu);
+	pthread_mutex_destroy(&a->once_mu);
+	free(a);
+}
+
+struct tpf_transport *tpf_gcp_access_transport(struct tpf_gcp_access *a)
+{
+	return &a->tr;
+}
+
+int tpf_gcp_access_create_metadata(struct tpf_gcp_access *a, json_t *declared, json_t **out,
+				   struct tpf_diags *d)
+{
+	char *key = NULL;
+	*out = NULL;
+	if (public_key(a, &key, d) < 0)
+		return TPF_ERROR;
+	const char *user = tpf_ssh_user(a->ssh);
+	char *entry = tpf_gcp_ssh_key_entry(user, key);
+	int rc = 0;
+	if (!entry)
+		rc = tpf_errorx(d, NULL, "set ssh.user to a plain user name",
+				"cannot give user '%s' SSH access through metadata: the name must "
+				"not contain ':' or spaces", user);
+	else
+		*out = tpf_gcp_metadata_for_create(declared, user, key, entry);
+	free(entry);
+	free(key);
+	return rc;
+}
