@@ -216,6 +216,7 @@ else
 	skip "the apply ended after the first interrupt: no second one to send"
 fi
 ok "the state is valid JSON" sh -c "\"$TPUFORM\" state pull -f busy.yaml | jq -e .serial"
+# shellcheck disable=SC2317 # called through ok
 fails_or_changes() {
 	"$TPUFORM" plan -f busy.yaml -detailed-exitcode >"$W/last.out" 2>&1
 	[ $? -ne 1 ]

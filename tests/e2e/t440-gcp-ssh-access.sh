@@ -18,6 +18,9 @@
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/e2e/gcp_workers.sh"
 setup_dir t440
+# A worker's "starts" file once its job has written it: provisioning
+# returns when the session is up, the job writes a moment later.
+settled() { wait_for 10 test -s "$1"; cat "$1"; }
 export TPUFORM_SSH_RETRY=3
 gcp_workers_start 12 127.0.44.1 --op-seconds 0.1 --oslogin-username root \
 	--token-email tester@example.com
@@ -50,6 +53,7 @@ YAML
 is "every worker's authorized_keys starts empty" "$(cat "$W"/workers/w*/home/.ssh/authorized_keys)" ""
 ok "apply" tpuform apply -f fleet.yaml -auto-approve
 out=$(cat last.out)
+wait_for 10 sh -c "test \"\$(cat '$W'/workers/w*/home/starts 2>/dev/null | wc -l)\" -ge 2"
 like "the job runs on both workers" "$(cat "$W"/workers/w*/home/starts | sort | tr '\n' ';')" "^ak-a-0 0;ak-a-0 1;$"
 body=$(requests | jq -c '[.[] | select(.method == "POST" and (.path | endswith("/nodes")))][0].body.metadata')
 is "the create request carries ssh-keys 'USER:KEY USER'" "$body" \
@@ -112,12 +116,12 @@ is "keeping every entry and the old key, ours appended" "$(printf '%s' "$patch" 
 	"$(jq -cn --arg k "$BOB
 root:$PUB root" '{metadata: {"startup-script": "echo hi", "ssh-keys": $k}}')"
 is "the node has it" "$(node_md ak-a-1)" "$(printf '%s' "$patch" | jq -c '.[0].body.metadata')"
-is "worker 0 of the adopted node runs the job" "$(cat "$W/workers/w$i0/home/starts")" "ak-a-1 0"
+is "worker 0 of the adopted node runs the job" "$(settled "$W/workers/w$i0/home/starts")" "ak-a-1 0"
 
 cp "$W/real-hostkey.pub" "$W/workers/w$i1/hostkey.pub"
 curl -s -X POST "$FAKEGCP_URL/__admin/requests:clear" >/dev/null
 ok "with its real key published, apply provisions it" tpuform apply -f fleet.yaml -auto-approve
-is "its job runs" "$(cat "$W/workers/w$i1/home/starts")" "ak-a-1 1"
+is "its job runs" "$(settled "$W/workers/w$i1/home/starts")" "ak-a-1 1"
 is "its key is pinned" "$(jq -r '.nodes[] | select(.name == "ak-a-1") | .workers[1].host_key' tpuform.state.json)" \
 	"$(sshd_fingerprint "$i1")"
 is "the key was not patched in twice" \
@@ -147,7 +151,7 @@ ok "destroy it" tpuform destroy -f plain.yaml -auto-approve
 curl -s -X POST "$FAKEGCP_URL/__admin/requests:clear" >/dev/null
 ok "apply with ssh.os_login" tpuform apply -f fleet.yaml -auto-approve
 w0=$(widx ol-a-0 0)
-is "the job runs" "$(cat "$W/workers/w$w0/home/starts")" "ol-a-0 0"
+is "the job runs" "$(settled "$W/workers/w$w0/home/starts")" "ol-a-0 0"
 imp=$(requests | jq -c '[.[] | select(.path | endswith(":importSshPublicKey"))]')
 is "the key was imported once" "$(printf '%s' "$imp" | jq length)" 1
 is "for the account tokeninfo names, in the fleet's project" \
@@ -171,7 +175,7 @@ sleep 0.5
 curl -s -X POST "$FAKEGCP_URL/__admin/requests:clear" >/dev/null
 sed 's/ os_login: true,//' fleet.yaml >meta.yaml
 ok "apply adopts and provisions it through OS Login" tpuform apply -f meta.yaml -auto-approve
-is "its job runs" "$(cat "$W/workers/w$(widx ol-a-0 0)/home/starts")" "ol-a-0 0"
+is "its job runs" "$(settled "$W/workers/w$(widx ol-a-0 0)/home/starts")" "ol-a-0 0"
 is "no metadata was patched" "$(requests | jq '[.[] | select(.method == "PATCH")] | length')" 0
 is "the key was imported" "$(requests | jq '[.[] | select(.path | endswith(":importSshPublicKey"))] | length')" 1
 is "with the key OS Login holds" "$(keys_of "$(widx ol-a-0 0)")" "$PUB"
