@@ -54,6 +54,7 @@ like "and says it is empty" "$(cat last.out)" "needs environment variable 'MY_TO
 unset MY_TOKEN
 ok "destroy needs no secrets" tpuform destroy -f fleet.yaml -auto-approve
 like "and destroyed the node" "$(cat last.out)" "Destroy complete! Resources: 1 destroyed"
+# shellcheck disable=SC2016 # the literal text ${MY_TOKEN} is what sed rewrites
 sed 's/"${MY_TOKEN}"/"$MY_TOKEN"/' fleet.yaml >braces.yaml
 fails "\$VAR without braces is an error" 1 tpuform validate -f braces.yaml
 like "with a hint" "$(cat last.out)" "refers to \\\$MY_TOKEN without braces"
