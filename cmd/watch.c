@@ -163,6 +163,8 @@ int cmd_watch(int argc, char **argv)
 		  "apply every change, not only healing ones" },
 		{ "parallelism", NULL, TPF_FLAG_INT, &o.parallelism, "concurrent operations (default 10)" },
 		{ "rounds", NULL, TPF_FLAG_INT, &w.max_rounds, "stop after N rounds (default: never)" },
+		{ "metrics-addr", NULL, TPF_FLAG_STRING, &w.metrics_addr,
+		  "serve Prometheus metrics on HOST:PORT, e.g. 127.0.0.1:9100" },
 		{ "help", "h", TPF_FLAG_BOOL, &show_help, "show this help" },
 		{ 0 },
 	};
