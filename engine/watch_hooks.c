@@ -313,6 +313,10 @@ static void seen_job(struct tpf_watch_hooks *h, const struct tpf_session *s,
 {
 	if (!sf->session || (strcmp(sf->session, "exited") && strcmp(sf->session, "dead")))
 		return;
+	/* A probe that races a restart or replacement in flight may see the
+	 * session between two tries: what it says is about neither. */
+	if (mark_find(&h->restarts, sf->node) || lost_find(h, sf->node))
+		return;
 	struct tpf_state_node *sn = tpf_state_find((struct tpf_state *)&s->state, sf->node);
 	const struct tpf_state_worker *sw =
 		sn && sf->worker >= 0 && (size_t)sf->worker < sn->nworkers ? &sn->workers[sf->worker]
