@@ -135,6 +135,7 @@ static char *bound_name(int fd)
 	socklen_t len = sizeof(ss);
 	char host[INET6_ADDRSTRLEN] = "?";
 	unsigned port = 0;
+	memset(&ss, 0, sizeof(ss));
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0) {
 		if (ss.ss_family == AF_INET6) {
 			struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;

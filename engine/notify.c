@@ -21,6 +21,7 @@
 
 struct doc {
 	char *body;            /* the JSON document */
+	char *url;             /* where it goes: the webhook when it was queued */
 	char *event, *node;    /* for warnings */
 };
 
@@ -47,6 +48,7 @@ struct tpf_notifier {
 static void doc_free(struct doc *d)
 {
 	free(d->body);
+	free(d->url);
 	free(d->event);
 	free(d->node);
 	memset(d, 0, sizeof(*d));
@@ -194,13 +196,7 @@ static void deliver(struct tpf_notifier *n, CURL *e, struct doc *d)
 {
 	struct outcome out;
 	for (int attempt = 1;; attempt++) {
-		pthread_mutex_lock(&n->mu);
-		char *url = n->url ? xstrdup(n->url) : NULL;
-		pthread_mutex_unlock(&n->mu);
-		if (!url)
-			return; /* notify was removed from the fleet file */
-		post_once(n, e, url, d->body, &out);
-		free(url);
+		post_once(n, e, d->url, d->body, &out);
 		pthread_mutex_lock(&n->mu);
 		if (out.status >= 200 && out.status < 300) {
 			n->st.sent++;
@@ -312,8 +308,8 @@ int tpf_notifier_post(struct tpf_notifier *n, const struct tpf_notify_event_data
 		return 0;
 	}
 	json_t *j = tpf_notify_payload(ev, n->fleet, &n->secrets, n->text_only);
-	struct doc d = { json_dumps(j, JSON_COMPACT), xstrdup(tpf_notify_event_name(ev->event)),
-			 xstrdup(ev->node) };
+	struct doc d = { json_dumps(j, JSON_COMPACT), xstrdup(n->url),
+			 xstrdup(tpf_notify_event_name(ev->event)), xstrdup(ev->node) };
 	json_decref(j);
 	if (!d.body) { /* out of memory in jansson: nothing sensible to send */
 		doc_free(&d);

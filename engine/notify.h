@@ -74,8 +74,9 @@ int tpf_notifier_new(struct tpf_notifier **out, const struct tpf_notify_opts *o,
 		     struct tpf_diags *d);
 
 /*
- * Where and how to post from now on (documents already queued go to the
- * new target): cfg->webhook NULL stops posting (new events are ignored).
+ * Where and how to post from now on (documents already queued still go
+ * where they were queued for): cfg->webhook NULL stops posting (new
+ * events are ignored).
  * fleet: the fleet's name; secrets: the resolved values to redact (copied;
  * the copy is wiped when replaced or freed). All borrowed for the call.
  */
