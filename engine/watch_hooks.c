@@ -74,6 +74,8 @@ struct tpf_watch_hooks {
 	struct marks exhausted; /* "node/w" -> retry reported as exhausted */
 	struct marks completed; /* node -> generation reported as completed */
 	struct marks deferred;  /* group -> nodes reported waiting; "node:" + name */
+	struct marks settled;   /* node -> when (monotonic ms) its last restart or
+				 * replacement ended */
 };
 
 /* ---- small tables ------------------------------------------------------ */
@@ -236,6 +238,8 @@ static void on_apply(struct tpf_watch_hooks *h, const struct tpf_event *ev)
 		if (l)
 			replacement_done(h, l, ev);
 	}
+	if ((ev->kind == TPF_EV_COMPLETE || ev->kind == TPF_EV_ERRORED) && (restart || create))
+		mark_set(&h->settled, ev->node, (long)(tpf_now_mono() * 1000));
 	if ((ev->kind == TPF_EV_COMPLETE || ev->kind == TPF_EV_ERRORED) && restart) {
 		struct mark *k = mark_find(&h->restarts, ev->node);
 		if (k && ev->kind == TPF_EV_COMPLETE && h->metrics)
@@ -307,15 +311,23 @@ static int policy_restarts(const struct tpf_fleet *f, const struct tpf_session_f
 	       (f->restart == TPF_RESTART_ON_FAILURE && sf->exit_code != 0);
 }
 
+/* A probe that races a restart or replacement of node (in flight, or ended
+ * after this round's refresh began) may see a session between two tries,
+ * and the state of before: what it says is about neither. */
+static int unsettled(struct tpf_watch_hooks *h, const char *node)
+{
+	const struct mark *settled = mark_find(&h->settled, node);
+	return mark_find(&h->restarts, node) || lost_find(h, node) ||
+	       (settled && (double)settled->value / 1000 >= h->round_started);
+}
+
 /* job_failed / job_succeeded / restarts_exhausted for one worker's report. */
 static void seen_job(struct tpf_watch_hooks *h, const struct tpf_session *s,
 		     const struct tpf_session_fact *sf)
 {
 	if (!sf->session || (strcmp(sf->session, "exited") && strcmp(sf->session, "dead")))
 		return;
-	/* A probe that races a restart or replacement in flight may see the
-	 * session between two tries: what it says is about neither. */
-	if (mark_find(&h->restarts, sf->node) || lost_find(h, sf->node))
+	if (unsettled(h, sf->node))
 		return;
 	struct tpf_state_node *sn = tpf_state_find((struct tpf_state *)&s->state, sf->node);
 	const struct tpf_state_worker *sw =
@@ -355,6 +367,8 @@ static void seen_completion(struct tpf_watch_hooks *h, const struct tpf_session 
 			    const struct tpf_desired_node *dn)
 {
 	int done = 0;
+	if (unsettled(h, dn->name))
+		return;
 	for (int w = 0; w < dn->recipe.workers; w++) {
 		const struct tpf_session_fact *sf = tpf_session_facts_find(&s->facts, dn->name, w);
 		done += sf && sf->session && !strcmp(sf->session, "exited") && sf->exit_code == 0;
@@ -503,6 +517,7 @@ void tpf_watch_hooks_free(struct tpf_watch_hooks *h)
 	marks_release(&h->exhausted);
 	marks_release(&h->completed);
 	marks_release(&h->deferred);
+	marks_release(&h->settled);
 	pthread_mutex_destroy(&h->mu);
 	free(h);
 }

@@ -34,6 +34,7 @@ wait_for 15 grep -q "alive 2/2" watch.out
 scrape() { "$PY" "$TOP/tests/e2e/metrics_check.py" "$url" >scrape.txt; }
 wait_for 20 sh -c "\"$PY\" \"$TOP/tests/e2e/metrics_check.py\" \"$url\" | grep -q '^tpuform_replacements_total{}	1\$'"
 wait_for 10 sh -c "\"$PY\" \"$TOP/tests/e2e/metrics_check.py\" \"$url\" | grep -q 'state=alive}	2\$'"
+wait_for 10 sh -c "\"$PY\" \"$TOP/tests/e2e/metrics_check.py\" \"$url\" | grep -q 'session=alive}	2\$'"
 scrape
 ok "the text parses with prometheus_client's parser" test $? -eq 0
 val() { awk -F '\t' -v k="$1" '$1 == k { print $2 }' scrape.txt; }
