@@ -156,6 +156,8 @@ static const struct tpf_flag watch_flags[] = {
 		"replace a READY node that is not HEALTHY for this long"),
 	TPF_BOOL("apply-all", &watch_o.apply_all, "apply every change, not only healing ones"),
 	TPF_INT("rounds", 0, 1000000000, &watch_o.max_rounds, "stop after N rounds (0: never)"),
+	TPF_STR("metrics-addr", "HOST:PORT", &watch_o.metrics_addr,
+		"serve Prometheus metrics on HOST:PORT, e.g. 127.0.0.1:9100"),
 	TPF_FLAGS_END,
 };
 

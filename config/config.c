@@ -12,6 +12,7 @@
  */
 #include "config/config.h"
 #include "config/config_limits.h"
+#include "config/config_notify.h"
 #include "model/accel.h"
 #include "config/config_walk.h"
 #include "util/buf.h"
@@ -37,7 +38,7 @@ static const char *const group_only_keys[] = {
 /* What the top level accepts: its own keys, then the group-only ones. */
 static const char *const top_and_group_only_keys[] = {
 	"fleet", "provider", "state", "quota", "source", "ssh", "env", "secrets",
-	"setup", "run", "restart", "max_restarts", "groups",
+	"setup", "run", "restart", "max_restarts", "groups", "notify",
 	"name", "accelerator_type", "runtime_version", "zones", "count", "preemptible",
 	"spot", "labels", "queued", "valid_until", NULL,
 };
@@ -341,6 +342,7 @@ static void read_fleet(struct cfg *c, struct tpf_fleet *f, yaml_node_t *root)
 		f->restart = (enum tpf_restart)e;
 	if ((x = cfg_map_get(&m, "max_restarts")))
 		cfg_want_uint(c, x, "max_restarts", "a whole number >= 0", 0, INT_MAX, &f->max_restarts);
+	cfg_read_notify(c, f, cfg_map_get(&m, "notify"));
 	groups = cfg_map_require(&m, "groups",
 				 "e.g. groups: [{ name: main, accelerator_type: v2-8, runtime_version: "
 				 "tpu-ubuntu2204-base, zones: [us-central1-f], count: 1 }]");
@@ -467,6 +469,7 @@ void tpf_fleet_release(struct tpf_fleet *f)
 	free(f->secret_refs);
 	free(f->setup);
 	free(f->run);
+	free(f->notify.webhook);
 	for (size_t i = 0; i < f->ngroups; i++)
 		release_group(&f->groups[i]);
 	free(f->groups);

@@ -49,6 +49,30 @@ struct tpf_secret_ref {
 	int line, column;
 };
 
+/* Notifications (config/config_notify.c, README.md "Notifications"): the
+ * events a watch posts to a webhook. The order is the README's. */
+enum tpf_notify_event {
+	TPF_NOTIFY_PREEMPTED,
+	TPF_NOTIFY_REPLACED,
+	TPF_NOTIFY_JOB_FAILED,
+	TPF_NOTIFY_JOB_SUCCEEDED,
+	TPF_NOTIFY_STALLED,
+	TPF_NOTIFY_RESTARTS_EXHAUSTED,
+	TPF_NOTIFY_QUOTA_DEFERRED,
+	TPF_NOTIFY_COMPLETED,
+	TPF_NOTIFY_NEVENTS
+};
+
+struct tpf_notify_config {
+	char *webhook;   /* https URL (http only to loopback); NULL: no notifications */
+	unsigned events; /* bit 1u << enum tpf_notify_event; all when `events` is absent */
+	int text_only;   /* payload: text -> only {"text": ...} (Google Chat refuses other fields) */
+};
+
+/* The event's name as the fleet file and the payload spell it
+ * ("preempted", "job_failed", ...); static; NULL when out of range. */
+const char *tpf_notify_event_name(enum tpf_notify_event e);
+
 struct tpf_group {
 	char *name;             /* [a-z][a-z0-9-]* */
 	char *accelerator_type; /* validated against model/accel.h */
@@ -119,6 +143,7 @@ struct tpf_fleet {
 	char *run;   /* required unless every group sets run */
 	enum tpf_restart restart;
 	int max_restarts; /* default 3 */
+	struct tpf_notify_config notify;
 
 	struct tpf_group *groups;
 	size_t ngroups;

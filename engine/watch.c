@@ -53,6 +53,7 @@ static void nap(const struct tpf_watch_opts *o, double seconds)
 struct loop {
 	const struct tpf_watch_opts *o;
 	struct tpf_healer *healer;
+	struct tpf_watch_hooks *hooks; /* notifications and metrics */
 	struct tpf_unhealthy_set sick;
 	double next_probe; /* monotonic seconds of the next session check */
 	/* The pinned commit is re-resolved when a session check is due, not
@@ -112,6 +113,7 @@ static int round_run(struct loop *w, int round, double started)
 			w->next_probe = started + o->session_check;
 		if (s.have_commit)
 			snprintf(w->pinned, sizeof(w->pinned), "%s", s.commit);
+		tpf_watch_hooks_seen(w->hooks, &s, probe, started);
 		act(w, &s, &p, round, started);
 	}
 	tpf_plan_release(&p);
@@ -127,6 +129,10 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 	struct loop w;
 	memset(&w, 0, sizeof(w));
 	w.o = &o;
+	/* Installs its dispatcher in o, so heals' events pass through it too. */
+	w.hooks = tpf_watch_hooks_new(&o);
+	if (!w.hooks)
+		return TPF_ERROR;
 	w.healer = tpf_healer_new(&o);
 	double error_wait = o.interval;
 	int rc = 0;
@@ -157,6 +163,7 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 			       "interrupted: stopped after the step in flight; state saved, nothing "
 			       "deleted");
 	tpf_healer_finish(w.healer);
+	tpf_watch_hooks_free(w.hooks);
 	tpf_unhealthy_release(&w.sick);
 	return rc;
 }

@@ -57,7 +57,8 @@ struct tpf_watch_event {
 	 * HEALTHY), "warning" (a warning of the round, e.g. "deferred: quota"),
 	 * "locked" (another tpuform holds the state lock: healing waits),
 	 * "replan" (the state changed since the refresh), "error" (the round
-	 * failed and is retried), "stopped" (interrupted). */
+	 * failed and is retried), "stopped" (interrupted), "metrics" (where
+	 * metrics are served), "notify" (a webhook delivery problem). */
 	const char *node;
 	const char *code;
 	const char *message;
@@ -85,6 +86,10 @@ struct tpf_watch_opts {
 	volatile int *interrupted; /* set by a signal handler; may be NULL */
 	tpf_watch_event_fn on_event; /* may be NULL */
 	void *ctx;                   /* passed to on_event */
+	/* Serve Prometheus metrics on this "HOST:PORT" (engine/metrics.h
+	 * tpf_metrics_serve); NULL: not. Notifications need no option: the
+	 * fleet file's `notify` key turns them on (engine/notify.h). */
+	const char *metrics_addr;
 };
 
 /*
@@ -92,8 +97,9 @@ struct tpf_watch_opts {
  * (TPF_WATCH_DIAGS, then a NOTE "error") and retried after a wait that
  * doubles up to 5 minutes. Each round's summary is also written to
  * "<state path>.watch.json", which `tpuform show` reads. Returns 0, or
- * TPF_ERROR when the very first round could not load the fleet file
- * (nothing to watch; the diagnostics were an event).
+ * TPF_ERROR when the very first round could not load the fleet file or
+ * the metrics address cannot be served (nothing to watch; the diagnostics
+ * were an event).
  */
 int tpf_watch_run(const struct tpf_watch_opts *o);
 

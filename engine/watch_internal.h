@@ -29,6 +29,11 @@ void tpf_watch_diags(const struct tpf_watch_opts *o, const struct tpf_diags *d);
 void tpf_watch_summarise(const struct tpf_session *s, struct tpf_watch_summary *sum, int round,
 			 size_t pending, double wall);
 
+/* What tpf_watch_summarise counts dn as ("alive" "creating" "waiting"
+ * "dead" "missing" "queued"; static): ln is its live node, or NULL. */
+const char *tpf_watch_node_condition(const struct tpf_desired_node *dn,
+				     const struct tpf_live_node *ln);
+
 /* Write sum to "<state path>.watch.json" (0600, atomic), which `tpuform
  * show` reads. Best effort: a summary that cannot be written is not worth
  * stopping the watch for, so errors are dropped. */
@@ -82,5 +87,35 @@ void tpf_unhealthy_release(struct tpf_unhealthy_set *u);
 void tpf_watch_check_unhealthy(struct tpf_unhealthy_set *u, const struct tpf_session *s,
 			       struct tpf_plan *p, double timeout, double now,
 			       const struct tpf_watch_opts *o);
+
+/* ---- notifications and metrics (engine/watch_hooks.c) ------------------ */
+
+/*
+ * What the loop's events mean to the webhook (engine/notify.h) and the
+ * metrics (engine/metrics.h): the hooks see every event the loop emits, on
+ * whatever thread, before the caller's on_event does.
+ */
+struct tpf_watch_hooks;
+
+/*
+ * Hooks for the loop whose options are *o (the loop's own copy: its
+ * on_event and ctx are replaced by the hooks' dispatcher, which passes every
+ * event on to the original). Serves metrics when o->metrics_addr is set
+ * (a NOTE "metrics" says where). Returns NULL when the metrics cannot be
+ * served (the diagnostics were an event): the watch must not start.
+ */
+struct tpf_watch_hooks *tpf_watch_hooks_new(struct tpf_watch_opts *o);
+
+/*
+ * A round refreshed s (probed: its workers were asked for their sessions;
+ * started: monotonic seconds when the round began, i.e. before the refresh
+ * that saw what s holds). Called before the round's events are emitted.
+ */
+void tpf_watch_hooks_seen(struct tpf_watch_hooks *h, const struct tpf_session *s, int probed,
+			  double started);
+
+/* Deliver queued notifications for up to TPUFORM_NOTIFY_DRAIN seconds (10),
+ * stop serving metrics and free h (NULL: no-op). After every heal ended. */
+void tpf_watch_hooks_free(struct tpf_watch_hooks *h);
 
 #endif

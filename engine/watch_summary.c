@@ -11,27 +11,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Count one desired node that has a live node. */
-static void count_live(struct tpf_watch_summary *sum, const struct tpf_live_node *ln)
+const char *tpf_watch_node_condition(const struct tpf_desired_node *dn,
+				     const struct tpf_live_node *ln)
 {
+	if (!ln)
+		return dn->deferred ? "waiting" : "missing";
 	/* A queued resource's state stands for a node not there yet. */
-	if (ln->queued_state && ln->state && !strcmp(ln->state, ln->queued_state)) {
-		if (tpf_queued_state_dead(ln->state))
-			sum->dead++;
-		else
-			sum->queued++;
-		return;
-	}
+	if (ln->queued_state && ln->state && !strcmp(ln->state, ln->queued_state))
+		return tpf_queued_state_dead(ln->state) ? "dead" : "queued";
 	switch (tpf_node_class(ln->state)) {
 	case TPF_NODE_READY:
-		sum->alive++;
-		break;
+		return "alive";
 	case TPF_NODE_DEAD:
-		sum->dead++;
-		break;
+		return "dead";
 	default:
-		sum->creating++;
-		break;
+		return "creating";
 	}
 }
 
@@ -41,14 +35,14 @@ void tpf_watch_summarise(const struct tpf_session *s, struct tpf_watch_summary *
 	memset(sum, 0, sizeof(*sum));
 	for (size_t i = 0; i < s->desired.n; i++) {
 		const struct tpf_desired_node *dn = &s->desired.nodes[i];
-		const struct tpf_live_node *ln = tpf_live_set_find(&s->live, dn->name);
+		const char *c = tpf_watch_node_condition(dn, tpf_live_set_find(&s->live, dn->name));
 		sum->desired++;
-		if (ln)
-			count_live(sum, ln);
-		else if (dn->deferred)
-			sum->waiting++;
-		else
-			sum->missing++;
+		sum->alive += !strcmp(c, "alive");
+		sum->creating += !strcmp(c, "creating");
+		sum->waiting += !strcmp(c, "waiting");
+		sum->dead += !strcmp(c, "dead");
+		sum->missing += !strcmp(c, "missing");
+		sum->queued += !strcmp(c, "queued");
 	}
 	sum->round = round;
 	sum->pending = pending;

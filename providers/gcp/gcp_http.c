@@ -28,6 +28,28 @@ struct tpf_gcp_http {
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 
+static pthread_mutex_t observer_mu = PTHREAD_MUTEX_INITIALIZER;
+static tpf_gcp_http_observer_fn observer;
+static void *observer_ctx;
+
+void tpf_gcp_http_set_observer(tpf_gcp_http_observer_fn fn, void *ctx)
+{
+	pthread_mutex_lock(&observer_mu);
+	observer = fn;
+	observer_ctx = ctx;
+	pthread_mutex_unlock(&observer_mu);
+}
+
+static void observe(const char *method, long status)
+{
+	pthread_mutex_lock(&observer_mu);
+	tpf_gcp_http_observer_fn fn = observer;
+	void *ctx = observer_ctx;
+	pthread_mutex_unlock(&observer_mu);
+	if (fn)
+		fn(method, status, ctx);
+}
+
 static void curl_init_once(void)
 {
 	curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -304,6 +326,7 @@ int tpf_gcp_http_do(struct tpf_gcp_http *h, const struct tpf_gcp_request *rq,
 	}
 	curl_easy_cleanup(e);
 	free_headers(hdrs);
+	observe(m, rs->status);
 	return rc;
 }
 

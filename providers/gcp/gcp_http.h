@@ -119,6 +119,15 @@ int tpf_gcp_http_too_large(const struct tpf_gcp_http *h, const struct tpf_gcp_re
  * (CURLINFO_NUM_CONNECTS summed). For benchmarks and tests. */
 void tpf_gcp_http_stats(struct tpf_gcp_http *h, long *requests, long *connects);
 
+/*
+ * An observer of every request's outcome, process-wide (metrics:
+ * engine/metrics.h): called on the requesting thread after each
+ * tpf_gcp_http_do with the method and the HTTP status (0: no response).
+ * NULL clears it. Set it before requests start and clear it after they end.
+ */
+typedef void (*tpf_gcp_http_observer_fn)(const char *method, long status, void *ctx);
+void tpf_gcp_http_set_observer(tpf_gcp_http_observer_fn fn, void *ctx);
+
 /* Percent-encode s for a URL query or form value (curl_easy_escape).
  * Caller frees with free(). */
 char *tpf_gcp_escape(const char *s);

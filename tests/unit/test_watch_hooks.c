@@ -1,0 +1,176 @@
+/*
+ * What the watch loop's events and sessions mean as notifications
+ * (engine/watch_hooks.c), on hand-made sessions, posted to a local
+ * libmicrohttpd receiver: job events keyed by try, restarts_exhausted,
+ * completed on a 2-worker node, quota_deferred once, preempted when the
+ * replacement's delete starts (once) and replaced when its create completes.
+ */
+#include "engine/watch_internal.h"
+#include "tests/unit/hook_server.h"
+#include "tests/unit/unit.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void fact(struct tpf_session *s, const char *node, int w, const char *session, int code)
+{
+	XGROW(s->facts.items, s->facts.n + 1, s->facts.alloc);
+	struct tpf_session_fact *f = &s->facts.items[s->facts.n++];
+	memset(f, 0, sizeof(*f));
+	f->node = xstrdup(node);
+	f->worker = w;
+	f->session = xstrdup(session);
+	f->exit_code = code;
+	f->last_log = xstrdup(code ? "boom with tok-SECRET-9" : "done");
+}
+
+static void desired(struct tpf_session *s, const char *name, const char *group, int workers,
+		    int deferred)
+{
+	s->desired.nodes = xrealloc(s->desired.nodes, (s->desired.n + 1) * sizeof(*s->desired.nodes));
+	struct tpf_desired_node *dn = &s->desired.nodes[s->desired.n++];
+	memset(dn, 0, sizeof(*dn));
+	dn->name = xstrdup(name);
+	dn->group = xstrdup(group);
+	dn->recipe.workers = workers;
+	dn->deferred = deferred;
+}
+
+static void session(struct tpf_session *s, const char *url)
+{
+	memset(s, 0, sizeof(*s));
+	tpf_diags_init(&s->d);
+	s->fleet.name = xstrdup("f");
+	s->fleet.restart = TPF_RESTART_ON_FAILURE;
+	s->fleet.max_restarts = 1;
+	s->fleet.notify.webhook = xstrdup(url);
+	s->fleet.notify.events = (1u << TPF_NOTIFY_NEVENTS) - 1;
+	tpf_kvlist_set(&s->fleet.secrets, "TOK", "tok-SECRET-9");
+	s->fleet.groups = xcalloc(2, sizeof(*s->fleet.groups));
+	s->fleet.ngroups = 2;
+	s->fleet.groups[0].name = xstrdup("a");
+	s->fleet.groups[0].count = 1;
+	s->fleet.groups[1].name = xstrdup("q");
+	s->fleet.groups[1].count = 1;
+	s->fleet.groups[1].accelerator_type = xstrdup("v2-8");
+	desired(s, "f-a-0", "a", 2, 0);
+	desired(s, "f-q-0", "q", 1, 1);
+	struct tpf_state_node *sn = tpf_state_add(&s->state, "f-a-0");
+	tpf_state_node_set_workers(sn, 2);
+	sn->workers[1].restarts = 1;
+}
+
+static void session_release(struct tpf_session *s)
+{
+	tpf_fleet_release(&s->fleet);
+	tpf_desired_release(&s->desired);
+	tpf_session_facts_release(&s->facts);
+	tpf_state_release(&s->state);
+	tpf_diags_release(&s->d);
+}
+
+static void emit(struct tpf_watch_opts *o, const struct tpf_watch_event *ev)
+{
+	o->on_event(ev, o->ctx);
+}
+
+static void apply(struct tpf_watch_opts *o, enum tpf_event_kind k, const char *node,
+		  const char *verb)
+{
+	struct tpf_event ae = { .kind = k, .node = node, .verb = verb, .id = "id-2" };
+	struct tpf_watch_event ev = { .kind = TPF_WATCH_APPLY, .apply = &ae };
+	emit(o, &ev);
+}
+
+/* The (event, node, worker) of each delivered body, "event node/w" lines. */
+static void delivered(struct hook *h, struct tpf_buf *out)
+{
+	for (int i = 0; i < h->n; i++) {
+		json_t *j = json_loads(h->bodies[i], 0, NULL);
+		json_t *w = json_object_get(j, "worker");
+		const char *node = json_string_value(json_object_get(j, "node"));
+		tpf_buf_addf(out, "%s %s", json_string_value(json_object_get(j, "event")),
+			     node ? node : "-");
+		if (json_is_integer(w))
+			tpf_buf_addf(out, "/%d", (int)json_integer_value(w));
+		tpf_buf_addch(out, '\n');
+		json_decref(j);
+	}
+}
+
+static void test_watch_hooks__notifications(void)
+{
+	struct hook h;
+	hook_start(&h);
+	struct tpf_watch_opts o = { .interval = 1 };
+	struct tpf_watch_hooks *hk = tpf_watch_hooks_new(&o);
+	CHECK(hk != NULL && o.on_event != NULL);
+	struct tpf_session s;
+	session(&s, h.url);
+	fact(&s, "f-a-0", 0, "exited", 0);
+	fact(&s, "f-a-0", 1, "exited", 2);
+	tpf_watch_hooks_seen(hk, &s, 1, tpf_now_mono());
+	/* The same reports again: nothing new. Not probed: facts are not read. */
+	tpf_watch_hooks_seen(hk, &s, 1, tpf_now_mono());
+	tpf_watch_hooks_seen(hk, &s, 0, tpf_now_mono());
+
+	/* The lost node's replacement: detected, deleted (twice: one event),
+	 * created. A restart in flight hides its node's reports. */
+	struct tpf_plan p;
+	memset(&p, 0, sizeof(p));
+	struct tpf_action *a = tpf_plan_add(&p, TPF_ACT_REPLACE, "f-b-0");
+	a->reason_code = xstrdup("preempted");
+	a->reason = xstrdup("the node is preempted");
+	a = tpf_plan_add(&p, TPF_ACT_RESTART, "f-a-0");
+	a->reason_code = xstrdup("session");
+	struct tpf_watch_event ev = { .kind = TPF_WATCH_ACTIONS, .plan = &p };
+	emit(&o, &ev);
+	apply(&o, TPF_EV_START, "f-b-0", "delete");
+	apply(&o, TPF_EV_START, "f-b-0", "delete");
+	apply(&o, TPF_EV_COMPLETE, "f-b-0", "delete");
+	apply(&o, TPF_EV_START, "f-b-0", "create");
+	apply(&o, TPF_EV_COMPLETE, "f-b-0", "create");
+	s.state.nodes[0].workers[1].restarts = 2; /* the restart counted a new try */
+	free(s.facts.items[1].session);
+	s.facts.items[1].session = xstrdup("dead"); /* seen between two tries */
+	tpf_watch_hooks_seen(hk, &s, 1, tpf_now_mono());
+	double before = tpf_now_mono();
+	tpf_sleep(0.01);
+	apply(&o, TPF_EV_COMPLETE, "f-a-0", "restart");
+	/* The new try of worker 1 exits 0: the node is complete. A round whose
+	 * refresh began before the restart ended does not say so yet. */
+	free(s.facts.items[1].session);
+	s.facts.items[1].session = xstrdup("exited");
+	s.facts.items[1].exit_code = 0;
+	tpf_watch_hooks_seen(hk, &s, 1, before);
+	tpf_sleep(0.01);
+	tpf_watch_hooks_seen(hk, &s, 1, tpf_now_mono());
+	tpf_watch_hooks_seen(hk, &s, 1, tpf_now_mono());
+	tpf_plan_release(&p);
+
+	tpf_watch_hooks_free(hk);
+	CHECK(o.on_event == NULL);
+	struct tpf_buf got = TPF_BUF_INIT;
+	delivered(&h, &got);
+	CHECK_STR(got.buf, "quota_deferred -\n"
+			   "job_succeeded f-a-0/0\n"
+			   "job_failed f-a-0/1\n"
+			   "restarts_exhausted f-a-0/1\n"
+			   "preempted f-b-0\n"
+			   "replaced f-b-0\n"
+			   "job_succeeded f-a-0/1\n"
+			   "completed f-a-0\n");
+	for (int i = 0; i < h.n; i++)
+		CHECKF(!strstr(h.bodies[i], "SECRET"), "no secret: %s", h.bodies[i]);
+	CHECK(h.n > 2 && strstr(h.bodies[2], "\"last_log\":\"boom with ***\""));
+	tpf_buf_release(&got);
+	session_release(&s);
+	hook_stop(&h);
+}
+
+int main(void)
+{
+	RUN(test_watch_hooks__notifications);
+	return unit_done();
+}
