@@ -9,6 +9,7 @@
 #include "providers/gcp/gcp.h"
 #include "providers/provider.h"
 #include "tests/unit/unit.h"
+#include "util/fs.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -104,11 +105,22 @@ static void test_apply_gcp__interrupted_waits(void)
 	f.gcp.project = PROJECT;
 	f.gcp.endpoint = base;
 	f.ssh.port = 22;
+	/* Creates carry the user's key in ssh-keys metadata: give it one. */
+	f.ssh.user = "tpu";
+	char *key = xasprintf("%s/id_test", tmpdir), *pub = xasprintf("%s.pub", key);
+	static const char pubkey[] = "ssh-ed25519 "
+				     "AAAAC3NzaC1lZDI1NTE5AAAAIGnVhWh0HUkf2CYnw8WyWHNHhK4Ifl3VnTKTimH1YbpD t\n";
+	struct tpf_diags kd = TPF_DIAGS_INIT;
+	tpf_write_file_atomic(pub, pubkey, strlen(pubkey), 0644, &kd);
+	tpf_diags_release(&kd);
+	free(pub);
+	f.ssh.private_key = key;
 	struct tpf_diags d = TPF_DIAGS_INIT;
 	struct tpf_provider *p = NULL;
 	CHECK_INT(tpf_gcp_provider_open(&p, &f, &d), 0);
 	if (!p) {
 		tpf_diags_release(&d);
+		free(key);
 		return;
 	}
 	volatile int flag = 0;
@@ -151,6 +163,7 @@ static void test_apply_gcp__interrupted_waits(void)
 	tpf_recipe_release(&r);
 	tpf_diags_release(&d);
 	tpf_provider_free(p);
+	free(key);
 }
 
 int main(void)
