@@ -165,8 +165,17 @@ static int show_plan(struct tpf_cmd_ctx *ctx, const char *path)
 {
 	struct tpf_plan p;
 	int code = TPF_EXIT_ERROR;
-	if (tpf_saved_plan_read(&p, path, ctx->d))
+	if (tpf_saved_plan_read(&p, path, ctx->d)) {
+		size_t n = strlen(path);
+		struct tpf_diag *last = ctx->d->n ? &ctx->d->items[ctx->d->n - 1] : NULL;
+		if (last && !last->detail && ((n > 5 && !strcmp(path + n - 5, ".yaml")) ||
+					      (n > 4 && !strcmp(path + n - 4, ".yml"))))
+			last->detail = xasprintf("'tpuform show' takes a saved plan (from 'tpuform plan "
+						 "-out=FILE'). To name the fleet file, use -f FILE: "
+						 "tpuform show -f %s",
+						 path);
 		goto done;
+	}
 	if (ctx->o.json) {
 		json_t *doc = tpf_plan_show_json(&p);
 		char *text = json_dumps(doc, JSON_INDENT(2));

@@ -23,6 +23,7 @@ YAML
 state_nodes() { tpuform state list -f fleet.yaml | tr '\n' ' '; }
 state_field() { jq -r --arg n "$1" ".nodes[] | select(.name == \$n) | .$2" tpuform.state.json; }
 node_id() { jq -r .id "nodes/nodes/$1/node.json"; }
+# shellcheck disable=SC2317 # called through wait_for
 log_has() { tpuform logs -f fleet.yaml "$1" 2>/dev/null | grep -q "$2"; }
 
 # ---- -target ----------------------------------------------------------------
@@ -143,7 +144,12 @@ like "a normal plan creates it again" "$(tpuform plan -f fleet.yaml 2>&1)" "# tg
 ok "state rm tg-b-0 (it keeps its labels)" tpuform state rm -f fleet.yaml tg-b-0
 out=$(tpuform plan -f fleet.yaml -refresh-only 2>&1)
 like "a labelled node missing from state is found" "$out" "# tg-b-0 has been found"
-ok "apply -refresh-only records it" tpuform apply -f fleet.yaml -refresh-only -auto-approve
+ok "plan -refresh-only -out saves it" tpuform plan -f fleet.yaml -refresh-only -out=ro.plan
+is "show -json: a refresh-only plan, its drift" \
+	"$(tpuform show -f fleet.yaml -json ro.plan | jq -c '[.plan_mode, [.resource_drift[] | [.address, .change.actions]], (.resource_changes | length)]')" \
+	'["refresh-only",[["tg-b-0",["create"]]],0]'
+ok "applying the saved refresh-only plan records it" tpuform apply -f fleet.yaml ro.plan
+like "and changes no node" "$(cat last.out)" "Apply complete! Resources: 0 added, 0 changed, 0 destroyed\."
 is "it is in state again" "$(state_nodes)" "tg-a-0 tg-b-0 "
 is "with its live id" "$(state_field tg-b-0 id)" "$(node_id tg-b-0)"
 is "its group and index" "$(state_field tg-b-0 group)/$(state_field tg-b-0 index)" "b/0"
@@ -199,8 +205,8 @@ ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
 is "nothing left" "$(dir_names nodes/nodes)" ""
 
 # ---- import on gcp: the emulator ------------------------------------------------
-. "$TOP/tests/e2e/fakegcp.sh"
 TPF_ROOT=$TOP
+. "$TOP/tests/e2e/fakegcp.sh"
 if fakegcp_start --project test-project --op-seconds 0.1; then
 	trap 'fakegcp_stop >/dev/null 2>&1' EXIT
 	export TPUFORM_ACCESS_TOKEN=test-token TPUFORM_GCP_POLL_MIN=0.05 TPUFORM_GCP_POLL_MAX=0.2
