@@ -6,14 +6,41 @@
 #include <string.h>
 
 static struct {
-	int auto_approve, input;
-} apply_o = { 0, 1 };
+	int auto_approve, input, refresh_only;
+	struct tpf_flag_list targets, replace;
+} apply_o = { .input = 1 };
 
 static const struct tpf_flag apply_flags[] = {
 	TPF_BOOL("auto-approve", &apply_o.auto_approve, "skip the approval prompt"),
 	TPF_BOOL("input", &apply_o.input, "ask for input (false: fail instead of prompting)"),
+	TPF_LIST("target", "NODE", &apply_o.targets, "apply only to NODE (a node or a group)"),
+	TPF_LIST("replace", "NODE", &apply_o.replace, "replace NODE though nothing forces it"),
+	TPF_BOOL("refresh-only", &apply_o.refresh_only,
+		 "only bring the state in line with the live nodes; change no node"),
 	TPF_FLAGS_END,
 };
+
+/* Plan as the flags say, show it, and say when it was targeted. */
+static int make_plan(struct tpf_cmd_ctx *ctx, struct tpf_plan *p)
+{
+	struct tpf_session *s = &ctx->s;
+	struct tpf_plan_mode m = tpf_cmd_plan_mode(0, apply_o.refresh_only, &apply_o.targets,
+						   &apply_o.replace);
+	if (tpf_plan_mode_check(&m, ctx->o.refresh, &s->d))
+		return TPF_ERROR;
+	s->o.no_source |= m.refresh_only;
+	if (tpf_session_refresh(s, !m.refresh_only) || tpf_session_plan_mode(s, &m, p))
+		return TPF_ERROR;
+	if (!ctx->o.json)
+		tpf_ui_say("\n");
+	tpf_ui_plan(p);
+	if (p->ntargets) {
+		/* Before the prompt, as Terraform. */
+		tpf_cmd_warn_targeting(ctx);
+		tpf_cmd_print_diags(ctx);
+	}
+	return 0;
+}
 
 /* Nothing to do: Terraform still closes with "Apply complete!". */
 static void say_nothing_to_do(void)
@@ -37,15 +64,13 @@ static int run_apply(struct tpf_cmd_ctx *ctx)
 	int code = TPF_EXIT_ERROR;
 	if (planfile) {
 		/* A saved plan is applied as planned, without a prompt. */
-		if (tpf_session_load_plan(s, planfile, &p))
+		struct tpf_plan_mode m = tpf_cmd_plan_mode(0, apply_o.refresh_only,
+							   &apply_o.targets, &apply_o.replace);
+		if (tpf_cmd_refuse_with_planfile(ctx, &m) || tpf_session_load_plan(s, planfile, &p))
 			goto done;
 		auto_approve = 1;
-	} else {
-		if (tpf_session_refresh(s, 1) || tpf_session_plan(s, 0, &p))
-			goto done;
-		if (!ctx->o.json)
-			tpf_ui_say("\n");
-		tpf_ui_plan(&p);
+	} else if (make_plan(ctx, &p)) {
+		goto done;
 	}
 	if (!tpf_plan_has_changes(&p)) {
 		say_nothing_to_do();
@@ -68,7 +93,9 @@ const struct tpf_cmd tpf_cmd_apply = {
 	.description = "  Create, replace and delete nodes so that the fleet matches its file, then\n"
 		       "  provision every worker. Without PLANFILE a plan is made and shown first\n"
 		       "  and applied only after you answer 'yes'. With PLANFILE (from 'tpuform plan\n"
-		       "  -out=FILE') exactly that plan is applied, without a prompt.\n",
+		       "  -out=FILE') exactly that plan is applied, without a prompt.\n"
+		       "  -target, -replace and -refresh-only plan as 'tpuform plan' does with\n"
+		       "  them; -refresh-only then writes the state alone.\n",
 	.footer = "The first interrupt (Ctrl-C) starts nothing new and records what is in\n"
 		  "flight; a second one exits at once. An apply that fails or is interrupted\n"
 		  "exits 1 and says what was and was not done.\n",

@@ -14,8 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Terraform's approval prompt. 0: approved; else an error is in s->d. */
-static int approve(struct tpf_session *s, int destroy)
+/* Terraform's approval prompt (for a refresh-only plan, its question
+ * about the state). 0: approved; else an error is in s->d. */
+static int approve(struct tpf_session *s, int destroy, int refresh_only)
 {
 	if (tpf_ui.json)
 		return tpf_error(&s->d, "Plan file or auto-approve required");
@@ -25,7 +26,12 @@ static int approve(struct tpf_session *s, int destroy)
 				  "run tpuform from a terminal.",
 				  "%s needs approval, but standard input is not a terminal",
 				  destroy ? "destroy" : "apply");
-	int yes = destroy
+	int yes = refresh_only
+		? tpf_ui_confirm("Would you like to update the tpuform state to reflect these "
+				 "detected changes?",
+				 "tpuform will write these changes to the state without modifying any "
+				 "real infrastructure.")
+		: destroy
 		? tpf_ui_confirm("Do you really want to destroy all resources?",
 				 "tpuform will destroy all your managed infrastructure, as shown above.\n"
 				 "  There is no undo.")
@@ -95,11 +101,16 @@ int tpf_run_apply(struct tpf_cmd_ctx *ctx, struct tpf_plan *p, int auto_approve,
 	};
 	if (tpf_session_apply_env(s, &opts))
 		return TPF_EXIT_ERROR;
-	if (!auto_approve && approve(s, destroy))
+	if (!auto_approve && approve(s, destroy, p->refresh_only))
 		return TPF_EXIT_ERROR;
 	struct tpf_apply_result res;
-	tpf_session_apply(s, p, &opts, &res);
+	if (p->refresh_only)
+		tpf_session_apply_refresh_only(s, p, &res); /* the state alone */
+	else
+		tpf_session_apply(s, p, &opts, &res);
 	tpf_ui_recap(&res.recap);
+	if (p->ntargets)
+		tpf_cmd_warn_incomplete(ctx);
 	int interrupted = tpf_interrupted != 0;
 	int ok = !res.failed_actions && !res.not_started && !tpf_diags_errors(&s->d) &&
 		 !interrupted;

@@ -75,6 +75,14 @@ static int set_value(const char *cmd, const struct tpf_flag *f, const char *v, s
 		if (tpf_parse_duration(v, (double *)f->target) < 0)
 			return bad_value(cmd, f, v, "expected a duration such as 30s, 5m or 1h", d);
 		return 0;
+	case TPF_FLAG_LIST: {
+		if (!*v)
+			return bad_value(cmd, f, v, "expected a name", d);
+		struct tpf_flag_list *l = f->target;
+		l->items = xrealloc(l->items, (l->n + 1) * sizeof(*l->items));
+		l->items[l->n++] = v;
+		return 0;
+	}
 	}
 	return TPF_ERROR;
 }
@@ -131,6 +139,13 @@ int tpf_parse_flags(const char *cmd, int argc, char **argv, const struct tpf_fla
 	return 0;
 }
 
+void tpf_flag_list_release(struct tpf_flag_list *l)
+{
+	free(l->items);
+	l->items = NULL;
+	l->n = 0;
+}
+
 void tpf_parsed_release(struct tpf_parsed *p)
 {
 	free(p->args);
@@ -158,6 +173,9 @@ static void describe_default(const struct tpf_flag *f, char *buf, size_t len)
 		snprintf(buf, len, " (%d to %d%s%s)", f->min, f->max, *def ? "; " : "", def);
 		return;
 	}
+	case TPF_FLAG_LIST:
+		snprintf(def, sizeof(def), "repeatable");
+		break;
 	case TPF_FLAG_DURATION: {
 		double s = *(const double *)f->target;
 		long whole = (long)s;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include "engine/apply.h"
 #include "engine/session.h"
+#include "engine/targeted.h"
 #include "config/config.h"
 #include "plan/plan.h"
 #include "providers/provider.h"
@@ -33,13 +34,24 @@
 
 /* ---- flags (cmd/args.c) -------------------------------------------------- */
 
-enum tpf_flag_type { TPF_FLAG_BOOL, TPF_FLAG_STRING, TPF_FLAG_INT, TPF_FLAG_DURATION };
+enum tpf_flag_type { TPF_FLAG_BOOL, TPF_FLAG_STRING, TPF_FLAG_INT, TPF_FLAG_DURATION, TPF_FLAG_LIST };
+
+/* A repeatable string flag's values, in the order given (Terraform's
+ * -target=A -target=B). items point into argv; the array is the list's
+ * own, freed by tpf_flag_list_release (the dispatcher does it after the
+ * command ran). */
+struct tpf_flag_list {
+	const char **items;
+	size_t n;
+};
+void tpf_flag_list_release(struct tpf_flag_list *l);
 
 struct tpf_flag {
 	const char *name;       /* without dashes: "auto-approve" */
 	const char *alias;      /* another accepted name ("f" for "file"), may be NULL */
 	enum tpf_flag_type type;
-	void *target;           /* int* (bool, int), const char** (string), double* (seconds) */
+	void *target;           /* int* (bool, int), const char** (string), double* (seconds),
+				 * struct tpf_flag_list* (list) */
 	const char *help;       /* one line; NULL hides the flag from help */
 	const char *value;      /* the value's name in help ("FILE"); NULL: by type */
 	int min, max;           /* TPF_FLAG_INT: the accepted range, inclusive */
@@ -52,6 +64,8 @@ struct tpf_flag {
 #define TPF_INT(n, lo, hi, t, h) \
 	{ .name = (n), .type = TPF_FLAG_INT, .target = (t), .help = (h), .min = (lo), .max = (hi) }
 #define TPF_DUR(n, t, h) { .name = (n), .type = TPF_FLAG_DURATION, .target = (t), .help = (h) }
+#define TPF_LIST(n, v, t, h) \
+	{ .name = (n), .type = TPF_FLAG_LIST, .target = (t), .help = (h), .value = (v) }
 #define TPF_FLAGS_END { .name = NULL }
 
 /* What parsing found besides flags: positional arguments before "--"
@@ -153,7 +167,7 @@ struct tpf_cmd_ctx {
 /* The commands, one file each (cmd/NAME.c). */
 extern const struct tpf_cmd tpf_cmd_validate, tpf_cmd_plan, tpf_cmd_apply, tpf_cmd_destroy,
 	tpf_cmd_watch, tpf_cmd_show, tpf_cmd_logs, tpf_cmd_exec, tpf_cmd_ssh, tpf_cmd_state,
-	tpf_cmd_local, tpf_cmd_version, tpf_cmd_help;
+	tpf_cmd_import, tpf_cmd_local, tpf_cmd_version, tpf_cmd_help;
 
 /* Every top-level command, in help order, NULL-ended (cmd/commands.c). */
 extern const struct tpf_cmd *const tpf_commands[];
@@ -245,5 +259,21 @@ int tpf_cmd_check_worker(const struct tpf_state_node *sn, int worker, struct tpf
  * and was not done. Returns an exit code (1 after any failure or an
  * interrupt, as Terraform); diagnostics are printed before the last line. */
 int tpf_run_apply(struct tpf_cmd_ctx *ctx, struct tpf_plan *p, int auto_approve, int destroy);
+
+/* ---- the targeted operations (cmd/targeting.c) ------------------------------- */
+
+/* The plan mode of a command's flags (lists may be NULL; borrowed). */
+struct tpf_plan_mode tpf_cmd_plan_mode(int destroy, int refresh_only,
+				       const struct tpf_flag_list *targets,
+				       const struct tpf_flag_list *replace);
+/* Terraform's "Resource targeting is in effect" warning, into ctx->d:
+ * after a plan made with -target. */
+void tpf_cmd_warn_targeting(struct tpf_cmd_ctx *ctx);
+/* Terraform's "Applied changes may be incomplete" warning, into ctx->d:
+ * after applying a plan made with -target. */
+void tpf_cmd_warn_incomplete(struct tpf_cmd_ctx *ctx);
+/* apply PLANFILE with planning options: TPF_ERROR with a diagnostic
+ * (Terraform ignores them silently; a saved plan is applied as planned). */
+int tpf_cmd_refuse_with_planfile(struct tpf_cmd_ctx *ctx, const struct tpf_plan_mode *m);
 
 #endif

@@ -166,6 +166,9 @@ static int run_command(const struct tpf_cmd *c, const char *path, int argc, char
 		code = TPF_EXIT_ERROR;
 	tpf_session_close(&ctx.s);
 	tpf_parsed_release(&parsed);
+	for (const struct tpf_flag *f = flags; f->name; f++)
+		if (f->type == TPF_FLAG_LIST)
+			tpf_flag_list_release(f->target);
 	free(flags);
 	return code;
 }

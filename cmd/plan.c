@@ -8,14 +8,19 @@
 #include <string.h>
 
 static struct {
-	int detailed, destroy;
+	int detailed, destroy, refresh_only;
 	const char *out;
+	struct tpf_flag_list targets, replace;
 } plan_o;
 
 static const struct tpf_flag plan_flags[] = {
 	TPF_BOOL("detailed-exitcode", &plan_o.detailed, "exit 2 with changes, 3 with none but not as declared"),
 	TPF_STR("out", "FILE", &plan_o.out, "save the plan to FILE for 'tpuform apply FILE'"),
 	TPF_BOOL("destroy", &plan_o.destroy, "plan to destroy everything the fleet owns"),
+	TPF_LIST("target", "NODE", &plan_o.targets, "plan only for NODE (a node or a group)"),
+	TPF_LIST("replace", "NODE", &plan_o.replace, "replace NODE though nothing forces it"),
+	TPF_BOOL("refresh-only", &plan_o.refresh_only,
+		 "only bring the state in line with the live nodes; change no node"),
 	TPF_FLAGS_END,
 };
 
@@ -25,11 +30,22 @@ static int run_plan(struct tpf_cmd_ctx *ctx)
 	struct tpf_plan p;
 	memset(&p, 0, sizeof(p));
 	int code = TPF_EXIT_ERROR;
-	if (tpf_session_refresh(s, 1) || tpf_session_plan(s, plan_o.destroy, &p))
+	struct tpf_plan_mode m = tpf_cmd_plan_mode(plan_o.destroy, plan_o.refresh_only,
+						   &plan_o.targets, &plan_o.replace);
+	if (tpf_plan_mode_check(&m, ctx->o.refresh, &s->d))
+		goto done;
+	/* Recording what is live needs neither the source nor the secrets. */
+	s->o.no_source |= m.refresh_only;
+	if (tpf_session_refresh(s, !m.refresh_only) || tpf_session_plan_mode(s, &m, &p))
 		goto done;
 	if (!ctx->o.json)
 		tpf_ui_say("\n");
 	tpf_ui_plan(&p);
+	if (p.ntargets) {
+		/* Right after the plan, before what to run next, as Terraform. */
+		tpf_cmd_warn_targeting(ctx);
+		tpf_cmd_print_diags(ctx);
+	}
 	if (plan_o.out) {
 		if (tpf_saved_plan_write(&p, plan_o.out, &s->d))
 			goto done;
@@ -53,7 +69,11 @@ const struct tpf_cmd tpf_cmd_plan = {
 	.name = "plan",
 	.summary = "Show what apply would change",
 	.description = "  Refresh the fleet's nodes from the provider, compare them with the fleet\n"
-		       "  file and the state, and show what apply would change. Changes nothing.\n",
+		       "  file and the state, and show what apply would change. Changes nothing.\n"
+		       "  -target plans only for the nodes named (a group name names all its\n"
+		       "  nodes), -replace replaces nodes though nothing forces it, and\n"
+		       "  -refresh-only plans only the state updates that bring the state in line\n"
+		       "  with the live nodes, as Terraform's options of the same names.\n",
 	.footer = "Exit codes: 0 success, 1 error; with -detailed-exitcode 0 no changes,\n"
 		  "1 error, 2 success with changes, 3 no changes but the fleet is not as\n"
 		  "declared (restarts used up, waiting for quota or a queued resource).\n",

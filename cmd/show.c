@@ -6,6 +6,8 @@
 #include "cmd/cmd.h"
 #include "engine/provision.h"
 #include "engine/refresh.h"
+#include "engine/saved_plan.h"
+#include "plan/plan_json.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -157,10 +159,54 @@ static void print_document(const struct tpf_session *s, json_t *jnodes, json_t *
 	json_decref(root);
 }
 
+/* show PLANFILE: a saved plan, as it was planned (Terraform's `show
+ * PLANFILE`); with -json, as Terraform's plan JSON (plan/plan_json.h). */
+static int show_plan(struct tpf_cmd_ctx *ctx, const char *path)
+{
+	struct tpf_plan p;
+	int code = TPF_EXIT_ERROR;
+	if (tpf_saved_plan_read(&p, path, ctx->d)) {
+		size_t n = strlen(path);
+		struct tpf_diag *last = ctx->d->n ? &ctx->d->items[ctx->d->n - 1] : NULL;
+		if (last && !last->detail && ((n > 5 && !strcmp(path + n - 5, ".yaml")) ||
+					      (n > 4 && !strcmp(path + n - 4, ".yml"))))
+			last->detail = xasprintf("'tpuform show' takes a saved plan (from 'tpuform plan "
+						 "-out=FILE'). To name the fleet file, use -f FILE: "
+						 "tpuform show -f %s",
+						 path);
+		goto done;
+	}
+	if (ctx->o.json) {
+		json_t *doc = tpf_plan_show_json(&p);
+		char *text = json_dumps(doc, JSON_INDENT(2));
+		printf("%s\n", text);
+		free(text);
+		json_decref(doc);
+	} else {
+		struct tpf_buf b = TPF_BUF_INIT;
+		tpf_plan_render_human(&p, tpf_ui.color, &b);
+		printf("%s", b.buf);
+		tpf_buf_release(&b);
+		for (size_t i = 0; i < p.ntargets; i++)
+			printf("%s%s", i ? ", " : "\nPlanned with -target: ", p.targets[i]);
+		printf("%s", p.ntargets ? "\n" : "");
+	}
+	code = TPF_EXIT_OK;
+done:
+	tpf_plan_release(&p);
+	return code;
+}
+
 static int run_show(struct tpf_cmd_ctx *ctx)
 {
 	struct tpf_session *s = &ctx->s;
 	int json = ctx->o.json;
+	if (ctx->nargs)
+		return show_plan(ctx, ctx->args[0]);
+	/* Opened here, not by the dispatcher: showing a saved plan needs no
+	 * provider (nor its credentials). */
+	if (tpf_provider_open(&s->prov, &s->fleet, &s->d))
+		return TPF_EXIT_ERROR;
 	if (ctx->o.refresh &&
 	    (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d) ||
 	     tpf_probe_sessions(s->prov, &s->state, &s->live, ctx->o.parallelism, &s->facts, &s->d)))
@@ -188,10 +234,15 @@ const struct tpf_cmd tpf_cmd_show = {
 	.name = "show",
 	.summary = "Show nodes, workers, commits and job status",
 	.description = "  List the fleet's nodes and, per worker, whether it is reachable, its\n"
-		       "  session, its job's exit status, restarts and last log line.\n",
+		       "  session, its job's exit status, restarts and last log line. With\n"
+		       "  PLANFILE (from 'tpuform plan -out=FILE'), show that saved plan instead;\n"
+		       "  with -json as Terraform's 'show -json' prints a plan (format_version,\n"
+		       "  resource_changes with their actions).\n",
 	.flags = NULL,
-	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_PROVIDER | TPF_CMD_JSON |
-		 TPF_CMD_REFRESH | TPF_CMD_PARALLELISM,
+	.max_args = 1,
+	.args_name = "[PLANFILE]",
+	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_JSON | TPF_CMD_REFRESH |
+		 TPF_CMD_PARALLELISM,
 	.signals = TPF_SIG_STOP,
 	.run = run_show,
 };

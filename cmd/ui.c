@@ -310,6 +310,11 @@ void tpf_ui_plan(const struct tpf_plan *p)
 		const char *action = tpf_action_name(a->kind);
 		char msg[600];
 		snprintf(msg, sizeof(msg), "%s: Plan to %s", a->node, action);
+		if (p->refresh_only) {
+			/* Terraform's resource_drift: what changed outside it. */
+			action = a->kind == TPF_ACT_FORGET ? "delete" : a->adopt ? "create" : "update";
+			snprintf(msg, sizeof(msg), "%s: Drift detected (%s)", a->node, action);
+		}
 		json_t *change = json_pack("{s:{s:s,s:s,s:s,s:s},s:s}", "resource", "addr", a->node,
 					   "resource_type", "node", "resource_name", a->node,
 					   "implied_provider", p->fleet ? "tpuform" : "tpuform",
@@ -324,7 +329,8 @@ void tpf_ui_plan(const struct tpf_plan *p)
 				json_array_append_new(w, json_integer(a->workers[k]));
 			json_object_set_new(change, "workers", w);
 		}
-		tpf_ui_json("info", "planned_change", msg, json_pack("{s:o}", "change", change));
+		tpf_ui_json("info", p->refresh_only ? "resource_drift" : "planned_change", msg,
+			    json_pack("{s:o}", "change", change));
 	}
 	for (size_t i = 0; i < p->nunconverged; i++) {
 		const struct tpf_unconverged *u = &p->unconverged[i];

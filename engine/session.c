@@ -170,7 +170,7 @@ int tpf_session_load_plan(struct tpf_session *s, const char *path, struct tpf_pl
 		return tpf_error(&s->d, "saved plan '%s' is for fleet '%s', not '%s'", path, p->fleet,
 				 s->fleet.name);
 	/* A saved plan that provisions workers renders their scripts. */
-	if (!p->destroy && !s->fleet.secrets_resolved &&
+	if (!p->destroy && !p->refresh_only && !s->fleet.secrets_resolved &&
 	    tpf_fleet_resolve_secrets(&s->fleet, &s->d))
 		return TPF_ERROR;
 	return tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d);

@@ -61,6 +61,9 @@ void tpf_plan_release(struct tpf_plan *p)
 	free(p->lineage);
 	free(p->commit);
 	free(p->fleet_sha256);
+	for (size_t i = 0; i < p->ntargets; i++)
+		free(p->targets[i]);
+	free(p->targets);
 	tpf_plan_unconverged_release(p);
 	memset(p, 0, sizeof(*p));
 }
@@ -728,10 +731,15 @@ int tpf_diff(struct tpf_plan *out, const struct tpf_diff_input *in, struct tpf_d
 			set_reason(a, "orphan", "destroy was requested (found by its tpuform labels)");
 	}
 
-	if (out->n > 1)
-		qsort(out->actions, out->n, sizeof(out->actions[0]), cmp_actions);
+	tpf_plan_sort(out);
 	tpf_plan_recount(out);
 	return 0;
+}
+
+void tpf_plan_sort(struct tpf_plan *p)
+{
+	if (p->n > 1)
+		qsort(p->actions, p->n, sizeof(p->actions[0]), cmp_actions);
 }
 
 void tpf_plan_recount(struct tpf_plan *out)

@@ -185,6 +185,9 @@ struct tpf_plan {
 	char *commit;        /* pinned commit, may be NULL */
 	char *fleet_sha256;  /* of the fleet file's bytes, for saved plans */
 	int destroy;         /* a destroy plan */
+	int refresh_only;    /* state updates only, no node is touched (plan/refresh_only.h) */
+	char **targets;      /* -target: only these nodes were planned (plan/target.h); owned */
+	size_t ntargets;
 	struct tpf_action *actions;
 	size_t n, alloc;
 	size_t add, change, destroyed; /* Terraform's summary counts */
@@ -262,7 +265,8 @@ void tpf_plan_render_human(const struct tpf_plan *p, int color, struct tpf_buf *
  * The plan's closing sentence, which pipelines match:
  *   changes:            "Plan: A to add, C to change, D to destroy."
  *   none, as declared:  "No changes. Your infrastructure matches the configuration."
- *                       ("No changes. No objects need to be destroyed." for -destroy)
+ *                       ("No changes. No objects need to be destroyed." for -destroy,
+ *                       "... still matches the configuration." for -refresh-only)
  *   none, not as declared: "No changes can be made now, but the fleet is not as
  *                       declared: see above."
  * The first two are Terraform's own wording.

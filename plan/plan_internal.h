@@ -21,6 +21,11 @@ void tpf_action_change(struct tpf_action *a, const char *field, const char *befo
 char *tpf_job_verdict_reason(const struct tpf_fleet *f, const struct tpf_session_fact *sf,
 			     const struct tpf_state_worker *sw, enum tpf_job_verdict v);
 
+/* Sort the actions as tpf_diff does: deletes first (they free quota), then
+ * forgets, replaces, creates, waits, updates, restarts; by node name
+ * within each kind. */
+void tpf_plan_sort(struct tpf_plan *p);
+
 /* Free the plan's entries of what is not as declared (tpf_plan_release does). */
 void tpf_plan_unconverged_release(struct tpf_plan *p);
 

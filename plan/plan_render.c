@@ -5,6 +5,7 @@
  * value)", and the summary line whose exact wording pipelines depend on.
  */
 #include "plan/plan.h"
+#include "plan/refresh_only.h"
 #include "util/xalloc.h"
 
 #include <string.h>
@@ -71,6 +72,8 @@ static const char *header_text(const struct tpf_action *a)
 	case TPF_ACT_CREATE: return "will be created";
 	case TPF_ACT_DELETE: return "will be destroyed";
 	case TPF_ACT_REPLACE:
+		if (a->reason_code && !strcmp(a->reason_code, "replace_by_request"))
+			return "will be replaced, as requested"; /* -replace (plan/target.h) */
 		return a->reason_code && !strcmp(a->reason_code, "tainted")
 			       ? "is tainted, so must be replaced"
 			       : "must be replaced";
@@ -108,6 +111,8 @@ static void render_action(const struct tpf_action *a, const struct style *s, str
 		if (strlen(a->changes[i].field) > width)
 			width = strlen(a->changes[i].field);
 	int show_id = a->id && a->kind != TPF_ACT_CREATE && a->kind != TPF_ACT_DELETE;
+	for (size_t i = 0; i < a->nchanges; i++)
+		show_id &= strcmp(a->changes[i].field, "id") != 0; /* "~ id = ... -> ..." says it */
 	int show_zone = a->kind == TPF_ACT_DELETE;
 	if (show_id && width < 2)
 		width = 2;
@@ -158,6 +163,8 @@ void tpf_plan_closing(const struct tpf_plan *p, struct tpf_buf *out)
 	else if (p->nunconverged)
 		tpf_buf_adds(out, "No changes can be made now, but the fleet is not as declared: "
 				  "see above.");
+	else if (p->refresh_only)
+		tpf_buf_adds(out, "No changes. Your infrastructure still matches the configuration.");
 	else
 		tpf_buf_adds(out, p->destroy ? "No changes. No objects need to be destroyed."
 					     : "No changes. Your infrastructure matches the configuration.");
@@ -183,6 +190,10 @@ static void render_unconverged(const struct tpf_plan *p, const struct style *s,
 void tpf_plan_render_human(const struct tpf_plan *p, int color, struct tpf_buf *out)
 {
 	struct style s = { color };
+	if (p->refresh_only) {
+		tpf_plan_render_refresh_only(p, color, out);
+		return;
+	}
 	if (!tpf_plan_has_changes(p)) {
 		if (p->nunconverged) {
 			render_unconverged(p, &s, out);

@@ -74,6 +74,11 @@ json_t *tpf_plan_to_json(const struct tpf_plan *p)
 	set_str(o, "commit", p->commit);
 	set_str(o, "fleet_sha256", p->fleet_sha256);
 	json_object_set_new(o, "destroy", json_boolean(p->destroy));
+	json_object_set_new(o, "refresh_only", json_boolean(p->refresh_only));
+	json_t *targets = json_array();
+	for (size_t i = 0; i < p->ntargets; i++)
+		json_array_append_new(targets, json_string(p->targets[i]));
+	json_object_set_new(o, "targets", targets);
 	json_t *acts = json_array();
 	for (size_t i = 0; i < p->n; i++) {
 		const struct tpf_action *a = &p->actions[i];
@@ -168,9 +173,17 @@ int tpf_plan_from_json(struct tpf_plan *p, json_t *root, const char *what, struc
 	p->commit = xstrdup(jstr(root, "commit"));
 	p->fleet_sha256 = xstrdup(jstr(root, "fleet_sha256"));
 	p->destroy = json_is_true(json_object_get(root, "destroy"));
-	json_t *acts = json_object_get(root, "actions");
+	p->refresh_only = json_is_true(json_object_get(root, "refresh_only"));
 	size_t i;
 	json_t *j;
+	/* -target (plan/target.h); older plans have none. */
+	json_t *targets = json_object_get(root, "targets");
+	p->targets = xcalloc(json_array_size(targets) + 1, sizeof(char *));
+	json_array_foreach(targets, i, j) {
+		if (json_is_string(j))
+			p->targets[p->ntargets++] = xstrdup(json_string_value(j));
+	}
+	json_t *acts = json_object_get(root, "actions");
 	json_array_foreach(acts, i, j) {
 		enum tpf_action_kind kind;
 		if (kind_from(jstr(j, "kind"), &kind) < 0 || !jstr(j, "node")) {

@@ -61,6 +61,17 @@ struct tpf_provider_ops {
 	int (*set_labels)(struct tpf_provider *p, const char *zone, const char *name,
 			  const struct tpf_kvlist *labels, struct tpf_diags *d);
 
+	/*
+	 * Node `name` in `zone` as it is, whatever its labels, into *out
+	 * (released by the caller): nodes.get. For `tpuform import` only,
+	 * which names the one unlabelled node it may look at; nothing else
+	 * reads nodes without the fleet's label. Changes nothing.
+	 * TPF_ENOTFOUND, without a diagnostic, when there is no such node in
+	 * that zone. NULL: the provider cannot import.
+	 */
+	int (*get)(struct tpf_provider *p, const char *zone, const char *name,
+		   struct tpf_live_node *out, struct tpf_diags *d);
+
 	/* The transport that reaches this provider's workers (borrowed). */
 	struct tpf_transport *(*transport)(struct tpf_provider *p);
 

@@ -247,6 +247,12 @@ static int gcp_set_labels(struct tpf_provider *p, const char *zone, const char *
 	return tpf_gcp_patch_labels(client_of(p), zone, name, labels, d);
 }
 
+static int gcp_get(struct tpf_provider *p, const char *zone, const char *name,
+		   struct tpf_live_node *out, struct tpf_diags *d)
+{
+	return tpf_gcp_get_node(client_of(p), zone, name, out, d);
+}
+
 static struct tpf_transport *gcp_transport(struct tpf_provider *p)
 {
 	struct gcp_impl *g = p->impl;
@@ -281,6 +287,7 @@ static const struct tpf_provider_ops gcp_ops = {
 	.create = gcp_create,
 	.remove = gcp_remove,
 	.set_labels = gcp_set_labels,
+	.get = gcp_get,
 	.transport = gcp_transport,
 	.free = gcp_free,
 };

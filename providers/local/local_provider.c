@@ -473,6 +473,22 @@ done:
 	return err;
 }
 
+static int local_get(struct tpf_provider *p, const char *zone, const char *name,
+		     struct tpf_live_node *out, struct tpf_diags *d)
+{
+	struct tpf_local *l = impl_of(p);
+	if (!tpf_local_name_valid(name))
+		return bad_name(d, name);
+	struct tpf_local_node node = { 0 };
+	int rc = tpf_local_node_load(l->root, name, 1, &node, d);
+	if (rc == 0 && zone && strcmp(zone, node.recipe.zone))
+		rc = TPF_ENOTFOUND; /* a node by that name in another zone: 404 here */
+	if (rc == 0)
+		to_live(&node, out);
+	tpf_local_node_release(&node);
+	return rc;
+}
+
 static struct tpf_transport *local_transport(struct tpf_provider *p)
 {
 	return &impl_of(p)->transport;
@@ -495,6 +511,7 @@ static const struct tpf_provider_ops local_ops = {
 	.create = local_create,
 	.remove = local_remove,
 	.set_labels = local_set_labels,
+	.get = local_get,
 	.transport = local_transport,
 	.free = local_free,
 };
