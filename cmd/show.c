@@ -5,6 +5,7 @@
 #include "cmd/cmd.h"
 #include "engine/provision.h"
 #include "engine/refresh.h"
+#include "util/timeutil.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -86,7 +87,11 @@ int cmd_show(int argc, char **argv)
 	for (size_t i = 0; i < s.state.nnodes; i++) {
 		const struct tpf_state_node *sn = &s.state.nodes[i];
 		const struct tpf_live_node *ln = tpf_live_set_find(&s.live, sn->name);
-		const char *live_state = ln ? ln->state : o.refresh ? "MISSING" : "UNKNOWN";
+		/* completed, succeeded, failed: the plan's rules (plan/plan.h). */
+		const char *outcome = tpf_node_outcome(&s.fleet, sn, &s.facts, tpf_now_wall());
+		int completed = !strcmp(sn->status, TPF_NODE_COMPLETED);
+		const char *live_state = ln ? ln->state : completed ? "COMPLETED" : o.refresh ? "MISSING"
+												: "UNKNOWN";
 		/* "queued=WAITING_FOR_RESOURCES" or "queued=ACTIVE" beside the node's state */
 		char queued[64] = "";
 		if (ln && ln->queued_state)
@@ -96,11 +101,15 @@ int cmd_show(int argc, char **argv)
 			snprintf(commit, sizeof(commit), "%.12s", sn->job.commit);
 		json_t *jw = json_array();
 		if (!o.json) {
-			printf("%s%s%s  %s  %s  %s  %s  generation=%d  commit=%s  id=%s%s\n",
+			printf("%s%s%s  %s  %s  %s  %s  generation=%d  commit=%s  id=%s%s",
 			       tpf_ui.color ? "\033[1m" : "", sn->name, tpf_ui.color ? "\033[0m" : "",
 			       live_state, or_dash(sn->recipe.accelerator_type), or_dash(sn->recipe.zone),
 			       tpf_recipe_scheduling(&sn->recipe), sn->generation, commit, or_dash(sn->id),
 			       queued);
+			if (completed)
+				printf("  [completed: exit %d at %s]\n", sn->exit_code, or_dash(sn->completed_at));
+			else
+				printf("%s%s%s\n", outcome ? "  [" : "", outcome ? outcome : "", outcome ? "]" : "");
 			printf("    %-6s %-9s %-8s %-5s %-8s %s\n", "WORKER", "REACHABLE", "SESSION", "EXIT",
 			       "RESTARTS", "LAST LOG LINE");
 		}
@@ -114,13 +123,13 @@ int cmd_show(int argc, char **argv)
 			if (code_w >= 0)
 				snprintf(exitbuf, sizeof(exitbuf), "%d", code_w);
 			const char *last = sf ? sf->last_log : NULL;
-			/* Not as declared: the plan's own rule (plan/plan.h). */
-			int unconv = tpf_worker_unconverged(&s.fleet, sf, sw);
+			/* Not as declared, stalled, waiting: the plan's own rules (plan/plan.h). */
+			char *note = NULL;
+			int unconv = tpf_worker_note(&s.fleet, sn, (int)w, &s.facts, tpf_now_wall(), &note);
 			if (!o.json) {
 				printf("    w%-5zu %-9s %-8s %-5s %-8d %s%s%s%s\n", w, reach, session, exitbuf,
-				       sw->restarts, or_dash(last), unconv >= 0 ? "  [" : "",
-				       unconv >= 0 ? tpf_unconverged_mark(unconv) : "",
-				       unconv >= 0 ? "]" : "");
+				       sw->restarts, or_dash(last), note ? "  [" : "", note ? note : "",
+				       note ? "]" : "");
 			}
 			json_t *wj = json_pack("{s:i,s:s,s:i,s:s*,s:s*}", "index", (int)w, "session",
 					       session, "restarts", sw->restarts, "address", sw->address,
@@ -133,6 +142,9 @@ int cmd_show(int argc, char **argv)
 			if (unconv >= 0)
 				json_object_set_new(wj, "not_as_declared",
 						    json_string(tpf_unconverged_code(unconv)));
+			if (note)
+				json_object_set_new(wj, "note", json_string(note));
+			free(note);
 			json_array_append_new(jw, wj);
 		}
 		if (!o.json)
@@ -144,6 +156,10 @@ int cmd_show(int argc, char **argv)
 				       "zone", sn->recipe.zone, "commit", sn->job.commit, "workers", jw);
 		if (ln && ln->queued_state)
 			json_object_set_new(nj, "queued_state", json_string(ln->queued_state));
+		if (outcome)
+			json_object_set_new(nj, "outcome", json_string(outcome));
+		if (completed)
+			json_object_set_new(nj, "completed_at", json_string(or_dash(sn->completed_at)));
 		json_array_append_new(jnodes, nj);
 	}
 	/* Nodes that carry the fleet's labels but are not in state. */

@@ -151,7 +151,8 @@ int cmd_watch(int argc, char **argv)
 		.interrupted = &tpf_interrupted,
 		.on_event = on_watch_event,
 	};
-	int show_help = 0;
+	int show_help = 0, done = 0;
+	w.done = &done;
 	struct tpf_flag flags[] = {
 		TPF_COMMON_FLAGS(o),
 		{ "interval", NULL, TPF_FLAG_DURATION, &w.interval, "time between rounds (default 10s)" },
@@ -163,6 +164,8 @@ int cmd_watch(int argc, char **argv)
 		  "apply every change, not only healing ones" },
 		{ "parallelism", NULL, TPF_FLAG_INT, &o.parallelism, "concurrent operations (default 10)" },
 		{ "rounds", NULL, TPF_FLAG_INT, &w.max_rounds, "stop after N rounds (default: never)" },
+		{ "exit-when-done", NULL, TPF_FLAG_BOOL, &w.exit_when_done,
+		  "exit when every node completed (0) or completed or failed (1)" },
 		{ "help", "h", TPF_FLAG_BOOL, &show_help, "show this help" },
 		{ 0 },
 	};
@@ -187,5 +190,5 @@ int cmd_watch(int argc, char **argv)
 		tpf_ui_json_version();
 	w.file = o.file;
 	w.parallelism = o.parallelism;
-	return tpf_watch_run(&w) ? TPF_EXIT_ERROR : TPF_EXIT_OK;
+	return tpf_watch_run(&w) || done == 2 ? TPF_EXIT_ERROR : TPF_EXIT_OK;
 }

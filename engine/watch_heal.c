@@ -234,6 +234,14 @@ void tpf_healer_heal(struct tpf_healer *h, const struct tpf_session *s, struct t
 	pthread_mutex_unlock(&h->mu);
 }
 
+int tpf_healer_running(struct tpf_healer *h)
+{
+	pthread_mutex_lock(&h->mu);
+	int n = h->running;
+	pthread_mutex_unlock(&h->mu);
+	return n;
+}
+
 void tpf_healer_finish(struct tpf_healer *h)
 {
 	if (!h)

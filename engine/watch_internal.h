@@ -52,6 +52,9 @@ struct tpf_healer *tpf_healer_new(const struct tpf_watch_opts *o);
  */
 void tpf_healer_heal(struct tpf_healer *h, const struct tpf_session *s, struct tpf_plan *p);
 
+/* Number of heals in flight now. */
+int tpf_healer_running(struct tpf_healer *h);
+
 /* Wait for every heal in flight, unlock the state and free h (NULL: no-op). */
 void tpf_healer_finish(struct tpf_healer *h);
 
