@@ -660,7 +660,8 @@ static int record_node(struct exec *x, const struct tpf_action *a, const struct 
  * section 5). A unit of several workers (a->gang) counts one restart of
  * the unit: every worker gets the unit's count (the most any had) + 1, so
  * they all start with the same TPUFORM_RETRY; otherwise each listed
- * worker's own count goes up. The time is kept for the restart backoff.
+ * worker's own count goes up. The time is kept for the restart backoff
+ * (and set again once the new jobs started: stamp_restart).
  */
 static int count_restart(struct exec *x, const struct tpf_action *a)
 {
@@ -682,6 +683,20 @@ static int count_restart(struct exec *x, const struct tpf_action *a)
 	int rc = save_locked(x);
 	pthread_mutex_unlock(x->mu);
 	return rc;
+}
+
+/* Record now as the listed workers' last restart. */
+static void stamp_restart(struct exec *x, const struct tpf_action *a)
+{
+	char now[40];
+	tpf_rfc3339(tpf_now_wall(), now, sizeof(now));
+	pthread_mutex_lock(x->mu);
+	struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
+	for (size_t i = 0; sn && i < a->nworkers; i++)
+		if ((size_t)a->workers[i] < sn->nworkers)
+			xstrset(&sn->workers[a->workers[i]].restarted_at, now);
+	save_locked(x);
+	pthread_mutex_unlock(x->mu);
 }
 
 struct stop_job {
@@ -750,6 +765,8 @@ static int exec_update(struct exec *x, size_t ai, const struct tpf_live_node *ln
 		stop_workers(x, a->node, ln, a->workers, a->nworkers);
 	if (!rc)
 		failed = provision_workers(x, a->node, ln, a->workers, a->nworkers, force);
+	if (!rc && force)
+		stamp_restart(x, a); /* the backoff runs from the new jobs' start */
 	double el = fl_end(x, ai);
 	if (rc || failed) {
 		emit(x, TPF_EV_ERRORED, a->node, verb, a->id, el, 0, NULL, NULL);

@@ -142,6 +142,7 @@ static void act(struct loop *w, struct tpf_session *s, struct tpf_plan *p, int r
 
 	if (!o->apply_all)
 		tpf_plan_split_healing(p, &rest);
+	tpf_healer_drop_busy(w->healer, p, now);
 	emit_actions(o, p, 0);
 	if (rest.n && round == 1)
 		emit_actions(o, &rest, 1);
