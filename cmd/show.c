@@ -39,6 +39,22 @@ static size_t show_waiting_for_quota(struct tpf_session *s, int json, json_t *jn
 	return waiting;
 }
 
+/* The plan's word on a node (plan/plan.h tpf_node_outcome): "completed"
+ * (mark "  [completed: exit 0 at TIME]"), "succeeded", "failed" (mark
+ * "  [failed]"), or NULL (mark ""). */
+static const char *node_outcome(struct tpf_session *s, const struct tpf_state_node *sn,
+				char *mark, size_t len)
+{
+	const char *outcome = tpf_node_outcome(&s->fleet, sn, &s->facts, tpf_now_wall());
+	if (outcome && !strcmp(outcome, "completed"))
+		snprintf(mark, len, "  [completed: exit %d at %s]", sn->exit_code,
+			 or_dash(sn->completed_at));
+	else
+		snprintf(mark, len, "%s%s%s", outcome ? "  [" : "", outcome ? outcome : "",
+			 outcome ? "]" : "");
+	return outcome;
+}
+
 int cmd_show(int argc, char **argv)
 {
 	struct tpf_common_opts o = TPF_COMMON_OPTS_INIT;
@@ -87,11 +103,10 @@ int cmd_show(int argc, char **argv)
 	for (size_t i = 0; i < s.state.nnodes; i++) {
 		const struct tpf_state_node *sn = &s.state.nodes[i];
 		const struct tpf_live_node *ln = tpf_live_set_find(&s.live, sn->name);
-		/* completed, succeeded, failed: the plan's rules (plan/plan.h). */
-		const char *outcome = tpf_node_outcome(&s.fleet, sn, &s.facts, tpf_now_wall());
-		int completed = !strcmp(sn->status, TPF_NODE_COMPLETED);
-		const char *live_state = ln ? ln->state : completed ? "COMPLETED" : o.refresh ? "MISSING"
-												: "UNKNOWN";
+		char mark[128];
+		const char *outcome = node_outcome(&s, sn, mark, sizeof(mark));
+		const char *live_state = ln ? ln->state : !strcmp(sn->status, TPF_NODE_COMPLETED) ? "COMPLETED"
+							   : o.refresh ? "MISSING" : "UNKNOWN";
 		/* "queued=WAITING_FOR_RESOURCES" or "queued=ACTIVE" beside the node's state */
 		char queued[64] = "";
 		if (ln && ln->queued_state)
@@ -101,15 +116,11 @@ int cmd_show(int argc, char **argv)
 			snprintf(commit, sizeof(commit), "%.12s", sn->job.commit);
 		json_t *jw = json_array();
 		if (!o.json) {
-			printf("%s%s%s  %s  %s  %s  %s  generation=%d  commit=%s  id=%s%s",
+			printf("%s%s%s  %s  %s  %s  %s  generation=%d  commit=%s  id=%s%s%s\n",
 			       tpf_ui.color ? "\033[1m" : "", sn->name, tpf_ui.color ? "\033[0m" : "",
 			       live_state, or_dash(sn->recipe.accelerator_type), or_dash(sn->recipe.zone),
 			       tpf_recipe_scheduling(&sn->recipe), sn->generation, commit, or_dash(sn->id),
-			       queued);
-			if (completed)
-				printf("  [completed: exit %d at %s]\n", sn->exit_code, or_dash(sn->completed_at));
-			else
-				printf("%s%s%s\n", outcome ? "  [" : "", outcome ? outcome : "", outcome ? "]" : "");
+			       queued, mark);
 			printf("    %-6s %-9s %-8s %-5s %-8s %s\n", "WORKER", "REACHABLE", "SESSION", "EXIT",
 			       "RESTARTS", "LAST LOG LINE");
 		}
@@ -156,10 +167,7 @@ int cmd_show(int argc, char **argv)
 				       "zone", sn->recipe.zone, "commit", sn->job.commit, "workers", jw);
 		if (ln && ln->queued_state)
 			json_object_set_new(nj, "queued_state", json_string(ln->queued_state));
-		if (outcome)
-			json_object_set_new(nj, "outcome", json_string(outcome));
-		if (completed)
-			json_object_set_new(nj, "completed_at", json_string(or_dash(sn->completed_at)));
+		json_object_set_new(nj, "outcome", outcome ? json_string(outcome) : json_null());
 		json_array_append_new(jnodes, nj);
 	}
 	/* Nodes that carry the fleet's labels but are not in state. */

@@ -30,6 +30,7 @@ kill_job() {
 starts() { grep -c "^$1 retry=$2 " nodes/bucket/starts; }
 
 ok "apply" tpuform apply -f fleet.yaml -auto-approve
+# shellcheck disable=SC2016 # expanded by the inner sh
 wait_for 10 sh -c '[ "$(wc -l <nodes/bucket/starts)" -ge 4 ]'
 kill_job gg-a-0 1
 kill_job gg-b-0 1
@@ -47,6 +48,7 @@ out=$(cat last.out)
 like "both workers of the gang node are restarted" "$out" "changed: \[gg-a-0/w0\]"
 like "(and w1)" "$out" "changed: \[gg-a-0/w1\]"
 unlike "restart_scope worker: w0 is not touched" "$out" "gg-b-0/w0"
+# shellcheck disable=SC2016
 wait_for 10 sh -c '[ "$(grep -c "retry=1" nodes/bucket/starts)" -ge 3 ]'
 is "gang: worker 0 started again with TPUFORM_RETRY=1" "$(starts gg-a-0/0 1)" 1
 is "gang: worker 1 started again with TPUFORM_RETRY=1" "$(starts gg-a-0/1 1)" 1
@@ -86,6 +88,7 @@ ok "and restarts only once it passed (6 s after the second restart's start: $((t
 	test $((t3 - t2)) -ge 5
 
 # Restarts used up (max_restarts: 3): the node is failed and kept.
+# shellcheck disable=SC2016
 wait_for 10 sh -c '[ "$(grep -c "^gg-a-0/[01] retry=3 " nodes/bucket/starts)" -eq 2 ]'
 kill_job gg-a-0 1
 wait_for 20 grep -q "gg-a-0: failed:" watch.out
