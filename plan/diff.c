@@ -653,8 +653,6 @@ static void diff_restart(struct tpf_plan *p, const struct tpf_diff_input *in,
 		tpf_unit_verdict_release(&v);
 		free(u.members);
 	}
-	/* p->unconverged may have grown, but a lives in p->actions. */
-	a = &p->actions[p->n - 1];
 	if (a->nworkers) {
 		if (!a->gang)
 			tpf_buf_addf(&why, ": restart %s", a->nworkers > 1 ? "them" : "it");
