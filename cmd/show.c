@@ -8,6 +8,7 @@
 #include "engine/refresh.h"
 #include "engine/saved_plan.h"
 #include "plan/plan_json.h"
+#include "util/timeutil.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -41,12 +42,13 @@ static json_t *show_worker(const struct tpf_session *s, const struct tpf_state_n
 	if (code >= 0)
 		snprintf(exitbuf, sizeof(exitbuf), "%d", code);
 	const char *last = sf ? sf->last_log : NULL;
-	/* Not as declared: the plan's own rule (plan/plan.h). */
-	int unconv = tpf_worker_unconverged(&s->fleet, sf, sw);
+	/* Not as declared, stalled, waiting: the plan's own rules (plan/plan.h). */
+	char *note = NULL;
+	int unconv = tpf_worker_note(&s->fleet, sn, (int)w, &s->facts, tpf_now_wall(), &note);
 	if (!json)
 		printf("    w%-5zu %-9s %-8s %-5s %-8d %s%s%s%s\n", w, reach, session, exitbuf,
-		       sw->restarts, or_dash(last), unconv >= 0 ? "  [" : "",
-		       unconv >= 0 ? tpf_unconverged_mark(unconv) : "", unconv >= 0 ? "]" : "");
+		       sw->restarts, or_dash(last), note ? "  [" : "", note ? note : "",
+		       note ? "]" : "");
 	json_t *wj = json_pack("{s:i,s:s,s:i,s:s*,s:s*}", "index", (int)w, "session", session,
 			       "restarts", sw->restarts, "address", sw->address, "script_hash",
 			       sw->script_hash);
@@ -55,14 +57,37 @@ static json_t *show_worker(const struct tpf_session *s, const struct tpf_state_n
 	json_object_set_new(wj, "last_log", last ? json_string(last) : json_null());
 	if (unconv >= 0)
 		json_object_set_new(wj, "not_as_declared", json_string(tpf_unconverged_code(unconv)));
+	if (note)
+		json_object_set_new(wj, "note", json_string(note));
+	free(note);
 	return wj;
+}
+
+/* The plan's word on a node (plan/plan.h tpf_node_outcome): "completed"
+ * (mark "  [completed: exit 0 at TIME]"), "succeeded", "failed" (mark
+ * "  [failed]"), or NULL (mark ""). */
+static const char *node_outcome(const struct tpf_session *s, const struct tpf_state_node *sn,
+				char *mark, size_t len)
+{
+	const char *outcome = tpf_node_outcome(&s->fleet, sn, &s->facts, tpf_now_wall());
+	if (outcome && !strcmp(outcome, "completed"))
+		snprintf(mark, len, "  [completed: exit %d at %s]", sn->exit_code,
+			 or_dash(sn->completed_at));
+	else
+		snprintf(mark, len, "%s%s%s", outcome ? "  [" : "", outcome ? outcome : "",
+			 outcome ? "]" : "");
+	return outcome;
 }
 
 /* One node of the state with its workers. */
 static json_t *show_node(const struct tpf_session *s, const struct tpf_state_node *sn, int json)
 {
 	const struct tpf_live_node *ln = tpf_live_set_find(&s->live, sn->name);
-	const char *live_state = ln ? ln->state : s->o.refresh ? "MISSING" : "UNKNOWN";
+	char mark[128];
+	const char *outcome = node_outcome(s, sn, mark, sizeof(mark));
+	const char *live_state = ln ? ln->state
+			       : !strcmp(sn->status, TPF_NODE_COMPLETED) ? "COMPLETED"
+			       : s->o.refresh ? "MISSING" : "UNKNOWN";
 	/* "queued=WAITING_FOR_RESOURCES" or "queued=ACTIVE" beside the node's state */
 	char queued[64] = "";
 	if (ln && ln->queued_state)
@@ -71,10 +96,10 @@ static json_t *show_node(const struct tpf_session *s, const struct tpf_state_nod
 	if (sn->job.commit)
 		snprintf(commit, sizeof(commit), "%.12s", sn->job.commit);
 	if (!json) {
-		printf("%s%s%s  %s  %s  %s  %s  generation=%d  commit=%s  id=%s%s\n", bold(), sn->name,
-		       reset(), live_state, or_dash(sn->recipe.accelerator_type),
+		printf("%s%s%s  %s  %s  %s  %s  generation=%d  commit=%s  id=%s%s%s\n", bold(),
+		       sn->name, reset(), live_state, or_dash(sn->recipe.accelerator_type),
 		       or_dash(sn->recipe.zone), tpf_recipe_scheduling(&sn->recipe), sn->generation,
-		       commit, or_dash(sn->id), queued);
+		       commit, or_dash(sn->id), queued, mark);
 		printf("    %-6s %-9s %-8s %-5s %-8s %s\n", "WORKER", "REACHABLE", "SESSION", "EXIT",
 		       "RESTARTS", "LAST LOG LINE");
 	}
@@ -90,6 +115,7 @@ static json_t *show_node(const struct tpf_session *s, const struct tpf_state_nod
 			       "zone", sn->recipe.zone, "commit", sn->job.commit, "workers", jw);
 	if (ln && ln->queued_state)
 		json_object_set_new(nj, "queued_state", json_string(ln->queued_state));
+	json_object_set_new(nj, "outcome", outcome ? json_string(outcome) : json_null());
 	return nj;
 }
 

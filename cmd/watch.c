@@ -158,14 +158,19 @@ static const struct tpf_flag watch_flags[] = {
 	TPF_INT("rounds", 0, 1000000000, &watch_o.max_rounds, "stop after N rounds (0: never)"),
 	TPF_STR("metrics-addr", "HOST:PORT", &watch_o.metrics_addr,
 		"serve Prometheus metrics on HOST:PORT, e.g. 127.0.0.1:9100"),
+	TPF_BOOL("exit-when-done", &watch_o.exit_when_done,
+		 "exit when every node completed (0) or completed or failed (1)"),
 	TPF_FLAGS_END,
 };
 
 static int run_watch(struct tpf_cmd_ctx *ctx)
 {
+	/* -exit-when-done: 1 every node completed, 2 some failed (engine/watch.h). */
+	static int done;
+	watch_o.done = &done;
 	watch_o.file = ctx->o.file;
 	watch_o.parallelism = ctx->o.parallelism;
-	return tpf_watch_run(&watch_o) ? TPF_EXIT_ERROR : TPF_EXIT_OK;
+	return tpf_watch_run(&watch_o) || done == 2 ? TPF_EXIT_ERROR : TPF_EXIT_OK;
 }
 
 const struct tpf_cmd tpf_cmd_watch = {

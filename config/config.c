@@ -39,6 +39,7 @@ static const char *const group_only_keys[] = {
 static const char *const top_and_group_only_keys[] = {
 	"fleet", "provider", "state", "quota", "source", "ssh", "env", "secrets",
 	"setup", "run", "restart", "max_restarts", "groups", "notify",
+	"restart_scope", "restart_backoff", "stall_timeout", "on_success",
 	"name", "accelerator_type", "runtime_version", "zones", "count", "preemptible",
 	"spot", "labels", "queued", "valid_until", NULL,
 };
@@ -343,11 +344,13 @@ static void read_fleet(struct cfg *c, struct tpf_fleet *f, yaml_node_t *root)
 	if ((x = cfg_map_get(&m, "max_restarts")))
 		cfg_want_uint(c, x, "max_restarts", "a whole number >= 0", 0, INT_MAX, &f->max_restarts);
 	cfg_read_notify(c, f, cfg_map_get(&m, "notify"));
+	cfg_read_job_policy(c, &m, &f->policy);
 	groups = cfg_map_require(&m, "groups",
 				 "e.g. groups: [{ name: main, accelerator_type: v2-8, runtime_version: "
 				 "tpu-ubuntu2204-base, zones: [us-central1-f], count: 1 }]");
 	if (groups)
 		cfg_read_groups(c, f, groups, fleet_run);
+	cfg_check_job_policy(c, f, cfg_map_get(&m, "restart"));
 	/* After the groups: a secret must not shadow any env, fleet or group. */
 	if ((x = cfg_map_get(&m, "secrets")) &&
 	    cfg_map_open(&sm, c, x, "'secrets'",
@@ -382,6 +385,7 @@ int tpf_fleet_parse(struct tpf_fleet *out, const char *path, const char *text, s
 	out->ssh.port = 22;
 	out->max_restarts = 3;
 	out->restart = TPF_RESTART_ON_FAILURE;
+	cfg_job_policy_defaults(&out->policy);
 
 	cfg_init(&c, path, text, len);
 	yaml_node_t *root = cfg_load(&c, &ok);

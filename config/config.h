@@ -27,6 +27,28 @@ enum tpf_provider_kind { TPF_PROVIDER_NONE = 0, TPF_PROVIDER_LOCAL, TPF_PROVIDER
 enum tpf_transfer { TPF_TRANSFER_CLONE = 0, TPF_TRANSFER_BUNDLE };
 enum tpf_restart { TPF_RESTART_ON_FAILURE = 0, TPF_RESTART_ALWAYS, TPF_RESTART_NEVER };
 enum tpf_ssh_address { TPF_SSH_ADDRESS_AUTO = 0, TPF_SSH_ADDRESS_EXTERNAL, TPF_SSH_ADDRESS_INTERNAL };
+/* restart_scope: which jobs restart together (docs/design.md section 5,
+ * "Restart units"). AUTO: node for multi-host types, worker otherwise. */
+enum tpf_restart_scope { TPF_SCOPE_AUTO = 0, TPF_SCOPE_NODE, TPF_SCOPE_WORKER };
+enum tpf_on_success { TPF_ON_SUCCESS_KEEP = 0, TPF_ON_SUCCESS_DELETE };
+
+/* What tpuform does with a running job: the keys that may be set fleet-wide
+ * and per group (a group's value overrides the fleet's; config/config_job.c). */
+struct tpf_job_policy {
+	enum tpf_restart_scope scope; /* restart_scope, default AUTO */
+	/* restart_backoff, seconds (default 10): a unit's first restart is
+	 * immediate, the next waits base, then 2 x base, ... up to
+	 * TPF_RESTART_BACKOFF_CAP (or base, if larger), from its last restart.
+	 * 0: no wait. */
+	double restart_backoff;
+	/* stall_timeout, seconds (default 0: off): a running job whose log
+	 * has not grown and whose $TPUFORM_HEARTBEAT was not touched for this
+	 * long is stalled, and restarted as a failed one is. */
+	double stall_timeout;
+	enum tpf_on_success on_success; /* on_success, default keep */
+};
+#define TPF_RESTART_BACKOFF_DEFAULT 10.0
+#define TPF_RESTART_BACKOFF_CAP 600.0
 
 /* A quota rule: caps per zone x accelerator type x scheduling.
  * A cap of -1 means "not declared" (no cap from this rule). */
@@ -91,6 +113,7 @@ struct tpf_group {
 	struct tpf_kvlist env;  /* fleet env, then group env on top */
 	int queued;             /* queued: true -> queuedResources (issue 5) */
 	char *valid_until;      /* queued resource validUntilDuration, e.g. "6h"; may be NULL */
+	struct tpf_job_policy policy; /* effective: the fleet's, then the group's keys */
 	int line, column;       /* where the group starts in the file */
 };
 
@@ -142,7 +165,8 @@ struct tpf_fleet {
 	char *setup; /* may be NULL */
 	char *run;   /* required unless every group sets run */
 	enum tpf_restart restart;
-	int max_restarts; /* default 3 */
+	int max_restarts; /* default 3; counts restarts of a restart unit */
+	struct tpf_job_policy policy; /* fleet-wide; groups start from it */
 	struct tpf_notify_config notify;
 
 	struct tpf_group *groups;
@@ -187,6 +211,18 @@ void tpf_fleet_forget_secrets(struct tpf_fleet *f);
 
 /* Free everything *f holds (secret values are wiped first) and zero it. */
 void tpf_fleet_release(struct tpf_fleet *f);
+
+/*
+ * The restart unit of a group's nodes (docs/design.md section 5): its
+ * restart_scope, with AUTO resolved: node when a node has several workers
+ * (a multi-host job is one program: a worker alone cannot be restarted),
+ * worker otherwise. g may be NULL (a node whose group is gone): worker.
+ */
+enum tpf_restart_scope tpf_group_restart_scope(const struct tpf_group *g);
+
+/* The job policy of group `name` (borrowed), or the fleet-wide one when
+ * no group has that name. */
+const struct tpf_job_policy *tpf_fleet_job_policy(const struct tpf_fleet *f, const char *group);
 
 /* Borrowed pointer to the group named name, or NULL. */
 const struct tpf_group *tpf_fleet_group(const struct tpf_fleet *f, const char *name);

@@ -23,7 +23,8 @@
 
 static const char *const group_keys[] = {
 	"name", "accelerator_type", "runtime_version", "zones", "count", "preemptible",
-	"spot", "labels", "setup", "run", "env", "queued", "valid_until", NULL,
+	"spot", "labels", "setup", "run", "env", "queued", "valid_until",
+	"restart_scope", "restart_backoff", "stall_timeout", "on_success", NULL,
 };
 
 struct group_ctx {
@@ -262,6 +263,8 @@ static void read_group(struct group_ctx *gc, struct tpf_group *g, yaml_node_t *v
 	read_scheduling(c, &m, g, label);
 	read_labels(c, &m, g, label);
 	read_job(gc, &m, g, label);
+	g->policy = gc->f->policy;
+	cfg_read_job_policy(c, &m, &g->policy);
 	if (name_at)
 		check_node_name_length(gc, g, name_at);
 	free(label);

@@ -81,4 +81,14 @@ void cfg_secret_pair(struct cfg *c, yaml_node_t *k, yaml_node_t *v, void *arg);
  * must be read already: groups get the effective values. */
 void cfg_read_groups(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v, int fleet_run);
 
+/* The job policy keys (restart_scope, restart_backoff, stall_timeout,
+ * on_success) of mapping m into *p, over what *p holds (the fleet's values
+ * for a group). config/config_job.c. */
+void cfg_read_job_policy(struct cfg *c, const struct cfg_map *m, struct tpf_job_policy *p);
+/* Checks across keys, after the groups are read: on_success: delete with
+ * restart: always could never apply (a job that exits 0 is restarted). */
+void cfg_check_job_policy(struct cfg *c, const struct tpf_fleet *f, yaml_node_t *restart_at);
+/* The defaults of struct tpf_job_policy. */
+void cfg_job_policy_defaults(struct tpf_job_policy *p);
+
 #endif

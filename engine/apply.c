@@ -81,6 +81,7 @@ static void worker_copy(struct tpf_state_worker *dst, const struct tpf_state_wor
 	xstrset(&dst->address, src->address);
 	xstrset(&dst->host_key, src->host_key);
 	xstrset(&dst->provisioned_at, src->provisioned_at);
+	xstrset(&dst->restarted_at, src->restarted_at);
 }
 
 static struct tpf_state_node *node_clone(const struct tpf_state_node *src)
@@ -95,6 +96,8 @@ static struct tpf_state_node *node_clone(const struct tpf_state_node *src)
 	tpf_recipe_copy(&n->recipe, &src->recipe);
 	tpf_job_copy(&n->job, &src->job);
 	n->created_at = xstrdup(src->created_at);
+	n->completed_at = xstrdup(src->completed_at);
+	n->exit_code = src->exit_code;
 	tpf_state_node_set_workers(n, src->nworkers);
 	for (size_t i = 0; i < src->nworkers; i++)
 		worker_copy(&n->workers[i], &src->workers[i]);
@@ -328,6 +331,33 @@ static int exec_delete_only(struct exec *x, size_t ai, int forget_state)
 	rc = save_locked(x);
 	pthread_mutex_unlock(x->mu);
 	emit(x, TPF_EV_COMPLETE, a->node, "delete", a->id, el, 0, NULL, NULL);
+	return rc;
+}
+
+/*
+ * The node was deleted because its job completed (on_success: delete): it
+ * stays in the state as completed, with its exit status (0) and the time,
+ * so that it is never created again and holds no quota (docs/design.md
+ * section 8, "Completion").
+ */
+static int record_completed(struct exec *x, const struct tpf_action *a)
+{
+	char now[40];
+	tpf_rfc3339(tpf_now_wall(), now, sizeof(now));
+	pthread_mutex_lock(x->mu);
+	struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
+	if (sn) {
+		xstrset(&sn->status, TPF_NODE_COMPLETED);
+		xstrset(&sn->id, NULL);
+		xstrset(&sn->completed_at, now);
+		sn->exit_code = 0;
+		for (size_t i = 0; i < sn->nworkers; i++) {
+			xstrset(&sn->workers[i].status, "exited");
+			sn->workers[i].exit_code = 0;
+		}
+	}
+	int rc = save_locked(x);
+	pthread_mutex_unlock(x->mu);
 	return rc;
 }
 
@@ -658,6 +688,87 @@ static int record_node(struct exec *x, const struct tpf_action *a, const struct 
 	return rc;
 }
 
+/*
+ * A restart is a new attempt: TPUFORM_RETRY goes up (docs/design.md
+ * section 5). A unit of several workers (a->gang) counts one restart of
+ * the unit: every worker gets the unit's count (the most any had) + 1, so
+ * they all start with the same TPUFORM_RETRY; otherwise each listed
+ * worker's own count goes up. The time is kept for the restart backoff
+ * (and set again once the new jobs started: stamp_restart).
+ */
+static int count_restart(struct exec *x, const struct tpf_action *a)
+{
+	char now[40];
+	tpf_rfc3339(tpf_now_wall(), now, sizeof(now));
+	pthread_mutex_lock(x->mu);
+	struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
+	int unit = 0;
+	for (size_t i = 0; sn && i < a->nworkers; i++)
+		if ((size_t)a->workers[i] < sn->nworkers && sn->workers[a->workers[i]].restarts > unit)
+			unit = sn->workers[a->workers[i]].restarts;
+	for (size_t i = 0; sn && i < a->nworkers; i++) {
+		if ((size_t)a->workers[i] >= sn->nworkers)
+			continue;
+		struct tpf_state_worker *sw = &sn->workers[a->workers[i]];
+		sw->restarts = a->gang ? unit + 1 : sw->restarts + 1;
+		xstrset(&sw->restarted_at, now);
+	}
+	int rc = save_locked(x);
+	pthread_mutex_unlock(x->mu);
+	return rc;
+}
+
+/* Record now as the listed workers' last restart. */
+static void stamp_restart(struct exec *x, const struct tpf_action *a)
+{
+	char now[40];
+	tpf_rfc3339(tpf_now_wall(), now, sizeof(now));
+	pthread_mutex_lock(x->mu);
+	struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
+	for (size_t i = 0; sn && i < a->nworkers; i++)
+		if ((size_t)a->workers[i] < sn->nworkers)
+			xstrset(&sn->workers[a->workers[i]].restarted_at, now);
+	save_locked(x);
+	pthread_mutex_unlock(x->mu);
+}
+
+struct stop_job {
+	struct exec *x;
+	const struct tpf_state_node *node; /* a private copy */
+	const struct tpf_live_node *live;
+	const int *workers;
+};
+
+/* A tpf_pool_fn: stop the i-th listed worker's session and job. */
+static void stop_item(size_t i, void *arg)
+{
+	struct stop_job *sj = arg;
+	/* A worker that cannot be stopped is left to the restart that
+	 * follows (the restart verb stops it first); its diagnostics are the
+	 * restart's to give. */
+	struct tpf_diags quiet = TPF_DIAGS_INIT;
+	tpf_provision_stop(sj->x->t, sj->node, sj->live, sj->workers[i], &quiet);
+	tpf_diags_release(&quiet);
+}
+
+/* Stop the given workers of node `name` in parallel (TERM to each job's
+ * process group, KILL after 15 s, as the stop verb does). */
+static void stop_workers(struct exec *x, const char *name, const struct tpf_live_node *ln,
+			 const int *workers, size_t nworkers)
+{
+	if (!x->t || !nworkers)
+		return;
+	pthread_mutex_lock(x->mu);
+	struct tpf_state_node *sn = tpf_state_find(x->st, name);
+	struct tpf_state_node *copy = sn ? node_clone(sn) : NULL;
+	pthread_mutex_unlock(x->mu);
+	if (!copy)
+		return;
+	struct stop_job sj = { .x = x, .node = copy, .live = ln, .workers = workers };
+	tpf_pool_run(nworkers, parallelism_of(x), stop_item, &sj, NULL);
+	node_free(copy);
+}
+
 static int exec_update(struct exec *x, size_t ai, const struct tpf_live_node *ln, int force)
 {
 	const struct tpf_action *a = &x->p->actions[ai];
@@ -676,19 +787,19 @@ static int exec_update(struct exec *x, size_t ai, const struct tpf_live_node *ln
 			pthread_mutex_unlock(x->mu);
 		}
 	}
-	if (!rc && force) {
-		/* A restart is a new attempt: TPUFORM_RETRY goes up for that worker. */
-		pthread_mutex_lock(x->mu);
-		struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
-		for (size_t i = 0; sn && i < a->nworkers; i++)
-			if ((size_t)a->workers[i] < sn->nworkers)
-				sn->workers[a->workers[i]].restarts++;
-		rc = save_locked(x);
-		pthread_mutex_unlock(x->mu);
-	}
+	if (!rc && force)
+		rc = count_restart(x, a);
 	int failed = 0;
+	/* A unit of several workers (a->gang) is stopped as a whole before any
+	 * of it starts again: a worker that started early would meet the old
+	 * job of another in its collectives, or read a checkpoint that one is
+	 * still writing on SIGTERM. */
+	if (!rc && force && a->gang)
+		stop_workers(x, a->node, ln, a->workers, a->nworkers);
 	if (!rc)
 		failed = provision_workers(x, a->node, ln, a->workers, a->nworkers, force);
+	if (!rc && force)
+		stamp_restart(x, a); /* the backoff runs from the new jobs' start */
 	double el = fl_end(x, ai);
 	if (rc || failed) {
 		emit(x, TPF_EV_ERRORED, a->node, verb, a->id, el, 0, NULL, NULL);
@@ -768,7 +879,9 @@ static int exec_action(struct exec *x, size_t ai)
 	int rc = 0;
 	switch (a->kind) {
 	case TPF_ACT_DELETE:
-		rc = exec_delete_only(x, ai, 1);
+		rc = exec_delete_only(x, ai, !tpf_action_completes(a));
+		if (!rc && tpf_action_completes(a))
+			rc = record_completed(x, a);
 		if (!rc) {
 			pthread_mutex_lock(x->mu);
 			x->res->destroyed++;

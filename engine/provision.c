@@ -36,6 +36,7 @@ void tpf_worker_report_release(struct tpf_worker_report *r)
 	free(r->host_key);
 	memset(r, 0, sizeof(*r));
 	r->exit_code = -1;
+	r->stalled_for = -1;
 }
 
 static const struct tpf_endpoint *worker_endpoint(const struct tpf_live_node *live, int worker)
@@ -467,6 +468,7 @@ int tpf_provision_probe(struct tpf_transport *t, const struct tpf_state_node *n,
 
 	memset(r, 0, sizeof(*r));
 	r->exit_code = -1;
+	r->stalled_for = -1;
 	int err = run_on_worker(t, n, live, worker,
 				"if [ -f " TPF_REMOTE_SCRIPT " ]; then " SCRIPT_CMD " status; "
 				"else echo 'TPUFORM session=none'; fi",
@@ -496,6 +498,13 @@ int tpf_provision_probe(struct tpf_transport *t, const struct tpf_state_node *n,
 		long v = strtol(code, &end, 10);
 		if (!*end && v >= -1 && v <= 255)
 			r->exit_code = (int)v;
+	}
+	const char *stalled = tpf_kvlist_get(&said.kv, "stalled_for");
+	if (stalled && *stalled) {
+		char *end = NULL;
+		long v = strtol(stalled, &end, 10);
+		if (!*end && v >= 0)
+			r->stalled_for = (double)v;
 	}
 	const char *script = tpf_kvlist_get(&said.kv, "script");
 	if (script && *script)

@@ -10,7 +10,11 @@
  *              (unchanged: the same script is already running in a live session)
  *   restart -> "TPUFORM result=started" (kills the session first)
  *   status  -> "TPUFORM session=alive|exited|dead|none", "TPUFORM exit_code=N",
- *              "TPUFORM script=sha256:<hex of the running script>", "TPUFORM last_log=<line>"
+ *              "TPUFORM script=sha256:<hex of the running script>", "TPUFORM last_log=<line>",
+ *              and while the session is alive "TPUFORM stalled_for=S": whole seconds
+ *              since the job's log last grew or it last touched $TPUFORM_HEARTBEAT,
+ *              whichever is later (the script reports, tpuform judges against
+ *              stall_timeout: the timeout can change without re-provisioning)
  *   stop    -> "TPUFORM result=stopped"
  *   logs N  -> the last N lines of the job log (0: all), no TPUFORM lines
  *   setup-log N -> the same for the setup log (setup.log)
@@ -22,7 +26,7 @@
  *
  * Files on the worker (under ~/tpuform/, see templates/render.h):
  * bootstrap.sh, secrets.env, src/, source.bundle, run/ (script.sha256,
- * exit_code, job.pid, retry, setup.<hash> markers, lock) and logs/
+ * exit_code, job.pid, retry, heartbeat, setup.<hash> markers, lock) and logs/
  * (run-<retry>-<UTC time>.log, current.log -> the newest, setup.log,
  * source.log).
  */
@@ -43,6 +47,7 @@ struct tpf_worker_report {
 	char *script_hash; /* "sha256:..." of the script the session runs, may be NULL */
 	char *last_log;    /* last line of the job log, may be NULL */
 	char *host_key;    /* fingerprint seen (ssh), may be NULL */
+	double stalled_for; /* seconds without output or heartbeat (alive only); -1 unknown */
 };
 void tpf_worker_report_release(struct tpf_worker_report *r);
 

@@ -93,7 +93,9 @@ int tpf_probe_sessions(struct tpf_provider *prov, const struct tpf_state *st,
 		f->node = xstrdup(task->node->name);
 		f->worker = task->worker;
 		f->exit_code = -1;
+		f->stalled_for = -1;
 		if (task->rc == 0 && task->report.reachable) {
+			f->stalled_for = task->report.stalled_for;
 			f->session = xstrdup(task->report.session);
 			f->exit_code = task->report.exit_code;
 			f->script_hash = xstrdup(task->report.script_hash);

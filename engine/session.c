@@ -10,6 +10,7 @@
 #include "util/env.h"
 #include "util/fs.h"
 #include "util/hash.h"
+#include "util/timeutil.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
@@ -149,6 +150,7 @@ int tpf_session_plan(struct tpf_session *s, int destroy, struct tpf_plan *p)
 		.live = &s->live,
 		.facts = &s->facts,
 		.destroy = destroy,
+		.now = tpf_now_wall(), /* restart backoffs (plan/plan.h) */
 	};
 	if (tpf_diff(p, &in, &s->d))
 		return TPF_ERROR;

@@ -55,19 +55,87 @@ struct loop {
 	struct tpf_healer *healer;
 	struct tpf_watch_hooks *hooks; /* notifications and metrics */
 	struct tpf_unhealthy_set sick;
+	/* "node/worker/kind" of the restart entries of the last probed round:
+	 * each is reported once, when it appears. */
+	char **reported;
+	size_t nreported;
+	int done; /* exit_when_done: 1 all completed, 2 some failed */
 	double next_probe; /* monotonic seconds of the next session check */
 	/* The pinned commit is re-resolved when a session check is due, not
 	 * every round: resolving a URL ref is a network round trip. */
 	char pinned[41];
 };
 
+static void reported_release(struct loop *w)
+{
+	for (size_t i = 0; i < w->nreported; i++)
+		free(w->reported[i]);
+	free(w->reported);
+	w->reported = NULL;
+	w->nreported = 0;
+}
+
+static int is_restart_entry(const struct tpf_unconverged *u)
+{
+	return u->kind == TPF_UNCONV_RESTARTS_EXHAUSTED || u->kind == TPF_UNCONV_NOT_RESTARTED ||
+	       u->kind == TPF_UNCONV_RESTART_WAITING;
+}
+
+/* A NOTE for each restart entry of p (restarts used up, not restarted,
+ * waiting for the backoff) that the last probed round did not have. Only
+ * probed rounds know them: the others keep the last set. */
+static void report_entries(struct loop *w, const struct tpf_plan *p, int probed)
+{
+	if (!probed)
+		return;
+	char **now = xcalloc(p->nunconverged + 1, sizeof(char *));
+	size_t n = 0;
+	for (size_t i = 0; i < p->nunconverged; i++) {
+		const struct tpf_unconverged *u = &p->unconverged[i];
+		if (!is_restart_entry(u))
+			continue;
+		char *key = xasprintf("%s/%d/%d", u->node, u->worker, (int)u->kind);
+		int seen = 0;
+		for (size_t k = 0; k < w->nreported && !seen; k++)
+			seen = !strcmp(w->reported[k], key);
+		if (!seen) {
+			char *msg = u->worker >= 0 ? xasprintf("w%d: %s", u->worker, u->reason)
+						   : xstrdup(u->reason);
+			tpf_watch_note(w->o, u->node, tpf_unconverged_code(u->kind), msg);
+			free(msg);
+		}
+		now[n++] = key;
+	}
+	reported_release(w);
+	w->reported = now;
+	w->nreported = n;
+}
+
+/* exit_when_done: is the fleet done (plan/plan.h tpf_plan_done) with no
+ * heal in flight? Then say so and remember how it ended. */
+static void check_done(struct loop *w, const struct tpf_session *s, const struct tpf_plan *p)
+{
+	size_t completed = 0, failed = 0;
+	if (!w->o->exit_when_done || !tpf_plan_done(p, &s->desired, &completed, &failed) ||
+	    tpf_healer_running(w->healer))
+		return;
+	char msg[160];
+	snprintf(msg, sizeof(msg), "done: %zu node%s completed, %zu failed", completed,
+		 completed == 1 ? "" : "s", failed);
+	tpf_watch_note(w->o, NULL, "done", msg);
+	w->done = failed ? 2 : 1;
+}
+
 /* Report and act on what a refreshed session s found (p: its plan). */
-static void act(struct loop *w, struct tpf_session *s, struct tpf_plan *p, int round, double now)
+static void act(struct loop *w, struct tpf_session *s, struct tpf_plan *p, int round, double now,
+		int probed)
 {
 	const struct tpf_watch_opts *o = w->o;
 	struct tpf_plan rest;
 	memset(&rest, 0, sizeof(rest));
 	tpf_watch_check_unhealthy(&w->sick, s, p, o->unhealthy_timeout, now, o);
+	report_entries(w, p, probed);
+	check_done(w, s, p);
 	/* Warnings (deferred: quota) are worth a line each round. */
 	for (size_t i = 0; i < s->d.n; i++)
 		tpf_watch_note(o, s->d.items[i].address, "warning", s->d.items[i].summary);
@@ -75,6 +143,7 @@ static void act(struct loop *w, struct tpf_session *s, struct tpf_plan *p, int r
 
 	if (!o->apply_all)
 		tpf_plan_split_healing(p, &rest);
+	tpf_healer_drop_busy(w->healer, p, now);
 	emit_actions(o, p, 0);
 	if (rest.n && round == 1)
 		emit_actions(o, &rest, 1);
@@ -114,7 +183,7 @@ static int round_run(struct loop *w, int round, double started)
 		if (s.have_commit)
 			snprintf(w->pinned, sizeof(w->pinned), "%s", s.commit);
 		tpf_watch_hooks_seen(w->hooks, &s, probe, started);
-		act(w, &s, &p, round, started);
+		act(w, &s, &p, round, started, probe && s.o.refresh);
 	}
 	tpf_plan_release(&p);
 	tpf_session_close(&s);
@@ -153,7 +222,7 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 			continue;
 		}
 		error_wait = o.interval;
-		if (o.max_rounds && round >= o.max_rounds)
+		if (w.done || (o.max_rounds && round >= o.max_rounds))
 			break;
 		double spent = tpf_now_mono() - started;
 		nap(&o, o.interval > spent ? o.interval - spent : 0);
@@ -165,5 +234,8 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 	tpf_healer_finish(w.healer);
 	tpf_watch_hooks_free(w.hooks);
 	tpf_unhealthy_release(&w.sick);
+	reported_release(&w);
+	if (w.done && o.done)
+		*o.done = w.done;
 	return rc;
 }

@@ -34,10 +34,12 @@ struct tpf_watch_summary {
 		       * queued resource FAILED or is SUSPENDED: being replaced */
 	int missing;  /* not there at all: being created */
 	int queued;   /* a queued resource waits for capacity (or is on its way) */
+	int completed; /* its job completed (on_success: delete): not created again */
 	int round;    /* 1, 2, ... */
 	size_t pending; /* changes that are not healing, left for -apply-all or apply */
 	const char *fleet; /* the fleet's name */
-	/* "alive A/D, creating C, waiting for quota W, dead X, missing M, queued Q" */
+	/* "alive A/D, creating C, waiting for quota W, dead X, missing M, queued Q"
+	 * (then ", completed K" when K > 0) */
 	char line[256];
 	char time[40];     /* when it was taken, RFC 3339 UTC */
 };
@@ -58,7 +60,10 @@ struct tpf_watch_event {
 	 * "locked" (another tpuform holds the state lock: healing waits),
 	 * "replan" (the state changed since the refresh), "error" (the round
 	 * failed and is retried), "stopped" (interrupted), "metrics" (where
-	 * metrics are served), "notify" (a webhook delivery problem). */
+	 * metrics are served), "notify" (a webhook delivery problem), "done"
+	 * (with exit_when_done: every node completed or failed), and once per
+	 * entry that appears: "restarts_exhausted", "not_restarted",
+	 * "restart_waiting" (plan/plan.h tpf_unconverged_code). */
 	const char *node;
 	const char *code;
 	const char *message;
@@ -83,6 +88,13 @@ struct tpf_watch_opts {
 	double unhealthy_timeout; /* seconds a READY node may stay not HEALTHY */
 	int apply_all;            /* apply every change, not only healing ones */
 	int max_rounds;           /* stop after this many rounds (0: never) */
+	/* Stop once the fleet is done (plan/plan.h tpf_plan_done): every
+	 * desired node completed or failed, nothing to change, no heal in
+	 * flight. */
+	int exit_when_done;
+	/* Set (may be NULL) when the loop stopped because the fleet is done:
+	 * 1 every node completed, 2 some failed. Untouched otherwise. */
+	int *done;
 	volatile int *interrupted; /* set by a signal handler; may be NULL */
 	tpf_watch_event_fn on_event; /* may be NULL */
 	void *ctx;                   /* passed to on_event */

@@ -11,6 +11,7 @@
  */
 #include "engine/watch_internal.h"
 #include "plan/backoff.h"
+#include "util/timeutil.h"
 #include "util/xalloc.h"
 
 #include <pthread.h>
@@ -30,6 +31,14 @@ struct tpf_healer {
 	struct tpf_lock lock;
 	char **busy;              /* nodes a heal in flight acts on */
 	size_t nbusy, alloc;
+	/* Nodes whose heal ended, and when (monotonic seconds): a round that
+	 * refreshed before that saw them as they were before the heal (a job
+	 * "exited" that the heal has just restarted) and must not act on them. */
+	struct healed {
+		char *node;
+		double at;
+	} *healed;
+	size_t nhealed, healed_alloc;
 	int running;              /* heals in flight */
 	struct tpf_backoff *backoff;
 };
@@ -59,6 +68,38 @@ static int busy_has(const struct tpf_healer *h, const char *node)
 		if (!strcmp(h->busy[i], node))
 			return 1;
 	return 0;
+}
+
+/* Call with h->mu held. */
+static void healed_now(struct tpf_healer *h, const char *node)
+{
+	double now = tpf_now_mono();
+	for (size_t i = 0; i < h->nhealed; i++) {
+		if (!strcmp(h->healed[i].node, node)) {
+			h->healed[i].at = now;
+			return;
+		}
+	}
+	XGROW(h->healed, h->nhealed + 1, h->healed_alloc);
+	h->healed[h->nhealed].node = xstrdup(node);
+	h->healed[h->nhealed++].at = now;
+}
+
+/* Was node healed at or after `since`? Entries older than since are no
+ * news to any round that starts later: they are dropped on the way. */
+static int healed_since(struct tpf_healer *h, const char *node, double since)
+{
+	int hit = 0;
+	for (size_t i = 0; i < h->nhealed;) {
+		if (h->healed[i].at < since) {
+			free(h->healed[i].node);
+			h->healed[i] = h->healed[--h->nhealed];
+			continue;
+		}
+		hit |= !strcmp(h->healed[i].node, node);
+		i++;
+	}
+	return hit;
 }
 
 static void busy_remove(struct tpf_healer *h, const char *node)
@@ -105,8 +146,10 @@ static void *heal_thread(void *arg)
 	tpf_diags_release(&d);
 
 	pthread_mutex_lock(&h->mu);
-	for (size_t i = 0; i < job->plan.n; i++)
+	for (size_t i = 0; i < job->plan.n; i++) {
 		busy_remove(h, job->plan.actions[i].node);
+		healed_now(h, job->plan.actions[i].node);
+	}
 	if (--h->running == 0) {
 		tpf_lock_release(&h->lock);
 		pthread_cond_broadcast(&h->idle);
@@ -178,12 +221,14 @@ done:
 	return rc;
 }
 
-/* Drop p's actions on busy nodes. */
-static void drop_busy(struct tpf_healer *h, struct tpf_plan *p)
+/* Drop p's actions on busy nodes, and (since >= 0) on nodes healed since
+ * then (call with h->mu held). */
+static void drop_busy(struct tpf_healer *h, struct tpf_plan *p, double since)
 {
 	size_t keep = 0;
 	for (size_t i = 0; i < p->n; i++) {
-		if (busy_has(h, p->actions[i].node)) {
+		const char *node = p->actions[i].node;
+		if (busy_has(h, node) || (since >= 0 && healed_since(h, node, since))) {
 			tpf_action_release(&p->actions[i]);
 			continue;
 		}
@@ -196,7 +241,7 @@ static void drop_busy(struct tpf_healer *h, struct tpf_plan *p)
 void tpf_healer_heal(struct tpf_healer *h, const struct tpf_session *s, struct tpf_plan *p)
 {
 	pthread_mutex_lock(&h->mu);
-	drop_busy(h, p);
+	drop_busy(h, p, -1);
 	if (!p->n || (h->running == 0 && healer_start(h, s))) {
 		pthread_mutex_unlock(&h->mu);
 		return;
@@ -234,6 +279,21 @@ void tpf_healer_heal(struct tpf_healer *h, const struct tpf_session *s, struct t
 	pthread_mutex_unlock(&h->mu);
 }
 
+void tpf_healer_drop_busy(struct tpf_healer *h, struct tpf_plan *p, double since)
+{
+	pthread_mutex_lock(&h->mu);
+	drop_busy(h, p, since);
+	pthread_mutex_unlock(&h->mu);
+}
+
+int tpf_healer_running(struct tpf_healer *h)
+{
+	pthread_mutex_lock(&h->mu);
+	int n = h->running;
+	pthread_mutex_unlock(&h->mu);
+	return n;
+}
+
 void tpf_healer_finish(struct tpf_healer *h)
 {
 	if (!h)
@@ -246,6 +306,9 @@ void tpf_healer_finish(struct tpf_healer *h)
 	for (size_t i = 0; i < h->nbusy; i++)
 		free(h->busy[i]);
 	free(h->busy);
+	for (size_t i = 0; i < h->nhealed; i++)
+		free(h->healed[i].node);
+	free(h->healed);
 	if (h->prov)
 		tpf_provider_free(h->prov);
 	if (h->have_fleet)

@@ -57,6 +57,16 @@ struct tpf_healer *tpf_healer_new(const struct tpf_watch_opts *o);
  */
 void tpf_healer_heal(struct tpf_healer *h, const struct tpf_session *s, struct tpf_plan *p);
 
+/* Drop p's actions on nodes a heal in flight is busy with (the heal is
+ * their answer), and on nodes whose heal ended at or after `since`
+ * (monotonic seconds: when this round's refresh began), which the round saw
+ * as they were before it. A later round sees them again if they still
+ * apply. p's counts are recomputed. */
+void tpf_healer_drop_busy(struct tpf_healer *h, struct tpf_plan *p, double since);
+
+/* Number of heals in flight now. */
+int tpf_healer_running(struct tpf_healer *h);
+
 /* Wait for every heal in flight, unlock the state and free h (NULL: no-op). */
 void tpf_healer_finish(struct tpf_healer *h);
 

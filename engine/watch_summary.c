@@ -15,7 +15,7 @@ const char *tpf_watch_node_condition(const struct tpf_desired_node *dn,
 				     const struct tpf_live_node *ln)
 {
 	if (!ln)
-		return dn->deferred ? "waiting" : "missing";
+		return dn->completed ? "completed" : dn->deferred ? "waiting" : "missing";
 	/* A queued resource's state stands for a node not there yet. */
 	if (ln->queued_state && ln->state && !strcmp(ln->state, ln->queued_state))
 		return tpf_queued_state_dead(ln->state) ? "dead" : "queued";
@@ -43,6 +43,7 @@ void tpf_watch_summarise(const struct tpf_session *s, struct tpf_watch_summary *
 		sum->dead += !strcmp(c, "dead");
 		sum->missing += !strcmp(c, "missing");
 		sum->queued += !strcmp(c, "queued");
+		sum->completed += !strcmp(c, "completed");
 	}
 	sum->round = round;
 	sum->pending = pending;
@@ -51,16 +52,21 @@ void tpf_watch_summarise(const struct tpf_session *s, struct tpf_watch_summary *
 		 "alive %d/%d, creating %d, waiting for quota %d, dead %d, missing %d, queued %d",
 		 sum->alive, sum->desired, sum->creating, sum->waiting, sum->dead, sum->missing,
 		 sum->queued);
+	if (sum->completed) {
+		size_t len = strlen(sum->line);
+		snprintf(sum->line + len, sizeof(sum->line) - len, ", completed %d", sum->completed);
+	}
 	tpf_rfc3339(wall, sum->time, sizeof(sum->time));
 }
 
 void tpf_watch_save_summary(const struct tpf_session *s, const struct tpf_watch_summary *sum)
 {
-	json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:I}", "time", sum->time,
-			      "summary", sum->line, "alive", sum->alive, "desired", sum->desired,
-			      "creating", sum->creating, "waiting", sum->waiting, "dead", sum->dead,
-			      "missing", sum->missing, "queued", sum->queued, "round", sum->round,
-			      "pending_changes", (json_int_t)sum->pending);
+	json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:I}", "time",
+			      sum->time, "summary", sum->line, "alive", sum->alive, "desired",
+			      sum->desired, "creating", sum->creating, "waiting", sum->waiting, "dead",
+			      sum->dead, "missing", sum->missing, "queued", sum->queued, "completed",
+			      sum->completed, "round", sum->round, "pending_changes",
+			      (json_int_t)sum->pending);
 	char *text = json_dumps(j, JSON_INDENT(2));
 	char *path = xasprintf("%s.watch.json", s->fleet.state_path);
 	struct tpf_diags d = TPF_DIAGS_INIT;

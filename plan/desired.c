@@ -79,6 +79,13 @@ static void keep_existing_zone(struct tpf_desired_node *n, const struct tpf_grou
 			       const struct tpf_state *st, struct tpf_quota *quota)
 {
 	struct tpf_state_node *sn = st ? tpf_state_find((struct tpf_state *)st, n->name) : NULL;
+	if (sn && sn->status && !strcmp(sn->status, TPF_NODE_COMPLETED)) {
+		/* Deleted once its job completed: it is not created again and
+		 * holds no quota (docs/design.md section 8, "Completion"). */
+		n->completed = 1;
+		n->recipe.zone = xstrdup(sn->recipe.zone ? sn->recipe.zone : g->zones[0]);
+		return;
+	}
 	if (!sn || !sn->recipe.zone || !group_has_zone(g, sn->recipe.zone))
 		return;
 	n->recipe.zone = xstrdup(sn->recipe.zone);
@@ -241,6 +248,7 @@ void tpf_desired_node_copy(struct tpf_desired_node *dst, const struct tpf_desire
 		dst->zones[z] = xstrdup(src->zones[z]);
 	dst->nzones = src->nzones;
 	dst->deferred = src->deferred;
+	dst->completed = src->completed;
 	dst->waiting = xstrdup(src->waiting);
 }
 

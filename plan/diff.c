@@ -548,68 +548,137 @@ static int diff_update(struct tpf_plan *p, const struct tpf_diff_input *in,
 	return 0;
 }
 
-/* A worker whose job the policy will not restart, or that did not answer:
- * not as declared, and nothing tpuform can change now. */
-static void worker_unconverged(struct tpf_plan *p, const struct tpf_fleet *f,
-			       const struct tpf_desired_node *dn, int w,
-			       const struct tpf_session_fact *sf, const struct tpf_state_worker *sw,
-			       enum tpf_job_verdict v)
+/* One restart unit's entry of what is not as declared: the worker, or
+ * (a unit of several) the node, which is then failed or waiting. */
+static void unit_unconverged(struct tpf_plan *p, const struct tpf_fleet *f,
+			     const struct tpf_restart_unit *u, const struct tpf_unit_verdict *v,
+			     double now)
 {
-	if (sf && !sf->session) {
-		tpf_plan_add_unconverged(p, TPF_UNCONV_UNREACHABLE, dn->name, w,
-					 "unreachable: its session could not be checked");
-		return;
-	}
-	if (v != TPF_JOB_EXHAUSTED && v != TPF_JOB_NOT_RESTARTED)
-		return;
-	char *why = tpf_job_verdict_reason(f, sf, sw, v);
-	struct tpf_unconverged *u = tpf_plan_add_unconverged(
-		p, v == TPF_JOB_EXHAUSTED ? TPF_UNCONV_RESTARTS_EXHAUSTED : TPF_UNCONV_NOT_RESTARTED,
-		dn->name, w, why);
-	if (!strcmp(sf->session, "exited"))
-		u->exit_code = sf->exit_code;
+	enum tpf_unconverged_kind kind =
+		v->verdict == TPF_JOB_EXHAUSTED	     ? TPF_UNCONV_RESTARTS_EXHAUSTED
+		: v->verdict == TPF_JOB_NOT_RESTARTED ? TPF_UNCONV_NOT_RESTARTED
+						      : TPF_UNCONV_RESTART_WAITING;
+	const struct tpf_unit_member *m = &u->members[v->trigger];
+	char *why = u->n > 1 ? tpf_unit_verdict_reason(f, u, v, now)
+			     : tpf_job_verdict_reason(f, u->policy, m->sf, v->restarts, v->verdict,
+						      v->due, now);
+	struct tpf_unconverged *e =
+		tpf_plan_add_unconverged(p, kind, m->node, u->n > 1 ? -1 : m->worker, why);
+	if (!strcmp(m->sf->session, "exited"))
+		e->exit_code = m->sf->exit_code;
 	free(why);
 }
 
-/* Nothing to change in the node: restart the sessions the policy wants;
- * note those it will not restart. */
+/* Restart unit u (its verdict v says so): every member's worker is
+ * provisioned again; a unit of several restarts as one (a->gang), every
+ * member with the same new TPUFORM_RETRY. why gets the reason. */
+static void unit_restart(struct tpf_action *a, const struct tpf_state_node *sn,
+			 const struct tpf_restart_unit *u, const struct tpf_unit_verdict *v,
+			 struct tpf_buf *why, int *stalled)
+{
+	int gen = sn ? sn->generation : 0;
+	const struct tpf_unit_member *t = &u->members[v->trigger];
+	*stalled |= tpf_job_stalled(u->policy, t->sf);
+	if (u->n > 1) {
+		a->gang = 1;
+		tpf_buf_addf(why, "%srestart all %zu workers of %s: %s", why->len ? "; " : "", u->n,
+			     t->node, v->why);
+	} else {
+		char *what = tpf_job_what(u->policy, t->sf, 0);
+		tpf_buf_addf(why, "%sworker %d %s", why->len ? ", " : "", t->worker, what);
+		free(what);
+	}
+	for (size_t i = 0; i < u->n; i++) {
+		const struct tpf_unit_member *m = &u->members[i];
+		add_worker(a, m->worker);
+		char field[32];
+		snprintf(field, sizeof(field), "w%d.retry", m->worker);
+		long before = gen + (m->sw ? m->sw->restarts : 0);
+		char *b = qint(before), *nv = qint(gen + v->restarts + 1);
+		tpf_action_change(a, field, b, nv, 0, 0);
+		free(b);
+		free(nv);
+	}
+}
+
+/* Every worker's job exited 0: done. With on_success: delete the node is
+ * deleted (apply records it as completed); else it is kept and listed. */
+static void diff_succeeded(struct tpf_plan *p, const struct tpf_desired_node *dn,
+			   const struct tpf_state_node *sn, const struct tpf_live_node *ln,
+			   const struct tpf_job_policy *pol)
+{
+	if (pol->on_success != TPF_ON_SUCCESS_DELETE) {
+		tpf_plan_add_completed(p, dn->name, 0, 0, NULL);
+		return;
+	}
+	struct tpf_action *a = node_action(p, TPF_ACT_DELETE, NULL, sn, ln);
+	set_reason(a, "completed",
+		   "completed: every worker's job exited 0; delete the node to free its quota "
+		   "(on_success: delete)");
+}
+
+/* Nothing to change in the node: restart the units the policy wants
+ * (docs/design.md section 5, "Restart units"); note those it will not
+ * restart or that wait; delete or list a node whose job is done. */
 static void diff_restart(struct tpf_plan *p, const struct tpf_diff_input *in,
 			 const struct tpf_desired_node *dn, const struct tpf_state_node *sn,
 			 const struct tpf_live_node *ln, struct tpf_diags *d)
 {
+	const struct tpf_group *g = tpf_fleet_group(in->fleet, dn->group);
+	const struct tpf_job_policy *pol = tpf_fleet_job_policy(in->fleet, dn->group);
+	enum tpf_restart_scope scope = tpf_group_restart_scope(g);
+	int nworkers = dn->recipe.workers;
+	for (int w = 0; w < nworkers; w++) {
+		const struct tpf_session_fact *sf = tpf_session_facts_find(in->facts, dn->name, w);
+		if (sf && !sf->session) {
+			tpf_warn(d, dn->name, "worker %d of node '%s' is unreachable", w, dn->name);
+			tpf_plan_add_unconverged(p, TPF_UNCONV_UNREACHABLE, dn->name, w,
+						 "unreachable: its session could not be checked");
+		}
+	}
+	if (tpf_node_succeeded(in->fleet, dn->name, nworkers, in->facts)) {
+		diff_succeeded(p, dn, sn, ln, pol);
+		return;
+	}
 	struct tpf_action *a = node_action(p, TPF_ACT_RESTART, dn, sn, ln);
 	struct tpf_buf why = TPF_BUF_INIT;
-	for (int w = 0; w < dn->recipe.workers; w++) {
-		const struct tpf_session_fact *sf = tpf_session_facts_find(in->facts, dn->name, w);
-		const struct tpf_state_worker *sw =
-			sn && (size_t)w < sn->nworkers ? &sn->workers[w] : NULL;
-		if (sf && !sf->session)
-			tpf_warn(d, dn->name, "worker %d of node '%s' is unreachable", w, dn->name);
-		enum tpf_job_verdict verdict = tpf_job_verdict(in->fleet, sf, sw);
-		if (verdict != TPF_JOB_RESTART) {
-			worker_unconverged(p, in->fleet, dn, w, sf, sw, verdict);
-			continue;
-		}
-		add_worker(a, w);
-		tpf_buf_addf(&why, "%sworker %d %s", why.len ? ", " : "", w,
-			     !strcmp(sf->session, "dead") ? "has a dead session"
-			     : sf->exit_code ? "job failed" : "job finished");
-		char field[32];
-		snprintf(field, sizeof(field), "w%d.retry", w);
-		long retry = (sn ? sn->generation : 0) + (sw ? sw->restarts : 0);
-		char *b = qint(retry), *v = qint(retry + 1);
-		tpf_action_change(a, field, b, v, 0, 0);
-		free(b);
-		free(v);
+	int stalled = 0;
+	int nunits = scope == TPF_SCOPE_NODE ? 1 : nworkers;
+	for (int k = 0; k < nunits; k++) {
+		struct tpf_restart_unit u;
+		struct tpf_unit_verdict v;
+		tpf_unit_of(&u, dn->name, nworkers, k, scope, pol, sn, in->facts);
+		tpf_unit_verdict(in->fleet, &u, in->now, &v);
+		if (v.verdict == TPF_JOB_RESTART)
+			unit_restart(a, sn, &u, &v, &why, &stalled);
+		else if (v.verdict != TPF_JOB_FINE)
+			unit_unconverged(p, in->fleet, &u, &v, in->now);
+		tpf_unit_verdict_release(&v);
+		free(u.members);
 	}
 	if (a->nworkers) {
-		tpf_buf_addf(&why, ": restart %s", a->nworkers > 1 ? "them" : "it");
-		set_reason(a, "session", why.buf);
+		if (!a->gang)
+			tpf_buf_addf(&why, ": restart %s", a->nworkers > 1 ? "them" : "it");
+		set_reason(a, stalled ? "stalled" : "session", why.buf);
 	} else {
 		tpf_action_release(a);
 		p->n--;
 	}
 	tpf_buf_release(&why);
+}
+
+/* The state says the node completed: it is not created again. A live node
+ * of that name (made outside tpuform) is deleted. */
+static void diff_completed(struct tpf_plan *p, const struct tpf_desired_node *dn,
+			   const struct tpf_state_node *sn, const struct tpf_live_node *ln)
+{
+	tpf_plan_add_completed(p, dn->name, 1, sn->exit_code >= 0 ? sn->exit_code : 0,
+			       sn->completed_at);
+	if (!ln)
+		return;
+	struct tpf_action *a = node_action(p, TPF_ACT_DELETE, NULL, sn, ln);
+	set_reason(a, "completed",
+		   "completed: its job completed, so it is not created again (on_success: delete)");
 }
 
 /* The rules for one desired node, in order of precedence (docs/design.md "Node
@@ -619,6 +688,10 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 {
 	const struct tpf_state_node *sn = tpf_state_find((struct tpf_state *)in->state, dn->name);
 	const struct tpf_live_node *ln = tpf_live_set_find(in->live, dn->name);
+	if (sn && !strcmp(sn->status, TPF_NODE_COMPLETED)) {
+		diff_completed(p, dn, sn, ln);
+		return;
+	}
 	if (!ln) {
 		diff_absent(p, dn, sn);
 		return;

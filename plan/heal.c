@@ -28,7 +28,8 @@ int tpf_action_is_healing(const struct tpf_action *a)
 	case TPF_ACT_UPDATE:
 		return reason_is(a, "adopt") || reason_is(a, "provision");
 	case TPF_ACT_DELETE:
-		return reason_is(a, "orphan");
+		/* Orphans, and nodes whose job completed (on_success: delete). */
+		return reason_is(a, "orphan") || reason_is(a, "completed");
 	}
 	return 0;
 }

@@ -29,6 +29,9 @@ struct tpf_desired_node {
 	char **zones;     /* the group's zones in fallback order (copy) */
 	size_t nzones;
 	int deferred;     /* beyond quota in every zone: not created now */
+	/* The state says it completed (TPF_NODE_COMPLETED): it is not
+	 * created again and holds no quota. */
+	int completed;
 	/* When deferred: why, for people, naming each zone's full rule:
 	 * "waiting for quota: on_demand cap 0 in z1 (quota[0], v2-8)". */
 	char *waiting;
@@ -68,6 +71,10 @@ struct tpf_session_fact {
 	int exit_code;
 	char *script_hash;
 	char *last_log;
+	/* A running job ("alive"): seconds since its log last grew or it
+	 * last touched $TPUFORM_HEARTBEAT, whichever is later, as the worker
+	 * measured it (templates/bootstrap.sh status). < 0: not known. */
+	double stalled_for;
 };
 
 struct tpf_session_facts {
@@ -85,6 +92,7 @@ enum tpf_job_verdict {
 	TPF_JOB_RESTART,       /* the policy restarts it now */
 	TPF_JOB_EXHAUSTED,     /* the policy would restart it, but max_restarts are used up */
 	TPF_JOB_NOT_RESTARTED, /* it failed or its session died, and `restart: never` */
+	TPF_JOB_WAITING,       /* the policy restarts it once its backoff has passed */
 };
 
 /*
@@ -97,6 +105,85 @@ enum tpf_job_verdict {
  */
 enum tpf_job_verdict tpf_job_verdict(const struct tpf_fleet *f, const struct tpf_session_fact *sf,
 				     const struct tpf_state_worker *sw);
+
+/* ---- restart units -------------------------------------------------------- */
+
+/*
+ * A restart unit: the jobs that fail and restart together (docs/design.md
+ * section 5, "Restart units"). A multi-host JAX or PyTorch/XLA job is one
+ * program over every worker of a node: when one worker's part dies the
+ * others block in a collective, so they must restart with it. Today a unit
+ * is one node's workers (restart_scope: node) or one worker
+ * (restart_scope: worker); a multislice group would be one unit of several
+ * nodes' workers, which is why members name their node.
+ */
+struct tpf_unit_member {
+	const char *node;
+	int worker;
+	const struct tpf_session_fact *sf;  /* what it reported; NULL: nothing known */
+	const struct tpf_state_worker *sw;  /* its state; NULL: no restarts yet */
+};
+
+struct tpf_restart_unit {
+	struct tpf_unit_member *members; /* in worker order */
+	size_t n;
+	const struct tpf_job_policy *policy; /* the group's */
+};
+
+struct tpf_unit_verdict {
+	enum tpf_job_verdict verdict;
+	int trigger;    /* index in members of the job that calls for a restart; -1: none */
+	int restarts;   /* restarts of the unit so far: the most any member had */
+	double due;     /* TPF_JOB_WAITING: wall-clock seconds when the restart is due */
+	/* Why, for people, naming the trigger: "worker 2 job failed (exit 1)",
+	 * "worker 0 has a dead session", "worker 1 stalled: no output for
+	 * 31m"; NULL when FINE. Owned: release with tpf_unit_verdict_release. */
+	char *why;
+};
+
+/*
+ * The one restart rule applied to a unit at wall-clock time `now`
+ * (seconds since the epoch). A member calls for a restart when its session
+ * died, its job failed (or, with `restart: always`, exited), or it stalled
+ * (alive, stalled_for >= policy->stall_timeout > 0); members that did not
+ * answer count as nothing known. The first such member (by worker index)
+ * is the trigger. Then, for the unit: `restart: never` gives
+ * NOT_RESTARTED; restarts >= max_restarts gives EXHAUSTED; a restart
+ * before its backoff (tpf_restart_backoff) from the unit's last restart
+ * gives WAITING; else RESTART. Pure. *out is overwritten.
+ */
+void tpf_unit_verdict(const struct tpf_fleet *f, const struct tpf_restart_unit *u, double now,
+		      struct tpf_unit_verdict *out);
+void tpf_unit_verdict_release(struct tpf_unit_verdict *v);
+
+/*
+ * Seconds a unit that has been restarted `restarts` times waits after its
+ * last restart before the next one: 0 for the first restart, then
+ * restart_backoff, 2 x, 4 x ... capped at TPF_RESTART_BACKOFF_CAP (or
+ * restart_backoff itself, when it is larger).
+ */
+double tpf_restart_backoff(const struct tpf_job_policy *p, int restarts);
+
+/* "31m", "45s", "2h5m": a stall or a wait, for people. out: >= 16 bytes. */
+void tpf_fmt_stall(double seconds, char *out, size_t outlen);
+
+/*
+ * 1 when each of the node's `nworkers` workers reported that its job
+ * exited 0, and the fleet's restart policy leaves such a job be (not
+ * `restart: always`): the node's job is done.
+ */
+int tpf_node_succeeded(const struct tpf_fleet *f, const char *node, int nworkers,
+		       const struct tpf_session_facts *facts);
+
+/*
+ * The restart unit of worker w of node `node` (nworkers workers, restart
+ * scope `scope`, already resolved: tpf_group_restart_scope): the node's
+ * workers (node) or w alone (worker). members (caller frees u->members)
+ * carry the facts and the state workers of sn (may be NULL).
+ */
+void tpf_unit_of(struct tpf_restart_unit *u, const char *node, int nworkers, int w,
+		 enum tpf_restart_scope scope, const struct tpf_job_policy *policy,
+		 const struct tpf_state_node *sn, const struct tpf_session_facts *facts);
 
 /* ---- what is not as declared ------------------------------------------- */
 
@@ -113,8 +200,14 @@ enum tpf_unconverged_kind {
 	TPF_UNCONV_QUOTA,              /* node: deferred, no zone of its group has declared quota */
 	TPF_UNCONV_QUEUED,             /* node: its queued resource waits (ACCEPTED, WAITING_FOR_RESOURCES...) */
 	TPF_UNCONV_UNREACHABLE,        /* worker: did not answer, so its session is not known */
+	/* worker, or node for a unit of several workers: the restart waits
+	 * for its backoff (restart_backoff) */
+	TPF_UNCONV_RESTART_WAITING,
 };
 
+/* RESTARTS_EXHAUSTED and NOT_RESTARTED name the worker, or the node
+ * (worker -1) when its restart unit is the node: then the node is
+ * "failed", kept for debugging. */
 struct tpf_unconverged {
 	enum tpf_unconverged_kind kind;
 	char *node;
@@ -124,7 +217,7 @@ struct tpf_unconverged {
 };
 
 /* For machines: "restarts_exhausted" "not_restarted" "quota" "queued"
- * "unreachable" (static). The reverse is tpf_unconverged_kind_from (0, or
+ * "unreachable" "restart_waiting" (static). The reverse is tpf_unconverged_kind_from (0, or
  * -1 for an unknown code). */
 const char *tpf_unconverged_code(enum tpf_unconverged_kind k);
 int tpf_unconverged_kind_from(const char *code, enum tpf_unconverged_kind *k);
@@ -138,6 +231,27 @@ const char *tpf_unconverged_mark(enum tpf_unconverged_kind k);
  */
 int tpf_worker_unconverged(const struct tpf_fleet *f, const struct tpf_session_fact *sf,
 			   const struct tpf_state_worker *sw);
+
+/*
+ * For `show`: what the plan's rules make of worker w of state node sn at
+ * wall-clock time `now`, by its restart unit (tpf_unit_verdict): the kind
+ * of "not as declared" entry (restarts exhausted, not restarted, restart
+ * waiting) or -1, and in *words (caller frees; NULL when there is nothing
+ * to say) a few words: "restarts exhausted", "stalled: no output for 31m",
+ * "restart in 8s (backoff)". A stalled job that will be restarted is
+ * described although it is not an entry (-1).
+ */
+int tpf_worker_note(const struct tpf_fleet *f, const struct tpf_state_node *sn, int w,
+		    const struct tpf_session_facts *facts, double now, char **words);
+
+/*
+ * For `show` and `watch`: "completed" (state: TPF_NODE_COMPLETED),
+ * "succeeded" (every worker's job exited 0: tpf_node_succeeded), "failed"
+ * (its restart unit is the node and restarts are used up or `restart:
+ * never`), or NULL. Static string.
+ */
+const char *tpf_node_outcome(const struct tpf_fleet *f, const struct tpf_state_node *sn,
+			     const struct tpf_session_facts *facts, double now);
 
 /* ---- actions ------------------------------------------------------------ */
 
@@ -168,6 +282,10 @@ struct tpf_action {
 	char *zone;           /* where the node is now (delete/replace/update), may be NULL */
 	char *id;             /* provider id of the existing node, may be NULL */
 	int adopt;            /* node found by labels but missing from state: record it */
+	/* TPF_ACT_RESTART: the workers are one restart unit: all are stopped,
+	 * then all started with the same new TPUFORM_RETRY (every worker's
+	 * restarts set to the unit's + 1). 0: each worker restarts on its own. */
+	int gang;
 	int update_labels;    /* TPF_ACT_UPDATE: labels differ */
 	int *workers;         /* UPDATE/RESTART: worker indices to (re)provision */
 	size_t nworkers;
@@ -176,6 +294,14 @@ struct tpf_action {
 	/* The desired node (create, replace, update, restart, wait); NULL for
 	 * delete/forget. Owned copy. */
 	struct tpf_desired_node *desired;
+};
+
+/* A node whose job is done (docs/design.md section 8, "Completion"). */
+struct tpf_completed {
+	char *node;
+	int deleted;     /* 1: on_success: delete (state: completed); 0: kept */
+	int exit_code;   /* 0 */
+	char *at;        /* RFC 3339 of the completion when known, else NULL */
 };
 
 struct tpf_plan {
@@ -196,9 +322,16 @@ struct tpf_plan {
 	 * order of the desired nodes, then workers. Owned. */
 	struct tpf_unconverged *unconverged;
 	size_t nunconverged, unconverged_alloc;
+	/* Nodes whose job completed: no action, not missing. Owned. */
+	struct tpf_completed *completed;
+	size_t ncompleted, completed_alloc;
 };
 
 void tpf_plan_release(struct tpf_plan *p);
+
+/* Append a completed node (node and at are copied). */
+struct tpf_completed *tpf_plan_add_completed(struct tpf_plan *p, const char *node, int deleted,
+					     int exit_code, const char *at);
 
 /* Append an entry (node and reason are copied; worker -1: the node). */
 struct tpf_unconverged *tpf_plan_add_unconverged(struct tpf_plan *p, enum tpf_unconverged_kind kind,
@@ -219,6 +352,9 @@ struct tpf_diff_input {
 	const struct tpf_live_set *live;
 	const struct tpf_session_facts *facts;
 	int destroy;    /* plan to delete everything the fleet owns */
+	/* Wall-clock seconds since the epoch: restart backoffs are measured
+	 * against it. 0: every backoff has passed. */
+	double now;
 };
 
 /*
@@ -234,8 +370,8 @@ void tpf_plan_recount(struct tpf_plan *p);
 /*
  * `watch` heals, and only heals: replace dead nodes (preempted, terminated,
  * stopped, tainted), create missing or waiting ones, restart sessions,
- * provision workers that are not up, adopt, forget, and delete orphans.
- * A changed recipe or job, changed labels, or a lower count is not healing:
+ * provision workers that are not up, adopt, forget, delete orphans, and
+ * delete nodes whose job completed (on_success: delete). A changed recipe or job, changed labels, or a lower count is not healing:
  * it waits for `watch -apply-all` or `apply`. Returns 1 for healing.
  */
 int tpf_action_is_healing(const struct tpf_action *a);
@@ -248,6 +384,21 @@ int tpf_plan_has_changes(const struct tpf_plan *p);
 /* 1 if the plan changes nothing and nothing is left not as declared:
  * only then does the fleet match its file. */
 int tpf_plan_converged(const struct tpf_plan *p);
+
+/*
+ * The fleet is done (`watch -exit-when-done`, README.md): the plan changes
+ * nothing and every desired node of ds has completed (p->completed) or
+ * failed (its node-wide restarts are used up, or `restart: never`: a
+ * worker -1 entry; or, for a node of one worker, that worker's entry).
+ * Counts go to *ncompleted and *nfailed (may be NULL). Returns 1 when
+ * done, 0 otherwise. An empty fleet is done.
+ */
+int tpf_plan_done(const struct tpf_plan *p, const struct tpf_desired_set *ds, size_t *ncompleted,
+		  size_t *nfailed);
+
+/* 1 if action a deletes a node because its job completed (on_success:
+ * delete): apply records it as TPF_NODE_COMPLETED instead of forgetting it. */
+int tpf_action_completes(const struct tpf_action *a);
 
 /* ---- rendering -------------------------------------------------------- */
 

@@ -14,19 +14,42 @@ void tpf_desired_node_free(struct tpf_desired_node *n);
 void tpf_action_change(struct tpf_action *a, const char *field, const char *before,
 		       const char *after, int forces, int sensitive);
 
-/* Why a job is not as declared, for people, given its verdict
- * (TPF_JOB_EXHAUSTED or TPF_JOB_NOT_RESTARTED; sf->session is set):
- * "job failed (exit 1) after 3 restarts; restarts are used up
- * (max_restarts: 3)". Caller frees. */
-char *tpf_job_verdict_reason(const struct tpf_fleet *f, const struct tpf_session_fact *sf,
-			     const struct tpf_state_worker *sw, enum tpf_job_verdict v);
+/*
+ * Why a worker's job is not as declared, for people, given its verdict
+ * (TPF_JOB_EXHAUSTED, TPF_JOB_NOT_RESTARTED or TPF_JOB_WAITING;
+ * sf->session is set): "job failed (exit 1) after 3 restarts; restarts are
+ * used up (max_restarts: 3)". pol: the group's (for stalls; may be NULL);
+ * restarts: the unit's; due, now: wall-clock seconds (WAITING). Caller
+ * frees.
+ */
+char *tpf_job_verdict_reason(const struct tpf_fleet *f, const struct tpf_job_policy *pol,
+			     const struct tpf_session_fact *sf, int restarts,
+			     enum tpf_job_verdict v, double due, double now);
 
 /* Sort the actions as tpf_diff does: deletes first (they free quota), then
  * forgets, replaces, creates, waits, updates, restarts; by node name
  * within each kind. */
 void tpf_plan_sort(struct tpf_plan *p);
 
-/* Free the plan's entries of what is not as declared (tpf_plan_release does). */
+/* The same for a unit of several workers (the node is "failed" when its
+ * restarts are used up): "failed: worker 1 job failed (exit 1) after 3
+ * restarts of its 2 workers; restarts are used up (max_restarts: 3); the
+ * node is kept for debugging". Caller frees. */
+char *tpf_unit_verdict_reason(const struct tpf_fleet *f, const struct tpf_restart_unit *u,
+			      const struct tpf_unit_verdict *v, double now);
+
+/* Is sf a running job stalled past pol->stall_timeout (> 0)? */
+int tpf_job_stalled(const struct tpf_job_policy *pol, const struct tpf_session_fact *sf);
+
+/* What happened to a job that calls for a restart (sf->session is set):
+ * "has a dead session", "job failed (exit 1)" ("job failed" without
+ * with_exit), "job finished (exit 0)", "stalled: no output for 31m".
+ * Caller frees. */
+char *tpf_job_what(const struct tpf_job_policy *pol, const struct tpf_session_fact *sf,
+		   int with_exit);
+
+/* Free the plan's entries of what is not as declared and its completed
+ * nodes (tpf_plan_release does). */
 void tpf_plan_unconverged_release(struct tpf_plan *p);
 
 #endif

@@ -187,6 +187,25 @@ static void render_unconverged(const struct tpf_plan *p, const struct style *s,
 	tpf_buf_addch(out, '\n');
 }
 
+/* Nodes whose job is done: not missing, not created again. */
+static void render_completed(const struct tpf_plan *p, const struct style *s, struct tpf_buf *out)
+{
+	if (!p->ncompleted)
+		return;
+	tpf_buf_addf(out, "%sCompleted%s (every worker's job exited 0):\n", col(s, C_BOLD),
+		     col(s, C_RESET));
+	for (size_t i = 0; i < p->ncompleted; i++) {
+		const struct tpf_completed *c = &p->completed[i];
+		tpf_buf_addf(out, "  %s-%s %s: completed with exit %d", col(s, C_GREEN), col(s, C_RESET),
+			     c->node, c->exit_code);
+		if (c->at)
+			tpf_buf_addf(out, " at %s", c->at);
+		tpf_buf_adds(out, c->deleted ? "; deleted, not created again (on_success: delete)\n"
+					     : "; the node is kept (on_success: keep)\n");
+	}
+	tpf_buf_addch(out, '\n');
+}
+
 void tpf_plan_render_human(const struct tpf_plan *p, int color, struct tpf_buf *out)
 {
 	struct style s = { color };
@@ -194,6 +213,7 @@ void tpf_plan_render_human(const struct tpf_plan *p, int color, struct tpf_buf *
 		tpf_plan_render_refresh_only(p, color, out);
 		return;
 	}
+	render_completed(p, &s, out);
 	if (!tpf_plan_has_changes(p)) {
 		if (p->nunconverged) {
 			render_unconverged(p, &s, out);

@@ -91,6 +91,8 @@ json_t *tpf_plan_to_json(const struct tpf_plan *p)
 		set_str(j, "id", a->id);
 		json_object_set_new(j, "adopt", json_boolean(a->adopt));
 		json_object_set_new(j, "update_labels", json_boolean(a->update_labels));
+		if (a->gang)
+			json_object_set_new(j, "gang", json_true());
 		json_t *w = json_array();
 		for (size_t k = 0; k < a->nworkers; k++)
 			json_array_append_new(w, json_integer(a->workers[k]));
@@ -116,6 +118,15 @@ json_t *tpf_plan_to_json(const struct tpf_plan *p)
 	for (size_t i = 0; i < p->nunconverged; i++)
 		json_array_append_new(unconv, tpf_unconverged_to_json(&p->unconverged[i]));
 	json_object_set_new(o, "unconverged", unconv);
+	json_t *done = json_array();
+	for (size_t i = 0; i < p->ncompleted; i++) {
+		const struct tpf_completed *c = &p->completed[i];
+		json_t *cj = json_pack("{s:s,s:b,s:i}", "node", c->node, "deleted", c->deleted,
+				       "exit_code", c->exit_code);
+		set_str(cj, "at", c->at);
+		json_array_append_new(done, cj);
+	}
+	json_object_set_new(o, "completed", done);
 	json_object_set_new(o, "counts",
 			    json_pack("{s:I,s:I,s:I}", "add", (json_int_t)p->add, "change",
 				      (json_int_t)p->change, "destroy", (json_int_t)p->destroyed));
@@ -198,6 +209,7 @@ int tpf_plan_from_json(struct tpf_plan *p, json_t *root, const char *what, struc
 		a->id = xstrdup(jstr(j, "id"));
 		a->adopt = json_is_true(json_object_get(j, "adopt"));
 		a->update_labels = json_is_true(json_object_get(j, "update_labels"));
+		a->gang = json_is_true(json_object_get(j, "gang"));
 		json_t *w = json_object_get(j, "workers");
 		a->nworkers = json_array_size(w);
 		a->workers = xcalloc(a->nworkers ? a->nworkers : 1, sizeof(int));
@@ -228,6 +240,12 @@ int tpf_plan_from_json(struct tpf_plan *p, json_t *root, const char *what, struc
 		struct tpf_unconverged *u = tpf_plan_add_unconverged(
 			p, kind, jstr(j, "node"), w ? (int)json_integer_value(w) : -1, jstr(j, "reason"));
 		u->exit_code = x ? (int)json_integer_value(x) : -1;
+	}
+	json_array_foreach(json_object_get(root, "completed"), i, j) {
+		if (jstr(j, "node"))
+			tpf_plan_add_completed(p, jstr(j, "node"), json_is_true(json_object_get(j, "deleted")),
+					       (int)json_integer_value(json_object_get(j, "exit_code")),
+					       jstr(j, "at"));
 	}
 	json_t *counts = json_object_get(root, "counts");
 	p->add = (size_t)json_integer_value(json_object_get(counts, "add"));

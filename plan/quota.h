@@ -75,8 +75,9 @@ void tpf_quota_take(struct tpf_quota *q, const char *zone, const struct tpf_reci
 
 /*
  * Count every node of the state that has a zone (created, pending or
- * tainted: each may hold quota), by its recorded recipe, except the node
- * named `except` (may be NULL), which is the one being placed.
+ * tainted: each may hold quota; not completed ones, which were deleted),
+ * by its recorded recipe, except the node named `except` (may be NULL),
+ * which is the one being placed.
  */
 void tpf_quota_count_state(struct tpf_quota *q, const struct tpf_state *st, const char *except);
 

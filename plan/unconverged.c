@@ -1,59 +1,90 @@
 /*
  * What is not as declared and no action can change now (plan/plan.h):
- * the restart policy's verdict on a job, and the plan's list of entries.
+ * the restart policy's verdict on a job, the plan's list of entries, its
+ * completed nodes, and the same rules as `show` and `watch` ask them.
  */
 #include "plan/plan.h"
 #include "plan/plan_internal.h"
 #include "util/xalloc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum tpf_job_verdict tpf_job_verdict(const struct tpf_fleet *f, const struct tpf_session_fact *sf,
 				     const struct tpf_state_worker *sw)
 {
-	if (!sf || !sf->session)
-		return TPF_JOB_FINE;
-	int dead = !strcmp(sf->session, "dead");
-	int exited = !strcmp(sf->session, "exited");
-	if (!dead && !exited)
-		return TPF_JOB_FINE; /* alive, or never started ("none": provisioning's) */
-	int failed = dead || sf->exit_code != 0;
-	int wanted;
-	switch (f->restart) {
-	case TPF_RESTART_NEVER:
-		return failed ? TPF_JOB_NOT_RESTARTED : TPF_JOB_FINE;
-	case TPF_RESTART_ALWAYS:
-		wanted = 1;
-		break;
-	case TPF_RESTART_ON_FAILURE:
-	default:
-		wanted = failed;
-		break;
-	}
-	if (!wanted)
-		return TPF_JOB_FINE; /* finished with 0: done */
-	return !sw || sw->restarts < f->max_restarts ? TPF_JOB_RESTART : TPF_JOB_EXHAUSTED;
+	/* The unit rule on a unit of one, with no stall timeout and no
+	 * backoff (now 0): one rule for every caller. */
+	struct tpf_job_policy none = { .scope = TPF_SCOPE_WORKER };
+	struct tpf_unit_member m = { .node = sf ? sf->node : NULL, .worker = sf ? sf->worker : 0,
+				     .sf = sf, .sw = sw };
+	struct tpf_restart_unit u = { &m, 1, &none };
+	struct tpf_unit_verdict v;
+	tpf_unit_verdict(f, &u, 0, &v);
+	tpf_unit_verdict_release(&v);
+	return v.verdict;
 }
 
-char *tpf_job_verdict_reason(const struct tpf_fleet *f, const struct tpf_session_fact *sf,
-			     const struct tpf_state_worker *sw, enum tpf_job_verdict v)
+/* "session died", "job failed (exit 1)", "stalled: no output for 31m". */
+static char *job_happened(const struct tpf_job_policy *pol, const struct tpf_session_fact *sf)
 {
-	int restarts = sw ? sw->restarts : 0;
-	char *what = !strcmp(sf->session, "dead")
-			     ? xstrdup("session died")
-			     : xasprintf("job %s (exit %d)", sf->exit_code ? "failed" : "finished",
-					 sf->exit_code);
+	if (!tpf_job_stalled(pol, sf) && !strcmp(sf->session, "dead"))
+		return xstrdup("session died");
+	return tpf_job_what(pol, sf, 1);
+}
+
+/* "restart 2 of 3 in 8s (restart_backoff)", with " of all N workers"
+ * after the count for a unit of several. */
+static char *waiting_words(const struct tpf_fleet *f, int restarts, double due, double now,
+			   size_t members)
+{
+	char in[32], all[48] = "";
+	tpf_fmt_stall(due - now + 0.999, in, sizeof(in));
+	if (members > 1)
+		snprintf(all, sizeof(all), " of all %zu workers", members);
+	return xasprintf("restart %d of %d%s in %s (restart_backoff)", restarts + 1, f->max_restarts,
+			 all, in);
+}
+
+char *tpf_job_verdict_reason(const struct tpf_fleet *f, const struct tpf_job_policy *pol,
+			     const struct tpf_session_fact *sf, int restarts,
+			     enum tpf_job_verdict v, double due, double now)
+{
+	char *what = job_happened(pol, sf);
 	char *r;
-	if (v == TPF_JOB_NOT_RESTARTED)
+	if (v == TPF_JOB_WAITING) {
+		char *wait = waiting_words(f, restarts, due, now, 1);
+		r = xasprintf("%s; %s", what, wait);
+		free(wait);
+	} else if (v == TPF_JOB_NOT_RESTARTED) {
 		r = xasprintf("%s; not restarted (restart: never)", what);
-	else if (restarts > 0)
+	} else if (restarts > 0) {
 		r = xasprintf("%s after %d restart%s; restarts are used up (max_restarts: %d)", what,
 			      restarts, restarts == 1 ? "" : "s", f->max_restarts);
-	else
+	} else {
 		r = xasprintf("%s; restarts are used up (max_restarts: %d)", what, f->max_restarts);
+	}
 	free(what);
 	return r;
+}
+
+char *tpf_unit_verdict_reason(const struct tpf_fleet *f, const struct tpf_restart_unit *u,
+			      const struct tpf_unit_verdict *v, double now)
+{
+	if (v->verdict == TPF_JOB_WAITING) {
+		char *wait = waiting_words(f, v->restarts, v->due, now, u->n);
+		char *r = xasprintf("%s; %s", v->why, wait);
+		free(wait);
+		return r;
+	}
+	if (v->verdict == TPF_JOB_NOT_RESTARTED)
+		return xasprintf("failed: %s; not restarted (restart: never); the node is kept for "
+				 "debugging",
+				 v->why);
+	return xasprintf("failed: %s after %d restart%s of all %zu workers; restarts are used up "
+			 "(max_restarts: %d); the node is kept for debugging",
+			 v->why, v->restarts, v->restarts == 1 ? "" : "s", u->n, f->max_restarts);
 }
 
 static const struct {
@@ -65,6 +96,7 @@ static const struct {
 	{ TPF_UNCONV_QUOTA, "quota", "waiting for quota" },
 	{ TPF_UNCONV_QUEUED, "queued", "waiting in its queued resource" },
 	{ TPF_UNCONV_UNREACHABLE, "unreachable", "unreachable" },
+	{ TPF_UNCONV_RESTART_WAITING, "restart_waiting", "restart waiting (restart_backoff)" },
 };
 
 const char *tpf_unconverged_code(enum tpf_unconverged_kind k)
@@ -94,16 +126,81 @@ const char *tpf_unconverged_mark(enum tpf_unconverged_kind k)
 	return "not as declared";
 }
 
-int tpf_worker_unconverged(const struct tpf_fleet *f, const struct tpf_session_fact *sf,
-			   const struct tpf_state_worker *sw)
+static int verdict_kind(enum tpf_job_verdict v)
 {
-	switch (tpf_job_verdict(f, sf, sw)) {
+	switch (v) {
 	case TPF_JOB_EXHAUSTED: return TPF_UNCONV_RESTARTS_EXHAUSTED;
 	case TPF_JOB_NOT_RESTARTED: return TPF_UNCONV_NOT_RESTARTED;
+	case TPF_JOB_WAITING: return TPF_UNCONV_RESTART_WAITING;
 	case TPF_JOB_FINE:
 	case TPF_JOB_RESTART: break;
 	}
 	return -1;
+}
+
+int tpf_worker_unconverged(const struct tpf_fleet *f, const struct tpf_session_fact *sf,
+			   const struct tpf_state_worker *sw)
+{
+	return verdict_kind(tpf_job_verdict(f, sf, sw));
+}
+
+/* The unit worker w of sn belongs to, and its verdict at `now`. */
+static void node_unit_verdict(const struct tpf_fleet *f, const struct tpf_state_node *sn, int w,
+			      const struct tpf_session_facts *facts, double now,
+			      struct tpf_restart_unit *u, struct tpf_unit_verdict *v)
+{
+	const struct tpf_group *g = sn->group ? tpf_fleet_group(f, sn->group) : NULL;
+	int nworkers = sn->recipe.workers > 0 ? sn->recipe.workers : (int)sn->nworkers;
+	tpf_unit_of(u, sn->name, nworkers, w, tpf_group_restart_scope(g),
+		    tpf_fleet_job_policy(f, sn->group), sn, facts);
+	tpf_unit_verdict(f, u, now, v);
+}
+
+int tpf_worker_note(const struct tpf_fleet *f, const struct tpf_state_node *sn, int w,
+		    const struct tpf_session_facts *facts, double now, char **words)
+{
+	struct tpf_restart_unit u;
+	struct tpf_unit_verdict v;
+	*words = NULL;
+	node_unit_verdict(f, sn, w, facts, now, &u, &v);
+	const struct tpf_session_fact *sf = tpf_session_facts_find(facts, sn->name, w);
+	int kind = verdict_kind(v.verdict);
+	if (v.verdict == TPF_JOB_WAITING) {
+		char in[32];
+		tpf_fmt_stall(v.due - now + 0.999, in, sizeof(in));
+		*words = xasprintf("restart in %s (restart_backoff)", in);
+	} else if (kind >= 0) {
+		*words = xstrdup(tpf_unconverged_mark(kind));
+	} else if (tpf_job_stalled(u.policy, sf)) {
+		*words = tpf_job_what(u.policy, sf, 0);
+	}
+	tpf_unit_verdict_release(&v);
+	free(u.members);
+	return kind;
+}
+
+const char *tpf_node_outcome(const struct tpf_fleet *f, const struct tpf_state_node *sn,
+			     const struct tpf_session_facts *facts, double now)
+{
+	if (sn->status && !strcmp(sn->status, TPF_NODE_COMPLETED))
+		return "completed";
+	int nworkers = sn->recipe.workers > 0 ? sn->recipe.workers : (int)sn->nworkers;
+	if (tpf_node_succeeded(f, sn->name, nworkers, facts))
+		return "succeeded";
+	/* Failed: every restart unit of the node (the node itself, or each
+	 * worker) has used up its restarts or is not restarted. */
+	const struct tpf_group *g = sn->group ? tpf_fleet_group(f, sn->group) : NULL;
+	int nunits = tpf_group_restart_scope(g) == TPF_SCOPE_NODE ? 1 : nworkers;
+	int failed = 0;
+	for (int k = 0; k < nunits; k++) {
+		struct tpf_restart_unit u;
+		struct tpf_unit_verdict v;
+		node_unit_verdict(f, sn, k, facts, now, &u, &v);
+		failed += v.verdict == TPF_JOB_EXHAUSTED || v.verdict == TPF_JOB_NOT_RESTARTED;
+		tpf_unit_verdict_release(&v);
+		free(u.members);
+	}
+	return nunits > 0 && failed == nunits ? "failed" : NULL;
 }
 
 struct tpf_unconverged *tpf_plan_add_unconverged(struct tpf_plan *p, enum tpf_unconverged_kind kind,
@@ -120,6 +217,18 @@ struct tpf_unconverged *tpf_plan_add_unconverged(struct tpf_plan *p, enum tpf_un
 	return u;
 }
 
+struct tpf_completed *tpf_plan_add_completed(struct tpf_plan *p, const char *node, int deleted,
+					     int exit_code, const char *at)
+{
+	XGROW(p->completed, p->ncompleted + 1, p->completed_alloc);
+	struct tpf_completed *c = &p->completed[p->ncompleted++];
+	c->node = xstrdup(node);
+	c->deleted = deleted;
+	c->exit_code = exit_code;
+	c->at = xstrdup(at);
+	return c;
+}
+
 void tpf_plan_unconverged_release(struct tpf_plan *p)
 {
 	for (size_t i = 0; i < p->nunconverged; i++) {
@@ -129,9 +238,66 @@ void tpf_plan_unconverged_release(struct tpf_plan *p)
 	free(p->unconverged);
 	p->unconverged = NULL;
 	p->nunconverged = p->unconverged_alloc = 0;
+	for (size_t i = 0; i < p->ncompleted; i++) {
+		free(p->completed[i].node);
+		free(p->completed[i].at);
+	}
+	free(p->completed);
+	p->completed = NULL;
+	p->ncompleted = p->completed_alloc = 0;
 }
 
 int tpf_plan_converged(const struct tpf_plan *p)
 {
 	return !tpf_plan_has_changes(p) && !p->nunconverged;
+}
+
+int tpf_action_completes(const struct tpf_action *a)
+{
+	return a->kind == TPF_ACT_DELETE && a->reason_code && !strcmp(a->reason_code, "completed");
+}
+
+/* Has node dn failed for good: a node-wide entry of used-up restarts (or
+ * restart: never), or such an entry for each of its workers? */
+static int node_failed(const struct tpf_plan *p, const struct tpf_desired_node *dn)
+{
+	int workers = 0;
+	for (size_t i = 0; i < p->nunconverged; i++) {
+		const struct tpf_unconverged *u = &p->unconverged[i];
+		if (strcmp(u->node, dn->name) || (u->kind != TPF_UNCONV_RESTARTS_EXHAUSTED &&
+						  u->kind != TPF_UNCONV_NOT_RESTARTED))
+			continue;
+		if (u->worker < 0)
+			return 1;
+		workers++;
+	}
+	return workers > 0 && workers >= dn->recipe.workers;
+}
+
+static int node_completed(const struct tpf_plan *p, const char *name)
+{
+	for (size_t i = 0; i < p->ncompleted; i++)
+		if (!strcmp(p->completed[i].node, name))
+			return 1;
+	return 0;
+}
+
+int tpf_plan_done(const struct tpf_plan *p, const struct tpf_desired_set *ds, size_t *ncompleted,
+		  size_t *nfailed)
+{
+	size_t done = 0, failed = 0;
+	int all = !tpf_plan_has_changes(p);
+	for (size_t i = 0; i < ds->n; i++) {
+		if (node_completed(p, ds->nodes[i].name))
+			done++;
+		else if (node_failed(p, &ds->nodes[i]))
+			failed++;
+		else
+			all = 0;
+	}
+	if (ncompleted)
+		*ncompleted = done;
+	if (nfailed)
+		*nfailed = failed;
+	return all;
 }

@@ -17,7 +17,7 @@ char *tpf_session_name(const char *fleet);
  * Render the script worker `worker` of node `n` would get now (from n->job,
  * n->generation, the fleet's name, session and secrets). TPUFORM_RETRY is
  * n->generation + n->workers[worker].restarts (docs/design.md section 5: +1 at each
- * re-creation or restart). The hash covers the secrets file's hash, so a
+ * re-creation or restart; the workers of a restart unit share one count). The hash covers the secrets file's hash, so a
  * changed secret changes it. Caller frees the script; *hash_out (caller
  * frees) gets its "sha256:..." hash (of the exact bytes, the same form the
  * script records in run/script.sha256).

@@ -43,6 +43,7 @@ static void worker_release(struct tpf_state_worker *w)
 	free(w->address);
 	free(w->host_key);
 	free(w->provisioned_at);
+	free(w->restarted_at);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -53,6 +54,7 @@ void tpf_state_node_release(struct tpf_state_node *n)
 	free(n->id);
 	free(n->status);
 	free(n->created_at);
+	free(n->completed_at);
 	tpf_recipe_release(&n->recipe);
 	tpf_job_release(&n->job);
 	for (size_t i = 0; i < n->nworkers; i++)
@@ -116,6 +118,7 @@ struct tpf_state_node *tpf_state_add(struct tpf_state *st, const char *name)
 	memset(n, 0, sizeof(*n));
 	n->name = xstrdup(name);
 	n->status = xstrdup(TPF_NODE_PENDING);
+	n->exit_code = -1;
 	return n;
 }
 

@@ -30,12 +30,18 @@
 #include "model/recipe.h"
 #include "util/diag.h"
 
-#define TPF_STATE_VERSION 1
+/* 2: nodes may be "completed" (deleted after their job succeeded: never
+ * created again). A tpuform that knows only version 1 would create them
+ * again, so it must refuse the file; version 1 files load as they are. */
+#define TPF_STATE_VERSION 2
 
 /* Node status in state (Terraform's instance status, plus pending). */
 #define TPF_NODE_PENDING "pending" /* create about to be / was sent, not confirmed */
 #define TPF_NODE_CREATED "created" /* the provider confirmed the node */
 #define TPF_NODE_TAINTED "tainted" /* create failed half-way: replace next time */
+/* on_success: delete: every worker's job exited 0, the node was deleted to
+ * free its quota and is not created again (docs/design.md section 8). */
+#define TPF_NODE_COMPLETED "completed"
 
 struct tpf_state_worker {
 	int index;            /* worker id, 0-based */
@@ -43,7 +49,12 @@ struct tpf_state_worker {
 	char *session;        /* screen session name */
 	char *status;         /* "running" "exited" "dead" "unreachable" "unknown"; NULL unknown */
 	int exit_code;        /* job's last exit status, -1 unknown */
-	int restarts;         /* restarts by tpuform on this node generation */
+	/* Restarts by tpuform on this node generation. With restart_scope:
+	 * node every worker of the node is restarted together and they all
+	 * carry the same count: the restarts of the unit (docs/design.md
+	 * section 5); TPUFORM_RETRY is the generation plus this. */
+	int restarts;
+	char *restarted_at;   /* RFC 3339 of the last restart (for the backoff), may be NULL */
 	char *address;        /* last address used to reach it, may be NULL */
 	char *host_key;       /* pinned host key fingerprint "SHA256:..." (ssh), may be NULL */
 	char *provisioned_at; /* RFC 3339, may be NULL */
@@ -59,6 +70,10 @@ struct tpf_state_node {
 	struct tpf_recipe recipe;
 	struct tpf_job job;   /* what the workers were last provisioned with */
 	char *created_at; /* RFC 3339 */
+	/* TPF_NODE_COMPLETED: when it completed (RFC 3339) and its job's exit
+	 * status (0); otherwise NULL and -1. */
+	char *completed_at;
+	int exit_code;
 	struct tpf_state_worker *workers;
 	size_t nworkers;
 };
@@ -125,7 +140,8 @@ int tpf_state_from_json(struct tpf_state *st, json_t *root, const char *what, st
  * nodes in place). Pointers are invalidated by add/remove. */
 struct tpf_state_node *tpf_state_find(struct tpf_state *st, const char *name);
 /* Add (or return the existing) node named name; new nodes are zeroed with
- * status pending, generation 0 and no workers. Keeps nodes sorted. */
+ * status pending, generation 0, exit_code -1 and no workers. Keeps nodes
+ * sorted. */
 struct tpf_state_node *tpf_state_add(struct tpf_state *st, const char *name);
 /* Remove a node; returns 1 if it was there. */
 int tpf_state_remove(struct tpf_state *st, const char *name);

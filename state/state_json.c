@@ -41,6 +41,7 @@ static json_t *worker_to_json(const struct tpf_state_worker *w)
 	put_str(o, "address", w->address);
 	put_str(o, "host_key", w->host_key);
 	put_str(o, "provisioned_at", w->provisioned_at);
+	put_str(o, "restarted_at", w->restarted_at);
 	return o;
 }
 
@@ -54,6 +55,9 @@ static json_t *node_to_json(const struct tpf_state_node *n)
 	put_str(o, "status", n->status);
 	json_object_set_new(o, "generation", json_integer(n->generation));
 	put_str(o, "created_at", n->created_at);
+	put_str(o, "completed_at", n->completed_at);
+	if (n->exit_code >= 0)
+		json_object_set_new(o, "exit_code", json_integer(n->exit_code));
 	json_object_set_new(o, "recipe", tpf_recipe_to_json(&n->recipe));
 	json_object_set_new(o, "job", tpf_job_to_json(&n->job));
 	json_t *ws = json_array();
@@ -305,7 +309,8 @@ static int parse_worker(const struct reader *r, json_t *o, const char *prefix, s
 	    get_int32(r, o, prefix, "restarts", 0, &w->restarts) < 0 ||
 	    get_str(r, o, prefix, "address", 0, &w->address) < 0 ||
 	    get_str(r, o, prefix, "host_key", 0, &w->host_key) < 0 ||
-	    get_str(r, o, prefix, "provisioned_at", 0, &w->provisioned_at) < 0)
+	    get_str(r, o, prefix, "provisioned_at", 0, &w->provisioned_at) < 0 ||
+	    get_str(r, o, prefix, "restarted_at", 0, &w->restarted_at) < 0)
 		return TPF_ERROR;
 	return 0;
 }
@@ -314,6 +319,7 @@ static int parse_node(const struct reader *r, json_t *o, const char *prefix,
 		      struct tpf_state_node *n)
 {
 	json_t *recipe, *job, *workers;
+	n->exit_code = -1; /* absent: version 1, or not completed */
 	if (get_str(r, o, prefix, "name", 1, &n->name) < 0 ||
 	    get_str(r, o, prefix, "group", 0, &n->group) < 0 ||
 	    get_int32(r, o, prefix, "index", 0, &n->index) < 0 ||
@@ -321,6 +327,8 @@ static int parse_node(const struct reader *r, json_t *o, const char *prefix,
 	    get_str(r, o, prefix, "status", 0, &n->status) < 0 ||
 	    get_int32(r, o, prefix, "generation", 0, &n->generation) < 0 ||
 	    get_str(r, o, prefix, "created_at", 0, &n->created_at) < 0 ||
+	    get_str(r, o, prefix, "completed_at", 0, &n->completed_at) < 0 ||
+	    get_int32(r, o, prefix, "exit_code", INT_MIN, &n->exit_code) < 0 ||
 	    get_obj(r, o, prefix, "recipe", &recipe) < 0 ||
 	    get_obj(r, o, prefix, "job", &job) < 0)
 		return TPF_ERROR;
@@ -368,16 +376,19 @@ static int parse_node(const struct reader *r, json_t *o, const char *prefix,
 
 /*
  * Bring an older document up to TPF_STATE_VERSION, one version at a time,
- * each step taking and returning a reference. Version 1 is the first
- * format, so there is no step yet; a step for version N goes in the switch
- * as `case N:` and must not modify a document it did not copy (the caller
- * owns root).
+ * each step taking and returning a reference. A step for version N goes in
+ * the switch as `case N:` and must not modify a document it did not copy
+ * (the caller owns root).
  */
 static json_t *migrate(const struct reader *r, json_t *root, long long version)
 {
 	json_t *doc = json_incref(root);
 	while (version < TPF_STATE_VERSION) {
 		switch (version) {
+		case 1:
+			/* 1 -> 2 added optional fields only (completed nodes,
+			 * restarted_at): a version 1 document reads as it is. */
+			break;
 		default: {
 			char *h = hint(r);
 			tpf_errorx(r->d, NULL, h,

@@ -27,6 +27,7 @@ tpf_rundir=$tpf_dir/run
 tpf_logs=$tpf_dir/logs
 tpf_secrets=$tpf_dir/secrets.env
 tpf_bundle=$tpf_dir/source.bundle
+tpf_heartbeat=$tpf_rundir/heartbeat
 tpf_lockfile=${TPUFORM_LIBTPU_LOCKFILE:-/tmp/libtpu_lockfile}
 
 tpf_say() {
@@ -311,7 +312,7 @@ tpf_start() {
 		fi
 	fi
 	tpf_stop
-	rm -f -- "$tpf_rundir/script.sha256" "$tpf_rundir/exit_code"
+	rm -f -- "$tpf_rundir/script.sha256" "$tpf_rundir/exit_code" "$tpf_heartbeat"
 	tpf_clear_lock
 	tpf_source
 	tpf_setup
@@ -354,6 +355,10 @@ tpf_job() {
 			# shellcheck source=/dev/null
 			. "$tpf_secrets"
 		fi
+		# Touch it (e.g. every step) to show progress without printing:
+		# status counts a job stalled when neither it nor the log moves.
+		TPUFORM_HEARTBEAT=$tpf_heartbeat
+		export TPUFORM_HEARTBEAT
 		cd -P -- "$tpf_src" || exit 126
 		exec sh -c "$TPUFORM_RUN"
 	) </dev/null >>"$tpf_log" 2>&1
@@ -372,6 +377,33 @@ tpf_last_log() {
 		tail -n 1
 }
 
+# Modification time of file $1 (following links) in seconds since the
+# epoch, or nothing. GNU stat, then BSD stat.
+tpf_mtime() {
+	[ -e "$1" ] || return 0
+	stat -L -c %Y -- "$1" 2>/dev/null || stat -L -f %m -- "$1" 2>/dev/null
+}
+
+# Seconds since the job last showed progress: its log grew (the log's
+# mtime) or it touched $TPUFORM_HEARTBEAT, whichever is later. Nothing
+# when neither can be read. tpuform compares it with stall_timeout.
+tpf_stalled_for() {
+	tpf_t=$(tpf_mtime "$tpf_logs/current.log")
+	tpf_hb=$(tpf_mtime "$tpf_heartbeat")
+	tpf_is_number "$tpf_t" || tpf_t=
+	if tpf_is_number "$tpf_hb" && { [ -z "$tpf_t" ] || [ "$tpf_hb" -gt "$tpf_t" ]; }; then
+		tpf_t=$tpf_hb
+	fi
+	[ -n "$tpf_t" ] || return 0
+	tpf_now=$(date +%s)
+	tpf_is_number "$tpf_now" || return 0
+	if [ "$tpf_now" -gt "$tpf_t" ]; then
+		echo $((tpf_now - tpf_t))
+	else
+		echo 0
+	fi
+}
+
 tpf_status() {
 	tpf_code=-1
 	if tpf_alive; then
@@ -387,6 +419,10 @@ tpf_status() {
 	fi
 	tpf_say "session=$tpf_state"
 	tpf_say "exit_code=$tpf_code"
+	if [ "$tpf_state" = alive ]; then
+		tpf_stall=$(tpf_stalled_for)
+		[ -z "$tpf_stall" ] || tpf_say "stalled_for=$tpf_stall"
+	fi
 	tpf_say "script=$(tpf_read "$tpf_rundir/script.sha256")"
 	tpf_say "last_log=$(tpf_last_log)"
 }

@@ -10,6 +10,10 @@ provider:
   local: { root: nodes, create_delay: 0.2s }
 restart: on-failure
 max_restarts: 2
+# Per-worker restarts, at once (t230 tests the default: the node's
+# workers restart together, with a backoff).
+restart_scope: worker
+restart_backoff: 0s
 run: |
   mkdir -p "$TPUFORM_BUCKET"
   echo "$TPUFORM_NODE/$TPUFORM_WORKER_ID retry=$TPUFORM_RETRY" >>"$TPUFORM_BUCKET/starts"

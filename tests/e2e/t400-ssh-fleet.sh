@@ -6,7 +6,8 @@
 # four sessions with the right TPUFORM_WORKER_ID/NUM_WORKERS, host keys
 # pinned in state, hostile env and secret values intact, files with the
 # right modes, a second apply that changes nothing; show, logs, exec -all
-# and ssh per worker; a killed session restarted alone; destroy.
+# and ssh per worker; a killed session restarts its node's workers together
+# (restart_scope: node, the default on multi-host types); destroy.
 # shellcheck disable=SC2016 # $vars in single quotes are for the workers' shell
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/e2e/gcp_workers.sh"
@@ -121,23 +122,27 @@ like "ssh: a shell on the chosen worker" "$sh_out" "sf-a-1 1/2 retry=0"
 like "ssh: as the fleet's user" "$sh_out" "user=root"
 unlike "ssh: with the pinned key, no prompt or warning" "$sh_out" "Permanently added|authenticity"
 
-# A session killed behind tpuform's back.
+# A session killed behind tpuform's back: both workers of the node restart.
 wk=$(widx sf-a-1 1)
+wp=$(widx sf-a-1 0)
 # shellcheck disable=SC2317 # called through wait_for
 session_gone() { ! sshd_in "$1" screen -ls 2>/dev/null | grep -q tpuform-sf; }
 sshd_in "$wk" screen -S tpuform-sf -X quit >/dev/null 2>&1
 ok "the session is gone" wait_for 5 session_gone "$wk"
 out=$(tpuform plan -f fleet.yaml 2>&1)
 like "plan: the killed session is restarted" "$out" "# sf-a-1 will be updated in-place"
-like "plan: naming the worker" "$out" "worker 1 has a dead session: restart it"
+like "plan: naming the worker" "$out" "restart all 2 workers of sf-a-1: worker 1 has a dead session"
 unlike "plan: the other node is left alone" "$out" "sf-a-0 will be"
 ok "apply restarts it" tpuform apply -f fleet.yaml -auto-approve
 out=$(cat last.out)
-like "only that worker changed" "$out" "changed: \[sf-a-1/w1\]"
-is "no other worker was touched" "$(grep -cE '^(changed|ok): ' last.out)" 1
+like "that worker changed" "$out" "changed: \[sf-a-1/w1\]"
+like "and its peer, stopped and started again" "$out" "changed: \[sf-a-1/w0\]"
+is "no other worker was touched" "$(grep -cE '^(changed|ok): ' last.out)" 2
 wait_for 5 grep -q "retry=1" "$W/workers/w$wk/home/starts"
+wait_for 5 grep -q "retry=1" "$W/workers/w$wp/home/starts"
 like "it restarted with TPUFORM_RETRY=1" "$(tail -n 1 "$W/workers/w$wk/home/starts")" "^sf-a-1 1/2 retry=1 "
-is "the others ran once" "$(cat "$W"/workers/w*/home/starts | wc -l | tr -d ' ')" 5
+like "its peer with the same TPUFORM_RETRY" "$(tail -n 1 "$W/workers/w$wp/home/starts")" "^sf-a-1 0/2 retry=1 "
+is "the other node's workers ran once" "$(cat "$W"/workers/w*/home/starts | wc -l | tr -d ' ')" 6
 ok "plan is clean again" tpuform plan -f fleet.yaml -detailed-exitcode
 
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve

@@ -129,6 +129,16 @@ static const struct {
 	{ HEAD GROUP "env: { A: { b: c } }\n", "fleet.yaml:6:11: env 'A' must be text, got a mapping" },
 	{ HEAD GROUP "max_restarts: lots\n",
 	  "fleet.yaml:6:15: 'max_restarts' must be a whole number >= 0, got 'lots'" },
+	{ HEAD GROUP "restart_scope: slice\n",
+	  "fleet.yaml:6:16: 'restart_scope' must be node or worker, got 'slice'" },
+	{ HEAD GROUP "stall_timeout: forever\n",
+	  "fleet.yaml:6:16: 'stall_timeout' must be a duration such as '30s', '500ms', '6h' or a "
+	  "number of seconds, got 'forever'" },
+	{ HEAD GROUP "on_success: deleted\n",
+	  "fleet.yaml:6:13: 'on_success' must be keep or delete, got 'deleted'; did you mean "
+	  "'delete'?" },
+	{ HEAD "restart: always\non_success: delete\n" GROUP,
+	  "fleet.yaml:4:10: 'on_success: delete' cannot apply with 'restart: always'" },
 	{ HEAD GROUP "ssh: { port: 0 }\n",
 	  "fleet.yaml:6:14: 'port' must be a port number from 1 to 65535, got '0'" },
 	{ HEAD GROUP "ssh: { port: 70000 }\n", "fleet.yaml:6:14: 'port' must be at most 65535, got '70000'" },
@@ -762,6 +772,47 @@ static void test_config__run_per_group(void)
 	tpf_diags_release(&d);
 }
 
+/* The job policy keys: fleet-wide defaults, group overrides, restart units. */
+static void test_config__job_policy(void)
+{
+	const char *text = "fleet: f\nprovider: { local: {} }\nrun: r\nstall_timeout: 30m\n"
+			   "restart_backoff: 5s\ngroups:\n"
+			   "  - { name: a, accelerator_type: v4-16, runtime_version: r, zones: [z], "
+			   "count: 1 }\n"
+			   "  - { name: b, accelerator_type: v4-16, runtime_version: r, zones: [z], "
+			   "count: 1, restart_scope: worker, stall_timeout: 90s, on_success: delete }\n"
+			   "  - { name: c, accelerator_type: v2-8, runtime_version: r, zones: [z], "
+			   "count: 1, restart_backoff: 0s }\n";
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct tpf_fleet f;
+	CHECK_INT(tpf_fleet_parse(&f, "fleet.yaml", text, strlen(text), &d), 0);
+	CHECK_INT(d.n, 0);
+	if (f.ngroups == 3) {
+		const struct tpf_group *a = &f.groups[0], *b = &f.groups[1], *c = &f.groups[2];
+		CHECK(f.policy.stall_timeout == 1800 && f.policy.restart_backoff == 5);
+		CHECK(a->policy.stall_timeout == 1800 && a->policy.restart_backoff == 5);
+		CHECK_INT(a->policy.on_success, TPF_ON_SUCCESS_KEEP);
+		CHECK_INT(tpf_group_restart_scope(a), TPF_SCOPE_NODE); /* multi-host default */
+		CHECK_INT(tpf_group_restart_scope(b), TPF_SCOPE_WORKER);
+		CHECK(b->policy.stall_timeout == 90);
+		CHECK_INT(b->policy.on_success, TPF_ON_SUCCESS_DELETE);
+		CHECK_INT(tpf_group_restart_scope(c), TPF_SCOPE_WORKER); /* one worker */
+		CHECK(c->policy.restart_backoff == 0 && c->policy.stall_timeout == 1800);
+		CHECK(tpf_fleet_job_policy(&f, "b") == &b->policy);
+		CHECK(tpf_fleet_job_policy(&f, "gone") == &f.policy);
+	}
+	CHECK_INT(tpf_group_restart_scope(NULL), TPF_SCOPE_WORKER);
+	tpf_fleet_release(&f);
+	/* Defaults: no stall detection, 10 s backoff, keep. */
+	const char *plain = HEAD GROUP;
+	CHECK_INT(tpf_fleet_parse(&f, "fleet.yaml", plain, strlen(plain), &d), 0);
+	CHECK(f.policy.stall_timeout == 0 && f.policy.restart_backoff == 10);
+	CHECK_INT(f.policy.on_success, TPF_ON_SUCCESS_KEEP);
+	CHECK_INT(f.policy.scope, TPF_SCOPE_AUTO);
+	tpf_fleet_release(&f);
+	tpf_diags_release(&d);
+}
+
 /* The buffer need not be NUL-terminated: only len bytes are read. */
 static void test_config__length_bounded(void)
 {
@@ -993,6 +1044,7 @@ int main(void)
 	RUN(test_config__secrets_never_in_diagnostics);
 	RUN(test_config__load_from_file);
 	RUN(test_config__run_per_group);
+	RUN(test_config__job_policy);
 	RUN(test_config__length_bounded);
 	RUN(test_config__nesting_depth_limit);
 	RUN(test_config__size_limit);

@@ -1,11 +1,13 @@
 /*
  * The diff, table-driven: a fleet, a state and live nodes (and session
- * facts) -> the actions, written compactly as "kind:node(reason)[workers]",
- * then what is not as declared, as "!code:node[/wN]".
+ * facts) -> the actions, written compactly as "kind:node(reason)[workers]"
+ * ("restart*" for a restart of a whole unit), then what is not as
+ * declared, as "!code:node[/wN]", then completed nodes, as "=node".
  */
 #include "plan/plan.h"
 #include "engine/provision.h"
 #include "tests/unit/unit.h"
+#include "util/timeutil.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
@@ -54,6 +56,17 @@ struct rcase {
 	struct tcase tc;
 };
 
+/* A case with job policy keys in the group, restarts, and a last restart
+ * `ago` seconds before the plan's time NOW (0: none recorded). */
+struct pcase {
+	const char *keys; /* appended to the group: ", restart_scope: worker" */
+	int restarts;
+	double ago;
+	struct tcase tc;
+};
+
+#define NOW 1800000000.0
+
 static void fill_recipe(struct tpf_recipe *r, const struct node_desc *nd, const char *fleet)
 {
 	r->zone = xstrdup(nd->zone);
@@ -74,7 +87,8 @@ static void render_plan(const struct tpf_plan *p, struct tpf_buf *b)
 		const struct tpf_action *a = &p->actions[i];
 		static const char *kinds[] = { "create", "delete", "replace", "update",
 					       "restart", "wait", "forget" };
-		tpf_buf_addf(b, "%s%s:%s", i ? " " : "", kinds[a->kind], a->node);
+		tpf_buf_addf(b, "%s%s%s:%s", i ? " " : "", kinds[a->kind], a->gang ? "*" : "",
+			     a->node);
 		if (a->reason_code)
 			tpf_buf_addf(b, "(%s)", a->reason_code);
 		if (a->nworkers) {
@@ -90,14 +104,42 @@ static void render_plan(const struct tpf_plan *p, struct tpf_buf *b)
 		if (u->worker >= 0)
 			tpf_buf_addf(b, "/w%d", u->worker);
 	}
+	for (size_t i = 0; i < p->ncompleted; i++)
+		tpf_buf_addf(b, "%s=%s%s", b->len ? " " : "", p->completed[i].node,
+			     p->completed[i].deleted ? "" : "(kept)");
 }
 
-static void run_case(const struct tcase *tc, int queued, int restarts)
+/* Facts: "NODE/W=session:exit[:stalled_for],..." */
+static void parse_facts(const char *text, struct tpf_session_facts *facts)
+{
+	char *copy = xstrdup(text), *save = NULL;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char node[64], sess[16];
+		int w, code;
+		double stalled = -1;
+		if (sscanf(tok, "%63[^/]/%d=%15[^:]:%d:%lf", node, &w, sess, &code, &stalled) < 4)
+			continue;
+		XGROW(facts->items, facts->n + 1, facts->alloc);
+		struct tpf_session_fact *sf = &facts->items[facts->n++];
+		memset(sf, 0, sizeof(*sf));
+		sf->node = xstrdup(node);
+		sf->worker = w;
+		sf->session = strcmp(sess, "unreachable") ? xstrdup(sess) : NULL;
+		sf->exit_code = code;
+		sf->stalled_for = stalled;
+	}
+	free(copy);
+}
+
+static void run_case_with(const struct tcase *tc, const char *keys, int restarts, double ago)
 {
 	unit_begin(tc->title);
 	struct tpf_diags d = TPF_DIAGS_INIT;
 	struct tpf_fleet f;
-	char *yaml = xasprintf(FLEET, tc->count, queued ? ", queued: true" : "");
+	char restarted_at[40] = "";
+	if (ago > 0)
+		tpf_rfc3339(NOW - ago, restarted_at, sizeof(restarted_at));
+	char *yaml = xasprintf(FLEET, tc->count, keys);
 	int rc = tpf_fleet_parse(&f, "fleet.yaml", yaml, strlen(yaml), &d);
 	free(yaml);
 	CHECK_INT(rc, 0);
@@ -117,8 +159,11 @@ static void run_case(const struct tcase *tc, int queued, int restarts)
 		fill_recipe(&sn->recipe, nd, "f");
 		sn->recipe.queued = nd->queued != NULL;
 		tpf_state_node_set_workers(sn, (size_t)sn->recipe.workers);
-		for (size_t w = 0; w < sn->nworkers; w++)
+		for (size_t w = 0; w < sn->nworkers; w++) {
 			sn->workers[w].restarts = restarts;
+			if (*restarted_at)
+				sn->workers[w].restarted_at = xstrdup(restarted_at);
+		}
 	}
 	tpf_desired_compute(&ds, &f, NULL, &st, &d);
 	/* Record the job (and script hashes) the state would hold after an apply. */
@@ -154,24 +199,9 @@ static void run_case(const struct tcase *tc, int queued, int restarts)
 		}
 	}
 	struct tpf_session_facts facts = { 0 };
-	if (tc->facts) {
-		char *copy = xstrdup(tc->facts), *save = NULL;
-		for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-			char node[64], sess[16];
-			int w, code;
-			if (sscanf(tok, "%63[^/]/%d=%15[^:]:%d", node, &w, sess, &code) != 4)
-				continue;
-			XGROW(facts.items, facts.n + 1, facts.alloc);
-			struct tpf_session_fact *sf = &facts.items[facts.n++];
-			memset(sf, 0, sizeof(*sf));
-			sf->node = xstrdup(node);
-			sf->worker = w;
-			sf->session = strcmp(sess, "unreachable") ? xstrdup(sess) : NULL;
-			sf->exit_code = code;
-		}
-		free(copy);
-	}
-	struct tpf_diff_input in = { &f, &ds, &st, &live, &facts, tc->destroy };
+	if (tc->facts)
+		parse_facts(tc->facts, &facts);
+	struct tpf_diff_input in = { &f, &ds, &st, &live, &facts, tc->destroy, NOW };
 	struct tpf_plan p;
 	CHECK_INT(tpf_diff(&p, &in, &d), 0);
 	struct tpf_buf b = TPF_BUF_INIT;
@@ -185,6 +215,11 @@ static void run_case(const struct tcase *tc, int queued, int restarts)
 	tpf_state_release(&st);
 	tpf_fleet_release(&f);
 	tpf_diags_release(&d);
+}
+
+static void run_case(const struct tcase *tc, int queued, int restarts)
+{
+	run_case_with(tc, queued ? ", queued: true" : "", restarts, 0);
 }
 
 #define N(name, zone, type, rt, sched, state) { name, zone, type, rt, sched, state, NULL }
@@ -236,12 +271,17 @@ static const struct tcase cases[] = {
 	  0, "update:f-a-0(adopt)[0,1]" },
 	{ "in state, gone, not declared: forget", 0, { A0(NULL), { 0 } }, { { 0 } }, NULL, 1, NULL, 0,
 	  "forget:f-a-0(gone)" },
-	{ "dead session on one worker: restart it only", 1, { A0(NULL), { 0 } }, { A0("READY"), { 0 } },
-	  "f-a-0/0=alive:-1,f-a-0/1=dead:-1", 1, NULL, 0, "restart:f-a-0(session)[1]" },
-	{ "job failed: restart (on-failure)", 1, { A0(NULL), { 0 } }, { A0("READY"), { 0 } },
-	  "f-a-0/0=exited:3,f-a-0/1=alive:-1", 1, NULL, 0, "restart:f-a-0(session)[0]" },
-	{ "job finished with 0: left alone", 1, { A0(NULL), { 0 } }, { A0("READY"), { 0 } },
-	  "f-a-0/0=exited:0,f-a-0/1=exited:0", 1, NULL, 0, "" },
+	{ "dead session on one worker of a multi-host node: restart the node's workers", 1,
+	  { A0(NULL), { 0 } }, { A0("READY"), { 0 } }, "f-a-0/0=alive:-1,f-a-0/1=dead:-1", 1, NULL,
+	  0, "restart*:f-a-0(session)[0,1]" },
+	{ "job failed: restart every worker (on-failure, restart_scope node by default)", 1,
+	  { A0(NULL), { 0 } }, { A0("READY"), { 0 } }, "f-a-0/0=exited:3,f-a-0/1=alive:-1", 1, NULL,
+	  0, "restart*:f-a-0(session)[0,1]" },
+	{ "job finished with 0: left alone, listed as completed (on_success: keep)", 1,
+	  { A0(NULL), { 0 } }, { A0("READY"), { 0 } }, "f-a-0/0=exited:0,f-a-0/1=exited:0", 1, NULL,
+	  0, "=f-a-0(kept)" },
+	{ "one worker finished with 0, the other runs: nothing yet", 1, { A0(NULL), { 0 } },
+	  { A0("READY"), { 0 } }, "f-a-0/0=exited:0,f-a-0/1=alive:-1", 1, NULL, 0, "" },
 	{ "unreachable worker: no action, not as declared", 1, { A0(NULL), { 0 } },
 	  { A0("READY"), { 0 } }, "f-a-0/0=unreachable:-1,f-a-0/1=alive:-1", 1, NULL, 0,
 	  "!unreachable:f-a-0/w0" },
@@ -307,23 +347,81 @@ static const struct qcase qcases[] = {
 /* Restarts used up (max_restarts: 2): not as declared, unless an action
  * starts the job afresh. */
 static const struct rcase rcases[] = {
-	{ 2, { "job failed, restarts used up: no action, not as declared", 1, { A0(NULL), { 0 } },
-	  { A0("READY"), { 0 } }, "f-a-0/0=exited:3,f-a-0/1=alive:-1", 1, NULL, 0,
-	  "!restarts_exhausted:f-a-0/w0" } },
-	{ 2, { "dead sessions, restarts used up: both workers listed", 1, { A0(NULL), { 0 } },
+	{ 2, { "job failed, restarts of the node used up: no action, the node failed", 1,
+	  { A0(NULL), { 0 } }, { A0("READY"), { 0 } }, "f-a-0/0=exited:3,f-a-0/1=alive:-1", 1, NULL,
+	  0, "!restarts_exhausted:f-a-0" } },
+	{ 2, { "dead sessions, restarts used up: the node is listed once", 1, { A0(NULL), { 0 } },
 	  { A0("READY"), { 0 } }, "f-a-0/0=dead:-1,f-a-0/1=dead:-1", 1, NULL, 0,
-	  "!restarts_exhausted:f-a-0/w0 !restarts_exhausted:f-a-0/w1" } },
-	{ 1, { "job failed, one restart left: restart", 1, { A0(NULL), { 0 } },
+	  "!restarts_exhausted:f-a-0" } },
+	{ 1, { "job failed, one restart left: restart the node", 1, { A0(NULL), { 0 } },
 	  { A0("READY"), { 0 } }, "f-a-0/0=exited:3,f-a-0/1=alive:-1", 1, NULL, 0,
-	  "restart:f-a-0(session)[0]" } },
-	{ 2, { "job finished with 0, restarts used up: done, nothing listed", 1, { A0(NULL), { 0 } },
-	  { A0("READY"), { 0 } }, "f-a-0/0=exited:0,f-a-0/1=exited:0", 1, NULL, 0, "" } },
+	  "restart*:f-a-0(session)[0,1]" } },
+	{ 2, { "job finished with 0, restarts used up: done", 1, { A0(NULL), { 0 } },
+	  { A0("READY"), { 0 } }, "f-a-0/0=exited:0,f-a-0/1=exited:0", 1, NULL, 0, "=f-a-0(kept)" } },
 	{ 2, { "restarts used up but the job changed: re-provision, nothing listed", 1,
 	  { A0(NULL), { 0 } }, { A0("READY"), { 0 } }, "f-a-0/0=exited:3,f-a-0/1=exited:3", 1,
 	  "old command", 0, "update:f-a-0(job)[0,1]" } },
 	{ 2, { "restarts used up, node preempted: replace, nothing listed", 1, { A0(NULL), { 0 } },
 	  { A0("PREEMPTED"), { 0 } }, "f-a-0/0=exited:3", 1, NULL, 0,
 	  "replace:f-a-0(preempted)" } },
+};
+
+#define WORKER_SCOPE ", restart_scope: worker"
+
+/* Restart units, stalls, backoff and completion (docs/design.md sections
+ * 5 and 8). max_restarts is 2; restart_backoff defaults to 10s. */
+static const struct pcase pcases[] = {
+	{ WORKER_SCOPE, 0, 0, { "restart_scope worker: a dead session restarts only its worker", 1,
+	  { A0(NULL), { 0 } }, { A0("READY"), { 0 } }, "f-a-0/0=alive:-1,f-a-0/1=dead:-1", 1, NULL,
+	  0, "restart:f-a-0(session)[1]" } },
+	{ WORKER_SCOPE, 0, 0, { "restart_scope worker: a failed job restarts only its worker", 1,
+	  { A0(NULL), { 0 } }, { A0("READY"), { 0 } }, "f-a-0/0=exited:3,f-a-0/1=alive:-1", 1, NULL,
+	  0, "restart:f-a-0(session)[0]" } },
+	{ WORKER_SCOPE, 2, 0, { "restart_scope worker: restarts used up: each worker listed", 1,
+	  { A0(NULL), { 0 } }, { A0("READY"), { 0 } }, "f-a-0/0=dead:-1,f-a-0/1=dead:-1", 1, NULL, 0,
+	  "!restarts_exhausted:f-a-0/w0 !restarts_exhausted:f-a-0/w1" } },
+	{ "", 1, 5, { "second restart within its backoff (10s after the first): waits", 1,
+	  { A0(NULL), { 0 } }, { A0("READY"), { 0 } }, "f-a-0/0=alive:-1,f-a-0/1=exited:1", 1, NULL,
+	  0, "!restart_waiting:f-a-0" } },
+	{ "", 1, 11, { "second restart once its backoff passed: restart", 1, { A0(NULL), { 0 } },
+	  { A0("READY"), { 0 } }, "f-a-0/0=alive:-1,f-a-0/1=exited:1", 1, NULL, 0,
+	  "restart*:f-a-0(session)[0,1]" } },
+	{ ", restart_backoff: 0s", 1, 1, { "restart_backoff 0s: no wait", 1, { A0(NULL), { 0 } },
+	  { A0("READY"), { 0 } }, "f-a-0/0=alive:-1,f-a-0/1=exited:1", 1, NULL, 0,
+	  "restart*:f-a-0(session)[0,1]" } },
+	{ "", 0, 1, { "first restart: never waits", 1, { A0(NULL), { 0 } }, { A0("READY"), { 0 } },
+	  "f-a-0/0=alive:-1,f-a-0/1=exited:1", 1, NULL, 0, "restart*:f-a-0(session)[0,1]" } },
+	{ ", stall_timeout: 30m", 0, 0, { "stalled past stall_timeout: restart the node (stalled)", 1,
+	  { A0(NULL), { 0 } }, { A0("READY"), { 0 } },
+	  "f-a-0/0=alive:-1:1860,f-a-0/1=alive:-1:5", 1, NULL, 0, "restart*:f-a-0(stalled)[0,1]" } },
+	{ ", stall_timeout: 30m", 0, 0, { "quiet, but not for stall_timeout: nothing", 1,
+	  { A0(NULL), { 0 } }, { A0("READY"), { 0 } },
+	  "f-a-0/0=alive:-1:1799,f-a-0/1=alive:-1:3", 1, NULL, 0, "" } },
+	{ "", 0, 0, { "no stall_timeout: a quiet job is left alone", 1, { A0(NULL), { 0 } },
+	  { A0("READY"), { 0 } }, "f-a-0/0=alive:-1:99999,f-a-0/1=alive:-1:99999", 1, NULL, 0,
+	  "" } },
+	{ ", stall_timeout: 1m" WORKER_SCOPE, 0, 0, { "stalled, restart_scope worker: its worker", 1,
+	  { A0(NULL), { 0 } }, { A0("READY"), { 0 } }, "f-a-0/0=alive:-1:5,f-a-0/1=alive:-1:61", 1,
+	  NULL, 0, "restart:f-a-0(stalled)[1]" } },
+	{ ", on_success: delete", 0, 0, { "every worker exited 0, on_success delete: delete", 1,
+	  { A0(NULL), { 0 } }, { A0("READY"), { 0 } }, "f-a-0/0=exited:0,f-a-0/1=exited:0", 1, NULL,
+	  0, "delete:f-a-0(completed)" } },
+	{ ", on_success: delete", 0, 0, { "one worker still runs: not completed", 1,
+	  { A0(NULL), { 0 } }, { A0("READY"), { 0 } }, "f-a-0/0=exited:0,f-a-0/1=alive:-1", 1, NULL,
+	  0, "" } },
+	{ ", on_success: delete", 0, 0, { "one worker unreachable: not completed", 1,
+	  { A0(NULL), { 0 } }, { A0("READY"), { 0 } }, "f-a-0/0=exited:0,f-a-0/1=unreachable:-1", 1,
+	  NULL, 0, "!unreachable:f-a-0/w1" } },
+	{ ", on_success: delete", 0, 0, { "completed in state, gone: listed, never created again", 2,
+	  { A0(TPF_NODE_COMPLETED), A1(NULL), { 0 } }, { A1("READY"), { 0 } }, NULL, 1, NULL, 0,
+	  "=f-a-0" } },
+	{ ", on_success: delete", 0, 0, { "completed in state but live again: delete it", 1,
+	  { A0(TPF_NODE_COMPLETED), { 0 } }, { A0("READY"), { 0 } }, NULL, 1, NULL, 0,
+	  "delete:f-a-0(completed) =f-a-0" } },
+	{ ", on_success: delete", 0, 0, { "completed, then the count lowered: forget", 0,
+	  { A0(TPF_NODE_COMPLETED), { 0 } }, { { 0 } }, NULL, 1, NULL, 0, "forget:f-a-0(gone)" } },
+	{ ", on_success: delete", 0, 0, { "completed: destroy forgets it", 1,
+	  { A0(TPF_NODE_COMPLETED), { 0 } }, { { 0 } }, NULL, 1, NULL, 1, "forget:f-a-0(gone)" } },
 };
 
 #include "plan/plan_internal.h"
@@ -381,5 +479,7 @@ int main(void)
 		run_case(&qcases[i].tc, qcases[i].queued, 0);
 	for (size_t i = 0; i < sizeof(rcases) / sizeof(rcases[0]); i++)
 		run_case(&rcases[i].tc, 0, rcases[i].restarts);
+	for (size_t i = 0; i < sizeof(pcases) / sizeof(pcases[0]); i++)
+		run_case_with(&pcases[i].tc, pcases[i].keys, pcases[i].restarts, pcases[i].ago);
 	return unit_done();
 }

@@ -608,6 +608,85 @@ static void test_provision__quick_job(void)
 	free(home);
 }
 
+/* Set the modification time of home/rel (following links) to `ago`
+ * seconds before now. */
+static void age(const char *home, const char *rel, double ago)
+{
+	char *p = home_path(home, rel);
+	struct timespec ts[2];
+	clock_gettime(CLOCK_REALTIME, &ts[0]);
+	ts[0].tv_sec -= (time_t)ago;
+	ts[1] = ts[0];
+	CHECKF(utimensat(AT_FDCWD, p, ts, 0) == 0, "utimensat %s", p);
+	free(p);
+}
+
+/* stalled_for in status output, or -1 when absent. */
+static long stalled_for(const char *out)
+{
+	char *v = said(out, "stalled_for");
+	long n = v ? strtol(v, NULL, 10) : -1;
+	free(v);
+	return n;
+}
+
+/* status reports how long a running job has shown no progress: the later
+ * of its log's last growth and its $TPUFORM_HEARTBEAT touch. */
+static void test_provision__stall_clock(void)
+{
+	char *home = make_home("w-stall");
+	struct tpf_kvlist env = TPF_KVLIST_INIT, sec = TPF_KVLIST_INIT;
+	struct tpf_bootstrap_params p = params(&env);
+	p.setup = NULL;
+	p.run = "echo \"hb=$TPUFORM_HEARTBEAT\"; touch \"$HOME/started\"; sleep 60";
+	char *hash = install(home, &p, &sec);
+	char *out = NULL;
+	CHECK_INT(verb(home, "start", &out), 0);
+	free(out);
+	CHECK(wait_file(home, "started", 30));
+	out = wait_session(home, "alive", 10);
+	long s = stalled_for(out);
+	CHECKF(s >= 0 && s <= 5, "a job that just printed: stalled_for=%ld", s);
+	free(out);
+	char *log = slurp(home, "tpuform/logs/current.log");
+	char *want = home_path(home, "tpuform/run/heartbeat");
+	char *line = xasprintf("hb=%s\n", want);
+	CHECKF(strstr(log, line) != NULL, "the job sees TPUFORM_HEARTBEAT=%s: %s", want, log);
+	free(line);
+	free(log);
+
+	age(home, "tpuform/logs/current.log", 500);
+	verb_quiet(home, "status", &out);
+	s = stalled_for(out);
+	CHECKF(s >= 500 && s <= 510, "log quiet for 500 s: stalled_for=%ld", s);
+	free(out);
+	touch(home, "tpuform/run/heartbeat");
+	verb_quiet(home, "status", &out);
+	s = stalled_for(out);
+	CHECKF(s >= 0 && s <= 5, "heartbeat just touched: stalled_for=%ld", s);
+	free(out);
+	age(home, "tpuform/run/heartbeat", 100);
+	verb_quiet(home, "status", &out);
+	s = stalled_for(out);
+	CHECKF(s >= 100 && s <= 110, "the later of the two (heartbeat 100 s): stalled_for=%ld", s);
+	free(out);
+
+	/* A restart clears the old heartbeat; a stopped job reports none. */
+	CHECK_INT(verb(home, "stop", &out), 0);
+	free(out);
+	verb_quiet(home, "status", &out);
+	CHECK_INT(stalled_for(out), -1);
+	free(out);
+	CHECK_INT(verb(home, "restart", &out), 0);
+	free(out);
+	CHECK(!exists(home, "tpuform/run/heartbeat"));
+	CHECK_INT(verb(home, "stop", &out), 0);
+	free(out);
+	free(want);
+	free(hash);
+	free(home);
+}
+
 static void git_cmd(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void git_cmd(const char *fmt, ...)
 {
@@ -898,6 +977,7 @@ static void test_provision__worker_via_transport(void)
 	CHECK_INT(r.exit_code, -1);
 	CHECK_STR(r.script_hash, want_hash);
 	CHECK_STR(r.host_key, "SHA256:fake");
+	CHECKF(r.stalled_for >= 0 && r.stalled_for < 30, "stalled_for %g", r.stalled_for);
 	tpf_worker_report_release(&r);
 
 	/* The job has printed its line by now (or soon). */
@@ -1136,6 +1216,7 @@ int main(void)
 	make_repo();
 	RUN(test_provision__script_lifecycle);
 	RUN(test_provision__quick_job);
+	RUN(test_provision__stall_clock);
 	RUN(test_provision__source_modes);
 	RUN(test_provision__worker_via_transport);
 	RUN(test_provision__render_choices);

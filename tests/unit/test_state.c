@@ -343,7 +343,7 @@ static void test_state__json_shape_nulls_omitted_nodes_sorted(void)
 	fill_state(&st);
 	st.nodes[0].workers[0].address = (free(st.nodes[0].workers[0].address), NULL);
 	json_t *j = tpf_state_to_json(&st);
-	CHECK_INT(json_integer_value(json_object_get(j, "version")), 1);
+	CHECK_INT(json_integer_value(json_object_get(j, "version")), TPF_STATE_VERSION);
 	CHECK_STR(json_string_value(json_object_get(j, "lineage")), st.lineage);
 	CHECK_STR(json_string_value(json_object_get(j, "fleet")), "demo");
 	json_t *nodes = json_object_get(j, "nodes");
@@ -578,6 +578,95 @@ static void test_state__backup_holds_previous_content_once(void)
 	free(dir);
 }
 
+/*
+ * A state written by the tpuform before completed nodes (version 1, no
+ * completed_at, exit_code or restarted_at) still loads, unchanged in
+ * meaning; the first save that changes it writes the current version.
+ */
+static void test_state__version_1_loads(void)
+{
+	char *path = in_tmp("v1.json");
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct tpf_state st;
+	const char *doc = "{\"version\":1,\"serial\":4,\"lineage\":\"lin\",\"fleet\":\"f\","
+			  "\"nodes\":[{\"name\":\"f-a-0\",\"group\":\"a\",\"status\":\"created\","
+			  "\"id\":\"1\",\"generation\":2,\"recipe\":{\"zone\":\"z1\",\"workers\":2},"
+			  "\"workers\":[{\"index\":0,\"restarts\":1,\"exit_code\":-1},"
+			  "{\"index\":1,\"restarts\":3,\"exit_code\":1}]}]}\n";
+	spew(path, doc);
+	CHECK_INT(tpf_state_load(&st, path, &d), 0);
+	CHECK_INT(d.n, 0);
+	CHECK_INT(st.nnodes, 1);
+	if (st.nnodes == 1) {
+		const struct tpf_state_node *n = &st.nodes[0];
+		CHECK_STR(n->status, TPF_NODE_CREATED);
+		CHECK_INT(n->exit_code, -1);
+		CHECK(n->completed_at == NULL);
+		CHECK_INT(n->generation, 2);
+		CHECK_INT(n->workers[1].restarts, 3);
+		CHECK(n->workers[1].restarted_at == NULL);
+	}
+	/* nothing changed: no write */
+	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	char *after = slurp(path);
+	CHECK_STR(after, doc);
+	free(after);
+	/* a change writes version 2 */
+	st.nodes[0].workers[0].restarts = 2;
+	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	tpf_state_release(&st);
+	CHECK_INT(tpf_state_load(&st, path, &d), 0);
+	CHECK_INT(st.version, TPF_STATE_VERSION);
+	CHECK_INT(st.serial, 5);
+	tpf_state_release(&st);
+	tpf_diags_release(&d);
+	free(path);
+}
+
+/* A completed node keeps its exit status and time; a restart its time. */
+static void test_state__completed_round_trip(void)
+{
+	char *path = in_tmp("completed.json");
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct tpf_state st;
+	tpf_state_init(&st);
+	struct tpf_state_node *n = tpf_state_add(&st, "f-a-0");
+	CHECK_INT(n->exit_code, -1);
+	xstrset(&n->status, TPF_NODE_COMPLETED);
+	xstrset(&n->completed_at, "2027-01-15T08:00:00Z");
+	n->exit_code = 0;
+	tpf_state_node_set_workers(n, 2);
+	n->workers[1].restarts = 2;
+	xstrset(&n->workers[1].restarted_at, "2027-01-15T07:00:00Z");
+	tpf_state_add(&st, "f-a-1"); /* not completed: no exit_code key */
+	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	tpf_state_release(&st);
+	char *text = slurp(path);
+	CHECK(text && strstr(text, "\"completed_at\": \"2027-01-15T08:00:00Z\""));
+	CHECK(text && strstr(text, "\"restarted_at\": \"2027-01-15T07:00:00Z\""));
+	CHECK(text && strstr(text, "\"version\": 2"));
+	free(text);
+	CHECK_INT(tpf_state_load(&st, path, &d), 0);
+	n = tpf_state_find(&st, "f-a-0");
+	CHECK(n != NULL);
+	if (n) {
+		CHECK_STR(n->status, "completed");
+		CHECK_INT(n->exit_code, 0);
+		CHECK_STR(n->completed_at, "2027-01-15T08:00:00Z");
+		CHECK_STR(n->workers[1].restarted_at, "2027-01-15T07:00:00Z");
+		CHECK(n->workers[0].restarted_at == NULL);
+	}
+	n = tpf_state_find(&st, "f-a-1");
+	CHECK(n && n->exit_code == -1);
+	json_t *j = tpf_state_to_json(&st);
+	json_t *n1 = json_array_get(json_object_get(j, "nodes"), 1);
+	CHECK(json_object_get(n1, "exit_code") == NULL);
+	json_decref(j);
+	tpf_state_release(&st);
+	tpf_diags_release(&d);
+	free(path);
+}
+
 static void test_state__unknown_keys_are_ignored(void)
 {
 	char *path = in_tmp("future.json");
@@ -702,19 +791,19 @@ static void test_state__refuses_corrupt_and_truncated_json(void)
 static void test_state__refuses_newer_version(void)
 {
 	char *detail = refused("newer.json",
-			       "{\"version\": 2, \"serial\": 5, \"lineage\": \"x\", "
+			       "{\"version\": 3, \"serial\": 5, \"lineage\": \"x\", "
 			       "\"tpuform_version\": \"9.9.9\", \"nodes\": {\"new\": \"shape\"}}",
-			       "state file 'PATH' has version 2, newer than this tpuform supports "
-			       "(1); it was left untouched");
+			       "state file 'PATH' has version 3, newer than this tpuform supports "
+			       "(2); it was left untouched");
 	CHECK(detail && strstr(detail, "tpuform 9.9.9"));
 	CHECK(detail && strstr(detail, "Upgrade tpuform to at least 9.9.9"));
 	free(detail);
 	/* A stamp that is not newer than this tpuform: no upgrade to suggest. */
 	detail = refused("edited.json",
-			 "{\"version\": 2, \"serial\": 5, \"lineage\": \"x\", "
+			 "{\"version\": 3, \"serial\": 5, \"lineage\": \"x\", "
 			 "\"tpuform_version\": \"0.0.1\"}",
-			 "state file 'PATH' has version 2, newer than this tpuform supports "
-			 "(1); it was left untouched");
+			 "state file 'PATH' has version 3, newer than this tpuform supports "
+			 "(2); it was left untouched");
 	CHECKF(detail && !strstr(detail, "Upgrade") && strstr(detail, "claims tpuform 0.0.1"),
 	       "got: %s", detail ? detail : "");
 	free(detail);
@@ -1085,6 +1174,8 @@ int main(void)
 	RUN(test_state__serial_and_lineage_rules);
 	RUN(test_state__backup_holds_previous_content_once);
 	RUN(test_state__unknown_keys_are_ignored);
+	RUN(test_state__version_1_loads);
+	RUN(test_state__completed_round_trip);
 	RUN(test_state__refuses_corrupt_and_truncated_json);
 	RUN(test_state__refuses_newer_version);
 	RUN(test_state__version_compare);

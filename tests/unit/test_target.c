@@ -89,7 +89,9 @@ static void fx_open(struct fx *x)
 	add_live(x, "f-b-0", "b", "0", "200");
 	add_live(x, "f-old-0", "old", "0", "900");
 	tpf_desired_compute(&x->ds, &x->f, NULL, &x->st, &x->d);
-	struct tpf_diff_input in = { &x->f, &x->ds, &x->st, &x->live, NULL, 0 };
+	struct tpf_diff_input in = {
+		.fleet = &x->f, .desired = &x->ds, .state = &x->st, .live = &x->live,
+	};
 	x->in = in;
 }
 

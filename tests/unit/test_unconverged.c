@@ -8,6 +8,7 @@
 #include "plan/quota.h"
 #include "plan/worker_script.h"
 #include "tests/unit/unit.h"
+#include "util/timeutil.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
@@ -101,6 +102,7 @@ struct world {
 	struct tpf_session_facts facts;
 	struct tpf_plan p;
 	struct tpf_diags d;
+	double now; /* wall clock the plan is made at (0: backoffs have passed) */
 };
 
 /* An existing READY node in state and live (v2-8, one worker, in `zone`),
@@ -123,6 +125,38 @@ static void add_node(struct world *w, const char *name, const char *zone, int re
 	ln->id = xstrdup("123");
 	ln->state = xstrdup("READY");
 	tpf_recipe_copy(&ln->recipe, &sn->recipe);
+}
+
+/* A READY v4-16 node (two workers) in state and live, each worker with
+ * `restarts` restarts, the last `ago` seconds before w->now (0: none). */
+static void add_node2(struct world *w, const char *name, int restarts0, int restarts1, double ago)
+{
+	add_node(w, name, "z1", restarts0);
+	struct tpf_state_node *sn = tpf_state_find(&w->st, name);
+	xstrset(&sn->recipe.accelerator_type, "v4-16");
+	sn->recipe.workers = 2;
+	tpf_state_node_set_workers(sn, 2);
+	sn->workers[1].restarts = restarts1;
+	char at[40];
+	tpf_rfc3339(w->now - ago, at, sizeof(at));
+	for (int k = 0; ago > 0 && k < 2; k++)
+		xstrset(&sn->workers[k].restarted_at, at);
+	struct tpf_live_node *ln = tpf_live_set_find(&w->live, name);
+	tpf_recipe_copy(&ln->recipe, &sn->recipe);
+}
+
+/* A fact of worker `worker`, stalled for `stalled` seconds (< 0: unknown). */
+static void add_fact_w(struct world *w, const char *node, int worker, const char *session,
+		       int code, double stalled)
+{
+	XGROW(w->facts.items, w->facts.n + 1, w->facts.alloc);
+	struct tpf_session_fact *sf = &w->facts.items[w->facts.n++];
+	memset(sf, 0, sizeof(*sf));
+	sf->node = xstrdup(node);
+	sf->worker = worker;
+	sf->session = xstrdup(session);
+	sf->exit_code = code;
+	sf->stalled_for = stalled;
 }
 
 static void add_fact(struct world *w, const char *node, const char *session, int code)
@@ -162,7 +196,7 @@ static int plan_world(struct world *w, const char *yaml, const char *old_run)
 			sn->workers[k].script_hash = h;
 		}
 	}
-	struct tpf_diff_input in = { &w->f, &w->ds, &w->st, &w->live, &w->facts, 0 };
+	struct tpf_diff_input in = { &w->f, &w->ds, &w->st, &w->live, &w->facts, 0, w->now };
 	return tpf_diff(&w->p, &in, &w->d);
 }
 
@@ -423,7 +457,7 @@ static void test_unconverged__codes(void)
 {
 	static const enum tpf_unconverged_kind all[] = {
 		TPF_UNCONV_RESTARTS_EXHAUSTED, TPF_UNCONV_NOT_RESTARTED, TPF_UNCONV_QUOTA,
-		TPF_UNCONV_QUEUED, TPF_UNCONV_UNREACHABLE,
+		TPF_UNCONV_QUEUED, TPF_UNCONV_UNREACHABLE, TPF_UNCONV_RESTART_WAITING,
 	};
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
 		enum tpf_unconverged_kind k = TPF_UNCONV_UNREACHABLE;
@@ -433,6 +467,271 @@ static void test_unconverged__codes(void)
 	CHECK_INT(tpf_unconverged_kind_from("nope", NULL), -1);
 	CHECK_STR(tpf_unconverged_mark(TPF_UNCONV_RESTARTS_EXHAUSTED), "restarts exhausted");
 	CHECK_STR(tpf_unconverged_mark(TPF_UNCONV_QUOTA), "waiting for quota");
+}
+
+/* ---- restart units, stalls, backoff, completion ---------------------------- */
+
+#define V416(extra)                                                                            \
+	BASE "max_restarts: 3\n" extra "groups:\n  - { name: a, accelerator_type: v4-16, "      \
+	     "runtime_version: rt, zones: [z1], count: 1 }\n"
+
+static void test_unconverged__gang_restart(void)
+{
+	struct world w;
+	world_init(&w);
+	w.now = 1800000000;
+	/* Worker 0 was restarted twice alone (restart_scope: worker, before);
+	 * the unit's count is the most any worker had. */
+	add_node2(&w, "f-a-0", 2, 0, 3600);
+	add_fact_w(&w, "f-a-0", 0, "alive", -1, 4);
+	add_fact_w(&w, "f-a-0", 1, "exited", 1, -1);
+	CHECK_INT(plan_world(&w, V416(""), NULL), 0);
+	CHECK_INT(w.p.n, 1);
+	CHECK_INT(w.p.nunconverged, 0);
+	if (w.p.n == 1) {
+		const struct tpf_action *a = &w.p.actions[0];
+		CHECK_INT(a->kind, TPF_ACT_RESTART);
+		CHECK(a->gang);
+		CHECK_STR(a->reason_code, "session");
+		CHECK_STR(a->reason, "restart all 2 workers of f-a-0: worker 1 job failed (exit 1)");
+		CHECK_INT(a->nworkers, 2);
+		/* every worker starts with the same new TPUFORM_RETRY */
+		CHECK_INT(a->nchanges, 2);
+		if (a->nchanges == 2) {
+			CHECK_STR(a->changes[0].field, "w0.retry");
+			CHECK_STR(a->changes[0].before, "2");
+			CHECK_STR(a->changes[0].after, "3");
+			CHECK_STR(a->changes[1].field, "w1.retry");
+			CHECK_STR(a->changes[1].before, "0");
+			CHECK_STR(a->changes[1].after, "3");
+		}
+		/* and a saved plan keeps the unit */
+		json_t *j = tpf_plan_to_json(&w.p);
+		struct tpf_plan back;
+		struct tpf_diags d = TPF_DIAGS_INIT;
+		CHECK_INT(tpf_plan_from_json(&back, j, "plan.json", &d), 0);
+		CHECK(back.n == 1 && back.actions[0].gang);
+		tpf_plan_release(&back);
+		tpf_diags_release(&d);
+		json_decref(j);
+	}
+	world_release(&w);
+}
+
+static void test_unconverged__gang_failed(void)
+{
+	struct world w;
+	world_init(&w);
+	w.now = 1800000000;
+	add_node2(&w, "f-a-0", 3, 3, 3600);
+	add_fact_w(&w, "f-a-0", 0, "alive", -1, 1);
+	add_fact_w(&w, "f-a-0", 1, "exited", 1, -1);
+	CHECK_INT(plan_world(&w, V416(""), NULL), 0);
+	CHECK_INT(w.p.n, 0);
+	char *got = entries(&w.p);
+	CHECK_STR(got, "restarts_exhausted:f-a-0(exit 1)");
+	free(got);
+	if (w.p.nunconverged == 1)
+		CHECK_STR(w.p.unconverged[0].reason,
+			  "failed: worker 1 job failed (exit 1) after 3 restarts of all 2 workers; "
+			  "restarts are used up (max_restarts: 3); the node is kept for debugging");
+	const struct tpf_state_node *sn = tpf_state_find(&w.st, "f-a-0");
+	CHECK_STR(tpf_node_outcome(&w.f, sn, &w.facts, w.now), "failed");
+	char *note = NULL;
+	CHECK_INT(tpf_worker_note(&w.f, sn, 0, &w.facts, w.now, &note), TPF_UNCONV_RESTARTS_EXHAUSTED);
+	CHECK_STR(note, "restarts exhausted");
+	free(note);
+	size_t nc = 9, nf = 9;
+	CHECK(tpf_plan_done(&w.p, &w.ds, &nc, &nf));
+	CHECK_INT(nc, 0);
+	CHECK_INT(nf, 1);
+	world_release(&w);
+}
+
+static void test_unconverged__backoff_waits(void)
+{
+	struct world w;
+	world_init(&w);
+	w.now = 1800000000;
+	/* One restart 3 s ago; restart_backoff 10s: the second is due in 7 s. */
+	add_node2(&w, "f-a-0", 1, 1, 3);
+	add_fact_w(&w, "f-a-0", 0, "dead", -1, -1);
+	add_fact_w(&w, "f-a-0", 1, "alive", -1, 2);
+	CHECK_INT(plan_world(&w, V416(""), NULL), 0);
+	CHECK_INT(w.p.n, 0);
+	char *got = entries(&w.p);
+	CHECK_STR(got, "restart_waiting:f-a-0");
+	free(got);
+	if (w.p.nunconverged == 1)
+		CHECK_STR(w.p.unconverged[0].reason,
+			  "worker 0 has a dead session; restart 2 of 3 of all 2 workers in 7s "
+			  "(restart_backoff)");
+	CHECK(!tpf_plan_converged(&w.p));
+	CHECK(!tpf_plan_done(&w.p, &w.ds, NULL, NULL));
+	const struct tpf_state_node *sn = tpf_state_find(&w.st, "f-a-0");
+	char *note = NULL;
+	CHECK_INT(tpf_worker_note(&w.f, sn, 1, &w.facts, w.now, &note), TPF_UNCONV_RESTART_WAITING);
+	CHECK_STR(note, "restart in 7s (restart_backoff)");
+	free(note);
+	CHECK(tpf_node_outcome(&w.f, sn, &w.facts, w.now) == NULL);
+	world_release(&w);
+
+	/* The same, 10 s later: restart. */
+	world_init(&w);
+	w.now = 1800000000;
+	add_node2(&w, "f-a-0", 1, 1, 10);
+	add_fact_w(&w, "f-a-0", 0, "dead", -1, -1);
+	CHECK_INT(plan_world(&w, V416(""), NULL), 0);
+	CHECK(w.p.n == 1 && w.p.actions[0].gang);
+	CHECK_INT(w.p.nunconverged, 0);
+	world_release(&w);
+}
+
+static void test_unconverged__backoff_schedule(void)
+{
+	struct tpf_job_policy p = { .restart_backoff = 10 };
+	static const double want[] = { 0, 10, 20, 40, 80, 160, 320, 600, 600 };
+	for (int k = 0; k < 9; k++)
+		CHECKF(tpf_restart_backoff(&p, k) == want[k], "after %d restarts: got %g, want %g", k,
+		       tpf_restart_backoff(&p, k), want[k]);
+	CHECK(tpf_restart_backoff(&p, 1000) == 600);
+	p.restart_backoff = 900; /* a base above the cap is the cap */
+	CHECK(tpf_restart_backoff(&p, 1) == 900 && tpf_restart_backoff(&p, 5) == 900);
+	p.restart_backoff = 0;
+	CHECK(tpf_restart_backoff(&p, 5) == 0);
+	static const struct {
+		double s;
+		const char *want;
+	} d[] = { { 0, "0s" }, { 59, "59s" }, { 61, "1m1s" }, { 1860, "31m" }, { 3600, "1h" },
+		  { 3900, "1h5m" } };
+	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++) {
+		char out[32];
+		tpf_fmt_stall(d[i].s, out, sizeof(out));
+		CHECK_STR(out, d[i].want);
+	}
+}
+
+static void test_unconverged__stalled(void)
+{
+	struct world w;
+	world_init(&w);
+	w.now = 1800000000;
+	add_node2(&w, "f-a-0", 0, 0, 0);
+	add_fact_w(&w, "f-a-0", 0, "alive", -1, 1860); /* 31 min quiet */
+	add_fact_w(&w, "f-a-0", 1, "alive", -1, 2);
+	CHECK_INT(plan_world(&w, V416("stall_timeout: 30m\n"), NULL), 0);
+	CHECK_INT(w.p.n, 1);
+	if (w.p.n == 1) {
+		CHECK_STR(w.p.actions[0].reason_code, "stalled");
+		CHECK_STR(w.p.actions[0].reason,
+			  "restart all 2 workers of f-a-0: worker 0 stalled: no output for 31m");
+	}
+	const struct tpf_state_node *sn = tpf_state_find(&w.st, "f-a-0");
+	char *note = NULL;
+	CHECK_INT(tpf_worker_note(&w.f, sn, 0, &w.facts, w.now, &note), -1);
+	CHECK_STR(note, "stalled: no output for 31m");
+	free(note);
+	CHECK_INT(tpf_worker_note(&w.f, sn, 1, &w.facts, w.now, &note), -1);
+	CHECK(note == NULL);
+	world_release(&w);
+
+	/* restart: never: the node failed, and says why. */
+	world_init(&w);
+	add_node2(&w, "f-a-0", 0, 0, 0);
+	add_fact_w(&w, "f-a-0", 0, "alive", -1, 1860);
+	add_fact_w(&w, "f-a-0", 1, "alive", -1, 2);
+	CHECK_INT(plan_world(&w, V416("restart: never\nstall_timeout: 30m\n"), NULL), 0);
+	CHECK_INT(w.p.n, 0);
+	char *got = entries(&w.p);
+	CHECK_STR(got, "not_restarted:f-a-0");
+	free(got);
+	if (w.p.nunconverged == 1)
+		CHECK_STR(w.p.unconverged[0].reason,
+			  "failed: worker 0 stalled: no output for 31m; not restarted (restart: never); "
+			  "the node is kept for debugging");
+	world_release(&w);
+}
+
+static void test_unconverged__completion(void)
+{
+	struct world w;
+	world_init(&w);
+	add_node2(&w, "f-a-0", 0, 0, 0);
+	add_node2(&w, "f-a-1", 0, 0, 0);
+	add_fact_w(&w, "f-a-0", 0, "exited", 0, -1);
+	add_fact_w(&w, "f-a-0", 1, "exited", 0, -1);
+	add_fact_w(&w, "f-a-1", 0, "exited", 0, -1);
+	add_fact_w(&w, "f-a-1", 1, "alive", -1, 1);
+	CHECK_INT(plan_world(&w, BASE "groups:\n  - { name: a, accelerator_type: v4-16, "
+				      "runtime_version: rt, zones: [z1], count: 2, on_success: "
+				      "delete }\n",
+			     NULL),
+		  0);
+	CHECK_INT(w.p.n, 1);
+	if (w.p.n == 1) {
+		const struct tpf_action *a = &w.p.actions[0];
+		CHECK_INT(a->kind, TPF_ACT_DELETE);
+		CHECK_STR(a->node, "f-a-0");
+		CHECK(tpf_action_completes(a));
+		CHECK(tpf_action_is_healing(a));
+	}
+	CHECK_INT(w.p.destroyed, 1);
+	CHECK(!tpf_plan_done(&w.p, &w.ds, NULL, NULL));
+	world_release(&w);
+
+	/* After apply: f-a-0 completed in state (deleted), f-a-1 done too. */
+	world_init(&w);
+	add_node2(&w, "f-a-1", 0, 0, 0);
+	struct tpf_state_node *sn = tpf_state_add(&w.st, "f-a-0");
+	xstrset(&sn->group, "a");
+	xstrset(&sn->status, TPF_NODE_COMPLETED);
+	xstrset(&sn->completed_at, "2027-01-15T08:00:00Z");
+	sn->exit_code = 0;
+	sn->recipe.zone = xstrdup("z1");
+	sn->recipe.accelerator_type = xstrdup("v4-16");
+	sn->recipe.workers = 2;
+	add_fact_w(&w, "f-a-1", 0, "exited", 0, -1);
+	add_fact_w(&w, "f-a-1", 1, "exited", 0, -1);
+	/* quota for one node only: a completed node holds none */
+	CHECK_INT(plan_world(&w, BASE "quota:\n  - { zone: z1, accelerator_type: v4-16, on_demand: "
+				      "1 }\ngroups:\n  - { name: a, accelerator_type: v4-16, "
+				      "runtime_version: rt, zones: [z1], count: 2, on_success: keep }\n",
+			     NULL),
+		  0);
+	const struct tpf_desired_node *dn = tpf_desired_find(&w.ds, "f-a-0");
+	CHECK(dn && dn->completed && !dn->deferred);
+	CHECK_INT(w.p.n, 0);
+	CHECK_INT(w.p.ncompleted, 2);
+	size_t nc = 0, nf = 9;
+	CHECK(tpf_plan_done(&w.p, &w.ds, &nc, &nf));
+	CHECK_INT(nc, 2);
+	CHECK_INT(nf, 0);
+	CHECK(tpf_plan_converged(&w.p));
+	CHECK_STR(tpf_node_outcome(&w.f, sn, &w.facts, 0), "completed");
+	CHECK_STR(tpf_node_outcome(&w.f, tpf_state_find(&w.st, "f-a-1"), &w.facts, 0), "succeeded");
+	struct tpf_buf b = TPF_BUF_INIT;
+	tpf_plan_render_human(&w.p, 0, &b);
+	CHECK_STR(b.buf, "Completed (every worker's job exited 0):\n"
+			 "  - f-a-0: completed with exit 0 at 2027-01-15T08:00:00Z; deleted, not "
+			 "created again (on_success: delete)\n"
+			 "  - f-a-1: completed with exit 0; the node is kept (on_success: keep)\n"
+			 "\n"
+			 "No changes. Your infrastructure matches the configuration.\n");
+	tpf_buf_release(&b);
+	/* saved plans keep the list */
+	json_t *j = tpf_plan_to_json(&w.p);
+	struct tpf_plan back;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	CHECK_INT(tpf_plan_from_json(&back, j, "plan.json", &d), 0);
+	CHECK_INT(back.ncompleted, 2);
+	if (back.ncompleted == 2) {
+		CHECK_STR(back.completed[0].at, "2027-01-15T08:00:00Z");
+		CHECK(back.completed[0].deleted && !back.completed[1].deleted);
+	}
+	tpf_plan_release(&back);
+	tpf_diags_release(&d);
+	json_decref(j);
+	world_release(&w);
 }
 
 int main(void)
@@ -446,5 +745,11 @@ int main(void)
 	RUN(test_unconverged__render_with_changes);
 	RUN(test_unconverged__saved_plan);
 	RUN(test_unconverged__codes);
+	RUN(test_unconverged__gang_restart);
+	RUN(test_unconverged__gang_failed);
+	RUN(test_unconverged__backoff_waits);
+	RUN(test_unconverged__backoff_schedule);
+	RUN(test_unconverged__stalled);
+	RUN(test_unconverged__completion);
 	return unit_done();
 }
