@@ -49,11 +49,25 @@ printf '{"version": 1, "serial": 3, "lineage": ' >tpuform.state.json
 cp tpuform.state.json corrupt.json
 fails "a corrupt state is refused by plan" 1 tpuform plan -f fleet.yaml
 like "with a clear message" "$(cat last.out)" "is not valid JSON"
+like "its hint names no backup when none exists" "$(cat last.out)" "there is no '.*tpuform.state.json.backup' to restore"
 fails "and by apply" 1 tpuform apply -f fleet.yaml -auto-approve
 ok "the corrupt file was not overwritten" cmp -s tpuform.state.json corrupt.json
 sed 's/"version": [0-9]*/"version": 99/' good.json >tpuform.state.json
 fails "a state from a newer tpuform is refused" 1 tpuform apply -f fleet.yaml -auto-approve
 like "saying so" "$(cat last.out)" "has version 99, newer than this tpuform supports"
+sed 's/"version": [0-9]*/"version": 99/; s/"tpuform_version": "[^"]*"/"tpuform_version": "0.0.1"/' good.json >tpuform.state.json
+fails "a newer format stamped with an older version is refused too" 1 tpuform plan -f fleet.yaml
+unlike "without asking to upgrade to an older tpuform" "$(cat last.out)" "Upgrade tpuform to at least 0.0.1"
+like "saying the file claims it" "$(cat last.out)" "the file claims tpuform 0.0.1"
 cp good.json tpuform.state.json
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
+
+# A local source repo with uncommitted changes: workers get the commit, and
+# plan says the changes are not deployed (issue 9).
+make_repo
+printf 'edited\n' >>"$W/repo/job.sh"
+sed "s|^run: .*|run: sh job.sh|" fleet.yaml >src.yaml
+printf 'source: { repo: %s }\n' "$W/repo" >>src.yaml
+ok "plan with a dirty source repo" tpuform plan -f src.yaml
+like "warns that its changes are not deployed" "$(cat last.out)" "has uncommitted changes to 1 tracked file \\(first: job.sh\\); they are not deployed"
 finish
