@@ -54,9 +54,7 @@ static const char *key_type_name(int type)
 	return NULL;
 }
 
-/* The blob of a "TYPE BASE64 [comment]" key (caller frees), NULL if it is
- * not one or its type is not the blob's. */
-static unsigned char *key_blob(const char *key, size_t *len)
+unsigned char *tpf_ssh_key_blob(const char *key, size_t *len)
 {
 	const char *sp = key ? strchr(key, ' ') : NULL;
 	if (!sp)
@@ -87,7 +85,7 @@ static unsigned char *key_blob(const char *key, size_t *len)
 char *tpf_ssh_key_fingerprint(const char *key)
 {
 	size_t len = 0;
-	unsigned char *blob = key_blob(key, &len);
+	unsigned char *blob = tpf_ssh_key_blob(key, &len);
 	if (!blob)
 		return NULL;
 	unsigned char digest[32];
@@ -160,7 +158,7 @@ static int check_published(struct tpf_conn *c, const struct tpf_ssh_access *a,
 	const unsigned char *key = (const unsigned char *)libssh2_session_hostkey(c->s, &klen, &ktype);
 	for (size_t i = 0; i < a->nhost_keys; i++) {
 		size_t len = 0;
-		unsigned char *blob = key_blob(a->host_keys[i], &len);
+		unsigned char *blob = tpf_ssh_key_blob(a->host_keys[i], &len);
 		int same = blob && len == klen && !memcmp(blob, key, klen);
 		free(blob);
 		if (same)

@@ -93,4 +93,12 @@ int tpf_ssh_connect_retry(struct tpf_ssh *t, const struct tpf_worker_ref *w,
 /* "NODE/wN" for w; caller frees. */
 char *tpf_ssh_where(const struct tpf_worker_ref *w);
 
+/*
+ * The decoded blob of a "TYPE BASE64 [comment]" key line (caller frees;
+ * *len its length in bytes), or NULL when the line is not one, or the type
+ * in front is not the blob's own. One decoder for host keys
+ * (ssh_hostkey.c) and .pub files (ssh_pubkey.c).
+ */
+unsigned char *tpf_ssh_key_blob(const char *key, size_t *len);
+
 #endif

@@ -226,26 +226,9 @@ int tpf_ssh_public_key_of_private(const void *key, size_t len, const char *path,
  * checked by decoding it; NULL if it is not one. */
 static char *pub_line(const char *text)
 {
-	const char *sp = strchr(text, ' ');
-	if (!sp)
-		return NULL;
-	const char *b = sp + 1;
-	size_t blen = strcspn(b, " \t\r\n");
-	if (!blen || blen % 4 || blen > (1u << 20))
-		return NULL;
-	unsigned char *raw = xmalloc(blen / 4 * 3 + 1);
-	int n = EVP_DecodeBlock(raw, (const unsigned char *)b, (int)blen);
-	char *out = NULL;
-	if (n > 0) {
-		/* EVP_DecodeBlock counts padding as zero bytes: drop them. */
-		size_t len = (size_t)n - (b[blen - 1] == '=') - (b[blen - 2] == '=');
-		out = tpf_ssh_public_key_of_blob(raw, len);
-		/* the type in front must be the blob's own */
-		if (out && strncmp(out, text, (size_t)(sp - text) + 1)) {
-			free(out);
-			out = NULL;
-		}
-	}
+	size_t len = 0;
+	unsigned char *raw = tpf_ssh_key_blob(text, &len);
+	char *out = raw ? tpf_ssh_public_key_of_blob(raw, len) : NULL;
 	free(raw);
 	return out;
 }
