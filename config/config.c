@@ -62,7 +62,7 @@ static const char *const address_words[] = { "auto", "external", "internal", NUL
 /* ---- sections */
 
 /* provider.gcp's impersonate_service_account (a service account email)
- * and quota_project (a project ID): providers/gcp/gcp_auth.h uses them. */
+ * and quota_project (a project ID): google/gcp_auth.h uses them. */
 static void read_gcp_identity(struct cfg *c, struct tpf_fleet *f, struct cfg_map *gm)
 {
 	yaml_node_t *x;

@@ -131,8 +131,8 @@ struct tpf_fleet {
 		char *project;       /* required */
 		char *credentials;   /* resolved path or NULL (then ADC order) */
 		char *endpoint;      /* NULL: https://tpu.googleapis.com */
-		char *impersonate_service_account; /* email, or NULL (providers/gcp/gcp_auth.h) */
-		char *quota_project; /* x-goog-user-project, or NULL (providers/gcp/gcp_auth.h) */
+		char *impersonate_service_account; /* email, or NULL (google/gcp_auth.h) */
+		char *quota_project; /* x-goog-user-project, or NULL (google/gcp_auth.h) */
 	} gcp;
 
 	char *state_path; /* resolved; default "<dir>/tpuform.state.json" */

@@ -86,7 +86,7 @@ void tpf_metrics_replacement(struct tpf_metrics *m);
 void tpf_metrics_restarts(struct tpf_metrics *m, long workers);
 
 /* One API request: method ("GET" ...) and HTTP status (0: no response).
- * Its signature is providers/gcp/gcp_http.h's observer; ctx is m. */
+ * Its signature is google/gcp_http.h's observer; ctx is m. */
 void tpf_metrics_api_request(const char *method, long status, void *ctx);
 
 /* ---- exposition ---------------------------------------------------------- */

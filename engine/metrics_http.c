@@ -3,7 +3,7 @@
  * and a libmicrohttpd daemon that answers GET /metrics.
  */
 #include "engine/metrics_internal.h"
-#include "providers/gcp/gcp_http.h"
+#include "google/gcp_http.h"
 #include "util/xalloc.h"
 
 #include <arpa/inet.h>

@@ -3,7 +3,7 @@
  * one delivery thread that POSTs them in order, with retries.
  */
 #include "engine/notify.h"
-#include "providers/gcp/gcp_http.h"
+#include "google/gcp_http.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 

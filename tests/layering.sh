@@ -11,7 +11,7 @@
 # its own folder. Folders that share a rank are peers and must not include
 # each other.
 #   0 util
-#   1 model
+#   1 model google        (google: the Google API client plumbing: HTTP, auth, errors, retries)
 #   2 config state source templates
 #   3 providers            (provider.h, transport.h: the interfaces)
 #   4 providers/ssh        (the SSH transport, used by the gcp provider)
@@ -30,7 +30,7 @@ cd "$root" || exit 2
 rank() {
 	case $1 in
 	util) echo 0 ;;
-	model) echo 1 ;;
+	model | google) echo 1 ;;
 	config | state | source | templates) echo 2 ;;
 	providers) echo 3 ;;
 	providers/ssh) echo 4 ;;
@@ -54,7 +54,7 @@ folder() {
 
 bad=0
 checked=0
-files=$(find util model config state source templates providers plan engine cmd tests/fakegcp \
+files=$(find util model google config state source templates providers plan engine cmd tests/fakegcp \
 	-name '*.[ch]' 2>/dev/null | sort)
 for f in $files; do
 	from=$(folder "$f")

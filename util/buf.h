@@ -24,7 +24,7 @@
  *     credentials), git bundles of a job's source. None of these comes
  *     near it; it turns a runaway producer into an error, not an OOM.
  *   TPF_BUF_INPUT_MAX (64 MiB): bytes another program sends in one piece:
- *     one HTTP response body (TPF_GCP_MAX_BODY, providers/gcp/gcp_http.h)
+ *     one HTTP response body (TPF_GCP_MAX_BODY, google/gcp_http.h)
  *     and one worker command's output (TPF_TRANSPORT_OUTPUT_MAX,
  *     providers/transport.h). A Cloud TPU API answer is kilobytes; 64 MiB
  *     is room for a large `logs` while many workers run at once.

@@ -6,7 +6,7 @@
  * provider on the REST client of gcp_api.h for fleet->gcp: project,
  * endpoint (else $TPUFORM_TPU_ENDPOINT, else https://tpu.googleapis.com;
  * plain http only to loopback) and credentials (else the ADC order of
- * gcp_auth.h). Its ops are thread-safe and run in parallel.
+ * google/gcp_auth.h). Its ops are thread-safe and run in parallel.
  *
  * transport() returns the SSH transport of providers/ssh for the fleet's
  * ssh settings, made at open and shared by every thread, wrapped by the

@@ -24,9 +24,9 @@
 #include <jansson.h>
 #include <stddef.h>
 #include "model/recipe.h"
-#include "providers/gcp/gcp_auth.h"
-#include "providers/gcp/gcp_http.h"
-#include "providers/gcp/gcp_retry.h"
+#include "google/gcp_auth.h"
+#include "google/gcp_http.h"
+#include "google/gcp_retry.h"
 #include "providers/provider.h"
 #include "util/diag.h"
 #include "util/kv.h"

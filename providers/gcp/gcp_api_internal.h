@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 #include "providers/gcp/gcp_api.h"
-#include "providers/gcp/gcp_errors.h"
+#include "google/gcp_errors.h"
 
 /* Bit for tpf_gcp_call's `quiet`: errors of that class get no diagnostic. */
 #define TPF_GCP_QUIET(cls) (1u << (cls))

@@ -1,6 +1,6 @@
 #include "providers/gcp/gcp_oslogin.h"
 #include "providers/gcp/gcp_api_internal.h"
-#include "providers/gcp/gcp_endpoint.h"
+#include "google/gcp_endpoint.h"
 #include "providers/gcp/gcp_sshkeys.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"

@@ -13,7 +13,7 @@
  * Each endpoint can be overridden for tests with an environment variable
  * (TPUFORM_COMPUTE_ENDPOINT, TPUFORM_TOKENINFO_ENDPOINT,
  * TPUFORM_OSLOGIN_ENDPOINT) under the TPU endpoint's policy
- * (gcp_endpoint.h: https, or http to loopback only). Requests go through
+ * (google/gcp_endpoint.h: https, or http to loopback only). Requests go through
  * the TPU client's HTTP engine, token and retries (gcp_api.h).
  */
 #ifndef TPF_GCP_OSLOGIN_H

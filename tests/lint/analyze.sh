@@ -27,7 +27,7 @@ pkg_cflags=$(pkg-config --cflags $pkgs) || {
 }
 if [ $# -eq 0 ]; then
 	# shellcheck disable=SC2046 # paths of this repository: no spaces
-	set -- $(find util model config state source plan providers engine cmd templates \
+	set -- $(find util model google config state source plan providers engine cmd templates \
 		-name '*.c' ! -name embedded.c | sort)
 fi
 out=$(mktemp) || exit 2

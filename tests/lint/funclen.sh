@@ -34,7 +34,7 @@ cd "$root" || exit 2
 # Product code: the folders of the layer table (docs/ARCHITECTURE.md), not
 # tests/ and not what runs create elsewhere (a local worker's checkout of
 # this repository under examples/.tpuform/), without generated files.
-files=$(find util model config state source templates providers plan engine cmd \
+files=$(find util model google config state source templates providers plan engine cmd \
 	\( -name '*.c' -o -name '*.h' \) -type f -print 2>/dev/null |
 	grep -v '^templates/embedded\.c$' | sort)
 [ -n "$files" ] || { echo "funclen: no C files under $root" >&2; exit 2; }

@@ -3,7 +3,7 @@
  * credentials-file errors (without a server; the token flows themselves are
  * exercised against the emulator in test_gcp_e2e.c).
  */
-#include "providers/gcp/gcp_auth.h"
+#include "google/gcp_auth.h"
 #include "tests/unit/unit.h"
 #include "util/fs.h"
 #include "util/xalloc.h"

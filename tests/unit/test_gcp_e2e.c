@@ -11,8 +11,8 @@
  */
 #include "providers/gcp/gcp.h"
 #include "providers/gcp/gcp_api.h"
-#include "providers/gcp/gcp_auth.h"
-#include "providers/gcp/gcp_http.h"
+#include "google/gcp_auth.h"
+#include "google/gcp_http.h"
 #include "providers/provider.h"
 #include "tests/unit/unit.h"
 #include "util/fs.h"

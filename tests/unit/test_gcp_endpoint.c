@@ -1,7 +1,7 @@
 /*
  * Cloud TPU client: endpoint policy (https anywhere, http only to loopback).
  */
-#include "providers/gcp/gcp_endpoint.h"
+#include "google/gcp_endpoint.h"
 #include "tests/unit/unit.h"
 #include "util/diag.h"
 

@@ -2,9 +2,9 @@
  * Cloud TPU client: error parsing and classification, Retry-After,
  * backoff bounds, settings from the environment.
  */
-#include "providers/gcp/gcp_errors.h"
-#include "providers/gcp/gcp_http.h"
-#include "providers/gcp/gcp_retry.h"
+#include "google/gcp_errors.h"
+#include "google/gcp_http.h"
+#include "google/gcp_retry.h"
 #include "tests/unit/unit.h"
 #include "util/diag.h"
 

@@ -7,9 +7,9 @@
  * tests/e2e/t340-gcp-keyless.sh.
  */
 #include "config/config.h"
-#include "providers/gcp/gcp_auth.h"
-#include "providers/gcp/gcp_auth_internal.h"
-#include "providers/gcp/gcp_endpoint.h"
+#include "google/gcp_auth.h"
+#include "google/gcp_auth_internal.h"
+#include "google/gcp_endpoint.h"
 #include "tests/unit/unit.h"
 #include "util/fs.h"
 #include "util/xalloc.h"

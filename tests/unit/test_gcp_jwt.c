@@ -2,7 +2,7 @@
  * Cloud TPU client: base64url and RS256 JWT assertions for service-account
  * keys. The signature is checked with the public key through libcrypto.
  */
-#include "providers/gcp/gcp_jwt.h"
+#include "google/gcp_jwt.h"
 #include "tests/unit/unit.h"
 #include "util/diag.h"
 

@@ -2,10 +2,10 @@
  * The watch metrics (engine/metrics.c, engine/metrics_http.c): the
  * exposition text (format 0.0.4), the listen address rules, and the
  * server, scraped through the Cloud TPU HTTP layer so that its request
- * observer (providers/gcp/gcp_http.h) is exercised too.
+ * observer (google/gcp_http.h) is exercised too.
  */
 #include "engine/metrics.h"
-#include "providers/gcp/gcp_http.h"
+#include "google/gcp_http.h"
 #include "tests/unit/unit.h"
 #include "util/buf.h"
 #include "util/xalloc.h"
@@ -144,7 +144,7 @@ static void test_metrics__addresses(void)
 	}
 }
 
-/* GET through providers/gcp/gcp_http.c: the observer counts it. */
+/* GET through google/gcp_http.c: the observer counts it. */
 static long get(struct tpf_gcp_http *h, const char *method, const char *url,
 		struct tpf_buf *body)
 {

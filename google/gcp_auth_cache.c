@@ -13,7 +13,7 @@
  * A handful of entries is plenty: one process talks to one project with one
  * set of credentials, a test to a few. Tokens are wiped when replaced.
  */
-#include "providers/gcp/gcp_auth_internal.h"
+#include "google/gcp_auth_internal.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>

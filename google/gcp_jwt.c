@@ -1,4 +1,4 @@
-#include "providers/gcp/gcp_jwt.h"
+#include "google/gcp_jwt.h"
 #include "util/buf.h"
 #include "util/xalloc.h"
 

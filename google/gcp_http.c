@@ -1,4 +1,4 @@
-#include "providers/gcp/gcp_http.h"
+#include "google/gcp_http.h"
 #include "util/xalloc.h"
 
 #include <openssl/crypto.h>

@@ -5,8 +5,8 @@
  * for a service account key, the refresh_token grant (RFC 6749 section 6)
  * for an authorized user, a GET to the metadata server.
  */
-#include "providers/gcp/gcp_auth_internal.h"
-#include "providers/gcp/gcp_jwt.h"
+#include "google/gcp_auth_internal.h"
+#include "google/gcp_jwt.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 

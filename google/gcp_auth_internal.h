@@ -1,5 +1,5 @@
 /*
- * Private to providers/gcp/gcp_auth*.c: the credentials object and the
+ * Private to google/gcp_auth*.c: the credentials object and the
  * pieces the files share. Nothing else includes this header, except their
  * unit test (tests/unit/test_gcp_external.c).
  *
@@ -17,8 +17,8 @@
 #ifndef TPF_GCP_AUTH_INTERNAL_H
 #define TPF_GCP_AUTH_INTERNAL_H
 
-#include "providers/gcp/gcp_auth.h"
-#include "providers/gcp/gcp_errors.h"
+#include "google/gcp_auth.h"
+#include "google/gcp_errors.h"
 #include "util/buf.h"
 
 #include <jansson.h>

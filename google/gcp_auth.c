@@ -4,8 +4,8 @@
  * Fetching is in gcp_auth_oauth.c, gcp_auth_external.c and
  * gcp_auth_impersonate.c.
  */
-#include "providers/gcp/gcp_auth_internal.h"
-#include "providers/gcp/gcp_endpoint.h"
+#include "google/gcp_auth_internal.h"
+#include "google/gcp_endpoint.h"
 #include "util/hash.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"

@@ -1,4 +1,4 @@
-#include "providers/gcp/gcp_endpoint.h"
+#include "google/gcp_endpoint.h"
 #include "util/xalloc.h"
 
 #include <arpa/inet.h>

@@ -4,8 +4,8 @@
  * external_account. The file's text is wiped once parsed; a parse error
  * gives the position only, since the text could hold a key.
  */
-#include "providers/gcp/gcp_auth_internal.h"
-#include "providers/gcp/gcp_endpoint.h"
+#include "google/gcp_auth_internal.h"
+#include "google/gcp_endpoint.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/xalloc.h"

@@ -1,5 +1,5 @@
-#include "providers/gcp/gcp_retry.h"
-#include "providers/gcp/gcp_http.h"
+#include "google/gcp_retry.h"
+#include "google/gcp_http.h"
 #include "util/diag.h"
 #include "util/env.h"
 

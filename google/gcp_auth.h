@@ -40,8 +40,8 @@
 #ifndef TPF_GCP_AUTH_H
 #define TPF_GCP_AUTH_H
 
-#include "providers/gcp/gcp_http.h"
-#include "providers/gcp/gcp_retry.h"
+#include "google/gcp_http.h"
+#include "google/gcp_retry.h"
 #include "util/diag.h"
 
 struct tpf_gcp_auth;

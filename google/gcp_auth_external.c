@@ -21,9 +21,9 @@
  * Not supported (an error says so): executable and AWS sources, X.509
  * certificate sources, workforce pools, universes other than googleapis.com.
  */
-#include "providers/gcp/gcp_auth_internal.h"
-#include "providers/gcp/gcp_endpoint.h"
-#include "providers/gcp/gcp_jwt.h"
+#include "google/gcp_auth_internal.h"
+#include "google/gcp_endpoint.h"
+#include "google/gcp_jwt.h"
 #include "util/fs.h"
 #include "util/xalloc.h"
 

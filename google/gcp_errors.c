@@ -1,4 +1,4 @@
-#include "providers/gcp/gcp_errors.h"
+#include "google/gcp_errors.h"
 #include "util/diag.h"
 #include "util/xalloc.h"
 

@@ -12,9 +12,9 @@
  * The caller needs roles/iam.serviceAccountTokenCreator on the account (a
  * workload identity pool's principal: roles/iam.workloadIdentityUser).
  */
-#include "providers/gcp/gcp_auth_internal.h"
-#include "providers/gcp/gcp_endpoint.h"
-#include "providers/gcp/gcp_jwt.h"
+#include "google/gcp_auth_internal.h"
+#include "google/gcp_endpoint.h"
+#include "google/gcp_jwt.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
