@@ -40,11 +40,21 @@ struct tpf_healer {
 	} *healed;
 	size_t nhealed, healed_alloc;
 	int running;              /* heals in flight */
+	/* Every heal thread not yet joined. Joined, not detached: a thread
+	 * that has said it is done still runs its thread-local destructors
+	 * (libcrypto's per-thread state), and a process that exits before
+	 * they ran leaks them (LeakSanitizer saw it in the SIGTERM path). */
+	struct heal_thread {
+		pthread_t th;
+		int done; /* under mu: the thread touches nothing of h any more */
+	} **threads;
+	size_t nthreads, threads_alloc;
 	struct tpf_backoff *backoff;
 };
 
 struct heal_job {
 	struct tpf_healer *h;
+	struct heal_thread *self; /* NULL when healing in the caller's thread */
 	struct tpf_plan plan;
 	struct tpf_live_set live;
 };
@@ -154,9 +164,11 @@ static void *heal_thread(void *arg)
 		tpf_lock_release(&h->lock);
 		pthread_cond_broadcast(&h->idle);
 	}
-	pthread_mutex_unlock(&h->mu);
 	tpf_plan_release(&job->plan);
 	tpf_live_set_release(&job->live);
+	if (job->self)
+		job->self->done = 1;
+	pthread_mutex_unlock(&h->mu);
 	free(job);
 	return NULL;
 }
@@ -238,6 +250,24 @@ static void drop_busy(struct tpf_healer *h, struct tpf_plan *p, double since)
 	tpf_plan_recount(p);
 }
 
+/* Join the heal threads that are done (all of them when `all`, waiting for
+ * each). Called with h->mu held when !all; without it when all. A done
+ * thread only has to return, so joining it while holding mu is brief. */
+static void reap_threads(struct tpf_healer *h, int all)
+{
+	size_t keep = 0;
+	for (size_t i = 0; i < h->nthreads; i++) {
+		struct heal_thread *t = h->threads[i];
+		if (all || t->done) {
+			pthread_join(t->th, NULL);
+			free(t);
+		} else {
+			h->threads[keep++] = t;
+		}
+	}
+	h->nthreads = keep;
+}
+
 void tpf_healer_heal(struct tpf_healer *h, const struct tpf_session *s, struct tpf_plan *p)
 {
 	pthread_mutex_lock(&h->mu);
@@ -259,23 +289,25 @@ void tpf_healer_heal(struct tpf_healer *h, const struct tpf_session *s, struct t
 			tpf_live_node_copy(tpf_live_set_add(&job->live), ln);
 	}
 	h->running++;
+	reap_threads(h, 0);
 	/*
-	 * A detached thread, not util/pool.h tpf_pool_run: a pool returns when
-	 * its items are done, and a heal must outlive the round that started it
-	 * (tpf_apply already fans the heal's actions out on its own pool).
+	 * A thread of its own, not util/pool.h tpf_pool_run: a pool returns
+	 * when its items are done, and a heal must outlive the round that
+	 * started it (tpf_apply already fans the heal's actions out on its own
+	 * pool). Joined by reap_threads once done.
 	 */
-	pthread_t th;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&th, &attr, heal_thread, job)) {
+	struct heal_thread *t = xcalloc(1, sizeof(*t));
+	job->self = t;
+	if (pthread_create(&t->th, NULL, heal_thread, job)) {
 		/* No thread: heal in this one instead. */
+		free(t);
+		job->self = NULL;
 		pthread_mutex_unlock(&h->mu);
 		heal_thread(job);
-		pthread_attr_destroy(&attr);
 		return;
 	}
-	pthread_attr_destroy(&attr);
+	XGROW(h->threads, h->nthreads + 1, h->threads_alloc);
+	h->threads[h->nthreads++] = t;
 	pthread_mutex_unlock(&h->mu);
 }
 
@@ -302,6 +334,9 @@ void tpf_healer_finish(struct tpf_healer *h)
 	while (h->running)
 		pthread_cond_wait(&h->idle, &h->mu);
 	pthread_mutex_unlock(&h->mu);
+	/* Every heal has said it is done; wait until their threads are gone. */
+	reap_threads(h, 1);
+	free(h->threads);
 	tpf_lock_release(&h->lock);
 	for (size_t i = 0; i < h->nbusy; i++)
 		free(h->busy[i]);
