@@ -166,22 +166,15 @@ static void read_scheduling(struct cfg *c, struct cfg_map *m, struct tpf_group *
 /*
  * slices: N (docs/design.md section 9). N > 1 asks for one multislice
  * queued resource (multisliceParams.nodeCount, which the discovery document
- * requires to be > 1), so it implies queued: true; the local provider has
- * no queued resources and refuses it.
+ * requires to be > 1), so it implies queued: true. The local provider
+ * simulates it as one node with every slice's workers.
  */
-static void read_slices(struct group_ctx *gc, struct cfg_map *m, struct tpf_group *g,
-			const char *label)
+static void read_slices(struct group_ctx *gc, struct cfg_map *m, struct tpf_group *g)
 {
 	yaml_node_t *x = cfg_map_get(m, "slices");
 	if (!x || cfg_want_uint(gc->c, x, "slices", "a whole number >= 1", 1, SLICES_MAX,
 				&g->slices) < 0 || g->slices < 2)
 		return;
-	if (gc->f->provider == TPF_PROVIDER_LOCAL) {
-		cfg_error(gc->c, x, "remove 'slices' or use provider: { gcp: ... }",
-			  "group %s: 'slices' (multislice) needs Cloud TPU queued resources; the "
-			  "local provider has none", label);
-		return;
-	}
 	g->queued = 1;
 }
 
@@ -292,7 +285,7 @@ static void read_group(struct group_ctx *gc, struct tpf_group *g, yaml_node_t *v
 
 	yaml_node_t *name_at = read_name(gc, &m, g);
 	read_machine(c, &m, g, label);
-	read_slices(gc, &m, g, label); /* first: it implies queued */
+	read_slices(gc, &m, g); /* first: it implies queued */
 	read_scheduling(c, &m, g, label);
 	if (g->slices > 1 && !g->queued)
 		cfg_error(c, cfg_map_get(&m, "queued"), "remove 'queued: false'",
