@@ -113,6 +113,7 @@ struct tpf_group {
 	struct tpf_kvlist env;  /* fleet env, then group env on top */
 	int queued;             /* queued: true -> queuedResources (issue 5) */
 	char *valid_until;      /* queued resource validUntilDuration, e.g. "6h"; may be NULL */
+	int slices;             /* slices: N (> 1: multislice, implies queued), else 0 */
 	struct tpf_job_policy policy; /* effective: the fleet's, then the group's keys */
 	int line, column;       /* where the group starts in the file */
 };

@@ -24,7 +24,7 @@
 static const char *const group_keys[] = {
 	"name", "accelerator_type", "runtime_version", "zones", "count", "preemptible",
 	"spot", "labels", "setup", "run", "env", "queued", "valid_until",
-	"restart_scope", "restart_backoff", "stall_timeout", "on_success", NULL,
+	"restart_scope", "restart_backoff", "stall_timeout", "on_success", "slices", NULL,
 };
 
 struct group_ctx {
@@ -159,6 +159,25 @@ static void read_scheduling(struct cfg *c, struct cfg_map *m, struct tpf_group *
 	}
 }
 
+/* A bound on slices: Google documents multislice jobs of thousands of
+ * chips, never of this many slices; more is a typo. */
+#define SLICES_MAX 1024
+
+/*
+ * slices: N (docs/design.md section 9). N > 1 asks for one multislice
+ * queued resource (multisliceParams.nodeCount, which the discovery document
+ * requires to be > 1), so it implies queued: true. The local provider
+ * simulates it as one node with every slice's workers.
+ */
+static void read_slices(struct group_ctx *gc, struct cfg_map *m, struct tpf_group *g)
+{
+	yaml_node_t *x = cfg_map_get(m, "slices");
+	if (!x || cfg_want_uint(gc->c, x, "slices", "a whole number >= 1", 1, SLICES_MAX,
+				&g->slices) < 0 || g->slices < 2)
+		return;
+	g->queued = 1;
+}
+
 static void read_labels(struct cfg *c, struct cfg_map *m, struct tpf_group *g, const char *label)
 {
 	yaml_node_t *x = cfg_map_get(m, "labels");
@@ -227,6 +246,12 @@ static void check_node_name_length(struct group_ctx *gc, const struct tpf_group 
 	if (!f->name || !g->name)
 		return;
 	char *node = xasprintf("%s-%s-%d", f->name, g->name, g->count > 0 ? g->count - 1 : 0);
+	if (g->slices > 1) /* its slices are NODE-0 .. NODE-(N-1) */
+	{
+		char *slice = xasprintf("%s-%d", node, g->slices - 1);
+		free(node);
+		node = slice;
+	}
 	if (strlen(node) > NODE_NAME_MAX)
 		cfg_error(gc->c, name_at, "shorten the fleet or the group name",
 			  "node name '%s' would be %zu characters, more than the %d GCP allows", node,
@@ -260,7 +285,12 @@ static void read_group(struct group_ctx *gc, struct tpf_group *g, yaml_node_t *v
 
 	yaml_node_t *name_at = read_name(gc, &m, g);
 	read_machine(c, &m, g, label);
+	read_slices(gc, &m, g); /* first: it implies queued */
 	read_scheduling(c, &m, g, label);
+	if (g->slices > 1 && !g->queued)
+		cfg_error(c, cfg_map_get(&m, "queued"), "remove 'queued: false'",
+			  "group %s: 'slices' is served by one multislice queued resource and "
+			  "cannot be combined with 'queued: false'", label);
 	read_labels(c, &m, g, label);
 	read_job(gc, &m, g, label);
 	g->policy = gc->f->policy;

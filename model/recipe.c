@@ -18,6 +18,7 @@ void tpf_recipe_copy(struct tpf_recipe *dst, const struct tpf_recipe *src)
 		.labels = labels,
 		.queued = src->queued,
 		.valid_until = xstrdup(src->valid_until),
+		.slices = src->slices,
 	};
 	tpf_recipe_release(dst);
 	*dst = tmp;
@@ -67,4 +68,15 @@ void tpf_job_release(struct tpf_job *j)
 	tpf_kvlist_release(&j->env);
 	free(j->secrets_hash);
 	memset(j, 0, sizeof(*j));
+}
+
+int tpf_recipe_slices(const struct tpf_recipe *r)
+{
+	return r->slices > 1 ? r->slices : 1;
+}
+
+int tpf_recipe_slice_workers(const struct tpf_recipe *r)
+{
+	int per = r->workers / tpf_recipe_slices(r);
+	return per > 0 ? per : 1;
 }

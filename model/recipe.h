@@ -35,6 +35,12 @@ struct tpf_recipe {
 	 * NULL: no limit. Only read at create time: a change does not replace
 	 * a node. */
 	char *valid_until;
+	/* Multislice (group `slices: N`, docs/design.md section 9): the node
+	 * is N slices of accelerator_type requested through ONE queued
+	 * resource (multisliceParams), restarted and replaced as one unit;
+	 * `workers` then counts the workers of every slice (N x per slice).
+	 * 0 or 1: a single slice. Forces replacement. */
+	int slices;
 };
 
 struct tpf_job {
@@ -57,6 +63,10 @@ void tpf_recipe_copy(struct tpf_recipe *dst, const struct tpf_recipe *src);
 void tpf_recipe_release(struct tpf_recipe *r);
 /* "preemptible", "spot" or "on-demand". Borrowed static string. */
 const char *tpf_recipe_scheduling(const struct tpf_recipe *r);
+/* Slices of the node: r->slices when > 1, else 1. */
+int tpf_recipe_slices(const struct tpf_recipe *r);
+/* Workers of one slice: r->workers / tpf_recipe_slices(r), at least 1. */
+int tpf_recipe_slice_workers(const struct tpf_recipe *r);
 
 void tpf_job_copy(struct tpf_job *dst, const struct tpf_job *src);
 void tpf_job_release(struct tpf_job *j);
@@ -69,9 +79,9 @@ void tpf_job_release(struct tpf_job *j);
  * JSON forms (new references; NULL fields omitted), shared by state files
  * and saved plans:
  *   recipe: {accelerator_type, runtime_version, zone, preemptible, spot,
- *            workers, labels{}, queued, valid_until}
- *           (queued only when true, so states of fleets without queued
- *           resources read and write exactly as before)
+ *            workers, labels{}, queued, valid_until, slices}
+ *           (queued only when true and slices only when > 1, so states of
+ *           fleets without them read and write exactly as before)
  *   job:    {commit, repo, setup, run, env{}, secrets_hash}
  * from_json: 0, or TPF_ERROR with a diagnostic naming `what` and the field.
  */

@@ -71,6 +71,8 @@ json_t *tpf_recipe_to_json(const struct tpf_recipe *r)
 	if (r->queued)
 		json_object_set_new(o, "queued", json_true());
 	set_str(o, "valid_until", r->valid_until);
+	if (r->slices > 1)
+		json_object_set_new(o, "slices", json_integer(r->slices));
 	return o;
 }
 
@@ -91,6 +93,11 @@ int tpf_recipe_from_json(struct tpf_recipe *r, json_t *j, const char *what, stru
 	if (w && !json_is_integer(w))
 		return tpf_error(d, "%s: 'workers' must be a whole number", what);
 	r->workers = w ? (int)json_integer_value(w) : 1;
+	json_t *sl = json_object_get(j, "slices");
+	if (sl && (!json_is_integer(sl) || json_integer_value(sl) < 1 ||
+		   json_integer_value(sl) > 1024))
+		return tpf_error(d, "%s: 'slices' must be a whole number from 1 to 1024", what);
+	r->slices = sl ? (int)json_integer_value(sl) : 0;
 	r->preemptible = json_is_true(json_object_get(j, "preemptible"));
 	r->spot = json_is_true(json_object_get(j, "spot"));
 	return tpf_kvlist_from_json(&r->labels, json_object_get(j, "labels"), what, d);

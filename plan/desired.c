@@ -52,7 +52,9 @@ static void fill_node(struct tpf_desired_node *n, const struct tpf_fleet *f,
 	n->recipe.runtime_version = xstrdup(g->runtime_version);
 	n->recipe.preemptible = g->preemptible;
 	n->recipe.spot = g->spot;
-	n->recipe.workers = g->workers;
+	/* A multislice node's workers are every slice's, in slice order. */
+	n->recipe.slices = g->slices > 1 ? g->slices : 0;
+	n->recipe.workers = g->workers * (g->slices > 1 ? g->slices : 1);
 	n->recipe.queued = g->queued;
 	n->recipe.valid_until = xstrdup(g->valid_until);
 	tpf_kvlist_merge(&n->recipe.labels, &g->labels);

@@ -217,6 +217,11 @@ static void describe_new(struct tpf_action *a, const struct tpf_desired_node *dn
 		tpf_action_change(a, "setup", NULL, v, 0, 0);
 		free(v);
 	}
+	if (dn->recipe.slices > 1) {
+		v = qint(dn->recipe.slices);
+		tpf_action_change(a, "slices", NULL, v, 0, 0);
+		free(v);
+	}
 	if (dn->recipe.queued && dn->recipe.valid_until) {
 		v = q(dn->recipe.valid_until);
 		tpf_action_change(a, "valid_until", NULL, v, 0, 0);
@@ -328,6 +333,14 @@ static void plan_replace_fields(struct tpf_action *a, const struct tpf_desired_n
 	diff_str(a, "runtime_version", ln->recipe.runtime_version, dn->recipe.runtime_version, 1);
 	diff_str(a, "scheduling", tpf_recipe_scheduling(&ln->recipe),
 		 tpf_recipe_scheduling(&dn->recipe), 1);
+	if (tpf_recipe_slices(&ln->recipe) != tpf_recipe_slices(&dn->recipe)) {
+		/* Multislice (docs/design.md section 9): another slice count is
+		 * another queued resource. */
+		char *b = qint(tpf_recipe_slices(&ln->recipe)), *v = qint(tpf_recipe_slices(&dn->recipe));
+		tpf_action_change(a, "slices", b, v, 1, 0);
+		free(b);
+		free(v);
+	}
 	if (!zone_allowed(dn, ln->recipe.zone))
 		diff_str(a, "zone", ln->recipe.zone, dn->recipe.zone, 1);
 }

@@ -70,6 +70,11 @@ char *tpf_provision_render(const struct tpf_fleet *f, const struct tpf_state_nod
 		.env = &n->job.env,
 		.session = session,
 		.coordinator = coordinator,
+		/* Multislice (docs/design.md section 9): workers are numbered
+		 * slice by slice, so a worker's slice is its index divided by
+		 * the workers of one slice. */
+		.slice = worker / tpf_recipe_slice_workers(&n->recipe),
+		.nslices = tpf_recipe_slices(&n->recipe),
 		.secrets_hash = secrets_hash,
 	};
 	char *script = tpf_bootstrap_render(&p);

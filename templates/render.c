@@ -51,6 +51,42 @@ static void add_assign_int(struct tpf_buf *b, const char *name, int value)
 	add_assign(b, 1, name, num);
 }
 
+/*
+ * The port the multislice coordinator listens on: the default of Ray's
+ * ray.util.tpu.get_tpu_coordinator_env_vars, which sets the same four
+ * MEGASCALE_* variables for JAX multislice jobs
+ * (https://docs.ray.io/en/latest/ray-core/api/doc/ray.util.tpu.get_tpu_coordinator_env_vars.html).
+ */
+#define MEGASCALE_PORT "8081"
+
+/* ": ${NAME:='value'}" and "export NAME": the value only where the worker's
+ * environment has none. A multislice queued resource gives its nodes these
+ * settings itself (https://cloud.google.com/tpu/docs/multislice-introduction);
+ * a value already there wins. Written before the user's env, which wins too. */
+static void add_default(struct tpf_buf *b, const char *name, const char *value)
+{
+	tpf_buf_addf(b, ": ${%s:=", name);
+	tpf_shquote_buf(b, value);
+	tpf_buf_addf(b, "}\nexport %s\n", name);
+}
+
+/* Multislice variables (render.h); nothing for a single slice. */
+static void add_slices(struct tpf_buf *b, const struct tpf_bootstrap_params *p)
+{
+	char slice[32], nslices[32];
+	if (p->nslices <= 1)
+		return;
+	snprintf(slice, sizeof(slice), "%d", p->slice);
+	snprintf(nslices, sizeof(nslices), "%d", p->nslices);
+	add_assign(b, 1, "TPUFORM_SLICE_ID", slice);
+	add_assign(b, 1, "TPUFORM_NUM_SLICES", nslices);
+	if (p->coordinator && *p->coordinator)
+		add_default(b, "MEGASCALE_COORDINATOR_ADDRESS", p->coordinator);
+	add_default(b, "MEGASCALE_NUM_SLICES", nslices);
+	add_default(b, "MEGASCALE_SLICE_ID", slice);
+	add_default(b, "MEGASCALE_PORT", MEGASCALE_PORT);
+}
+
 /* "export NAME='value'" for every usable entry, sorted by name. */
 static void add_exports(struct tpf_buf *b, const struct tpf_kvlist *l)
 {
@@ -86,6 +122,7 @@ char *tpf_bootstrap_render(const struct tpf_bootstrap_params *p)
 	add_assign_int(&b, "TPUFORM_RETRY", p->retry);
 	add_assign(&b, 1, "TPUFORM_COMMIT", p->commit);
 	add_assign(&b, 1, "TPUFORM_COORDINATOR", p->coordinator);
+	add_slices(&b, p);
 	/* The script's own settings. */
 	add_assign(&b, 0, "TPUFORM_SESSION", p->session);
 	add_assign(&b, 0, "TPUFORM_SOURCE", p->source_mode ? p->source_mode : "none");

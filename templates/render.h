@@ -31,6 +31,13 @@ struct tpf_bootstrap_params {
 	const struct tpf_kvlist *env; /* exported to setup and run */
 	const char *session;     /* screen session name */
 	const char *coordinator; /* worker 0's address for multi-host, may be NULL */
+	/* Multislice (nslices > 1): TPUFORM_SLICE_ID and TPUFORM_NUM_SLICES,
+	 * and the MEGASCALE_* variables JAX multislice reads, each set only
+	 * if the worker's environment has not set it (see render.c). With
+	 * nslices <= 1 none of these is written, so single-slice scripts are
+	 * byte for byte what they were. */
+	int slice;
+	int nslices;
 	/* "sha256:..." of the secrets env file uploaded next to the script,
 	 * may be NULL. Rendered (not exported) so that a changed secret
 	 * changes the script's hash and `start` restarts the job. */

@@ -4,6 +4,7 @@
  * its guest attributes; then the SSH transport does the rest.
  */
 #include "providers/gcp/gcp_access.h"
+#include "providers/gcp/gcp_multislice.h"
 #include "providers/gcp/gcp_oslogin.h"
 #include "providers/gcp/gcp_sshkeys.h"
 #include "providers/ssh/ssh.h"
@@ -23,6 +24,8 @@ struct node_entry {
 	char *zone;         /* NULL until a Node object of it was seen */
 	char *id;           /* Node.id seen last */
 	json_t *metadata;   /* Node.metadata seen last (object), NULL: none */
+	int multislice;     /* Node.multisliceNode: a slice of a unit (gcp_multislice.h) */
+	int nendpoints;     /* its networkEndpoints seen last */
 
 	pthread_mutex_t mu;
 	char *keyed_id;     /* the node id whose metadata has the key */
@@ -88,6 +91,8 @@ static void node_seen(void *ctx, const char *zone, json_t *node)
 	xstrset(&e->id, json_string_value(json_object_get(node, "id")));
 	json_decref(e->metadata);
 	e->metadata = json_is_object(md) ? json_deep_copy(md) : NULL;
+	e->multislice = json_is_true(json_object_get(node, "multisliceNode"));
+	e->nendpoints = (int)json_array_size(json_object_get(node, "networkEndpoints"));
 	pthread_mutex_unlock(&a->mu);
 }
 
@@ -291,12 +296,62 @@ static void plan_release(struct plan *p)
 	free(p->keys);
 }
 
+/*
+ * Multislice (gcp_multislice.h): worker W of unit NODE is a worker of one
+ * of the slice nodes NODE-0, NODE-1, ... seen last, which hold the
+ * metadata and guest attributes. 1 with *out that slice's ref (node: the
+ * fresh *name, worker: the index within the slice), 0 when NODE is not
+ * known as a multislice unit.
+ */
+static int slice_ref(struct tpf_gcp_access *a, const struct tpf_worker_ref *w,
+		     struct tpf_worker_ref *out, char **name)
+{
+	int base = 0, found = 0;
+	pthread_mutex_lock(&a->mu);
+	struct node_entry *unit = find_locked(a, w->node, 0);
+	for (int k = 0; !found && !(unit && unit->zone); k++) {
+		char *n = tpf_gcp_slice_name(w->node, k);
+		struct node_entry *e = find_locked(a, n, 0);
+		if (!e || !e->multislice || e->nendpoints <= 0) {
+			free(n);
+			break;
+		}
+		if (w->worker < base + e->nendpoints) {
+			*out = *w;
+			out->node = *name = n;
+			out->node_id = NULL; /* the unit's id is slice 0's */
+			out->worker = w->worker - base;
+			found = 1;
+		} else {
+			base += e->nendpoints;
+			free(n);
+		}
+	}
+	pthread_mutex_unlock(&a->mu);
+	return found;
+}
+
+static int prepare_node(struct tpf_gcp_access *a, const struct tpf_worker_ref *w, struct plan *p,
+			struct tpf_diags *d);
+
 static int prepare(struct tpf_gcp_access *a, const struct tpf_worker_ref *w, struct plan *p,
 		   struct tpf_diags *d)
 {
+	struct tpf_worker_ref slice;
+	char *name = NULL;
 	memset(p, 0, sizeof(*p));
 	if (!w->node)
 		return 0;
+	if (!slice_ref(a, w, &slice, &name))
+		return prepare_node(a, w, p, d);
+	int rc = prepare_node(a, &slice, p, d);
+	free(name);
+	return rc;
+}
+
+static int prepare_node(struct tpf_gcp_access *a, const struct tpf_worker_ref *w, struct plan *p,
+			struct tpf_diags *d)
+{
 	pthread_mutex_lock(&a->mu);
 	struct node_entry *e = find_locked(a, w->node, 1);
 	pthread_mutex_unlock(&a->mu);

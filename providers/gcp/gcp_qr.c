@@ -3,6 +3,7 @@
  */
 #include "providers/gcp/gcp_qr.h"
 #include "model/accel.h"
+#include "providers/gcp/gcp_multislice.h"
 #include "providers/gcp/gcp_node.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -37,6 +38,9 @@ int tpf_gcp_qr_parse(json_t *qr, const char *zone, struct tpf_gcp_qr *out)
 	const char *full = json_string_value(json_object_get(qr, "name"));
 	json_t *spec = node_spec(qr);
 	const char *node_id = json_string_value(json_object_get(spec, "nodeId"));
+	int slices = 0; /* multislice: the prefix names the unit (gcp_multislice.h) */
+	if (full && *full && (!node_id || !*node_id))
+		node_id = tpf_gcp_multislice_prefix(spec, tpf_gcp_last_segment(full), &slices);
 	if (!json_is_object(qr) || !full || !*full || !node_id || !*node_id)
 		return -1;
 	out->id = xstrdup(tpf_gcp_last_segment(full));
@@ -78,6 +82,11 @@ int tpf_gcp_qr_parse(json_t *qr, const char *zone, struct tpf_gcp_qr *out)
 		out->recipe.preemptible = 0;
 	}
 	out->recipe.queued = 1;
+	if (slices > 1) {
+		/* the node spec is one slice: its workers times the slices */
+		out->recipe.workers = (out->recipe.workers > 0 ? out->recipe.workers : 1) * slices;
+		out->recipe.slices = slices;
+	}
 	return 0;
 }
 
@@ -119,6 +128,7 @@ json_t *tpf_gcp_qr_body(const char *project, const char *name, const struct tpf_
 			      "nodeId", name, "node", node);
 	if (r->spot)
 		json_object_set_new(b, "spot", json_object());
+	tpf_gcp_multislice_body(b, name, r);
 	if (until)
 		json_object_set_new(b, "queueingPolicy",
 				    json_pack("{s:s}", "validUntilDuration", until));
@@ -140,6 +150,7 @@ void tpf_gcp_qr_merge(struct tpf_live_set *set, const struct tpf_gcp_qr *qrs, si
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct tpf_gcp_qr *q = &qrs[i];
+		tpf_gcp_multislice_fold(set, q);
 		struct tpf_live_node *ln = tpf_live_set_find(set, q->node_id);
 		if (!ln) {
 			tpf_gcp_qr_live(q, tpf_live_set_add(set));

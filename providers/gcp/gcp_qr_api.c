@@ -3,6 +3,7 @@
  * machinery of gcp_api.c.
  */
 #include "providers/gcp/gcp_api_internal.h"
+#include "providers/gcp/gcp_multislice.h"
 #include "providers/gcp/gcp_node.h"
 #include "providers/gcp/gcp_qr.h"
 #include "util/timeutil.h"
@@ -71,7 +72,7 @@ int tpf_gcp_get_qr(struct tpf_gcp_client *c, const char *zone, const char *id,
 	int rc = tpf_gcp_call(c, "GET", url, NULL, what, id, TPF_GCP_QUIET(TPF_GCP_NOTFOUND), &qr,
 			      NULL, d);
 	if (rc == 0 && tpf_gcp_qr_parse(qr, zone, out) < 0)
-		rc = tpf_errorx(d, id, NULL, "%s: the answer is not a queued resource of one node",
+		rc = tpf_errorx(d, id, NULL, "%s: the answer is not a queued resource of tpuform's",
 				what);
 	json_decref(qr);
 	free(what);
@@ -169,7 +170,9 @@ static int follow(struct tpf_gcp_client *c, const char *zone, const char *name, 
 			break;
 		int timed_out = tpf_now_mono() - start > s->op_timeout;
 		if (!strcmp(q.state, "ACTIVE")) {
-			rc = tpf_gcp_wait_node_settled(c, zone, q.node_id, what, out, d);
+			rc = q.recipe.slices > 1
+				     ? tpf_gcp_multislice_settled(c, zone, &q, what, out, d)
+				     : tpf_gcp_wait_node_settled(c, zone, q.node_id, what, out, d);
 			if (rc == 0) {
 				xstrset(&out->queued_state, q.state);
 				out->recipe.queued = 1;

@@ -279,6 +279,13 @@ void fg_operations_delete(struct fg_req *r, struct fg_match *mt);
  * op->response and changes the node. */
 void fg_node_op_finish(struct fg_op *op);
 
+/* ---- fg_multislice.c: multisliceParams of a queued resource's node spec ---- */
+/* Check spec's multisliceParams as the service does; 0 with *count (> 1)
+ * and *prefix (fresh: nodeIdPrefix, else qr_id), or -1 after answering 400. */
+int fg_ms_params(struct fg_req *r, json_t *spec, const char *qr_id, int *count, char **prefix);
+/* "<prefix>-<k>", the id of node k of a multislice queued resource. Fresh. */
+char *fg_ms_node_id(const char *prefix, int k);
+
 /* ---- fg_qr.c: queuedResources.* (docs/cloud-tpu-api.md section 5) ---- */
 void fg_qr_create(struct fg_req *r, struct fg_match *mt);
 void fg_qr_get(struct fg_req *r, struct fg_match *mt);

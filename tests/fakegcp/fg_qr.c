@@ -18,6 +18,10 @@
  *                          resource with a node is refused unless ACCEPTED,
  *                          FAILED or SUSPENDED (the discovery document)
  *
+ * A multislice queued resource (fg_multislice.c) asks for nodeCount nodes
+ * named from nodeIdPrefix: they are made together, it is ACTIVE when all
+ * are READY, and one preempted, terminated or gone suspends it (all go).
+ *
  * Where a nodes.create fails for capacity (operation code 8), a queued
  * resource waits. Quota is checked at create time (HTTP 429) as for nodes.
  * Nothing runs in the background: fg_qrs_tick() moves queued resources on
@@ -40,7 +44,8 @@ struct fg_qr {
 	char *zone;
 	char *id;           /* queuedResourceId, the last segment of the name */
 	json_t *res;        /* the QueuedResource as served */
-	char *node_id;      /* tpu.nodeSpec[0].nodeId */
+	char *node_id;      /* tpu.nodeSpec[0].nodeId; multislice: the node id prefix */
+	int count;          /* multislice: multisliceParams.nodeCount (> 1); else 0 */
 	json_t *node;       /* tpu.nodeSpec[0].node as asked for (checked) */
 	char *type;         /* its accelerator type */
 	int spot;           /* the spot tier: the node is a spot node */
@@ -118,25 +123,90 @@ static void set_state(struct fg_qr *q, const char *state, const char *initiator,
 	json_object_set_new(q->res, "state", st);
 }
 
-/* The node this queued resource made, or NULL (a node of the same id made
- * otherwise is not its). */
-static struct fg_node *node_of(const struct fg_qr *q)
+/* How many nodes q asks for, and the id of its k-th (fresh). */
+static int qr_count(const struct fg_qr *q)
 {
-	struct fg_node *n = fg_node_find(q->zone, q->node_id);
+	return q->count > 1 ? q->count : 1;
+}
+
+static char *qr_node_id(const struct fg_qr *q, int k)
+{
+	return q->count > 1 ? fg_ms_node_id(q->node_id, k) : xstrdup(q->node_id);
+}
+
+/* Node k this queued resource made, or NULL (a node of the same id made
+ * otherwise is not its). */
+static struct fg_node *node_k(const struct fg_qr *q, int k)
+{
+	char *id = qr_node_id(q, k);
+	struct fg_node *n = fg_node_find(q->zone, id);
 	char *name = qr_name(q->zone, q->id);
 	const char *owner = n ? json_string_value(json_object_get(n->res, "queuedResource")) : NULL;
 	int mine = owner && !strcmp(owner, name);
 
 	free(name);
+	free(id);
 	return mine ? n : NULL;
+}
+
+/* Its first node when every one of its nodes exists, else NULL. */
+static struct fg_node *node_of(const struct fg_qr *q)
+{
+	for (int k = 0; k < qr_count(q); k++)
+		if (!node_k(q, k))
+			return NULL;
+	return node_k(q, 0);
+}
+
+/* 1 if any of its nodes exists. */
+static int any_node(const struct fg_qr *q)
+{
+	for (int k = 0; k < qr_count(q); k++)
+		if (node_k(q, k))
+			return 1;
+	return 0;
+}
+
+/* 1 if any of its nodes is in state s. */
+static int any_state(const struct fg_qr *q, const char *s)
+{
+	for (int k = 0; k < qr_count(q); k++) {
+		struct fg_node *n = node_k(q, k);
+		if (n && !strcmp(json_string_value(json_object_get(n->res, "state")), s))
+			return 1;
+	}
+	return 0;
+}
+
+/* Nodes in state `from` (NULL: any) go to `to`. */
+static void set_nodes(const struct fg_qr *q, const char *from, const char *to)
+{
+	for (int k = 0; k < qr_count(q); k++) {
+		struct fg_node *n = node_k(q, k);
+		if (n && (!from || !strcmp(json_string_value(json_object_get(n->res, "state")), from)))
+			fg_node_set_state(n, to);
+	}
+}
+
+/* The id of a node (not its) already holding one of its names, fresh, or NULL. */
+static char *taken_id(const struct fg_qr *q)
+{
+	for (int k = 0; k < qr_count(q); k++) {
+		char *id = qr_node_id(q, k);
+		if (fg_node_find(q->zone, id))
+			return id;
+		free(id);
+	}
+	return NULL;
 }
 
 static void drop_node(struct fg_qr *q)
 {
-	struct fg_node *n = node_of(q);
-
-	if (n)
-		fg_node_remove(n);
+	for (int k = 0; k < qr_count(q); k++) {
+		struct fg_node *n = node_k(q, k);
+		if (n)
+			fg_node_remove(n);
+	}
 }
 
 static json_t *typed(const struct fg_qr *q)
@@ -205,12 +275,14 @@ static double deadline(json_t *policy, double now)
 	return best;
 }
 
-/* Create the queued resource's node (CREATING) and move to PROVISIONING. */
+/* Create the queued resource's node(s) (CREATING), move to PROVISIONING. */
 static void provision(struct fg_qr *q, double now)
 {
 	json_t *body = json_deep_copy(q->node);
 	char *name = qr_name(q->zone, q->id);
 
+	if (q->count > 1) /* Node.multisliceNode, output only */
+		json_object_set_new(body, "multisliceNode", json_true());
 	/* The spot tier gives a spot node. */
 	if (q->spot) {
 		json_t *sc = json_object_get(body, "schedulingConfig");
@@ -220,9 +292,13 @@ static void provision(struct fg_qr *q, double now)
 		}
 		json_object_set_new(sc, "spot", json_true());
 	}
-	struct fg_node *n = fg_node_new(q->zone, q->node_id, body, q->type);
-	json_object_set_new(n->res, "queuedResource", json_string(name));
-	fg_node_add(n);
+	for (int k = 0; k < qr_count(q); k++) {
+		char *id = qr_node_id(q, k);
+		struct fg_node *n = fg_node_new(q->zone, id, body, q->type);
+		json_object_set_new(n->res, "queuedResource", json_string(name));
+		fg_node_add(n);
+		free(id);
+	}
 	set_state(q, "PROVISIONING", NULL, NULL);
 	q->ready_at = now + fg_opt.op_seconds;
 	json_decref(body);
@@ -244,7 +320,8 @@ static void advance(struct fg_qr *q, double now)
 		s = state_of(q);
 	}
 	if (!strcmp(s, "WAITING_FOR_RESOURCES")) {
-		if (n) {
+		char *taken = NULL;
+		if (any_node(q)) {
 			/* resources came back (an admin set this state): go on */
 			set_state(q, "PROVISIONING", NULL, NULL);
 			q->ready_at = now;
@@ -255,12 +332,13 @@ static void advance(struct fg_qr *q, double now)
 			set_state(q, "FAILED", "SERVICE", fg_status_new(4, msg));
 			free(msg);
 			return;
-		} else if (fg_node_find(q->zone, q->node_id)) {
-			char *node = fg_node_name(q->zone, q->node_id);
+		} else if ((taken = taken_id(q))) {
+			char *node = fg_node_name(q->zone, taken);
 			char *msg = xasprintf("Resource '%s' already exists", node);
 			set_state(q, "FAILED", "SERVICE", fg_status_new(6, msg));
 			free(msg);
 			free(node);
+			free(taken);
 			return;
 		} else if (fg_capacity_full(q->zone)) {
 			return;
@@ -272,20 +350,20 @@ static void advance(struct fg_qr *q, double now)
 	}
 	if (!strcmp(s, "PROVISIONING")) {
 		if (!n) {
+			drop_node(q);
 			set_state(q, "SUSPENDED", "SERVICE", NULL);
 			return;
 		}
 		if (now < q->ready_at)
 			return;
-		if (!strcmp(json_string_value(json_object_get(n->res, "state")), "CREATING"))
-			fg_node_set_state(n, "READY");
+		set_nodes(q, "CREATING", "READY");
 		set_state(q, "ACTIVE", NULL, NULL);
 		s = state_of(q);
 	}
 	if (!strcmp(s, "ACTIVE")) {
-		const char *ns = n ? json_string_value(json_object_get(n->res, "state")) : NULL;
-		/* A preempted or lost node ends the queued resource's lease. */
-		if (!n || !strcmp(ns, "PREEMPTED") || !strcmp(ns, "TERMINATED")) {
+		/* A preempted or lost node (of a multislice one: any slice) ends
+		 * the queued resource's lease: all its nodes go. */
+		if (!n || any_state(q, "PREEMPTED") || any_state(q, "TERMINATED")) {
 			drop_node(q);
 			set_state(q, "SUSPENDED", "SERVICE", NULL);
 		}
@@ -376,8 +454,10 @@ static int parent_ok(const char *parent, const char *zone)
 	return ok;
 }
 
-/* The checks of create that need no lock; the node spec on success. */
-static json_t *check_create(struct fg_req *r, const char *zone, json_t *body, char **type)
+/* The checks of create that need no lock; the node spec on success, with
+ * *count and *prefix (fresh) for a multislice one (fg_multislice.c). */
+static json_t *check_create(struct fg_req *r, const char *zone, const char *id, json_t *body,
+			    char **type, int *count, char **prefix)
 {
 	json_t *specs = json_object_get(json_object_get(body, "tpu"), "nodeSpec");
 	json_t *spec = json_array_get(specs, 0);
@@ -394,17 +474,16 @@ static json_t *check_create(struct fg_req *r, const char *zone, json_t *body, ch
 			       "request. fakegcp serves queued resources of exactly one node spec.");
 		return NULL;
 	}
+	*count = 0;
+	*prefix = NULL;
 	if (json_object_get(spec, "multisliceParams")) {
-		fg_reply_error(r, 501, "UNIMPLEMENTED", NULL,
-			       "Multislice queued resources are not implemented by fakegcp.");
-		return NULL;
-	}
-	if (!node_id || !*node_id) {
+		if (fg_ms_params(r, spec, id, count, prefix) < 0)
+			return NULL;
+	} else if (!node_id || !*node_id) {
 		fg_bad_request(r, "queued_resource.tpu.node_spec[0].node_id", "Cloud TPU received a "
 			       "bad request. node_id is required without multislice_params."); /* ours */
 		return NULL;
-	}
-	if (!fg_node_id_ok(node_id)) {
+	} else if (!fg_node_id_ok(node_id)) {
 		fg_bad_request(r, "queued_resource.tpu.node_spec[0].node_id", "Cloud TPU received a "
 			       "bad request. Node ID must match regex ^[a-z]([-a-z0-9]*[a-z0-9])?$ "
 			       "and be at most 63 characters.");
@@ -417,8 +496,11 @@ static json_t *check_create(struct fg_req *r, const char *zone, json_t *body, ch
 		free(msg);
 		return NULL;
 	}
-	if (fg_node_body_check(r, zone, json_object_get(spec, "node"), NODE_AT, type) < 0)
+	if (fg_node_body_check(r, zone, json_object_get(spec, "node"), NODE_AT, type) < 0) {
+		free(*prefix);
+		*prefix = NULL;
 		return NULL;
+	}
 	return spec;
 }
 
@@ -428,7 +510,8 @@ void fg_qr_create(struct fg_req *r, struct fg_match *mt)
 	const char *id = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND,
 						     "queuedResourceId");
 	json_t *body = mt->body, *spec;
-	char *type = NULL, *name = NULL, *quota = NULL;
+	char *type = NULL, *name = NULL, *quota = NULL, *prefix = NULL, *taken = NULL;
+	int count = 0;
 	char ts[40];
 
 	if (!id || !*id) {
@@ -441,9 +524,9 @@ void fg_qr_create(struct fg_req *r, struct fg_match *mt)
 			       "queued resource id must match regex ^[A-Za-z0-9_.~+%-]+$.");
 		return;
 	}
-	if (!(spec = check_create(r, zone, body, &type)))
+	if (!(spec = check_create(r, zone, id, body, &type, &count, &prefix)))
 		return;
-	const char *node_id = json_string_value(json_object_get(spec, "nodeId"));
+	const char *node_id = prefix ? prefix : json_string_value(json_object_get(spec, "nodeId"));
 	json_t *node = json_object_get(spec, "node");
 	int spot = json_object_get(body, "spot") != NULL;
 
@@ -455,18 +538,26 @@ void fg_qr_create(struct fg_req *r, struct fg_match *mt)
 			       "Resource '%s' already exists", name);
 		goto done;
 	}
-	int taken = fg_node_find(zone, node_id) != NULL;
+	struct fg_qr want = { .zone = (char *)zone, .node_id = (char *)node_id, .count = count };
+	taken = taken_id(&want);
 	for (size_t i = 0; i < n_qrs && !taken; i++)
-		taken = !strcmp(qrs[i]->zone, zone) && !strcmp(qrs[i]->node_id, node_id);
+		for (int k = 0; k < qr_count(qrs[i]) && !taken && !strcmp(qrs[i]->zone, zone); k++)
+			for (int j = 0; j < qr_count(&want) && !taken; j++) {
+				char *a = qr_node_id(qrs[i], k), *b = qr_node_id(&want, j);
+				if (!strcmp(a, b))
+					taken = xstrdup(b);
+				free(a);
+				free(b);
+			}
 	if (taken) {
-		char *node_name = fg_node_name(zone, node_id);
+		char *node_name = fg_node_name(zone, taken);
 		fg_reply_error(r, 409, "ALREADY_EXISTS", json_pack("[o]", fg_resource_info(node_name)),
 			       "Resource '%s' already exists", node_name);
 		free(node_name);
 		goto done;
 	}
 	quota = fg_quota_refusal(r, zone, type, spot ? FG_SPOT : fg_sched_of(node),
-				 fg_type_workers(type));
+				 fg_type_workers(type) * qr_count(&want));
 	if (quota)
 		goto done;
 
@@ -474,6 +565,7 @@ void fg_qr_create(struct fg_req *r, struct fg_match *mt)
 	q->zone = xstrdup(zone);
 	q->id = xstrdup(id);
 	q->node_id = xstrdup(node_id);
+	q->count = count;
 	q->node = json_deep_copy(node);
 	q->type = type;
 	type = NULL;
@@ -495,6 +587,8 @@ done:
 	free(type);
 	free(name);
 	free(quota);
+	free(prefix);
+	free(taken);
 }
 
 void fg_qr_get(struct fg_req *r, struct fg_match *mt)
@@ -567,7 +661,7 @@ void fg_qr_delete(struct fg_req *r, struct fg_match *mt)
 	fg_ops_tick();
 	struct fg_qr *q = qr_find(zone, id);
 	const char *s = q ? state_of(q) : "";
-	struct fg_node *n = q ? node_of(q) : NULL;
+	int n = q && any_node(q);
 	if (!q) {
 		not_found(r, zone, id);
 	} else if (!force && n && !q->deleting && strcmp(s, "ACCEPTED") && strcmp(s, "FAILED") &&
@@ -581,8 +675,7 @@ void fg_qr_delete(struct fg_req *r, struct fg_match *mt)
 		if (!q->deleting)
 			set_state(q, "DELETING", "USER", NULL);
 		q->deleting = 1;
-		if (n)
-			fg_node_set_state(n, "DELETING");
+		set_nodes(q, NULL, "DELETING");
 		fg_reply_json(r, 200, fg_op_json(qr_op(q, "delete")));
 	}
 	fg_unlock();
@@ -680,13 +773,15 @@ void fg_qr_admin(struct fg_req *r, const char *rest)
 								"(set by the fakegcp admin endpoint).");
 		if (!strcmp(value, "FAILED") || !strcmp(value, "SUSPENDED"))
 			drop_node(q); /* its resources are gone */
-		if (!strcmp(value, "PROVISIONING") && !node_of(q) && !fg_node_find(zone, q->node_id))
+		char *taken = taken_id(q);
+		if (!strcmp(value, "PROVISIONING") && !any_node(q) && !taken)
 			provision(q, fg_mono()); /* capacity found: the node comes */
 		else
 			set_state(q, value, err || !strncmp(value, "SUSPEND", 7) ? "SERVICE" : NULL,
 				  err);
 		if (!strcmp(value, "PROVISIONING"))
 			q->ready_at = fg_mono() + fg_opt.op_seconds;
+		free(taken);
 		fg_reply_json(r, 200, json_pack("{s:b}", "ok", 1));
 	}
 	fg_unlock();

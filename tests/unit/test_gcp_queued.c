@@ -148,9 +148,17 @@ static void test_gcp_queued__parse(void)
 	CHECK_STR(q.recipe.zone, "z");
 	json_decref(j);
 
-	/* multislice (no nodeId) and nameless answers are not tpuform's */
+	/* multislice (no nodeId): the unit is named by the prefix, here the
+	 * queued resource's id (tests/unit/test_multislice.c has the rest) */
 	j = json_loads("{\"name\":\"projects/p/locations/z/queuedResources/x\",\"tpu\":{\"nodeSpec\":"
 		       "[{\"multisliceParams\":{\"nodeCount\":2},\"node\":{}}]}}", 0, NULL);
+	CHECK_INT(tpf_gcp_qr_parse(j, "z", &q), 0);
+	CHECK_STR(q.node_id, "x");
+	CHECK_INT(q.recipe.slices, 2);
+	json_decref(j);
+	/* neither a nodeId nor multisliceParams, or no name: not tpuform's */
+	j = json_loads("{\"name\":\"projects/p/locations/z/queuedResources/x\",\"tpu\":{\"nodeSpec\":"
+		       "[{\"node\":{}}]}}", 0, NULL);
 	CHECK_INT(tpf_gcp_qr_parse(j, "z", &q), -1);
 	json_decref(j);
 	j = json_loads("{\"tpu\":{\"nodeSpec\":[{\"nodeId\":\"x\"}]}}", 0, NULL);
