@@ -276,6 +276,7 @@ EOF
 	# A stale lock, as a killed run leaves it; force-unlock removes it.
 	printf '{"ID":"11111111-2222-3333-4444-555555555555","Operation":"OperationTypeApply","Who":"ci@runner","Version":"1.11.4","Created":"2025-01-01T00:00:00Z","Path":"gs://tfstate/fleet/dev/default.tflock"}' >"$T/lock"
 	st=$(req POST "/upload/storage/v1/b/tfstate/o?uploadType=media&name=fleet%2Fdev%2Fdefault.tflock&ifGenerationMatch=0" --data-binary "@$T/lock")
+	# shellcheck disable=SC2034 # read by the evals below
 	LG=$(jq -r .generation "$T/body")
 	tf plan -input=false -lock-timeout=0s
 	# Terraform's gcs backend shows the lock object's generation as the lock ID
