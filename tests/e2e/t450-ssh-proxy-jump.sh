@@ -12,6 +12,7 @@
 # accepted by naming it in ssh.proxy_jump_host_key; a worker behind the
 # bastion whose key changed is refused as it would be directly.
 # Needs root, sshd, unshare and ip netns; prints a TAP skip otherwise.
+# shellcheck disable=SC2016 # $vars in single quotes are for the workers' shell
 . "$(dirname "$0")/lib.sh"
 setup_dir t450
 export TPUFORM_SSH_RETRY=2
@@ -58,6 +59,7 @@ PATH=$W/bin:$PATH
 gcp_workers_start 4 127.0.45.1 --op-seconds 0.1
 
 # The bastion: forwarding only, the test's key, its own host key.
+# shellcheck disable=SC2317 # called through ok
 bastion_start() {
 	mkdir -p "$W/bastion"
 	[ -f "$W/bastion/hostkey" ] || ssh-keygen -q -t ed25519 -N '' -C bastion -f "$W/bastion/hostkey"
@@ -81,6 +83,7 @@ EOF
 	echo $! >"$W/bastion/pid"
 	wait_for 10 grep -q 'Server listening' "$W/bastion/log"
 }
+# shellcheck disable=SC2317 # shellcheck loses track after the here-document above
 bastion_stop() {
 	kill "$(cat "$W/bastion/pid")" 2>/dev/null
 	wait "$(cat "$W/bastion/pid")" 2>/dev/null
