@@ -419,8 +419,10 @@ int tpf_ssh_jump_open(struct tpf_conn *c, double deadline, struct tpf_diags *d)
 	c->jump = j;
 	return 0;
 fail:
-	if (j->bastion)
-		j->bastion->broken = err != 0 && err != TPF_EHOSTKEY ? j->bastion->broken : 1;
+	/* A channel request that timed out left the bastion's session in an
+	 * unknown state: no polite goodbye then. */
+	if (j->bastion && j->bastion->timed_out)
+		j->bastion->broken = 1;
 	tpf_ssh_jump_free(j);
 	return err ? err : TPF_ERROR;
 }
