@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "config/config_limits.h"
 #include "config/config_notify.h"
+#include "config/config_jump.h"
 #include "model/accel.h"
 #include "config/config_walk.h"
 #include "util/buf.h"
@@ -53,8 +54,8 @@ static const char *const quota_keys[] = {
 	"zone", "accelerator_type", "preemptible", "spot", "on_demand", NULL,
 };
 static const char *const source_keys[] = { "repo", "ref", "transfer", NULL };
-static const char *const ssh_keys[] = { "user", "private_key", "port", "address", "os_login",
-					 NULL };
+static const char *const ssh_keys[] = { "user",	  "private_key", "port", "address",
+					 "os_login", "proxy_jump", "proxy_jump_host_key", NULL };
 static const char *const restart_words[] = { "on-failure", "always", "never", NULL };
 static const char *const transfer_words[] = { "clone", "bundle", NULL };
 static const char *const address_words[] = { "auto", "external", "internal", NULL };
@@ -292,6 +293,7 @@ static void read_ssh(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v)
 		f->ssh.address = (enum tpf_ssh_address)e;
 	if ((x = cfg_map_get(&m, "os_login")))
 		cfg_want_bool(c, x, "os_login", &f->ssh.os_login);
+	cfg_read_jump(c, f, cfg_map_get(&m, "proxy_jump"), cfg_map_get(&m, "proxy_jump_host_key"));
 }
 
 static void read_fleet(struct cfg *c, struct tpf_fleet *f, yaml_node_t *root)
@@ -462,6 +464,8 @@ void tpf_fleet_release(struct tpf_fleet *f)
 	free(f->source.ref);
 	free(f->ssh.user);
 	free(f->ssh.private_key);
+	tpf_jump_release(&f->ssh.jump);
+	free(f->ssh.jump_host_key);
 	tpf_kvlist_release(&f->env);
 	tpf_fleet_forget_secrets(f);
 	for (size_t i = 0; i < f->nsecret_refs; i++) {

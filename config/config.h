@@ -27,6 +27,24 @@ enum tpf_provider_kind { TPF_PROVIDER_NONE = 0, TPF_PROVIDER_LOCAL, TPF_PROVIDER
 enum tpf_transfer { TPF_TRANSFER_CLONE = 0, TPF_TRANSFER_BUNDLE };
 enum tpf_restart { TPF_RESTART_ON_FAILURE = 0, TPF_RESTART_ALWAYS, TPF_RESTART_NEVER };
 enum tpf_ssh_address { TPF_SSH_ADDRESS_AUTO = 0, TPF_SSH_ADDRESS_EXTERNAL, TPF_SSH_ADDRESS_INTERNAL };
+
+/* A bastion: "[user@]host[:port]", OpenSSH's ProxyJump syntax (ssh(1) -J).
+ * host may be an IPv6 literal in brackets ("[fd00::1]:2222"). */
+struct tpf_jump {
+	char *user; /* NULL: not given */
+	char *host; /* without brackets */
+	int port;   /* 0: not given */
+};
+
+/*
+ * Parse s into *out (overwritten; release with tpf_jump_release). Returns 0,
+ * or -1 with *why (static text: what is wrong) and *out empty. Refused: an
+ * empty host or user, a host or user with spaces, control characters, '/',
+ * or a leading '-' (it would read as an option to ssh(1)), a port that is
+ * not 1..65535, a second '@', an unclosed '['.
+ */
+int tpf_jump_parse(const char *s, struct tpf_jump *out, const char **why);
+void tpf_jump_release(struct tpf_jump *j);
 /* restart_scope: which jobs restart together (docs/design.md section 5,
  * "Restart units"). AUTO: node for multi-host types, worker otherwise. */
 enum tpf_restart_scope { TPF_SCOPE_AUTO = 0, TPF_SCOPE_NODE, TPF_SCOPE_WORKER };
@@ -154,6 +172,12 @@ struct tpf_fleet {
 		enum tpf_ssh_address address;
 		int os_login;      /* gcp: import the key with OS Login whatever the
 				    * metadata says (providers/gcp/gcp_access.h) */
+		/* ssh.proxy_jump "[user@]host[:port]": workers are reached
+		 * through this bastion (providers/ssh/ssh_jump.c); NULL host:
+		 * directly. user NULL: ssh.user; port 0: 22. host_key: the
+		 * bastion's known key "TYPE BASE64", NULL: pinned on first use. */
+		struct tpf_jump jump;
+		char *jump_host_key;
 	} ssh;
 
 	struct tpf_kvlist env;     /* fleet-wide, non-secret */

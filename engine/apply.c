@@ -12,6 +12,7 @@
 #include "engine/provision.h"
 #include "model/node_state.h"
 #include "plan/quota.h"
+#include "providers/ssh/ssh.h"
 #include "providers/transport.h"
 #include "util/pool.h"
 #include "util/timeutil.h"
@@ -65,6 +66,7 @@ static void emit(struct exec *x, enum tpf_event_kind kind, const char *node, con
  * on to spend money the state does not know about. */
 static int save_locked(struct exec *x)
 {
+	tpf_ssh_jump_pin_sync(&x->st->proxy_jump_host, &x->st->proxy_jump_host_key);
 	return tpf_state_save(x->st, x->state_path, x->d);
 }
 
@@ -1010,7 +1012,7 @@ int tpf_apply(const struct tpf_plan *p, const struct tpf_fleet *f, struct tpf_pr
 	pthread_mutex_lock(x.mu);
 	x.done = 1;
 	/* A final save, as Terraform persists at the end whatever happened. */
-	tpf_state_save(st, state_path, d);
+	save_locked(&x);
 	pthread_mutex_unlock(x.mu);
 	pthread_join(hb, NULL);
 

@@ -6,6 +6,7 @@
 #include "engine/refresh.h"
 #include "engine/saved_plan.h"
 #include "model/node_state.h"
+#include "providers/ssh/ssh.h"
 #include "source/source.h"
 #include "util/env.h"
 #include "util/fs.h"
@@ -79,6 +80,8 @@ int tpf_session_open(struct tpf_session *s, const struct tpf_session_opts *o, co
 	s->have_state = 1;
 	if (rc)
 		return rc;
+	/* The bastion's pin, if any, for every connection of this process. */
+	tpf_ssh_jump_pin_sync(&s->state.proxy_jump_host, &s->state.proxy_jump_host_key);
 	if (s->state.fleet && strcmp(s->state.fleet, s->fleet.name))
 		return tpf_errorx(&s->d, NULL,
 				  "Each fleet needs its own state file: set state.path in the fleet file.",

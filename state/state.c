@@ -31,6 +31,8 @@ void tpf_state_release(struct tpf_state *st)
 	free(st->lineage);
 	free(st->tpuform_version);
 	free(st->fleet);
+	free(st->proxy_jump_host);
+	free(st->proxy_jump_host_key);
 	free(st->last_json);
 	memset(st, 0, sizeof(*st));
 }

@@ -84,6 +84,11 @@ struct tpf_state {
 	char *lineage;
 	char *tpuform_version; /* version that last wrote it */
 	char *fleet;           /* fleet name, NULL in a blank state */
+	/* The pinned host key of ssh.proxy_jump's bastion ("SHA256:...") and
+	 * the "host:port" it was seen at (providers/ssh/ssh.h,
+	 * tpf_ssh_jump_pin_sync); NULL: none. */
+	char *proxy_jump_host;
+	char *proxy_jump_host_key;
 	struct tpf_state_node *nodes;
 	size_t nnodes, alloc;
 

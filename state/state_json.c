@@ -82,6 +82,8 @@ json_t *tpf_state_to_json(const struct tpf_state *st)
 	put_str(root, "lineage", st->lineage);
 	put_str(root, "tpuform_version", st->tpuform_version);
 	put_str(root, "fleet", st->fleet);
+	put_str(root, "proxy_jump_host", st->proxy_jump_host);
+	put_str(root, "proxy_jump_host_key", st->proxy_jump_host_key);
 
 	/* add() keeps nodes sorted; sorting again here keeps the file
 	 * diff-friendly even if a caller edited a name in place. */
@@ -426,7 +428,9 @@ static int parse_body(const struct reader *r, json_t *root, struct tpf_state *st
 		return TPF_ERROR;
 	st->serial = (long)v;
 	if (get_str(r, root, "", "tpuform_version", 0, &st->tpuform_version) < 0 ||
-	    get_str(r, root, "", "fleet", 0, &st->fleet) < 0)
+	    get_str(r, root, "", "fleet", 0, &st->fleet) < 0 ||
+	    get_str(r, root, "", "proxy_jump_host", 0, &st->proxy_jump_host) < 0 ||
+	    get_str(r, root, "", "proxy_jump_host_key", 0, &st->proxy_jump_host_key) < 0)
 		return TPF_ERROR;
 
 	json_t *nodes = json_object_get(root, "nodes");

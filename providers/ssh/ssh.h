@@ -17,6 +17,8 @@
  *   - address: the endpoint's external IP when it has one, else the
  *     internal one; ssh.address: external|internal forces one
  *     (Node.networkEndpoints[].accessConfig.externalIp / ipAddress);
+ *     with ssh.proxy_jump, auto means internal: the connection is a
+ *     direct-tcpip channel through the bastion (ssh_jump.c);
  *   - port: the endpoint's port, else ssh.port, else 22;
  *   - refused, reset or timed-out connections (a fresh TPU VM's sshd comes
  *     up late) and, before any key is pinned or right after the provider
@@ -70,6 +72,11 @@ struct tpf_ssh_options {
 	const char *ssh_program; /* for interactive; NULL: "ssh" */
 	size_t output_max;       /* bytes of one command's output kept;
 				  * 0: TPF_TRANSPORT_OUTPUT_MAX (tests set less) */
+	/* ssh.proxy_jump: the bastion; jump_host NULL: workers directly.
+	 * jump_user NULL: user; jump_port 0: 22. jump_host_key: its known
+	 * key "TYPE BASE64", NULL: pinned on first use (see below). */
+	const char *jump_user, *jump_host, *jump_host_key;
+	int jump_port;
 };
 
 /* Defaults as documented above, then the environment overrides (f may be
@@ -150,6 +157,23 @@ char *tpf_ssh_public_key_of_blob(const unsigned char *blob, size_t len);
 /* The OpenSSH fingerprint ("SHA256:...") of a key "TYPE BASE64 [comment]";
  * NULL when it is not one. Caller frees. */
 char *tpf_ssh_key_fingerprint(const char *key);
+
+/*
+ * The bastion's pin (ssh.proxy_jump; README.md "Private workers through a
+ * bastion"). Workers behind it are each reached over a bastion connection
+ * of their own, so one process holds one pin for all of them: this
+ * process-wide pair ("host:port", "SHA256:..."), guarded by a mutex. The
+ * first connection takes ssh.proxy_jump_host_key when set, else the pin,
+ * else the key presented (trust on first use, with a warning); every later
+ * connection must present the same key (TPF_EHOSTKEY otherwise, before
+ * anything is sent to the worker).
+ * Sync with the state's top-level fields (state/state.h proxy_jump_host,
+ * proxy_jump_host_key): when this process has no pin yet and *host and
+ * *key are set, they become it; else, when it has one, *host and *key are
+ * replaced with copies (caller owns them). Call after loading a state and
+ * before each save. Thread-safe.
+ */
+void tpf_ssh_jump_pin_sync(char **host, char **key);
 
 /*
  * The address to use for endpoint e under the policy (see above);

@@ -187,8 +187,7 @@ static int check_published(struct tpf_conn *c, const struct tpf_ssh_access *a,
 	return TPF_EHOSTKEY;
 }
 
-int tpf_ssh_check_host_key(struct tpf_conn *c, const struct tpf_worker_ref *w,
-			   const struct tpf_ssh_access *a, struct tpf_diags *d)
+int tpf_ssh_read_host_key(struct tpf_conn *c, struct tpf_diags *d)
 {
 	const unsigned char *digest =
 		(const unsigned char *)libssh2_hostkey_hash(c->s, LIBSSH2_HOSTKEY_HASH_SHA256);
@@ -197,12 +196,20 @@ int tpf_ssh_check_host_key(struct tpf_conn *c, const struct tpf_worker_ref *w,
 	const unsigned char *key = (const unsigned char *)libssh2_session_hostkey(c->s, &klen, &ktype);
 	if (!digest || !key || !key_type_name(ktype))
 		return tpf_errorx(d, c->where, NULL,
-				  "cannot verify worker '%s' at %s port %d: no usable host key (type %d)",
-				  c->where, c->host, c->port, ktype);
+				  "cannot verify %s '%s' at %s port %d: no usable host key (type %d)",
+				  TPF_SSH_ROLE(c), c->where, c->host, c->port, ktype);
 	c->host_key = tpf_ssh_fingerprint(digest);
 	char *b = base64(key, klen, 1);
 	c->known_line = xasprintf("%s %s", key_type_name(ktype), b);
 	free(b);
+	return 0;
+}
+
+int tpf_ssh_check_host_key(struct tpf_conn *c, const struct tpf_worker_ref *w,
+			   const struct tpf_ssh_access *a, struct tpf_diags *d)
+{
+	if (tpf_ssh_read_host_key(c, d))
+		return TPF_ERROR;
 	if (!w->host_key && a && a->nhost_keys)
 		return check_published(c, a, d);
 	if (!w->host_key || !strcmp(w->host_key, c->host_key))

@@ -10,8 +10,16 @@
  * StrictHostKeyChecking=yes and no known_hosts files. ssh(1) verifies its
  * own connection against it, so a key swapped between the two
  * connections is refused. Nothing is written to disk.
+ *
+ * Behind ssh.proxy_jump the libssh2 connection went through the bastion and
+ * checked its key too; ssh(1) then goes the same way with a ProxyCommand
+ * running `ssh -W %h:%p` to the bastion with the same rules (that key only,
+ * strict checking), rather than -J, whose jump host would read the user's
+ * own known_hosts and ssh_config instead (ssh(1): options on the command
+ * line apply to the destination, not to jump hosts).
  */
 #include "providers/ssh/ssh_internal.h"
+#include "util/shquote.h"
 #include "util/xalloc.h"
 
 #include <errno.h>
@@ -20,6 +28,46 @@
 #include <unistd.h>
 
 #define MAX_ARGS 40
+
+static void add_word(struct tpf_buf *b, const char *w)
+{
+	if (b->len)
+		tpf_buf_addf(b, " ");
+	tpf_shquote_buf(b, w);
+}
+
+/* "ProxyCommand=ssh ... -W %h:%p BASTION": through the bastion whose key
+ * the libssh2 connection just checked, and only with that key. Caller
+ * frees. */
+static char *proxy_command(struct tpf_ssh *t, const char *prog, const struct tpf_conn *c)
+{
+	struct tpf_buf b = TPF_BUF_INIT;
+	char *known = xasprintf("KnownHostsCommand=/bin/echo tpuform-bastion %s",
+				tpf_ssh_jump_known_line(c->jump));
+	char port[16];
+	snprintf(port, sizeof(port), "%d", t->o.jump_port > 0 ? t->o.jump_port : 22);
+	const char *words[] = {
+		prog, "-o", "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile=/dev/null", "-o",
+		"GlobalKnownHostsFile=/dev/null", "-o", known, "-o", "HostKeyAlias=tpuform-bastion",
+		"-o", "CheckHostIP=no", "-o", "ServerAliveInterval=15", "-p", port, "-l",
+		t->o.jump_user ? t->o.jump_user : c->user,
+	};
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		add_word(&b, words[i]);
+	if (t->o.private_key) {
+		add_word(&b, "-i");
+		add_word(&b, t->o.private_key);
+		add_word(&b, "-o");
+		add_word(&b, "IdentitiesOnly=yes");
+	}
+	/* %h and %p: ssh(1) puts the worker's address and port there. */
+	tpf_buf_addf(&b, " -W %%h:%%p");
+	add_word(&b, t->o.jump_host);
+	free(known);
+	char *opt = xasprintf("ProxyCommand=%s", b.buf);
+	tpf_buf_release(&b);
+	return opt;
+}
 
 int tpf_ssh_interactive(struct tpf_transport *tr, const struct tpf_worker_ref *w,
 			struct tpf_diags *d)
@@ -45,6 +93,7 @@ int tpf_ssh_interactive_as(struct tpf_transport *tr, const struct tpf_worker_ref
 	char *port = xasprintf("%d", c->port);
 	char *host = xstrdup(c->host);
 	char *user = xstrdup(c->user);
+	char *proxy = c->jump ? proxy_command(t, prog, c) : NULL;
 	const char *argv[MAX_ARGS];
 	int n = 0;
 	argv[n++] = prog;
@@ -72,6 +121,10 @@ int tpf_ssh_interactive_as(struct tpf_transport *tr, const struct tpf_worker_ref
 		argv[n++] = "-o";
 		argv[n++] = "IdentitiesOnly=yes";
 	}
+	if (proxy) {
+		argv[n++] = "-o";
+		argv[n++] = proxy;
+	}
 	argv[n++] = host;
 	argv[n] = NULL;
 	tpf_ssh_conn_free(c);
@@ -87,5 +140,6 @@ int tpf_ssh_interactive_as(struct tpf_transport *tr, const struct tpf_worker_ref
 	free(port);
 	free(host);
 	free(user);
+	free(proxy);
 	return TPF_ERROR;
 }

@@ -40,7 +40,12 @@ struct tpf_conn {
 	char *dir_made;     /* last parent directory made by put */
 	int broken;         /* a timeout left the session in an unknown state */
 	int timed_out;      /* set by tpf_ssh_again when a deadline passed */
+	const char *role;   /* for messages: NULL "worker", else "the bastion of worker" */
+	struct tpf_ssh_jump *jump; /* ssh.proxy_jump: the tunnel c->fd runs through */
 };
+
+/* What a connection is, for messages: "worker" or its role. */
+#define TPF_SSH_ROLE(c) ((c)->role ? (c)->role : "worker")
 
 /*
  * The loop helper for non-blocking libssh2 calls:
@@ -62,11 +67,44 @@ int tpf_ssh_net_error(int code);
  * be NULL) names the user and the host keys the worker must present. */
 int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, const struct tpf_ssh_access *a,
 		 struct tpf_conn **out, double deadline, struct tpf_diags *d);
+/* A non-blocking TCP connection to host:port within the deadline (seconds,
+ * tpf_now_mono), with keepalive socket options. Returns the socket, or -1
+ * with *err set to errno (or, for a name that does not resolve, to -1 and
+ * *gai_err to getaddrinfo's code). */
+int tpf_ssh_tcp_connect(const char *host, int port, double deadline, double keepalive, int *err,
+			int *gai_err);
+/* Start c->s on c->fd and do the SSH handshake (RFC 4253) within the
+ * deadline. known_pref: host key algorithms to ask for (empty or NULL: the
+ * default preference). 0, TPF_EUNREACHABLE or TPF_ERROR with a diagnostic. */
+int tpf_ssh_handshake(struct tpf_conn *c, const char *known_pref, double deadline,
+		      struct tpf_diags *d);
+
+/*
+ * ssh.proxy_jump (ssh_jump.c): reach c->host port c->port through the
+ * bastion. Connects to the bastion, checks its host key (configured, pinned
+ * or first use), authenticates, opens a direct-tcpip channel to the worker
+ * (RFC 4254 section 7.2) and relays it to a socketpair whose one end
+ * becomes c->fd, so the worker's own session runs over it unchanged. Sets
+ * c->jump. Errors: TPF_EHOSTKEY (the bastion's key differs: nothing reached
+ * the worker), TPF_EUNREACHABLE (retried), TPF_ERROR.
+ */
+int tpf_ssh_jump_open(struct tpf_conn *c, double deadline, struct tpf_diags *d);
+/* Stop the relay and close the bastion session (NULL: nothing). Call after
+ * the inner session's socket is closed. */
+void tpf_ssh_jump_free(struct tpf_ssh_jump *j);
+/* The bastion's "TYPE BASE64" host key line and "user@host" / port, for
+ * ssh(1)'s ProxyCommand (ssh_interactive.c). Borrowed from j. */
+const char *tpf_ssh_jump_known_line(const struct tpf_ssh_jump *j);
+
 /* Authenticate an opened connection (private key or agent): 0,
  * TPF_SSH_EREFUSED, TPF_EUNREACHABLE or TPF_ERROR (bad configuration). */
 int tpf_ssh_auth(struct tpf_conn *c, double deadline, struct tpf_diags *d);
 /* Free everything of c (disconnecting politely when not broken). */
 void tpf_ssh_conn_free(struct tpf_conn *c);
+
+/* Read the host key the peer presented into c->host_key (fingerprint) and
+ * c->known_line ("TYPE BASE64"). 0 or TPF_ERROR (no usable key). */
+int tpf_ssh_read_host_key(struct tpf_conn *c, struct tpf_diags *d);
 
 /* Host key: fill c->host_key and c->known_line, then compare with the pin,
  * else with the keys the access names (a may be NULL), else trust it. */

@@ -136,11 +136,8 @@ static LIBSSH2_SEND_FUNC(send_nosignal)
 	return n < 0 ? -errno : n;
 }
 
-/* A non-blocking TCP connection to host:port within the deadline.
- * Returns the socket, or -1 with *err set to errno (or, for a name that
- * does not resolve, to -1 and *gai to getaddrinfo's code). */
-static int tcp_connect(const char *host, int port, double deadline, double keepalive, int *err,
-		       int *gai_err)
+int tpf_ssh_tcp_connect(const char *host, int port, double deadline, double keepalive, int *err,
+			int *gai_err)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
 	struct addrinfo *res = NULL;
@@ -220,6 +217,8 @@ void tpf_ssh_conn_free(struct tpf_conn *c)
 	}
 	if (c->fd >= 0)
 		close(c->fd);
+	/* After the inner session is closed: its relay sees the end. */
+	tpf_ssh_jump_free(c->jump);
 	free(c->where);
 	free(c->user);
 	free(c->host);
@@ -229,18 +228,76 @@ void tpf_ssh_conn_free(struct tpf_conn *c)
 	free(c);
 }
 
+/* TCP straight to the worker (no ssh.proxy_jump): c->fd. */
+static int direct_connect(struct tpf_conn *c, double deadline, struct tpf_diags *d)
+{
+	int syserr = 0, gai = 0;
+	c->fd = tpf_ssh_tcp_connect(c->host, c->port, deadline, c->t->o.keepalive, &syserr, &gai);
+	if (c->fd < 0 && syserr == -1) {
+		tpf_errorx(d, c->where, NULL, "cannot resolve the address '%s' of worker '%s': %s",
+			   c->host, c->where, gai_strerror(gai));
+		return TPF_EUNREACHABLE;
+	}
+	if (c->fd < 0) {
+		char *hint = xasprintf("is the worker's VM up, and sshd listening on port %d there? "
+				       "(ssh.port in the fleet file; a new TPU VM needs a minute "
+				       "before it accepts connections)", c->port);
+		tpf_errorx(d, c->where, hint, "cannot connect to worker '%s' at %s port %d: %s",
+			   c->where, c->host, c->port, strerror(syserr));
+		free(hint);
+		return TPF_EUNREACHABLE;
+	}
+	return 0;
+}
+
+int tpf_ssh_handshake(struct tpf_conn *c, const char *known_pref, double deadline,
+		      struct tpf_diags *d)
+{
+	struct tpf_ssh *t = c->t;
+	int rc, code = 0;
+	c->s = libssh2_session_init();
+	if (!c->s)
+		return tpf_errorx(d, c->where, NULL, "cannot start an SSH session for %s '%s': out of memory",
+				  TPF_SSH_ROLE(c), c->where);
+	libssh2_session_callback_set(c->s, LIBSSH2_CALLBACK_SEND, (void *)send_nosignal);
+	libssh2_session_set_blocking(c->s, 0);
+	pthread_once(&pref_once, build_pref);
+	if (known_pref && known_pref[0])
+		libssh2_session_method_pref(c->s, LIBSSH2_METHOD_HOSTKEY, known_pref);
+	else if (hostkey_pref[0])
+		libssh2_session_method_pref(c->s, LIBSSH2_METHOD_HOSTKEY, hostkey_pref);
+	if (t->o.keepalive > 0)
+		libssh2_keepalive_config(c->s, 1, (unsigned)t->o.keepalive);
+	do
+		rc = libssh2_session_handshake(c->s, c->fd);
+	while (tpf_ssh_again(c, rc, deadline));
+	if (!rc)
+		return 0;
+	const char *msg = c->timed_out ? "no SSH greeting before the connect timeout"
+				       : tpf_ssh_errmsg(c, &code);
+	tpf_errorx(d, c->where, c->role ? "is sshd running on the bastion (ssh.proxy_jump)?" : "is sshd running and reachable on the worker?",
+		   "SSH handshake with %s '%s' at %s port %d failed: %s", TPF_SSH_ROLE(c),
+		   c->where, c->host, c->port, msg);
+	/* A daemon still starting accepts and drops connections. */
+	return TPF_EUNREACHABLE;
+}
+
 int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, const struct tpf_ssh_access *a,
 		 struct tpf_conn **out, double deadline, struct tpf_diags *d)
 {
 	struct tpf_conn *c = xcalloc(1, sizeof(*c));
-	int err = 0, code = 0;
+	int err = 0;
 
 	*out = NULL;
 	c->t = t;
 	c->user = xstrdup(a && a->user && *a->user ? a->user : t->user);
 	c->fd = -1;
 	c->where = tpf_ssh_where(w);
-	const char *host = w->endpoint ? tpf_ssh_pick_address(w->endpoint, t->o.address) : NULL;
+	/* Behind a bastion, workers are reached at their internal address. */
+	enum tpf_ssh_address policy = t->o.address == TPF_SSH_ADDRESS_AUTO && t->o.jump_host
+					      ? TPF_SSH_ADDRESS_INTERNAL
+					      : t->o.address;
+	const char *host = w->endpoint ? tpf_ssh_pick_address(w->endpoint, policy) : NULL;
 	if (!w->endpoint) {
 		err = tpf_errorx(d, c->where, "a node reports its workers' addresses once it is READY; 'tpuform plan' shows its state",
 				 "cannot reach worker '%s': its node reports no network endpoint for it",
@@ -248,7 +305,7 @@ int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, const struct
 		goto done;
 	}
 	if (!host) {
-		int want_ext = t->o.address == TPF_SSH_ADDRESS_EXTERNAL;
+		int want_ext = policy == TPF_SSH_ADDRESS_EXTERNAL;
 		err = tpf_errorx(d, c->where,
 				 want_ext ? "set ssh.address: internal (or auto) to use the internal address, or give the node an external IP"
 					  : "set ssh.address: external (or auto) to use the external address",
@@ -264,59 +321,16 @@ int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, const struct
 	}
 	c->host = xstrdup(host);
 	c->port = w->endpoint->port > 0 ? w->endpoint->port : t->o.port > 0 ? t->o.port : 22;
-
-	int syserr = 0, gai = 0;
-	c->fd = tcp_connect(c->host, c->port, deadline, t->o.keepalive, &syserr, &gai);
-	if (c->fd < 0 && syserr == -1) {
-		tpf_errorx(d, c->where, NULL, "cannot resolve the address '%s' of worker '%s': %s",
-			   c->host, c->where, gai_strerror(gai));
-		err = TPF_EUNREACHABLE;
+	err = t->o.jump_host ? tpf_ssh_jump_open(c, deadline, d) : direct_connect(c, deadline, d);
+	if (err)
 		goto done;
-	}
-	if (c->fd < 0) {
-		char *hint = xasprintf("is the worker's VM up, and sshd listening on port %d there? "
-				       "(ssh.port in the fleet file; a new TPU VM needs a minute "
-				       "before it accepts connections)", c->port);
-		tpf_errorx(d, c->where, hint, "cannot connect to worker '%s' at %s port %d: %s",
-			   c->where, c->host, c->port, strerror(syserr));
-		free(hint);
-		err = TPF_EUNREACHABLE;
-		goto done;
-	}
-	c->s = libssh2_session_init();
-	if (!c->s) {
-		err = tpf_errorx(d, c->where, NULL, "cannot start an SSH session for worker '%s': out of memory",
-				 c->where);
-		goto done;
-	}
-	libssh2_session_callback_set(c->s, LIBSSH2_CALLBACK_SEND, (void *)send_nosignal);
-	libssh2_session_set_blocking(c->s, 0);
 	/* Known keys (no pin yet): ask for exactly their types, so the key
 	 * presented is one that can be compared. */
 	char known_pref[256];
 	tpf_ssh_hostkey_pref(w->host_key ? NULL : a, known_pref, sizeof(known_pref));
-	pthread_once(&pref_once, build_pref);
-	if (known_pref[0])
-		libssh2_session_method_pref(c->s, LIBSSH2_METHOD_HOSTKEY, known_pref);
-	else if (hostkey_pref[0])
-		libssh2_session_method_pref(c->s, LIBSSH2_METHOD_HOSTKEY, hostkey_pref);
-	if (t->o.keepalive > 0)
-		libssh2_keepalive_config(c->s, 1, (unsigned)t->o.keepalive);
-
-	int rc;
-	do
-		rc = libssh2_session_handshake(c->s, c->fd);
-	while (tpf_ssh_again(c, rc, deadline));
-	if (rc) {
-		const char *msg = c->timed_out ? "no SSH greeting before the connect timeout"
-					       : tpf_ssh_errmsg(c, &code);
-		tpf_errorx(d, c->where, "is sshd running and reachable on the worker?",
-			   "SSH handshake with worker '%s' at %s port %d failed: %s", c->where, c->host,
-			   c->port, msg);
-		/* A daemon still starting accepts and drops connections. */
-		err = TPF_EUNREACHABLE;
+	err = tpf_ssh_handshake(c, known_pref, deadline, d);
+	if (err)
 		goto done;
-	}
 	err = tpf_ssh_check_host_key(c, w, a, d);
 done:
 	if (err) {
@@ -384,8 +398,8 @@ static int auth_agent(struct tpf_conn *c, const char *user, double deadline, str
 			goto done;
 		if (c->timed_out || tpf_ssh_net_error(rc)) {
 			tpf_errorx(d, c->where, NULL,
-				   "authentication to worker '%s' at %s port %d did not finish: %s",
-				   c->where, c->host, c->port,
+				   "authentication to %s '%s' at %s port %d did not finish: %s",
+				   TPF_SSH_ROLE(c), c->where, c->host, c->port,
 				   c->timed_out ? "timed out" : tpf_ssh_errmsg(c, NULL));
 			err = TPF_EUNREACHABLE;
 			goto done;
@@ -395,8 +409,8 @@ static int auth_agent(struct tpf_conn *c, const char *user, double deadline, str
 	tpf_errorx(d, c->where,
 			 tried ? "add the key's public half to the user's ~/.ssh/authorized_keys on the worker, or set ssh.user (Cloud TPU: tpuform adds it to the node's ssh-keys metadata, which the VM ignores when OS Login is on: if the project requires OS Login, set ssh.os_login: true)"
 			       : "add a key with ssh-add, or set ssh.private_key",
-			 "public key authentication as '%s' to worker '%s' at %s port %d failed: "
-			 "%s", user, c->where, c->host, c->port,
+			 "public key authentication as '%s' to %s '%s' at %s port %d failed: "
+			 "%s", user, TPF_SSH_ROLE(c), c->where, c->host, c->port,
 			 tried ? "the worker accepted none of the keys in ssh-agent"
 			       : "ssh-agent holds no keys");
 	err = TPF_SSH_EREFUSED;
@@ -424,8 +438,8 @@ int tpf_ssh_auth(struct tpf_conn *c, double deadline, struct tpf_diags *d)
 		return 0;
 	const char *msg = c->timed_out ? "timed out" : tpf_ssh_errmsg(c, &code);
 	if (c->timed_out || tpf_ssh_net_error(rc)) {
-		tpf_errorx(d, c->where, NULL, "authentication to worker '%s' at %s port %d did not finish: %s",
-			   c->where, c->host, c->port, msg);
+		tpf_errorx(d, c->where, NULL, "authentication to %s '%s' at %s port %d did not finish: %s",
+			   TPF_SSH_ROLE(c), c->where, c->host, c->port, msg);
 		return TPF_EUNREACHABLE;
 	}
 	if (rc != LIBSSH2_ERROR_AUTHENTICATION_FAILED && rc != LIBSSH2_ERROR_PUBLICKEY_UNVERIFIED)
@@ -433,8 +447,8 @@ int tpf_ssh_auth(struct tpf_conn *c, double deadline, struct tpf_diags *d)
 				  "cannot use SSH private key '%s' for worker '%s': %s", t->o.private_key,
 				  c->where, msg);
 	tpf_errorx(d, c->where, "add the key's public half to the user's ~/.ssh/authorized_keys on the worker, or set ssh.user (Cloud TPU: tpuform adds it to the node's ssh-keys metadata, which the VM ignores when OS Login is on: if the project requires OS Login, set ssh.os_login: true)",
-		   "public key authentication as '%s' to worker '%s' at %s port %d failed: "
-		   "the worker refused key '%s'", user, c->where, c->host, c->port,
+		   "public key authentication as '%s' to %s '%s' at %s port %d failed: "
+		   "it refused key '%s'", user, TPF_SSH_ROLE(c), c->where, c->host, c->port,
 		   t->o.private_key);
 	return TPF_SSH_EREFUSED;
 }

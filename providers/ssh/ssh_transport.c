@@ -39,6 +39,10 @@ int tpf_ssh_options_default(struct tpf_ssh_options *o, const struct tpf_fleet *f
 		o->private_key = f->ssh.private_key;
 		o->port = f->ssh.port;
 		o->address = f->ssh.address;
+		o->jump_user = f->ssh.jump.user;
+		o->jump_host = f->ssh.jump.host;
+		o->jump_port = f->ssh.jump.port;
+		o->jump_host_key = f->ssh.jump_host_key;
 	}
 	o->connect_timeout = DEFAULT_CONNECT_TIMEOUT;
 	o->retry_first = DEFAULT_RETRY_FIRST;
@@ -201,6 +205,9 @@ struct tpf_transport *tpf_ssh_transport_new_opts(const struct tpf_ssh_options *o
 	t->o.user = xstrdup(o->user);
 	t->o.private_key = xstrdup(o->private_key);
 	t->o.ssh_program = xstrdup(o->ssh_program);
+	t->o.jump_user = xstrdup(o->jump_user);
+	t->o.jump_host = xstrdup(o->jump_host);
+	t->o.jump_host_key = xstrdup(o->jump_host_key);
 	const char *user = o->user && *o->user ? o->user : getenv("USER");
 	t->user = xstrdup(user && *user ? user : "root");
 	pthread_mutex_init(&t->key_mu, NULL);
@@ -231,6 +238,9 @@ void tpf_ssh_transport_free(struct tpf_transport *tr)
 	free((char *)t->o.user);
 	free((char *)t->o.private_key);
 	free((char *)t->o.ssh_program);
+	free((char *)t->o.jump_user);
+	free((char *)t->o.jump_host);
+	free((char *)t->o.jump_host_key);
 	free(t->user);
 	pthread_mutex_destroy(&t->key_mu);
 	free(t);
