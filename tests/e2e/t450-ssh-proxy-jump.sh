@@ -114,6 +114,8 @@ starts() { cat "$W"/workers/w*/home/starts 2>/dev/null | wc -l | tr -d ' '; }
 ok "apply through the bastion" tpuform apply -f fleet.yaml -auto-approve
 out=$(cat last.out)
 like "apply completes" "$out" "Apply complete! Resources: 2 added"
+# The job writes ~/starts just after its session starts: give it a moment.
+wait_for 15 test "$(starts)" -ge 4
 is "all four workers started" "$(starts)" 4
 like "the bastion's key is trusted on first use, with a warning" "$out" "trusting the host key $(re "$(bastion_fp)") of the bastion $BASTION:$BPORT on first use"
 is "and pinned in the state" "$(st .proxy_jump_host_key)" "$(bastion_fp)"
@@ -165,6 +167,7 @@ ok "and ran nothing" test ! -e "$(sshd_home 0)/exec-ran"
 key=$(cut -d' ' -f1,2 "$W/bastion/hostkey.pub")
 sed -i "/^ssh:/s|}\$|, proxy_jump_host_key: \"$key\" }|" fleet.yaml
 ok "apply accepts the key the fleet file names" tpuform apply -f fleet.yaml -auto-approve
+wait_for 15 test "$(starts)" -ge 8
 is "all four workers restarted" "$(starts)" 8
 is "the state pins the new key" "$(st .proxy_jump_host_key)" "$new_bfp"
 
