@@ -110,7 +110,9 @@ static void api(struct fg_req *r)
 	}
 	if (i == n) {
 		fg_reply_error(r, 501, "UNIMPLEMENTED", NULL,
-			       "Method %s is not implemented by fakegcp.", mt.id);
+			       "Method %s is outside what fakegcp emulates "
+			       "(tests/fakegcp/README.md lists what it serves).",
+			       mt.id);
 		goto done;
 	}
 	handlers[i].fn(r, &mt);
