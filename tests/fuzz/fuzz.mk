@@ -30,6 +30,8 @@ FUZZ_REPLAYS := $(addprefix tests/fuzz/replay_,$(FUZZ_NAMES))
 FUZZ_LIB_OBJS := $(addprefix $(FUZZ_DIR)/,$(LIB_OBJS))
 
 .PHONY: fuzz fuzz-build fuzz-deps fuzz-replay
+# Harness objects are made by pattern chains: keep them (no rebuild each run).
+.SECONDARY: $(FUZZ_SRCS:.c=.o) $(addprefix $(FUZZ_DIR)/,$(FUZZ_SRCS:.c=.o))
 
 $(FUZZ_DIR)/.flags: FORCE
 	@mkdir -p $(FUZZ_DIR)
