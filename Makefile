@@ -6,6 +6,7 @@
 #   make bench      benchmarks (print figures; never pass/fail on time)
 #   make lint       static checks: function length, shellcheck, clang
 #                   analyzer, layering (tests/lint/run.sh)
+#   make fuzz       libFuzzer harnesses, FUZZ_SECONDS=N each (tests/fuzz/)
 #   make SANITIZE=address,undefined check
 #
 # Sources are picked up by directory, so a new module needs no Makefile edit:
@@ -104,7 +105,7 @@ e2e: tpuform $(FAKEGCP)
 
 # The test command README.md gives. Prints TAP, ends with "N passed, N failed".
 check: deps
-	$(MAKE) tpuform $(UNIT_BINS) $(FAKEGCP)
+	$(MAKE) tpuform $(UNIT_BINS) $(FAKEGCP) $(FUZZ_REPLAYS)
 	sh tests/run.sh
 
 test: check
@@ -121,6 +122,8 @@ lint:
 clean:
 	rm -f tpuform templates/embedded.c .build-flags $(UNIT_BINS) $(FAKEGCP) tests/unit/unit.o
 	find . -type f \( -name '*.o' -o -name '*.d' \) -delete
-	rm -rf tests/out
+	rm -rf tests/out $(FUZZ_DIR) $(FUZZ_REPLAYS)
+
+include tests/fuzz/fuzz.mk
 
 -include $(DEPS)

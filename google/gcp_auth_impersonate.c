@@ -162,10 +162,10 @@ static const char *impersonate_hint(const struct tpf_gcp_auth *a,
 	return NULL;
 }
 
-/* accessToken and the lifetime left by expireTime, from a 2xx answer. */
-static int impersonate_parse(const struct tpf_gcp_token_request *t,
-			     const struct tpf_gcp_response *rs, const struct tpf_gcp_impersonation *imp,
-			     double asked_at, char **token, double *lifetime, struct tpf_diags *d)
+int tpf_gcp_impersonate_parse(const struct tpf_gcp_token_request *t,
+			      const struct tpf_gcp_response *rs,
+			      const struct tpf_gcp_impersonation *imp, double asked_at, char **token,
+			      double *lifetime, struct tpf_diags *d)
 {
 	json_t *root = json_loadb(rs->body.buf, rs->body.len, 0, NULL);
 	json_t *at = json_object_get(root, "accessToken");
@@ -218,7 +218,7 @@ int tpf_gcp_impersonate(struct tpf_gcp_auth *a, const struct tpf_gcp_impersonati
 		free(own);
 	}
 	if (rc == 0)
-		rc = impersonate_parse(&t, &rs, imp, asked_at, token, lifetime, d);
+		rc = tpf_gcp_impersonate_parse(&t, &rs, imp, asked_at, token, lifetime, d);
 	tpf_gcp_error_release(&e);
 	tpf_gcp_response_wipe(&rs);
 	tpf_gcp_token_request_release(&t);

@@ -1,7 +1,8 @@
 /*
  * Private to google/gcp_auth*.c: the credentials object and the
  * pieces the files share. Nothing else includes this header, except their
- * unit test (tests/unit/test_gcp_external.c).
+ * unit test (tests/unit/test_gcp_external.c) and fuzz harness
+ * (tests/fuzz/fuzz_gcp_auth.c).
  *
  *   gcp_auth.c              choosing the source (ADC order), the token cache
  *   gcp_auth_file.c         reading credentials files (every "type")
@@ -190,6 +191,14 @@ void tpf_gcp_impersonation_free(struct tpf_gcp_impersonation *imp);
 int tpf_gcp_impersonate(struct tpf_gcp_auth *a, const struct tpf_gcp_impersonation *imp,
 			const char *caller, char **token, double *lifetime, int *caller_rejected,
 			struct tpf_diags *d);
+/* accessToken and the lifetime left by expireTime (seconds from asked_at,
+ * at most imp->lifetime, at least 0) from a 2xx generateAccessToken answer
+ * in rs; *token: caller wipes and frees. TPF_ERROR with a diagnostic that
+ * never quotes the body. Exposed for tests/fuzz/fuzz_gcp_auth.c. */
+int tpf_gcp_impersonate_parse(const struct tpf_gcp_token_request *t,
+			      const struct tpf_gcp_response *rs,
+			      const struct tpf_gcp_impersonation *imp, double asked_at, char **token,
+			      double *lifetime, struct tpf_diags *d);
 /* RFC 3339 timestamp ("2025-01-02T03:04:05.123Z", or with +hh:mm) as epoch
  * seconds; -1 when malformed. */
 double tpf_gcp_parse_rfc3339(const char *s);

@@ -1,7 +1,8 @@
 #!/bin/sh
-# Run every test: C unit tests (tests/unit/test_*) and end-to-end scripts
-# (tests/e2e/t*.sh). Each speaks TAP; this script counts the "ok" and
-# "not ok" lines of all of them and ends with the line
+# Run every test: C unit tests (tests/unit/test_*), the fuzz inputs replayed
+# (tests/fuzz/replay_*) and end-to-end scripts (tests/e2e/t*.sh). Each
+# speaks TAP; this script counts the "ok" and "not ok" lines of all of
+# them and ends with the line
 #   N passed, N failed
 # Output of each test goes to tests/out/<name>.log too.
 # TESTS="t100 test_state" limits the run to names containing those words.
@@ -54,6 +55,14 @@ for t in tests/unit/test_*; do
 	case "$t" in *.c | *.o | *.d) continue ;; esac
 	[ -x "$t" ] || continue
 	run_one "$(basename "$t")" "$t"
+done
+# Fuzz regressions and seeds, replayed through each harness built with the
+# normal compiler (tests/fuzz/README.md): one TAP line per input.
+for t in tests/fuzz/replay_*; do
+	case "$t" in *.c | *.o | *.d) continue ;; esac
+	[ -x "$t" ] || continue
+	name=${t#tests/fuzz/replay_}
+	run_one "fuzz_$name" "$t" "tests/fuzz/regressions/$name" "tests/fuzz/corpus/$name"
 done
 for t in tests/e2e/t*.sh; do
 	[ -f "$t" ] || continue
