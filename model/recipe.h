@@ -14,6 +14,7 @@
 #ifndef TPF_RECIPE_H
 #define TPF_RECIPE_H
 
+#include "model/node_fields.h"
 #include "util/kv.h"
 
 struct tpf_recipe {
@@ -35,6 +36,9 @@ struct tpf_recipe {
 	 * NULL: no limit. Only read at create time: a change does not replace
 	 * a node. */
 	char *valid_until;
+	/* Network, service account, metadata, disks, shielded VM, reservation,
+	 * topology (model/node_fields.h says which patch and which replace). */
+	struct tpf_node_fields node;
 };
 
 struct tpf_job {
