@@ -776,13 +776,20 @@ static int exec_update(struct exec *x, size_t ai, const struct tpf_live_node *ln
 	const char *verb = force ? "restart" : "update";
 	fl_begin(x, ai, verb, a->id);
 	int rc = record_node(x, a, ln);
-	if (!rc && a->update_labels) {
-		rc = x->prov->ops->set_labels(x->prov, a->zone, a->node, &dn->recipe.labels, x->d);
+	if (!rc && (a->update_labels || a->patch)) {
+		/* One nodes.patch for labels and the other patchable fields. */
+		unsigned fields = (a->update_labels ? TPF_PATCH_LABELS : 0) | a->patch;
+		rc = x->prov->ops->patch
+			     ? x->prov->ops->patch(x->prov, a->zone, a->node, &dn->recipe, fields, x->d)
+			     : x->prov->ops->set_labels(x->prov, a->zone, a->node, &dn->recipe.labels,
+							x->d);
 		if (!rc) {
 			pthread_mutex_lock(x->mu);
 			struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
 			if (sn)
 				tpf_kvlist_copy(&sn->recipe.labels, &dn->recipe.labels);
+			if (sn && a->patch)
+				tpf_node_fields_copy(&sn->recipe.node, &dn->recipe.node);
 			rc = save_locked(x);
 			pthread_mutex_unlock(x->mu);
 		}
