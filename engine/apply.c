@@ -669,6 +669,10 @@ static int record_node(struct exec *x, const struct tpf_action *a, const struct 
 		 * found for a queued group is kept until it is next replaced. */
 		if (ln && !ln->recipe.queued && !ln->queued_state)
 			sn->recipe.queued = dn->recipe.queued;
+		/* The node fields tpuform owns are the declared ones: an
+		 * adopted node's own metadata and tags stay its own
+		 * (plan/diff_node.c). */
+		tpf_node_fields_copy(&sn->recipe.node, &dn->recipe.node);
 		tpf_state_node_set_workers(sn, (size_t)dn->recipe.workers);
 	}
 	xstrset(&sn->status, TPF_NODE_CREATED);

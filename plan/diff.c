@@ -539,7 +539,7 @@ static int diff_update(struct tpf_plan *p, const struct tpf_diff_input *in,
 		free(b);
 		free(v);
 	}
-	a->patch = tpf_diff_node_patch(a, &dn->recipe, &ln->recipe);
+	a->patch = tpf_diff_node_patch(a, &dn->recipe, &ln->recipe, sn ? &sn->recipe : NULL);
 	int job_changed = 0;
 	if (sn)
 		job_changed = describe_job(a, &sn->job, &dn->job);

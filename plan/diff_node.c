@@ -9,9 +9,11 @@
  * line says "# forces replacement", as Terraform's google_tpu_v2_vm does.
  *
  * A field the fleet file leaves unset is not compared (the API fills in
- * defaults: the "default" network, the compute service account), except
- * tags, metadata and data_disks, which are lists the user owns: unset means
- * none. Network paths compare by their last segment ("default" and
+ * defaults: the "default" network, the compute service account; a node
+ * adopted or imported keeps the metadata and tags it had). tags, metadata
+ * and data_disks are also compared when the state records that tpuform
+ * set them, so that removing them from the file removes them from the
+ * node. Network paths compare by their last segment ("default" and
  * "projects/p/global/networks/default" are the same network). Reservations
  * compare with the state's record of how the node was requested when
  * there is one: a queued resource's node does not say.
@@ -170,7 +172,7 @@ void tpf_diff_node_replace(struct tpf_action *a, const struct tpf_recipe *want,
 	const struct tpf_node_fields *w = &want->node, *l = &live->node;
 	const struct tpf_node_fields *asked = recorded ? &recorded->node : l;
 	replace_network(a, w, l);
-	if (!same_disks(w, l))
+	if ((w->ndisks || (recorded && recorded->node.ndisks)) && !same_disks(w, l))
 		change(a, "data_disks", disks_json(l), disks_json(w), 1);
 	if (!same_str(w->reservation, asked->reservation))
 		change(a, "reservation", asked->reservation ? json_string(asked->reservation)
@@ -192,8 +194,10 @@ void tpf_diff_node_replace(struct tpf_action *a, const struct tpf_recipe *want,
 }
 
 unsigned tpf_diff_node_patch(struct tpf_action *a, const struct tpf_recipe *want,
-			     const struct tpf_recipe *live)
+			     const struct tpf_recipe *live, const struct tpf_recipe *recorded)
 {
+	int owns_md = want->node.metadata.n || (recorded && recorded->node.metadata.n);
+	int owns_tags = want->node.ntags || (recorded && recorded->node.ntags);
 	const struct tpf_node_fields *w = &want->node, *l = &live->node;
 	unsigned fields = 0;
 	if (w->enable_external_ips &&
@@ -203,12 +207,12 @@ unsigned tpf_diff_node_patch(struct tpf_action *a, const struct tpf_recipe *want
 		change(a, "enable_external_ips", tri(l->enable_external_ips),
 		       tri(w->enable_external_ips), 0);
 	}
-	if (!tpf_metadata_matches(&w->metadata, &l->metadata)) {
+	if (owns_md && !tpf_metadata_matches(&w->metadata, &l->metadata)) {
 		int ssh = tpf_kvlist_get(&w->metadata, "ssh-keys") != NULL;
 		fields |= TPF_PATCH_METADATA;
 		change(a, "metadata", md_json(&l->metadata, ssh), md_json(&w->metadata, ssh), 0);
 	}
-	if (!same_strv(w->tags, w->ntags, l->tags, l->ntags)) {
+	if (owns_tags && !same_strv(w->tags, w->ntags, l->tags, l->ntags)) {
 		fields |= TPF_PATCH_TAGS;
 		change(a, "tags", strv(l->tags, l->ntags), strv(w->tags, w->ntags), 0);
 	}
