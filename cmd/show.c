@@ -79,6 +79,18 @@ static const char *node_outcome(const struct tpf_session *s, const struct tpf_st
 	return outcome;
 }
 
+/* What the provider says of the node's condition (Node.healthDescription,
+ * symptoms, upcomingMaintenance; model/live.h), one line each. */
+static void show_condition(const struct tpf_live_node *ln)
+{
+	if (ln && ln->health_description)
+		printf("    health: %s\n", ln->health_description);
+	if (ln && ln->symptoms)
+		printf("    symptoms: %s\n", ln->symptoms);
+	if (ln && ln->maintenance)
+		printf("    upcoming maintenance: %s\n", ln->maintenance);
+}
+
 /* One node of the state with its workers. */
 static json_t *show_node(const struct tpf_session *s, const struct tpf_state_node *sn, int json)
 {
@@ -100,6 +112,7 @@ static json_t *show_node(const struct tpf_session *s, const struct tpf_state_nod
 		       sn->name, reset(), live_state, or_dash(sn->recipe.accelerator_type),
 		       or_dash(sn->recipe.zone), tpf_recipe_scheduling(&sn->recipe), sn->generation,
 		       commit, or_dash(sn->id), queued, mark);
+		show_condition(ln);
 		printf("    %-6s %-9s %-8s %-5s %-8s %s\n", "WORKER", "REACHABLE", "SESSION", "EXIT",
 		       "RESTARTS", "LAST LOG LINE");
 	}
@@ -115,6 +128,12 @@ static json_t *show_node(const struct tpf_session *s, const struct tpf_state_nod
 			       "zone", sn->recipe.zone, "commit", sn->job.commit, "workers", jw);
 	if (ln && ln->queued_state)
 		json_object_set_new(nj, "queued_state", json_string(ln->queued_state));
+	if (ln && ln->health_description)
+		json_object_set_new(nj, "health_description", json_string(ln->health_description));
+	if (ln && ln->symptoms)
+		json_object_set_new(nj, "symptoms", json_string(ln->symptoms));
+	if (ln && ln->maintenance)
+		json_object_set_new(nj, "upcoming_maintenance", json_string(ln->maintenance));
 	json_object_set_new(nj, "outcome", outcome ? json_string(outcome) : json_null());
 	return nj;
 }

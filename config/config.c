@@ -34,7 +34,7 @@
  * "unknown key". (setup, run and env are valid at both levels.) */
 static const char *const group_only_keys[] = {
 	"name", "accelerator_type", "runtime_version", "zones", "count", "preemptible",
-	"spot", "labels", "queued", "valid_until", NULL,
+	"spot", "labels", "queued", "valid_until", "topology", NULL,
 };
 /* What the top level accepts: its own keys, then the group-only ones. */
 static const char *const top_and_group_only_keys[] = {
@@ -42,7 +42,7 @@ static const char *const top_and_group_only_keys[] = {
 	"setup", "run", "restart", "max_restarts", "groups", "notify",
 	"restart_scope", "restart_backoff", "stall_timeout", "on_success",
 	"name", "accelerator_type", "runtime_version", "zones", "count", "preemptible",
-	"spot", "labels", "queued", "valid_until", NULL,
+	"spot", "labels", "queued", "valid_until", "topology", CFG_NODE_KEYS, NULL,
 };
 static const char *const provider_keys[] = { "local", "gcp", NULL };
 static const char *const local_keys[] = { "root", "create_delay", NULL };
@@ -347,6 +347,7 @@ static void read_fleet(struct cfg *c, struct tpf_fleet *f, yaml_node_t *root)
 		cfg_want_uint(c, x, "max_restarts", "a whole number >= 0", 0, INT_MAX, &f->max_restarts);
 	cfg_read_notify(c, f, cfg_map_get(&m, "notify"));
 	cfg_read_job_policy(c, &m, &f->policy);
+	cfg_read_node_fields(c, &m, &f->node);
 	groups = cfg_map_require(&m, "groups",
 				 "e.g. groups: [{ name: main, accelerator_type: v2-8, runtime_version: "
 				 "tpu-ubuntu2204-base, zones: [us-central1-f], count: 1 }]");
@@ -441,6 +442,7 @@ static void release_group(struct tpf_group *g)
 	free(g->run);
 	tpf_kvlist_release(&g->env);
 	free(g->valid_until);
+	tpf_node_fields_release(&g->node);
 }
 
 void tpf_fleet_release(struct tpf_fleet *f)
@@ -478,6 +480,7 @@ void tpf_fleet_release(struct tpf_fleet *f)
 	free(f->setup);
 	free(f->run);
 	free(f->notify.webhook);
+	tpf_node_fields_release(&f->node);
 	for (size_t i = 0; i < f->ngroups; i++)
 		release_group(&f->groups[i]);
 	free(f->groups);

@@ -20,6 +20,7 @@
 #define TPF_FLEET_MAX_DEPTH 64                /* nested sequences and mappings */
 
 #include <stddef.h>
+#include "model/node_fields.h"
 #include "util/diag.h"
 #include "util/kv.h"
 
@@ -133,6 +134,7 @@ struct tpf_group {
 	char *valid_until;      /* queued resource validUntilDuration, e.g. "6h"; may be NULL */
 	int slices;             /* slices: N (> 1: multislice, implies queued), else 0 */
 	struct tpf_job_policy policy; /* effective: the fleet's, then the group's keys */
+	struct tpf_node_fields node; /* effective node fields (config/config_node.c) */
 	int line, column;       /* where the group starts in the file */
 };
 
@@ -193,6 +195,7 @@ struct tpf_fleet {
 	int max_restarts; /* default 3; counts restarts of a restart unit */
 	struct tpf_job_policy policy; /* fleet-wide; groups start from it */
 	struct tpf_notify_config notify;
+	struct tpf_node_fields node; /* fleet-wide node-field defaults (config/config_node.c) */
 
 	struct tpf_group *groups;
 	size_t ngroups;

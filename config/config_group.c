@@ -24,7 +24,8 @@
 static const char *const group_keys[] = {
 	"name", "accelerator_type", "runtime_version", "zones", "count", "preemptible",
 	"spot", "labels", "setup", "run", "env", "queued", "valid_until",
-	"restart_scope", "restart_backoff", "stall_timeout", "on_success", "slices", NULL,
+	"restart_scope", "restart_backoff", "stall_timeout", "on_success", "slices", "topology",
+	CFG_NODE_KEYS, NULL,
 };
 
 struct group_ctx {
@@ -108,7 +109,8 @@ static yaml_node_t *read_name(struct group_ctx *gc, struct cfg_map *m, struct tp
 static void read_machine(struct cfg *c, struct cfg_map *m, struct tpf_group *g, const char *label)
 {
 	yaml_node_t *x;
-	if ((x = cfg_map_require(m, "accelerator_type", "e.g. v2-8, v4-16 or v5litepod-16"))) {
+	if ((x = cfg_map_require(m, "accelerator_type", "e.g. v2-8, v4-16 or v5litepod-16")) &&
+	    !cfg_read_topology(c, m, g, x)) {
 		struct tpf_accel a;
 		const char *why = NULL, *s = cfg_text(x);
 		if (s && tpf_accel_lookup(s, &a, &why) == 0) {
@@ -284,6 +286,8 @@ static void read_group(struct group_ctx *gc, struct tpf_group *g, yaml_node_t *v
 	cfg_map_open(&m, c, v, "each group", "a mapping", group_keys, where, owner);
 
 	yaml_node_t *name_at = read_name(gc, &m, g);
+	tpf_node_fields_copy(&g->node, &gc->f->node);
+	cfg_read_node_fields(c, &m, &g->node);
 	read_machine(c, &m, g, label);
 	read_slices(gc, &m, g); /* first: it implies queued */
 	read_scheduling(c, &m, g, label);
@@ -291,6 +295,7 @@ static void read_group(struct group_ctx *gc, struct tpf_group *g, yaml_node_t *v
 		cfg_error(c, cfg_map_get(&m, "queued"), "remove 'queued: false'",
 			  "group %s: 'slices' is served by one multislice queued resource and "
 			  "cannot be combined with 'queued: false'", label);
+	cfg_check_group_node(c, &m, g, label);
 	read_labels(c, &m, g, label);
 	read_job(gc, &m, g, label);
 	g->policy = gc->f->policy;

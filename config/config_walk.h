@@ -91,4 +91,30 @@ void cfg_check_job_policy(struct cfg *c, const struct tpf_fleet *f, yaml_node_t 
 /* The defaults of struct tpf_job_policy. */
 void cfg_job_policy_defaults(struct tpf_job_policy *p);
 
+/* ---- node fields (config/config_node.c) ---- */
+
+/* The node-field keys, fleet-wide and per group (topology is per group
+ * only): for the known-keys lists of config.c and config_group.c. */
+#define CFG_NODE_KEYS                                                                   \
+	"network", "subnetwork", "enable_external_ips", "can_ip_forward", "tags",          \
+		"service_account", "metadata", "data_disks", "shielded_instance", "reserved", \
+		"reservation"
+
+/* The node-field keys of mapping m over *nf (the fleet's values for a
+ * group: a key given replaces the fleet's value, metadata merges key by
+ * key). Errors are recorded at each value. */
+void cfg_read_node_fields(struct cfg *c, const struct cfg_map *m, struct tpf_node_fields *nf);
+/* Checks of a group's effective node fields against its scheduling:
+ * `reservation` needs `queued: true`; reserved capacity excludes spot and
+ * preemptible. label names the group in messages. */
+void cfg_check_group_node(struct cfg *c, const struct cfg_map *m, struct tpf_group *g,
+			  const char *label);
+/* `topology` with accelerator_type as a version (type_at: its node): sets
+ * g->accelerator_type to the equivalent "<family>-<size>", g->workers and
+ * g->node.topology from Google's tables (model/accel.h). Returns 1 when
+ * the group has a topology key (then the caller does not read
+ * accelerator_type as a type string), else 0. */
+int cfg_read_topology(struct cfg *c, const struct cfg_map *m, struct tpf_group *g,
+		      yaml_node_t *type_at);
+
 #endif

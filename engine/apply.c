@@ -671,6 +671,10 @@ static int record_node(struct exec *x, const struct tpf_action *a, const struct 
 		 * found for a queued group is kept until it is next replaced. */
 		if (ln && !ln->recipe.queued && !ln->queued_state)
 			sn->recipe.queued = dn->recipe.queued;
+		/* The node fields tpuform owns are the declared ones: an
+		 * adopted node's own metadata and tags stay its own
+		 * (plan/diff_node.c). */
+		tpf_node_fields_copy(&sn->recipe.node, &dn->recipe.node);
 		tpf_state_node_set_workers(sn, (size_t)dn->recipe.workers);
 	}
 	xstrset(&sn->status, TPF_NODE_CREATED);
@@ -778,13 +782,20 @@ static int exec_update(struct exec *x, size_t ai, const struct tpf_live_node *ln
 	const char *verb = force ? "restart" : "update";
 	fl_begin(x, ai, verb, a->id);
 	int rc = record_node(x, a, ln);
-	if (!rc && a->update_labels) {
-		rc = x->prov->ops->set_labels(x->prov, a->zone, a->node, &dn->recipe.labels, x->d);
+	if (!rc && (a->update_labels || a->patch)) {
+		/* One nodes.patch for labels and the other patchable fields. */
+		unsigned fields = (a->update_labels ? TPF_PATCH_LABELS : 0) | a->patch;
+		rc = x->prov->ops->patch
+			     ? x->prov->ops->patch(x->prov, a->zone, a->node, &dn->recipe, fields, x->d)
+			     : x->prov->ops->set_labels(x->prov, a->zone, a->node, &dn->recipe.labels,
+							x->d);
 		if (!rc) {
 			pthread_mutex_lock(x->mu);
 			struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
 			if (sn)
 				tpf_kvlist_copy(&sn->recipe.labels, &dn->recipe.labels);
+			if (sn && a->patch)
+				tpf_node_fields_copy(&sn->recipe.node, &dn->recipe.node);
 			rc = save_locked(x);
 			pthread_mutex_unlock(x->mu);
 		}

@@ -9,6 +9,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 enum accel_unit { UNIT_CORES, UNIT_CHIPS };
@@ -111,4 +112,88 @@ bad:
 	if (why)
 		*why = rule;
 	return -1;
+}
+
+/* The dimensions of "AxB" or "AxBxC" into dims; how many, or -1. */
+static int parse_topology(const char *s, int dims[3])
+{
+	int n = 0;
+	while (n < 3) {
+		const char *x = strchr(s, 'x');
+		char part[12];
+		size_t len = x ? (size_t)(x - s) : strlen(s);
+		if (len == 0 || len >= sizeof(part))
+			return -1;
+		memcpy(part, s, len);
+		part[len] = '\0';
+		if ((dims[n++] = parse_size(part)) <= 0)
+			return -1;
+		if (!x)
+			return n;
+		s = x + 1;
+	}
+	return -1;
+}
+
+static const struct {
+	const char *family, *config_type;
+	int ndims;
+	int cores_per_chip; /* 2: the type's size counts TensorCores; 1: chips */
+	const char *rule;
+} topo_families[] = {
+	{ "v2", "V2", 2, 2, "a v2 topology AxB with A <= B, such as 2x2 (v2-8) or 4x4 (v2-32)" },
+	{ "v3", "V3", 2, 2, "a v3 topology AxB with A <= B, such as 2x2 (v3-8) or 4x4 (v3-32)" },
+	{ "v4", "V4", 3, 2,
+	  "a v4 topology AxBxC with A <= B <= C, such as 2x2x1 (v4-8) or 2x2x2 (v4-16)" },
+	{ "v5p", "V5P", 3, 2,
+	  "a v5p topology AxBxC with A <= B <= C, such as 2x2x1 (v5p-8) or 2x2x2 (v5p-16)" },
+	{ "v5litepod", "V5LITE_POD", 2, 1,
+	  "a v5litepod topology AxB, such as 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16 or 16x16" },
+	{ "v6e", "V6E", 2, 1,
+	  "a v6e topology AxB, such as 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16 or 16x16" },
+};
+
+static const char topo_family_rule[] =
+	"one of v2, v3, v4, v5p, v5litepod or v6e when 'topology' is set";
+
+int tpf_accel_topology(const char *family, const char *topology, struct tpf_accel *out,
+		       const char **why)
+{
+	for (size_t i = 0; family && i < sizeof(topo_families) / sizeof(topo_families[0]); i++) {
+		if (strcmp(family, topo_families[i].family))
+			continue;
+		int dims[3];
+		int n = topology ? parse_topology(topology, dims) : -1;
+		long chips = 1;
+		int ordered = n == topo_families[i].ndims;
+		/* v4 and v5p write the single-host slice as 2x2x1 (the tables'
+		 * own spelling), the one exception to A <= B <= C. */
+		int last = n == 3 && dims[2] == 1 ? 2 : n;
+		for (int k = 0; ordered && k < n; k++) {
+			chips *= dims[k];
+			if (k && k < last && dims[k - 1] > dims[k])
+				ordered = 0;
+		}
+		char type[40];
+		snprintf(type, sizeof(type), "%s-%ld", family, chips * topo_families[i].cores_per_chip);
+		if (!ordered || chips > 100000 || tpf_accel_lookup(type, out, NULL) < 0) {
+			if (why)
+				*why = topo_families[i].rule;
+			return -1;
+		}
+		if (why)
+			*why = NULL;
+		return 0;
+	}
+	if (why)
+		*why = topo_family_rule;
+	return -1;
+}
+
+const char *tpf_accel_config_type(const char *family)
+{
+	for (size_t i = 0; family && i < sizeof(topo_families) / sizeof(topo_families[0]); i++)
+		if (!strcmp(family, topo_families[i].family))
+			return topo_families[i].config_type;
+	return NULL;
 }

@@ -27,4 +27,27 @@ struct tpf_accel {
  */
 int tpf_accel_lookup(const char *type, struct tpf_accel *out, const char **why);
 
+/*
+ * A TPU type with a chip topology, as gcloud's `--type v4 --topology
+ * 2x2x2` and the API's acceleratorConfig {type, topology} take it, instead
+ * of an accelerator type string. `family` is one of v2, v3, v4, v5p,
+ * v5litepod, v6e; `topology` is AxB (v2, v3, v5litepod, v6e) or AxBxC (v4,
+ * v5p) with A <= B (<= C), and the chips (the product) must make a size
+ * the family offers, by the tables of
+ *   https://cloud.google.com/tpu/docs/types-topologies (v2, v3, v4: cores
+ *     = 2 x chips; "AxBxC where A<=B<=C"),
+ *   https://cloud.google.com/tpu/docs/v5p, https://cloud.google.com/tpu/docs/v5e
+ *   and https://cloud.google.com/tpu/docs/v6e (topology and chips columns).
+ * Fills *out (family, size as the equivalent "<family>-<size>" counts it,
+ * workers) and returns 0; or -1 with *why (optional; static, after "must
+ * be") saying what was expected.
+ */
+int tpf_accel_topology(const char *family, const char *topology, struct tpf_accel *out,
+		       const char **why);
+
+/* acceleratorConfig.type for a family ("v4" -> "V4", "v5litepod" ->
+ * "V5LITE_POD"; discovery document, schema AcceleratorConfig); static, or
+ * NULL for an unknown family. */
+const char *tpf_accel_config_type(const char *family);
+
 #endif

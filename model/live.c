@@ -15,6 +15,9 @@ void tpf_live_node_release(struct tpf_live_node *n)
 	free(n->health);
 	free(n->create_time);
 	free(n->queued_state);
+	free(n->health_description);
+	free(n->symptoms);
+	free(n->maintenance);
 	tpf_recipe_release(&n->recipe);
 	for (size_t i = 0; i < n->nendpoints; i++) {
 		free(n->endpoints[i].ip);
@@ -35,6 +38,9 @@ void tpf_live_node_copy(struct tpf_live_node *dst, const struct tpf_live_node *s
 		.create_time = xstrdup(src->create_time),
 		.nendpoints = src->nendpoints,
 		.queued_state = xstrdup(src->queued_state),
+		.health_description = xstrdup(src->health_description),
+		.symptoms = xstrdup(src->symptoms),
+		.maintenance = xstrdup(src->maintenance),
 	};
 	tpf_recipe_copy(&tmp.recipe, &src->recipe);
 	if (src->nendpoints) {

@@ -46,6 +46,16 @@ struct tpf_live_node {
 	 * is the same string as this one and `id` is the node's or NULL.
 	 */
 	char *queued_state;
+	/*
+	 * What the provider says about the node's condition, for people (shown
+	 * by `show` and as notes by `plan`, never acted on; NULL when none):
+	 * Node.healthDescription; Node.symptoms as "TYPE (worker W): details"
+	 * joined by "; "; Node.upcomingMaintenance as "TYPE maintenance STATUS,
+	 * window START to END" (docs/cloud-tpu-api.md section 4).
+	 */
+	char *health_description;
+	char *symptoms;
+	char *maintenance;
 };
 
 struct tpf_live_set {

@@ -20,6 +20,7 @@ void tpf_recipe_copy(struct tpf_recipe *dst, const struct tpf_recipe *src)
 		.valid_until = xstrdup(src->valid_until),
 		.slices = src->slices,
 	};
+	tpf_node_fields_copy(&tmp.node, &src->node);
 	tpf_recipe_release(dst);
 	*dst = tmp;
 }
@@ -31,6 +32,7 @@ void tpf_recipe_release(struct tpf_recipe *r)
 	free(r->zone);
 	free(r->valid_until);
 	tpf_kvlist_release(&r->labels);
+	tpf_node_fields_release(&r->node);
 	memset(r, 0, sizeof(*r));
 }
 

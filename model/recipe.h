@@ -14,6 +14,7 @@
 #ifndef TPF_RECIPE_H
 #define TPF_RECIPE_H
 
+#include "model/node_fields.h"
 #include "util/kv.h"
 
 struct tpf_recipe {
@@ -41,6 +42,9 @@ struct tpf_recipe {
 	 * `workers` then counts the workers of every slice (N x per slice).
 	 * 0 or 1: a single slice. Forces replacement. */
 	int slices;
+	/* Network, service account, metadata, disks, shielded VM, reservation,
+	 * topology (model/node_fields.h says which patch and which replace). */
+	struct tpf_node_fields node;
 };
 
 struct tpf_job {

@@ -57,6 +57,7 @@ static void fill_node(struct tpf_desired_node *n, const struct tpf_fleet *f,
 	n->recipe.workers = g->workers * (g->slices > 1 ? g->slices : 1);
 	n->recipe.queued = g->queued;
 	n->recipe.valid_until = xstrdup(g->valid_until);
+	tpf_node_fields_copy(&n->recipe.node, &g->node);
 	tpf_kvlist_merge(&n->recipe.labels, &g->labels);
 	tpf_kvlist_set(&n->recipe.labels, TPF_LABEL_FLEET, f->name);
 	tpf_kvlist_set(&n->recipe.labels, TPF_LABEL_GROUP, g->name);

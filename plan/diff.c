@@ -233,6 +233,7 @@ static void describe_new(struct tpf_action *a, const struct tpf_desired_node *dn
 	v = q(dn->recipe.zone);
 	tpf_action_change(a, "zone", NULL, v, 0, 0);
 	free(v);
+	tpf_diff_node_new(a, &dn->recipe);
 }
 
 /* Job attribute changes (commit, setup, run, env, secrets): re-provision. */
@@ -343,6 +344,7 @@ static void plan_replace_fields(struct tpf_action *a, const struct tpf_desired_n
 	}
 	if (!zone_allowed(dn, ln->recipe.zone))
 		diff_str(a, "zone", ln->recipe.zone, dn->recipe.zone, 1);
+	tpf_diff_node_replace(a, &dn->recipe, &ln->recipe, sn ? &sn->recipe : NULL);
 }
 
 /* No live node: create it (again), or wait for quota. */
@@ -530,6 +532,9 @@ static void update_reason(struct tpf_action *a, int job_changed, int recreated)
 		set_reason(a, "provision", "workers are not provisioned with the current script");
 	else if (a->update_labels)
 		set_reason(a, "labels", "labels changed");
+	if (a->patch && !a->adopt && !a->nworkers)
+		set_reason(a, "patch", a->update_labels ? "labels and node fields change in place"
+							: "node fields change in place");
 }
 
 /* Labels in place, adoption, or workers to (re)provision. 1 if an update
@@ -547,6 +552,7 @@ static int diff_update(struct tpf_plan *p, const struct tpf_diff_input *in,
 		free(b);
 		free(v);
 	}
+	a->patch = tpf_diff_node_patch(a, &dn->recipe, &ln->recipe, sn ? &sn->recipe : NULL);
 	int job_changed = 0;
 	if (sn)
 		job_changed = describe_job(a, &sn->job, &dn->job);
@@ -554,7 +560,7 @@ static int diff_update(struct tpf_plan *p, const struct tpf_diff_input *in,
 		describe_new(a, dn);
 	int recreated = stale_workers(a, in, dn, sn, ln);
 	update_reason(a, job_changed, recreated);
-	if (a->nworkers || a->update_labels || a->adopt)
+	if (a->nworkers || a->update_labels || a->patch || a->adopt)
 		return 1;
 	tpf_action_release(a);
 	p->n--;
@@ -709,6 +715,7 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 		diff_absent(p, dn, sn);
 		return;
 	}
+	tpf_diff_node_notes(ln, d);
 	if (diff_replace(p, dn, sn, ln))
 		return;
 	const char *qstate = queued_state(ln);

@@ -287,6 +287,9 @@ struct tpf_action {
 	 * restarts set to the unit's + 1). 0: each worker restarts on its own. */
 	int gang;
 	int update_labels;    /* TPF_ACT_UPDATE: labels differ */
+	/* TPF_ACT_UPDATE: other fields nodes.patch changes in place
+	 * (TPF_PATCH_TAGS, _METADATA, _EXTERNAL_IPS; model/node_fields.h) */
+	unsigned patch;
 	int *workers;         /* UPDATE/RESTART: worker indices to (re)provision */
 	size_t nworkers;
 	struct tpf_change *changes;

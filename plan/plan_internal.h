@@ -52,4 +52,23 @@ char *tpf_job_what(const struct tpf_job_policy *pol, const struct tpf_session_fa
  * nodes (tpf_plan_release does). */
 void tpf_plan_unconverged_release(struct tpf_plan *p);
 
+/*
+ * The node fields' part of the diff (plan/diff_node.c):
+ * - tpf_diff_node_new: a "+" line for every field the recipe sets;
+ * - tpf_diff_node_replace: a "# forces replacement" line for every changed
+ *   field nodes.patch cannot change (live: the node as it is; recorded:
+ *   the state's recipe, how it was requested, or NULL);
+ * - tpf_diff_node_patch: a line for every changed patchable field (tags,
+ *   metadata, enable_external_ips; recorded as for replace); returns their
+ *   TPF_PATCH_* bits;
+ * - tpf_diff_node_notes: the live node's health description, symptoms
+ *   and upcoming maintenance as warnings starting "note:", not actions.
+ */
+void tpf_diff_node_new(struct tpf_action *a, const struct tpf_recipe *r);
+void tpf_diff_node_replace(struct tpf_action *a, const struct tpf_recipe *want,
+			   const struct tpf_recipe *live, const struct tpf_recipe *recorded);
+unsigned tpf_diff_node_patch(struct tpf_action *a, const struct tpf_recipe *want,
+			     const struct tpf_recipe *live, const struct tpf_recipe *recorded);
+void tpf_diff_node_notes(const struct tpf_live_node *ln, struct tpf_diags *d);
+
 #endif

@@ -91,6 +91,8 @@ json_t *tpf_plan_to_json(const struct tpf_plan *p)
 		set_str(j, "id", a->id);
 		json_object_set_new(j, "adopt", json_boolean(a->adopt));
 		json_object_set_new(j, "update_labels", json_boolean(a->update_labels));
+		if (a->patch)
+			json_object_set_new(j, "patch", json_integer(a->patch));
 		if (a->gang)
 			json_object_set_new(j, "gang", json_true());
 		json_t *w = json_array();
@@ -209,6 +211,8 @@ int tpf_plan_from_json(struct tpf_plan *p, json_t *root, const char *what, struc
 		a->id = xstrdup(jstr(j, "id"));
 		a->adopt = json_is_true(json_object_get(j, "adopt"));
 		a->update_labels = json_is_true(json_object_get(j, "update_labels"));
+		a->patch = (unsigned)json_integer_value(json_object_get(j, "patch")) &
+			   (TPF_PATCH_TAGS | TPF_PATCH_METADATA | TPF_PATCH_EXTERNAL_IPS);
 		a->gang = json_is_true(json_object_get(j, "gang"));
 		json_t *w = json_object_get(j, "workers");
 		a->nworkers = json_array_size(w);

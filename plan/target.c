@@ -183,6 +183,7 @@ static void make_replace(struct tpf_action *a, const struct tpf_live_node *ln)
 	a->kind = TPF_ACT_REPLACE;
 	a->adopt = 0;
 	a->update_labels = 0;
+	a->patch = 0;
 	a->nworkers = 0; /* a new node's workers are all provisioned */
 	xstrset(&a->zone, ln->recipe.zone);
 	xstrset(&a->id, ln->id);

@@ -62,6 +62,15 @@ struct tpf_provider_ops {
 			  const struct tpf_kvlist *labels, struct tpf_diags *d);
 
 	/*
+	 * Update in place, in one request, what nodes.patch can change
+	 * (`fields`: TPF_PATCH_* bits, model/node_fields.h) to r's values:
+	 * labels, tags, metadata, networkConfig.enableExternalIps. The gcp
+	 * provider keeps tpuform's ssh-keys entry in the metadata it sends.
+	 * NULL: the provider only has set_labels.
+	 */
+	int (*patch)(struct tpf_provider *p, const char *zone, const char *name,
+		     const struct tpf_recipe *r, unsigned fields, struct tpf_diags *d);
+	/*
 	 * Node `name` in `zone` as it is, whatever its labels, into *out
 	 * (released by the caller): nodes.get. For `tpuform import` only,
 	 * which names the one unlabelled node it may look at; nothing else

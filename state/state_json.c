@@ -273,7 +273,11 @@ static int parse_recipe(const struct reader *r, json_t *o, const char *prefix,
 	    get_bool(r, o, prefix, "queued", &rc->queued) < 0 ||
 	    get_str(r, o, prefix, "valid_until", 0, &rc->valid_until) < 0)
 		return TPF_ERROR;
-	return 0;
+	/* The node fields, present only when set (model/node_fields.h). */
+	char *what = xasprintf("%s: %s", r->what, prefix);
+	int rc_nf = tpf_node_fields_from_json(&rc->node, o, what, r->d);
+	free(what);
+	return rc_nf < 0 ? TPF_ERROR : 0;
 }
 
 static int parse_job(const struct reader *r, json_t *o, const char *prefix, struct tpf_job *j)

@@ -543,6 +543,24 @@ int tpf_gcp_patch_metadata(struct tpf_gcp_client *c, const char *zone, const cha
 	return rc;
 }
 
+int tpf_gcp_patch_node(struct tpf_gcp_client *c, const char *zone, const char *name,
+		       json_t *body, const char *mask, struct tpf_diags *d)
+{
+	char *query = xasprintf("?updateMask=%s", mask);
+	char *url = node_url(c, zone, name, query);
+	char *what = xasprintf("update %s of node '%s' in zone '%s'", mask, name, zone);
+	json_t *op = NULL;
+	int failed = 0;
+	int rc = call(c, "PATCH", url, body, what, name, 0, &op, NULL, d);
+	if (rc == 0)
+		rc = wait_op(c, op, what, name, &failed, d);
+	json_decref(op);
+	free(what);
+	free(url);
+	free(query);
+	return rc;
+}
+
 int tpf_gcp_get_guest_attributes(struct tpf_gcp_client *c, const char *zone, const char *name,
 				 const char *query_path, json_t **out, struct tpf_diags *d)
 {

@@ -121,6 +121,13 @@ int tpf_gcp_delete_node(struct tpf_gcp_client *c, const char *zone, const char *
 			struct tpf_diags *d);
 
 /* nodes.patch ?updateMask=labels with {"labels": labels}; waits. */
+/* nodes.patch?updateMask=MASK with body (borrowed), one request, then wait
+ * for its operation: MASK lists the fields the body carries
+ * ("tags,metadata"; model/node_fields.h tpf_patch_mask). 0 or an error
+ * with a diagnostic quoting the API. */
+int tpf_gcp_patch_node(struct tpf_gcp_client *c, const char *zone, const char *name,
+		       json_t *body, const char *mask, struct tpf_diags *d);
+
 int tpf_gcp_patch_labels(struct tpf_gcp_client *c, const char *zone, const char *name,
 			 const struct tpf_kvlist *labels, struct tpf_diags *d);
 

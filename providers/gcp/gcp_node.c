@@ -57,6 +57,8 @@ int tpf_gcp_node_parse(json_t *node, const char *zone, int ssh_port, struct tpf_
 	r->zone = tpf_gcp_name_zone(full);
 	if (!r->zone)
 		r->zone = xstrdup(zone);
+	tpf_gcp_node_fields_parse(node, &r->node);
+	tpf_gcp_node_notes_parse(node, out);
 	json_t *sc = json_object_get(node, "schedulingConfig");
 	r->preemptible = json_is_true(json_object_get(sc, "preemptible"));
 	r->spot = json_is_true(json_object_get(sc, "spot"));
@@ -119,7 +121,9 @@ json_t *tpf_gcp_node_body(const struct tpf_recipe *r, int external_ips, json_t *
 	json_decref(lb);
 	if (json_is_object(metadata))
 		json_object_set_new(b, "metadata", json_deep_copy(metadata));
-	if (external_ips)
-		json_object_set_new(b, "networkConfig", json_pack("{s:b}", "enableExternalIps", 1));
+	json_t *nc = tpf_gcp_network_config(&r->node, external_ips);
+	if (nc)
+		json_object_set_new(b, "networkConfig", nc);
+	tpf_gcp_node_fields_body(r, b);
 	return b;
 }

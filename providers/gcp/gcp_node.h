@@ -49,6 +49,31 @@ int tpf_gcp_node_parse(json_t *node, const char *zone, int ssh_port, struct tpf_
  */
 json_t *tpf_gcp_node_body(const struct tpf_recipe *r, int external_ips, json_t *metadata);
 
+/*
+ * The node fields (model/node_fields.h) in Node's spelling
+ * (providers/gcp/gcp_node_fields.c, discovery document schema Node):
+ * - tpf_gcp_node_fields_body adds to a nodes.create body b: acceleratorConfig
+ *   {type, topology} in place of acceleratorType when a topology is set,
+ *   schedulingConfig.reserved (plain nodes; a queued resource says it with
+ *   reservationName), tags, serviceAccount {email, scope}, dataDisks
+ *   [{sourceDisk, mode}], shieldedInstanceConfig {enableSecureBoot}.
+ * - tpf_gcp_network_config: networkConfig {network, subnetwork,
+ *   enableExternalIps, canIpForward}; enableExternalIps is the declared
+ *   value, else `external_ips` (true only); NULL when there is nothing.
+ * - tpf_gcp_tags_json: Node.tags. tpf_gcp_declared_metadata: the recipe's
+ *   metadata as an object, NULL when none. (New references.)
+ * - tpf_gcp_node_fields_parse: the live values of a Node into *nf
+ *   (released first); absent booleans read as false (proto3).
+ * - tpf_gcp_node_notes_parse: healthDescription, symptoms and
+ *   upcomingMaintenance into out's notes (model/live.h).
+ */
+void tpf_gcp_node_fields_body(const struct tpf_recipe *r, json_t *b);
+json_t *tpf_gcp_network_config(const struct tpf_node_fields *nf, int external_ips);
+json_t *tpf_gcp_tags_json(const struct tpf_node_fields *nf);
+json_t *tpf_gcp_declared_metadata(const struct tpf_recipe *r);
+void tpf_gcp_node_fields_parse(json_t *node, struct tpf_node_fields *nf);
+void tpf_gcp_node_notes_parse(json_t *node, struct tpf_live_node *out);
+
 /* {"labels":{...}} for nodes.patch?updateMask=labels (new reference). */
 json_t *tpf_gcp_labels_body(const struct tpf_kvlist *labels);
 

@@ -1,6 +1,7 @@
 #include "providers/gcp/gcp.h"
 #include "providers/gcp/gcp_access.h"
 #include "providers/gcp/gcp_api.h"
+#include "providers/gcp/gcp_node.h"
 #include "providers/gcp/gcp_qr.h"
 #include "providers/provider.h"
 #include "providers/ssh/ssh.h"
@@ -174,10 +175,11 @@ static int gcp_create(struct tpf_provider *p, const char *name, const struct tpf
 		      struct tpf_live_node *out, struct tpf_diags *d)
 {
 	struct gcp_impl *g = p->impl;
-	json_t *md = NULL;
-	/* The fleet file declares no node metadata yet (issue 10, point 3):
-	 * when it does, the recipe's goes here and its ssh-keys are kept. */
-	if (tpf_gcp_access_create_metadata(g->access, NULL, &md, d) < 0) {
+	json_t *md = NULL, *declared = tpf_gcp_declared_metadata(r);
+	/* The declared metadata, its ssh-keys merged with tpuform's key. */
+	int mrc = tpf_gcp_access_create_metadata(g->access, declared, &md, d);
+	json_decref(declared);
+	if (mrc < 0) {
 		tpf_errorx(d, name, NULL, "node '%s' was not created: its workers could not be "
 			   "reached without an SSH key", name);
 		return TPF_ERROR;
@@ -247,6 +249,41 @@ static int gcp_set_labels(struct tpf_provider *p, const char *zone, const char *
 	return tpf_gcp_patch_labels(client_of(p), zone, name, labels, d);
 }
 
+/* One nodes.patch for every changed patchable field; the metadata sent
+ * keeps tpuform's ssh-keys entry (gcp_access.h), as create does. */
+static int gcp_patch(struct tpf_provider *p, const char *zone, const char *name,
+		     const struct tpf_recipe *r, unsigned fields, struct tpf_diags *d)
+{
+	struct gcp_impl *g = p->impl;
+	json_t *body = json_object();
+	if (fields & TPF_PATCH_LABELS) {
+		json_t *lb = tpf_gcp_labels_body(&r->labels);
+		json_object_set(body, "labels", json_object_get(lb, "labels"));
+		json_decref(lb);
+	}
+	if (fields & TPF_PATCH_TAGS)
+		json_object_set_new(body, "tags", tpf_gcp_tags_json(&r->node));
+	if (fields & TPF_PATCH_METADATA) {
+		json_t *md = NULL, *declared = tpf_gcp_declared_metadata(r);
+		int rc = tpf_gcp_access_create_metadata(g->access, declared, &md, d);
+		json_decref(declared);
+		if (rc < 0) {
+			json_decref(body);
+			return rc;
+		}
+		json_object_set_new(body, "metadata", md);
+	}
+	if (fields & TPF_PATCH_EXTERNAL_IPS)
+		json_object_set_new(body, "networkConfig",
+				    json_pack("{s:b}", "enableExternalIps",
+					      r->node.enable_external_ips == TPF_TRI_TRUE));
+	char *mask = tpf_patch_mask(fields);
+	int rc = mask ? tpf_gcp_patch_node(client_of(p), zone, name, body, mask, d) : 0;
+	free(mask);
+	json_decref(body);
+	return rc;
+}
+
 static int gcp_get(struct tpf_provider *p, const char *zone, const char *name,
 		   struct tpf_live_node *out, struct tpf_diags *d)
 {
@@ -287,6 +324,7 @@ static const struct tpf_provider_ops gcp_ops = {
 	.create = gcp_create,
 	.remove = gcp_remove,
 	.set_labels = gcp_set_labels,
+	.patch = gcp_patch,
 	.get = gcp_get,
 	.transport = gcp_transport,
 	.free = gcp_free,

@@ -87,6 +87,12 @@ int tpf_gcp_qr_parse(json_t *qr, const char *zone, struct tpf_gcp_qr *out)
 		out->recipe.workers = (out->recipe.workers > 0 ? out->recipe.workers : 1) * slices;
 		out->recipe.slices = slices;
 	}
+	const char *rn = json_string_value(json_object_get(qr, "reservationName"));
+	const char *rseg = tpf_gcp_last_segment(rn);
+	if (rseg && !strcmp(rseg, "-"))
+		out->recipe.node.reserved = 1;
+	else if (rseg && *rseg)
+		xstrset(&out->recipe.node.reservation, rseg);
 	return 0;
 }
 
@@ -111,6 +117,18 @@ char *tpf_gcp_duration(const char *text)
 	return xasprintf("%ss", buf);
 }
 
+void tpf_gcp_qr_reservation(json_t *b, const char *project, const struct tpf_recipe *r)
+{
+	const char *name = r->node.reservation ? r->node.reservation : r->node.reserved ? "-" : NULL;
+	if (!name)
+		return;
+	char *full = strchr(name, '/') ? xstrdup(name)
+				       : xasprintf("projects/%s/locations/%s/reservations/%s", project,
+						   r->zone ? r->zone : "", name);
+	json_object_set_new(b, "reservationName", json_string(full));
+	free(full);
+}
+
 json_t *tpf_gcp_qr_body(const char *project, const char *name, const struct tpf_recipe *r,
 			int external_ips, json_t *metadata, struct tpf_diags *d)
 {
@@ -132,6 +150,7 @@ json_t *tpf_gcp_qr_body(const char *project, const char *name, const struct tpf_
 	if (until)
 		json_object_set_new(b, "queueingPolicy",
 				    json_pack("{s:s}", "validUntilDuration", until));
+	tpf_gcp_qr_reservation(b, project, r);
 	free(parent);
 	free(until);
 	return b;

@@ -117,4 +117,14 @@ int tpf_gcp_create_qr(struct tpf_gcp_client *c, const char *name, const struct t
 int tpf_gcp_delete_qr(struct tpf_gcp_client *c, const char *zone, const char *id,
 		      const char *node, struct tpf_diags *d);
 
+/*
+ * reservationName of a queued resource body b (discovery document schema
+ * QueuedResource): `reservation: NAME` as
+ * projects/P/locations/ZONE/reservations/NAME (a full path as written),
+ * `reserved: true` alone as ".../reservations/-", any reservation, which
+ * is what `gcloud compute tpus queued-resources create --reserved` sends.
+ * Nothing when neither is set.
+ */
+void tpf_gcp_qr_reservation(json_t *b, const char *project, const struct tpf_recipe *r);
+
 #endif

@@ -227,6 +227,14 @@ static int parse_node(json_t *root, const char *name, struct tpf_local_node *n, 
 	n->recipe.workers = (int)json_integer_value(workers);
 	json_object_foreach(labels, key, val)
 		tpf_kvlist_set(&n->recipe.labels, key, json_string_value(val));
+	struct tpf_diags fd = TPF_DIAGS_INIT;
+	if (tpf_node_fields_from_json(&n->recipe.node, json_object_get(root, "nodeFields"), "node",
+				      &fd) < 0) {
+		*why = xstrdup("'nodeFields' is malformed");
+		tpf_diags_release(&fd);
+		return TPF_ERROR;
+	}
+	tpf_diags_release(&fd);
 	return 0;
 }
 
@@ -319,6 +327,12 @@ int tpf_local_node_save(const char *root, const struct tpf_local_node *n, struct
 		json_object_set_new(o, "createTime", json_string(n->create_time));
 	json_object_set_new(o, "readyAt", json_real(n->ready_at));
 	json_object_set_new(o, "workers", json_integer(r->workers));
+	if (!tpf_node_fields_empty(&r->node)) {
+		/* The node fields as the recipe spells them (model/node_fields.h). */
+		json_t *nf = json_object();
+		tpf_node_fields_to_json(&r->node, nf);
+		json_object_set_new(o, "nodeFields", nf);
+	}
 
 	char *text = json_dumps(o, JSON_INDENT(2));
 	json_decref(o);

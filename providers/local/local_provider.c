@@ -437,8 +437,52 @@ static int not_found(struct tpf_diags *d, const char *root, const char *name, co
 	return TPF_ENOTFOUND;
 }
 
+/* Copy the nodes.patch fields (TPF_PATCH_*) of r onto the stored node. */
+static void patch_fields(struct tpf_local_node *n, const struct tpf_recipe *r, unsigned fields)
+{
+	struct tpf_node_fields nf = { 0 };
+	tpf_node_fields_copy(&nf, &n->recipe.node);
+	if (fields & TPF_PATCH_TAGS) {
+		struct tpf_node_fields tmp = { 0 };
+		tpf_node_fields_copy(&tmp, &r->node);
+		for (size_t i = 0; i < nf.ntags; i++)
+			free(nf.tags[i]);
+		free(nf.tags);
+		nf.tags = tmp.tags;
+		nf.ntags = tmp.ntags;
+		tmp.tags = NULL;
+		tmp.ntags = 0;
+		tpf_node_fields_release(&tmp);
+	}
+	if (fields & TPF_PATCH_METADATA)
+		tpf_kvlist_copy(&nf.metadata, &r->node.metadata);
+	if (fields & TPF_PATCH_EXTERNAL_IPS)
+		nf.enable_external_ips = r->node.enable_external_ips;
+	tpf_node_fields_copy(&n->recipe.node, &nf);
+	tpf_node_fields_release(&nf);
+}
+
+static int local_update(struct tpf_provider *p, const char *zone, const char *name,
+			const struct tpf_kvlist *labels, const struct tpf_recipe *r,
+			unsigned fields, struct tpf_diags *d);
+
 static int local_set_labels(struct tpf_provider *p, const char *zone, const char *name,
 			    const struct tpf_kvlist *labels, struct tpf_diags *d)
+{
+	return local_update(p, zone, name, labels, NULL, 0, d);
+}
+
+static int local_patch(struct tpf_provider *p, const char *zone, const char *name,
+		       const struct tpf_recipe *r, unsigned fields, struct tpf_diags *d)
+{
+	return local_update(p, zone, name, fields & TPF_PATCH_LABELS ? &r->labels : NULL, r,
+			    fields, d);
+}
+
+/* Labels (NULL: kept) and the patchable node fields of r (NULL: none). */
+static int local_update(struct tpf_provider *p, const char *zone, const char *name,
+			const struct tpf_kvlist *labels, const struct tpf_recipe *r,
+			unsigned fields, struct tpf_diags *d)
 {
 	struct tpf_local *l = impl_of(p);
 	struct tpf_local_node node = { 0 };
@@ -446,7 +490,7 @@ static int local_set_labels(struct tpf_provider *p, const char *zone, const char
 
 	if (!tpf_local_name_valid(name))
 		return bad_name(d, name);
-	if (check_labels(name, labels, d) < 0)
+	if (labels && check_labels(name, labels, d) < 0)
 		return TPF_ERROR;
 	if (tpf_local_lock(l->root, name, &fd, d) < 0)
 		return TPF_ERROR;
@@ -464,8 +508,10 @@ static int local_set_labels(struct tpf_provider *p, const char *zone, const char
 				 name, node.state);
 		goto done;
 	}
-	tpf_kvlist_release(&node.recipe.labels);
-	tpf_kvlist_copy(&node.recipe.labels, labels);
+	if (labels)
+		tpf_kvlist_copy(&node.recipe.labels, labels);
+	if (r)
+		patch_fields(&node, r, fields);
 	err = tpf_local_node_save(l->root, &node, d);
 done:
 	tpf_local_unlock(fd);
@@ -511,6 +557,7 @@ static const struct tpf_provider_ops local_ops = {
 	.create = local_create,
 	.remove = local_remove,
 	.set_labels = local_set_labels,
+	.patch = local_patch,
 	.get = local_get,
 	.transport = local_transport,
 	.free = local_free,

@@ -469,4 +469,9 @@ int fg_req_local_port(struct fg_req *r);
 /* Ask main() to shut down (after the current answer is sent). */
 void fg_request_shutdown(void);
 
+/* fg_condition.c: admin node actions symptom, healthDescription,
+ * maintenance, clearCondition on n (lock held). NULL when done, else a
+ * static refusal for the caller's 400. */
+const char *fg_node_condition(struct fg_req *r, struct fg_node *n, const char *action);
+
 #endif

@@ -54,7 +54,8 @@ static int state_known(const char *s)
 	return 0;
 }
 
-/* POST /__admin/nodes/{zone}/{node}:{preempt|terminate|delete|state|health} */
+/* POST /__admin/nodes/{zone}/{node}:{preempt|terminate|delete|state|health}, and the
+ * condition actions of fg_condition.c */
 static void node_action(struct fg_req *r, const char *rest)
 {
 	const char *slash = strchr(rest, '/');
@@ -99,7 +100,11 @@ static void node_action(struct fg_req *r, const char *rest)
 			ok(r);
 		}
 	} else {
-		bad(r, "unknown node action; expected preempt, terminate, delete, state or health");
+		const char *why = fg_node_condition(r, n, action);
+		if (why)
+			bad(r, why);
+		else
+			ok(r);
 	}
 	fg_unlock();
 	free(zone);

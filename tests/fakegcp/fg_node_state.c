@@ -99,6 +99,16 @@ static void finish_update(struct fg_op *op, struct fg_node *n)
 	}
 	json_array_foreach(op->mask, i, f) {
 		const char *k = json_string_value(f);
+		if (!strcmp(k, "network_config.enable_external_ips")) {
+			/* A nested path: that one field of networkConfig. */
+			json_t *v = json_object_get(json_object_get(op->patch, "networkConfig"),
+						    "enableExternalIps");
+			json_t *nc = json_object_get(n->res, "networkConfig");
+			if (!nc)
+				json_object_set_new(n->res, "networkConfig", nc = json_object());
+			json_object_set_new(nc, "enableExternalIps", json_boolean(json_is_true(v)));
+			continue;
+		}
 		json_t *v = json_object_get(op->patch, k);
 		if (v)
 			json_object_set(n->res, k, v);

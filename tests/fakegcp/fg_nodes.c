@@ -11,9 +11,11 @@
 #include "tests/fakegcp/fakegcp.h"
 #include "util/xalloc.h"
 
-/* Fields nodes.patch may change (the contract; the API documents these
- * plus network_config.enable_external_ips). */
-static const char *const patchable[] = { "labels", "metadata", "tags", "description" };
+/* Fields nodes.patch may change: the discovery document's updateMask list
+ * ("Supported fields: [description, tags, labels, metadata,
+ * network_config.enable_external_ips]"). */
+static const char *const patchable[] = { "labels", "metadata", "tags", "description",
+					 "network_config.enable_external_ips" };
 
 char *fg_node_name(const char *zone, const char *id)
 {
@@ -262,7 +264,8 @@ static json_t *parse_mask(struct fg_req *r)
 		if (i == n) {
 			char *msg = xasprintf("Cloud TPU received a bad request. update_mask contains "
 					      "a field that cannot be updated: \"%s\". Updatable "
-					      "fields: labels, metadata, tags, description.", tok);
+					      "fields: labels, metadata, tags, description, "
+					      "network_config.enable_external_ips.", tok);
 			fg_bad_request(r, "update_mask", msg);
 			free(msg);
 			json_decref(out);
