@@ -22,6 +22,7 @@
 #include "util/buf.h"
 
 #define FG_BODY_MAX (4u << 20) /* bytes; larger bodies get 413 */
+#define FG_MAX_HDR 8           /* response headers an answer may add */
 
 /* Command-line options (fg_main.c), read-only once the server runs. */
 struct fg_opts {
@@ -73,7 +74,7 @@ struct fg_req {
 	char *out;
 	size_t out_len;
 	const char *ctype;
-	char *hdr_name[4], *hdr_value[4];
+	char *hdr_name[FG_MAX_HDR], *hdr_value[FG_MAX_HDR];
 	int nhdr;
 	int pretty;        /* prettyPrint (default true, like the real API) */
 	const char *fault; /* injected fault kind, for the log */
@@ -97,9 +98,12 @@ struct fg_match {
 /* ---- fg_reply.c: answers, errors, timestamps ---- */
 /* Answer with v (stolen) as JSON, pretty unless prettyPrint=false. */
 void fg_reply_json(struct fg_req *r, unsigned status, json_t *v);
+/* Answer with a copy of len bytes of data (may hold NULs). */
+void fg_reply_bytes(struct fg_req *r, unsigned status, const char *ctype, const void *data,
+		    size_t len);
 /* Answer with a copy of text. */
 void fg_reply_text(struct fg_req *r, unsigned status, const char *ctype, const char *text);
-/* Add a response header (copied). At most 4. */
+/* Add a response header (copied). At most FG_MAX_HDR. */
 void fg_reply_header(struct fg_req *r, const char *name, const char *value);
 /*
  * AIP-193 error: {"error":{"code":http,"message":...,"status":STATUS,
@@ -424,6 +428,19 @@ int fg_oslogin_required(void);
  * ?required=true|false sets the policy (the agents follow). Answers r. */
 void fg_oslogin_admin(struct fg_req *r);
 void fg_account_free(void);
+
+/* ---- fg_gcs*.c: the Cloud Storage JSON API subset (tests/fakegcp/README.md) ---- */
+/* Answer /storage/v1/..., /upload/storage/v1/..., /download/storage/v1/...;
+ * 1 if r was one of them. */
+int fg_gcs_serve(struct fg_req *r);
+/* Answer the XML API's GET|HEAD /BUCKET/OBJECT when BUCKET exists; 1 if r was
+ * one (tried last, so it shadows nothing). */
+int fg_gcs_xml_serve(struct fg_req *r);
+/* --bucket NAME: create an empty bucket at start; -1 if the name is invalid. */
+int fg_gcs_bucket_option(const char *name);
+/* /__admin/storage...: rest is what follows "/__admin/". Answers r. */
+void fg_gcs_admin(struct fg_req *r, const char *rest);
+void fg_gcs_free(void);
 
 /* ---- fg_admin.c ---- */
 void fg_admin_serve(struct fg_req *r);

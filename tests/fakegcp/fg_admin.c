@@ -224,6 +224,8 @@ void fg_admin_serve(struct fg_req *r)
 		fg_token_revoke_all();
 		fg_unlock();
 		ok(r);
+	} else if (!strncmp(p, "storage", 7)) {
+		fg_gcs_admin(r, p);
 	} else if (!strcmp(p, "oslogin")) {
 		fg_oslogin_admin(r);
 	} else if (get && !strcmp(p, "health")) {

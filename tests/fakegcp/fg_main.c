@@ -55,6 +55,7 @@ static const char usage[] =
 	"  --project-metadata K=V    (extra) project metadata entry (Compute), repeatable\n"
 	"  --oslogin-username NAME   (extra) OS Login POSIX user (default: from the email)\n"
 	"  --token-email EMAIL       (extra) /tokeninfo's email (default tester@example.com)\n"
+	"  --bucket NAME             (extra) a Cloud Storage bucket that exists, repeatable\n"
 	"  --log FILE                append one JSON line per request\n"
 	"  --verbose                 (extra) libmicrohttpd errors to stderr\n"
 	"  --wif-audience AUD        (extra) the workload identity provider STS (/v1/token) accepts\n"
@@ -70,7 +71,7 @@ enum {
 	O_SEED, O_AUTH, O_SA_KEY, O_SA_EMAIL, O_USER, O_TOKEN_TTL, O_IP_BASE, O_WORKER_PORT,
 	O_EXTERNAL_IPS, O_ACCEL, O_LOG, O_VERBOSE, O_WIF_AUD, O_WIF_TOKEN, O_OIDC_TOKEN,
 	O_IMP_SA, O_IMP_CALLER, O_USER_PROJECT, O_WORKER_DIR, O_WORKER_USER, O_PROJECT_MD,
-	O_OSLOGIN_USER, O_TOKEN_EMAIL, O_HELP,
+	O_OSLOGIN_USER, O_TOKEN_EMAIL, O_BUCKET, O_HELP,
 };
 
 static const struct option long_opts[] = {
@@ -110,6 +111,7 @@ static const struct option long_opts[] = {
 	{ "project-metadata", required_argument, NULL, O_PROJECT_MD },
 	{ "oslogin-username", required_argument, NULL, O_OSLOGIN_USER },
 	{ "token-email", required_argument, NULL, O_TOKEN_EMAIL },
+	{ "bucket", required_argument, NULL, O_BUCKET },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -261,6 +263,11 @@ static int parse_args(int argc, char **argv, const char **fault_kinds, double *f
 			break;
 		case O_OSLOGIN_USER: fg_opt.oslogin_username = optarg; break;
 		case O_TOKEN_EMAIL: fg_opt.token_email = optarg; break;
+		case O_BUCKET:
+			if (fg_gcs_bucket_option(optarg) < 0)
+				return die_usage(name, optarg, "a bucket name: 3-63 of a-z, 0-9, "
+								 "'-', '_', '.'");
+			break;
 		case O_HELP: fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
 		}
@@ -281,6 +288,7 @@ static void free_all(void)
 	fg_catalog_free();
 	fg_token_free();
 	fg_account_free();
+	fg_gcs_free();
 	fg_reqlog_close();
 	fg_discovery_free();
 }

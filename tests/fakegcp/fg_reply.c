@@ -40,6 +40,17 @@ void fg_reply_json(struct fg_req *r, unsigned status, json_t *v)
 	set_body(r, status, "application/json; charset=UTF-8", out, len + 1);
 }
 
+void fg_reply_bytes(struct fg_req *r, unsigned status, const char *ctype, const void *data,
+		    size_t len)
+{
+	char *out = xmalloc(len + 1);
+
+	if (len)
+		memcpy(out, data, len);
+	out[len] = '\0';
+	set_body(r, status, ctype, out, len);
+}
+
 void fg_reply_text(struct fg_req *r, unsigned status, const char *ctype, const char *text)
 {
 	set_body(r, status, ctype, xstrdup(text), strlen(text));
@@ -47,7 +58,7 @@ void fg_reply_text(struct fg_req *r, unsigned status, const char *ctype, const c
 
 void fg_reply_header(struct fg_req *r, const char *name, const char *value)
 {
-	if (r->nhdr >= 4)
+	if (r->nhdr >= FG_MAX_HDR)
 		return;
 	r->hdr_name[r->nhdr] = xstrdup(name);
 	r->hdr_value[r->nhdr] = xstrdup(value);

@@ -128,7 +128,9 @@ void fg_route(struct fg_req *r)
 		fg_admin_serve(r);
 		return;
 	}
-	if (r->body_too_large) {
+	if (fg_gcs_serve(r)) {
+		/* answered: Cloud Storage JSON API (fg_gcs*.c), its own 413 included */
+	} else if (r->body_too_large) {
 		fg_reply_error(r, 413, "INVALID_ARGUMENT", NULL,
 			       "The request body is larger than %u bytes.", FG_BODY_MAX);
 	} else if (!strcmp(r->path, "/token")) {
@@ -141,6 +143,8 @@ void fg_route(struct fg_req *r)
 		/* answered: Compute projects.get, tokeninfo, OS Login */
 	} else if (!strncmp(r->path, "/v2/", 4)) {
 		api(r);
+	} else if (fg_gcs_xml_serve(r)) {
+		/* answered: XML API read of an existing bucket's object */
 	} else {
 		fg_reply_error(r, 404, "NOT_FOUND", NULL,
 			       "%s %s: the requested URL was not found on this server.", r->method,
