@@ -186,6 +186,13 @@ enum {
 int fg_validate_body(struct fg_req *r, const struct fg_method *m, json_t *body, int flags);
 /* "schedulingConfig" -> "scheduling_config" (fresh string). */
 char *fg_snake(const char *camel);
+/* "network_config.enable_external_ips" -> "networkConfig.enableExternalIps"
+ * (a FieldMask path in JSON names); a new reference. */
+json_t *fg_camel_path(const char *path);
+/* fg_hostkey.c: the guest attribute {namespace: hostkeys, key: ssh-ed25519,
+ * value} of a worker with no harness sshd, the same for the same node and
+ * worker; a new reference, NULL if libcrypto failed. */
+json_t *fg_made_up_host_key(const char *node_name, int worker);
 /*
  * Drop what proto3 JSON does not print: false, 0, "", default enum values,
  * empty lists and empty maps (messages stay, even when empty). The real

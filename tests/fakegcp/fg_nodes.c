@@ -13,7 +13,11 @@
 
 /* Fields nodes.patch may change (the contract; the API documents these
  * plus network_config.enable_external_ips). */
-static const char *const patchable[] = { "labels", "metadata", "tags", "description" };
+/* nodes.patch updateMask, as the discovery document lists it ("Supported
+ * fields: [description, tags, labels, metadata,
+ * network_config.enable_external_ips]"); camelCase paths are taken too. */
+static const char *const patchable[] = { "labels", "metadata", "tags", "description",
+					 "network_config.enable_external_ips" };
 
 char *fg_node_name(const char *zone, const char *id)
 {
@@ -257,19 +261,22 @@ static json_t *parse_mask(struct fg_req *r)
 		while (*tok == ' ')
 			tok++;
 		size_t i, n = sizeof(patchable) / sizeof(patchable[0]);
-		for (i = 0; i < n && strcmp(patchable[i], tok); i++)
+		char *snake = fg_snake(tok);
+		for (i = 0; i < n && strcmp(patchable[i], snake); i++)
 			;
+		free(snake);
 		if (i == n) {
 			char *msg = xasprintf("Cloud TPU received a bad request. update_mask contains "
 					      "a field that cannot be updated: \"%s\". Updatable "
-					      "fields: labels, metadata, tags, description.", tok);
+					      "fields: labels, metadata, tags, description, "
+					      "network_config.enable_external_ips.", tok);
 			fg_bad_request(r, "update_mask", msg);
 			free(msg);
 			json_decref(out);
 			free(copy);
 			return NULL;
 		}
-		json_array_append_new(out, json_string(tok));
+		json_array_append_new(out, fg_camel_path(tok));
 	}
 	free(copy);
 	return out;
