@@ -102,7 +102,7 @@ demo: deps
 unit: $(UNIT_BINS)
 e2e: tpuform $(FAKEGCP)
 
-# The test command README.md gives. Prints TAP, ends with "N passed, N failed".
+# The test command README.md gives. Prints TAP, ends with "N passed, N failed, N skipped".
 check: deps
 	$(MAKE) tpuform $(UNIT_BINS) $(FAKEGCP)
 	sh tests/run.sh

@@ -128,8 +128,11 @@ void fg_default_service_account(json_t *res)
 
 char *fg_new_node_id(void)
 {
-	/* 19 decimal digits, like real node ids (int64 as a JSON string). */
-	uint64_t v = 1000000000000000000ULL + fg_rand_id() % 8999999999999999999ULL;
+	/* 19 decimal digits, like real node ids (int64 as a JSON string), and
+	 * within int64: gcloud sends the id back in a patch body, where a
+	 * larger one is "Invalid value at 'node.id' (TYPE_INT64)". */
+	uint64_t v = 1000000000000000000ULL +
+		     fg_rand_id() % ((uint64_t)INT64_MAX - 1000000000000000000ULL + 1);
 
 	return xasprintf("%llu", (unsigned long long)v);
 }
