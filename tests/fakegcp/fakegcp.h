@@ -349,6 +349,11 @@ int fg_faults_set(double rate, const char *kinds);
 void fg_faults_seed(uint64_t seed);
 /* A fault kind to inject into this request, or NULL. */
 const char *fg_fault_pick(void);
+/* --zone-fault ZONE=unauthorized|preempted (fg_faults.c); -1 if malformed. */
+int fg_zone_fault_parse(const char *spec);
+/* 1 if zone has the fault `kind`. Set at start only: no lock needed. */
+int fg_zone_fault(const char *zone, const char *kind);
+void fg_zone_faults_free(void);
 /* Apply it: answer r, mark it dropped, or (slow) delay and return 0 to
  * continue normally. Returns 1 if r is finished. */
 int fg_fault_apply(struct fg_req *r, const char *kind);

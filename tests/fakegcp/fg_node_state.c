@@ -78,6 +78,13 @@ static void finish_create(struct fg_op *op, struct fg_node *n)
 		fg_node_remove(n);
 		return;
 	}
+	if (fg_zone_fault(op->zone, "preempted")) {
+		/* --zone-fault ZONE=preempted: lost while creating (fg_faults.c). */
+		fg_node_set_state(n, "PREEMPTED");
+		op->error = fg_status_new(3, "Cloud TPU received a bad request. update is not "
+					     "supported while in state PREEMPTED");
+		return;
+	}
 	/* A node preempted or re-stated by the admin while creating keeps that state. */
 	if (!strcmp(json_string_value(json_object_get(n->res, "state")), "CREATING"))
 		fg_node_set_state(n, "READY");
