@@ -77,6 +77,7 @@ all_2xx() { since "$1" | jq -e 'all(.status < 300)' >/dev/null; }
 # The emulator's own view (not gcloud's), for checks gcloud need not read.
 node_json() { curl -s "$FAKEGCP_URL/__admin/nodes" | jq -c --arg n "$1" '.[] | select(.name | endswith("/nodes/" + $n))'; }
 node_ids() { curl -s "$FAKEGCP_URL/__admin/nodes" | jq -r '[.[] | .name | split("/") | last] | sort | join(" ")'; }
+# shellcheck disable=SC2317 # called through wait_for
 qr_is() { [ "$(qr_state "$1")" = "$2" ]; }
 qr_state() { curl -s "$FAKEGCP_URL/__admin/queuedResources" | jq -r --arg q "$1" '[.[] | select(.name | endswith("/queuedResources/" + $q)) | .state.state] | join(" ")'; }
 
