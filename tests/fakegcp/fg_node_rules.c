@@ -92,7 +92,10 @@ void fg_expand_network(json_t *res, const char *zone)
 		json_object_set_new(res, "networkConfig", nc);
 	}
 	if (nc) {
-		net = json_string_value(json_object_get(nc, "network"));
+		/* a copy: setting "network" below frees the string it points into */
+		const char *given = json_string_value(json_object_get(nc, "network"));
+		char *net_copy = xstrdup(given ? given : "");
+		net = *net_copy ? net_copy : NULL;
 		sub = json_string_value(json_object_get(nc, "subnetwork"));
 		if (!net || !strchr(net, '/'))
 			json_object_set_new(nc, "network",
@@ -104,6 +107,7 @@ void fg_expand_network(json_t *res, const char *zone)
 			json_object_set_new(nc, "subnetwork", json_string(s));
 			free(s);
 		}
+		free(net_copy);
 	}
 	free(region);
 }
