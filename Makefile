@@ -103,7 +103,7 @@ demo: deps
 unit: $(UNIT_BINS)
 e2e: tpuform $(FAKEGCP)
 
-# The test command README.md gives. Prints TAP, ends with "N passed, N failed".
+# The test command README.md gives. Prints TAP, ends with "N passed, N failed, N skipped".
 check: deps
 	$(MAKE) tpuform $(UNIT_BINS) $(FAKEGCP) $(FUZZ_REPLAYS)
 	sh tests/run.sh

@@ -372,7 +372,7 @@ struct create_try {
 	struct tpf_diags zd;     /* the zones' refusals */
 	int tried;               /* zones a create was sent to */
 	int backed_off;          /* zones skipped: backed off */
-	int only_zone_errors;    /* every refusal was quota or capacity */
+	int only_zone_errors;    /* every refusal was quota, capacity or an unusable zone */
 };
 
 static int interrupted(const struct exec *x)
@@ -446,14 +446,16 @@ static int claim_zone(struct exec *x, const struct tpf_desired_node *dn, const c
 	return ok;
 }
 
-/* A zone said quota or no capacity: back it off (when watch keeps backoff). */
+/* A zone said quota, no capacity or that the project cannot use it: back it
+ * off (when watch keeps backoff). */
 static void zone_refused(struct exec *x, const struct tpf_desired_node *dn, const char *zone, int rc)
 {
 	if (!x->o->backoff)
 		return;
 	double wait = tpf_backoff_fail(x->o->backoff, zone, dn->recipe.accelerator_type, tpf_now_mono());
 	char *msg = xasprintf("zone %s refused (%s): backing off %.0f s", zone,
-			      rc == TPF_EQUOTA ? "quota" : "no capacity", wait);
+			      rc == TPF_EQUOTA ? "quota" : rc == TPF_EZONE ? "zone unusable" : "no capacity",
+			      wait);
 	emit(x, TPF_EV_NOTE, dn->name, "create", NULL, 0, 0, NULL, msg);
 	free(msg);
 }
@@ -461,8 +463,9 @@ static void zone_refused(struct exec *x, const struct tpf_desired_node *dn, cons
 /*
  * The planned zone first, then the group's other zones in order, each only
  * if not backed off and within quota, until a create succeeds or fails for
- * another reason than quota or capacity. An interrupt tries no further
- * zone. Returns the last result (TPF_ERROR when no create was sent).
+ * another reason than quota, capacity (a stockout, also one reported while
+ * creating) or a zone the project cannot use (README.md, zone fallback). An
+ * interrupt tries no further zone. Returns the last result (TPF_ERROR when no create was sent).
  */
 static int create_in_zones(struct exec *x, const struct tpf_desired_node *dn, struct create_try *ct)
 {
@@ -492,7 +495,7 @@ static int create_in_zones(struct exec *x, const struct tpf_desired_node *dn, st
 				tpf_backoff_ok(x->o->backoff, zone, dn->recipe.accelerator_type);
 			break;
 		}
-		if (rc != TPF_EQUOTA && rc != TPF_ECAPACITY) {
+		if (rc != TPF_EQUOTA && rc != TPF_ECAPACITY && rc != TPF_EZONE) {
 			ct->only_zone_errors = 0;
 			break;
 		}

@@ -171,8 +171,16 @@ static int is_rate_limit(const struct tpf_gcp_error *e)
 	return e->message && (strcasestr(e->message, "per minute") || strstr(e->message, "PerMinute"));
 }
 
+/* The real wording (quoted in SkyPilot's failover handler, see the header). */
+static int names_unusable_location(const char *m)
+{
+	return m && strstr(m, "is not found or access is unauthorized");
+}
+
 enum tpf_gcp_class tpf_gcp_error_classify(const struct tpf_gcp_error *e)
 {
+	if (names_unusable_location(e->message))
+		return TPF_GCP_LOCATION;
 	if (e->http) {
 		switch (e->http) {
 		case 429:
@@ -221,6 +229,7 @@ int tpf_gcp_class_rc(enum tpf_gcp_class c)
 	switch (c) {
 	case TPF_GCP_QUOTA: return TPF_EQUOTA;
 	case TPF_GCP_CAPACITY: return TPF_ECAPACITY;
+	case TPF_GCP_LOCATION: return TPF_EZONE;
 	case TPF_GCP_NOTFOUND: return TPF_ENOTFOUND;
 	case TPF_GCP_TRANSIENT: return TPF_ETRANSIENT;
 	default: return TPF_ERROR;
@@ -252,6 +261,10 @@ char *tpf_gcp_error_hint(const struct tpf_gcp_error *e, enum tpf_gcp_class c,
 				       "group's next zone, or retry later");
 		return xstrdup("the zone has no free TPUs of this type right now; tpuform tries "
 			       "the group's next zone, or retry later");
+	case TPF_GCP_LOCATION:
+		return xasprintf("project '%s' cannot use this zone (no such zone, or no access "
+				 "to it); tpuform tries the group's next zone; check the group's "
+				 "'zones' against 'gcloud compute tpus locations list'", p);
 	case TPF_GCP_AUTH:
 		return xstrdup("the access token was rejected; check provider.gcp.credentials, "
 			       "GOOGLE_APPLICATION_CREDENTIALS or run 'gcloud auth application-default login'");

@@ -25,6 +25,7 @@ enum tpf_gcp_class {
 	TPF_GCP_NOTFOUND,      /* 404 / code 5 */
 	TPF_GCP_CONFLICT,      /* 409 ALREADY_EXISTS / code 6 */
 	TPF_GCP_AUTH,          /* 401 / code 16: token rejected */
+	TPF_GCP_LOCATION,      /* "Location Z is not found or access is unauthorized.": next zone */
 };
 
 struct tpf_gcp_error {
@@ -61,10 +62,18 @@ void tpf_gcp_error_release(struct tpf_gcp_error *e);
  * error_retry_predicates.go retries 429). 408/500/502/503/504 and 409
  * ABORTED are TRANSIENT. Operation code 8 is CAPACITY unless it names a
  * quota; 9 is CAPACITY.
+ *
+ * Zone failover, as SkyPilot's GCP handler blocks a zone
+ * (skypilot-org/skypilot sky/backends/cloud_vm_ray_backend.py,
+ * FailoverCloudErrorHandlerV2._gcp_handler): any answer whose message says
+ * "is not found or access is unauthorized" (HTTP 403, "Location us-east1-d
+ * is not found or access is unauthorized.", a zone the project cannot use)
+ * is LOCATION. (A create whose node is lost while creating is a stockout
+ * too, but only the create knows that: providers/gcp/gcp_api.c.)
  */
 enum tpf_gcp_class tpf_gcp_error_classify(const struct tpf_gcp_error *e);
 
-/* TPF_EQUOTA, TPF_ECAPACITY, TPF_ENOTFOUND, TPF_ETRANSIENT or TPF_ERROR. */
+/* TPF_EQUOTA, TPF_ECAPACITY, TPF_EZONE, TPF_ENOTFOUND, TPF_ETRANSIENT or TPF_ERROR. */
 int tpf_gcp_class_rc(enum tpf_gcp_class c);
 
 /* Canonical google.rpc.Code name ("NOT_FOUND") or NULL if out of range. */

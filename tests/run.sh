@@ -3,8 +3,12 @@
 # (tests/fuzz/replay_*) and end-to-end scripts (tests/e2e/t*.sh). Each
 # speaks TAP; this script counts the "ok" and "not ok" lines of all of
 # them and ends with the line
-#   N passed, N failed
+#   N passed, N failed, N skipped
 # Output of each test goes to tests/out/<name>.log too.
+# Skips are counted apart, never as passes: a TAP "ok N - ... # SKIP why",
+# a "1..0 # SKIP why" plan, or a "# SKIP why" comment line is one skip each
+# (TAP 13's directive, any case). The tests that skipped are listed with
+# their reasons.
 # TESTS="t100 test_state" limits the run to names containing those words.
 set -u
 cd "$(dirname "$0")/.." || exit 2
@@ -15,7 +19,9 @@ export LSAN_OPTIONS
 mkdir -p "$out"
 passed=0
 failed=0
+skipped=0
 crashed=""
+skipped_names=""
 
 selected() {
 	[ -z "${TESTS:-}" ] && return 0
@@ -34,10 +40,13 @@ run_one() {
 	"$@" >"$log" 2>&1
 	rc=$?
 	end=$(date +%s)
-	p=$(grep -c '^ok ' "$log")
+	s=$(grep -c -i -e '^ok [^#]*# *skip\b' -e '^1\.\.0 *# *skip\b' -e '^# *skip\b' "$log")
+	p=$(($(grep -c '^ok ' "$log") - $(grep -c -i '^ok [^#]*# *skip\b' "$log")))
 	f=$(grep -c '^not ok ' "$log")
 	passed=$((passed + p))
 	failed=$((failed + f))
+	skipped=$((skipped + s))
+	[ "$s" -gt 0 ] && skipped_names="$skipped_names $name"
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		# A crash or a failed harness counts as a failure of its own.
 		failed=$((failed + 1))
@@ -45,7 +54,12 @@ run_one() {
 		echo "not ok - $name exited with status $rc and no failed check (see $log)"
 		tail -n 20 "$log" | sed 's/^/#   /'
 	fi
-	printf '# %-34s %4d passed, %d failed (%ss)\n' "$name" "$p" "$f" $((end - start))
+	printf '# %-34s %4d passed, %d failed%s (%ss)\n' "$name" "$p" "$f" \
+		"$([ "$s" -gt 0 ] && echo ", $s skipped")" $((end - start))
+	if [ "$s" -gt 0 ]; then
+		grep -i -e '^ok [^#]*# *skip\b' -e '^1\.\.0 *# *skip\b' -e '^# *skip\b' "$log" |
+			sed 's/^/#   /' | head -n 10
+	fi
 	if [ "$f" -gt 0 ]; then
 		grep -A6 '^not ok ' "$log" | sed 's/^/#   /' | head -n 60
 	fi
@@ -70,5 +84,6 @@ for t in tests/e2e/t*.sh; do
 done
 
 [ -n "$crashed" ] && echo "# crashed or failed outside a check:$crashed"
-echo "$passed passed, $failed failed"
+[ -n "$skipped_names" ] && echo "# skipped (not run here, see above):$skipped_names"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

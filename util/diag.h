@@ -30,6 +30,7 @@ enum {
 	TPF_EHOSTKEY = -9,   /* worker host key differs from the pinned one */
 	TPF_EINTERRUPTED = -10, /* a signal asked us to stop */
 	TPF_EDEFERRED = -11, /* not done now, by design (quota, capacity backoff): retry later */
+	TPF_EZONE = -12,     /* the project cannot use this zone (not found or unauthorized): next zone */
 };
 
 enum tpf_severity { TPF_SEV_ERROR, TPF_SEV_WARNING };

@@ -377,6 +377,30 @@ static int wait_node_settled(struct tpf_gcp_client *c, const char *zone, const c
 	}
 }
 
+/*
+ * A create whose operation succeeded but whose node is already PREEMPTED or
+ * TERMINATED: a stockout reported while creating (SkyPilot blocks the zone
+ * for a create preempted this way, FailoverCloudErrorHandlerV2._gcp_handler,
+ * code 3). Delete it (it holds quota until deleted, docs/cloud-tpu-api.md
+ * section 4) and return TPF_ECAPACITY so that the next zone is tried.
+ */
+static int lost_while_creating(struct tpf_gcp_client *c, const char *zone, const char *name,
+			       const char *what, struct tpf_live_node *out, struct tpf_diags *d)
+{
+	if (!out->state || (strcmp(out->state, "PREEMPTED") && strcmp(out->state, "TERMINATED")))
+		return 0;
+	tpf_errorx(d, name, "no capacity held it; tpuform tries the group's next zone, "
+		   "or retry later",
+		   "%s: the node was %s before it was ever READY", what, out->state);
+	struct tpf_diags tmp = TPF_DIAGS_INIT;
+	if (tpf_gcp_delete_node(c, zone, name, &tmp) < 0)
+		for (size_t i = 0; i < tmp.n; i++)
+			tpf_warn(d, name, "cleanup after the lost create: %s", tmp.items[i].summary);
+	tpf_diags_release(&tmp);
+	tpf_live_node_release(out);
+	return TPF_ECAPACITY;
+}
+
 int tpf_gcp_create_node(struct tpf_gcp_client *c, const char *name, const struct tpf_recipe *r,
 			json_t *metadata, struct tpf_live_node *out, struct tpf_diags *d)
 {
@@ -438,12 +462,18 @@ int tpf_gcp_create_node(struct tpf_gcp_client *c, const char *name, const struct
 			/* leave nothing behind: a failed create may still leave a node */
 			struct tpf_diags tmp = TPF_DIAGS_INIT;
 			struct tpf_live_node left = { 0 };
-			if (tpf_gcp_get_node(c, zone, name, &left, &tmp) == 0 &&
-			    tpf_gcp_delete_node(c, zone, name, &tmp) < 0) {
+			int got = tpf_gcp_get_node(c, zone, name, &left, &tmp) == 0;
+			if (got && tpf_gcp_delete_node(c, zone, name, &tmp) < 0) {
 				for (size_t i = 0; i < tmp.n; i++)
 					tpf_warn(d, name, "cleanup after the failed create: %s",
 						 tmp.items[i].summary);
 			}
+			/* Its node PREEMPTED or TERMINATED: lost while creating,
+			 * a stockout (SkyPilot blocks the zone on the code 3
+			 * this gives, FailoverCloudErrorHandlerV2._gcp_handler). */
+			if (got && left.state && (!strcmp(left.state, "PREEMPTED") ||
+						  !strcmp(left.state, "TERMINATED")))
+				rc = TPF_ECAPACITY;
 			tpf_live_node_release(&left);
 			tpf_diags_release(&tmp);
 		}
@@ -453,6 +483,8 @@ int tpf_gcp_create_node(struct tpf_gcp_client *c, const char *name, const struct
 	if (rc == TPF_ENOTFOUND)
 		rc = tpf_errorx(d, name, NULL, "%s: the operation succeeded but the node is not there",
 				what);
+	else if (rc == 0)
+		rc = lost_while_creating(c, zone, name, what, out, d);
 done:
 	tpf_gcp_error_release(&res.err);
 	json_decref(body);
@@ -658,7 +690,16 @@ int tpf_gcp_list_nodes(struct tpf_gcp_client *c, const char *zone, const char *f
 	char *base = zone_url(c, zone, "/nodes");
 	char *what = xasprintf("list nodes in zone '%s'", zone);
 	struct list_nodes_ctx x = { c, zone, fleet, out };
+	size_t before = d->n;
 	int rc = list_all(c, base, "nodes", what, each_node, &x, d);
+	if (rc == TPF_EZONE) {
+		/* A zone the project cannot use holds none of its nodes (as
+		 * SkyPilot's TPU filter answers it: an empty list). Say so, and
+		 * let creates there move on to the next zone. */
+		for (size_t i = before; i < d->n; i++)
+			d->items[i].severity = TPF_SEV_WARNING;
+		rc = 0;
+	}
 	free(what);
 	free(base);
 	return rc;

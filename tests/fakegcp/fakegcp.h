@@ -190,6 +190,13 @@ enum {
 int fg_validate_body(struct fg_req *r, const struct fg_method *m, json_t *body, int flags);
 /* "schedulingConfig" -> "scheduling_config" (fresh string). */
 char *fg_snake(const char *camel);
+/* "network_config.enable_external_ips" -> "networkConfig.enableExternalIps"
+ * (a FieldMask path in JSON names); a new reference. */
+json_t *fg_camel_path(const char *path);
+/* fg_hostkey.c: the guest attribute {namespace: hostkeys, key: ssh-ed25519,
+ * value} of a worker with no harness sshd, the same for the same node and
+ * worker; a new reference, NULL if libcrypto failed. */
+json_t *fg_made_up_host_key(const char *node_name, int worker);
 /*
  * Drop what proto3 JSON does not print: false, 0, "", default enum values,
  * empty lists and empty maps (messages stay, even when empty). The real
@@ -353,6 +360,11 @@ int fg_faults_set(double rate, const char *kinds);
 void fg_faults_seed(uint64_t seed);
 /* A fault kind to inject into this request, or NULL. */
 const char *fg_fault_pick(void);
+/* --zone-fault ZONE=unauthorized|preempted (fg_faults.c); -1 if malformed. */
+int fg_zone_fault_parse(const char *spec);
+/* 1 if zone has the fault `kind`. Set at start only: no lock needed. */
+int fg_zone_fault(const char *zone, const char *kind);
+void fg_zone_faults_free(void);
 /* Apply it: answer r, mark it dropped, or (slow) delay and return 0 to
  * continue normally. Returns 1 if r is finished. */
 int fg_fault_apply(struct fg_req *r, const char *kind);

@@ -268,7 +268,9 @@ static enum MHD_Result check_one(void *cls, enum MHD_ValueKind kind, const char 
 		ok = int_ok(v, INT_MIN, INT_MAX);
 		tname = "TYPE_INT32";
 	} else if (type && !strcmp(type, "boolean")) {
-		ok = !strcmp(v, "true") || !strcmp(v, "false");
+		/* Any case: gcloud sends Python's spelling (force=True) and the
+		 * real front end takes it (tests/e2e/t360-gcloud-conformance.sh). */
+		ok = !strcasecmp(v, "true") || !strcasecmp(v, "false");
 		tname = "TYPE_BOOL";
 	}
 	if (!ok) {

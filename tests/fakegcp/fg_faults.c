@@ -128,3 +128,52 @@ json_t *fg_faults_json(void)
 	fg_unlock();
 	return out;
 }
+
+/*
+ * Per-zone faults (--zone-fault ZONE=KIND), the answers that make a client
+ * move on to another zone besides quota (--quota) and a stockout reported
+ * by the create operation (--capacity):
+ *   unauthorized  every TPU API request in the zone is a 403
+ *                 PERMISSION_DENIED "Location ZONE is not found or access is
+ *                 unauthorized." (the real wording, quoted in SkyPilot's
+ *                 failover handler, sky/backends/cloud_vm_ray_backend.py);
+ *   preempted     a create's node is PREEMPTED before it is READY and its
+ *                 operation ends with code 3 "... update is not supported
+ *                 while in state PREEMPTED" (SkyPilot: "TPU is preempted
+ *                 during creation"); the node stays until deleted.
+ */
+struct zone_fault {
+	char *zone, *kind;
+};
+static struct zone_fault *zone_faults;
+static size_t n_zone_faults, a_zone_faults;
+
+int fg_zone_fault_parse(const char *spec)
+{
+	const char *eq = strchr(spec, '=');
+	if (!eq || eq == spec || (strcmp(eq + 1, "unauthorized") && strcmp(eq + 1, "preempted")))
+		return -1;
+	XGROW(zone_faults, n_zone_faults + 1, a_zone_faults);
+	zone_faults[n_zone_faults++] =
+		(struct zone_fault){ xstrndup(spec, (size_t)(eq - spec)), xstrdup(eq + 1) };
+	return 0;
+}
+
+int fg_zone_fault(const char *zone, const char *kind)
+{
+	for (size_t i = 0; zone && i < n_zone_faults; i++)
+		if (!strcmp(zone_faults[i].zone, zone) && !strcmp(zone_faults[i].kind, kind))
+			return 1;
+	return 0;
+}
+
+void fg_zone_faults_free(void)
+{
+	for (size_t i = 0; i < n_zone_faults; i++) {
+		free(zone_faults[i].zone);
+		free(zone_faults[i].kind);
+	}
+	free(zone_faults);
+	zone_faults = NULL;
+	n_zone_faults = a_zone_faults = 0;
+}

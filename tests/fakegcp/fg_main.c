@@ -36,6 +36,9 @@ static const char usage[] =
 	"  --page-size N             most nodes per list page (default 50)\n"
 	"  --quota ZONE:TYPE:SCHED=N node quota; TYPE may be *, SCHED preemptible|spot|on-demand\n"
 	"  --capacity ZONE=N         nodes the zone can hold; beyond: operation error 8\n"
+	"  --zone-fault ZONE=KIND    (extra) unauthorized: every request there is a 403\n"
+	"                            \"Location ZONE is not found or access is unauthorized.\";\n"
+	"                            preempted: creates end PREEMPTED, operation error 3\n"
 	"  --fault-rate R            fraction 0..1 of API requests given a fault\n"
 	"  --fault-kinds LIST        of 429,500,502,503,504,drop,slow (default 429,500,503)\n"
 	"  --seed N                  random seed (faults, ids)\n"
@@ -67,7 +70,7 @@ static const char usage[] =
 
 enum {
 	O_LISTEN = 256, O_PORT, O_PORT_FILE, O_PROJECT, O_PROJECT_NUMBER, O_DISCOVERY,
-	O_LATENCY, O_OP_SECONDS, O_PAGE_SIZE, O_QUOTA, O_CAPACITY, O_FAULT_RATE, O_FAULT_KINDS,
+	O_LATENCY, O_OP_SECONDS, O_PAGE_SIZE, O_QUOTA, O_CAPACITY, O_ZONE_FAULT, O_FAULT_RATE, O_FAULT_KINDS,
 	O_SEED, O_AUTH, O_SA_KEY, O_SA_EMAIL, O_USER, O_TOKEN_TTL, O_IP_BASE, O_WORKER_PORT,
 	O_EXTERNAL_IPS, O_ACCEL, O_LOG, O_VERBOSE, O_WIF_AUD, O_WIF_TOKEN, O_OIDC_TOKEN,
 	O_IMP_SA, O_IMP_CALLER, O_USER_PROJECT, O_WORKER_DIR, O_WORKER_USER, O_PROJECT_MD,
@@ -86,6 +89,7 @@ static const struct option long_opts[] = {
 	{ "page-size", required_argument, NULL, O_PAGE_SIZE },
 	{ "quota", required_argument, NULL, O_QUOTA },
 	{ "capacity", required_argument, NULL, O_CAPACITY },
+	{ "zone-fault", required_argument, NULL, O_ZONE_FAULT },
 	{ "fault-rate", required_argument, NULL, O_FAULT_RATE },
 	{ "fault-kinds", required_argument, NULL, O_FAULT_KINDS },
 	{ "seed", required_argument, NULL, O_SEED },
@@ -198,6 +202,10 @@ static int parse_args(int argc, char **argv, const char **fault_kinds, double *f
 			if (fg_capacity_parse(optarg) < 0)
 				return die_usage(name, optarg, "ZONE=N");
 			break;
+		case O_ZONE_FAULT:
+			if (fg_zone_fault_parse(optarg) < 0)
+				return die_usage(name, optarg, "ZONE=unauthorized or ZONE=preempted");
+			break;
 		case O_FAULT_RATE:
 			if (parse_double(optarg, 0, 1, fault_rate) < 0)
 				return die_usage(name, optarg, "a fraction 0..1");
@@ -285,6 +293,7 @@ static void free_all(void)
 	fg_qrs_free();
 	fg_world_free();
 	fg_limits_free();
+	fg_zone_faults_free();
 	fg_catalog_free();
 	fg_token_free();
 	fg_account_free();

@@ -92,7 +92,10 @@ void fg_expand_network(json_t *res, const char *zone)
 		json_object_set_new(res, "networkConfig", nc);
 	}
 	if (nc) {
-		net = json_string_value(json_object_get(nc, "network"));
+		/* a copy: setting "network" below frees the string it points into */
+		const char *given = json_string_value(json_object_get(nc, "network"));
+		char *net_copy = xstrdup(given ? given : "");
+		net = *net_copy ? net_copy : NULL;
 		sub = json_string_value(json_object_get(nc, "subnetwork"));
 		if (!net || !strchr(net, '/'))
 			json_object_set_new(nc, "network",
@@ -104,6 +107,7 @@ void fg_expand_network(json_t *res, const char *zone)
 			json_object_set_new(nc, "subnetwork", json_string(s));
 			free(s);
 		}
+		free(net_copy);
 	}
 	free(region);
 }
@@ -128,8 +132,11 @@ void fg_default_service_account(json_t *res)
 
 char *fg_new_node_id(void)
 {
-	/* 19 decimal digits, like real node ids (int64 as a JSON string). */
-	uint64_t v = 1000000000000000000ULL + fg_rand_id() % 8999999999999999999ULL;
+	/* 19 decimal digits, like real node ids (int64 as a JSON string), and
+	 * within int64: gcloud sends the id back in a patch body, where a
+	 * larger one is "Invalid value at 'node.id' (TYPE_INT64)". */
+	uint64_t v = 1000000000000000000ULL +
+		     fg_rand_id() % ((uint64_t)INT64_MAX - 1000000000000000000ULL + 1);
 
 	return xasprintf("%llu", (unsigned long long)v);
 }

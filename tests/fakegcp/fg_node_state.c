@@ -78,10 +78,41 @@ static void finish_create(struct fg_op *op, struct fg_node *n)
 		fg_node_remove(n);
 		return;
 	}
+	if (fg_zone_fault(op->zone, "preempted")) {
+		/* --zone-fault ZONE=preempted: lost while creating (fg_faults.c). */
+		fg_node_set_state(n, "PREEMPTED");
+		op->error = fg_status_new(3, "Cloud TPU received a bad request. update is not "
+					     "supported while in state PREEMPTED");
+		return;
+	}
 	/* A node preempted or re-stated by the admin while creating keeps that state. */
 	if (!strcmp(json_string_value(json_object_get(n->res, "state")), "CREATING"))
 		fg_node_set_state(n, "READY");
 	op->response = typed(n->res);
+}
+
+/* One FieldMask path ("labels", "networkConfig.enableExternalIps"): copy
+ * the patch's value at that path into res, or clear it there when the
+ * patch has none (AIP-134: a masked field absent from the body is cleared). */
+static void apply_mask_path(json_t *res, json_t *patch, const char *path)
+{
+	const char *dot = strchr(path, '.');
+	if (!dot) {
+		json_t *v = json_object_get(patch, path);
+		if (v)
+			json_object_set(res, path, v);
+		else
+			json_object_del(res, path);
+		return;
+	}
+	char *head = xstrndup(path, (size_t)(dot - path));
+	json_t *sub = json_object_get(res, head);
+	if (!json_is_object(sub)) {
+		sub = json_object();
+		json_object_set_new(res, head, sub);
+	}
+	apply_mask_path(sub, json_object_get(patch, head), dot + 1);
+	free(head);
 }
 
 static void finish_update(struct fg_op *op, struct fg_node *n)
@@ -97,25 +128,11 @@ static void finish_update(struct fg_op *op, struct fg_node *n)
 		free(name);
 		return;
 	}
-	json_array_foreach(op->mask, i, f) {
-		const char *k = json_string_value(f);
-		if (!strcmp(k, "network_config.enable_external_ips")) {
-			/* A nested path: that one field of networkConfig. */
-			json_t *v = json_object_get(json_object_get(op->patch, "networkConfig"),
-						    "enableExternalIps");
-			json_t *nc = json_object_get(n->res, "networkConfig");
-			if (!nc)
-				json_object_set_new(n->res, "networkConfig", nc = json_object());
-			json_object_set_new(nc, "enableExternalIps", json_boolean(json_is_true(v)));
-			continue;
-		}
-		json_t *v = json_object_get(op->patch, k);
-		if (v)
-			json_object_set(n->res, k, v);
-		else
-			json_object_del(n->res, k);
-	}
+	json_array_foreach(op->mask, i, f)
+		apply_mask_path(n->res, op->patch, json_string_value(f));
 	fg_proto3_prune("Node", n->res);
+	if (json_object_get(n->res, "networkEndpoints")) /* enableExternalIps may have changed */
+		json_object_set_new(n->res, "networkEndpoints", endpoints(n));
 	fg_agent_sync(n); /* the agents follow metadata changes */
 	op->response = typed(n->res);
 }

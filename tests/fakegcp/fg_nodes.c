@@ -259,8 +259,10 @@ static json_t *parse_mask(struct fg_req *r)
 		while (*tok == ' ')
 			tok++;
 		size_t i, n = sizeof(patchable) / sizeof(patchable[0]);
-		for (i = 0; i < n && strcmp(patchable[i], tok); i++)
+		char *snake = fg_snake(tok);
+		for (i = 0; i < n && strcmp(patchable[i], snake); i++)
 			;
+		free(snake);
 		if (i == n) {
 			char *msg = xasprintf("Cloud TPU received a bad request. update_mask contains "
 					      "a field that cannot be updated: \"%s\". Updatable "
@@ -272,7 +274,7 @@ static json_t *parse_mask(struct fg_req *r)
 			free(copy);
 			return NULL;
 		}
-		json_array_append_new(out, json_string(tok));
+		json_array_append_new(out, fg_camel_path(tok));
 	}
 	free(copy);
 	return out;

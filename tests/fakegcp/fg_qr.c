@@ -655,7 +655,7 @@ void fg_qr_delete(struct fg_req *r, struct fg_match *mt)
 	const char *zone = fg_match_var(mt, "locationsId");
 	const char *id = fg_match_var(mt, "queuedResourcesId");
 	const char *fv = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "force");
-	int force = fv && !strcmp(fv, "true");
+	int force = fv && !strcasecmp(fv, "true"); /* gcloud: force=True */
 
 	fg_lock();
 	fg_ops_tick();

@@ -92,6 +92,12 @@ static void api(struct fg_req *r)
 			       "Permission denied on resource project %s.", project);
 		goto done;
 	}
+	if (zone && fg_zone_fault(zone, "unauthorized")) {
+		/* A zone the project cannot use (fg_faults.c: the real wording). */
+		fg_reply_error(r, 403, "PERMISSION_DENIED", NULL,
+			       "Location %s is not found or access is unauthorized.", zone);
+		goto done;
+	}
 	if (zone) {
 		fg_lock();
 		fg_zone_seen(zone);

@@ -62,6 +62,22 @@ static char *camel(const char *snake)
 	return tpf_buf_detach(&b, NULL);
 }
 
+json_t *fg_camel_path(const char *path)
+{
+	struct tpf_buf b = TPF_BUF_INIT;
+	char *copy = xstrdup(path), *save = NULL;
+
+	for (char *seg = strtok_r(copy, ".", &save); seg; seg = strtok_r(NULL, ".", &save)) {
+		char *c = camel(seg);
+		tpf_buf_addf(&b, "%s%s", b.len ? "." : "", c);
+		free(c);
+	}
+	free(copy);
+	json_t *out = json_string(b.buf ? b.buf : "");
+	tpf_buf_release(&b);
+	return out;
+}
+
 static void violation(struct vctx *c, const char *field, const char *desc)
 {
 	if (c->msg.len)

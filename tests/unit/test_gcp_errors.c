@@ -52,6 +52,12 @@ static const struct http_case http_cases[] = {
 	  TPF_GCP_PERMANENT, TPF_ERROR, NULL },
 	{ 404, "{\"error\":{\"code\":404,\"message\":\"Resource 'projects/p/locations/z/nodes/x' was not found\",\"status\":\"NOT_FOUND\"}}",
 	  TPF_GCP_NOTFOUND, TPF_ENOTFOUND, NULL },
+	/* a zone the project cannot use (the wording SkyPilot's failover quotes): next zone */
+	{ 403, "{\"error\":{\"code\":403,\"message\":\"Location us-east1-d is not found or access is unauthorized.\",\"status\":\"PERMISSION_DENIED\"}}",
+	  TPF_GCP_LOCATION, TPF_EZONE,
+	  "HTTP 403 PERMISSION_DENIED: Location us-east1-d is not found or access is unauthorized." },
+	{ 404, "{\"error\":{\"code\":404,\"message\":\"Location z9 is not found or access is unauthorized.\",\"status\":\"NOT_FOUND\"}}",
+	  TPF_GCP_LOCATION, TPF_EZONE, NULL },
 	{ 409, "{\"error\":{\"code\":409,\"message\":\"Resource already exists\",\"status\":\"ALREADY_EXISTS\"}}",
 	  TPF_GCP_CONFLICT, TPF_ERROR, NULL },
 	{ 409, "{\"error\":{\"code\":409,\"message\":\"The operation was aborted\",\"status\":\"ABORTED\"}}",
@@ -159,6 +165,11 @@ static void test_gcp_errors__hints(void)
 	tpf_gcp_error_parse_http(&e, 403, b403, strlen(b403));
 	char *h = tpf_gcp_error_hint(&e, tpf_gcp_error_classify(&e), "my-proj");
 	CHECK(h && strstr(h, "roles/tpu.admin") && strstr(h, "'my-proj'"));
+	free(h);
+	const char *bloc = "{\"error\":{\"code\":403,\"message\":\"Location z is not found or access is unauthorized.\",\"status\":\"PERMISSION_DENIED\"}}";
+	tpf_gcp_error_parse_http(&e, 403, bloc, strlen(bloc));
+	h = tpf_gcp_error_hint(&e, tpf_gcp_error_classify(&e), "my-proj");
+	CHECK(h && strstr(h, "next zone") && strstr(h, "'my-proj'") && !strstr(h, "roles/tpu.admin"));
 	free(h);
 	tpf_gcp_error_parse_http(&e, 404, "{}", 2);
 	h = tpf_gcp_error_hint(&e, tpf_gcp_error_classify(&e), "p");
