@@ -8,6 +8,7 @@
 #include "engine/provision.h"
 #include "google/gcp_auth.h"
 #include "plan/plan.h"
+#include "providers/gcp/gcp_oslogin.h"
 #include "tests/unit/unit.h"
 #include "util/fs.h"
 #include "util/kv.h"
@@ -160,8 +161,38 @@ static void test_security__last_log_redacted(void)
 	tpf_session_facts_release(&f);
 }
 
+/* The other Google endpoints (OS Login, Compute, tokeninfo) follow the TPU
+ * endpoint's policy: https, or http to loopback only. */
+static void test_security__service_endpoints_refuse_http(void)
+{
+	static const char *const envs[] = { "TPUFORM_OSLOGIN_ENDPOINT", "TPUFORM_COMPUTE_ENDPOINT",
+					    "TPUFORM_TOKENINFO_ENDPOINT" };
+	for (size_t i = 0; i < sizeof(envs) / sizeof(envs[0]); i++) {
+		struct tpf_diags d = TPF_DIAGS_INIT;
+		char *out = NULL;
+		setenv(envs[i], "http://192.0.2.1", 1);
+		CHECK_INT(tpf_gcp_service_endpoint(envs[i], "https://x.googleapis.com", envs[i], &out, &d),
+			  TPF_ERROR);
+		CHECKF(d.n && strstr(d.items[0].summary, "http is allowed only to loopback hosts"), "%s",
+		       d.n ? d.items[0].summary : "(none)");
+		CHECK(out == NULL);
+		tpf_diags_release(&d);
+		setenv(envs[i], "http://127.0.0.1:9", 1);
+		CHECK_INT(tpf_gcp_service_endpoint(envs[i], "https://x.googleapis.com", envs[i], &out, &d), 0);
+		CHECK_STR(out, "http://127.0.0.1:9");
+		free(out);
+		out = NULL;
+		setenv(envs[i], "https://private.googleapis.com", 1);
+		CHECK_INT(tpf_gcp_service_endpoint(envs[i], "https://x.googleapis.com", envs[i], &out, &d), 0);
+		free(out);
+		unsetenv(envs[i]);
+		tpf_diags_release(&d);
+	}
+}
+
 int main(void)
 {
+	RUN(test_security__service_endpoints_refuse_http);
 	RUN(test_security__warn_modes);
 	RUN(test_security__warn_once_and_not_for_others);
 	RUN(test_security__credentials_files_warn);
