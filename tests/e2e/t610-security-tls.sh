@@ -97,7 +97,7 @@ fleet ext.yaml "" ext.json
 fails "an STS token_url with a self-signed certificate is refused" 1 tpuform plan -f ext.yaml
 cert_error
 export TPUFORM_ACCESS_TOKEN=test TPUFORM_IMPERSONATE_SERVICE_ACCOUNT=sa@p.iam.gserviceaccount.com
-export TPUFORM_IAMCREDENTIALS_ENDPOINT=$TLS TPUFORM_TPU_ENDPOINT=http://127.0.0.1:9
+export TPUFORM_IAMCREDENTIALS_ENDPOINT="$TLS" TPUFORM_TPU_ENDPOINT=http://127.0.0.1:9
 fails "an IAM Credentials endpoint with a self-signed certificate is refused" 1 tpuform plan -f env.yaml
 cert_error
 unset TPUFORM_ACCESS_TOKEN TPUFORM_IMPERSONATE_SERVICE_ACCOUNT TPUFORM_IAMCREDENTIALS_ENDPOINT
