@@ -45,6 +45,8 @@ groups:
 YAML
 mkdir -p nodes/bucket
 argv_sample_start "$W/argv.txt"
+# A control: an argument that the sampler must see.
+sh -c 'sleep 0.5' "t600-canary-$$"
 
 ok "plan -json" sh -c "'$TPUFORM' plan -f fleet.yaml -json >plan.json"
 ok "plan -out" sh -c "'$TPUFORM' plan -f fleet.yaml -out=saved.plan >plan.out"
@@ -89,6 +91,7 @@ argv_sample_stop
 
 like "the sampler took many samples of /proc ($ARGV_SAMPLES)" "$ARGV_SAMPLES" '^([2-9][0-9]|[0-9]{3,})$'
 like "and saw the workers' processes" "$(grep -c 'bootstrap\.sh' argv.txt)" '^[1-9]'
+like "the sampler sees other processes' arguments (a control)" "$(grep -c '^t600-canary-' argv.txt)" '^[1-9]'
 is "no process ever had the secret in its argv" "$(grep -cF -- "$SECRET" argv.txt)" 0
 for f in plan.json plan.out saved.plan apply.json watch.json watch.err watch.out show.json show.out \
 	tpuform.state.json tpuform.state.json.backup tpuform.state.json.watch.json; do
