@@ -5,7 +5,7 @@
 #   make check      deps + build + every test (unit, end-to-end)
 #   make bench      benchmarks (print figures; never pass/fail on time)
 #   make lint       static checks: function length, shellcheck, clang
-#                   analyzer, layering (tests/lint/run.sh)
+#                   analyzer, cppcheck, layering (tests/lint/run.sh)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS=N each (tests/fuzz/)
 #   make SANITIZE=address,undefined check
 #
@@ -24,7 +24,7 @@ DEB_PKGS  := build-essential pkg-config libcurl4-openssl-dev libyaml-dev \
              libmicrohttpd-dev screen git openssh-server openssh-client \
              procps python3-prometheus-client
 # What `make lint` needs on top (installed by it through `make deps`).
-LINT_DEB_PKGS := shellcheck clang
+LINT_DEB_PKGS := shellcheck clang cppcheck
 
 CC      ?= cc
 VERSION := 0.1.0

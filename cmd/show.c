@@ -256,6 +256,12 @@ static int run_show(struct tpf_cmd_ctx *ctx)
 	    (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d) ||
 	     tpf_probe_sessions(s->prov, &s->state, &s->live, ctx->o.parallelism, &s->facts, &s->d)))
 		return TPF_EXIT_ERROR;
+	/* show needs no secrets, but hides those it can resolve from the job's
+	 * last log line (a job may print one) */
+	struct tpf_diags unset = TPF_DIAGS_INIT;
+	if (!s->fleet.secrets_resolved && tpf_fleet_resolve_secrets(&s->fleet, &unset) == 0)
+		tpf_session_facts_redact(&s->facts, &s->fleet.secrets);
+	tpf_diags_release(&unset);
 	json_t *watch = load_watch(s, json);
 	if (!json)
 		printf("Fleet %s%s%s: %zu node%s in state (serial %ld, lineage %s)\n\n", bold(),

@@ -317,7 +317,7 @@ void tpf_ui_plan(const struct tpf_plan *p)
 		}
 		json_t *change = json_pack("{s:{s:s,s:s,s:s,s:s},s:s}", "resource", "addr", a->node,
 					   "resource_type", "node", "resource_name", a->node,
-					   "implied_provider", p->fleet ? "tpuform" : "tpuform",
+					   "implied_provider", "tpuform",
 					   "action", action);
 		if (a->reason_code)
 			json_object_set_new(change, "reason", json_string(a->reason_code));

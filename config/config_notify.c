@@ -27,7 +27,7 @@ const char *tpf_notify_event_name(enum tpf_notify_event e)
 /* localhost, 127.0.0.0/8 or ::1 (curl gives IPv6 hosts in brackets). */
 static int host_is_loopback(const char *host)
 {
-	unsigned char a4[4], a6[16];
+	unsigned char a4[4];
 	static const unsigned char v6_loopback[16] = { [15] = 1 };
 	char bare[64];
 	size_t len = strlen(host);
@@ -36,6 +36,7 @@ static int host_is_loopback(const char *host)
 	if (inet_pton(AF_INET, host, a4) == 1)
 		return a4[0] == 127;
 	if (len > 2 && len < sizeof(bare) && host[0] == '[' && host[len - 1] == ']') {
+		unsigned char a6[16];
 		memcpy(bare, host + 1, len - 2);
 		bare[len - 2] = '\0';
 		return inet_pton(AF_INET6, bare, a6) == 1 && !memcmp(a6, v6_loopback, 16);

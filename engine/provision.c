@@ -1,4 +1,5 @@
 #include "engine/provision.h"
+#include "plan/plan.h"
 #include "plan/worker_script.h"
 #include "templates/render.h"
 #include "source/source.h"
@@ -121,6 +122,22 @@ static void redact(struct tpf_buf *b, const struct tpf_kvlist *secrets)
 		tpf_buf_adds(&o, p);
 		tpf_buf_release(b);
 		*b = o;
+	}
+}
+
+void tpf_session_facts_redact(struct tpf_session_facts *facts, const struct tpf_kvlist *secrets)
+{
+	for (size_t i = 0; facts && i < facts->n; i++) {
+		char *log = facts->items[i].last_log;
+		if (!log)
+			continue;
+		struct tpf_buf b = TPF_BUF_INIT;
+		tpf_buf_adds(&b, log);
+		redact(&b, secrets);
+		explicit_bzero(log, strlen(log));
+		free(log);
+		facts->items[i].last_log = xstrdup(b.buf);
+		tpf_buf_release(&b);
 	}
 }
 

@@ -52,6 +52,15 @@ struct tpf_worker_report {
 void tpf_worker_report_release(struct tpf_worker_report *r);
 
 /*
+ * Replace every secret value (4 bytes or more) in each fact's last_log by
+ * "***", as notifications do (engine/notify.h), so that a job that prints
+ * its secret does not put it into show, watch or -json output. The old
+ * text is wiped. secrets: the fleet's resolved values (f->secrets).
+ */
+struct tpf_session_facts;
+void tpf_session_facts_redact(struct tpf_session_facts *facts, const struct tpf_kvlist *secrets);
+
+/*
  * Provision worker `worker` of node n (whose job and generation are what
  * to run) on the node `live` (for endpoints). force: restart even if the
  * same script runs. On success updates n->workers[worker] (script_hash,

@@ -3,6 +3,7 @@
  * provider -> refresh -> pin source -> desired -> diff.
  */
 #include "engine/session.h"
+#include "engine/provision.h"
 #include "engine/refresh.h"
 #include "engine/saved_plan.h"
 #include "engine/state_store.h"
@@ -140,6 +141,7 @@ int tpf_session_refresh(struct tpf_session *s, int probe)
 	if (!s->o.no_source && !s->fleet.secrets_resolved &&
 	    tpf_fleet_resolve_secrets(&s->fleet, &s->d))
 		return TPF_ERROR;
+	tpf_session_facts_redact(&s->facts, &s->fleet.secrets);
 	if (pin_source(s))
 		return TPF_ERROR;
 	return tpf_desired_compute(&s->desired, &s->fleet, s->have_commit ? s->commit : NULL,

@@ -99,6 +99,7 @@ int tpf_gcp_auth_load_file(struct tpf_gcp_auth *a, const char *path, const char 
 			  path, what, jerr.line, jerr.column);
 		goto done;
 	}
+	tpf_warn_if_readable_by_others(path, what, d);
 	a->path = xstrdup(path);
 	tpf_sha256_hex(text.buf, text.len, a->file_sha);
 	rc = load_by_type(a, root, path, what, d);

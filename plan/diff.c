@@ -301,6 +301,8 @@ static struct tpf_action *node_action(struct tpf_plan *p, enum tpf_action_kind k
 				      const struct tpf_state_node *sn,
 				      const struct tpf_live_node *ln)
 {
+	/* callers pass at least one of dn, sn, ln */
+	// cppcheck-suppress nullPointerRedundantCheck ; ln is tested below only to pick the zone
 	struct tpf_action *a = tpf_plan_add(p, kind, dn ? dn->name : sn ? sn->name : ln->name);
 	if (dn) {
 		a->desired = xcalloc(1, sizeof(*a->desired));

@@ -2,6 +2,7 @@
  * Provider dispatch: open the provider the fleet file declares.
  */
 #include "providers/provider.h"
+#include "util/fs.h"
 
 #include <stddef.h>
 
@@ -13,6 +14,8 @@ extern int tpf_gcp_provider_open(struct tpf_provider **out, const struct tpf_fle
 int tpf_provider_open(struct tpf_provider **out, const struct tpf_fleet *f, struct tpf_diags *d)
 {
 	*out = NULL;
+	if (f->ssh.private_key)
+		tpf_warn_if_readable_by_others(f->ssh.private_key, "ssh.private_key", d);
 	switch (f->provider) {
 	case TPF_PROVIDER_LOCAL:
 		return tpf_local_provider_open(out, f, d);

@@ -339,7 +339,7 @@ static int parse_node(const struct reader *r, json_t *o, const char *prefix,
 	    get_obj(r, o, prefix, "job", &job) < 0)
 		return TPF_ERROR;
 
-	int err = 0;
+	int err;
 	char *sub = NULL;
 	if (recipe) {
 		sub = xasprintf("%s.recipe", prefix);

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,4 +203,43 @@ char *tpf_path_join(const char *dir, const char *rel)
 	if (!dir || !*dir || !strcmp(dir, "."))
 		return xstrdup(rel);
 	return xasprintf("%s/%s", dir, rel);
+}
+
+/* Paths already warned about (tpf_warn_if_readable_by_others): a few. */
+#define WARNED_MAX 16
+static pthread_mutex_t warned_mu = PTHREAD_MUTEX_INITIALIZER;
+static char *warned[WARNED_MAX];
+
+/* 1 the first time `path` is seen (and remembered), else 0. */
+static int first_warning(const char *path)
+{
+	int first = 1;
+	pthread_mutex_lock(&warned_mu);
+	for (size_t i = 0; i < WARNED_MAX && warned[i] && first; i++)
+		first = strcmp(warned[i], path) != 0;
+	for (size_t i = 0; i < WARNED_MAX && first; i++) {
+		if (!warned[i]) {
+			warned[i] = xstrdup(path);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&warned_mu);
+	return first;
+}
+
+int tpf_warn_if_readable_by_others(const char *path, const char *what, struct tpf_diags *d)
+{
+	struct stat st;
+	if (!path || stat(path, &st) != 0 || !S_ISREG(st.st_mode) || !(st.st_mode & 077))
+		return 0;
+	if (!first_warning(path))
+		return 0;
+	char summary[1024], hint[600];
+	snprintf(summary, sizeof(summary),
+		 "UNPROTECTED PRIVATE KEY FILE: Permissions %04o for '%s' (from %s) are too open: "
+		 "other users of this machine can read the secret in it",
+		 (unsigned)(st.st_mode & 07777), path, what);
+	snprintf(hint, sizeof(hint), "chmod 600 %s", path);
+	tpf_diags_add(d, TPF_SEV_WARNING, NULL, summary, hint);
+	return 1;
 }

@@ -45,6 +45,21 @@ int tpf_mkdir_p(const char *path, mode_t mode, struct tpf_diags *d);
 /* rm -rf path (no error if missing). */
 int tpf_remove_tree(const char *path, struct tpf_diags *d);
 
+/*
+ * Warn, as OpenSSH does for a private key ("WARNING: UNPROTECTED PRIVATE KEY
+ * FILE! Permissions 0644 for 'KEY' are too open."), when the file at `path`
+ * holds a secret (an SSH private key, a Google credentials file) and its
+ * group or others have any permission on it (mode & 077, ssh's own test in
+ * sshkey.c sshkey_perm_ok). A warning, not a refusal: ssh refuses such keys
+ * but gcloud and Google's client libraries read such credentials files, and
+ * tpuform reads both. `what` names where the path came from
+ * ("ssh.private_key", "GOOGLE_APPLICATION_CREDENTIALS"). Each path warns
+ * once per process (watch reopens its provider every round). Returns 1 when
+ * it appended a warning (with the hint "chmod 600 PATH") to d, else 0; a
+ * file that cannot be stat'ed is 0: reading it reports that.
+ */
+int tpf_warn_if_readable_by_others(const char *path, const char *what, struct tpf_diags *d);
+
 /* Directory part of path ("." if none). Caller frees. */
 char *tpf_dirname(const char *path);
 /* Join dir and rel unless rel is absolute; "~/" expands to $HOME. Caller frees. */

@@ -83,7 +83,7 @@ int tpf_parse_duration(const char *s, double *seconds)
 		} else if (*p == 'h') {
 			total += v * 3600;
 			p++;
-		} else if (*p == '\0' && p == end && total == 0) {
+		} else if (*p == '\0' && total == 0) {
 			total = v; /* bare number: seconds */
 		} else {
 			return -1;

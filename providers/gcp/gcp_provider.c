@@ -138,8 +138,10 @@ static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t 
 	for (size_t base = 0; base < nzones; base += REFRESH_PARALLEL) {
 		size_t n = nzones - base < REFRESH_PARALLEL ? nzones - base : REFRESH_PARALLEL;
 		int started[REFRESH_PARALLEL] = { 0 };
+		// cppcheck-suppress knownConditionTrueFalse ; false positive: n >= 1 since base < nzones
 		for (size_t k = 0; k < n; k++)
 			started[k] = !pthread_create(&th[k], NULL, zone_worker, &jobs[base + k]);
+		// cppcheck-suppress knownConditionTrueFalse ; false positive, as above
 		for (size_t k = 0; k < n; k++) {
 			if (started[k])
 				pthread_join(th[k], NULL);

@@ -4,6 +4,7 @@
 #   - funclen: no function in product code over 120 lines (tests/lint/funclen.sh)
 #   - shellcheck: the shell scripts (tests/lint/shellcheck.sh)
 #   - analyze: the clang static analyzer over product code (tests/lint/analyze.sh)
+#   - cppcheck: cppcheck over product code (tests/lint/cppcheck.sh)
 #   - layering: every #include points down (tests/layering.sh)
 #
 # LINT="funclen layering" runs only those. Each check's output is printed
@@ -14,11 +15,11 @@ cd "$(dirname "$0")/../.." || exit 2
 passed=0
 failed=0
 failures=""
-for check in ${LINT:-funclen shellcheck analyze layering}; do
+for check in ${LINT:-funclen shellcheck analyze cppcheck layering}; do
 	case $check in
-	funclen | shellcheck | analyze) script=tests/lint/$check.sh ;;
+	funclen | shellcheck | analyze | cppcheck) script=tests/lint/$check.sh ;;
 	layering) script=tests/layering.sh ;;
-	*) echo "lint: unknown check '$check' (funclen shellcheck analyze layering)" >&2; exit 2 ;;
+	*) echo "lint: unknown check '$check' (funclen shellcheck analyze cppcheck layering)" >&2; exit 2 ;;
 	esac
 	echo "# lint: $check ($script)"
 	if sh "$script"; then
