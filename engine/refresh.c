@@ -11,6 +11,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * A zone the provider could not list (the project cannot use it now) reads
+ * as empty, so that creates move on to other zones. But when the state
+ * records a node of ours there, empty would mean "gone, create it again":
+ * a second billable node while the first may still run (an IAM change, a
+ * zone briefly unreachable), and the first forgotten. Stop instead.
+ */
+static int check_unlisted(const struct tpf_state *st, const struct tpf_live_set *live,
+			  struct tpf_diags *d)
+{
+	int rc = 0;
+	for (size_t i = 0; i < st->nnodes; i++) {
+		const struct tpf_state_node *n = &st->nodes[i];
+		if (!n->recipe.zone || !tpf_live_set_zone_unlisted(live, n->recipe.zone) ||
+		    (n->status && !strcmp(n->status, TPF_NODE_COMPLETED)))
+			continue;
+		tpf_errorx(d, n->name,
+			   "check the project's access to the zone (gcloud compute tpus tpu-vm list "
+			   "--zone ZONE); if the node is truly gone, 'tpuform state rm NODE' forgets it",
+			   "cannot tell whether node '%s' still exists: zone '%s' answered that it is "
+			   "not found or unauthorized, and the state records the node there",
+			   n->name, n->recipe.zone);
+		rc = TPF_ERROR;
+	}
+	return rc;
+}
+
 int tpf_refresh(struct tpf_provider *prov, const struct tpf_fleet *f, const struct tpf_state *st,
 		struct tpf_live_set *live, struct tpf_diags *d)
 {
@@ -29,6 +56,8 @@ int tpf_refresh(struct tpf_provider *prov, const struct tpf_fleet *f, const stru
 	}
 	int rc = prov->ops->refresh(prov, zones, nz, live, d);
 	free(zones);
+	if (rc == 0)
+		rc = check_unlisted(st, live, d);
 	return rc;
 }
 

@@ -60,7 +60,26 @@ void tpf_live_set_release(struct tpf_live_set *s)
 	for (size_t i = 0; i < s->n; i++)
 		tpf_live_node_release(&s->nodes[i]);
 	free(s->nodes);
+	for (size_t i = 0; i < s->nunlisted; i++)
+		free(s->unlisted_zones[i]);
+	free(s->unlisted_zones);
 	memset(s, 0, sizeof(*s));
+}
+
+int tpf_live_set_zone_unlisted(const struct tpf_live_set *s, const char *zone)
+{
+	for (size_t i = 0; zone && i < s->nunlisted; i++)
+		if (!strcmp(s->unlisted_zones[i], zone))
+			return 1;
+	return 0;
+}
+
+void tpf_live_set_add_unlisted(struct tpf_live_set *s, const char *zone)
+{
+	if (!zone || tpf_live_set_zone_unlisted(s, zone))
+		return;
+	XGROW(s->unlisted_zones, s->nunlisted + 1, s->unlisted_alloc);
+	s->unlisted_zones[s->nunlisted++] = xstrdup(zone);
 }
 
 struct tpf_live_node *tpf_live_set_find(const struct tpf_live_set *s, const char *name)

@@ -61,6 +61,13 @@ struct tpf_live_node {
 struct tpf_live_set {
 	struct tpf_live_node *nodes;
 	size_t n, alloc;
+	/* Zones the provider could not list because the project cannot use
+	 * them (gcp: "Location Z is not found or access is unauthorized").
+	 * They are read as holding none of the fleet's nodes, so creates move
+	 * on; but a node the state records there may still exist, and
+	 * engine/refresh.c refuses to go on rather than create a second one. */
+	char **unlisted_zones;
+	size_t nunlisted, unlisted_alloc;
 };
 
 void tpf_live_node_release(struct tpf_live_node *n);
@@ -68,6 +75,10 @@ void tpf_live_node_copy(struct tpf_live_node *dst, const struct tpf_live_node *s
 void tpf_live_set_release(struct tpf_live_set *s);
 /* Borrowed pointer or NULL. */
 struct tpf_live_node *tpf_live_set_find(const struct tpf_live_set *s, const char *name);
+/* Record that zone could not be listed (copied; once per zone). */
+void tpf_live_set_add_unlisted(struct tpf_live_set *s, const char *zone);
+/* 1 when zone was recorded by tpf_live_set_add_unlisted. */
+int tpf_live_set_zone_unlisted(const struct tpf_live_set *s, const char *zone);
 /* Append a zeroed node and return it. */
 struct tpf_live_node *tpf_live_set_add(struct tpf_live_set *s);
 

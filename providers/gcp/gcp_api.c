@@ -698,6 +698,7 @@ int tpf_gcp_list_nodes(struct tpf_gcp_client *c, const char *zone, const char *f
 		 * let creates there move on to the next zone. */
 		for (size_t i = before; i < d->n; i++)
 			d->items[i].severity = TPF_SEV_WARNING;
+		tpf_live_set_add_unlisted(out, zone);
 		rc = 0;
 	}
 	free(what);

@@ -162,6 +162,8 @@ static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t 
 			*n = j->set.nodes[k]; /* move */
 			memset(&j->set.nodes[k], 0, sizeof(j->set.nodes[k]));
 		}
+		for (size_t k = 0; k < j->set.nunlisted; k++)
+			tpf_live_set_add_unlisted(out, j->set.unlisted_zones[k]);
 		tpf_live_set_release(&j->set);
 		tpf_diags_move(d, &j->diags);
 		tpf_diags_release(&j->diags);

@@ -33,16 +33,16 @@ ok "apply" tpuform apply -f fleet.yaml -auto-approve
 # Past the timeout: the quiet jobs are stalled; plan and show say so.
 sleep 4.5
 show=$(tpuform show -f fleet.yaml)
-like "show marks the quiet job stalled" "$show" "^ +w0 .*printed once  \[stalled: no output for [4-9]s\]$"
+like "show marks the quiet job stalled" "$show" "^ +w0 .*printed once  \[stalled: no output for ([4-9]|[1-9][0-9]+)s\]$"
 unlike "but not the steady one" "$(printf '%s\n' "$show" | grep -A2 '^st-steady-0')" "stalled"
 unlike "nor the one that touches its heartbeat" "$(printf '%s\n' "$show" | grep -A2 '^st-beat-0')" "stalled"
 unlike "nor one whose group turned detection off (stall_timeout: 0s)" \
 	"$(printf '%s\n' "$show" | grep -A2 '^st-off-0')" "stalled"
 out=$(tpuform plan -f fleet.yaml 2>&1)
 like "plan restarts the quiet job, saying why" "$out" \
-	"# \(worker 0 stalled: no output for [4-9]s: restart it\)"
+	"# \(worker 0 stalled: no output for ([4-9]|[1-9][0-9]+)s: restart it\)"
 like "a stalled worker of a multi-host node restarts the node" "$out" \
-	"# \(restart all 2 workers of st-half-0: worker 1 stalled: no output for [4-9]s\)"
+	"# \(restart all 2 workers of st-half-0: worker 1 stalled: no output for ([4-9]|[1-9][0-9]+)s\)"
 unlike "the steady job is left alone" "$out" "st-steady-0 will be"
 unlike "so is the heartbeat job" "$out" "st-beat-0 will be"
 
@@ -55,7 +55,7 @@ sleep 2
 kill -TERM $wpid
 wait $wpid
 ok "watch restarted the quiet job when it stalled (twice by now)" grep -q "^st-quiet-0/0 retry=2" nodes/bucket/starts
-ok "watch events say why" grep -q "st-quiet-0: worker 0 stalled: no output for [3-9]s: restart it" watch.out
+ok "watch events say why" grep -q "st-quiet-0: worker 0 stalled: no output for \([3-9]\|[1-9][0-9]\+\)s: restart it" watch.out
 ok "the multi-host node restarted as one" grep -q "^st-half-0/0 retry=2" nodes/bucket/starts
 is "the steady job was never restarted" "$(grep -c '^st-steady-0/' nodes/bucket/starts)" 1
 is "the heartbeat job was never restarted" "$(grep -c '^st-beat-0/' nodes/bucket/starts)" 1

@@ -58,6 +58,18 @@ is "the state records z-good" "$(jq -r '.nodes[] | .name + ":" + .recipe.zone' t
 out=$(tpuform plan -f fleet.yaml -detailed-exitcode 2>&1)
 rc=$?
 is "a second plan has nothing to do (exit 0)" "$rc" 0
+# A node the state records in a zone that now answers "not found or
+# unauthorized" (an IAM change, a zone gone dark) may still exist: the plan
+# must stop, never read it as gone and create a second one.
+cp tpuform.state.json good.state.json
+jq '.nodes[0].recipe.zone = "z-bad"' good.state.json >tpuform.state.json
+posts_before=$(curl -s "$FAKEGCP_URL/__admin/requests" | jq '[.[] | select(.method == "POST")] | length')
+fails "plan stops when a state node's zone cannot be listed" 1 tpuform plan -f fleet.yaml
+like "saying why and what to do" "$(cat last.out)" "cannot tell whether node 'zf-a-0' still exists: zone 'z-bad' answered that it is not found or unauthorized"
+fails "apply stops too" 1 tpuform apply -f fleet.yaml -auto-approve
+is "and nothing was created" \
+	"$(curl -s "$FAKEGCP_URL/__admin/requests" | jq '[.[] | select(.method == "POST")] | length')" "$posts_before"
+cp good.state.json tpuform.state.json
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
 is "nothing is left" "$(summary)" ""
 finish
