@@ -89,7 +89,7 @@ like "show quotes the failed job's last log line, redacted" "$(cat show.out show
 wait_for 20 test -s nodes/bucket/seen-sec-a-0-1
 argv_sample_stop
 
-like "the sampler took many samples of /proc ($ARGV_SAMPLES)" "$ARGV_SAMPLES" '^([2-9][0-9]|[0-9]{3,})$'
+like "the sampler took several samples of /proc ($ARGV_SAMPLES)" "$ARGV_SAMPLES" '^([5-9]|[1-9][0-9]+)$'
 like "and saw the workers' processes" "$(grep -c 'bootstrap\.sh' argv.txt)" '^[1-9]'
 like "the sampler sees other processes' arguments (a control)" "$(grep -c '^t600-canary-' argv.txt)" '^[1-9]'
 is "no process ever had the secret in its argv" "$(grep -cF -- "$SECRET" argv.txt)" 0
