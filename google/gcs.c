@@ -3,6 +3,7 @@
  * retries, then get, media, upload, delete and list over it.
  */
 #include "google/gcs.h"
+#include "google/gcs_internal.h"
 #include "google/gcp_endpoint.h"
 #include "google/gcp_errors.h"
 #include "google/gcp_http.h"
@@ -212,14 +213,14 @@ static long long json_int64(json_t *o, const char *key)
 	return s ? strtoll(s, NULL, 10) : 0;
 }
 
-/* The Object resource in c->rs into *o. */
-static int parse_object(struct gcs_call *c, struct tpf_gcs_object *o, struct tpf_diags *d)
+int tpf_gcs_parse_object(const char *body, size_t len, const char *what, long status,
+			 struct tpf_gcs_object *o, struct tpf_diags *d)
 {
-	json_t *j = json_loadb(c->rs.body.buf, c->rs.body.len, 0, NULL);
+	json_t *j = json_loadb(body ? body : "", body ? len : 0, 0, NULL);
 	if (!json_is_object(j)) {
 		json_decref(j);
-		return tpf_error(d, "%s: HTTP %ld with a body that is not a JSON object", c->what,
-				 c->rs.status);
+		return tpf_error(d, "%s: HTTP %ld with a body that is not a JSON object", what,
+				 status);
 	}
 	o->generation = json_int64(j, "generation");
 	o->metageneration = json_int64(j, "metageneration");
@@ -230,8 +231,14 @@ static int parse_object(struct gcs_call *c, struct tpf_gcs_object *o, struct tpf
 	o->updated = s ? xstrdup(s) : NULL;
 	json_decref(j);
 	if (o->generation <= 0)
-		return tpf_error(d, "%s: the answer names no generation", c->what);
+		return tpf_error(d, "%s: the answer names no generation", what);
 	return 0;
+}
+
+/* The Object resource in c->rs into *o. */
+static int parse_object(struct gcs_call *c, struct tpf_gcs_object *o, struct tpf_diags *d)
+{
+	return tpf_gcs_parse_object(c->rs.body.buf, c->rs.body.len, c->what, c->rs.status, o, d);
 }
 
 int tpf_gcs_stat(struct tpf_gcs *g, const char *bucket, const char *name,
