@@ -29,7 +29,7 @@ PROVIDER=projects/123456789012/locations/global/workloadIdentityPools/ci/provide
 SA=deployer@my-team-project.iam.gserviceaccount.com
 OIDC=eyJhbGciOiJSUzI1NiJ9.OIDC-SUBJECT-TOKEN-t620.c2lnbmF0dXJl
 REQ=GITHUB-REQUEST-TOKEN-t620
-gcp_workers_start 10 127.0.62.1 --project my-team-project --op-seconds 4 --auth token \
+gcp_workers_start 10 127.0.62.1 --project my-team-project --op-seconds 3 --auth token \
 	--wif-audience "//iam.googleapis.com/$PROVIDER" --wif-subject-token "$OIDC" \
 	--oidc-request-token "$REQ" --impersonate-sa "$SA" --impersonate-caller sts \
 	--bucket my-team-tpuform-state
@@ -155,7 +155,7 @@ is "its plan step recorded exit code 2 (changes) in GITHUB_OUTPUT" "$(output $P1
 S=$(cat "art/runs/$P1/summary.md")
 like "the job summary has the verdict" "$S" "^Changes: merging applies exactly this plan\."
 like "and the plan" "$S" "^Plan: 4 to add, 0 to change, 0 to destroy\."
-like "with the pinned source" "$S" "v1.4.2"
+like "with the commit v1.4.2 pins" "$S" "commit += \"$(git -C llm-src rev-parse "v1.4.2^{commit}")\""
 ok "the saved plan is the artifact tpuform-plan-<head sha>" test -s "art/runs/$P1/tpuform-plan-$H1/tpuform.tfplan"
 ok "keyless: the job's OIDC token was exchanged at STS" \
 	test "$(reqs | jq '[.[] | select(.path == "/v1/token" and .status == 200)] | length')" -ge 1
@@ -188,11 +188,15 @@ ok "PR 3 (count 6), on top of PR 2 before main applied it: plan" \
 	gha plan pull_request "$MERGE_SHA" refs/pull/3/merge "$H3"
 like "it plans 2 to add" "$(cat "art/runs/$RUN/summary.md")" "Plan: 2 to add"
 M3PR=$MERGE_SHA
-gha apply push "$M2" refs/heads/main &
+# Main's apply of PR 2 runs on a runner of its own (a process group: setsid).
+# Once it holds the lock it is stopped (SIGSTOP) until PR 3's plan is done:
+# an apply as slow as real TPU creates are, whatever the machine's load.
+gha_prepare apply push "$M2" refs/heads/main
+HOME=$r/home setsid python3 "$TOP/tests/e2e/ci_runner.py" github "$WF" apply "$CTX" >"$LOG" 2>&1 &
 APPLY2=$!
-A2=$((RUN + 1))
-wait_for 30 lock_held
-RUN=$((RUN + 1)) # the background run's number
+A2=$RUN
+wait_for 60 lock_held
+kill -STOP "-$APPLY2"
 LOCK_TIMEOUT=2s
 t0=$(date +%s)
 fails "PR 3's plan re-run meanwhile fails on the lock" 1 gha plan pull_request "$M3PR" refs/pull/3/merge "$H3"
@@ -207,6 +211,7 @@ like "and who holds it" "$L" "Who: +[^ ]+@[^ ]+"
 is "the failed plan recorded exit code 1" "$(output $RUN)" 1
 ok "and uploaded no plan" test ! -e "art/runs/$RUN/tpuform-plan-$H3"
 LOCK_TIMEOUT=30s
+kill -CONT "-$APPLY2"
 wait $APPLY2
 is "main's apply of PR 2 went on and succeeded" "$?" 0
 like "1 added" "$(cat "runs/$A2.log")" "Apply complete! Resources: 1 added"
@@ -245,7 +250,7 @@ HOME=$r/home setsid python3 "$TOP/tests/e2e/ci_runner.py" github "$WF" apply "$C
 victim=$!
 wait_for 60 sh -c "[ \"\$(curl -s '$FAKEGCP_URL/__admin/storage' | jq -r '$GEN_JQ')\" != '$gen0' ]"
 ok "main's apply of PR 4 holds the lock, its create in flight" lock_held
-kill -KILL -- "-$victim"
+kill -KILL "-$victim"
 wait $victim 2>/dev/null
 ok "after the SIGKILL the lock object stays" lock_held
 LOCK_TIMEOUT=2s
