@@ -16,6 +16,7 @@
 # job (exit 2 fails it), force-unlock (the workflow's unlock job) after a
 # runner was SIGKILLed holding the lock, then the pipeline going on; and
 # GitLab's merge request plan and default-branch plan + apply.
+# shellcheck disable=SC2317 # gha, glab, ...: run through ok and fails
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/e2e/gcp_workers.sh"
 setup_dir t620
