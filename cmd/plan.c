@@ -78,8 +78,13 @@ const struct tpf_cmd tpf_cmd_plan = {
 		  "1 error, 2 success with changes, 3 no changes but the fleet is not as\n"
 		  "declared (restarts used up, waiting for quota or a queued resource).\n",
 	.flags = plan_flags,
-	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_PROVIDER | TPF_CMD_JSON_LINES |
-		 TPF_CMD_REFRESH | TPF_CMD_PARALLELISM,
+	/* Terraform's plan holds the state lock too (-lock, -lock-timeout), so
+	 * that a pipeline's plan waits for another pipeline's apply rather
+	 * than planning against a state about to change
+	 * (docs/terraform-behaviour.md section 4). */
+	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_LOCK | TPF_CMD_PROVIDER |
+		 TPF_CMD_JSON_LINES | TPF_CMD_REFRESH | TPF_CMD_PARALLELISM,
+	.lock_op = "OperationTypePlan",
 	.signals = TPF_SIG_STOP,
 	.run = run_plan,
 };

@@ -22,7 +22,9 @@ like "naming the operation that holds it" "$out" "Operation: +OperationTypeApply
 like "and its ID" "$out" "ID: +[0-9a-f-]{36}"
 like "with the hint" "$out" "lock-timeout"
 fails "a concurrent destroy is refused too" 1 tpuform destroy -f fleet.yaml -auto-approve
-ok "plan does not need the lock" tpuform plan -f fleet.yaml
+fails "plan takes the lock too, as Terraform's" 1 tpuform plan -f fleet.yaml
+like "naming the apply that holds it" "$(cat last.out)" "Operation: +OperationTypeApply"
+ok "plan -lock=false does not need the lock" tpuform plan -f fleet.yaml -lock=false
 ok "a second apply with -lock-timeout=30s waits and then succeeds" tpuform apply -f fleet.yaml -auto-approve -lock-timeout=30s
 wait $first
 is "the first apply succeeded" "$?" 0

@@ -13,7 +13,9 @@
 #   DEPLOY_SA      the service account to impersonate
 #   STS_TOKEN_URL, IAM_CREDENTIALS_URL   only to reach private or test endpoints
 #                  (tpuform accepts https://*.googleapis.com and loopback http only)
-set -eu
+#
+# Sourced into the job's shell, so no `set -eu` here (it would stay on for
+# the job's script); a missing variable stops the job all the same.
 : "${GCP_ID_TOKEN:?declare id_tokens: GCP_ID_TOKEN in .gitlab-ci.yml}"
 : "${WIF_PROVIDER:?set the CI/CD variable WIF_PROVIDER}"
 : "${DEPLOY_SA:?set the CI/CD variable DEPLOY_SA}"
