@@ -49,8 +49,8 @@ unlike "so is the heartbeat job" "$out" "st-beat-0 will be"
 # watch restarts the stalled jobs, and only those.
 "$TPUFORM" watch -f fleet.yaml -interval 0.5s -session-check 0.5s >watch.out 2>&1 &
 wpid=$!
-wait_for 30 grep -q "^st-quiet-0/0 retry=2" nodes/bucket/starts
-wait_for 10 grep -q "^st-half-0/1 retry=2" nodes/bucket/starts
+wait_for 90 grep -q "^st-quiet-0/0 retry=2" nodes/bucket/starts
+wait_for 60 grep -q "^st-half-0/1 retry=2" nodes/bucket/starts
 sleep 2
 kill -TERM $wpid
 wait $wpid

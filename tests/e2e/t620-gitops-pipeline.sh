@@ -20,7 +20,10 @@
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/e2e/gcp_workers.sh"
 setup_dir t620
-if ! python3 -c 'import yaml' 2>/dev/null; then
+# Debian's python3 with python3-yaml (.ci/run installs it), else any python3.
+PY=/usr/bin/python3
+"$PY" -c 'import yaml' 2>/dev/null || PY=python3
+if ! "$PY" -c 'import yaml' 2>/dev/null; then
 	echo "1..0 # SKIP needs python3 with PyYAML (reads the CI files)"
 	exit 0
 fi
@@ -104,7 +107,7 @@ gha_prepare() {
 }
 gha() {
 	gha_prepare "$@"
-	HOME=$r/home python3 "$TOP/tests/e2e/ci_runner.py" github "$WF" "$1" "$CTX" >"$LOG" 2>&1
+	HOME=$r/home "$PY" "$TOP/tests/e2e/ci_runner.py" github "$WF" "$1" "$CTX" >"$LOG" 2>&1
 }
 # pr N: push the branch pr-N as it is in dev and make GitHub's test merge
 # into main (refs/pull/N/merge); sets HEAD_SHA and MERGE_SHA.
@@ -193,7 +196,7 @@ M3PR=$MERGE_SHA
 # Once it holds the lock it is stopped (SIGSTOP) until PR 3's plan is done:
 # an apply as slow as real TPU creates are, whatever the machine's load.
 gha_prepare apply push "$M2" refs/heads/main
-HOME=$r/home setsid python3 "$TOP/tests/e2e/ci_runner.py" github "$WF" apply "$CTX" >"$LOG" 2>&1 &
+HOME=$r/home setsid "$PY" "$TOP/tests/e2e/ci_runner.py" github "$WF" apply "$CTX" >"$LOG" 2>&1 &
 APPLY2=$!
 A2=$RUN
 wait_for 60 lock_held
@@ -247,7 +250,7 @@ gen0=$(state_gen)
 # takes the runner, its step's shell and tpuform at once, as a lost VM would.
 # It dies after saving the state with the create pending (before the
 # request), while its create is in flight.
-HOME=$r/home setsid python3 "$TOP/tests/e2e/ci_runner.py" github "$WF" apply "$CTX" >"$LOG" 2>&1 &
+HOME=$r/home setsid "$PY" "$TOP/tests/e2e/ci_runner.py" github "$WF" apply "$CTX" >"$LOG" 2>&1 &
 victim=$!
 wait_for 60 sh -c "[ \"\$(curl -s '$FAKEGCP_URL/__admin/storage' | jq -r '$GEN_JQ')\" != '$gen0' ]"
 ok "main's apply of PR 4 holds the lock, its create in flight" lock_held
@@ -292,7 +295,7 @@ glab() {
 		        TPUFORM_SSH_KEY: $key, TPUFORM_LOCK_TIMEOUT: "30s",
 		        STS_TOKEN_URL: ($url + "/v1/token"), IAM_CREDENTIALS_URL: $url}}' >"$r/ctx.json"
 	LOG=$W/runs/$RUN.log
-	HOME=$r/home python3 "$TOP/tests/e2e/ci_runner.py" gitlab "$EX/.gitlab-ci.yml" "$1" "$r/ctx.json" >"$LOG" 2>&1
+	HOME=$r/home "$PY" "$TOP/tests/e2e/ci_runner.py" gitlab "$EX/.gitlab-ci.yml" "$1" "$r/ctx.json" >"$LOG" 2>&1
 }
 branch 5 's/count: 6/count: 5/'
 git -C dev push -q -f origin pr-5
