@@ -67,7 +67,7 @@ static void list_commands(FILE *out, const struct tpf_cmd *const *cmds)
 {
 	for (; *cmds; cmds++)
 		if (!(*cmds)->hidden)
-			fprintf(out, "  %-10s %s\n", (*cmds)->name, (*cmds)->summary);
+			fprintf(out, "  %-12s %s\n", (*cmds)->name, (*cmds)->summary);
 }
 
 void tpf_help_usage(FILE *out)

@@ -1,11 +1,12 @@
 /*
- * tpuform state list|show|rm|pull — Terraform's state subcommands. They
- * read (or, for rm, edit) the state file and never ask the provider, so
- * they work without cloud credentials. `rm` forgets nodes without
+ * tpuform state list|show|rm|pull|push — Terraform's state subcommands.
+ * They read (or, for rm and push, write) the state through its backend
+ * (a file or Cloud Storage, state/backend.h) and never ask the provider. `rm` forgets nodes without
  * destroying them (they keep their labels, so the next plan offers to adopt
  * them while they are still declared).
  */
 #include "cmd/cmd.h"
+#include "engine/state_store.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,25 @@ static int run_rm(struct tpf_cmd_ctx *ctx)
 	return tpf_diags_errors(&s->d) || tpf_interrupted ? TPF_EXIT_ERROR : TPF_EXIT_OK;
 }
 
+static struct {
+	int force;
+} push_o;
+
+static const struct tpf_flag push_flags[] = {
+	TPF_BOOL("force", &push_o.force, "write even if the lineage differs or the serial is older"),
+	TPF_FLAGS_END,
+};
+
+static int run_push(struct tpf_cmd_ctx *ctx)
+{
+	long serial = 0;
+	if (tpf_session_state_push(&ctx->s, ctx->args[0], push_o.force, &serial))
+		return TPF_EXIT_ERROR;
+	tpf_ui_say("Pushed '%s' to %s (serial %ld, lineage %s).\n", ctx->args[0],
+		   ctx->s.fleet.state_path, serial, ctx->s.state.lineage);
+	return TPF_EXIT_OK;
+}
+
 #define STATE_READ (TPF_CMD_FLEET | TPF_CMD_STATE)
 
 static const struct tpf_cmd state_list = {
@@ -119,13 +139,34 @@ static const struct tpf_cmd state_pull = {
 	.run = run_pull,
 };
 
+static const struct tpf_cmd state_push = {
+	.name = "push",
+	.summary = "Write a state file (or another backend's state) as this fleet's state",
+	.description =
+		"  Replace the fleet's state with SOURCE: a state file (such as errored.tfstate,\n"
+		"  left by a write that failed), or gs://BUCKET[/PREFIX], the Cloud Storage\n"
+		"  location of PREFIX/FLEET.tfstate. As Terraform's, it refuses a state of\n"
+		"  another lineage or with an older serial, unless -force.\n"
+		"  This is also how state moves: change the fleet file's 'state:' to the new\n"
+		"  place, then push the old one (a file, or gs://BUCKET/PREFIX). SOURCE is\n"
+		"  left as it was.\n",
+	.flags = push_flags,
+	.min_args = 1,
+	.max_args = 1,
+	.args_name = "SOURCE",
+	.needs = STATE_READ | TPF_CMD_LOCK,
+	.lock_op = "OperationTypeInvalid",
+	.signals = TPF_SIG_GRACEFUL,
+	.run = run_push,
+};
+
 static const struct tpf_cmd *const state_subs[] = {
-	&state_list, &state_show, &state_rm, &state_pull, NULL,
+	&state_list, &state_show, &state_rm, &state_pull, &state_push, NULL,
 };
 
 const struct tpf_cmd tpf_cmd_state = {
 	.name = "state",
-	.summary = "Inspect or edit the state (list, show, rm, pull)",
+	.summary = "Inspect or edit the state (list, show, rm, pull, push)",
 	.description = "  Read the fleet's state, or forget nodes, as Terraform's state commands do.\n",
 	.subs = state_subs,
 };

@@ -353,7 +353,8 @@ int tpf_ui_confirm(const char *question, const char *explain)
 {
 	printf("\n%s%s%s\n  %s\n  Only 'yes' will be accepted to %s.\n\n  %sEnter a value:%s ",
 	       c(C_BOLD), question, c(C_RESET), explain,
-	       strstr(question, "destroy") ? "confirm" : "approve", c(C_BOLD), c(C_RESET));
+	       strstr(question, "destroy") || strstr(question, "unlock") ? "confirm" : "approve",
+	       c(C_BOLD), c(C_RESET));
 	fflush(stdout);
 	char line[256];
 	if (!fgets(line, sizeof(line), stdin))

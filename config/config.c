@@ -49,7 +49,8 @@ static const char *const local_keys[] = { "root", "create_delay", NULL };
 static const char *const gcp_keys[] = {
 	"project", "credentials", "endpoint", "impersonate_service_account", "quota_project", NULL,
 };
-static const char *const state_keys[] = { "path", NULL };
+static const char *const state_keys[] = { "path", "gcs", NULL };
+static const char *const state_gcs_keys[] = { "bucket", "prefix", "endpoint", NULL };
 static const char *const quota_keys[] = {
 	"zone", "accelerator_type", "preemptible", "spot", "on_demand", NULL,
 };
@@ -164,6 +165,36 @@ static void read_provider(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v)
 	}
 }
 
+/* state: { gcs: { bucket, prefix, endpoint } }: the Cloud Storage backend
+ * (state/backend.h); its endpoint is checked when the backend opens. */
+static void read_state_gcs(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v, int have_path)
+{
+	struct cfg_map m;
+	yaml_node_t *x;
+	if (have_path) {
+		cfg_error(c, v, "Keep the state in a file (path) or in a bucket (gcs), not both.",
+			  "'state' takes either 'path' or 'gcs'");
+		return;
+	}
+	if (cfg_map_open(&m, c, v, "'gcs'", "a mapping such as { bucket: my-bucket, prefix: fleets }",
+			 state_gcs_keys, "in state.gcs", "gcs") < 0 || !m.node)
+		return;
+	const char *s;
+	if ((x = cfg_map_require(&m, "bucket", "the Cloud Storage bucket that holds the state")) &&
+	    (s = cfg_want_text(c, x, "bucket", "a bucket name such as 'my-team-tpuform'", 0))) {
+		if (cfg_all_of(s, "-_.") && strlen(s) >= 3 && strlen(s) <= 222)
+			f->state_gcs.bucket = xstrdup(s);
+		else
+			cfg_type_error(c, x, "bucket", "a bucket name (3 to 222 of a-z 0-9 - _ .)",
+				       NULL);
+	}
+	if ((x = cfg_map_get(&m, "prefix")) && (s = cfg_want_text(c, x, "prefix", "text", 1)))
+		f->state_gcs.prefix = xstrdup(s);
+	if ((x = cfg_map_get(&m, "endpoint")) &&
+	    (s = cfg_want_text(c, x, "endpoint", "a URL such as 'https://storage.googleapis.com'", 0)))
+		f->state_gcs.endpoint = xstrdup(s);
+}
+
 static void read_state(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v)
 {
 	struct cfg_map m;
@@ -173,6 +204,8 @@ static void read_state(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v)
 		return;
 	if ((x = cfg_map_get(&m, "path")))
 		f->state_path = cfg_want_path(c, f, x, "path");
+	if ((x = cfg_map_get(&m, "gcs")))
+		read_state_gcs(c, f, x, cfg_map_get(&m, "path") != NULL);
 }
 
 static void read_quota_rule(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v)
@@ -364,6 +397,15 @@ static void read_fleet(struct cfg *c, struct tpf_fleet *f, yaml_node_t *root)
 static void set_defaults(struct tpf_fleet *f)
 {
 	const char *user = getenv("USER");
+	if (f->state_gcs.bucket && f->name && !f->state_path) {
+		/* For messages (state/backend_gcs.c names the objects alike). */
+		const char *p = f->state_gcs.prefix ? f->state_gcs.prefix : "";
+		size_t n = strlen(p);
+		while (n && p[n - 1] == '/')
+			n--;
+		f->state_path = xasprintf("gs://%s/%.*s%s%s.tfstate", f->state_gcs.bucket, (int)n, p,
+					  n ? "/" : "", f->name);
+	}
 	if (!f->state_path)
 		f->state_path = tpf_path_join(f->dir, "tpuform.state.json");
 	if (f->provider == TPF_PROVIDER_LOCAL && !f->local.root)
@@ -455,6 +497,9 @@ void tpf_fleet_release(struct tpf_fleet *f)
 	free(f->gcp.impersonate_service_account);
 	free(f->gcp.quota_project);
 	free(f->state_path);
+	free(f->state_gcs.bucket);
+	free(f->state_gcs.prefix);
+	free(f->state_gcs.endpoint);
 	for (size_t i = 0; i < f->nquota; i++) {
 		free(f->quota[i].zone);
 		free(f->quota[i].accelerator_type);

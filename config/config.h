@@ -154,7 +154,13 @@ struct tpf_fleet {
 		char *quota_project; /* x-goog-user-project, or NULL (google/gcp_auth.h) */
 	} gcp;
 
-	char *state_path; /* resolved; default "<dir>/tpuform.state.json" */
+	char *state_path; /* resolved; default "<dir>/tpuform.state.json"; with
+			   * state_gcs, "gs://BUCKET/PREFIX/FLEET.tfstate" (for messages) */
+	struct {
+		char *bucket;   /* state.gcs.bucket; NULL: the state is the file at state_path */
+		char *prefix;   /* may be NULL */
+		char *endpoint; /* NULL: $TPUFORM_STORAGE_ENDPOINT, else storage.googleapis.com */
+	} state_gcs;        /* state/backend.h */
 
 	struct tpf_quota_rule *quota;
 	size_t nquota;

@@ -5,6 +5,7 @@
 #include "engine/session.h"
 #include "engine/refresh.h"
 #include "engine/saved_plan.h"
+#include "engine/state_store.h"
 #include "model/node_state.h"
 #include "providers/ssh/ssh.h"
 #include "source/source.h"
@@ -68,15 +69,16 @@ int tpf_session_open(struct tpf_session *s, const struct tpf_session_opts *o, co
 		return TPF_ERROR;
 	if (o->no_state)
 		return 0;
+	if (tpf_fleet_backend_open(&s->backend, &s->fleet, &s->d))
+		return TPF_ERROR;
 	if (lock_op && !o->no_lock) {
 		if (o->lock_timeout > 0)
 			progress(s, TPF_SESSION_LOCKING, NULL, NULL);
-		int rc = tpf_lock_acquire(&s->lock, s->fleet.state_path, lock_op, o->lock_timeout,
-					  &s->d);
+		int rc = tpf_backend_lock(s->backend, &s->lock, lock_op, o->lock_timeout, &s->d);
 		if (rc)
 			return rc;
 	}
-	int rc = tpf_state_load(&s->state, s->fleet.state_path, &s->d);
+	int rc = tpf_backend_load(s->backend, &s->state, &s->d);
 	s->have_state = 1;
 	if (rc)
 		return rc;
@@ -243,7 +245,7 @@ int tpf_session_target_worker(struct tpf_session *s, const char *name, int worke
 
 void tpf_session_close(struct tpf_session *s)
 {
-	tpf_lock_release(&s->lock);
+	tpf_lock_release(&s->lock); /* before the backend it may belong to */
 	if (s->prov)
 		tpf_provider_free(s->prov);
 	tpf_live_set_release(&s->live);
@@ -254,5 +256,6 @@ void tpf_session_close(struct tpf_session *s)
 	if (s->have_fleet)
 		tpf_fleet_release(&s->fleet);
 	free(s->fleet_sha256);
+	tpf_backend_free(s->backend);
 	tpf_diags_release(&s->d);
 }

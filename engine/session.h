@@ -77,6 +77,7 @@ struct tpf_session {
 	char *fleet_sha256;        /* "sha256:<hex>" of the fleet file's bytes */
 	struct tpf_state state;
 	int have_state;
+	struct tpf_backend *backend; /* where the state lives (engine/state_store.h) */
 	struct tpf_lock lock;
 	struct tpf_provider *prov;
 	struct tpf_live_set live;  /* after refresh */

@@ -10,6 +10,7 @@
  * lock is held exactly while any heal runs.
  */
 #include "engine/watch_internal.h"
+#include "engine/state_store.h"
 #include "plan/backoff.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -29,6 +30,7 @@ struct tpf_healer {
 	struct tpf_state st;      /* the shared state, saved by the heals */
 	int have_st;
 	struct tpf_lock lock;
+	struct tpf_backend *backend; /* where st lives (engine/state_store.h) */
 	char **busy;              /* nodes a heal in flight acts on */
 	size_t nbusy, alloc;
 	/* Nodes whose heal ended, and when (monotonic seconds): a round that
@@ -204,7 +206,8 @@ static int healer_start(struct tpf_healer *h, const struct tpf_session *s)
 {
 	struct tpf_diags d = TPF_DIAGS_INIT;
 	int rc = 0;
-	if (tpf_lock_acquire(&h->lock, s->fleet.state_path, "OperationTypeApply", 0, &d)) {
+	if ((!h->backend && tpf_fleet_backend_open(&h->backend, &s->fleet, &d)) ||
+	    tpf_backend_lock(h->backend, &h->lock, "OperationTypeApply", 0, &d)) {
 		tpf_watch_note(h->o, NULL, "locked",
 			       "the state is locked by another tpuform: healing waits for the next round");
 		rc = -1;
@@ -213,7 +216,7 @@ static int healer_start(struct tpf_healer *h, const struct tpf_session *s)
 	if (h->have_st)
 		tpf_state_release(&h->st);
 	h->have_st = 0;
-	rc = tpf_state_load(&h->st, s->fleet.state_path, &d);
+	rc = tpf_backend_load(h->backend, &h->st, &d);
 	h->have_st = 1;
 	if (rc || h->st.serial != s->state.serial) {
 		if (!rc)
@@ -350,6 +353,7 @@ void tpf_healer_finish(struct tpf_healer *h)
 		tpf_fleet_release(&h->fleet);
 	if (h->have_st)
 		tpf_state_release(&h->st);
+	tpf_backend_free(h->backend); /* after the lock it may hold */
 	free(h->fleet_sha256);
 	tpf_backoff_free(h->backoff);
 	pthread_cond_destroy(&h->idle);

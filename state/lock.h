@@ -21,14 +21,21 @@
 
 #include "util/diag.h"
 
+struct tpf_backend;
+
 struct tpf_lock {
 	int fd;          /* -1 when not held */
 	char *lock_path;
 	char *info_path;
 	char id[37];
+	/* A lock taken through a remote backend (state/backend.h
+	 * tpf_backend_lock): the backend and the lock object's generation;
+	 * NULL and 0 for the local fcntl lock. */
+	struct tpf_backend *backend;
+	long long generation;
 };
 
-#define TPF_LOCK_INIT { -1, NULL, NULL, { 0 } }
+#define TPF_LOCK_INIT { -1, NULL, NULL, { 0 }, NULL, 0 }
 
 /*
  * Lock the state at state_path for `operation` (e.g. "OperationTypeApply").
@@ -47,8 +54,8 @@ struct tpf_lock {
  */
 int tpf_lock_acquire(struct tpf_lock *l, const char *state_path, const char *operation,
 		     double timeout, struct tpf_diags *d);
-/* Remove the info file and drop the lock (if held), free the paths.
- * Safe twice and on TPF_LOCK_INIT. */
+/* Remove the info file and drop the lock (if held), free the paths; a
+ * remote lock is deleted from its backend. Safe twice and on TPF_LOCK_INIT. */
 void tpf_lock_release(struct tpf_lock *l);
 
 #endif

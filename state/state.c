@@ -4,6 +4,7 @@
  * state_json.c.
  */
 #include "state/state_priv.h"
+#include "state/backend_priv.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -213,6 +214,13 @@ done:
 }
 
 int tpf_state_save(struct tpf_state *st, const char *path, struct tpf_diags *d)
+{
+	if (st->backend)
+		return tpf_backend_save(st->backend, st, d);
+	return tpf_state_save_file(st, path, d);
+}
+
+int tpf_state_save_file(struct tpf_state *st, const char *path, struct tpf_diags *d)
 {
 	struct tpf_diags io = TPF_DIAGS_INIT;
 	struct tpf_buf out = TPF_BUF_INIT;

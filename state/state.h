@@ -78,6 +78,8 @@ struct tpf_state_node {
 	size_t nworkers;
 };
 
+struct tpf_backend; /* state/backend.h */
+
 struct tpf_state {
 	int version;
 	long serial;
@@ -96,6 +98,9 @@ struct tpf_state {
 	 * content change" and the backup. Managed by load/save. */
 	char *last_json;
 	int backup_written;
+	/* Private: the backend it was loaded through (state/backend.h), or
+	 * NULL: then tpf_state_save writes the file at its path argument. */
+	struct tpf_backend *backend;
 };
 
 /* A blank state with a fresh lineage (UUID v4) and serial 0. *st is
@@ -129,6 +134,8 @@ int tpf_state_load(struct tpf_state *st, const char *path, struct tpf_diags *d);
  * serial. A string that is not UTF-8 is such a failure.
  * Not thread-safe: callers serialise (engine/apply.c holds a mutex). No
  * global state.
+ * A state loaded through a backend (state/backend.h tpf_backend_load) is
+ * saved to that backend instead, and path is ignored.
  */
 int tpf_state_save(struct tpf_state *st, const char *path, struct tpf_diags *d);
 
