@@ -75,7 +75,8 @@ static void nap(struct loop *w, double seconds)
 	}
 }
 
-/* Does this watch lead? 1 yes (or no lease: local state), 0 it stands by,
+/* Does this watch lead? 1 yes (or no lease: local state), 2 it has just
+ * taken over, 0 it stands by,
  * -1 the lease could not be opened or asked (diagnostics were an event). */
 static int leadership(struct loop *w, const struct tpf_session *s)
 {
@@ -89,7 +90,11 @@ static int leadership(struct loop *w, const struct tpf_session *s)
 		w->lease_known = 1;
 		tpf_healer_set_lease(w->healer, w->lease);
 	}
-	return w->lease ? tpf_watch_lease_lead(w->lease) : 1;
+	if (!w->lease)
+		return 1;
+	int was = tpf_watch_lease_leading(w->lease);
+	int lead = tpf_watch_lease_lead(w->lease);
+	return lead == 1 && !was ? 2 : lead;
 }
 
 static void reported_release(struct loop *w)
@@ -199,8 +204,9 @@ static int round_run(struct loop *w, int round, double started)
 	struct tpf_plan p;
 	memset(&p, 0, sizeof(p));
 	int rc = 0, lead = 1;
-	if (tpf_session_open(&s, &so, NULL) || (lead = leadership(w, &s)) != 1 ||
-	    tpf_session_refresh(&s, probe) || tpf_session_plan(&s, 0, &p)) {
+	if (tpf_session_open(&s, &so, NULL) || (lead = leadership(w, &s)) < 1 ||
+	    /* A takeover heals first: the sessions are asked next round. */
+	    tpf_session_refresh(&s, probe = probe && lead == 1) || tpf_session_plan(&s, 0, &p)) {
 		tpf_watch_diags(o, &s.d);
 		/* A fleet file that never loaded: nothing to watch. */
 		rc = lead == 0 ? 2 : round == 1 && !s.have_fleet ? TPF_ERROR : 1;
@@ -241,10 +247,14 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 		}
 		if (failed == 2) {
 			/* Standing by is no round: look again when the lease would
-			 * expire, or after an interval. */
+			 * expire, or after half an interval. A standby counts the TTL
+			 * from when it first SAW a generation, up to one look after
+			 * the write, so looking twice an interval keeps a takeover
+			 * within TTL + interval / 2, and its first heal within TTL +
+			 * one interval. */
 			round--;
 			error_wait = o.interval;
-			double until = tpf_watch_lease_due(w.lease, o.interval) - tpf_now_mono();
+			double until = tpf_watch_lease_due(w.lease, o.interval / 2) - tpf_now_mono();
 			nap(&w, until > 0.2 ? until : 0.2);
 			continue;
 		}
