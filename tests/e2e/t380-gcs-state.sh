@@ -39,9 +39,11 @@ clear_requests() { curl -s -o /dev/null -X POST "$FAKEGCP_URL/__admin/requests:c
 fail_state_writes() { curl -s -o /dev/null -X POST "$FAKEGCP_URL/__admin/storage:fail?code=503&count=$1&method=POST&match=gs.tfstate%26"; }
 faults_left() { curl -s "$FAKEGCP_URL/__admin/storage" | jq '.faults | length'; }
 serial() { tpuform state pull -f fleet.yaml | jq .serial; }
+# shellcheck disable=SC2317 # called through ok and wait_for
 no_local_state() {
 	[ -z "$(find . -path ./nodes -prune -o \( -name '*.tfstate*' -o -name 'tpuform.state.json*' -o -name '*.lock.info' -o -name '*.lock' \) -print)" ]
 }
+# shellcheck disable=SC2317 # called through wait_for
 lock_held() { curl -s "$FAKEGCP_URL/__admin/storage" | grep -q gs.tflock; }
 
 # ---- lifecycle with the state only in the bucket ---------------------------
