@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC2317 # the helpers are called through ok, is, wait_for and the EXIT trap
 # watch fails over between machines (README.md "Failover"): two watches of
 # one fleet whose state is in the emulated bucket, in two directories, elect
 # one leader through the lease object <prefix>/<fleet>.tfleader. Only the
@@ -17,7 +18,8 @@ if ! fakegcp_start --project test-project --bucket tpf-state; then
 	echo "1..0 # SKIP the emulator did not start"
 	exit 0
 fi
-A= B=
+A=
+B=
 cleanup() {
 	[ -n "$A" ] && kill -9 "$A" 2>/dev/null
 	[ -n "$B" ] && kill -9 "$B" 2>/dev/null
