@@ -145,6 +145,7 @@ static struct tpf_watch_opts watch_o = {
 	.interval = 10,
 	.session_check = 60,
 	.unhealthy_timeout = 600,
+	.lease_ttl = 30,
 	.interrupted = &tpf_interrupted,
 	.on_event = on_watch_event,
 };
@@ -158,6 +159,9 @@ static const struct tpf_flag watch_flags[] = {
 	TPF_INT("rounds", 0, 1000000000, &watch_o.max_rounds, "stop after N rounds (0: never)"),
 	TPF_STR("metrics-addr", "HOST:PORT", &watch_o.metrics_addr,
 		"serve Prometheus metrics on HOST:PORT, e.g. 127.0.0.1:9100"),
+	TPF_DUR("lease-ttl", &watch_o.lease_ttl,
+		"Cloud Storage state: a standby watch takes over when the leader has not "
+		"renewed its lease for this long"),
 	TPF_BOOL("exit-when-done", &watch_o.exit_when_done,
 		 "exit when every node completed (0) or completed or failed (1)"),
 	TPF_FLAGS_END,
@@ -179,7 +183,12 @@ const struct tpf_cmd tpf_cmd_watch = {
 	.description = "  Keep the fleet alive: every interval, refresh the nodes, replace the\n"
 		       "  preempted, terminated and missing ones, restart dead sessions, create\n"
 		       "  nodes waiting for quota or capacity, delete orphans. Other changes are\n"
-		       "  reported and applied only with -apply-all.\n",
+		       "  reported and applied only with -apply-all.\n"
+		       "\n"
+		       "  With the state in Cloud Storage (state.gcs), several watches of one\n"
+		       "  fleet, on other machines or in other directories, elect one leader\n"
+		       "  through a lease object beside the state; the others stand by and take\n"
+		       "  over when the leader stops renewing it for -lease-ttl.\n",
 	.footer = "The first interrupt (Ctrl-C, SIGTERM) finishes the step in flight, saves the\n"
 		  "state and exits 0; nothing is deleted on exit. A second one exits 1 at once.\n",
 	.flags = watch_flags,

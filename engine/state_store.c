@@ -34,6 +34,14 @@ int tpf_fleet_backend_open(struct tpf_backend **out, const struct tpf_fleet *f,
 	return tpf_backend_open_gcs(out, &c, d);
 }
 
+int tpf_fleet_gcs_config(const struct tpf_fleet *f, struct tpf_backend_gcs_config *c)
+{
+	gcs_config_of(f, c);
+	c->bucket = f->state_gcs.bucket;
+	c->prefix = f->state_gcs.prefix;
+	return f->state_gcs.bucket != NULL;
+}
+
 int tpf_source_backend_open(struct tpf_backend **out, const struct tpf_fleet *f,
 			    const char *source, struct tpf_diags *d)
 {

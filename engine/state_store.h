@@ -21,6 +21,14 @@ int tpf_fleet_backend_open(struct tpf_backend **out, const struct tpf_fleet *f,
 			   struct tpf_diags *d);
 
 /*
+ * The Cloud Storage settings of f's state.gcs (bucket, prefix, fleet,
+ * endpoint, provider.gcp credentials; all borrowed from f) into *c, for
+ * other objects beside the state (watch's leader lease, state/lease.h).
+ * Returns 1 when f keeps its state in Cloud Storage, else 0 (*c unusable).
+ */
+int tpf_fleet_gcs_config(const struct tpf_fleet *f, struct tpf_backend_gcs_config *c);
+
+/*
  * Open a backend named by `source` for fleet f: "gs://BUCKET[/PREFIX]"
  * (the objects <PREFIX>/<fleet>.tfstate, with f's credentials and
  * state.gcs.endpoint) or a state file's path. For `state push`.

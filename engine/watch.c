@@ -42,14 +42,6 @@ static int stopped(const struct tpf_watch_opts *o)
 	return o->interrupted && *o->interrupted;
 }
 
-/* Sleep up to `seconds`, waking early for a signal. */
-static void nap(const struct tpf_watch_opts *o, double seconds)
-{
-	double end = tpf_now_mono() + seconds;
-	while (!stopped(o) && tpf_now_mono() < end)
-		tpf_sleep(0.1);
-}
-
 struct loop {
 	const struct tpf_watch_opts *o;
 	struct tpf_healer *healer;
@@ -64,7 +56,46 @@ struct loop {
 	/* The pinned commit is re-resolved when a session check is due, not
 	 * every round: resolving a URL ref is a network round trip. */
 	char pinned[41];
+	/* Cloud Storage state: the leader lease (engine/watch_lease.c), opened
+	 * from the fleet file of the first round that loaded it. */
+	struct tpf_watch_lease *lease;
+	int lease_known;
 };
+
+/* Sleep up to `seconds`, waking early for a signal; a leader renews its
+ * lease whenever it is due meanwhile (every TTL/3). */
+static void nap(struct loop *w, double seconds)
+{
+	double end = tpf_now_mono() + seconds;
+	while (!stopped(w->o) && tpf_now_mono() < end) {
+		if (w->lease && tpf_watch_lease_leading(w->lease) &&
+		    tpf_now_mono() >= tpf_watch_lease_due(w->lease, w->o->interval))
+			tpf_watch_lease_lead(w->lease);
+		tpf_sleep(0.1);
+	}
+}
+
+/* Does this watch lead? 1 yes (or no lease: local state), 2 it has just
+ * taken over, 0 it stands by,
+ * -1 the lease could not be opened or asked (diagnostics were an event). */
+static int leadership(struct loop *w, const struct tpf_session *s)
+{
+	if (!w->lease_known) {
+		struct tpf_diags d = TPF_DIAGS_INIT;
+		int rc = tpf_watch_lease_open(&w->lease, w->o, &s->fleet, &d);
+		tpf_watch_diags(w->o, &d);
+		tpf_diags_release(&d);
+		if (rc)
+			return -1;
+		w->lease_known = 1;
+		tpf_healer_set_lease(w->healer, w->lease);
+	}
+	if (!w->lease)
+		return 1;
+	int was = tpf_watch_lease_leading(w->lease);
+	int lead = tpf_watch_lease_lead(w->lease);
+	return lead == 1 && !was ? 2 : lead;
+}
 
 static void reported_release(struct loop *w)
 {
@@ -158,8 +189,9 @@ static void act(struct loop *w, struct tpf_session *s, struct tpf_plan *p, int r
 	tpf_plan_release(&rest);
 }
 
-/* One round. Returns 0, 1 when it failed (retry later), or TPF_ERROR when
- * the first round could not load the fleet file. */
+/* One round. Returns 0, 1 when it failed (retry later), 2 when this watch
+ * stands by (another leads), or TPF_ERROR when the first round could not
+ * load the fleet file. */
 static int round_run(struct loop *w, int round, double started)
 {
 	const struct tpf_watch_opts *o = w->o;
@@ -171,12 +203,13 @@ static int round_run(struct loop *w, int round, double started)
 	struct tpf_session s;
 	struct tpf_plan p;
 	memset(&p, 0, sizeof(p));
-	int rc = 0;
-	if (tpf_session_open(&s, &so, NULL) || tpf_session_refresh(&s, probe) ||
-	    tpf_session_plan(&s, 0, &p)) {
+	int rc = 0, lead = 1;
+	if (tpf_session_open(&s, &so, NULL) || (lead = leadership(w, &s)) < 1 ||
+	    /* A takeover heals first: the sessions are asked next round. */
+	    tpf_session_refresh(&s, probe = probe && lead == 1) || tpf_session_plan(&s, 0, &p)) {
 		tpf_watch_diags(o, &s.d);
 		/* A fleet file that never loaded: nothing to watch. */
-		rc = round == 1 && !s.have_fleet ? TPF_ERROR : 1;
+		rc = lead == 0 ? 2 : round == 1 && !s.have_fleet ? TPF_ERROR : 1;
 	} else {
 		if (probe)
 			w->next_probe = started + o->session_check;
@@ -212,11 +245,24 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 			rc = TPF_ERROR;
 			break;
 		}
+		if (failed == 2) {
+			/* Standing by is no round: look again when the lease would
+			 * expire, or after half an interval. A standby counts the TTL
+			 * from when it first SAW a generation, up to one look after
+			 * the write, so looking twice an interval keeps a takeover
+			 * within TTL + interval / 2, and its first heal within TTL +
+			 * one interval. */
+			round--;
+			error_wait = o.interval;
+			double until = tpf_watch_lease_due(w.lease, o.interval / 2) - tpf_now_mono();
+			nap(&w, until > 0.2 ? until : 0.2);
+			continue;
+		}
 		if (failed) {
 			char msg[128];
 			snprintf(msg, sizeof(msg), "round failed: retrying in %.0f s", error_wait);
 			tpf_watch_note(&o, NULL, "error", msg);
-			nap(&o, error_wait);
+			nap(&w, error_wait);
 			/* Our own errors back off instead of spinning. */
 			error_wait = error_wait * 2 > 300 ? 300 : error_wait * 2;
 			continue;
@@ -225,13 +271,14 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 		if (w.done || (o.max_rounds && round >= o.max_rounds))
 			break;
 		double spent = tpf_now_mono() - started;
-		nap(&o, o.interval > spent ? o.interval - spent : 0);
+		nap(&w, o.interval > spent ? o.interval - spent : 0);
 	}
 	if (stopped(&o))
 		tpf_watch_note(&o, NULL, "stopped",
 			       "interrupted: stopped after the step in flight; state saved, nothing "
 			       "deleted");
 	tpf_healer_finish(w.healer);
+	tpf_watch_lease_free(w.lease); /* after the heals: a clean exit hands over at once */
 	tpf_watch_hooks_free(w.hooks);
 	tpf_unhealthy_release(&w.sick);
 	reported_release(&w);

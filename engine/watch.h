@@ -14,6 +14,11 @@
  * the step in flight, waits for the heals (which save the state) and
  * returns; nothing is deleted on the way out.
  *
+ * On Cloud Storage state, watches of one fleet elect one leader through a
+ * lease object (state/lease.h, engine/watch_lease.c): only the leader
+ * refreshes, plans and heals; the others stand by, look at the lease every
+ * interval (and when it would expire) and take over when it expires.
+ *
  * The loop never prints: everything people should see is an event.
  */
 #ifndef TPF_ENGINE_WATCH_H
@@ -58,7 +63,10 @@ struct tpf_watch_event {
 	/* TPF_WATCH_NOTE. code, for machines: "unhealthy" (a READY node is not
 	 * HEALTHY), "warning" (a warning of the round, e.g. "deferred: quota"),
 	 * "locked" (another tpuform holds the state lock: healing waits),
-	 * "replan" (the state changed since the refresh), "error" (the round
+	 * "replan" (the state changed since the refresh), "leader" (this watch
+ * took the leader lease, or removed the state lock a dead leader held),
+ * "standby" (another watch leads: who, and the lease), "lease_lost" (the
+ * lease was taken over: healing stopped), "error" (the round
 	 * failed and is retried), "stopped" (interrupted), "metrics" (where
 	 * metrics are served), "notify" (a webhook delivery problem), "done"
 	 * (with exit_when_done: every node completed or failed), and once per
@@ -102,6 +110,10 @@ struct tpf_watch_opts {
 	 * tpf_metrics_serve); NULL: not. Notifications need no option: the
 	 * fleet file's `notify` key turns them on (engine/notify.h). */
 	const char *metrics_addr;
+	/* Fleets with Cloud Storage state: seconds the leader lease
+	 * (state/lease.h) lasts without renewal; a standby watch takes over
+	 * after that (<= 0: 30). Local state has no lease. */
+	double lease_ttl;
 };
 
 /*

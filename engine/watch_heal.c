@@ -52,6 +52,7 @@ struct tpf_healer {
 	} **threads;
 	size_t nthreads, threads_alloc;
 	struct tpf_backoff *backoff;
+	struct tpf_watch_lease *lease; /* Cloud Storage state: the leader lease; else NULL */
 };
 
 struct heal_job {
@@ -164,6 +165,8 @@ static void *heal_thread(void *arg)
 	}
 	if (--h->running == 0) {
 		tpf_lock_release(&h->lock);
+		if (h->lease) /* no request: the next renewal drops it */
+			tpf_watch_lease_note_lock(h->lease, NULL, 0, NULL);
 		pthread_cond_broadcast(&h->idle);
 	}
 	tpf_plan_release(&job->plan);
@@ -206,10 +209,19 @@ static int healer_start(struct tpf_healer *h, const struct tpf_session *s)
 {
 	struct tpf_diags d = TPF_DIAGS_INIT;
 	int rc = 0;
-	if ((!h->backend && tpf_fleet_backend_open(&h->backend, &s->fleet, &d)) ||
-	    tpf_backend_lock(h->backend, &h->lock, "OperationTypeApply", 0, &d)) {
+	if (!h->backend && tpf_fleet_backend_open(&h->backend, &s->fleet, &d) == 0 && h->lease)
+		tpf_watch_lease_fence(h->lease, h->backend);
+	if (!h->backend || tpf_backend_lock(h->backend, &h->lock, "OperationTypeApply", 0, &d)) {
 		tpf_watch_note(h->o, NULL, "locked",
 			       "the state is locked by another tpuform: healing waits for the next round");
+		rc = -1;
+		goto done;
+	}
+	/* Name the lock in the lease at once: a successor that finds this
+	 * process dead removes it (engine/watch_lease.c). */
+	if (h->lease && tpf_watch_lease_note_lock(h->lease, h->lock.id, 1, &d)) {
+		tpf_watch_diags(h->o, &d);
+		tpf_lock_release(&h->lock);
 		rc = -1;
 		goto done;
 	}
@@ -275,6 +287,15 @@ void tpf_healer_heal(struct tpf_healer *h, const struct tpf_session *s, struct t
 {
 	pthread_mutex_lock(&h->mu);
 	drop_busy(h, p, -1);
+	if (p->n && h->lease) {
+		/* The fence before a heal starts: still the leader? */
+		struct tpf_diags d = TPF_DIAGS_INIT;
+		if (tpf_watch_lease_held(h->lease, &d)) {
+			tpf_watch_diags(h->o, &d);
+			tpf_plan_release(p);
+		}
+		tpf_diags_release(&d);
+	}
 	if (!p->n || (h->running == 0 && healer_start(h, s))) {
 		pthread_mutex_unlock(&h->mu);
 		return;
@@ -311,6 +332,13 @@ void tpf_healer_heal(struct tpf_healer *h, const struct tpf_session *s, struct t
 	}
 	XGROW(h->threads, h->nthreads + 1, h->threads_alloc);
 	h->threads[h->nthreads++] = t;
+	pthread_mutex_unlock(&h->mu);
+}
+
+void tpf_healer_set_lease(struct tpf_healer *h, struct tpf_watch_lease *wl)
+{
+	pthread_mutex_lock(&h->mu);
+	h->lease = wl;
 	pthread_mutex_unlock(&h->mu);
 }
 

@@ -70,6 +70,46 @@ int tpf_healer_running(struct tpf_healer *h);
 /* Wait for every heal in flight, unlock the state and free h (NULL: no-op). */
 void tpf_healer_finish(struct tpf_healer *h);
 
+struct tpf_watch_lease; /* engine/watch_lease.c, below */
+
+/* Heals check the lease before they start and fence their state writes
+ * with it (engine/watch_lease.c); NULL: no lease (local state). */
+void tpf_healer_set_lease(struct tpf_healer *h, struct tpf_watch_lease *wl);
+
+/* ---- leadership on Cloud Storage state (engine/watch_lease.c) ---------- */
+
+/*
+ * Leadership for the loop with options o when f keeps its state in Cloud
+ * Storage (*out NULL, 0 for local state). Opens the lease client and a
+ * backend (no request yet). TPF_ERROR with a diagnostic in d.
+ */
+int tpf_watch_lease_open(struct tpf_watch_lease **out, const struct tpf_watch_opts *o,
+			 const struct tpf_fleet *f, struct tpf_diags *d);
+/* Release the lease if held (a standby takes over at its next look) and
+ * free (NULL: no-op). After every heal ended. */
+void tpf_watch_lease_free(struct tpf_watch_lease *wl);
+
+/*
+ * One lease step now (state/lease.h tpf_lease_step): 1 when this watch
+ * leads and may heal, 0 when it stands by, -1 when Cloud Storage could
+ * not be asked and it does not lead (retry later). Emits the NOTEs
+ * "leader" (taken: the dead leader's state lock removed, the state
+ * rewritten to fence it out), "standby" (once per holder) and
+ * "lease_lost", and the diagnostics.
+ */
+int tpf_watch_lease_lead(struct tpf_watch_lease *wl);
+/* Did the last step lead? */
+int tpf_watch_lease_leading(const struct tpf_watch_lease *wl);
+/* Monotonic seconds when the next step is due (no later than now + interval). */
+double tpf_watch_lease_due(struct tpf_watch_lease *wl, double interval);
+/* Make every state write through b check the lease first (state/backend.h
+ * tpf_backend_set_fence). */
+void tpf_watch_lease_fence(struct tpf_watch_lease *wl, struct tpf_backend *b);
+/* state/lease.h tpf_lease_held and tpf_lease_note_lock. */
+int tpf_watch_lease_held(struct tpf_watch_lease *wl, struct tpf_diags *d);
+int tpf_watch_lease_note_lock(struct tpf_watch_lease *wl, const char *lock_id, int renew_now,
+			      struct tpf_diags *d);
+
 /* ---- nodes seen READY but not HEALTHY ---------------------------------- */
 
 struct tpf_unhealthy {

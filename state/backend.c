@@ -90,8 +90,28 @@ int tpf_backend_load(struct tpf_backend *b, struct tpf_state *st, struct tpf_dia
 	return rc;
 }
 
+void tpf_backend_set_fence(struct tpf_backend *b, tpf_backend_fence_fn fn, void *ctx)
+{
+	b->fence = fn;
+	b->fence_ctx = ctx;
+}
+
+/* Would saving st write anything? (The saves skip unchanged content.) */
+static int save_would_write(const struct tpf_state *st)
+{
+	char *canon = tpf_state_canonical(st);
+	int changed = !canon || !st->last_json || strcmp(canon, st->last_json);
+	free(canon);
+	return changed;
+}
+
 int tpf_backend_save(struct tpf_backend *b, struct tpf_state *st, struct tpf_diags *d)
 {
+	if (b->fence && save_would_write(st)) {
+		int rc = b->fence(b->fence_ctx, d);
+		if (rc)
+			return rc;
+	}
 	return b->ops->save(b, st, d);
 }
 

@@ -10,6 +10,8 @@
  *        <prefix>/<fleet>.tfstate.backup   the state as it was before this
  *                                          process first replaced it
  *        <prefix>/<fleet>.tflock           the lock: Terraform's lock info JSON
+ *        <prefix>/<fleet>.tfleader         the leader lease of `tpuform watch`
+ *                                          (state/lease.h): who heals the fleet
  *    The lock object is created with ifGenerationMatch=0 (only if absent)
  *    and deleted with ifGenerationMatch=<its generation>. Every state write
  *    uploads with ifGenerationMatch=<the generation read> (0 when none
@@ -74,6 +76,18 @@ int tpf_backend_load(struct tpf_backend *b, struct tpf_state *st, struct tpf_dia
  * and how to push it back). After a 412 later saves only update that file.
  */
 int tpf_backend_save(struct tpf_backend *b, struct tpf_state *st, struct tpf_diags *d);
+
+/*
+ * Fencing (watch's leader lease, state/lease.h): fn(ctx, d) runs right
+ * before every save through b that would write something (content
+ * changed); a non-zero return refuses the save with that code, fn's
+ * diagnostic in d, and nothing is written. NULL fn removes it. The check
+ * and the write are two requests (Cloud Storage has no multi-object
+ * transactions): the state object's own ifGenerationMatch covers the gap,
+ * as state/lease.h tpf_lease_fence_state explains.
+ */
+typedef int (*tpf_backend_fence_fn)(void *ctx, struct tpf_diags *d);
+void tpf_backend_set_fence(struct tpf_backend *b, tpf_backend_fence_fn fn, void *ctx);
 
 /*
  * Take the lock (tpf_lock_acquire's contract: timeout in seconds, Terraform's

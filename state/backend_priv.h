@@ -24,6 +24,8 @@ struct tpf_backend_ops {
 struct tpf_backend {
 	const struct tpf_backend_ops *ops;
 	char *where; /* tpf_backend_where */
+	tpf_backend_fence_fn fence; /* tpf_backend_set_fence; may be NULL */
+	void *fence_ctx;
 };
 
 /* The local file save (state.c): what tpf_state_save did before backends. */
