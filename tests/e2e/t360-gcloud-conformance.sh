@@ -14,9 +14,7 @@
 #
 # Without gcloud the test prints "1..0 # SKIP", which tests/run.sh counts
 # as a skip, never a pass. Multislice (`queued-resources create
-# --node-count`) is asked of the emulator first with gcloud's own body; only
-# when the emulator answers 501 is that one check a SKIP (a 501 would cost
-# gcloud's 5xx retries about 30 s).
+# --node-count`) is checked like the rest.
 #
 # Needs: gcloud (skips without), curl, jq. Prints TAP.
 # shellcheck disable=SC2016 # jq programs in single quotes
@@ -154,27 +152,17 @@ is "list: gcloud reads the list" "$(qr list --format='value(name.basename())' 2>
 is "its node exists" "$(node_ids)" "n1 qn1"
 
 # ---- queued-resources: multislice (--node-count) ----------------------------
-# gcloud's body for --node-count=2 --node-prefix=np (one node spec, no nodeId).
-ms_body='{"spot":{},"tpu":{"nodeSpec":[{"multisliceParams":{"nodeCount":2,"nodeIdPrefix":"np"},
-  "node":{"acceleratorType":"v4-16","metadata":{},"networkConfig":{"enableExternalIps":true,"network":"default"},
-  "runtimeVersion":"tpu-ubuntu2204-base","serviceAccount":{}},"parent":"projects/test-project/locations/probe-zone"}]}}'
-probe=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' -d "$ms_body" \
-	"$FAKEGCP_URL/v2/projects/test-project/locations/probe-zone/queuedResources?queuedResourceId=probe")
-if [ "$probe" = 501 ]; then
-	_n=$((_n + 1))
-	echo "ok $_n - queued-resources create --node-count 2 # SKIP multislice not in this branch (the emulator answers 501)"
-else
-	m=$(mark)
-	ok "queued-resources create --node-count 2 --node-prefix np --spot succeeds" \
-		qr create q2 --accelerator-type v4-16 --runtime-version tpu-ubuntu2204-base \
-		--node-count 2 --node-prefix np --spot
-	ok "every request of the multislice create was accepted" all_2xx "$m"
-	wait_for 10 qr_is q2 ACTIVE
-	is "describe: gcloud reads the multislice queued resource ACTIVE with nodeCount 2" \
-		"$(qr describe q2 --format='value(state.state,tpu.nodeSpec[0].multisliceParams.nodeCount)' 2>&1)" "ACTIVE	2"
-	is "its slices np-0 and np-1 exist" "$(node_ids)" "n1 np-0 np-1 qn1"
-	ok "queued-resources delete --force of the multislice one succeeds" qr delete q2 --force
-fi
+m=$(mark)
+ok "queued-resources create --node-count 2 --node-prefix np --spot succeeds" \
+	qr create q2 --accelerator-type v4-16 --runtime-version tpu-ubuntu2204-base \
+	--node-count 2 --node-prefix np --spot
+ok "every request of the multislice create was accepted" all_2xx "$m"
+wait_for 10 qr_is q2 ACTIVE
+is "describe: gcloud reads the multislice queued resource ACTIVE with nodeCount 2" \
+	"$(qr describe q2 --format='value(state.state,tpu.nodeSpec[0].multisliceParams.nodeCount)' 2>&1)" "ACTIVE	2"
+is "its slices np-0 and np-1 exist" "$(node_ids)" "n1 np-0 np-1 qn1"
+ok "queued-resources delete --force of the multislice one succeeds" qr delete q2 --force
+wait_for 10 qr_is q2 ""
 
 # ---- queued-resources delete --force ----------------------------------------
 m=$(mark)
@@ -191,7 +179,7 @@ ok "tpu-vm delete succeeds" tpu delete n1
 ok "every request of the delete was accepted" all_2xx "$m"
 is "list: gcloud reads an empty list (proto3: no nodes key)" "$(tpu list --format='value(name)' 2>&1)" ""
 is "the emulator answered gcloud with no 4xx or 5xx at all" \
-	"$(since 0 | jq '[.[] | select(.status >= 400 and (.path | test("probe") | not))] | length')" 0
+	"$(since 0 | jq '[.[] | select(.status >= 400)] | length')" 0
 
 fakegcp_stop || echo "not ok - the emulator exited cleanly"
 trap - EXIT

@@ -24,18 +24,18 @@ start_watch() {
 	wpid=$!
 }
 start_watch
-wait_for 15 grep -q "alive 3/4" watch.out
+wait_for 60 grep -q "alive 3/4" watch.out
 ok "watch brings up what quota allows: 3 alive" grep -q "alive 3/4, creating 0, waiting for quota 1" watch.out
 ok "the fourth node waits for quota, as a warning" grep -q "deferred: quota" watch.out
 is "no node beyond quota exists" "$(dir_names nodes/nodes | wc -l | tr -d ' ')" 3
 
 "$TPUFORM" local preempt -f fleet.yaml wa-a-1 >/dev/null
-wait_for 15 grep -q "wa-a-1 retry=1" nodes/bucket/starts
+wait_for 60 grep -q "wa-a-1 retry=1" nodes/bucket/starts
 ok "a preempted node is replaced and its job sees TPUFORM_RETRY=1" grep -q "wa-a-1 retry=1" nodes/bucket/starts
 ok "the detection is reported" grep -q "wa-a-1: the node is preempted: replacing" watch.out
 
 rm -rf nodes/nodes/wa-a-2
-wait_for 15 grep -q "wa-a-2 retry=1" nodes/bucket/starts
+wait_for 60 grep -q "wa-a-2 retry=1" nodes/bucket/starts
 ok "a node deleted out of band is recreated from the state's recipe" test -d nodes/nodes/wa-a-2
 ok "reported as missing" grep -q "wa-a-2: the node is missing" watch.out
 
@@ -82,7 +82,7 @@ groups:
 YAML
 "$TPUFORM" watch -f slow.yaml -interval 0.3s >slow.out 2>&1 &
 spid=$!
-wait_for 10 grep -q "ws-a-0: creating" slow.out
+wait_for 40 grep -q "ws-a-0: creating" slow.out
 kill -TERM $spid
 wait $spid
 is "SIGTERM while nodes are CREATING: watch exits 0" "$?" 0
