@@ -204,9 +204,15 @@ static int healer_start(struct tpf_healer *h, const struct tpf_session *s)
 {
 	struct tpf_diags d = TPF_DIAGS_INIT;
 	int rc = 0;
-	if (tpf_lock_acquire(&h->lock, s->fleet.state_path, "OperationTypeApply", 0, &d)) {
-		tpf_watch_note(h->o, NULL, "locked",
-			       "the state is locked by another tpuform: healing waits for the next round");
+	rc = tpf_lock_acquire(&h->lock, s->fleet.state_path, "OperationTypeApply", 0, &d);
+	if (rc) {
+		/* Only a conflict is "locked"; say why otherwise (a full disk
+		 * cannot take the lock-info file). */
+		if (rc == TPF_ELOCKED)
+			tpf_watch_note(h->o, NULL, "locked", "the state is locked by another "
+							     "tpuform: healing waits for the next round");
+		else
+			tpf_watch_diags(h->o, &d);
 		rc = -1;
 		goto done;
 	}
