@@ -13,7 +13,8 @@
 #   - 10 % of API requests fail: 500, 502, 503, 504, a dropped connection or a
 #     2 s answer (the emulator's --fault-rate/--fault-kinds, set through
 #     POST /__admin/faults once the first apply is done);
-#   - a READY node is preempted (mean one every PREEMPT_EVERY s);
+#   - a READY node is preempted (mean one every PREEMPT_EVERY s; each fault
+#     comes at a random time, its period drawn uniformly in [T/2, 3T/2]);
 #   - a worker's sshd is stopped, and started again 5-20 s later (its VM and
 #     job live on);
 #   - tpuform itself is SIGKILLed and started again 1-5 s later, at random
@@ -72,7 +73,9 @@ unset SSH_AUTH_SOCK GOOGLE_APPLICATION_CREDENTIALS
 
 now() { date +%s.%N; }
 rnd() { shuf -i "$1-$2" -n 1; }         # a random integer in [$1, $2]
-chance() { [ "$(rnd 1 "$1")" -le "$INTERVAL" ]; } # true once per $1 s on average
+# When a fault of mean period $1 s next comes: uniform in [$1/2, 3$1/2] from
+# now (rounds take longer than -interval here, so no per-round coin).
+next_at() { echo $(($(date +%s) + $(rnd $(($1 / 2)) $(($1 * 3 / 2))))); }
 
 echo "== soak: $MINUTES min, $NODES preemptible nodes, -interval ${INTERVAL}s, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "   faults: API ${FAULT_RATE} (500,502,503,504,drop,slow); preemption every ~${PREEMPT_EVERY}s;" \
@@ -224,6 +227,10 @@ START=$(date +%s)
 END=$((START + DURATION))
 HALF=$((START + DURATION / 2))
 ROUNDS=0
+NEXT_PREEMPT=$(next_at "$PREEMPT_EVERY")
+NEXT_SSHD=$(next_at "$SSHD_KILL_EVERY")
+NEXT_FILL=$(next_at "$FILL_EVERY")
+NEXT_KILL=$(next_at "$TPF_KILL_EVERY")
 while [ "$(date +%s)" -lt "$END" ]; do
 	sleep "$INTERVAL"
 	ROUNDS=$((ROUNDS + 1))
@@ -242,10 +249,23 @@ while [ "$(date +%s)" -lt "$END" ]; do
 		FULL_UNTIL=0
 		echo "$(now) disk freed" >>events.txt
 	fi
-	chance "$PREEMPT_EVERY" && preempt_one
-	chance "$SSHD_KILL_EVERY" && kill_sshd
-	[ -n "$MOUNTED" ] && [ "$FULL_UNTIL" -eq 0 ] && chance "$FILL_EVERY" && fill_disk
-	[ "$(date +%s)" -lt "$HALF" ] && chance "$TPF_KILL_EVERY" && kill_tpuform
+	t=$(date +%s)
+	if [ "$t" -ge "$NEXT_PREEMPT" ]; then
+		preempt_one
+		NEXT_PREEMPT=$(next_at "$PREEMPT_EVERY")
+	fi
+	if [ "$t" -ge "$NEXT_SSHD" ]; then
+		kill_sshd
+		NEXT_SSHD=$(next_at "$SSHD_KILL_EVERY")
+	fi
+	if [ -n "$MOUNTED" ] && [ "$FULL_UNTIL" -eq 0 ] && [ "$t" -ge "$NEXT_FILL" ]; then
+		fill_disk
+		NEXT_FILL=$(next_at "$FILL_EVERY")
+	fi
+	if [ "$t" -lt "$HALF" ] && [ "$t" -ge "$NEXT_KILL" ]; then
+		kill_tpuform
+		NEXT_KILL=$(next_at "$TPF_KILL_EVERY")
+	fi
 done
 
 # ---- settle, stop, final figures ---------------------------------------------
@@ -289,10 +309,10 @@ done <preempts.txt >detect_all.txt
 awk '$2 != "none" { print $2 }' detect_all.txt >detect.txt
 # Windows in which watch cannot act by design: the state disk full (it
 # records every step before taking it) and tpuform down after a SIGKILL.
-awk -v i="$INTERVAL" '$2 == "disk" && $3 == "full" { f = $1 }
+{ echo "0 0"; awk -v i="$INTERVAL" '$2 == "disk" && $3 == "full" { f = $1 }
 	$2 == "disk" && $3 == "freed" { printf "%.3f %.3f\n", f, $1 + i }
 	$2 == "sigkill" { k = $1 } $2 == "start" && k { printf "%.3f %.3f\n", k, $1 + i; k = 0 }' \
-	events.txt >windows.txt
+	events.txt; } >windows.txt
 awk 'NR == FNR { ws[NR] = $1; we[NR] = $2; nw = NR; next } $2 != "none" {
 	for (j = 1; j <= nw; j++) if (ws[j] <= $1 + $2 && we[j] >= $1) next; print $2 }' \
 	windows.txt detect_all.txt >detect_clear.txt
