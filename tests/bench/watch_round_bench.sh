@@ -50,7 +50,7 @@ printf '%s\n' '#!/bin/sh' \
 	'esac' \
 	'exec sh -c "$SSH_ORIGINAL_COMMAND"' >wrap.sh
 chmod 755 wrap.sh
-mkdir -p root_ssh && cp key.pub authorized_keys && chmod 600 authorized_keys
+mkdir -p roothome && cp key.pub authorized_keys && chmod 600 authorized_keys
 PORT=
 for try in 1 2 3 4 5; do
 	PORT=$((30000 + ($$ * 7 + try * 997) % 20000))
@@ -71,7 +71,10 @@ LogLevel ERROR
 ForceCommand $W/wrap.sh
 Subsystem sftp /usr/lib/openssh/sftp-server
 EOF
-	/usr/sbin/sshd -D -f sshd_config -E sshd.log &
+	# In a mount namespace of its own with an empty /root: the login
+	# shell (bash) must not source this machine's ~/.bashrc.
+	unshare --mount --propagation private sh -c 'mount --bind "$1/roothome" /root &&
+		exec /usr/sbin/sshd -D -f "$1/sshd_config" -E "$1/sshd.log"' sh "$W" &
 	SSHD=$!
 	sleep 0.5
 	kill -0 "$SSHD" 2>/dev/null && break
