@@ -73,6 +73,7 @@ Subsystem sftp /usr/lib/openssh/sftp-server
 EOF
 	# In a mount namespace of its own with an empty /root: the login
 	# shell (bash) must not source this machine's ~/.bashrc.
+	# shellcheck disable=SC2016 # $1 is for the inner sh
 	unshare --mount --propagation private sh -c 'mount --bind "$1/roothome" /root &&
 		exec /usr/sbin/sshd -D -f "$1/sshd_config" -E "$1/sshd.log"' sh "$W" &
 	SSHD=$!
