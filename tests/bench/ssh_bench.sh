@@ -50,7 +50,7 @@ N=${1:-64}
 PARS=${2:-64 8 10} # -parallelism values, one fresh round each
 NODES=$((N / 4))
 BASE=127.0.50.1
-TPUFORM=$TOP/tpuform
+TPUFORM=${TPUFORM_BIN:-$TOP/tpuform} # TPUFORM_BIN: e.g. a perf wrapper
 TPF_ROOT=$TOP
 . "$TOP/tests/e2e/sshd.sh"
 . "$TOP/tests/e2e/fakegcp.sh"
