@@ -4,6 +4,7 @@
 #   make demo       deps + build + the main job on examples/local.yaml
 #   make check      deps + build + every test (unit, end-to-end)
 #   make bench      benchmarks (print figures; never pass/fail on time)
+#   make soak       fault soak of watch (SOAK_MINUTES=N, default 10; a benchmark)
 #   make lint       static checks: function length, shellcheck, clang
 #                   analyzer, cppcheck, layering (tests/lint/run.sh)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS=N each (tests/fuzz/)
@@ -56,7 +57,7 @@ FAKEGCP_SRCS := $(sort $(wildcard tests/fakegcp/*.c))
 FAKEGCP   := $(if $(FAKEGCP_SRCS),tests/fakegcp/fakegcp)
 DEPS      := $(LIB_OBJS:.o=.d) $(CMD_OBJS:.o=.d) $(UNIT_SRCS:.c=.d) $(FAKEGCP_SRCS:.c=.d)
 
-.PHONY: all deps demo check test unit e2e bench clean check-deps lint
+.PHONY: all deps demo check test unit e2e bench soak clean check-deps lint
 all: tpuform
 
 # Flags the objects were built with: a change (e.g. SANITIZE) rebuilds all.
@@ -112,6 +113,11 @@ test: check
 
 bench: tpuform $(FAKEGCP)
 	sh tests/bench/run.sh
+
+# tests/bench/soak.sh: watch under mixed faults for SOAK_MINUTES; prints figures.
+SOAK_MINUTES ?= 10
+soak: tpuform $(FAKEGCP)
+	sh tests/bench/soak.sh $(SOAK_MINUTES)
 
 # Static checks; all run even when one fails, and any failure fails lint.
 # CI (.ci/run) runs it after make check.

@@ -211,9 +211,17 @@ static int healer_start(struct tpf_healer *h, const struct tpf_session *s)
 	int rc = 0;
 	if (!h->backend && tpf_fleet_backend_open(&h->backend, &s->fleet, &d) == 0 && h->lease)
 		tpf_watch_lease_fence(h->lease, h->backend);
-	if (!h->backend || tpf_backend_lock(h->backend, &h->lock, "OperationTypeApply", 0, &d)) {
-		tpf_watch_note(h->o, NULL, "locked",
-			       "the state is locked by another tpuform: healing waits for the next round");
+	rc = h->backend ? tpf_backend_lock(h->backend, &h->lock, "OperationTypeApply", 0, &d)
+			: TPF_ERROR;
+	if (rc) {
+		/* Only a conflict is "locked"; say why otherwise (a state
+		 * backend that cannot be opened, a full disk that cannot take
+		 * the lock-info file). */
+		if (rc == TPF_ELOCKED)
+			tpf_watch_note(h->o, NULL, "locked", "the state is locked by another "
+							     "tpuform: healing waits for the next round");
+		else
+			tpf_watch_diags(h->o, &d);
 		rc = -1;
 		goto done;
 	}

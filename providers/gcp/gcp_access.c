@@ -9,6 +9,7 @@
 #include "providers/gcp/gcp_sshkeys.h"
 #include "providers/ssh/ssh.h"
 #include "util/env.h"
+#include "util/strindex.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -47,6 +48,7 @@ struct tpf_gcp_access {
 	pthread_mutex_t mu; /* nodes and the entries' first fields */
 	struct node_entry **nodes;
 	size_t n, alloc;
+	struct tpf_strindex by_name; /* entry name -> index in nodes (never removed) */
 
 	pthread_mutex_t once_mu; /* the per-process facts below */
 	char *public_key;        /* "TYPE BASE64", NULL until read */
@@ -62,15 +64,16 @@ struct tpf_gcp_access {
 /* Call with a->mu held. */
 static struct node_entry *find_locked(struct tpf_gcp_access *a, const char *name, int create)
 {
-	for (size_t i = 0; i < a->n; i++)
-		if (!strcmp(a->nodes[i]->name, name))
-			return a->nodes[i];
+	size_t i;
+	if (tpf_strindex_get(&a->by_name, name, &i))
+		return a->nodes[i];
 	if (!create)
 		return NULL;
 	struct node_entry *e = xcalloc(1, sizeof(*e));
 	e->name = xstrdup(name);
 	pthread_mutex_init(&e->mu, NULL);
 	XGROW(a->nodes, a->n + 1, a->alloc);
+	tpf_strindex_put(&a->by_name, e->name, a->n);
 	a->nodes[a->n++] = e;
 	return e;
 }
@@ -468,6 +471,7 @@ void tpf_gcp_access_free(struct tpf_gcp_access *a)
 		free(e);
 	}
 	free(a->nodes);
+	tpf_strindex_release(&a->by_name);
 	free(a->public_key);
 	json_decref(a->project_md);
 	free(a->project_error);

@@ -6,6 +6,7 @@
 #include "providers/provider.h"
 #include "providers/ssh/ssh.h"
 #include "util/buf.h"
+#include "util/strindex.h"
 #include "util/xalloc.h"
 
 #include <pthread.h>
@@ -29,6 +30,7 @@ struct gcp_impl {
 	pthread_mutex_t mu;
 	struct qr_fact *facts;
 	size_t nfacts, afacts;
+	struct tpf_strindex facts_by_node; /* node name -> its first fact */
 	char **qr_zones;
 	size_t nqr_zones, aqr_zones;
 };
@@ -36,7 +38,14 @@ struct gcp_impl {
 /* Call with g->mu held. */
 static struct qr_fact *fact_find(struct gcp_impl *g, const char *zone, const char *node)
 {
-	for (size_t i = 0; i < g->nfacts; i++)
+	size_t i;
+	/* The index holds each node name's first fact; the same name in
+	 * another zone (rare) is found by the scan. */
+	if (!tpf_strindex_get(&g->facts_by_node, node, &i))
+		return NULL;
+	if (!strcmp(g->facts[i].zone, zone))
+		return &g->facts[i];
+	for (i = 0; i < g->nfacts; i++)
 		if (!strcmp(g->facts[i].zone, zone) && !strcmp(g->facts[i].node, node))
 			return &g->facts[i];
 	return NULL;
@@ -51,6 +60,7 @@ static void fact_set(struct gcp_impl *g, const char *zone, const char *node, con
 		f = &g->facts[g->nfacts++];
 		f->zone = xstrdup(zone);
 		f->node = xstrdup(node);
+		tpf_strindex_put(&g->facts_by_node, f->node, g->nfacts - 1);
 		f->qr = NULL;
 	}
 	xstrset(&f->qr, qr);
@@ -314,6 +324,7 @@ static void gcp_free(struct tpf_provider *p)
 		free(g->facts[i].qr);
 	}
 	free(g->facts);
+	tpf_strindex_release(&g->facts_by_node);
 	for (size_t i = 0; i < g->nqr_zones; i++)
 		free(g->qr_zones[i]);
 	free(g->qr_zones);

@@ -59,8 +59,12 @@ start=$(date +%s.%N)
 WATCH=$!
 : >preempts.txt
 end=$(($(date +%s) + DURATION))
+next=$(date +%s)
 while [ "$(date +%s)" -lt "$end" ]; do
-	sleep "$EVERY"
+	# On schedule, however long the last pick took (a loaded machine).
+	next=$((next + EVERY))
+	wait_s=$((next - $(date +%s)))
+	[ "$wait_s" -gt 0 ] && sleep "$wait_s"
 	node=$(curl -s "$FAKEGCP_URL/__admin/nodes" |
 		jq -r '[.[] | select(.state == "READY") | (.name | split("/"))[5]] | .[]' | shuf -n 1)
 	[ -n "$node" ] || continue

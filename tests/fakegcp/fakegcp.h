@@ -314,6 +314,8 @@ void fg_qr_op_finish(struct fg_op *op);
 /* Admin: POST /__admin/queuedResources/{zone}/{id}:state?value=X (rest
  * starts at {zone}). Answers r. */
 void fg_qr_admin(struct fg_req *r, const char *rest);
+/* POST /__admin/nodes:seed (fg_seed.c): many READY nodes at once. */
+void fg_admin_seed(struct fg_req *r);
 /* Every queued resource (all zones) as a JSON array (fresh). Lock held. */
 json_t *fg_qrs_all_json(void);
 void fg_qrs_free(void);

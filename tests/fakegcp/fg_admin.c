@@ -182,7 +182,9 @@ void fg_admin_serve(struct fg_req *r)
 	int get = !strcmp(r->method, "GET"), post = !strcmp(r->method, "POST");
 
 	r->no_log = 1;
-	if (post && !strncmp(p, "nodes/", 6)) {
+	if (post && !strcmp(p, "nodes:seed")) {
+		fg_admin_seed(r);
+	} else if (post && !strncmp(p, "nodes/", 6)) {
 		node_action(r, p + 6);
 	} else if (post && !strncmp(p, "queuedResources/", 16)) {
 		fg_qr_admin(r, p + 16);
