@@ -31,7 +31,7 @@ gcp_workers_start 6 127.0.34.1 --project test-project --op-seconds 0.2 --auth to
 	--oidc-request-token "$REQ" --impersonate-sa "$SA" --impersonate-caller sts \
 	--require-user-project billing-proj
 unset TPUFORM_ACCESS_TOKEN
-EMU="--project test-project --op-seconds 0.2 --worker-ip-base 127.0.34.1 --worker-port $SSHD_PORT"
+EMU="--project test-project --op-seconds 0.2 --worker-ip-base 127.0.34.1 --worker-port $SSHD_PORT --worker-dir $SSHD_DIR"
 reqs() { curl -s "$FAKEGCP_URL/__admin/requests"; }
 # count METHOD PATH-REGEX STATUS: requests seen by the emulator
 count() { reqs | jq --arg m "$1" --arg p "$2" --argjson s "$3" \
