@@ -67,6 +67,11 @@ static void build_unit(struct tpf_live_node *u, struct tpf_live_node **slices, i
 		total += slices[k] ? slices[k]->nendpoints : 0;
 	}
 	u->name = xstrdup(q->node_id);
+	if (!first) { /* no slice listed (the caller folds only when one is): the QR speaks */
+		u->state = xstrdup(q->state ? q->state : "UNKNOWN");
+		tpf_recipe_copy(&u->recipe, &q->recipe);
+		return;
+	}
 	u->id = xstrdup(first->id);
 	u->create_time = xstrdup(first->create_time);
 	u->state = xstrdup(unit_state(slices, n, q->state));
