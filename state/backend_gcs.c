@@ -266,6 +266,16 @@ static void gcs_free(struct tpf_backend *b)
 	tpf_buf_release(&g->raw);
 }
 
+char *tpf_backend_gcs_object(const struct tpf_backend_gcs_config *c, const char *suffix)
+{
+	const char *p = c->prefix ? c->prefix : "";
+	size_t plen = strlen(p);
+	while (plen && p[plen - 1] == '/')
+		plen--;
+	return plen ? xasprintf("%.*s/%s%s", (int)plen, p, c->fleet, suffix)
+		    : xasprintf("%s%s", c->fleet, suffix);
+}
+
 static const struct tpf_backend_ops gcs_ops = {
 	.local = 0,
 	.load = gcs_load,
@@ -283,11 +293,7 @@ int tpf_backend_open_gcs(struct tpf_backend **out, const struct tpf_backend_gcs_
 	g->base.ops = &gcs_ops;
 	tpf_buf_init(&g->raw);
 	*out = NULL;
-	const char *p = c->prefix ? c->prefix : "";
-	size_t plen = strlen(p);
-	while (plen && p[plen - 1] == '/')
-		plen--;
-	char *base = plen ? xasprintf("%.*s/%s", (int)plen, p, c->fleet) : xstrdup(c->fleet);
+	char *base = tpf_backend_gcs_object(c, "");
 	g->bucket = xstrdup(c->bucket);
 	g->state_obj = xasprintf("%s.tfstate", base);
 	g->backup_obj = xasprintf("%s.tfstate.backup", base);

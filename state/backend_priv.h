@@ -28,6 +28,12 @@ struct tpf_backend {
 	void *fence_ctx;
 };
 
+/* The name of a fleet's object in its bucket: <prefix>/<fleet><suffix>
+ * (trailing slashes of the prefix dropped; no prefix: <fleet><suffix>),
+ * the layout of state/backend.h. Caller frees. (backend_gcs.c; the lease
+ * names its object the same way.) */
+char *tpf_backend_gcs_object(const struct tpf_backend_gcs_config *c, const char *suffix);
+
 /* The local file save (state.c): what tpf_state_save did before backends. */
 int tpf_state_save_file(struct tpf_state *st, const char *path, struct tpf_diags *d);
 

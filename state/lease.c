@@ -4,6 +4,7 @@
  * local monotonic time only.
  */
 #include "state/lease.h"
+#include "state/backend_priv.h"
 #include "state/state_priv.h"
 #include "util/buf.h"
 #include "util/hash.h"
@@ -43,17 +44,6 @@ struct tpf_lease {
 	char seen_lock[37];
 };
 
-/* <prefix>/<fleet><suffix>, as state/backend_gcs.c names the state. */
-static char *object_name(const char *prefix, const char *fleet, const char *suffix)
-{
-	const char *p = prefix ? prefix : "";
-	size_t plen = strlen(p);
-	while (plen && p[plen - 1] == '/')
-		plen--;
-	return plen ? xasprintf("%.*s/%s%s", (int)plen, p, fleet, suffix)
-		    : xasprintf("%s%s", fleet, suffix);
-}
-
 int tpf_lease_open(struct tpf_lease **out, const struct tpf_backend_gcs_config *c, double ttl,
 		   struct tpf_diags *d)
 {
@@ -69,8 +59,8 @@ int tpf_lease_open(struct tpf_lease **out, const struct tpf_backend_gcs_config *
 		return TPF_ERROR;
 	}
 	l->bucket = xstrdup(c->bucket);
-	l->obj = object_name(c->prefix, c->fleet, ".tfleader");
-	l->state_obj = object_name(c->prefix, c->fleet, ".tfstate");
+	l->obj = tpf_backend_gcs_object(c, ".tfleader");
+	l->state_obj = tpf_backend_gcs_object(c, ".tfstate");
 	l->where = xasprintf("gs://%s/%s", c->bucket, l->obj);
 	l->ttl = ttl;
 	tpf_uuid4(l->id);
