@@ -96,7 +96,7 @@ else
 	echo "note: not root or no tmpfs: the 'state disk full' fault is skipped"
 fi
 fakegcp_start --project soak-project --latency-ms 10 --op-seconds 2 --page-size 50 \
-	--worker-ip-base "$BASE" --worker-port "$SSHD_PORT" --log "$W/requests.jsonl" >/dev/null || exit 1
+	--worker-ip-base "$BASE" --worker-port "$SSHD_PORT" --worker-dir "$SSHD_DIR" --log "$W/requests.jsonl" >/dev/null || exit 1
 cat >fleet.yaml <<YAML
 fleet: soak
 provider:

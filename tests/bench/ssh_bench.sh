@@ -77,7 +77,7 @@ fresh_workers() {
 tpuform_round() { # PARALLELISM
 	fresh_workers
 	fakegcp_stop >/dev/null 2>&1
-	fakegcp_start --worker-ip-base "$BASE" --worker-port "$SSHD_PORT" --op-seconds 0 || exit 1
+	fakegcp_start --worker-ip-base "$BASE" --worker-port "$SSHD_PORT" --worker-dir "$SSHD_DIR" --op-seconds 0 || exit 1
 	rm -rf "$B/t" && mkdir -p "$B/t"
 	cat >"$B/t/fleet.yaml" <<YAML
 fleet: bench

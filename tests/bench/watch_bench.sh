@@ -39,7 +39,7 @@ if [ "$rc" -ne 0 ]; then
 fi
 echo "started $WORKERS sshd workers in $(($(date +%s) - t0)) s"
 fakegcp_start --project bench-project --latency-ms 20 --op-seconds 2 --page-size 50 \
-	--worker-ip-base "$BASE" --worker-port "$SSHD_PORT" --log "$W/requests.jsonl" >/dev/null || exit 1
+	--worker-ip-base "$BASE" --worker-port "$SSHD_PORT" --worker-dir "$SSHD_DIR" --log "$W/requests.jsonl" >/dev/null || exit 1
 cat >fleet.yaml <<YAML
 fleet: wb
 provider:
