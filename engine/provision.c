@@ -242,7 +242,7 @@ static char *message_line(const struct script_said *s, const struct tpf_kvlist *
 /* ---- talking to a worker ------------------------------------------------ */
 
 static int open_worker(struct tpf_transport *t, const struct tpf_state_node *n,
-		       const struct tpf_live_node *live, int worker, int read_only,
+		       const struct tpf_live_node *live, int worker, int read_only, int once,
 		       struct tpf_conn **c, char **host_key, struct tpf_diags *d)
 {
 	const char *pin = NULL;
@@ -256,6 +256,7 @@ static int open_worker(struct tpf_transport *t, const struct tpf_state_node *n,
 		.endpoint = worker_endpoint(live, worker),
 		.host_key = pin,
 		.read_only = read_only,
+		.once = once,
 	};
 	*c = NULL;
 	if (host_key)
@@ -354,7 +355,7 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 	script = tpf_provision_render(f, n, live, worker, &hash);
 	secrets = tpf_secrets_render(&f->secrets);
 
-	err = open_worker(t, n, live, worker, 0, &c, &host_key, d);
+	err = open_worker(t, n, live, worker, 0, 0, &c, &host_key, d);
 	if (err) {
 		new_status = err == TPF_EUNREACHABLE ? "unreachable" : "failed";
 		goto done;
@@ -443,7 +444,7 @@ done:
 static int run_on_worker(struct tpf_transport *t, const struct tpf_state_node *n,
 			 const struct tpf_live_node *live, int worker, const char *command,
 			 double timeout, struct tpf_buf *out, int *status, char **host_key,
-			 int soft, int read_only, int *reachable, struct tpf_diags *d)
+			 int soft, int read_only, int once, int *reachable, struct tpf_diags *d)
 {
 	struct tpf_conn *c = NULL;
 	char *addr = xasprintf("%s/w%d", n->name, worker);
@@ -451,7 +452,7 @@ static int run_on_worker(struct tpf_transport *t, const struct tpf_state_node *n
 	int err;
 
 	*reachable = 0;
-	err = open_worker(t, n, live, worker, read_only, &c, host_key, &local);
+	err = open_worker(t, n, live, worker, read_only, once, &c, host_key, &local);
 	if (!err) {
 		*reachable = 1;
 		err = t->ops->exec(c, command, out, status, timeout, &local);
@@ -476,7 +477,7 @@ static int run_on_worker(struct tpf_transport *t, const struct tpf_state_node *n
 }
 
 int tpf_provision_probe(struct tpf_transport *t, const struct tpf_state_node *n,
-			const struct tpf_live_node *live, int worker,
+			const struct tpf_live_node *live, int worker, int once,
 			struct tpf_worker_report *r, struct tpf_diags *d)
 {
 	struct tpf_buf out = TPF_BUF_INIT;
@@ -489,7 +490,7 @@ int tpf_provision_probe(struct tpf_transport *t, const struct tpf_state_node *n,
 	int err = run_on_worker(t, n, live, worker,
 				"if [ -f " TPF_REMOTE_SCRIPT " ]; then " SCRIPT_CMD " status; "
 				"else echo 'TPUFORM session=none'; fi",
-				PROBE_TIMEOUT, &out, &status, &r->host_key, 1, 1, &reachable, d);
+				PROBE_TIMEOUT, &out, &status, &r->host_key, 1, 1, once, &reachable, d);
 	r->reachable = reachable;
 	if (err == TPF_EUNREACHABLE && !reachable) {
 		err = 0;
@@ -544,7 +545,7 @@ static int read_log(struct tpf_transport *t, const struct tpf_state_node *n,
 	struct tpf_buf got = TPF_BUF_INIT;
 	int status = -1, reachable = 0;
 	char *cmd = xasprintf("%s %s %d", SCRIPT_CMD, verb, lines > 0 ? lines : 0);
-	int err = run_on_worker(t, n, live, worker, cmd, LOGS_TIMEOUT, &got, &status, NULL, 0, 0,
+	int err = run_on_worker(t, n, live, worker, cmd, LOGS_TIMEOUT, &got, &status, NULL, 0, 0, 0,
 				&reachable, d);
 	if (!err && status != 0) {
 		struct tpf_buf b = TPF_BUF_INIT;
@@ -595,7 +596,7 @@ int tpf_provision_stop(struct tpf_transport *t, const struct tpf_state_node *n,
 	int err = run_on_worker(t, n, live, worker,
 				"if [ -f " TPF_REMOTE_SCRIPT " ]; then " SCRIPT_CMD " stop; "
 				"else echo 'TPUFORM result=stopped'; fi",
-				STOP_TIMEOUT, &out, &status, NULL, 0, 1, &reachable, d);
+				STOP_TIMEOUT, &out, &status, NULL, 0, 1, 0, &reachable, d);
 	if (err)
 		goto done;
 	parse_output(out.buf, &said);

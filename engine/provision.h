@@ -78,10 +78,12 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
  * releases). An unreachable worker is a normal outcome: returns 0 with
  * r->reachable = 0 and the reason as a warning. TPF_EHOSTKEY and a script
  * that does not answer are errors. last_log is cleaned (valid UTF-8, no
- * control characters, at most 300 bytes).
+ * control characters, at most 300 bytes). once: a single connection attempt
+ * at a pinned worker (providers/transport.h tpf_worker_ref.once), for
+ * `watch`, which probes again at the next session check.
  */
 int tpf_provision_probe(struct tpf_transport *t, const struct tpf_state_node *n,
-			const struct tpf_live_node *live, int worker,
+			const struct tpf_live_node *live, int worker, int once,
 			struct tpf_worker_report *r, struct tpf_diags *d);
 
 /* The last `lines` lines of the worker's job log (0: all), appended to out.

@@ -71,6 +71,7 @@ struct probe_task {
 
 struct probe_pool {
 	struct tpf_transport *t;
+	int once; /* tpf_provision_probe once */
 	struct probe_task *tasks;
 	size_t n;
 };
@@ -82,18 +83,19 @@ static void probe_item(size_t i, void *arg)
 	struct probe_task *t = &pp->tasks[i];
 	/* Unreachable is a fact, not an error: keep those diagnostics out. */
 	struct tpf_diags local = TPF_DIAGS_INIT;
-	t->rc = tpf_provision_probe(pp->t, t->node, t->live, t->worker, &t->report, &local);
+	t->rc = tpf_provision_probe(pp->t, t->node, t->live, t->worker, pp->once, &t->report,
+				    &local);
 	tpf_diags_release(&local);
 }
 
 int tpf_probe_sessions(struct tpf_provider *prov, const struct tpf_state *st,
-		       const struct tpf_live_set *live, int parallelism,
+		       const struct tpf_live_set *live, int parallelism, int once,
 		       struct tpf_session_facts *out, struct tpf_diags *d)
 {
 	struct tpf_transport *t = prov->ops->transport ? prov->ops->transport(prov) : NULL;
 	if (!t)
 		return 0;
-	struct probe_pool pp = { .t = t };
+	struct probe_pool pp = { .t = t, .once = once };
 	size_t cap = 0;
 	for (size_t i = 0; i < st->nnodes; i++)
 		cap += st->nodes[i].nworkers;

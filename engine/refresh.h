@@ -21,10 +21,12 @@ int tpf_refresh(struct tpf_provider *prov, const struct tpf_fleet *f, const stru
  * (engine/provision.h tpf_provision_probe), up to `parallelism` at once.
  * Facts are appended to *out (caller releases). An unreachable worker gives
  * a fact with session NULL, not an error. Providers without a transport
- * give no facts.
+ * give no facts. once: one connection attempt per pinned worker
+ * (tpf_provision_probe), so a worker that is down costs one connect, not
+ * the transport's retry budget.
  */
 int tpf_probe_sessions(struct tpf_provider *prov, const struct tpf_state *st,
-		       const struct tpf_live_set *live, int parallelism,
+		       const struct tpf_live_set *live, int parallelism, int once,
 		       struct tpf_session_facts *out, struct tpf_diags *d);
 
 #endif

@@ -133,8 +133,7 @@ int tpf_session_refresh(struct tpf_session *s, int probe)
 		live_from_state(s);
 	else if (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d))
 		return TPF_ERROR;
-	if (probe && s->o.refresh &&
-	    tpf_probe_sessions(s->prov, &s->state, &s->live, s->o.parallelism, &s->facts, &s->d))
+	if (probe && tpf_session_probe(s))
 		return TPF_ERROR;
 	/* Secrets are needed where scripts are rendered: plan, apply, watch.
 	 * destroy (no_source) renders none, so it never asks for them. */
@@ -146,6 +145,20 @@ int tpf_session_refresh(struct tpf_session *s, int probe)
 		return TPF_ERROR;
 	return tpf_desired_compute(&s->desired, &s->fleet, s->have_commit ? s->commit : NULL,
 				   &s->state, &s->d);
+}
+
+int tpf_session_probe(struct tpf_session *s)
+{
+	if (!s->o.refresh)
+		return 0;
+	if (tpf_probe_sessions(s->prov, &s->state, &s->live, s->o.parallelism, s->o.probe_once,
+			       &s->facts, &s->d))
+		return TPF_ERROR;
+	/* A job's last log line may hold a secret; after a refresh that
+	 * resolved them, hide them now (tpf_session_refresh does it later). */
+	if (s->fleet.secrets_resolved)
+		tpf_session_facts_redact(&s->facts, &s->fleet.secrets);
+	return 0;
 }
 
 int tpf_session_plan(struct tpf_session *s, int destroy, struct tpf_plan *p)

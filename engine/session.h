@@ -67,8 +67,11 @@ struct tpf_session_opts {
 	 * Such a session can be neither refreshed nor planned. */
 	int no_state;
 	int no_provider;
+	/* Probe each pinned worker once, with no retry budget (watch: it asks
+	 * again at the next session check). */
+	int probe_once;
 };
-#define TPF_SESSION_OPTS_INIT { "tpuform.yaml", 0, 0, 1, 10, 0, NULL, NULL, NULL, 0, 0 }
+#define TPF_SESSION_OPTS_INIT { "tpuform.yaml", 0, 0, 1, 10, 0, NULL, NULL, NULL, 0, 0, 0 }
 
 struct tpf_session {
 	struct tpf_session_opts o; /* a copy of what open was given */
@@ -111,6 +114,16 @@ int tpf_session_open(struct tpf_session *s, const struct tpf_session_opts *o, co
  * nodes. A failed refresh is an error: nothing may be planned from it.
  */
 int tpf_session_refresh(struct tpf_session *s, int probe);
+
+/*
+ * Ask every provisioned worker of every READY node of s->live for its
+ * session (engine/refresh.h tpf_probe_sessions, one attempt per worker
+ * when o.probe_once) and append the answers to s->facts; nothing with
+ * o.refresh 0. For a caller that acts on the nodes first and asks the
+ * workers after (watch): call it after tpf_session_refresh(s, 0), then plan
+ * again. Unreachable workers are facts, not errors.
+ */
+int tpf_session_probe(struct tpf_session *s);
 
 /*
  * Diff the refreshed session into *p (zeroed or released by the caller;

@@ -45,6 +45,7 @@ static int stopped(const struct tpf_watch_opts *o)
 struct loop {
 	const struct tpf_watch_opts *o;
 	struct tpf_healer *healer;
+	struct tpf_prober *prober; /* session probes, in the background */
 	struct tpf_watch_hooks *hooks; /* notifications and metrics */
 	struct tpf_unhealthy_set sick;
 	/* "node/worker/kind" of the restart entries of the last probed round:
@@ -157,9 +158,12 @@ static void check_done(struct loop *w, const struct tpf_session *s, const struct
 	w->done = failed ? 2 : 1;
 }
 
-/* Report and act on what a refreshed session s found (p: its plan). */
+/* Report and act on what a refreshed session s found (p: its plan).
+ * since: when what p was planned from was seen (monotonic seconds: the
+ * round's start, or its probe's when probed); actions on nodes healed
+ * after that are dropped. */
 static void act(struct loop *w, struct tpf_session *s, struct tpf_plan *p, int round, double now,
-		int probed)
+		double since, int probed)
 {
 	const struct tpf_watch_opts *o = w->o;
 	struct tpf_plan rest;
@@ -174,7 +178,7 @@ static void act(struct loop *w, struct tpf_session *s, struct tpf_plan *p, int r
 
 	if (!o->apply_all)
 		tpf_plan_split_healing(p, &rest);
-	tpf_healer_drop_busy(w->healer, p, now);
+	tpf_healer_drop_busy(w->healer, p, since);
 	emit_actions(o, p, 0);
 	if (rest.n && round == 1)
 		emit_actions(o, &rest, 1);
@@ -189,34 +193,111 @@ static void act(struct loop *w, struct tpf_session *s, struct tpf_plan *p, int r
 	tpf_plan_release(&rest);
 }
 
+/*
+ * The first half of a round that asks the workers: plan from the nodes
+ * alone (as a round that does not probe) and start the heals their states
+ * call for, a preempted or missing node, before any worker is asked. A
+ * probe may wait for many workers, some of them down, and detection must
+ * not wait behind it (issue 13). Its warnings are dropped: the full plan
+ * after the probe says them once. Returns tpf_session_plan's code; on an
+ * error the diagnostics stay in s->d.
+ */
+static int heal_nodes_first(struct loop *w, struct tpf_session *s, double started)
+{
+	struct tpf_diags kept = s->d;
+	struct tpf_plan p, rest;
+	memset(&p, 0, sizeof(p));
+	memset(&rest, 0, sizeof(rest));
+	tpf_diags_init(&s->d);
+	int rc = tpf_session_plan(s, 0, &p);
+	if (!rc) {
+		if (!w->o->apply_all)
+			tpf_plan_split_healing(&p, &rest);
+		tpf_healer_drop_busy(w->healer, &p, started);
+		emit_actions(w->o, &p, 0);
+		if (p.n)
+			tpf_healer_heal(w->healer, s, &p);
+		tpf_diags_release(&s->d);
+	}
+	tpf_diags_move(&kept, &s->d);
+	tpf_diags_release(&s->d);
+	s->d = kept;
+	tpf_plan_release(&rest);
+	tpf_plan_release(&p);
+	return rc;
+}
+
+/*
+ * The sessions part of a round (s refreshed without probing). When a
+ * session check is due (`due`: every -session-check, and only a leader that
+ * did not just take over), start the background probe. Take the answers of
+ * the last finished probe into s->facts; when there were none, heal the
+ * nodes first and wait for the probe just started, only until the round
+ * would end anyway (-rounds N, for tests and scripts, waits for it: each
+ * such round is whole). Returns 1 with facts (*since: when that probe began), 0 without,
+ * -1 when the plan for the first half failed (diagnostics in s->d).
+ */
+static int take_probe(struct loop *w, struct tpf_session *s, double started, int due,
+		      int leading, double *since)
+{
+	const struct tpf_watch_opts *o = w->o;
+	if (!leading) {
+		/* Answers from before this watch stood by are too old. */
+		struct tpf_session_facts old;
+		memset(&old, 0, sizeof(old));
+		double at;
+		if (tpf_prober_take(w->prober, 0, &old, &at))
+			tpf_session_facts_release(&old);
+		return 0;
+	}
+	/* Answers that came in since the last round first: starting a probe
+	 * drops answers nobody took. */
+	int got = tpf_prober_take(w->prober, 0, &s->facts, since);
+	int launched = due && tpf_prober_start(w->prober, s->have_commit ? s->commit : NULL);
+	if (launched)
+		w->next_probe = started + o->session_check;
+	if (launched && !got) {
+		if (heal_nodes_first(w, s, started))
+			return -1;
+		got = tpf_prober_take(w->prober, o->max_rounds ? -1 : started + o->interval,
+				      &s->facts, since);
+	}
+	/* What a heal stopped or replaced since the probe began is news the
+	 * facts do not have: those nodes count as not probed. */
+	if (got)
+		tpf_healer_drop_stale_facts(w->healer, &s->facts, *since);
+	return got;
+}
+
 /* One round. Returns 0, 1 when it failed (retry later), 2 when this watch
  * stands by (another leads), or TPF_ERROR when the first round could not
  * load the fleet file. */
 static int round_run(struct loop *w, int round, double started)
 {
 	const struct tpf_watch_opts *o = w->o;
-	int probe = started >= w->next_probe;
+	int due = started >= w->next_probe;
 	struct tpf_session_opts so = TPF_SESSION_OPTS_INIT;
 	so.file = o->file;
 	so.parallelism = o->parallelism;
-	so.pinned = !probe && w->pinned[0] ? w->pinned : NULL;
+	so.pinned = !due && w->pinned[0] ? w->pinned : NULL;
 	struct tpf_session s;
 	struct tpf_plan p;
 	memset(&p, 0, sizeof(p));
-	int rc = 0, lead = 1;
+	int rc = 0, lead = 1, probed = 0;
+	double since = started;
 	if (tpf_session_open(&s, &so, NULL) || (lead = leadership(w, &s)) < 1 ||
+	    tpf_session_refresh(&s, 0) ||
 	    /* A takeover heals first: the sessions are asked next round. */
-	    tpf_session_refresh(&s, probe = probe && lead == 1) || tpf_session_plan(&s, 0, &p)) {
+	    (probed = take_probe(w, &s, started, due && lead == 1, lead == 1, &since)) < 0 ||
+	    tpf_session_plan(&s, 0, &p)) {
 		tpf_watch_diags(o, &s.d);
 		/* A fleet file that never loaded: nothing to watch. */
 		rc = lead == 0 ? 2 : round == 1 && !s.have_fleet ? TPF_ERROR : 1;
 	} else {
-		if (probe)
-			w->next_probe = started + o->session_check;
 		if (s.have_commit)
 			snprintf(w->pinned, sizeof(w->pinned), "%s", s.commit);
-		tpf_watch_hooks_seen(w->hooks, &s, probe, started);
-		act(w, &s, &p, round, started, probe && s.o.refresh);
+		tpf_watch_hooks_seen(w->hooks, &s, probed, started);
+		act(w, &s, &p, round, started, since, probed && s.o.refresh);
 	}
 	tpf_plan_release(&p);
 	tpf_session_close(&s);
@@ -236,6 +317,7 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 	if (!w.hooks)
 		return TPF_ERROR;
 	w.healer = tpf_healer_new(&o);
+	w.prober = tpf_prober_new(&o);
 	double error_wait = o.interval;
 	int rc = 0;
 	for (int round = 1; !stopped(&o) && (!o.max_rounds || round <= o.max_rounds); round++) {
@@ -277,6 +359,7 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 		tpf_watch_note(&o, NULL, "stopped",
 			       "interrupted: stopped after the step in flight; state saved, nothing "
 			       "deleted");
+	tpf_prober_free(w.prober); /* a probe in flight ends within its timeouts */
 	tpf_healer_finish(w.healer);
 	tpf_watch_lease_free(w.lease); /* after the heals: a clean exit hands over at once */
 	tpf_watch_hooks_free(w.hooks);

@@ -98,18 +98,23 @@ static void healed_now(struct tpf_healer *h, const char *node)
 	h->healed[h->nhealed++].at = now;
 }
 
-/* Was node healed at or after `since`? Entries older than since are no
- * news to any round that starts later: they are dropped on the way. */
+/* How long a heal is remembered, seconds: a round may plan from session
+ * facts its background probe gathered up to this long ago (engine/
+ * watch_probe.c), so `since` can go back that far. */
+#define HEALED_KEEP 3600.0
+
+/* Was node healed at or after `since`? Entries far older than any since
+ * still to come are dropped on the way. */
 static int healed_since(struct tpf_healer *h, const char *node, double since)
 {
 	int hit = 0;
 	for (size_t i = 0; i < h->nhealed;) {
-		if (h->healed[i].at < since) {
+		if (h->healed[i].at < since - HEALED_KEEP) {
 			free(h->healed[i].node);
 			h->healed[i] = h->healed[--h->nhealed];
 			continue;
 		}
-		hit |= !strcmp(h->healed[i].node, node);
+		hit |= h->healed[i].at >= since && !strcmp(h->healed[i].node, node);
 		i++;
 	}
 	return hit;
@@ -347,6 +352,26 @@ void tpf_healer_set_lease(struct tpf_healer *h, struct tpf_watch_lease *wl)
 {
 	pthread_mutex_lock(&h->mu);
 	h->lease = wl;
+	pthread_mutex_unlock(&h->mu);
+}
+
+void tpf_healer_drop_stale_facts(struct tpf_healer *h, struct tpf_session_facts *f, double since)
+{
+	pthread_mutex_lock(&h->mu);
+	size_t keep = 0;
+	for (size_t i = 0; i < f->n; i++) {
+		struct tpf_session_fact *sf = &f->items[i];
+		if (busy_has(h, sf->node) || healed_since(h, sf->node, since)) {
+			/* Its strings go; its slot is reused below. */
+			free(sf->node);
+			free(sf->session);
+			free(sf->script_hash);
+			free(sf->last_log);
+			continue;
+		}
+		f->items[keep++] = *sf;
+	}
+	f->n = keep;
 	pthread_mutex_unlock(&h->mu);
 }
 

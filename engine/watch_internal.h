@@ -64,11 +64,52 @@ void tpf_healer_heal(struct tpf_healer *h, const struct tpf_session *s, struct t
  * apply. p's counts are recomputed. */
 void tpf_healer_drop_busy(struct tpf_healer *h, struct tpf_plan *p, double since);
 
+/* Drop the facts about nodes a heal is busy with, or whose heal ended at or
+ * after `since` (monotonic seconds: when the probe that gathered f began):
+ * they describe jobs that heal stopped or replaced, and a node without
+ * facts is planned as not probed. */
+void tpf_healer_drop_stale_facts(struct tpf_healer *h, struct tpf_session_facts *f, double since);
+
 /* Number of heals in flight now. */
 int tpf_healer_running(struct tpf_healer *h);
 
 /* Wait for every heal in flight, unlock the state and free h (NULL: no-op). */
 void tpf_healer_finish(struct tpf_healer *h);
+
+/* ---- the session probe, in the background (engine/watch_probe.c) ------- */
+
+struct tpf_prober;
+
+/* A prober for the loop with options o (borrowed: must outlive it). */
+struct tpf_prober *tpf_prober_new(const struct tpf_watch_opts *o);
+
+/*
+ * Start asking every provisioned worker of the fleet for its session on a
+ * thread of its own: a session opened from o->file (no lock), refreshed,
+ * then engine/session.h tpf_session_probe with one attempt per worker.
+ * pinned: the commit this round resolved (copied; NULL: none). Returns 1
+ * when a probe started, 0 when one is still running (nothing changes).
+ * Answers nobody took yet are dropped. Errors of the probe are events
+ * (TPF_WATCH_DIAGS) and leave no answers.
+ */
+int tpf_prober_start(struct tpf_prober *p, const char *pinned);
+
+/*
+ * Take the answers of the last finished probe. Waits for a running probe
+ * until `deadline` (monotonic seconds; 0: do not wait; < 0: until it ends)
+ * or the loop is interrupted. Returns 1 with *facts filled (the caller
+ * releases them; *facts must be empty) and *started set to when the probe
+ * began (monotonic seconds: actions planned from the facts must drop nodes
+ * healed since then, tpf_healer_drop_busy), or 0 when there are none.
+ */
+int tpf_prober_take(struct tpf_prober *p, double deadline, struct tpf_session_facts *facts,
+		    double *started);
+
+/* Is a probe running now? */
+int tpf_prober_running(struct tpf_prober *p);
+
+/* Wait for a probe in flight (its timeouts bound it) and free p (NULL: no-op). */
+void tpf_prober_free(struct tpf_prober *p);
 
 struct tpf_watch_lease; /* engine/watch_lease.c, below */
 

@@ -27,6 +27,10 @@ struct tpf_worker_ref {
 	int read_only;        /* reach it without changing its node (status probes,
 			       * stops before a delete): the gcp provider adds no
 			       * SSH key to the node's metadata for it */
+	int once;             /* one attempt at a worker whose host key is pinned,
+			       * no retry budget: a status probe that `watch`
+			       * repeats every -session-check must not keep the
+			       * round waiting for a daemon that is down */
 };
 
 /*

@@ -110,7 +110,7 @@ int tpf_ssh_connect_retry(struct tpf_ssh *t, const struct tpf_worker_ref *w,
 	/* Before the first contact, or right after a key was installed, a
 	 * refused key may be one the guest agent has not installed yet. */
 	int key_pending = !w->host_key || (a && a->fresh_key);
-	double budget = key_pending ? t->o.retry_first : t->o.retry_pinned;
+	double budget = key_pending ? t->o.retry_first : w->once ? 0 : t->o.retry_pinned;
 	struct tpf_diags last = TPF_DIAGS_INIT;
 	int err = TPF_ERROR, attempt;
 

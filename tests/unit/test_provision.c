@@ -971,7 +971,7 @@ static void test_provision__worker_via_transport(void)
 	CHECK_INT(fk.put_sources, 1);
 
 	struct tpf_worker_report r;
-	CHECK_INT(tpf_provision_probe(&t, &n, NULL, 0, &r, &d), 0);
+	CHECK_INT(tpf_provision_probe(&t, &n, NULL, 0, 0, &r, &d), 0);
 	CHECK_INT(r.reachable, 1);
 	CHECK_STR(r.session, "alive");
 	CHECK_INT(r.exit_code, -1);
@@ -998,7 +998,7 @@ static void test_provision__worker_via_transport(void)
 	CHECK_INT(fk.put_sources, 2);
 
 	CHECK_INT(tpf_provision_stop(&t, &n, NULL, 0, &d), 0);
-	CHECK_INT(tpf_provision_probe(&t, &n, NULL, 0, &r, &d), 0);
+	CHECK_INT(tpf_provision_probe(&t, &n, NULL, 0, 0, &r, &d), 0);
 	CHECK_STR(r.session, "none");
 	tpf_worker_report_release(&r);
 	CHECKF(d.n == 0, "%s", d.n ? d.items[0].summary : "");
@@ -1031,7 +1031,7 @@ static void test_provision__worker_via_transport(void)
 	tpf_diags_release(&d);
 	tpf_buf_release(&logs);
 	/* Probe and stop of a never-provisioned worker. */
-	CHECK_INT(tpf_provision_probe(&t2, &n, NULL, 0, &r, &d), 0);
+	CHECK_INT(tpf_provision_probe(&t2, &n, NULL, 0, 0, &r, &d), 0);
 	CHECK_STR(r.session, "none");
 	tpf_worker_report_release(&r);
 	CHECK_INT(tpf_provision_stop(&t2, &n, NULL, 0, &d), 0);
@@ -1042,7 +1042,7 @@ static void test_provision__worker_via_transport(void)
 	CHECK_INT(tpf_provision_worker(&t, &f, &n, NULL, 0, 0, &changed, &d), TPF_EUNREACHABLE);
 	CHECK_STR(w->status, "unreachable");
 	tpf_diags_release(&d);
-	CHECK_INT(tpf_provision_probe(&t, &n, NULL, 0, &r, &d), 0);
+	CHECK_INT(tpf_provision_probe(&t, &n, NULL, 0, 0, &r, &d), 0);
 	CHECK_INT(r.reachable, 0);
 	CHECK(r.session == NULL);
 	CHECK_INT(tpf_diags_errors(&d), 0);

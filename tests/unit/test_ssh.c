@@ -754,6 +754,19 @@ static void test_ssh__endpoint_problems(void)
 	CHECK(has_diag(&d, "attempts over"));
 	CHECK(d.n == 1);
 	tpf_diags_release(&d);
+
+	/* A pinned worker that is down is retried for retry_pinned; with
+	 * `once` (watch's status probes) it is tried exactly once. */
+	worker_init(&w, 0, fp[0]);
+	w.e.ip = "127.0.31.251";
+	CHECK_INT(t->ops->connect(t, &w.ref, &c, NULL, &d), TPF_EUNREACHABLE);
+	CHECK(has_diag(&d, "attempts over"));
+	tpf_diags_release(&d);
+	w.ref.once = 1;
+	CHECK_INT(t->ops->connect(t, &w.ref, &c, NULL, &d), TPF_EUNREACHABLE);
+	CHECK(has_diag(&d, "Connection refused"));
+	CHECK(!has_diag(&d, "attempts"));
+	tpf_diags_release(&d);
 	tpf_ssh_transport_free(t);
 }
 
