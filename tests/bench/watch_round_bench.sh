@@ -83,8 +83,17 @@ EOF
 done
 [ -n "$SSHD" ] || { echo "watch_round_bench: sshd did not start: $(tail -n 2 sshd.log)"; exit 1; }
 
+# The emulator is the workers' guest agent (--worker-dir): it publishes
+# worker i's host key from agent/w<i>/hostkey.pub, as a VM publishes its
+# own. One sshd with one host key answers at every address here.
+i=0
+while [ "$i" -lt "$((NODES + 16))" ]; do
+	mkdir -p "agent/w$i" && cp hostkey.pub "agent/w$i/hostkey.pub" || exit 1
+	i=$((i + 1))
+done
 fakegcp_start --project bench-project --latency-ms 20 --op-seconds 0.5 --page-size 50 \
-	--worker-ip-base "$BASE" --worker-port "$PORT" --log "$W/requests.jsonl" >/dev/null || exit 1
+	--worker-ip-base "$BASE" --worker-port "$PORT" --worker-dir "$W/agent" \
+	--log "$W/requests.jsonl" >/dev/null || exit 1
 cat >fleet.yaml <<YAML
 fleet: rb
 provider:
