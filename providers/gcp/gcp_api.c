@@ -607,6 +607,21 @@ int tpf_gcp_get_guest_attributes(struct tpf_gcp_client *c, const char *zone, con
 }
 
 /*
+ * The page size every list asks for. Each list method of the API takes
+ * pageSize, "the maximum number of items to return"
+ * (https://cloud.google.com/tpu/docs/reference/rest/v2/projects.locations.nodes/list);
+ * the reference gives neither its default nor its maximum, and gcloud sends
+ * none unless told (--page-size). Google's list methods may return fewer
+ * than asked and coerce a pageSize above their maximum to that maximum
+ * (https://google.aip.dev/158), so asking for many costs nothing where the
+ * server's cap is lower and saves sequential round trips where it is not:
+ * the pages of one zone can only be fetched one after another (each needs
+ * the previous nextPageToken). 1000 is the maximum AIP-158 gives as its
+ * example. The emulator caps pages at its --page-size (default 50).
+ */
+#define LIST_PAGE_SIZE 1000
+
+/*
  * GET every page of a list method; calls each(item, ctx) for the items of
  * array `key`. An "unreachable" list is an error.
  */
@@ -618,12 +633,18 @@ static int list_all(struct tpf_gcp_client *c, const char *base, const char *key,
 	char *token = NULL;
 	for (int page = 0;; page++) {
 		char *url;
+		/* prettyPrint=false: the list's JSON without the indentation
+		 * Google adds by default (a standard system parameter,
+		 * https://cloud.google.com/apis/docs/system-parameters, and in
+		 * the discovery document): a third fewer bytes to receive and
+		 * parse per page, the same values. pageSize: see LIST_PAGE_SIZE. */
 		if (token) {
 			char *t = tpf_gcp_escape(token);
-			url = xasprintf("%s?pageToken=%s", base, t);
+			url = xasprintf("%s?prettyPrint=false&pageSize=%d&pageToken=%s", base,
+					LIST_PAGE_SIZE, t);
 			free(t);
 		} else {
-			url = xstrdup(base);
+			url = xasprintf("%s?prettyPrint=false&pageSize=%d", base, LIST_PAGE_SIZE);
 		}
 		json_t *resp = NULL;
 		rc = call(c, "GET", url, NULL, what, NULL, 0, &resp, NULL, d);
