@@ -607,21 +607,6 @@ int tpf_gcp_get_guest_attributes(struct tpf_gcp_client *c, const char *zone, con
 }
 
 /*
- * The page size every list asks for. Each list method of the API takes
- * pageSize, "the maximum number of items to return"
- * (https://cloud.google.com/tpu/docs/reference/rest/v2/projects.locations.nodes/list);
- * the reference gives neither its default nor its maximum, and gcloud sends
- * none unless told (--page-size). Google's list methods may return fewer
- * than asked and coerce a pageSize above their maximum to that maximum
- * (https://google.aip.dev/158), so asking for many costs nothing where the
- * server's cap is lower and saves sequential round trips where it is not:
- * the pages of one zone can only be fetched one after another (each needs
- * the previous nextPageToken). 1000 is the maximum AIP-158 gives as its
- * example. The emulator caps pages at its --page-size (default 50).
- */
-#define LIST_PAGE_SIZE 1000
-
-/*
  * GET every page of a list method; calls each(item, ctx) for the items of
  * array `key`. An "unreachable" list is an error.
  */
@@ -637,14 +622,21 @@ static int list_all(struct tpf_gcp_client *c, const char *base, const char *key,
 		 * Google adds by default (a standard system parameter,
 		 * https://cloud.google.com/apis/docs/system-parameters, and in
 		 * the discovery document): a third fewer bytes to receive and
-		 * parse per page, the same values. pageSize: see LIST_PAGE_SIZE. */
+		 * parse per page, the same values.
+		 * No pageSize, as gcloud sends none: the reference gives neither
+		 * its default nor its maximum ("the maximum number of items to
+		 * return", https://cloud.google.com/tpu/docs/reference/rest/v2/projects.locations.nodes/list),
+		 * so a value could as well ask for smaller pages than the
+		 * server's own; and a large one risks a page past the response
+		 * cap (TPF_GCP_MAX_BODY, 64 MiB) when nodes carry metadata near
+		 * the 512 KB Compute Engine allows an instance (Metadata.items,
+		 * https://cloud.google.com/compute/docs/reference/rest/v1/instances). */
 		if (token) {
 			char *t = tpf_gcp_escape(token);
-			url = xasprintf("%s?prettyPrint=false&pageSize=%d&pageToken=%s", base,
-					LIST_PAGE_SIZE, t);
+			url = xasprintf("%s?prettyPrint=false&pageToken=%s", base, t);
 			free(t);
 		} else {
-			url = xasprintf("%s?prettyPrint=false&pageSize=%d", base, LIST_PAGE_SIZE);
+			url = xasprintf("%s?prettyPrint=false", base);
 		}
 		json_t *resp = NULL;
 		rc = call(c, "GET", url, NULL, what, NULL, 0, &resp, NULL, d);

@@ -14,8 +14,8 @@
 # The third argument runs one part alone (default all). TPUFORM_BIN runs
 # another build (default ./tpuform), e.g. a copy of the binary before a
 # change; GCP_BENCH_PAGE_SIZE is the emulator's most nodes per list page
-# (default 50: Google documents no maximum for nodes.list, so the bench
-# assumes a small one; tpuform asks for pageSize=1000, see gcp_api.c).
+# (default 50: Google documents neither the default nor the maximum page
+# of nodes.list, and tpuform sends no pageSize, see gcp_api.c list_all).
 set -u
 NODES=${1:-10000}
 ZONES=${2:-8}
