@@ -44,12 +44,14 @@ static int worker_retry(const struct tpf_state_node *n, int worker)
 	return retry;
 }
 
-char *tpf_provision_render(const struct tpf_fleet *f, const struct tpf_state_node *n,
-			   const struct tpf_live_node *live, int worker, char **hash_out)
+/* What the script of worker `worker` is rendered from. The strings it
+ * points to are n's, f's, live's and the three given here, which the caller
+ * frees after rendering. */
+static struct tpf_bootstrap_params worker_params(const struct tpf_fleet *f,
+						 const struct tpf_state_node *n,
+						 const struct tpf_live_node *live, int worker,
+						 const char *session, const char *secrets_hash)
 {
-	char *session = tpf_session_name(f->name);
-	char *secrets = tpf_secrets_render(&f->secrets);
-	char *secrets_hash = tpf_sha256_tagged(secrets, strlen(secrets));
 	int nworkers = tpf_node_worker_count(n);
 	const char *coordinator = NULL;
 
@@ -77,12 +79,45 @@ char *tpf_provision_render(const struct tpf_fleet *f, const struct tpf_state_nod
 		.nslices = tpf_recipe_slices(&n->recipe),
 		.secrets_hash = secrets_hash,
 	};
+	return p;
+}
+
+/* The hash of the secrets file (tpf_secrets_render) the script records. */
+static char *script_secrets_hash(const struct tpf_fleet *f)
+{
+	char *secrets = tpf_secrets_render(&f->secrets);
+	char *h = tpf_sha256_tagged(secrets, strlen(secrets));
+	free(secrets);
+	return h;
+}
+
+char *tpf_provision_render(const struct tpf_fleet *f, const struct tpf_state_node *n,
+			   const struct tpf_live_node *live, int worker, char **hash_out)
+{
+	char *session = tpf_session_name(f->name);
+	char *secrets_hash = script_secrets_hash(f);
+	struct tpf_bootstrap_params p = worker_params(f, n, live, worker, session, secrets_hash);
 	char *script = tpf_bootstrap_render(&p);
 	if (hash_out)
 		*hash_out = tpf_sha256_tagged(script, strlen(script));
 	free(session);
-	free(secrets);
 	free(secrets_hash);
 	return script;
 }
 
+char *tpf_provision_hash(const struct tpf_fleet *f, const struct tpf_state_node *n,
+			 const struct tpf_live_node *live, int worker)
+{
+	char *session = tpf_session_name(f->name);
+	char *secrets_hash = script_secrets_hash(f);
+	struct tpf_bootstrap_params p = worker_params(f, n, live, worker, session, secrets_hash);
+	/* The script is the head and the fixed body (render.h): hash them in
+	 * turn rather than copy the body behind each head. */
+	char *head = tpf_bootstrap_render_head(&p);
+	char *hash = tpf_sha256_tagged2(head, strlen(head), tpf_template_bootstrap_sh,
+					strlen(tpf_template_bootstrap_sh));
+	free(head);
+	free(session);
+	free(secrets_hash);
+	return hash;
+}

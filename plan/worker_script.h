@@ -25,6 +25,15 @@ char *tpf_session_name(const char *fleet);
 char *tpf_provision_render(const struct tpf_fleet *f, const struct tpf_state_node *n,
 			   const struct tpf_live_node *live, int worker, char **hash_out);
 
+/*
+ * The "sha256:..." hash tpf_provision_render would give in *hash_out, the
+ * same string for the same arguments, without building the whole script
+ * (only its per-worker head; the fixed body is hashed where it lies). For
+ * plan/diff.c, which needs only the hash. Caller frees.
+ */
+char *tpf_provision_hash(const struct tpf_fleet *f, const struct tpf_state_node *n,
+			 const struct tpf_live_node *live, int worker);
+
 /* How the worker gets its source: "none" (no commit), "present" (local
  * provider: tpuform checks it out), "bundle" or "clone" (source.transfer).
  * Static string. */

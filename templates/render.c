@@ -4,6 +4,7 @@
 #include "util/xalloc.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int tpf_env_name_valid(const char *name)
@@ -103,7 +104,7 @@ static void add_exports(struct tpf_buf *b, const struct tpf_kvlist *l)
 	tpf_kvlist_release(&sorted);
 }
 
-char *tpf_bootstrap_render(const struct tpf_bootstrap_params *p)
+char *tpf_bootstrap_render_head(const struct tpf_bootstrap_params *p)
 {
 	struct tpf_buf b = TPF_BUF_INIT;
 
@@ -133,7 +134,16 @@ char *tpf_bootstrap_render(const struct tpf_bootstrap_params *p)
 	add_exports(&b, p->env);
 
 	tpf_buf_addch(&b, '\n');
+	return tpf_buf_detach(&b, NULL);
+}
+
+char *tpf_bootstrap_render(const struct tpf_bootstrap_params *p)
+{
+	struct tpf_buf b = TPF_BUF_INIT;
+	char *head = tpf_bootstrap_render_head(p);
+	tpf_buf_adds(&b, head);
 	tpf_buf_adds(&b, tpf_template_bootstrap_sh);
+	free(head);
 	return tpf_buf_detach(&b, NULL);
 }
 

@@ -55,6 +55,15 @@ struct tpf_bootstrap_params {
  */
 char *tpf_bootstrap_render(const struct tpf_bootstrap_params *p);
 
+/*
+ * The part of that script that depends on p: everything before the fixed
+ * body, tpf_template_bootstrap_sh, so that tpf_bootstrap_render(p) is
+ * exactly this followed by that body. Lets a caller that only needs the
+ * script's hash hash the two parts without building the whole script
+ * (plan/worker_script.h: tpf_provision_hash). Caller frees.
+ */
+char *tpf_bootstrap_render_head(const struct tpf_bootstrap_params *p);
+
 /* The secrets env file ("export NAME='value'" lines, sorted by name);
  * caller frees. An empty list gives a file with only a comment. Invalid
  * or reserved names are left out, as in tpf_bootstrap_render. */

@@ -132,12 +132,26 @@ int tpf_buf_addch(struct tpf_buf *b, int c)
 
 int tpf_buf_vaddf(struct tpf_buf *b, const char *fmt, va_list ap)
 {
+	if (b->overflowed)
+		return TPF_ERROR;
+	/* Format into the room already there: one pass when it fits (the
+	 * common case; a buffer never holds more than its cap, so neither does
+	 * this). Otherwise grow to the size that pass reported and format
+	 * again. */
+	size_t room = b->alloc - b->len; /* alloc > len whenever alloc != 0 */
 	va_list cp;
 	va_copy(cp, ap);
-	int n = vsnprintf(NULL, 0, fmt, cp);
+	int n = vsnprintf(b->alloc ? b->buf + b->len : NULL, b->alloc ? room : 0, fmt, cp);
 	va_end(cp);
-	if (n < 0)
+	if (n < 0) {
+		if (b->alloc)
+			b->buf[b->len] = '\0';
 		return TPF_ERROR;
+	}
+	if (b->alloc && (size_t)n < room) {
+		b->len += (size_t)n;
+		return 0;
+	}
 	if (grow(b, (size_t)n) < 0)
 		return TPF_ERROR;
 	if (n == 0)

@@ -6,17 +6,44 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+static void sha256_failed(void)
+{
+	fprintf(stderr, "fatal: SHA-256 failed in libcrypto\n");
+	abort();
+}
+
+static void to_hex(const unsigned char *md, unsigned int mdlen, char out[65])
+{
+	static const char digits[] = "0123456789abcdef";
+	for (unsigned int i = 0; i < mdlen && i < 32; i++) {
+		out[2 * i] = digits[md[i] >> 4];
+		out[2 * i + 1] = digits[md[i] & 0x0f];
+	}
+	out[64] = '\0';
+}
+
 void tpf_sha256_hex(const void *data, size_t len, char out[65])
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
-	if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL)) {
-		fprintf(stderr, "fatal: SHA-256 failed in libcrypto\n");
-		abort();
-	}
-	for (unsigned int i = 0; i < mdlen; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
-	out[64] = '\0';
+	if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL))
+		sha256_failed();
+	to_hex(md, mdlen, out);
+}
+
+char *tpf_sha256_tagged2(const void *a, size_t alen, const void *b, size_t blen)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	char hex[65];
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) ||
+	    !EVP_DigestUpdate(ctx, a, alen) || !EVP_DigestUpdate(ctx, b, blen) ||
+	    !EVP_DigestFinal_ex(ctx, md, &mdlen))
+		sha256_failed();
+	EVP_MD_CTX_free(ctx);
+	to_hex(md, mdlen, hex);
+	return xasprintf("sha256:%s", hex);
 }
 
 char *tpf_sha256_tagged(const void *data, size_t len)

@@ -618,12 +618,25 @@ static int list_all(struct tpf_gcp_client *c, const char *base, const char *key,
 	char *token = NULL;
 	for (int page = 0;; page++) {
 		char *url;
+		/* prettyPrint=false: the list's JSON without the indentation
+		 * Google adds by default (a standard system parameter,
+		 * https://cloud.google.com/apis/docs/system-parameters, and in
+		 * the discovery document): a third fewer bytes to receive and
+		 * parse per page, the same values.
+		 * No pageSize, as gcloud sends none: the reference gives neither
+		 * its default nor its maximum ("the maximum number of items to
+		 * return", https://cloud.google.com/tpu/docs/reference/rest/v2/projects.locations.nodes/list),
+		 * so a value could as well ask for smaller pages than the
+		 * server's own; and a large one risks a page past the response
+		 * cap (TPF_GCP_MAX_BODY, 64 MiB) when nodes carry metadata near
+		 * the 512 KB Compute Engine allows an instance (Metadata.items,
+		 * https://cloud.google.com/compute/docs/reference/rest/v1/instances). */
 		if (token) {
 			char *t = tpf_gcp_escape(token);
-			url = xasprintf("%s?pageToken=%s", base, t);
+			url = xasprintf("%s?prettyPrint=false&pageToken=%s", base, t);
 			free(t);
 		} else {
-			url = xstrdup(base);
+			url = xasprintf("%s?prettyPrint=false", base);
 		}
 		json_t *resp = NULL;
 		rc = call(c, "GET", url, NULL, what, NULL, 0, &resp, NULL, d);

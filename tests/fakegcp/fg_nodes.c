@@ -208,8 +208,11 @@ void fg_nodes_list(struct fg_req *r, struct fg_match *mt)
 	if (after)
 		while (i < count && strcmp(v[i]->id, after) <= 0)
 			i++;
+	/* The nodes themselves, not copies: the answer is written out before
+	 * the lock is let go, as fg_nodes_get does (a page of 50 copied and
+	 * freed was half the emulator's time, tests/bench/gcp_bench.sh). */
 	for (; i < count && json_array_size(arr) < (size_t)size; i++)
-		json_array_append_new(arr, json_deep_copy(v[i]->res));
+		json_array_append(arr, v[i]->res);
 	/* proto3 JSON: an empty list is absent, so the answer may be {}. */
 	if (json_array_size(arr))
 		json_object_set(out, "nodes", arr);
@@ -220,9 +223,9 @@ void fg_nodes_list(struct fg_req *r, struct fg_match *mt)
 	}
 	json_decref(arr);
 	free(v);
+	fg_reply_json(r, 200, out);
 	fg_unlock();
 	free(after);
-	fg_reply_json(r, 200, out);
 }
 
 void fg_nodes_delete(struct fg_req *r, struct fg_match *mt)

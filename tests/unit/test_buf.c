@@ -40,6 +40,27 @@ static void test_buf__append(void)
 	tpf_buf_release(&b);
 }
 
+/* tpf_buf_addf formats into the room the buffer has and, when that is too
+ * little, grows and formats again: every length across the room's edges
+ * gives the bytes tpf_buf_adds of the same text gives. */
+static void test_buf__addf_room(void)
+{
+	struct tpf_buf a = TPF_BUF_INIT, b = TPF_BUF_INIT;
+	char piece[96];
+	int failed = 0;
+	for (int i = 0; i < 400; i++) {
+		snprintf(piece, sizeof(piece), "%0*d;", i % 80, i);
+		failed += tpf_buf_addf(&a, "%0*d;", i % 80, i) != 0;
+		tpf_buf_adds(&b, piece);
+		failed += a.len != b.len || a.buf[a.len] != '\0';
+	}
+	CHECK_INT(failed, 0);
+	CHECK(a.len == b.len && !memcmp(a.buf, b.buf, a.len + 1));
+	CHECKF(a.len > 10000, "%zu bytes: the buffer grew many times", a.len);
+	tpf_buf_release(&a);
+	tpf_buf_release(&b);
+}
+
 static void test_buf__default_cap(void)
 {
 	struct tpf_buf a = TPF_BUF_INIT, b;
@@ -202,6 +223,7 @@ static void test_buf__read_file_cap(void)
 int main(void)
 {
 	RUN(test_buf__append);
+	RUN(test_buf__addf_room);
 	RUN(test_buf__default_cap);
 	RUN(test_buf__cap);
 	RUN(test_buf__take);

@@ -1065,6 +1065,74 @@ static void test_provision__worker_via_transport(void)
 	tpf_kvlist_release(&f.secrets);
 }
 
+/* tpf_provision_hash(...) is the hash tpf_provision_render gives, i.e. of
+ * the whole script, for every worker, settings and value that shape it. */
+static int hash_agrees(const struct tpf_fleet *f, const struct tpf_state_node *n,
+		       const struct tpf_live_node *live, int worker)
+{
+	char *want = NULL;
+	char *script = tpf_provision_render(f, n, live, worker, &want);
+	char *direct = tpf_sha256_tagged(script, strlen(script));
+	char *got = tpf_provision_hash(f, n, live, worker);
+	int ok = want && got && !strcmp(got, want) && !strcmp(got, direct);
+	if (!ok)
+		fprintf(stderr, "# worker %d: hash %s, script's %s\n", worker, got, want);
+	free(got);
+	free(direct);
+	free(want);
+	free(script);
+	return ok;
+}
+
+static void test_provision__hash_without_script(void)
+{
+	struct tpf_fleet f;
+	memset(&f, 0, sizeof(f));
+	f.name = "hw";
+	f.provider = TPF_PROVIDER_GCP;
+	struct tpf_state_node n;
+	node_init(&n, 4);
+	n.job.run = xstrdup("python train.py --x 'y'");
+	struct tpf_endpoint eps[1] = { { .ip = "10.0.0.1", .port = 22 } };
+	struct tpf_live_node live;
+	memset(&live, 0, sizeof(live));
+	live.endpoints = eps;
+	live.nendpoints = 1;
+	int bad = 0;
+	for (int w = 0; w < 4; w++)
+		bad += !hash_agrees(&f, &n, NULL, w) + !hash_agrees(&f, &n, &live, w);
+	CHECK_INT(bad, 0);
+
+	/* Everything else the head holds: retry, source, env, secrets,
+	 * setup, slices, odd names. */
+	n.generation = 5;
+	n.workers[2].restarts = 3;
+	n.job.commit = xstrdup(c1);
+	n.job.repo = xstrdup("https://example.com/r.git");
+	n.job.setup = xstrdup("pip install -r requirements.txt\necho done");
+	tpf_kvlist_set(&n.job.env, "B_VAR", "it's \"quoted\" $(not run)");
+	tpf_kvlist_set(&n.job.env, "A_VAR", "\xc3\xbc\n\t");
+	tpf_kvlist_set(&f.secrets, "TOKEN", "s3cret");
+	free(n.name);
+	n.name = xstrdup("odd\nname'-0");
+	n.recipe.slices = 2;
+	f.source.transfer = TPF_TRANSFER_BUNDLE;
+	for (int w = 0; w < 4; w++)
+		bad += !hash_agrees(&f, &n, &live, w);
+	CHECK_INT(bad, 0);
+	/* And the hashes still tell the workers and the settings apart. */
+	char *h0 = tpf_provision_hash(&f, &n, &live, 0), *h1 = tpf_provision_hash(&f, &n, &live, 1);
+	CHECK(strcmp(h0, h1) != 0);
+	tpf_kvlist_set(&f.secrets, "TOKEN", "other");
+	char *h0b = tpf_provision_hash(&f, &n, &live, 0);
+	CHECK(strcmp(h0, h0b) != 0);
+	free(h0);
+	free(h1);
+	free(h0b);
+	node_free(&n);
+	tpf_kvlist_release(&f.secrets);
+}
+
 static void test_provision__render_choices(void)
 {
 	struct tpf_fleet f;
@@ -1220,6 +1288,7 @@ int main(void)
 	RUN(test_provision__source_modes);
 	RUN(test_provision__worker_via_transport);
 	RUN(test_provision__render_choices);
+	RUN(test_provision__hash_without_script);
 	unit_begin("cleanup");
 	cleanup();
 

@@ -301,6 +301,44 @@ static void test_render__deterministic(void)
 	tpf_kvlist_release(&b);
 }
 
+/* The script is its head and then the fixed body, byte for byte, so that
+ * hashing the two parts in turn (tpf_sha256_tagged2) hashes the script. */
+static void test_render__head_and_body(void)
+{
+	struct tpf_kvlist env = TPF_KVLIST_INIT;
+	tpf_kvlist_set(&env, "X", "a'b\nc");
+	int bad = 0;
+	for (size_t h = 0; h < NHOSTILE; h++) {
+		struct tpf_bootstrap_params p = base_params(&env);
+		p.node = hostile[h];
+		p.run = hostile[(h + 1) % NHOSTILE];
+		p.nslices = (int)(h % 3);
+		p.slice = 1;
+		char *script = tpf_bootstrap_render(&p);
+		char *head = tpf_bootstrap_render_head(&p);
+		size_t hl = strlen(head);
+		bad += strncmp(script, head, hl) != 0 ||
+		       strcmp(script + hl, tpf_template_bootstrap_sh) != 0;
+		char *whole = tpf_sha256_tagged(script, strlen(script));
+		char *parts = tpf_sha256_tagged2(head, hl, tpf_template_bootstrap_sh,
+						 strlen(tpf_template_bootstrap_sh));
+		/* and split anywhere else, the same hash */
+		size_t cut = strlen(script) / (h + 2);
+		char *other = tpf_sha256_tagged2(script, cut, script + cut, strlen(script) - cut);
+		bad += strcmp(whole, parts) != 0 || strcmp(whole, other) != 0;
+		free(whole);
+		free(parts);
+		free(other);
+		free(head);
+		free(script);
+	}
+	CHECK_INT(bad, 0);
+	char *empty = tpf_sha256_tagged2("", 0, "", 0);
+	CHECK_STR(empty, "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	free(empty);
+	tpf_kvlist_release(&env);
+}
+
 static void test_render__secrets_file(void)
 {
 	struct tpf_kvlist sec = TPF_KVLIST_INIT;
@@ -393,6 +431,7 @@ int main(void)
 	RUN(test_render__env_cannot_override_settings);
 	RUN(test_render__env_name_rules);
 	RUN(test_render__deterministic);
+	RUN(test_render__head_and_body);
 	RUN(test_render__secrets_file);
 	RUN(test_render__template_lint);
 
