@@ -97,7 +97,7 @@ void tpf_backend_set_fence(struct tpf_backend *b, tpf_backend_fence_fn fn, void 
 }
 
 /* Would saving st write anything? (The saves skip unchanged content.) */
-static int save_would_write(const struct tpf_state *st)
+static int save_would_write(struct tpf_state *st)
 {
 	char *canon = tpf_state_canonical(st);
 	int changed = !canon || !st->last_json || strcmp(canon, st->last_json);

@@ -110,7 +110,7 @@ static int gcs_save(struct tpf_backend *b, struct tpf_state *st, struct tpf_diag
 	struct gcs_backend *g = GB(b);
 	struct tpf_diags io = TPF_DIAGS_INIT;
 	struct tpf_buf out = TPF_BUF_INIT;
-	char *canon = tpf_state_canonical(st), *text = NULL;
+	char *canon = tpf_state_serialize(st, st->serial + 1, &out);
 	int rc = 0;
 	if (!canon) {
 		rc = tpf_errorx(d, NULL, "Every name, command and label must be UTF-8 text.",
@@ -119,13 +119,6 @@ static int gcs_save(struct tpf_backend *b, struct tpf_state *st, struct tpf_diag
 	}
 	if (st->last_json && !strcmp(canon, st->last_json))
 		goto done;
-	json_t *root = tpf_state_to_json(st);
-	json_object_set_new(root, "serial", json_integer(st->serial + 1));
-	json_object_set_new(root, "tpuform_version", json_string(TPF_VERSION));
-	text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
-	json_decref(root);
-	tpf_buf_adds(&out, text);
-	tpf_buf_addch(&out, '\n');
 	if (g->refused) {
 		/* Already refused once: keep the copy current, say nothing more. */
 		write_errored(g, out.buf, out.len, 0, NULL, d);
@@ -156,7 +149,6 @@ static int gcs_save(struct tpf_backend *b, struct tpf_state *st, struct tpf_diag
 done:
 	tpf_diags_release(&io);
 	tpf_buf_release(&out);
-	free(text);
 	free(canon);
 	return rc;
 }

@@ -35,6 +35,7 @@ void tpf_state_release(struct tpf_state *st)
 	free(st->proxy_jump_host);
 	free(st->proxy_jump_host_key);
 	free(st->last_json);
+	tpf_state_doc_free(st->doc);
 	memset(st, 0, sizeof(*st));
 }
 
@@ -224,8 +225,9 @@ int tpf_state_save_file(struct tpf_state *st, const char *path, struct tpf_diags
 {
 	struct tpf_diags io = TPF_DIAGS_INIT;
 	struct tpf_buf out = TPF_BUF_INIT;
-	json_t *root = NULL;
-	char *text = NULL, *canon = tpf_state_canonical(st);
+	/* Serial and version go into the document only; st changes once the
+	 * file is in place, so a failed write can be retried as is. */
+	char *canon = tpf_state_serialize(st, st->serial + 1, &out);
 	int err = 0;
 
 	if (!canon) {
@@ -237,15 +239,6 @@ int tpf_state_save_file(struct tpf_state *st, const char *path, struct tpf_diags
 	}
 	if (st->last_json && !strcmp(canon, st->last_json))
 		goto done;
-
-	/* Serial and version go into the document only; st changes once the
-	 * file is in place, so a failed write can be retried as is. */
-	root = tpf_state_to_json(st);
-	json_object_set_new(root, "serial", json_integer(st->serial + 1));
-	json_object_set_new(root, "tpuform_version", json_string(TPF_VERSION));
-	text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
-	tpf_buf_adds(&out, text);
-	tpf_buf_addch(&out, '\n');
 
 	if (!st->backup_written) {
 		err = write_backup(path, &io);
@@ -273,8 +266,6 @@ done:
 	}
 	tpf_diags_release(&io);
 	tpf_buf_release(&out);
-	json_decref(root);
-	free(text);
 	free(canon);
 	return err;
 }

@@ -79,6 +79,7 @@ struct tpf_state_node {
 };
 
 struct tpf_backend; /* state/backend.h */
+struct tpf_state_doc; /* state/state_doc.c */
 
 struct tpf_state {
 	int version;
@@ -98,6 +99,9 @@ struct tpf_state {
 	 * content change" and the backup. Managed by load/save. */
 	char *last_json;
 	int backup_written;
+	/* Private: each node's dumps from the last save, reused for nodes
+	 * that did not change (state/state_doc.c). Managed by save. */
+	struct tpf_state_doc *doc;
 	/* Private: the backend it was loaded through (state/backend.h), or
 	 * NULL: then tpf_state_save writes the file at its path argument. */
 	struct tpf_backend *backend;

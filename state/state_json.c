@@ -45,7 +45,7 @@ static json_t *worker_to_json(const struct tpf_state_worker *w)
 	return o;
 }
 
-static json_t *node_to_json(const struct tpf_state_node *n)
+json_t *tpf_state_node_to_json(const struct tpf_state_node *n)
 {
 	json_t *o = json_object();
 	put_str(o, "name", n->name);
@@ -74,40 +74,41 @@ static int cmp_node_ptr(const void *a, const void *b)
 	return strcmp(x->name ? x->name : "", y->name ? y->name : "");
 }
 
-json_t *tpf_state_to_json(const struct tpf_state *st)
+const struct tpf_state_node **tpf_state_nodes_by_name(const struct tpf_state *st)
 {
-	json_t *root = json_object();
-	json_object_set_new(root, "version", json_integer(st->version));
-	json_object_set_new(root, "serial", json_integer(st->serial));
-	put_str(root, "lineage", st->lineage);
-	put_str(root, "tpuform_version", st->tpuform_version);
-	put_str(root, "fleet", st->fleet);
-	put_str(root, "proxy_jump_host", st->proxy_jump_host);
-	put_str(root, "proxy_jump_host_key", st->proxy_jump_host_key);
-
 	/* add() keeps nodes sorted; sorting again here keeps the file
 	 * diff-friendly even if a caller edited a name in place. */
-	const struct tpf_state_node **order = xcalloc(st->nnodes, sizeof(*order));
+	const struct tpf_state_node **order = xcalloc(st->nnodes ? st->nnodes : 1, sizeof(*order));
 	for (size_t i = 0; i < st->nnodes; i++)
 		order[i] = &st->nodes[i];
 	if (st->nnodes > 1)
 		qsort(order, st->nnodes, sizeof(*order), cmp_node_ptr);
-	json_t *nodes = json_array();
-	for (size_t i = 0; i < st->nnodes; i++)
-		json_array_append_new(nodes, node_to_json(order[i]));
-	json_object_set_new(root, "nodes", nodes);
-	free(order);
+	return order;
+}
+
+json_t *tpf_state_head_to_json(const struct tpf_state *st)
+{
+	json_t *root = json_object();
+	json_object_set_new(root, "version", json_integer(st->version));
+	put_str(root, "lineage", st->lineage);
+	put_str(root, "fleet", st->fleet);
+	put_str(root, "proxy_jump_host", st->proxy_jump_host);
+	put_str(root, "proxy_jump_host_key", st->proxy_jump_host_key);
 	return root;
 }
 
-char *tpf_state_canonical(const struct tpf_state *st)
+json_t *tpf_state_to_json(const struct tpf_state *st)
 {
-	json_t *root = tpf_state_to_json(st);
-	json_object_del(root, "serial");
-	json_object_del(root, "tpuform_version");
-	char *s = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
-	json_decref(root);
-	return s;
+	json_t *root = tpf_state_head_to_json(st);
+	json_object_set_new(root, "serial", json_integer(st->serial));
+	put_str(root, "tpuform_version", st->tpuform_version);
+	const struct tpf_state_node **order = tpf_state_nodes_by_name(st);
+	json_t *nodes = json_array();
+	for (size_t i = 0; i < st->nnodes; i++)
+		json_array_append_new(nodes, tpf_state_node_to_json(order[i]));
+	json_object_set_new(root, "nodes", nodes);
+	free(order);
+	return root;
 }
 
 /* ---- from JSON -------------------------------------------------------- */

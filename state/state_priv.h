@@ -6,6 +6,7 @@
 #define TPF_STATE_PRIV_H
 
 #include "state/state.h"
+#include "util/buf.h"
 
 #ifndef TPF_VERSION
 #define TPF_VERSION "dev" /* the Makefile defines the release version */
@@ -14,10 +15,36 @@
 /*
  * The content of st that decides "did the state change": the JSON form
  * without "serial" and "tpuform_version" (Terraform compares states, not
- * the version stamp, before bumping the serial), compact with sorted keys.
- * Caller frees. NULL if a string is not valid UTF-8 (JSON cannot hold it).
+ * the version stamp, before bumping the serial): the rest of the top level
+ * and then each node, compact with sorted keys, one per line. Only ever
+ * compared with another canonical text. Caller frees. NULL if a string is
+ * not valid UTF-8 (JSON cannot hold it). Refreshes st's per-node dumps, as
+ * tpf_state_serialize does.
  */
-char *tpf_state_canonical(const struct tpf_state *st);
+char *tpf_state_canonical(struct tpf_state *st);
+
+/*
+ * tpf_state_canonical, and when doc is not NULL, the document a save
+ * writes appended to it: json_dumps of tpf_state_to_json with "serial" set
+ * to serial and "tpuform_version" to this version, JSON_INDENT(2) |
+ * JSON_SORT_KEYS, and a newline. Nodes whose JSON form did not change since
+ * the last call reuse that call's dumps (state_doc.c), so saving after a
+ * change of one node costs little more than dumping that node. NULL (doc
+ * possibly half-filled) if a string is not valid UTF-8. Not thread-safe:
+ * callers serialise saves (state/backend.h).
+ */
+char *tpf_state_serialize(struct tpf_state *st, long serial, struct tpf_buf *doc);
+
+/* Free the per-node dumps (NULL: nothing). */
+void tpf_state_doc_free(struct tpf_state_doc *c);
+
+/* One node's JSON form, as it appears in "nodes" (new reference). */
+json_t *tpf_state_node_to_json(const struct tpf_state_node *n);
+/* The top level without "nodes", "serial" and "tpuform_version" (new
+ * reference). */
+json_t *tpf_state_head_to_json(const struct tpf_state *st);
+/* st's nodes in the file's order, by name (caller frees the array only). */
+const struct tpf_state_node **tpf_state_nodes_by_name(const struct tpf_state *st);
 
 /*
  * tpf_state_from_json with the wording of a state file on disk: refusals

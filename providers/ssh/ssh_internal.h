@@ -24,6 +24,9 @@ struct tpf_ssh {
 	int key_loaded;
 	struct tpf_buf key;
 	char *key_error; /* why it could not be read, NULL if read */
+	/* Its public half as a .pub line ("TYPE BASE64\n"), derived once with
+	 * the key; NULL when it cannot be (libssh2 then derives it itself). */
+	char *key_pub;
 };
 
 struct tpf_conn {

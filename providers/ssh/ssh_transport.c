@@ -235,6 +235,7 @@ void tpf_ssh_transport_free(struct tpf_transport *tr)
 		OPENSSL_cleanse(t->key.buf, t->key.alloc);
 	tpf_buf_release(&t->key);
 	free(t->key_error);
+	free(t->key_pub);
 	free((char *)t->o.user);
 	free((char *)t->o.private_key);
 	free((char *)t->o.ssh_program);

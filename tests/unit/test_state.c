@@ -1033,6 +1033,71 @@ static void test_state__save_refuses_non_utf8(void)
 	free(path);
 }
 
+/* The file must be json_dumps of the whole state, whatever its nodes'
+ * dumps kept from earlier saves (state/state_doc.c). */
+static void check_file_is_whole_dump(const char *path, struct tpf_state *st, long serial)
+{
+	CHECK_INT(st->serial, serial);
+	json_t *root = tpf_state_to_json(st);
+	char *want = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
+	json_decref(root);
+	char *got = slurp(path);
+	CHECKF(got && want && strlen(got) == strlen(want) + 1 && !strncmp(got, want, strlen(want)),
+	       "serial %ld: the saved file is not the whole state's dump", serial);
+	free(got);
+	free(want);
+}
+
+static void test_state__saves_reuse_dumps_only_of_unchanged_nodes(void)
+{
+	char *path = in_tmp("incremental.json");
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct tpf_state st;
+	tpf_state_init(&st);
+	CHECK_INT(tpf_state_save(&st, path, &d), 0); /* no nodes: "nodes": [] */
+	check_file_is_whole_dump(path, &st, 1);
+	fill_state(&st);
+	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	check_file_is_whole_dump(path, &st, 1); /* fill_state started afresh */
+	/* one worker fact of the middle node */
+	xstrset(&tpf_state_find(&st, "demo-b-0")->workers[1].status, "exited");
+	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	check_file_is_whole_dump(path, &st, 2);
+	char *text = slurp(path);
+	CHECK(text && strstr(text, "\"exited\""));
+	free(text);
+	/* nothing changed: nothing written */
+	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	check_file_is_whole_dump(path, &st, 2);
+	/* a node in between, the first removed, the top level changed */
+	fill_node(tpf_state_add(&st, "demo-a-1"), "a1", 3);
+	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	check_file_is_whole_dump(path, &st, 3);
+	CHECK_INT(tpf_state_remove(&st, "demo-a-0"), 1);
+	xstrset(&st.fleet, "demo2");
+	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	check_file_is_whole_dump(path, &st, 4);
+	/* a name edited in place: the file still lists nodes by name */
+	xstrset(&st.nodes[0].name, "demo-z-0");
+	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	check_file_is_whole_dump(path, &st, 5);
+	/* a value that cannot be saved, then fixed: the next save is whole */
+	xstrset(&st.nodes[1].job.run, "echo \xff");
+	CHECK_INT(tpf_state_save(&st, path, &d), TPF_ERROR);
+	xstrset(&st.nodes[1].job.run, "echo fixed");
+	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	check_file_is_whole_dump(path, &st, 6);
+	xstrset(&st.nodes[0].name, "demo-a-1"); /* sorted again, for remove */
+	while (st.nnodes && tpf_state_remove(&st, st.nodes[0].name))
+		;
+	CHECK_INT(st.nnodes, 0);
+	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	check_file_is_whole_dump(path, &st, 7);
+	tpf_state_release(&st);
+	tpf_diags_release(&d);
+	free(path);
+}
+
 /* ---- crash safety ----------------------------------------------------- */
 
 /* The content a crash child writes at serial s: derived from s, so that a
@@ -1182,6 +1247,7 @@ int main(void)
 	RUN(test_state__refuses_missing_lineage_and_bad_types);
 	RUN(test_state__save_into_readonly_dir_keeps_old_file);
 	RUN(test_state__save_refuses_non_utf8);
+	RUN(test_state__saves_reuse_dumps_only_of_unchanged_nodes);
 	RUN(test_state__sigkill_during_saves_never_leaves_partial_file);
 
 	struct tpf_diags d = TPF_DIAGS_INIT;
