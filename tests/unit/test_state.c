@@ -1056,6 +1056,7 @@ static void test_state__saves_reuse_dumps_only_of_unchanged_nodes(void)
 	tpf_state_init(&st);
 	CHECK_INT(tpf_state_save(&st, path, &d), 0); /* no nodes: "nodes": [] */
 	check_file_is_whole_dump(path, &st, 1);
+	tpf_state_release(&st);
 	fill_state(&st);
 	CHECK_INT(tpf_state_save(&st, path, &d), 0);
 	check_file_is_whole_dump(path, &st, 1); /* fill_state started afresh */
