@@ -158,6 +158,18 @@ static void check_done(struct loop *w, const struct tpf_session *s, const struct
 	w->done = failed ? 2 : 1;
 }
 
+/* The healing actions of p (all of them with -apply-all; the rest go to
+ * *rest) that no heal in flight answers and no heal since `since`
+ * overtook, announced: p keeps them for tpf_healer_heal. */
+static void healing_actions(struct loop *w, struct tpf_plan *p, struct tpf_plan *rest,
+			    double since)
+{
+	if (!w->o->apply_all)
+		tpf_plan_split_healing(p, rest);
+	tpf_healer_drop_busy(w->healer, p, since);
+	emit_actions(w->o, p, 0);
+}
+
 /* Report and act on what a refreshed session s found (p: its plan).
  * since: when what p was planned from was seen (monotonic seconds: the
  * round's start, or its probe's when probed); actions on nodes healed
@@ -176,10 +188,7 @@ static void act(struct loop *w, struct tpf_session *s, struct tpf_plan *p, int r
 		tpf_watch_note(o, s->d.items[i].address, "warning", s->d.items[i].summary);
 	tpf_diags_release(&s->d);
 
-	if (!o->apply_all)
-		tpf_plan_split_healing(p, &rest);
-	tpf_healer_drop_busy(w->healer, p, since);
-	emit_actions(o, p, 0);
+	healing_actions(w, p, &rest, since);
 	if (rest.n && round == 1)
 		emit_actions(o, &rest, 1);
 	if (p->n)
@@ -211,10 +220,7 @@ static int heal_nodes_first(struct loop *w, struct tpf_session *s, double starte
 	tpf_diags_init(&s->d);
 	int rc = tpf_session_plan(s, 0, &p);
 	if (!rc) {
-		if (!w->o->apply_all)
-			tpf_plan_split_healing(&p, &rest);
-		tpf_healer_drop_busy(w->healer, &p, started);
-		emit_actions(w->o, &p, 0);
+		healing_actions(w, &p, &rest, started);
 		if (p.n)
 			tpf_healer_heal(w->healer, s, &p);
 		tpf_diags_release(&s->d);

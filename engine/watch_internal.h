@@ -105,9 +105,6 @@ int tpf_prober_start(struct tpf_prober *p, const char *pinned);
 int tpf_prober_take(struct tpf_prober *p, double deadline, struct tpf_session_facts *facts,
 		    double *started);
 
-/* Is a probe running now? */
-int tpf_prober_running(struct tpf_prober *p);
-
 /* Wait for a probe in flight (its timeouts bound it) and free p (NULL: no-op). */
 void tpf_prober_free(struct tpf_prober *p);
 

@@ -133,14 +133,6 @@ int tpf_prober_take(struct tpf_prober *p, double deadline, struct tpf_session_fa
 	return got;
 }
 
-int tpf_prober_running(struct tpf_prober *p)
-{
-	pthread_mutex_lock(&p->mu);
-	int running = p->running;
-	pthread_mutex_unlock(&p->mu);
-	return running;
-}
-
 void tpf_prober_free(struct tpf_prober *p)
 {
 	if (!p)
