@@ -280,7 +280,7 @@ void cfg_label_pair(struct cfg *c, yaml_node_t *k, yaml_node_t *v, void *arg)
 		return;
 	}
 	if (!strncmp(key, "tpuform-", 8)) {
-		cfg_error(c, k, "tpuform sets tpuform-fleet, tpuform-group and tpuform-index itself to "
+		cfg_error(c, k, "tpuform sets tpuform-fleet, -group, -index and -lineage itself to "
 				"find its nodes; pick another key",
 			  "label key '%s' in group %s is reserved: keys starting with 'tpuform-' "
 			  "belong to tpuform", key, lc->group);

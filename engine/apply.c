@@ -630,6 +630,14 @@ static int exec_create(struct exec *x, size_t ai)
 		return rc;
 	struct create_try ct = { .zd = TPF_DIAGS_INIT, .only_zone_errors = 1 };
 	tpf_recipe_copy(&ct.r, &dn->recipe);
+	/* Labelled with the lineage of the state it is recorded in, not the
+	 * plan's: a plan saved from a blank state was made with a lineage that
+	 * only its apply writes (plan/ownership.h). */
+	char lineage[TPF_LINEAGE_LABEL_LEN + 1];
+	if (tpf_lineage_label(x->st->lineage, lineage)) {
+		tpf_kvlist_set(&ct.r.labels, TPF_LABEL_LINEAGE, lineage);
+		tpf_kvlist_sort(&ct.r.labels);
+	}
 	fl_begin(x, ai, "create", NULL);
 	rc = create_in_zones(x, dn, &ct);
 	double el = fl_end(x, ai);

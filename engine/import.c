@@ -4,6 +4,7 @@
  */
 #include "engine/targeted.h"
 #include "model/node_state.h"
+#include "plan/ownership.h"
 #include "plan/refresh_only.h"
 #include "util/xalloc.h"
 
@@ -50,7 +51,7 @@ static const struct tpf_desired_node *declared(struct tpf_session *s, const char
 	return dn;
 }
 
-/* A node found: refuse another fleet's; warn when the next plan will
+/* A node found: refuse another fleet's or another state's; warn when the next plan will
  * replace it (the same fields tpf_diff says force replacement). */
 static int check_found(struct tpf_session *s, const struct tpf_desired_node *dn,
 		       const struct tpf_live_node *ln)
@@ -60,6 +61,14 @@ static int check_found(struct tpf_session *s, const struct tpf_desired_node *dn,
 		return tpf_errorx(&s->d, dn->name, "A node belongs to one fleet only.",
 				  "node '%s' carries the label %s=%s: it belongs to fleet '%s'",
 				  dn->name, TPF_LABEL_FLEET, owner, owner);
+	if (tpf_owner_of(ln, &s->state) == TPF_OWNER_OTHER)
+		return tpf_errorx(&s->d, dn->name,
+				  "A node belongs to one state only: run tpuform with the state that "
+				  "owns it, or rename 'fleet' in this fleet file.",
+				  "node '%s' carries the label %s=%s: another state of fleet '%s' owns it",
+				  dn->name, TPF_LABEL_LINEAGE,
+				  tpf_kvlist_get(&ln->recipe.labels, TPF_LABEL_LINEAGE),
+				  s->fleet.name);
 	int zone_ok = 0;
 	for (size_t i = 0; i < dn->nzones; i++)
 		zone_ok |= ln->recipe.zone && !strcmp(dn->zones[i], ln->recipe.zone);

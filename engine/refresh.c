@@ -2,6 +2,7 @@
  * Refresh and session probes (engine/refresh.h).
  */
 #include "engine/refresh.h"
+#include "plan/ownership.h"
 #include "engine/provision.h"
 #include "model/node_state.h"
 #include "providers/transport.h"
@@ -58,6 +59,11 @@ int tpf_refresh(struct tpf_provider *prov, const struct tpf_fleet *f, const stru
 	free(zones);
 	if (rc == 0)
 		rc = check_unlisted(st, live, d);
+	/* Only what this state owns is planned on: a node of the same fleet
+	 * name made by another state is removed from the live set, and the
+	 * run stops (plan/ownership.h). */
+	if (rc == 0)
+		rc = tpf_ownership_filter(live, st, d);
 	return rc;
 }
 

@@ -10,9 +10,11 @@
 #include "plan/plan.h"
 #include "providers/provider.h"
 
-/* Fill *live (caller releases) with the fleet's nodes. Errors: the
- * provider's, with diagnostics; callers must not plan deletions on a
- * failed refresh. */
+/* Fill *live (caller releases) with the fleet's nodes that this state owns
+ * (plan/ownership.h). Errors: the provider's, with diagnostics; callers
+ * must not plan deletions on a failed refresh. TPF_EFOREIGN when a node
+ * with the fleet's label belongs to another state: it is left out of
+ * *live, and the caller stops (a watch stops for good). */
 int tpf_refresh(struct tpf_provider *prov, const struct tpf_fleet *f, const struct tpf_state *st,
 		struct tpf_live_set *live, struct tpf_diags *d);
 

@@ -129,10 +129,11 @@ int tpf_session_refresh(struct tpf_session *s, int probe)
 		if (s->state.nodes[i].id)
 			progress(s, TPF_SESSION_REFRESHING, s->state.nodes[i].name,
 				 s->state.nodes[i].id);
+	int rc;
 	if (!s->o.refresh)
 		live_from_state(s);
-	else if (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d))
-		return TPF_ERROR;
+	else if ((rc = tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d)))
+		return rc == TPF_EFOREIGN ? rc : TPF_ERROR;
 	if (probe && tpf_session_probe(s))
 		return TPF_ERROR;
 	/* Secrets are needed where scripts are rendered: plan, apply, watch.

@@ -112,6 +112,8 @@ int tpf_session_open(struct tpf_session *s, const struct tpf_session_opts *o, co
  * every worker for its session when `probe` is set (and refresh is on),
  * pin the source commit (unless o.no_source) and compute the desired
  * nodes. A failed refresh is an error: nothing may be planned from it.
+ * TPF_EFOREIGN when another state owns a node named as this fleet's
+ * (engine/refresh.h); TPF_ERROR for any other failure.
  */
 int tpf_session_refresh(struct tpf_session *s, int probe);
 

@@ -277,7 +277,7 @@ static int take_probe(struct loop *w, struct tpf_session *s, double started, int
 
 /* One round. Returns 0, 1 when it failed (retry later), 2 when this watch
  * stands by (another leads), or TPF_ERROR when the first round could not
- * load the fleet file. */
+ * load the fleet file or another state owns a node of this fleet's name. */
 static int round_run(struct loop *w, int round, double started)
 {
 	const struct tpf_watch_opts *o = w->o;
@@ -289,16 +289,20 @@ static int round_run(struct loop *w, int round, double started)
 	struct tpf_session s;
 	struct tpf_plan p;
 	memset(&p, 0, sizeof(p));
-	int rc = 0, lead = 1, probed = 0;
+	int rc = 0, lead = 1, probed = 0, refreshed = 0;
 	double since = started;
 	if (tpf_session_open(&s, &so, NULL) || (lead = leadership(w, &s)) < 1 ||
-	    tpf_session_refresh(&s, 0) ||
+	    (refreshed = tpf_session_refresh(&s, 0)) ||
 	    /* A takeover heals first: the sessions are asked next round. */
 	    (probed = take_probe(w, &s, started, due && lead == 1, lead == 1, &since)) < 0 ||
 	    tpf_session_plan(&s, 0, &p)) {
 		tpf_watch_diags(o, &s.d);
-		/* A fleet file that never loaded: nothing to watch. */
-		rc = lead == 0 ? 2 : round == 1 && !s.have_fleet ? TPF_ERROR : 1;
+		/* A fleet file that never loaded: nothing to watch. Another
+		 * state's node under this fleet's name will not go away by
+		 * retrying: stop rather than fight it (plan/ownership.h). */
+		rc = lead == 0 ? 2
+		     : (round == 1 && !s.have_fleet) || refreshed == TPF_EFOREIGN ? TPF_ERROR
+										   : 1;
 	} else {
 		if (s.have_commit)
 			snprintf(w->pinned, sizeof(w->pinned), "%s", s.commit);

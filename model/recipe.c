@@ -1,6 +1,7 @@
 #include "model/recipe.h"
 #include "util/xalloc.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,4 +82,23 @@ int tpf_recipe_slice_workers(const struct tpf_recipe *r)
 {
 	int per = r->workers / tpf_recipe_slices(r);
 	return per > 0 ? per : 1;
+}
+
+char *tpf_lineage_label(const char *lineage, char out[TPF_LINEAGE_LABEL_LEN + 1])
+{
+	size_t n = 0;
+	out[0] = '\0';
+	for (const char *c = lineage; c && *c && n < TPF_LINEAGE_LABEL_LEN; c++) {
+		if (*c == '-')
+			continue;
+		if (!isxdigit((unsigned char)*c))
+			break;
+		out[n++] = (char)tolower((unsigned char)*c);
+	}
+	if (n < TPF_LINEAGE_LABEL_LEN) {
+		out[0] = '\0';
+		return NULL;
+	}
+	out[n] = '\0';
+	return out;
 }

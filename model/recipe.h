@@ -62,6 +62,24 @@ struct tpf_job {
 #define TPF_LABEL_FLEET "tpuform-fleet"
 #define TPF_LABEL_GROUP "tpuform-group"
 #define TPF_LABEL_INDEX "tpuform-index"
+/*
+ * Ownership (docs/design.md section 4, README "What a fleet owns"): the
+ * first 16 hex digits of the lineage of the state that created the node.
+ * A fleet name is not unique in a project; a state's lineage is (a UUID v4
+ * set once, state/state.h). Label values allow [a-z0-9_-], at most 63
+ * characters (Cloud TPU Node.labels and Compute Engine labels share this
+ * rule: https://cloud.google.com/compute/docs/labeling-resources).
+ */
+#define TPF_LABEL_LINEAGE "tpuform-lineage"
+#define TPF_LINEAGE_LABEL_LEN 16
+
+/*
+ * The tpuform-lineage label value of `lineage`: its first
+ * TPF_LINEAGE_LABEL_LEN hex digits, dashes skipped, lower case, written to
+ * out (NUL-terminated). Returns out, or NULL (out = "") when lineage is
+ * NULL or has fewer hex digits: a state without a lineage owns nothing.
+ */
+char *tpf_lineage_label(const char *lineage, char out[TPF_LINEAGE_LABEL_LEN + 1]);
 
 void tpf_recipe_copy(struct tpf_recipe *dst, const struct tpf_recipe *src);
 void tpf_recipe_release(struct tpf_recipe *r);

@@ -41,7 +41,7 @@ char *tpf_secrets_hash(const struct tpf_kvlist *secrets)
 
 static void fill_node(struct tpf_desired_node *n, const struct tpf_fleet *f,
 		      const struct tpf_group *g, int index, const char *commit,
-		      const char *secrets_hash)
+		      const char *secrets_hash, const char *lineage_label)
 {
 	char idx[16];
 	snprintf(idx, sizeof(idx), "%d", index);
@@ -62,6 +62,8 @@ static void fill_node(struct tpf_desired_node *n, const struct tpf_fleet *f,
 	tpf_kvlist_set(&n->recipe.labels, TPF_LABEL_FLEET, f->name);
 	tpf_kvlist_set(&n->recipe.labels, TPF_LABEL_GROUP, g->name);
 	tpf_kvlist_set(&n->recipe.labels, TPF_LABEL_INDEX, idx);
+	if (lineage_label)
+		tpf_kvlist_set(&n->recipe.labels, TPF_LABEL_LINEAGE, lineage_label);
 	tpf_kvlist_sort(&n->recipe.labels);
 	n->job.commit = xstrdup(commit);
 	n->job.repo = commit ? xstrdup(f->source.repo) : NULL;
@@ -186,6 +188,8 @@ int tpf_desired_compute(struct tpf_desired_set *out, const struct tpf_fleet *f,
 	struct tpf_quota quota;
 	tpf_quota_init(&quota, f->quota, f->nquota);
 	char *secrets_hash = tpf_secrets_hash(&f->secrets);
+	char lineage_buf[TPF_LINEAGE_LABEL_LEN + 1];
+	const char *lineage = tpf_lineage_label(st ? st->lineage : NULL, lineage_buf);
 
 	/*
 	 * Two passes so that nodes that already exist keep their zone and
@@ -199,7 +203,7 @@ int tpf_desired_compute(struct tpf_desired_set *out, const struct tpf_fleet *f,
 			for (int idx = 0; idx < g->count; idx++, k++) {
 				struct tpf_desired_node *n = &out->nodes[k];
 				if (pass == 0) {
-					fill_node(n, f, g, idx, commit, secrets_hash);
+					fill_node(n, f, g, idx, commit, secrets_hash, lineage);
 					keep_existing_zone(n, g, st, &quota);
 				} else if (!n->recipe.zone) {
 					place_new(n, g, &quota);

@@ -12,6 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A node carrying this state's lineage label that the state does not list
+ * (plan/ownership.h): an apply that crashed between its create and its
+ * record. */
+#define ADOPT_REASON "found by this state's lineage label but missing from state: adopt it"
+
 /* ---- plan containers ---------------------------------------------------- */
 
 struct tpf_action *tpf_plan_add(struct tpf_plan *p, enum tpf_action_kind kind, const char *node)
@@ -489,7 +494,7 @@ static void diff_queued_waiting(struct tpf_plan *p, const struct tpf_desired_nod
 	/* Found by its labels (an interrupted apply): record it. */
 	struct tpf_action *a = node_action(p, TPF_ACT_UPDATE, dn, sn, ln);
 	a->adopt = 1;
-	set_reason(a, "adopt", "found by its tpuform labels but missing from state: adopt it");
+	set_reason(a, "adopt", ADOPT_REASON);
 }
 
 /* On its way to READY (TPF_NODE_BUSY): wait, then provision every worker. */
@@ -542,7 +547,7 @@ static int stale_workers(struct tpf_action *a, const struct tpf_diff_input *in,
 static void update_reason(struct tpf_action *a, int job_changed, int recreated)
 {
 	if (a->adopt)
-		set_reason(a, "adopt", "found by its tpuform labels but missing from state: adopt it");
+		set_reason(a, "adopt", ADOPT_REASON);
 	else if (a->nworkers && a->update_labels)
 		set_reason(a, "labels_and_job", "labels changed, and the bootstrap script changed");
 	else if (a->nworkers && job_changed)
@@ -791,8 +796,8 @@ static void delete_reason(struct tpf_action *a, const struct tpf_fleet *f,
 	}
 	if (!sn) {
 		set_reason(a, "orphan",
-			   "it carries this fleet's labels but is in neither the configuration nor "
-			   "the state (left by an interrupted run)");
+			   "it carries this state's lineage label but is in neither the configuration "
+			   "nor the state (left by an interrupted run)");
 		return;
 	}
 	const struct tpf_group *g = tpf_fleet_group(f, sn->group);
@@ -867,7 +872,8 @@ int tpf_diff(struct tpf_plan *out, const struct tpf_diff_input *in, struct tpf_d
 		struct tpf_action *a = node_action(out, TPF_ACT_DELETE, NULL, NULL, ln);
 		delete_reason(a, in->fleet, NULL, in->destroy);
 		if (in->destroy)
-			set_reason(a, "orphan", "destroy was requested (found by its tpuform labels)");
+			set_reason(a, "orphan",
+				   "destroy was requested (found by this state's lineage label)");
 	}
 
 	tpf_strindex_release(&ix.live);

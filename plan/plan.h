@@ -49,6 +49,9 @@ struct tpf_desired_set {
  * scheduling, from f->quota) has room. Nodes that fit nowhere are marked
  * deferred and reported as a warning ("deferred: quota"), never an error.
  * `commit` (may be NULL) is the pinned source commit for every job.
+ * Every node's labels carry tpuform-fleet, -group, -index and, when st has
+ * a lineage, tpuform-lineage (model/recipe.h tpf_lineage_label): what the
+ * state owns is what carries its lineage (plan/ownership.h).
  * Caller releases *out with tpf_desired_release.
  */
 int tpf_desired_compute(struct tpf_desired_set *out, const struct tpf_fleet *f,

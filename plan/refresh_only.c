@@ -116,7 +116,7 @@ static void refresh_found(struct tpf_plan *p, const struct tpf_diff_input *in,
 		return;
 	}
 	struct tpf_action *a = add(p, TPF_ACT_UPDATE, ln->name, TPF_REFRESH_FOUND,
-				   "found by its tpuform labels but missing from state");
+				   "found by this state's lineage label but missing from state");
 	a->adopt = 1;
 	a->id = xstrdup(ln->id);
 	a->zone = xstrdup(ln->recipe.zone);

@@ -31,6 +31,7 @@ enum {
 	TPF_EINTERRUPTED = -10, /* a signal asked us to stop */
 	TPF_EDEFERRED = -11, /* not done now, by design (quota, capacity backoff): retry later */
 	TPF_EZONE = -12,     /* the project cannot use this zone (not found or unauthorized): next zone */
+	TPF_EFOREIGN = -13,  /* a node named as this fleet's belongs to another state (plan/ownership.h) */
 };
 
 enum tpf_severity { TPF_SEV_ERROR, TPF_SEV_WARNING };

@@ -420,13 +420,14 @@ int tpf_gcp_create_node(struct tpf_gcp_client *c, const char *name, const struct
 	}
 	rc = call(c, "POST", url, body, what, name, QUIET(TPF_GCP_CONFLICT), &op, &res, d);
 	if (rc < 0 && res.api_error && res.cls == TPF_GCP_CONFLICT) {
-		const char *want = tpf_kvlist_get(&r->labels, TPF_LABEL_FLEET);
+		const char *want = tpf_kvlist_get(&r->labels, TPF_LABEL_LINEAGE);
 		if (res.attempts > 1) {
 			/* An earlier POST went through but its answer was lost:
-			 * that node is ours if it carries our fleet label. */
+			 * that node is ours if it carries our state's lineage
+			 * label (plan/ownership.h), not merely our fleet's. */
 			struct tpf_diags tmp = TPF_DIAGS_INIT;
 			rc = wait_node_settled(c, zone, name, what, out, &tmp);
-			const char *got = rc == 0 ? tpf_kvlist_get(&out->recipe.labels, TPF_LABEL_FLEET)
+			const char *got = rc == 0 ? tpf_kvlist_get(&out->recipe.labels, TPF_LABEL_LINEAGE)
 						  : NULL;
 			if (rc == 0 && (!want || (got && !strcmp(got, want)))) {
 				tpf_diags_release(&tmp);

@@ -143,3 +143,9 @@ finish() {
 	[ "$_fail" -eq 0 ]
 	exit $?
 }
+
+# The tpuform-lineage label of the state in FILE (default tpuform.state.json):
+# the first 16 hex digits of its lineage (plan/ownership.h).
+lineage_label() {
+	jq -r .lineage "${1:-tpuform.state.json}" | tr -d - | cut -c1-16
+}

@@ -61,9 +61,11 @@ like "the quota error quotes the API" "$out" "create node 'gf-a-[01]' in zone 'z
 like "the capacity error quotes the operation" "$out" "in zone 'z-c': operation failed with code 8 \(RESOURCE_EXHAUSTED\): There is no more capacity in the zone"
 like "apply completes" "$out" "Apply complete! Resources: 2 added, 0 changed, 0 destroyed\."
 is "both nodes live in z-ok, next to the other fleet's" "$(summary)" "gf-a-0:z-ok:READY gf-a-1:z-ok:READY other-a-0:z-ok:READY "
-is "created nodes carry the fleet, group, index and user labels" \
+# the lineage label: the first 16 hex digits of the state's lineage
+lin=$(jq -r .lineage tpuform.state.json | tr -d - | cut -c1-16)
+is "created nodes carry the fleet, group, index, lineage and user labels" \
 	"$(nodes | jq -c '[.[] | select(.labels["tpuform-fleet"] == "gf") | .labels] | sort_by(.["tpuform-index"])')" \
-	'[{"team":"nlp","tpuform-fleet":"gf","tpuform-group":"a","tpuform-index":"0"},{"team":"nlp","tpuform-fleet":"gf","tpuform-group":"a","tpuform-index":"1"}]'
+	'[{"team":"nlp","tpuform-fleet":"gf","tpuform-group":"a","tpuform-index":"0","tpuform-lineage":"'"$lin"'"},{"team":"nlp","tpuform-fleet":"gf","tpuform-group":"a","tpuform-index":"1","tpuform-lineage":"'"$lin"'"}]'
 is "nothing was left in the zones that failed" "$(nodes | jq '[.[] | select(.name | test("/locations/z-[qc]/"))] | length')" 0
 
 curl -s -o /dev/null -X POST "$FAKEGCP_URL/__admin/nodes/z-ok/gf-a-1:preempt"

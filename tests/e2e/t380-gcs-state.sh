@@ -131,6 +131,12 @@ is "the serial never went backwards" "$(serial)" "$s"
 ok "push -force overrides" tpuform state push -f fleet.yaml -force other.json
 is "the lineage is the pushed one" "$(tpuform state pull -f fleet.yaml | jq -r .lineage)" "00000000-0000-4000-8000-000000000000"
 is "and the serial went on" "$(serial)" "$((s + 1))"
+# The nodes carry the first state's lineage label, so a state of another
+# lineage does not own them (plan/ownership.h): put the first one back.
+fails "the state of another lineage refuses the nodes" 1 tpuform plan -f fleet.yaml
+like "as another state's" "$(cat last.out)" "gs-a-0' in zone 'z1' belongs to another state"
+ok "push -force of the first lineage back" tpuform state push -f fleet.yaml -force pulled.json
+ok "which owns them again" tpuform plan -f fleet.yaml
 rm -f pulled.json other.json older.json
 
 # ---- a stale lock: SIGKILL, then force-unlock --------------------------------

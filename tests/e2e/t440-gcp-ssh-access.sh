@@ -70,10 +70,13 @@ unlike "nothing was trusted on first use" "$out" "trusting the key it presents o
 
 # ---- 2 and 3. an existing node without the key; an impostor ----------------
 # A node of this fleet made elsewhere: other metadata, someone else's key.
+# It carries this state's lineage label, as a node whose create an
+# interrupted apply sent does (plan/ownership.h): so it is adopted.
 BOB="bob:ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBobBobBobBobBobBobBobBobBobBobBobBobBobBob bob"
-jq -n --arg bob "$BOB" '{acceleratorType: "v4-16", runtimeVersion: "tpu-ubuntu2204-base",
+lin=$(jq -r .lineage tpuform.state.json | tr -d - | cut -c1-16)
+jq -n --arg bob "$BOB" --arg lin "$lin" '{acceleratorType: "v4-16", runtimeVersion: "tpu-ubuntu2204-base",
 	networkConfig: {enableExternalIps: true},
-	labels: {"tpuform-fleet": "ak", "tpuform-group": "a", "tpuform-index": "1"},
+	labels: {"tpuform-fleet": "ak", "tpuform-group": "a", "tpuform-index": "1", "tpuform-lineage": $lin},
 	metadata: {"startup-script": "echo hi", "ssh-keys": $bob}}' >node.json
 ok "a node without our key exists" sh -c "curl -sf -X POST -d @node.json '$API/nodes?nodeId=ak-a-1' >/dev/null"
 sleep 0.5
@@ -168,7 +171,8 @@ ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
 
 # enable-oslogin in a node's metadata turns it on without ssh.os_login.
 curl -s -X POST "$FAKEGCP_URL/__admin/oslogin?required=false" >/dev/null
-jq '.labels["tpuform-fleet"] = "ol" | .labels["tpuform-index"] = "0"
+lin=$(jq -r .lineage tpuform.state.json | tr -d - | cut -c1-16)
+jq --arg lin "$lin" '.labels["tpuform-fleet"] = "ol" | .labels["tpuform-index"] = "0" | .labels["tpuform-lineage"] = $lin
 	| .metadata = {"enable-oslogin": "TRUE"}' ../node.json >ol-node.json
 ok "a node with enable-oslogin=TRUE" sh -c "curl -sf -X POST -d @ol-node.json '$API/nodes?nodeId=ol-a-0' >/dev/null"
 sleep 0.5

@@ -67,8 +67,12 @@ struct pcase {
 
 #define NOW 1800000000.0
 
-static void fill_recipe(struct tpf_recipe *r, const struct node_desc *nd, const char *fleet)
+/* Labels as tpuform sets them, with the lineage label of the state whose
+ * lineage is `lineage` (NULL: a node made before that label existed). */
+static void fill_recipe(struct tpf_recipe *r, const struct node_desc *nd, const char *fleet,
+			const char *lineage)
 {
+	char lin[TPF_LINEAGE_LABEL_LEN + 1];
 	r->zone = xstrdup(nd->zone);
 	r->accelerator_type = xstrdup(nd->type);
 	r->runtime_version = xstrdup(nd->runtime);
@@ -78,6 +82,8 @@ static void fill_recipe(struct tpf_recipe *r, const struct node_desc *nd, const 
 	tpf_kvlist_set(&r->labels, TPF_LABEL_FLEET, fleet);
 	tpf_kvlist_set(&r->labels, TPF_LABEL_GROUP, "a");
 	tpf_kvlist_set(&r->labels, TPF_LABEL_INDEX, nd->name + strlen(nd->name) - 1);
+	if (tpf_lineage_label(lineage, lin))
+		tpf_kvlist_set(&r->labels, TPF_LABEL_LINEAGE, lin);
 	tpf_kvlist_sort(&r->labels);
 }
 
@@ -156,7 +162,7 @@ static void run_case_with(const struct tcase *tc, const char *keys, int restarts
 		sn->index = nd->name[strlen(nd->name) - 1] - '0';
 		xstrset(&sn->status, nd->state ? nd->state : TPF_NODE_CREATED);
 		xstrset(&sn->id, "123");
-		fill_recipe(&sn->recipe, nd, "f");
+		fill_recipe(&sn->recipe, nd, "f", st.lineage);
 		sn->recipe.queued = nd->queued != NULL;
 		tpf_state_node_set_workers(sn, (size_t)sn->recipe.workers);
 		for (size_t w = 0; w < sn->nworkers; w++) {
@@ -189,7 +195,7 @@ static void run_case_with(const struct tcase *tc, const char *keys, int restarts
 		int new_id = !strcmp(nd->state, "READY/new-id");
 		ln->id = xstrdup(new_id ? "456" : "123");
 		ln->state = xstrdup(new_id ? "READY" : nd->state);
-		fill_recipe(&ln->recipe, nd, "f");
+		fill_recipe(&ln->recipe, nd, "f", st.lineage);
 		ln->queued_state = xstrdup(nd->queued);
 		ln->recipe.queued = nd->queued != NULL;
 		if (nd->queued && !strcmp(nd->queued, nd->state)) {

@@ -37,8 +37,11 @@ struct fx {
 	struct tpf_diags d;
 };
 
-static void recipe(struct tpf_recipe *r, const char *group, const char *index)
+/* As tpuform labels a node of the state whose lineage is `lineage`. */
+static void recipe(struct tpf_recipe *r, const char *group, const char *index,
+		   const char *lineage)
 {
+	char lin[TPF_LINEAGE_LABEL_LEN + 1];
 	r->zone = xstrdup("z1");
 	r->accelerator_type = xstrdup("v2-8");
 	r->runtime_version = xstrdup("rt");
@@ -46,6 +49,8 @@ static void recipe(struct tpf_recipe *r, const char *group, const char *index)
 	tpf_kvlist_set(&r->labels, TPF_LABEL_FLEET, "f");
 	tpf_kvlist_set(&r->labels, TPF_LABEL_GROUP, group);
 	tpf_kvlist_set(&r->labels, TPF_LABEL_INDEX, index);
+	if (tpf_lineage_label(lineage, lin))
+		tpf_kvlist_set(&r->labels, TPF_LABEL_LINEAGE, lin);
 	tpf_kvlist_sort(&r->labels);
 }
 
@@ -58,7 +63,7 @@ static void add_state(struct fx *x, const char *name, const char *group, int ind
 	xstrset(&sn->id, id);
 	char idx[16];
 	snprintf(idx, sizeof(idx), "%d", index);
-	recipe(&sn->recipe, group, idx);
+	recipe(&sn->recipe, group, idx, x->st.lineage);
 	tpf_state_node_set_workers(sn, 1);
 }
 
@@ -69,7 +74,7 @@ static struct tpf_live_node *add_live(struct fx *x, const char *name, const char
 	ln->name = xstrdup(name);
 	ln->id = xstrdup(id);
 	ln->state = xstrdup("READY");
-	recipe(&ln->recipe, group, index);
+	recipe(&ln->recipe, group, index, x->st.lineage);
 	return ln;
 }
 
@@ -461,7 +466,7 @@ static void test_refresh_only__record_live_keeps_the_declared_queued(void)
 	ln.name = xstrdup("f-a-5");
 	ln.id = xstrdup("55");
 	ln.create_time = xstrdup("2026-01-01T00:00:00Z");
-	recipe(&ln.recipe, "a", "5");
+	recipe(&ln.recipe, "a", "5", st.lineage);
 	ln.recipe.workers = 4;
 	struct tpf_desired_node dn = { 0 };
 	dn.recipe.queued = 1;
