@@ -136,7 +136,8 @@ int tpf_gcp_oslogin_import(struct tpf_gcp_client *c, const char *email, const ch
 	snprintf(usec, sizeof(usec), "%.0f", (tpf_now_wall() + ttl) * 1e6);
 	json_t *body = json_pack("{s:s, s:s}", "key", public_key, "expirationTimeUsec", usec);
 	json_t *resp = NULL;
-	int rc = tpf_gcp_call(c, "POST", url, body, what, NULL, 0, &resp, NULL, d);
+	/* keyed by the key's fingerprint: importing it again changes nothing */
+	int rc = tpf_gcp_call(c, "POST", url, body, what, NULL, TPF_GCP_IDEMPOTENT, &resp, NULL, d);
 	if (rc == 0) {
 		const char *u = tpf_gcp_oslogin_username(resp);
 		if (u)
