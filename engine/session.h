@@ -21,6 +21,7 @@
 #include "engine/apply.h"
 #include "plan/plan.h"
 #include "providers/provider.h"
+#include "providers/registry/registry.h"
 #include "providers/transport.h"
 #include "state/lock.h"
 #include "state/state.h"

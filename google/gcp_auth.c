@@ -63,6 +63,7 @@ void tpf_gcp_auth_free(struct tpf_gcp_auth *a)
 {
 	if (!a)
 		return;
+	tpf_gapi_free(a->api);
 	free(a->base_source);
 	free(a->source);
 	free(a->path);
@@ -264,7 +265,8 @@ int tpf_gcp_auth_open(struct tpf_gcp_auth **out, struct tpf_gcp_http *http,
 	pthread_mutex_init(&a->refresh_mu, NULL);
 	if (!cfg)
 		cfg = &none;
-	if (pick_source(a, cfg->credentials, d) < 0 ||
+	struct tpf_gapi_config gc = { .http = http, .settings = s };
+	if (tpf_gapi_open(&a->api, &gc, d) < 0 || pick_source(a, cfg->credentials, d) < 0 ||
 	    setup_impersonation(a, cfg->impersonate, d) < 0 ||
 	    setup_quota(a, cfg->quota_project, d) < 0) {
 		tpf_gcp_auth_free(a);
@@ -386,4 +388,34 @@ int tpf_gcp_auth_invalidate(struct tpf_gcp_auth *a, const char *used)
 	if (used)
 		tpf_gcp_token_cache_drop(a->cache_key, used);
 	return 1;
+}
+
+static int creds_token(void *ctx, char **out, struct tpf_diags *d)
+{
+	return tpf_gcp_auth_token(ctx, out, d);
+}
+
+static int creds_invalidate(void *ctx, const char *used)
+{
+	return tpf_gcp_auth_invalidate(ctx, used);
+}
+
+static const char *creds_header(void *ctx)
+{
+	return tpf_gcp_auth_quota_header(ctx);
+}
+
+static const char *creds_reject_hint(void *ctx)
+{
+	return tpf_gcp_auth_reject_hint(ctx);
+}
+
+void tpf_gcp_auth_creds(struct tpf_gcp_auth *a, struct tpf_gapi_creds *out)
+{
+	struct tpf_gapi_creds c = {
+		.token = creds_token, .token_free = tpf_gcp_auth_token_free,
+		.invalidate = creds_invalidate, .header = creds_header,
+		.reject_hint = creds_reject_hint, .ctx = a,
+	};
+	*out = c;
 }

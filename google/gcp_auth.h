@@ -42,6 +42,7 @@
 
 #include "google/gcp_http.h"
 #include "google/gcp_retry.h"
+#include "google/gapi.h"
 #include "util/diag.h"
 
 struct tpf_gcp_auth;
@@ -106,6 +107,13 @@ int tpf_gcp_auth_invalidate(struct tpf_gcp_auth *a, const char *used);
  * diagnostic detail; for TPUFORM_ACCESS_TOKEN it says that the variable
  * cannot be refreshed and how to set a fresh one. Borrowed. */
 const char *tpf_gcp_auth_reject_hint(const struct tpf_gcp_auth *a);
+
+/*
+ * The credentials as a Google REST client's token source (google/gapi.h):
+ * token, invalidate, the quota project header and the reject hint of `a`
+ * (borrowed: a outlives every client it is plugged into).
+ */
+void tpf_gcp_auth_creds(struct tpf_gcp_auth *a, struct tpf_gapi_creds *out);
 
 /* Forget every token of the process-wide cache (gcp_auth_cache.c), so
  * that the next client fetches its own. For tests. */

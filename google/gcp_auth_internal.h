@@ -54,6 +54,7 @@ struct tpf_gcp_external {
 
 struct tpf_gcp_auth {
 	struct tpf_gcp_http *http;
+	struct tpf_gapi *api; /* token requests go through it (no credentials of its own) */
 	const struct tpf_gcp_settings *s;
 	enum cred_kind kind;
 	char *base_source;  /* the credentials, for messages */
@@ -124,8 +125,9 @@ void tpf_gcp_token_request_release(struct tpf_gcp_token_request *t);
 char *tpf_gcp_token_request_keep(struct tpf_gcp_token_request *t, char *secret);
 
 /*
- * Send t->rq, retrying transient failures (settings tries, backoff,
- * Retry-After). 0 when a 2xx answer is in rs. A transfer failure adds a
+ * Send t->rq through the Google REST client (gapi.h: its retries; token
+ * requests only mint tokens, so they are sent as idempotent). 0 when a 2xx
+ * answer is in rs. A transfer failure adds a
  * diagnostic and returns TPF_ETRANSIENT or TPF_ERROR with e->http == 0.
  * An HTTP error answer is parsed into e (message scrubbed of the request's
  * and the credentials' secrets) and returned as TPF_ETRANSIENT or

@@ -86,29 +86,25 @@ static int transfer_failed(struct tpf_gcp_auth *a, const struct tpf_gcp_token_re
 int tpf_gcp_token_send(struct tpf_gcp_auth *a, struct tpf_gcp_token_request *t,
 		       struct tpf_gcp_response *rs, struct tpf_gcp_error *e, struct tpf_diags *d)
 {
-	for (int attempt = 0;; attempt++) {
-		int r = tpf_gcp_http_do(a->http, &t->rq, rs);
-		int last = attempt + 1 >= a->s->tries;
-		if (r < 0) {
-			if (r == TPF_ETRANSIENT && !last && !metadata_absent(a, t, rs)) {
-				tpf_sleep(tpf_gcp_retry_delay(a->s, attempt, -1));
-				continue;
-			}
-			return transfer_failed(a, t, rs, r, d);
-		}
-		if (rs->status >= 200 && rs->status < 300)
-			return 0;
-		tpf_gcp_error_release(e);
-		tpf_gcp_error_parse_http(e, rs->status, rs->body.buf, rs->body.len);
-		enum tpf_gcp_class cl = tpf_gcp_error_classify(e);
-		if (cl == TPF_GCP_TRANSIENT && !last) {
-			double ra = tpf_gcp_parse_retry_after(rs->retry_after, tpf_now_wall());
-			tpf_sleep(tpf_gcp_retry_delay(a->s, attempt, ra));
-			continue;
-		}
-		scrub(a, t, e->message);
-		return cl == TPF_GCP_TRANSIENT ? TPF_ETRANSIENT : TPF_ERROR;
-	}
+	struct tpf_gapi_call c = TPF_GAPI_CALL_INIT;
+	c.rq = t->rq;
+	/* Minting a token changes nothing: safe to repeat. The default
+	 * metadata server is absent off Google Cloud: one connect decides. */
+	c.flags = TPF_GAPI_NO_AUTH | TPF_GAPI_IDEMPOTENT |
+		  (t->rq.metadata_flavor && !a->metadata_explicit ? TPF_GAPI_CONNECT_ONCE : 0);
+	c.what = t->what.buf;
+	c.quiet = TPF_GAPI_QUIET_ALL;
+	int r = tpf_gapi_send(a->api, &c, d);
+	tpf_gcp_response_wipe(rs);
+	*rs = c.rs; /* moved */
+	tpf_gcp_error_release(e);
+	*e = c.err; /* moved */
+	if (r == 0)
+		return 0;
+	if (!c.api_error)
+		return transfer_failed(a, t, rs, r, d);
+	scrub(a, t, e->message);
+	return r == TPF_ETRANSIENT ? TPF_ETRANSIENT : TPF_ERROR;
 }
 
 int tpf_gcp_token_refused(const struct tpf_gcp_token_request *t, const struct tpf_gcp_error *e,

@@ -148,6 +148,29 @@ void tpf_gcp_error_parse_status(struct tpf_gcp_error *e, json_t *status)
 	}
 }
 
+void tpf_gcp_error_parse_compute(struct tpf_gcp_error *e, json_t *op)
+{
+	tpf_gcp_error_release(e);
+	struct tpf_buf m = TPF_BUF_INIT;
+	size_t i;
+	json_t *it;
+	json_array_foreach(json_object_get(json_object_get(op, "error"), "errors"), i, it) {
+		const char *msg = json_string_value(json_object_get(it, "message"));
+		const char *code = json_string_value(json_object_get(it, "code"));
+		if (msg && *msg)
+			tpf_buf_addf(&m, "%s%s", m.len ? "; " : "", msg);
+		if (code && *code && !e->reason)
+			e->reason = xstrdup(code);
+	}
+	json_t *h = json_object_get(op, "httpErrorStatusCode");
+	e->code = json_is_integer(h) ? code_from_http((long)json_integer_value(h)) : 2;
+	const char *hm = json_string_value(json_object_get(op, "httpErrorMessage"));
+	e->message = xstrdup(m.len ? m.buf : hm && *hm ? hm : "no message");
+	const char *n = tpf_gcp_code_name(e->code);
+	e->status = xstrdup(n ? n : "UNKNOWN");
+	tpf_buf_release(&m);
+}
+
 void tpf_gcp_error_release(struct tpf_gcp_error *e)
 {
 	free(e->status);
@@ -181,6 +204,11 @@ enum tpf_gcp_class tpf_gcp_error_classify(const struct tpf_gcp_error *e)
 {
 	if (names_unusable_location(e->message))
 		return TPF_GCP_LOCATION;
+	if (!e->http && e->reason && !strcmp(e->reason, "QUOTA_EXCEEDED"))
+		return TPF_GCP_QUOTA;
+	if (!e->http && e->reason &&
+	    (strstr(e->reason, "RESOURCE_POOL_EXHAUSTED") || strstr(e->reason, "STOCKOUT")))
+		return TPF_GCP_CAPACITY;
 	if (e->http) {
 		switch (e->http) {
 		case 429:
@@ -201,6 +229,8 @@ enum tpf_gcp_class tpf_gcp_error_classify(const struct tpf_gcp_error *e)
 			return TPF_GCP_CONFLICT;
 		case 401:
 			return TPF_GCP_AUTH;
+		case 412:
+			return TPF_GCP_STALE;
 		default:
 			return TPF_GCP_PERMANENT;
 		}
@@ -232,6 +262,7 @@ int tpf_gcp_class_rc(enum tpf_gcp_class c)
 	case TPF_GCP_LOCATION: return TPF_EZONE;
 	case TPF_GCP_NOTFOUND: return TPF_ENOTFOUND;
 	case TPF_GCP_TRANSIENT: return TPF_ETRANSIENT;
+	case TPF_GCP_STALE: return TPF_ESTALE;
 	default: return TPF_ERROR;
 	}
 }

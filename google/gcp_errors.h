@@ -26,6 +26,7 @@ enum tpf_gcp_class {
 	TPF_GCP_CONFLICT,      /* 409 ALREADY_EXISTS / code 6 */
 	TPF_GCP_AUTH,          /* 401 / code 16: token rejected */
 	TPF_GCP_LOCATION,      /* "Location Z is not found or access is unauthorized.": next zone */
+	TPF_GCP_STALE,         /* HTTP 412: a precondition (ifGenerationMatch) failed */
 };
 
 struct tpf_gcp_error {
@@ -52,6 +53,18 @@ void tpf_gcp_error_parse_http(struct tpf_gcp_error *e, long http, const char *bo
  * "unknown error" with code 2). */
 void tpf_gcp_error_parse_status(struct tpf_gcp_error *e, json_t *status);
 
+/*
+ * Parse a Compute Engine Operation's error
+ * (https://cloud.google.com/compute/docs/reference/rest/v1/zoneOperations:
+ * "error": {"errors": [{"code": "QUOTA_EXCEEDED", "message": ...}]},
+ * "httpErrorStatusCode": 403): message is every errors[].message joined
+ * with "; ", reason the first errors[].code, code the canonical code of
+ * httpErrorStatusCode (2 without one), http 0 (an operation's error).
+ * A reason of QUOTA_EXCEEDED classifies as QUOTA, one naming
+ * RESOURCE_POOL_EXHAUSTED or STOCKOUT as CAPACITY.
+ */
+void tpf_gcp_error_parse_compute(struct tpf_gcp_error *e, json_t *op);
+
 void tpf_gcp_error_release(struct tpf_gcp_error *e);
 
 /*
@@ -73,7 +86,7 @@ void tpf_gcp_error_release(struct tpf_gcp_error *e);
  */
 enum tpf_gcp_class tpf_gcp_error_classify(const struct tpf_gcp_error *e);
 
-/* TPF_EQUOTA, TPF_ECAPACITY, TPF_EZONE, TPF_ENOTFOUND, TPF_ETRANSIENT or TPF_ERROR. */
+/* TPF_EQUOTA, TPF_ECAPACITY, TPF_EZONE, TPF_ENOTFOUND, TPF_ETRANSIENT, TPF_ESTALE or TPF_ERROR. */
 int tpf_gcp_class_rc(enum tpf_gcp_class c);
 
 /* Canonical google.rpc.Code name ("NOT_FOUND") or NULL if out of range. */

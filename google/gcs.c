@@ -1,14 +1,15 @@
 /*
- * Cloud Storage JSON API object calls (google/gcs.h): one request loop with
- * retries, then get, media, upload, delete and list over it.
+ * Cloud Storage JSON API object calls (google/gcs.h): get, media, upload,
+ * delete and list, each one call of the Google REST client (gapi.h), which
+ * owns the retries.
  */
 #include "google/gcs.h"
 #include "google/gcs_internal.h"
+#include "google/gapi.h"
 #include "google/gcp_endpoint.h"
 #include "google/gcp_errors.h"
 #include "google/gcp_http.h"
 #include "google/gcp_retry.h"
-#include "util/timeutil.h"
 #include "util/xalloc.h"
 
 #include <jansson.h>
@@ -23,9 +24,22 @@ struct tpf_gcs {
 	struct tpf_gcp_settings s;
 	struct tpf_gcp_http *http;
 	struct tpf_gcp_auth *auth;
-	pthread_mutex_t mu;
-	long requests;
+	struct tpf_gapi *api;
 };
+
+/* Cloud Storage's own hints; NULL: the client's default. */
+static char *gcs_hint(void *ctx, const struct tpf_gcp_error *e, enum tpf_gcp_class cls)
+{
+	(void)ctx;
+	if (cls == TPF_GCP_AUTH)
+		return NULL; /* the credentials' reject hint */
+	if (e->http == 403)
+		return xstrdup("The credentials in use need storage.objects.get, create, delete and "
+			       "list on the bucket (roles/storage.objectAdmin).");
+	if (cls == TPF_GCP_TRANSIENT)
+		return xstrdup("Cloud Storage kept failing; run the command again later.");
+	return xstrdup("");
+}
 
 int tpf_gcs_endpoint_resolve(const char *configured, char **out, struct tpf_diags *d)
 {
@@ -44,7 +58,6 @@ int tpf_gcs_endpoint_resolve(const char *configured, char **out, struct tpf_diag
 int tpf_gcs_open(struct tpf_gcs **out, const struct tpf_gcs_config *cfg, struct tpf_diags *d)
 {
 	struct tpf_gcs *g = xcalloc(1, sizeof(*g));
-	pthread_mutex_init(&g->mu, NULL);
 	*out = NULL;
 	if (tpf_gcp_settings_load(&g->s, d) < 0 ||
 	    tpf_gcs_endpoint_resolve(cfg->endpoint, &g->endpoint, d) < 0)
@@ -58,6 +71,13 @@ int tpf_gcs_open(struct tpf_gcs **out, const struct tpf_gcs_config *cfg, struct 
 	if (tpf_gcp_http_new(&g->http, &o, d) < 0 ||
 	    tpf_gcp_auth_open(&g->auth, g->http, &g->s, &cfg->auth, d) < 0)
 		goto fail;
+	struct tpf_gapi_config gc = { .endpoint = g->endpoint, .http = g->http, .settings = &g->s };
+	if (tpf_gapi_open(&g->api, &gc, d) < 0)
+		goto fail;
+	struct tpf_gapi_creds creds;
+	tpf_gcp_auth_creds(g->auth, &creds);
+	tpf_gapi_set_creds(g->api, &creds);
+	tpf_gapi_set_hint(g->api, gcs_hint, NULL);
 	*out = g;
 	return 0;
 fail:
@@ -69,9 +89,9 @@ void tpf_gcs_free(struct tpf_gcs *g)
 {
 	if (!g)
 		return;
+	tpf_gapi_free(g->api);
 	tpf_gcp_auth_free(g->auth);
 	tpf_gcp_http_free(g->http);
-	pthread_mutex_destroy(&g->mu);
 	free(g->endpoint);
 	free(g);
 }
@@ -83,10 +103,7 @@ const char *tpf_gcs_endpoint(const struct tpf_gcs *g)
 
 long tpf_gcs_requests(struct tpf_gcs *g)
 {
-	pthread_mutex_lock(&g->mu);
-	long n = g->requests;
-	pthread_mutex_unlock(&g->mu);
-	return n;
+	return tpf_gapi_requests(g->api);
 }
 
 void tpf_gcs_object_release(struct tpf_gcs_object *o)
@@ -102,94 +119,36 @@ struct gcs_call {
 	const char *body;
 	size_t body_len;
 	const char *content_type;
+	int precondition; /* the URL carries ifGenerationMatch: a write may be repeated */
 	struct tpf_gcp_response rs; /* the last answer */
 	int attempts;
 };
 
-/* 408, 429 and 5xx: Cloud Storage's retry strategy. */
-static int retryable(long status)
-{
-	return status == 408 || status == 429 || status >= 500;
-}
-
-static int api_error(struct tpf_gcs *g, struct gcs_call *c, struct tpf_diags *d)
-{
-	struct tpf_gcp_error e = TPF_GCP_ERROR_INIT;
-	struct tpf_buf m = TPF_BUF_INIT;
-	tpf_gcp_error_parse_http(&e, c->rs.status, c->rs.body.buf, c->rs.body.len);
-	tpf_gcp_error_format(&e, &m);
-	const char *hint = NULL;
-	if (c->rs.status == 401)
-		hint = tpf_gcp_auth_reject_hint(g->auth);
-	else if (c->rs.status == 403)
-		hint = "The credentials in use need storage.objects.get, create, delete and list on the "
-		       "bucket (roles/storage.objectAdmin).";
-	else if (retryable(c->rs.status))
-		hint = "Cloud Storage kept failing; run the command again later.";
-	int rc = tpf_errorx(d, NULL, hint, "%s: %s%s", c->what, m.buf,
-			    retryable(c->rs.status) ? " (gave up after retries)" : "");
-	tpf_buf_release(&m);
-	tpf_gcp_error_release(&e);
-	return retryable(c->rs.status) ? TPF_ETRANSIENT : rc;
-}
-
 /*
- * Send c with retries. Returns 0 on 2xx (c->rs holds the answer),
+ * Send c through the client. Returns 0 on 2xx (c->rs holds the answer),
  * TPF_ENOTFOUND on 404 and TPF_ESTALE on 412 (no diagnostic), else an
- * error with a diagnostic.
+ * error with a diagnostic: TPF_ETRANSIENT when Cloud Storage kept failing,
+ * TPF_ERROR otherwise.
  */
 static int gcs_do(struct tpf_gcs *g, struct gcs_call *c, struct tpf_diags *d)
 {
-	int auth_retried = 0;
-	for (int attempt = 0;; attempt++) {
-		char *tok = NULL;
-		int last = attempt + 1 >= g->s.tries;
-		c->attempts = attempt + 1;
-		int rc = tpf_gcp_auth_token(g->auth, &tok, d);
-		if (rc < 0)
-			return rc;
-		const char *extra[] = { tpf_gcp_auth_quota_header(g->auth), NULL };
-		struct tpf_gcp_request rq = {
-			.method = c->method, .url = c->url, .body = c->body, .body_len = c->body_len,
-			.content_type = c->content_type, .bearer = tok, .headers = extra,
-		};
-		pthread_mutex_lock(&g->mu);
-		g->requests++;
-		pthread_mutex_unlock(&g->mu);
-		int h = tpf_gcp_http_do(g->http, &rq, &c->rs);
-		if (h < 0) {
-			tpf_gcp_auth_token_free(tok);
-			if (c->rs.too_large)
-				return tpf_gcp_http_too_large(g->http, &rq, c->what, NULL, d);
-			if (h == TPF_ETRANSIENT && !last) {
-				tpf_sleep(tpf_gcp_retry_delay(&g->s, attempt, -1));
-				continue;
-			}
-			tpf_errorx(d, NULL, "Check the network path to the storage endpoint.",
-				   "%s: cannot reach '%s': %s%s", c->what, g->endpoint, c->rs.error,
-				   h == TPF_ETRANSIENT ? " (gave up after retries)" : "");
-			return h;
-		}
-		long st = c->rs.status;
-		if (st == 401 && !auth_retried && tpf_gcp_auth_invalidate(g->auth, tok)) {
-			tpf_gcp_auth_token_free(tok);
-			auth_retried = 1; /* expired early or revoked: once more */
-			continue;
-		}
-		tpf_gcp_auth_token_free(tok);
-		if (st >= 200 && st < 300)
-			return 0;
-		if (st == 404)
-			return TPF_ENOTFOUND;
-		if (st == 412)
-			return TPF_ESTALE;
-		if (retryable(st) && !last) {
-			double ra = tpf_gcp_parse_retry_after(c->rs.retry_after, tpf_now_wall());
-			tpf_sleep(tpf_gcp_retry_delay(&g->s, attempt, ra));
-			continue;
-		}
-		return api_error(g, c, d);
-	}
+	struct tpf_gapi_call k = TPF_GAPI_CALL_INIT;
+	k.rq.method = c->method;
+	k.rq.url = c->url;
+	k.rq.body = c->body;
+	k.rq.body_len = c->body_len;
+	k.rq.content_type = c->content_type;
+	k.flags = c->precondition ? TPF_GAPI_PRECONDITION : 0;
+	k.what = c->what;
+	k.quiet = TPF_GAPI_QUIET(TPF_GCP_NOTFOUND) | TPF_GAPI_QUIET(TPF_GCP_STALE);
+	int rc = tpf_gapi_send(g->api, &k, d);
+	tpf_gcp_response_release(&c->rs);
+	c->rs = k.rs; /* moved */
+	c->attempts = k.attempts;
+	tpf_gcp_error_release(&k.err);
+	if (rc < 0 && rc != TPF_ENOTFOUND && rc != TPF_ESTALE && rc != TPF_ETRANSIENT)
+		rc = TPF_ERROR; /* what a state backend tells apart */
+	return rc;
 }
 
 /* <endpoint>/storage/v1/b/BUCKET/o/NAME (NAME with '/' as %2F). */
@@ -343,7 +302,7 @@ int tpf_gcs_write(struct tpf_gcs *g, const char *bucket, const char *name, const
 	struct gcs_call c = { .method = "POST", .url = url, .what = what, .body = data,
 			      .body_len = len,
 			      .content_type = content_type ? content_type : "application/octet-stream",
-			      .rs = TPF_GCP_RESPONSE_INIT };
+			      .precondition = if_generation >= 0, .rs = TPF_GCP_RESPONSE_INIT };
 	struct tpf_gcs_object o;
 	memset(&o, 0, sizeof(o));
 	int rc = gcs_do(g, &c, d);
@@ -393,30 +352,27 @@ void tpf_gcs_names_free(char **names)
 	free(names);
 }
 
-/* Append the names of one page; *token becomes the next page's (or NULL). */
-static int list_page(struct gcs_call *c, char ***names, size_t *n, size_t *alloc, char **token,
-		     struct tpf_diags *d)
+struct list_ctx {
+	char **names;
+	size_t n, alloc;
+	const char *what;
+};
+
+/* Append the names of one page (tpf_gapi_pages follows nextPageToken). */
+static int list_page(json_t *page, void *arg, struct tpf_diags *d)
 {
-	json_t *j = json_loadb(c->rs.body.buf, c->rs.body.len, 0, NULL);
-	if (!json_is_object(j)) {
-		json_decref(j);
-		return tpf_error(d, "%s: HTTP %ld with a body that is not a JSON object", c->what,
-				 c->rs.status);
-	}
+	struct list_ctx *x = arg;
 	size_t i;
 	json_t *it;
-	json_array_foreach(json_object_get(j, "items"), i, it) {
+	(void)d;
+	json_array_foreach(json_object_get(page, "items"), i, it) {
 		const char *s = json_string_value(json_object_get(it, "name"));
 		if (!s)
 			continue;
-		XGROW(*names, *n + 2, *alloc);
-		(*names)[(*n)++] = xstrdup(s);
-		(*names)[*n] = NULL;
+		XGROW(x->names, x->n + 2, x->alloc);
+		x->names[x->n++] = xstrdup(s);
+		x->names[x->n] = NULL;
 	}
-	const char *t = json_string_value(json_object_get(j, "nextPageToken"));
-	free(*token);
-	*token = t && *t ? xstrdup(t) : NULL;
-	json_decref(j);
 	return 0;
 }
 
@@ -425,36 +381,27 @@ int tpf_gcs_list(struct tpf_gcs *g, const char *bucket, const char *prefix, char
 {
 	char *base = object_url(g, "/storage/v1", bucket, NULL);
 	char *p = tpf_gcp_escape(prefix ? prefix : "");
+	char *url = xasprintf("%s?prefix=%s", base, p);
 	char *what = xasprintf("listing gs://%s/%s", bucket, prefix ? prefix : "");
-	char *token = NULL;
-	size_t alloc = 1;
-	int rc = 0;
-	*n = 0;
-	*names = xcalloc(1, sizeof(**names));
-	do {
-		char *tk = token ? tpf_gcp_escape(token) : NULL;
-		char *url = tk ? xasprintf("%s?prefix=%s&pageToken=%s", base, p, tk)
-			       : xasprintf("%s?prefix=%s", base, p);
-		struct gcs_call c = { .method = "GET", .url = url, .what = what,
-				      .rs = TPF_GCP_RESPONSE_INIT };
-		rc = gcs_do(g, &c, d);
-		if (rc == TPF_ENOTFOUND)
-			rc = tpf_errorx(d, NULL, "Create the bucket, or fix state.gcs.bucket.",
-					"%s: the bucket '%s' does not exist", what, bucket);
-		if (!rc)
-			rc = list_page(&c, names, n, &alloc, &token, d);
-		tpf_gcp_response_release(&c.rs);
-		free(url);
-		free(tk);
-	} while (!rc && token);
-	free(token);
+	struct list_ctx x = { .alloc = 1, .what = what };
+	x.names = xcalloc(1, sizeof(*x.names));
+	int rc = tpf_gapi_pages(g->api, url, what, NULL, TPF_GAPI_QUIET(TPF_GCP_NOTFOUND), list_page,
+				&x, d);
+	if (rc == TPF_ENOTFOUND)
+		rc = tpf_errorx(d, NULL, "Create the bucket, or fix state.gcs.bucket.",
+				"%s: the bucket '%s' does not exist", what, bucket);
+	else if (rc < 0 && rc != TPF_ETRANSIENT)
+		rc = TPF_ERROR;
 	free(base);
 	free(p);
+	free(url);
 	free(what);
 	if (rc) {
-		tpf_gcs_names_free(*names);
-		*names = NULL;
-		*n = 0;
+		tpf_gcs_names_free(x.names);
+		x.names = NULL;
+		x.n = 0;
 	}
+	*names = x.names;
+	*n = x.n;
 	return rc;
 }

@@ -12,10 +12,12 @@
  *
  * Plumbing is google/'s: the same HTTP engine, credentials (ADC,
  * provider.gcp.credentials, impersonation, quota project) and endpoint
- * policy as the Cloud TPU client. HTTP 408, 429 and 5xx answers and
- * transport failures are retried with backoff (gcp_retry.h; Cloud
- * Storage's retry strategy, https://cloud.google.com/storage/docs/retry-strategy).
- * Every write carries a generation precondition, so a retry is safe: when
+ * policy as the Cloud TPU client, and every request goes through the one
+ * REST client (gapi.h), whose retries (transient answers, dropped
+ * connections, Retry-After) match Cloud Storage's retry strategy
+ * (https://cloud.google.com/storage/docs/retry-strategy). A write is
+ * retried only when it carries a generation precondition (if_generation
+ * >= 0: "conditionally idempotent"); one without is sent once. When
  * a retried write answers 412 (the first attempt did land, but its answer
  * was lost), the object's MD5 is compared with what was sent, and a match
  * counts as success; likewise a retried delete answering 404.

@@ -1,35 +1,36 @@
 /*
- * Provider dispatch: open the provider the fleet file declares.
+ * Provider dispatch: open the provider the fleet file declares through a
+ * table of rows (providers/provider.h struct tpf_provider_row). The table
+ * itself lives a layer above every provider (providers/registry/), so
+ * nothing here calls up.
  */
 #include "providers/provider.h"
+#include "util/buf.h"
 #include "util/fs.h"
 
 #include <stddef.h>
 
-/* Weak, so that a build without providers/gcp still links (the local
- * provider alone is enough for a newcomer); the symbol is then NULL. */
-extern int tpf_gcp_provider_open(struct tpf_provider **out, const struct tpf_fleet *f,
-				 struct tpf_diags *d) __attribute__((weak));
-
-int tpf_provider_open(struct tpf_provider **out, const struct tpf_fleet *f, struct tpf_diags *d)
+int tpf_provider_open_from(const struct tpf_provider_row *rows, size_t n,
+			   struct tpf_provider **out, const struct tpf_fleet *f, struct tpf_diags *d)
 {
 	*out = NULL;
 	if (f->ssh.private_key)
 		tpf_warn_if_readable_by_others(f->ssh.private_key, "ssh.private_key", d);
-	switch (f->provider) {
-	case TPF_PROVIDER_LOCAL:
-		return tpf_local_provider_open(out, f, d);
-	case TPF_PROVIDER_GCP:
-		if (!tpf_gcp_provider_open)
-			return tpf_errorx(d, NULL, "rebuild tpuform with providers/gcp, or use provider.local",
-					  "the gcp provider is not built into this tpuform");
-		return tpf_gcp_provider_open(out, f, d);
-	case TPF_PROVIDER_NONE:
-		break;
-	}
-	return tpf_errorx(d, NULL, "add 'provider: { local: {} }' or 'provider: { gcp: { project: ... } }'",
-			  "fleet '%s' declares no provider: expected provider.local or provider.gcp",
-			  f->name ? f->name : "");
+	for (size_t i = 0; f->provider != TPF_PROVIDER_NONE && i < n; i++)
+		if (rows[i].kind == f->provider)
+			return rows[i].open(out, f, d);
+	struct tpf_buf names = TPF_BUF_INIT;
+	for (size_t i = 0; i < n; i++)
+		tpf_buf_addf(&names, "%sprovider.%s", i ? " or " : "", rows[i].name);
+	int rc = tpf_errorx(d, NULL,
+			    "add 'provider: { local: {} }' or 'provider: { gcp: { project: ... } }'",
+			    f->provider == TPF_PROVIDER_NONE
+				    ? "fleet '%s' declares no provider: expected %s"
+				    : "fleet '%s' declares a provider this tpuform does not have: "
+				      "expected %s",
+			    f->name ? f->name : "", n ? names.buf : "none");
+	tpf_buf_release(&names);
+	return rc;
 }
 
 void tpf_provider_free(struct tpf_provider *p)

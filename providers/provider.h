@@ -3,7 +3,7 @@
  *
  * Two implementations: providers/local (embedded; nodes are directories and
  * workers are screen sessions on this machine) and providers/gcp (Cloud TPU
- * v2 REST). Calls block until done and are thread-safe: engine/apply.c runs
+ * v2 REST), one row each in the table of providers/registry/registry.c. Calls block until done and are thread-safe: engine/apply.c runs
  * several at once from a thread pool (-parallelism).
  *
  * Contract mirrored: Cloud TPU v2 nodes (tests/fakegcp/tpu.v2.discovery.json):
@@ -105,14 +105,29 @@ struct tpf_provider {
 /* 1 when p's interrupt flag is set (a signal asked to stop waiting). */
 int tpf_provider_interrupted(const struct tpf_provider *p);
 
-/* Open the provider the fleet declares. Caller frees with tpf_provider_free. */
-int tpf_provider_open(struct tpf_provider **out, const struct tpf_fleet *f, struct tpf_diags *d);
-void tpf_provider_free(struct tpf_provider *p);
+/*
+ * One row of the table of providers (providers/registry/registry.c), in
+ * the manner of curl's table of protocol handlers: the fleet file's
+ * provider kind, its name for messages, and the function that opens it
+ * (filling *out, which the caller frees with tpf_provider_free; 0 or an
+ * error with a diagnostic).
+ */
+struct tpf_provider_row {
+	enum tpf_provider_kind kind;
+	const char *name;
+	int (*open)(struct tpf_provider **out, const struct tpf_fleet *f, struct tpf_diags *d);
+};
 
-/* Per-provider constructors, called by tpf_provider_open. */
-int tpf_local_provider_open(struct tpf_provider **out, const struct tpf_fleet *f,
-			    struct tpf_diags *d);
-int tpf_gcp_provider_open(struct tpf_provider **out, const struct tpf_fleet *f,
-			  struct tpf_diags *d);
+/*
+ * Open the provider the fleet declares through `rows` (n of them; the
+ * registry passes its table): warns when ssh.private_key is readable by
+ * others, then calls the row of f->provider. A fleet with no provider, or
+ * one without a row, is TPF_ERROR with a diagnostic naming what exists.
+ * *out: caller frees with tpf_provider_free. Product code calls
+ * tpf_provider_open (providers/registry/registry.h).
+ */
+int tpf_provider_open_from(const struct tpf_provider_row *rows, size_t n,
+			   struct tpf_provider **out, const struct tpf_fleet *f, struct tpf_diags *d);
+void tpf_provider_free(struct tpf_provider *p);
 
 #endif

@@ -17,6 +17,7 @@
 #   4 providers/ssh        (the SSH transport, used by the gcp provider)
 #   5 providers/local providers/gcp
 #   6 plan                 (pure: no providers, no source, no I/O)
+#   6 providers/registry   (the table of providers: names every provider's open)
 #   7 engine
 #   8 cmd
 # Also:
@@ -35,7 +36,7 @@ rank() {
 	providers) echo 3 ;;
 	providers/ssh) echo 4 ;;
 	providers/local | providers/gcp) echo 5 ;;
-	plan) echo 6 ;;
+	plan | providers/registry) echo 6 ;;
 	engine) echo 7 ;;
 	cmd) echo 8 ;;
 	*) echo "" ;;

@@ -2,7 +2,7 @@
  * The Cloud TPU provider (providers/provider.h) and what cmd/ needs from
  * it beyond the provider interface.
  *
- * tpf_gcp_provider_open (declared in providers/provider.h) builds a
+ * tpf_gcp_provider_open (the row "gcp" of providers/registry/registry.c) builds a
  * provider on the REST client of gcp_api.h for fleet->gcp: project,
  * endpoint (else $TPUFORM_TPU_ENDPOINT, else https://tpu.googleapis.com;
  * plain http only to loopback) and credentials (else the ADC order of
@@ -26,7 +26,14 @@
 #define TPF_GCP_H
 
 #include "config/config.h"
+#include "providers/provider.h"
 #include "util/diag.h"
+
+/* Open the gcp provider for fleet f (borrowed; outlives it). *out: caller
+ * frees with tpf_provider_free. 0, or TPF_ERROR with a diagnostic (no
+ * project, a bad endpoint or credentials file). */
+int tpf_gcp_provider_open(struct tpf_provider **out, const struct tpf_fleet *f,
+			  struct tpf_diags *d);
 
 /*
  * `tpuform validate -remote`: for every group, check in each of its zones

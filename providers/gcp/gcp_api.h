@@ -3,11 +3,14 @@
  *
  * Every call blocks its thread until done and is thread-safe: many calls
  * may run at once from different threads, sharing one HTTP engine
- * (gcp_http.h) and one token cache (gcp_auth.h). Transient failures (429
- * rate limits, 408, 500, 502, 503, 504, resets, timeouts) are retried
- * inside with exponential backoff, jitter and Retry-After, at most
- * settings.tries attempts; an HTTP 401 fetches a new token once. Long-running
- * operations are polled from poll_min growing to poll_max seconds.
+ * (gcp_http.h) and one token cache (gcp_auth.h). Every request goes
+ * through the one Google REST client (google/gapi.h), which owns the
+ * retries (429 rate limits, 408, 500, 502, 503, 504, dropped connections,
+ * timeouts; backoff, jitter and Retry-After; at most settings.tries
+ * attempts; POST and PATCH only when safe to repeat), the 401 token
+ * refresh, pages and the polling of long-running operations (poll_min
+ * growing to poll_max seconds). The machinery is in gcp_client.c; this
+ * file's functions are the nodes resource (gcp_api.c).
  *
  * Errors: 0 on success, else a negative TPF_E* code with a diagnostic of
  * the form "<what>: HTTP 400 INVALID_ARGUMENT: <the API's message>" or

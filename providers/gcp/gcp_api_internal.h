@@ -1,16 +1,32 @@
 /*
- * The request machinery of gcp_api.c, for the other API files of the
- * client (gcp_qr_api.c). Not for use outside providers/gcp/.
+ * The Cloud TPU flavour of the Google REST client (google/gapi.h), made in
+ * gcp_client.c, for the resource files of the client: nodes (gcp_api.c),
+ * queued resources (gcp_qr_api.c), OS Login (gcp_oslogin.c). Not for use
+ * outside providers/gcp/.
  */
 #ifndef TPF_GCP_API_INTERNAL_H
 #define TPF_GCP_API_INTERNAL_H
 
 #include <jansson.h>
 #include "providers/gcp/gcp_api.h"
+#include "google/gapi.h"
 #include "google/gcp_errors.h"
 
 /* Bit for tpf_gcp_call's `quiet`: errors of that class get no diagnostic. */
 #define TPF_GCP_QUIET(cls) (1u << (cls))
+/*
+ * More bits for `quiet`: how a POST or PATCH may be repeated (google/gapi.h
+ * TPF_GAPI_*; without one of them it is sent once, never retried).
+ * TPF_GCP_IDEMPOTENT: repeating it is harmless (a read sent as POST, a
+ * PATCH of whole values under an updateMask). TPF_GCP_PRECONDITION: a
+ * client-chosen id (nodeId, queuedResourceId) whose repeat is a 409 the
+ * caller handles. TPF_GCP_REQUEST_ID: the method takes a requestId
+ * (queuedResources.create), added to the URL, the same for every attempt.
+ */
+#define TPF_GCP_FLAG_SHIFT 16
+#define TPF_GCP_IDEMPOTENT (TPF_GAPI_IDEMPOTENT << TPF_GCP_FLAG_SHIFT)
+#define TPF_GCP_PRECONDITION (TPF_GAPI_PRECONDITION << TPF_GCP_FLAG_SHIFT)
+#define TPF_GCP_REQUEST_ID (TPF_GAPI_REQUEST_ID << TPF_GCP_FLAG_SHIFT)
 
 /* How a call ended, when the caller wants to look closer. */
 struct tpf_gcp_outcome {
@@ -24,16 +40,20 @@ struct tpf_gcp_outcome {
 char *tpf_gcp_zone_url(struct tpf_gcp_client *c, const char *zone, const char *suffix);
 
 /*
- * One API request with the client's retries (gcp_api.h). 0 and *out (new
+ * One API request through the Google REST client (google/gapi.h
+ * tpf_gapi_json: its retries, its error messages). 0 and *out (new
  * reference) on 2xx; else a negative code with a diagnostic naming `what`,
- * except for error classes in `quiet`. res may be NULL.
+ * except for error classes in `quiet` (and the flag bits above). res may
+ * be NULL.
  */
 int tpf_gcp_call(struct tpf_gcp_client *c, const char *method, const char *url, json_t *body,
 		 const char *what, const char *address, unsigned quiet, json_t **out,
 		 struct tpf_gcp_outcome *res, struct tpf_diags *d);
 
-/* Poll a long-running operation until done; *failed is set when the
- * operation itself failed (diagnostic added, class code returned). */
+/* Poll a long-running operation (google.longrunning.Operation, named
+ * relative to <endpoint>/v2/) until done: google/gapi.h tpf_gapi_wait.
+ * *failed is set when the operation itself failed (diagnostic added,
+ * class code returned). */
 int tpf_gcp_wait_op(struct tpf_gcp_client *c, json_t *op, const char *what, const char *address,
 		    int *failed, struct tpf_diags *d);
 
@@ -41,7 +61,9 @@ int tpf_gcp_wait_op(struct tpf_gcp_client *c, json_t *op, const char *what, cons
  * 0.2 s: 0, or TPF_EINTERRUPTED (no diagnostic) once it is set. */
 int tpf_gcp_poll_sleep(struct tpf_gcp_client *c, double seconds);
 
-/* Every page of a list method; each(item, ctx) for the items of `key`. */
+/* Every page of a list method (google/gapi.h tpf_gapi_pages); each(item,
+ * ctx) for the items of `key`; a page naming unreachable locations is an
+ * error. */
 int tpf_gcp_list_all(struct tpf_gcp_client *c, const char *base, const char *key,
 		     const char *what, int (*each)(json_t *, void *), void *ctx,
 		     struct tpf_diags *d);
@@ -50,7 +72,12 @@ int tpf_gcp_list_all(struct tpf_gcp_client *c, const char *base, const char *key
 int tpf_gcp_wait_node_settled(struct tpf_gcp_client *c, const char *zone, const char *name,
 			      const char *what, struct tpf_live_node *out, struct tpf_diags *d);
 
-/* The client's settings and facts (borrowed). */
+/* Hand a Node object read from the API to the tpf_gcp_client_on_node
+ * observer, if any. */
+void tpf_gcp_client_seen(struct tpf_gcp_client *c, const char *zone, json_t *node);
+
+/* The client's REST client, settings and facts (borrowed). */
+struct tpf_gapi *tpf_gcp_client_api(struct tpf_gcp_client *c);
 const char *tpf_gcp_client_project(struct tpf_gcp_client *c);
 int tpf_gcp_client_ssh_port(struct tpf_gcp_client *c);
 int tpf_gcp_client_external_ips(struct tpf_gcp_client *c);

@@ -56,12 +56,18 @@ static int tokeninfo_email(struct tpf_gcp_client *c, char **email, struct tpf_di
 	char *esc = tpf_gcp_escape(tok);
 	char *form = xasprintf("access_token=%s", esc);
 	tpf_gcp_auth_token_free(esc);
-	struct tpf_gcp_request rq = {
-		.method = "POST", .url = url, .body = form, .body_len = strlen(form),
-		.content_type = "application/x-www-form-urlencoded",
-	};
-	struct tpf_gcp_response rs = TPF_GCP_RESPONSE_INIT;
-	int h = tpf_gcp_http_do(tpf_gcp_client_http(c), &rq, &rs);
+	/* A read sent as POST, with the token in the form rather than a header. */
+	struct tpf_gapi_call k = TPF_GAPI_CALL_INIT;
+	k.rq.method = "POST";
+	k.rq.url = url;
+	k.rq.body = form;
+	k.rq.body_len = strlen(form);
+	k.rq.content_type = "application/x-www-form-urlencoded";
+	k.flags = TPF_GAPI_NO_AUTH | TPF_GAPI_IDEMPOTENT;
+	k.quiet = TPF_GAPI_QUIET_ALL;
+	int h = tpf_gapi_send(tpf_gcp_client_api(c), &k, d);
+	h = h < 0 && k.api_error ? 0 : h; /* an HTTP answer: judged by its body below */
+	struct tpf_gcp_response rs = k.rs;
 	json_t *info = h == 0 && rs.status == 200 ? json_loadb(rs.body.buf, rs.body.len, 0, NULL) : NULL;
 	const char *e = json_string_value(json_object_get(info, "email"));
 	const char *src = tpf_gcp_auth_source(tpf_gcp_client_auth(c));
@@ -84,7 +90,7 @@ static int tokeninfo_email(struct tpf_gcp_client *c, char **email, struct tpf_di
 		free(hint);
 	}
 	json_decref(info);
-	tpf_gcp_response_release(&rs);
+	tpf_gapi_call_release(&k);
 	tpf_gcp_auth_token_free(form);
 	tpf_gcp_auth_token_free(tok);
 	free(url);
@@ -136,7 +142,8 @@ int tpf_gcp_oslogin_import(struct tpf_gcp_client *c, const char *email, const ch
 	snprintf(usec, sizeof(usec), "%.0f", (tpf_now_wall() + ttl) * 1e6);
 	json_t *body = json_pack("{s:s, s:s}", "key", public_key, "expirationTimeUsec", usec);
 	json_t *resp = NULL;
-	int rc = tpf_gcp_call(c, "POST", url, body, what, NULL, 0, &resp, NULL, d);
+	/* keyed by the key's fingerprint: importing it again changes nothing */
+	int rc = tpf_gcp_call(c, "POST", url, body, what, NULL, TPF_GCP_IDEMPOTENT, &resp, NULL, d);
 	if (rc == 0) {
 		const char *u = tpf_gcp_oslogin_username(resp);
 		if (u)

@@ -1,6 +1,6 @@
 /*
- * queuedResources.list / get / create / delete (gcp_qr.h), on the request
- * machinery of gcp_api.c.
+ * queuedResources.list / get / create / delete (gcp_qr.h), calls of the
+ * Google REST client as gcp_client.c makes them.
  */
 #include "providers/gcp/gcp_api_internal.h"
 #include "providers/gcp/gcp_multislice.h"
@@ -232,8 +232,10 @@ int tpf_gcp_create_qr(struct tpf_gcp_client *c, const char *name, const struct t
 		rc = TPF_ERROR;
 		goto done;
 	}
-	rc = tpf_gcp_call(c, "POST", url, body, what, name, TPF_GCP_QUIET(TPF_GCP_CONFLICT), &op,
-			  &res, d);
+	/* requestId: the API answers a repeat with the first request's
+	 * operation; queuedResourceId makes any other repeat a 409, below. */
+	rc = tpf_gcp_call(c, "POST", url, body, what, name,
+			  TPF_GCP_QUIET(TPF_GCP_CONFLICT) | TPF_GCP_REQUEST_ID, &op, &res, d);
 	if (rc < 0 && res.api_error && res.cls == TPF_GCP_CONFLICT && res.attempts > 1) {
 		/* An earlier POST went through but its answer was lost: follow it. */
 		queued = 1;

@@ -50,7 +50,14 @@
 #define TPF_LOCAL_H
 
 #include "config/config.h"
+#include "providers/provider.h"
 #include "util/diag.h"
+
+/* Open the local provider for fleet f (borrowed; outlives it): the row
+ * "local" of providers/registry/registry.c. *out: caller frees with
+ * tpf_provider_free. 0, or TPF_ERROR with a diagnostic. */
+int tpf_local_provider_open(struct tpf_provider **out, const struct tpf_fleet *f,
+			    struct tpf_diags *d);
 
 /*
  * Simulate what Cloud TPU does to a node when its VMs go away: set the

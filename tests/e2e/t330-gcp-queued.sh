@@ -87,7 +87,11 @@ like "apply says the node is queued" "$out" "gq-a-0: queued: its queued resource
 like "and counts both as added" "$out" "Apply complete! Resources: 2 added, 0 changed, 0 destroyed\."
 is "two queued resources wait for resources" "$(qrs)" "gq-a-0:WAITING_FOR_RESOURCES gq-a-1:WAITING_FOR_RESOURCES "
 is "no node exists yet" "$(nodes)" ""
-body=$(requests | jq -c '[.[] | select(.method == "POST" and (.path | endswith("/queuedResources")) and .query == "queuedResourceId=gq-a-0")][0].body')
+body=$(requests | jq -c '[.[] | select(.method == "POST" and (.path | endswith("/queuedResources")) and (.query | startswith("queuedResourceId=gq-a-0&")))][0].body')
+# queuedResources.create carries a requestId (a UUID), so google/gapi.c may retry it
+like "the queued resource request carries a requestId" \
+	"$(requests | jq -r '[.[] | select(.method == "POST" and (.path | endswith("/queuedResources")))][0].query')" \
+	"^queuedResourceId=gq-a-[01]&requestId=[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
 is "the queued resource request: node spec with labels, spot tier, validUntilDuration 21600s" \
 	"$(printf '%s' "$body" | jq -c 'del(.tpu.nodeSpec[0].node.metadata)')" \
 	'{"tpu":{"nodeSpec":[{"parent":"projects/test-project/locations/zq","nodeId":"gq-a-0","node":{"acceleratorType":"v2-8","runtimeVersion":"tpu-ubuntu2204-base","labels":{"tpuform-fleet":"gq","tpuform-group":"a","tpuform-index":"0","tpuform-lineage":"'"$(lineage_label)"'"},"networkConfig":{"enableExternalIps":true}}}]},"spot":{},"queueingPolicy":{"validUntilDuration":"21600s"}}'
@@ -135,7 +139,7 @@ out=$(cat last.out)
 like "watch reports the failure and the replacement" "$out" "gq-a-1: the queued resource failed: replacing"
 like "watch starts the job on the new node" "$out" "gq-a-1: w0: session started"
 is "the log: DELETE ?force=true, then the queued resource requested again" \
-	"$(requests | jq -r '.[] | select(.path | endswith("/queuedResources/gq-a-1") or endswith("/queuedResources")) | select(.method != "GET") | "\(.method) \(.path | split("/") | last) \(.query)"' | tr '\n' ';')" \
+	"$(requests | jq -r '.[] | select(.path | endswith("/queuedResources/gq-a-1") or endswith("/queuedResources")) | select(.method != "GET") | "\(.method) \(.path | split("/") | last) \(.query | sub("&requestId=[-0-9a-f]+$"; ""))"' | tr '\n' ';')" \
 	"DELETE gq-a-1 force=true;POST queuedResources queuedResourceId=gq-a-1;"
 is "it is ACTIVE again, its node READY" "$(qrs)$(nodes)" "gq-a-0:ACTIVE gq-a-1:ACTIVE gq-a-0:READY gq-a-1:READY "
 ok "then no changes" tpuform plan -f fleet.yaml -detailed-exitcode

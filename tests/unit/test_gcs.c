@@ -113,8 +113,15 @@ static void test_gcs__retries_and_lost_answers(void)
 	/* give up after TPUFORM_GCP_TRIES (3 here) */
 	fake.fail = 10;
 	CHECK_INT(tpf_gcs_delete(g, "bkt", "r/lock", gen2, &d), TPF_ETRANSIENT);
-	CHECK(d.n == 1 && strstr(d.items[0].summary, "gave up after retries"));
+	CHECK(d.n == 1 && strstr(d.items[0].summary, "gave up after 3 tries"));
 	CHECK(d.n == 1 && strstr(d.items[0].summary, "HTTP 503"));
+	tpf_diags_release(&d);
+	/* a write without a precondition could land twice: sent once only */
+	fake.fail = 1;
+	before = tpf_gcs_requests(g);
+	CHECK_INT(tpf_gcs_write(g, "bkt", "r/plain", "P", 1, NULL, -1, NULL, &d), TPF_ETRANSIENT);
+	CHECK_INT(tpf_gcs_requests(g) - before, 1);
+	CHECK(d.n == 1 && strstr(d.items[0].summary, "not retried"));
 	fake.fail = 0;
 	tpf_diags_release(&d);
 	tpf_gcs_free(g);

@@ -7,6 +7,7 @@
 #include "providers/local/local.h"
 #include "providers/local/local_internal.h"
 #include "providers/provider.h"
+#include "providers/registry/registry.h"
 #include "providers/transport.h"
 #include "util/buf.h"
 #include "util/fs.h"
