@@ -120,6 +120,7 @@ struct gcs_call {
 	size_t body_len;
 	const char *content_type;
 	int precondition; /* the URL carries ifGenerationMatch: a write may be repeated */
+	int repeatable;   /* no precondition, but the same bytes twice are harmless */
 	struct tpf_gcp_response rs; /* the last answer */
 	int attempts;
 };
@@ -138,7 +139,7 @@ static int gcs_do(struct tpf_gcs *g, struct gcs_call *c, struct tpf_diags *d)
 	k.rq.body = c->body;
 	k.rq.body_len = c->body_len;
 	k.rq.content_type = c->content_type;
-	k.flags = c->precondition ? TPF_GAPI_PRECONDITION : 0;
+	k.flags = c->precondition ? TPF_GAPI_PRECONDITION : c->repeatable ? TPF_GAPI_IDEMPOTENT : 0;
 	k.what = c->what;
 	k.quiet = TPF_GAPI_QUIET(TPF_GCP_NOTFOUND) | TPF_GAPI_QUIET(TPF_GCP_STALE);
 	int rc = tpf_gapi_send(g->api, &k, d);
@@ -302,7 +303,8 @@ int tpf_gcs_write(struct tpf_gcs *g, const char *bucket, const char *name, const
 	struct gcs_call c = { .method = "POST", .url = url, .what = what, .body = data,
 			      .body_len = len,
 			      .content_type = content_type ? content_type : "application/octet-stream",
-			      .precondition = if_generation >= 0, .rs = TPF_GCP_RESPONSE_INIT };
+			      .precondition = if_generation >= 0,
+			      .repeatable = if_generation == TPF_GCS_REPEATABLE, .rs = TPF_GCP_RESPONSE_INIT };
 	struct tpf_gcs_object o;
 	memset(&o, 0, sizeof(o));
 	int rc = gcs_do(g, &c, d);

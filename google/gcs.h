@@ -91,9 +91,15 @@ int tpf_gcs_read(struct tpf_gcs *g, const char *bucket, const char *name, size_t
  * Upload len bytes as the object (simple media upload) with
  * ifGenerationMatch=if_generation (0: only if no object exists; < 0: no
  * precondition). On success *generation (may be NULL) is the new one.
+ * Without a precondition the upload is sent once (Cloud Storage's retry
+ * strategy: only conditional uploads are idempotent), except with
+ * TPF_GCS_REPEATABLE: no precondition, and the caller knows that writing
+ * the same bytes twice is harmless (an object only it writes, under the
+ * state lock), so transient failures are retried.
  * A failed precondition: TPF_ESTALE with no diagnostic (the caller says
  * what it means: a held lock, a writer that skipped the lock).
  */
+#define TPF_GCS_REPEATABLE (-2LL)
 int tpf_gcs_write(struct tpf_gcs *g, const char *bucket, const char *name, const char *data,
 		  size_t len, const char *content_type, long long if_generation,
 		  long long *generation, struct tpf_diags *d);

@@ -90,9 +90,11 @@ static int upload(struct gcs_backend *g, struct tpf_state *st, const struct tpf_
 {
 	if (!st->backup_written && g->have_raw) {
 		/* The state as read, before this process first replaces it; a
-		 * plain write: the state object, not this, is the one guarded. */
+		 * plain write: the state object, not this, is the one guarded.
+		 * Written under the state lock with the same bytes each try, so
+		 * a transient failure is retried. */
 		int rc = tpf_gcs_write(g->g, g->bucket, g->backup_obj, g->raw.buf, g->raw.len,
-				       "application/json", -1, NULL, io);
+				       "application/json", TPF_GCS_REPEATABLE, NULL, io);
 		if (rc)
 			return rc;
 	}

@@ -122,6 +122,14 @@ static void test_gcs__retries_and_lost_answers(void)
 	CHECK_INT(tpf_gcs_write(g, "bkt", "r/plain", "P", 1, NULL, -1, NULL, &d), TPF_ETRANSIENT);
 	CHECK_INT(tpf_gcs_requests(g) - before, 1);
 	CHECK(d.n == 1 && strstr(d.items[0].summary, "not retried"));
+	tpf_diags_release(&d);
+	/* ... unless the caller says the same bytes twice are harmless (the
+	 * state backup, written under the lock): retried, and it lands. */
+	fake.fail = 1;
+	before = tpf_gcs_requests(g);
+	CHECK_INT(tpf_gcs_write(g, "bkt", "r/backup", "B", 1, NULL, TPF_GCS_REPEATABLE, NULL, &d), 0);
+	CHECK_INT(tpf_gcs_requests(g) - before, 2);
+	CHECK_INT(d.n, 0);
 	fake.fail = 0;
 	tpf_diags_release(&d);
 	tpf_gcs_free(g);
