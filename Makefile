@@ -9,6 +9,9 @@
 #                   analyzer, cppcheck, layering (tests/lint/run.sh)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS=N each (tests/fuzz/)
 #   make SANITIZE=address,undefined check
+#   make install      PREFIX=/usr/local DESTDIR=... (dist/install.mk: also
+#                     uninstall, gen, dist, deb)
+#   WERROR=1          -Werror for any target (on by itself for check, lint, fuzz)
 #
 # Sources are picked up by directory, so a new module needs no Makefile edit:
 #   util/*.c state/*.c plan/*.c providers/*/*.c cmd/*.c  -> ./tpuform
@@ -132,8 +135,9 @@ lint:
 clean:
 	rm -f tpuform templates/embedded.c .build-flags .build-info $(UNIT_BINS) $(FAKEGCP) tests/unit/unit.o
 	find . -type f \( -name '*.o' -o -name '*.d' \) -delete
-	rm -rf tests/out $(FUZZ_DIR) $(FUZZ_REPLAYS)
+	rm -rf tests/out $(FUZZ_DIR) $(FUZZ_REPLAYS) gen
 
 include tests/fuzz/fuzz.mk
+include dist/install.mk
 
 -include $(DEPS)

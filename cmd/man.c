@@ -301,6 +301,7 @@ static const char *const env_vars[][2] = {
 	{ "TPUFORM_LOCAL_NO_QUOTA", "local provider, for tests: zones that refuse for quota" },
 	{ "TPUFORM_LOCAL_NO_CAPACITY", "local provider, for tests: zones without capacity" },
 	{ "TPUFORM_LOCAL_FAIL_CREATE", "local provider, for tests: nodes whose create fails" },
+	{ "SOURCE_DATE_EPOCH", "help -man: the date of the pages (reproducible builds)" },
 };
 
 static const char *const files[][2] = {
