@@ -76,11 +76,11 @@ all: tpuform
 
 # Flags the objects were built with: a change (e.g. SANITIZE) rebuilds all.
 .build-flags: FORCE
-	@echo '$(CC) $(CFLAGS) $(LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(CFLAGS) $(LDFLAGS)' > $@
+	@echo '$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)' > $@
 FORCE:
 
 %.o: %.c .build-flags
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -MMD -MP -c -o $@ $<
 
 # Templates are embedded into the binary: each file becomes a C string.
 templates/embedded.c: $(TEMPLATES) templates/embed.sh

@@ -44,11 +44,16 @@ dist:
 	@echo "make dist: $(DIST_NAME).tar.gz"
 
 # Debian's own tools: dpkg-buildpackage runs debian/rules (debhelper),
-# dpkg-shlibdeps derives the library dependencies. Unsigned, binary only.
-# The package lands in the parent directory, as dpkg-buildpackage puts it,
-# and is copied here.
+# dpkg-shlibdeps derives the library dependencies. Unsigned, binary only,
+# built from the `make dist` tarball in .deb-build/ (so the tree's own build
+# is left alone, and the tarball is proven to build without git); the
+# package is copied here: tpuform_VERSION_ARCH.deb. LINTIAN=1: run lintian.
 DEB_BUILD_DEPS := debhelper dpkg-dev fakeroot
-deb:
+deb: dist
 	@$(MAKE) --no-print-directory deps DEB_PKGS="$(DEB_PKGS) $(DEB_BUILD_DEPS)"
-	dpkg-buildpackage -b -us -uc
-	cp ../tpuform_$(VERSION)-*_$$(dpkg-architecture -qDEB_HOST_ARCH).deb .
+	rm -rf .deb-build && mkdir .deb-build
+	tar -C .deb-build -xzf $(DIST_NAME).tar.gz
+	cd .deb-build/$(DIST_NAME) && dpkg-buildpackage -b -us -uc
+	cp .deb-build/tpuform_$(VERSION)_*.deb .
+	@if [ "$(LINTIAN)" = 1 ]; then lintian --fail-on error .deb-build/tpuform_$(VERSION)_*.changes; fi
+	rm -rf .deb-build
