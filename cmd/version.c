@@ -72,10 +72,11 @@ static void platform(char *buf, size_t len)
 	snprintf(buf, len, "%s_%s", os, arch);
 }
 
-static int dirty(void)
+/* Built from a tree with uncommitted changes: the commit ends "-dirty". */
+static int dirty(const char *commit)
 {
-	size_t n = strlen(TPF_COMMIT);
-	return n > 6 && !strcmp(TPF_COMMIT + n - 6, "-dirty");
+	const char *p = strstr(commit, "-dirty");
+	return p && !p[6];
 }
 
 static int print_json(const struct lib_version *v, const char *plat)
@@ -84,7 +85,7 @@ static int print_json(const struct lib_version *v, const char *plat)
 	for (int i = 0; i < NLIBS; i++)
 		json_object_set_new(libs, v[i].name, json_string(v[i].version));
 	json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:s, s:o}", "tpuform_version", TPF_VERSION,
-			      "platform", plat, "commit", TPF_COMMIT, "dirty", dirty(),
+			      "platform", plat, "commit", TPF_COMMIT, "dirty", dirty(TPF_COMMIT),
 			      "build_date", TPF_BUILD_DATE, "libraries", libs);
 	if (!o)
 		return TPF_EXIT_ERROR;
