@@ -9,11 +9,19 @@
 #                   analyzer, cppcheck, layering (tests/lint/run.sh)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS=N each (tests/fuzz/)
 #   make SANITIZE=address,undefined check
+#   make install      PREFIX=/usr/local DESTDIR=... (dist/install.mk: also
+#                     uninstall, gen, dist, deb)
+#   WERROR=1          -Werror for any target (on by itself for check, lint, fuzz)
 #
 # Sources are picked up by directory, so a new module needs no Makefile edit:
 #   util/*.c state/*.c plan/*.c providers/*/*.c cmd/*.c  -> ./tpuform
 #   tests/unit/test_*.c                                   -> one binary each
 #   tests/fakegcp/*.c                                     -> tests/fakegcp/fakegcp
+
+# The version, commit and build date (VERSION, COMMIT, BUILD_DATE), from
+# git or from a release tarball's .tarball-version; `make install`, `make
+# dist` and `make deb` (dist/install.mk).
+include dist/version.mk
 
 PKGS      := libcurl yaml-0.1 jansson libgit2 libssh2 libcrypto libmicrohttpd
 TEST_PKGS := libmicrohttpd
@@ -28,9 +36,15 @@ DEB_PKGS  := build-essential pkg-config libcurl4-openssl-dev libyaml-dev \
 LINT_DEB_PKGS := shellcheck clang cppcheck
 
 CC      ?= cc
-VERSION := 0.1.0
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
+# -Werror for the project's own checks only (make check, make lint, make
+# fuzz, CI), as curl and git do: a newer compiler's new warning must not
+# break a user's `make` or `make install`. WERROR=1 turns it on anywhere.
+WERROR  ?=
+ifneq ($(filter check lint fuzz fuzz-build,$(MAKECMDGOALS)),)
+WERROR  := 1
+endif
+CFLAGS  += -std=gnu11 -Wall -Wextra $(if $(filter-out 0,$(WERROR)),-Werror) -Wno-unused-parameter \
            -Wshadow -Wformat=2 -Wstrict-prototypes -fno-common \
            -D_GNU_SOURCE -DTPF_VERSION='"$(VERSION)"' -I. -pthread
 LDFLAGS += -pthread
@@ -62,11 +76,11 @@ all: tpuform
 
 # Flags the objects were built with: a change (e.g. SANITIZE) rebuilds all.
 .build-flags: FORCE
-	@echo '$(CC) $(CFLAGS) $(LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(CFLAGS) $(LDFLAGS)' > $@
+	@echo '$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)' > $@
 FORCE:
 
 %.o: %.c .build-flags
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -MMD -MP -c -o $@ $<
 
 # Templates are embedded into the binary: each file becomes a C string.
 templates/embedded.c: $(TEMPLATES) templates/embed.sh
@@ -85,17 +99,10 @@ UTIL_OBJS := $(patsubst %.c,%.o,$(wildcard util/*.c))
 tests/fakegcp/fakegcp: $(FAKEGCP_SRCS:.c=.o) $(UTIL_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $(FAKEGCP_SRCS:.c=.o) $(UTIL_OBJS) $(TEST_LIBS) $(PKG_LIBS)
 
-# Install the Debian packages that are missing: as root with apt-get,
-# otherwise print the exact command to run.
+# Install the Debian packages that are missing where apt is (as root), or
+# name the missing pkg-config modules elsewhere (dist/deps.sh).
 deps:
-	@missing=""; for p in $(DEB_PKGS); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
-	done; \
-	if [ -z "$$missing" ]; then echo "deps: all Debian packages present"; \
-	elif [ "$$(id -u)" = 0 ]; then \
-	  echo "deps: installing$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	else echo "deps: missing packages; run:"; echo "  sudo apt-get install -y$$missing"; exit 1; fi
+	@DEB_PKGS="$(DEB_PKGS)" PKGS="$(PKGS)" sh dist/deps.sh
 
 demo: deps
 	$(MAKE) tpuform
@@ -106,7 +113,7 @@ e2e: tpuform $(FAKEGCP)
 
 # The test command README.md gives. Prints TAP, ends with "N passed, N failed, N skipped".
 check: deps
-	$(MAKE) tpuform $(UNIT_BINS) $(FAKEGCP) $(FUZZ_REPLAYS)
+	$(MAKE) WERROR=$(WERROR) tpuform $(UNIT_BINS) $(FAKEGCP) $(FUZZ_REPLAYS)
 	sh tests/run.sh
 
 test: check
@@ -126,10 +133,11 @@ lint:
 	sh tests/lint/run.sh
 
 clean:
-	rm -f tpuform templates/embedded.c .build-flags $(UNIT_BINS) $(FAKEGCP) tests/unit/unit.o
+	rm -f tpuform templates/embedded.c .build-flags .build-info $(UNIT_BINS) $(FAKEGCP) tests/unit/unit.o
 	find . -type f \( -name '*.o' -o -name '*.d' \) -delete
-	rm -rf tests/out $(FUZZ_DIR) $(FUZZ_REPLAYS)
+	rm -rf tests/out $(FUZZ_DIR) $(FUZZ_REPLAYS) gen
 
 include tests/fuzz/fuzz.mk
+include dist/install.mk
 
 -include $(DEPS)

@@ -191,17 +191,21 @@ static void describe_default(const struct tpf_flag *f, char *buf, size_t len)
 	snprintf(buf, len, "%s%s%s", *def ? " (" : "", def, *def ? ")" : "");
 }
 
+void tpf_flag_describe(const struct tpf_flag *f, char *name, size_t nlen, char *def, size_t dlen)
+{
+	const char *arg = value_name(f);
+	snprintf(name, nlen, "%s%s%s-%s%s%s", f->alias ? "-" : "", f->alias ? f->alias : "",
+		 f->alias ? ", " : "", f->name, arg ? "=" : "", arg ? arg : "");
+	describe_default(f, def, dlen);
+}
+
 void tpf_print_flags(FILE *out, const struct tpf_flag *flags)
 {
 	for (const struct tpf_flag *f = flags; f->name; f++) {
 		if (!f->help)
 			continue;
-		const char *arg = value_name(f);
 		char name[64], def[96];
-		snprintf(name, sizeof(name), "%s%s%s-%s%s%s", f->alias ? "-" : "",
-			 f->alias ? f->alias : "", f->alias ? ", " : "", f->name, arg ? "=" : "",
-			 arg ? arg : "");
-		describe_default(f, def, sizeof(def));
+		tpf_flag_describe(f, name, sizeof(name), def, sizeof(def));
 		fprintf(out, "  %-26s %s%s\n", name, f->help, def);
 	}
 }

@@ -93,6 +93,11 @@ int tpf_parse_flags(const char *cmd, int argc, char **argv, const struct tpf_fla
 /* The options listing of a help text: one line per visible flag with its
  * default (read from the target now: call before parsing). */
 void tpf_print_flags(FILE *out, const struct tpf_flag *flags);
+/* One flag as that listing shows it: into name "-f, -file=FILE", into def
+ * its range and default " (1 to 256; default 10)" or "" (read from the
+ * target now). Both truncated to their buffers (64 and 96 bytes suffice).
+ * For the man pages (cmd/man.c). */
+void tpf_flag_describe(const struct tpf_flag *f, char *name, size_t nlen, char *def, size_t dlen);
 
 /* ---- the command table (cmd/commands.c, cmd/dispatch.c, cmd/help.c) ------ */
 

@@ -4,6 +4,7 @@
  * and defaults, subcommands. Also the `help` command itself.
  */
 #include "cmd/cmd.h"
+#include "cmd/gen.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -124,19 +125,55 @@ static void list_table(const struct tpf_cmd *const *cmds, const char *prefix)
 
 static struct {
 	int commands;
+	int man;
+	const char *completion;
+	const char *complete_names;
 } help_o;
 
+/* Hidden: for tests, the build (man pages, completions, cmd/gen.h) and the
+ * completion scripts themselves. */
 static const struct tpf_flag help_flags[] = {
-	TPF_BOOL("commands", &help_o.commands, NULL), /* hidden: list the whole table */
+	TPF_BOOL("commands", &help_o.commands, NULL), /* list the whole table */
+	TPF_BOOL("man", &help_o.man, NULL),           /* the man page of [COMMAND] */
+	TPF_STR("completion", "SHELL", &help_o.completion, NULL),
+	TPF_STR("complete-names", "FILE", &help_o.complete_names, NULL),
 	TPF_FLAGS_END,
 };
 
-static int run_help(struct tpf_cmd_ctx *ctx)
+/* The generators of cmd/gen.h; -1 when none was asked for. */
+static int run_generator(struct tpf_cmd_ctx *ctx)
 {
 	if (help_o.commands) {
 		list_table(tpf_commands, "");
 		return TPF_EXIT_OK;
 	}
+	if (help_o.complete_names)
+		return tpf_complete_names(stdout, help_o.complete_names);
+	if (help_o.completion) {
+		if (tpf_completion_script(stdout, help_o.completion) == 0)
+			return TPF_EXIT_OK;
+		tpf_errorx(ctx->d, NULL, "The shells are bash, zsh and fish.",
+			   "no completion for shell '%s'", help_o.completion);
+		return TPF_EXIT_ERROR;
+	}
+	if (!help_o.man)
+		return -1;
+	const struct tpf_cmd *c = ctx->nargs ? tpf_cmd_find(tpf_commands, ctx->args[0]) : NULL;
+	if (ctx->nargs && (!c || ctx->nargs > 1)) {
+		tpf_errorx(ctx->d, NULL, "Man pages are per top-level command: 'tpuform help -man "
+			   "COMMAND'.", "no man page for '%s%s%s'", ctx->args[0],
+			   ctx->nargs > 1 ? " " : "", ctx->nargs > 1 ? ctx->args[1] : "");
+		return TPF_EXIT_ERROR;
+	}
+	tpf_man_page(stdout, c);
+	return TPF_EXIT_OK;
+}
+
+static int run_help(struct tpf_cmd_ctx *ctx)
+{
+	int rc = run_generator(ctx);
+	if (rc >= 0)
+		return rc;
 	if (!ctx->nargs) {
 		tpf_help_usage(stdout);
 		return TPF_EXIT_OK;
