@@ -253,9 +253,6 @@ struct tpf_session_opts tpf_cmd_session_opts(const struct tpf_common_opts *o, un
  * Terraform's "Acquiring state lock..." and "NAME: Refreshing state..."
  * lines; nothing in json mode. */
 void tpf_ui_session_progress(const struct tpf_session_progress *ev, void *ctx);
-/* Check that node sn has worker `worker` (logs, exec, ssh): else an error
- * in d naming how many workers it has. */
-int tpf_cmd_check_worker(const struct tpf_state_node *sn, int worker, struct tpf_diags *d);
 
 /* Shared by apply and destroy (cmd/apply_run.c): read the apply settings
  * from the environment, ask for "yes" unless auto_approve, carry p out with

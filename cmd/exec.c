@@ -80,11 +80,11 @@ static void collect(struct tpf_session *s, const char *node, struct exec_run *ru
 		struct tpf_state_node *sn = &s->state.nodes[i];
 		const struct tpf_live_node *ln;
 		struct tpf_transport *t;
-		if ((node && strcmp(sn->name, node)) || tpf_session_target(s, sn->name, &sn, &ln, &t))
+		if ((node && strcmp(sn->name, node)) ||
+		    tpf_session_target_worker(s, sn->name, exec_o.worker, &sn, &ln, &t))
 			continue;
 		if (exec_o.worker >= 0) {
-			if (tpf_cmd_check_worker(sn, exec_o.worker, &s->d) == 0)
-				add_task(run, t, sn, ln, exec_o.worker);
+			add_task(run, t, sn, ln, exec_o.worker);
 			continue;
 		}
 		for (size_t w = 0; w < sn->nworkers; w++)

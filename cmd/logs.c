@@ -95,9 +95,7 @@ static int run_logs(struct tpf_cmd_ctx *ctx)
 	struct tpf_session *s = &ctx->s;
 	struct target tg;
 	if (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d) ||
-	    tpf_session_target(s, ctx->args[0], &tg.sn, &tg.ln, &tg.t))
-		return TPF_EXIT_ERROR;
-	if (logs_o.worker >= 0 && tpf_cmd_check_worker(tg.sn, logs_o.worker, &s->d))
+	    tpf_session_target_worker(s, ctx->args[0], logs_o.worker, &tg.sn, &tg.ln, &tg.t))
 		return TPF_EXIT_ERROR;
 	size_t *seen = xcalloc(tg.sn->nworkers ? tg.sn->nworkers : 1, sizeof(size_t));
 	int failed = 0;

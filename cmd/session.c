@@ -33,18 +33,3 @@ void tpf_ui_session_progress(const struct tpf_session_progress *ev, void *ctx)
 		break;
 	}
 }
-
-int tpf_cmd_check_worker(const struct tpf_state_node *sn, int worker, struct tpf_diags *d)
-{
-	if (worker >= 0 && (size_t)worker < sn->nworkers)
-		return 0;
-	if (sn->nworkers == 0)
-		return tpf_errorx(d, NULL, "'tpuform plan' shows what apply would do about it.",
-				  "node '%s' has no worker %d: it has no workers in the state", sn->name,
-				  worker);
-	if (sn->nworkers == 1)
-		return tpf_errorx(d, NULL, "Leave -worker out, or use -worker 0.",
-				  "node '%s' has no worker %d: it has 1 worker (0)", sn->name, worker);
-	return tpf_errorx(d, NULL, NULL, "node '%s' has no worker %d: it has %zu workers (0 to %zu)",
-			  sn->name, worker, sn->nworkers, sn->nworkers - 1);
-}

@@ -21,8 +21,7 @@ static int run_ssh(struct tpf_cmd_ctx *ctx)
 	const struct tpf_live_node *ln;
 	struct tpf_transport *t;
 	if (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d) ||
-	    tpf_session_target(s, ctx->args[0], &sn, &ln, &t) ||
-	    tpf_cmd_check_worker(sn, ssh_o.worker, &s->d))
+	    tpf_session_target_worker(s, ctx->args[0], ssh_o.worker, &sn, &ln, &t))
 		return TPF_EXIT_ERROR;
 	int w = ssh_o.worker;
 	struct tpf_worker_ref ref = {

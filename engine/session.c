@@ -236,18 +236,9 @@ int tpf_session_target_worker(struct tpf_session *s, const char *name, int worke
 	if (!*sn)
 		return tpf_errorx(&s->d, NULL, "'tpuform state list' shows the nodes in state.",
 				  "node '%s' is not in the state of fleet '%s'", name, s->fleet.name);
-	size_t n = (*sn)->nworkers;
-	if (worker < -1 || (worker >= 0 && (size_t)worker >= n)) {
-		/* Known from the state, READY or not: said before anything else. */
-		char range[64];
-		if (n <= 1)
-			snprintf(range, sizeof(range), "%s", n ? "0" : "none");
-		else
-			snprintf(range, sizeof(range), "0 to %zu", n - 1);
-		return tpf_errorx(&s->d, name, "'tpuform show' lists the workers of each node.",
-				  "node '%s' has %zu worker%s (%s): there is no worker %d", name, n,
-				  n == 1 ? "" : "s", range, worker);
-	}
+	/* Known from the state, READY or not: said before anything else. */
+	if (tpf_state_node_check_worker(*sn, worker, &s->d))
+		return TPF_ERROR;
 	*ln = tpf_live_set_find(&s->live, name);
 	if (!*ln || tpf_node_class((*ln)->state) != TPF_NODE_READY)
 		return tpf_errorx(&s->d, NULL, "'tpuform plan' shows what apply would do about it.",

@@ -109,36 +109,6 @@ fail:
 	return NULL;
 }
 
-double tpf_gcp_parse_rfc3339(const char *s)
-{
-	struct tm tm = { 0 };
-	const char *p = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
-	double frac = 0;
-	if (!p)
-		return -1;
-	if (*p == '.') {
-		char *end;
-		frac = strtod(p, &end);
-		if (end == p + 1)
-			return -1;
-		p = end;
-	}
-	long offset = 0;
-	if (*p == 'Z' || *p == 'z') {
-		p++;
-	} else if (*p == '+' || *p == '-') {
-		int hh, mm, used = 0;
-		if (sscanf(p + 1, "%2d:%2d%n", &hh, &mm, &used) != 2 || used != 5)
-			return -1;
-		offset = (hh * 60L + mm) * 60 * (*p == '+' ? 1 : -1);
-		p += 6;
-	} else {
-		return -1;
-	}
-	if (*p)
-		return -1;
-	return (double)(timegm(&tm) - offset) + frac;
-}
 
 static const char *impersonate_hint(const struct tpf_gcp_auth *a,
 				    const struct tpf_gcp_impersonation *imp,
@@ -169,7 +139,7 @@ int tpf_gcp_impersonate_parse(const struct tpf_gcp_token_request *t,
 {
 	json_t *root = json_loadb(rs->body.buf, rs->body.len, 0, NULL);
 	json_t *at = json_object_get(root, "accessToken");
-	double exp = tpf_gcp_parse_rfc3339(json_string_value(json_object_get(root, "expireTime")));
+	double exp = tpf_parse_rfc3339(json_string_value(json_object_get(root, "expireTime")));
 	int rc = 0;
 	if (!json_string_value(at) || !*json_string_value(at) || exp < 0) {
 		rc = tpf_error(d, "%s: the answer lacks 'accessToken' or an RFC 3339 'expireTime' "

@@ -201,8 +201,5 @@ int tpf_gcp_impersonate_parse(const struct tpf_gcp_token_request *t,
 			      const struct tpf_gcp_response *rs,
 			      const struct tpf_gcp_impersonation *imp, double asked_at, char **token,
 			      double *lifetime, struct tpf_diags *d);
-/* RFC 3339 timestamp ("2025-01-02T03:04:05.123Z", or with +hh:mm) as epoch
- * seconds; -1 when malformed. */
-double tpf_gcp_parse_rfc3339(const char *s);
 
 #endif

@@ -7,6 +7,7 @@
 #include "plan/plan_internal.h"
 #include "plan/worker_script.h"
 #include "util/strindex.h"
+#include "util/str.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -144,16 +145,11 @@ static char *qint(long v)
 	return xasprintf("%ld", v);
 }
 
-static int streq(const char *a, const char *b)
-{
-	return (!a && !b) || (a && b && !strcmp(a, b));
-}
-
 /* Add a change line for a string attribute when before != after. */
 static void diff_str(struct tpf_action *a, const char *field, const char *before,
 		     const char *after, int forces)
 {
-	if (streq(before, after))
+	if (tpf_streq(before, after))
 		return;
 	char *qb = before ? q(before) : NULL, *qa = after ? q(after) : NULL;
 	tpf_action_change(a, field, qb, qa, forces, 0);
@@ -263,7 +259,7 @@ static int describe_job(struct tpf_action *a, const struct tpf_job *before,
 		free(v);
 	}
 	diff_str(a, "run", before->run, after->run, 0);
-	if (!streq(before->secrets_hash, after->secrets_hash))
+	if (!tpf_streq(before->secrets_hash, after->secrets_hash))
 		tpf_action_change(a, "secrets", NULL, NULL, 0, 1);
 	diff_str(a, "setup", before->setup, after->setup, 0);
 	return a->nchanges > n0;

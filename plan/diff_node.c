@@ -19,6 +19,7 @@
  * there is one: a queued resource's node does not say.
  */
 #include "plan/plan_internal.h"
+#include "util/str.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -91,11 +92,6 @@ static const char *last_segment(const char *s)
 	return p ? p + 1 : s;
 }
 
-static int same_str(const char *a, const char *b)
-{
-	return (!a && !b) || (a && b && !strcmp(a, b));
-}
-
 static int same_strv(char **a, size_t na, char **b, size_t nb)
 {
 	if (na != nb)
@@ -113,7 +109,7 @@ static int same_disks(const struct tpf_node_fields *a, const struct tpf_node_fie
 	for (size_t i = 0; i < a->ndisks; i++) {
 		const char *ma = a->disks[i].mode ? a->disks[i].mode : "READ_WRITE";
 		const char *mb = b->disks[i].mode ? b->disks[i].mode : "READ_WRITE";
-		if (!same_str(a->disks[i].source_disk, b->disks[i].source_disk) || strcmp(ma, mb))
+		if (!tpf_streq(a->disks[i].source_disk, b->disks[i].source_disk) || strcmp(ma, mb))
 			return 0;
 	}
 	return 1;
@@ -174,13 +170,13 @@ void tpf_diff_node_replace(struct tpf_action *a, const struct tpf_recipe *want,
 	replace_network(a, w, l);
 	if ((w->ndisks || (recorded && recorded->node.ndisks)) && !same_disks(w, l))
 		change(a, "data_disks", disks_json(l), disks_json(w), 1);
-	if (!same_str(w->reservation, asked->reservation))
+	if (!tpf_streq(w->reservation, asked->reservation))
 		change(a, "reservation", asked->reservation ? json_string(asked->reservation)
 							    : json_null(),
 		       w->reservation ? json_string(w->reservation) : json_null(), 1);
 	if (!w->reserved != !asked->reserved)
 		change(a, "reserved", json_boolean(asked->reserved), json_boolean(w->reserved), 1);
-	int sa_differs = (w->sa_email && !same_str(w->sa_email, l->sa_email)) ||
+	int sa_differs = (w->sa_email && !tpf_streq(w->sa_email, l->sa_email)) ||
 			 (w->nsa_scopes &&
 			  !same_strv(w->sa_scopes, w->nsa_scopes, l->sa_scopes, l->nsa_scopes));
 	if (sa_differs)
@@ -188,7 +184,7 @@ void tpf_diff_node_replace(struct tpf_action *a, const struct tpf_recipe *want,
 	if (w->secure_boot && w->secure_boot != (l->secure_boot ? l->secure_boot : TPF_TRI_FALSE))
 		change(a, "shielded_instance", json_pack("{s:o}", "secure_boot", tri(l->secure_boot)),
 		       json_pack("{s:o}", "secure_boot", tri(w->secure_boot)), 1);
-	if (w->topology && !same_str(w->topology, l->topology))
+	if (w->topology && !tpf_streq(w->topology, l->topology))
 		change(a, "topology", l->topology ? json_string(l->topology) : json_null(),
 		       json_string(w->topology), 1);
 }

@@ -3,6 +3,7 @@
  */
 #include "plan/refresh_only.h"
 #include "plan/plan_internal.h"
+#include "util/str.h"
 #include "util/xalloc.h"
 
 #include <errno.h>
@@ -14,11 +15,6 @@
 #define C_RED "\033[31m"
 #define C_GREEN "\033[32m"
 #define C_YELLOW "\033[33m"
-
-static int streq(const char *a, const char *b)
-{
-	return (!a && !b) || (a && b && !strcmp(a, b));
-}
 
 /* The JSON-quoted form of s (as plan lines show strings); caller frees. */
 static char *quoted(const char *s)
@@ -84,20 +80,20 @@ static void refresh_state_node(struct tpf_plan *p, const struct tpf_state_node *
 		return;
 	}
 	int pending = !strcmp(sn->status, TPF_NODE_PENDING);
-	if (streq(sn->id, ln->id) && streq(sn->recipe.zone, ln->recipe.zone) && !pending)
+	if (tpf_streq(sn->id, ln->id) && tpf_streq(sn->recipe.zone, ln->recipe.zone) && !pending)
 		return;
 	struct tpf_action *a = add(p, TPF_ACT_UPDATE, sn->name, TPF_REFRESH_CHANGED,
 				   pending ? "the node was created, but the state did not record it"
-				   : !streq(sn->id, ln->id)
+				   : !tpf_streq(sn->id, ln->id)
 					   ? "the node was re-created outside tpuform (a new id)"
 					   : "the node is in another zone than the state says");
 	a->id = xstrdup(ln->id);
 	a->zone = xstrdup(ln->recipe.zone);
-	if (!streq(sn->id, ln->id))
+	if (!tpf_streq(sn->id, ln->id))
 		change_str(a, "id", sn->id, ln->id);
 	if (pending)
 		change_str(a, "status", sn->status, TPF_NODE_CREATED);
-	if (!streq(sn->recipe.zone, ln->recipe.zone))
+	if (!tpf_streq(sn->recipe.zone, ln->recipe.zone))
 		change_str(a, "zone", sn->recipe.zone, ln->recipe.zone);
 }
 
@@ -184,7 +180,7 @@ static int apply_found(struct tpf_state *st, const struct tpf_action *a,
 		group = a->desired->group;
 		index = a->desired->index;
 	}
-	if (!ln || !streq(ln->id, a->id) || (!a->desired && labelled_slot(ln, &group, &index) < 0)) {
+	if (!ln || !tpf_streq(ln->id, a->id) || (!a->desired && labelled_slot(ln, &group, &index) < 0)) {
 		tpf_warn(d, a->node,
 			 "node '%s' was not recorded: it is no longer live as planned (run "
 			 "'tpuform plan -refresh-only' again)",
@@ -205,13 +201,13 @@ static int apply_changed(struct tpf_state *st, const struct tpf_action *a,
 		tpf_warn(d, a->node, "node '%s' was not updated: it is no longer in the state", a->node);
 		return 0;
 	}
-	if (!streq(sn->id, a->id)) {
+	if (!tpf_streq(sn->id, a->id)) {
 		size_t n = sn->nworkers;
 		tpf_state_node_set_workers(sn, 0);
 		tpf_state_node_set_workers(sn, n);
 		xstrset(&sn->id, a->id);
 		const struct tpf_live_node *ln = tpf_live_set_find(live, a->node);
-		if (ln && streq(ln->id, a->id))
+		if (ln && tpf_streq(ln->id, a->id))
 			xstrset(&sn->created_at, ln->create_time);
 	}
 	xstrset(&sn->recipe.zone, a->zone);

@@ -4,6 +4,7 @@
  */
 #include "plan/plan.h"
 #include "plan/plan_internal.h"
+#include "util/timeutil.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
@@ -38,16 +39,12 @@ void tpf_fmt_stall(double seconds, char *out, size_t outlen)
 		snprintf(out, outlen, "%ldh", s / 3600);
 }
 
-/* Wall-clock seconds of an RFC 3339 UTC time as tpf_rfc3339 writes it
- * ("2026-11-21T13:45:00Z"); 0 when absent or not in that form. */
+/* Wall-clock seconds of an RFC 3339 time (tpf_rfc3339 writes them); 0
+ * when absent or malformed. */
 static double parse_time(const char *s)
 {
-	struct tm tm;
-	memset(&tm, 0, sizeof(tm));
-	const char *rest = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
-	if (!rest)
-		return 0;
-	return (double)timegm(&tm);
+	double t = tpf_parse_rfc3339(s);
+	return t < 0 ? 0 : t;
 }
 
 int tpf_job_stalled(const struct tpf_job_policy *pol, const struct tpf_session_fact *sf)

@@ -269,3 +269,19 @@ done:
 	free(canon);
 	return err;
 }
+
+int tpf_state_node_check_worker(const struct tpf_state_node *n, int worker, struct tpf_diags *d)
+{
+	if (worker == -1 || (worker >= 0 && (size_t)worker < n->nworkers))
+		return 0;
+	if (n->nworkers == 0)
+		return tpf_errorx(d, n->name, "'tpuform plan' shows what apply would do about it.",
+				  "node '%s' has no worker %d: it has no workers in the state", n->name,
+				  worker);
+	if (n->nworkers == 1)
+		return tpf_errorx(d, n->name, "Leave -worker out, or use -worker 0.",
+				  "node '%s' has no worker %d: it has 1 worker (0)", n->name, worker);
+	return tpf_errorx(d, n->name, "'tpuform show' lists the workers of each node.",
+			  "node '%s' has no worker %d: it has %zu workers (0 to %zu)", n->name, worker,
+			  n->nworkers, n->nworkers - 1);
+}

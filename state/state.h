@@ -164,6 +164,13 @@ int tpf_state_remove(struct tpf_state *st, const char *name);
 /* Make the node have exactly n workers (indices 0..n-1), keeping existing
  * facts for indices that remain; new workers have exit_code -1. */
 void tpf_state_node_set_workers(struct tpf_state_node *n, size_t nworkers);
+/*
+ * The one worker-range rule (`-worker N` of ssh, exec, logs): 0 when
+ * worker is -1 (every worker) or names one of n's workers, else an error
+ * in d saying how many workers the state records and a hint. Pure: the
+ * state alone answers, so callers check before asking anything live.
+ */
+int tpf_state_node_check_worker(const struct tpf_state_node *n, int worker, struct tpf_diags *d);
 void tpf_state_node_release(struct tpf_state_node *n);
 
 #endif

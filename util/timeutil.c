@@ -1,6 +1,7 @@
 #include "util/timeutil.h"
 
 #include <errno.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,4 +101,35 @@ void tpf_sleep(double seconds)
 	struct timespec ts = { (time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9) };
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
+}
+
+double tpf_parse_rfc3339(const char *s)
+{
+	struct tm tm = { 0 };
+	const char *p = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+	double frac = 0;
+	if (!p)
+		return -1;
+	if (*p == '.') {
+		char *end;
+		frac = strtod(p, &end);
+		if (end == p + 1)
+			return -1;
+		p = end;
+	}
+	long offset = 0;
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		int hh, mm, used = 0;
+		if (sscanf(p + 1, "%2d:%2d%n", &hh, &mm, &used) != 2 || used != 5)
+			return -1;
+		offset = (hh * 60L + mm) * 60 * (*p == '+' ? 1 : -1);
+		p += 6;
+	} else {
+		return -1;
+	}
+	if (*p)
+		return -1;
+	return (double)(timegm(&tm) - offset) + frac;
 }

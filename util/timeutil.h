@@ -19,6 +19,15 @@ void tpf_rfc3339(double wall, char *out, size_t outlen);
  * "@timestamp" ("2026-11-21T13:45:00.123456+00:00"). */
 void tpf_rfc3339_micro(double wall, char *out, size_t outlen);
 
+/*
+ * An RFC 3339 timestamp ("2025-01-02T03:04:05.123Z", or with +hh:mm) as
+ * wall-clock seconds since the epoch; -1 when NULL or malformed (anything
+ * after the offset is malformed). The one parser: what tpf_rfc3339 writes,
+ * Google's expireTime / createTime fields and the state's times all go
+ * through it.
+ */
+double tpf_parse_rfc3339(const char *s);
+
 /* Terraform's heartbeat format "%02dm%02ds" ("00m10s"). */
 void tpf_fmt_elapsed(double seconds, char *out, size_t outlen);
 /* Go's time.Duration style used in "Creation complete after 1m2s". */

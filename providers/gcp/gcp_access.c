@@ -11,6 +11,7 @@
 #include "util/env.h"
 #include "util/strindex.h"
 #include "util/timeutil.h"
+#include "util/str.h"
 #include "util/xalloc.h"
 
 #include <pthread.h>
@@ -110,11 +111,6 @@ static void snapshot(struct tpf_gcp_access *a, struct node_entry *e, char **zone
 	pthread_mutex_unlock(&a->mu);
 }
 
-static int same(const char *x, const char *y)
-{
-	return x && y && !strcmp(x, y);
-}
-
 /*
  * Make sure e's facts are about the node the worker ref names: read it
  * again when its id is not the one seen last, or look for it in each of
@@ -129,7 +125,7 @@ static int locate(struct tpf_gcp_access *a, struct node_entry *e, const struct t
 	snapshot(a, e, &zone, &id, &md);
 	json_decref(md);
 	int rc = 1;
-	if (zone && (!w->node_id || same(id, w->node_id)))
+	if (zone && (!w->node_id || tpf_streq(id, w->node_id)))
 		goto done;
 	size_t nz = 0;
 	const char **zones = zone ? NULL : tpf_fleet_zones(a->f, &nz);
@@ -221,7 +217,7 @@ static int ensure_key(struct tpf_gcp_access *a, struct node_entry *e, const char
 		      struct tpf_diags *d)
 {
 	const char *user = tpf_ssh_user(a->ssh);
-	if (id && same(e->keyed_id, id))
+	if (id && tpf_streq(e->keyed_id, id))
 		return 0;
 	int rc = 0;
 	if (!tpf_gcp_key_in_metadata(node_md, project_md, user, key)) {
@@ -256,7 +252,7 @@ static void host_keys(struct tpf_gcp_access *a, struct node_entry *e, const char
 		      const char *id, const struct tpf_worker_ref *w, char ***keys, size_t *n,
 		      struct tpf_diags *d)
 {
-	if (!same(e->guest_id, id) || !id) {
+	if (!id || !tpf_streq(e->guest_id, id)) {
 		struct tpf_diags why = TPF_DIAGS_INIT;
 		json_decref(e->guest);
 		e->guest = NULL;

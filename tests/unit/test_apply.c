@@ -246,9 +246,9 @@ static void test_apply__session_worker_target(void)
 	struct tpf_transport *t;
 
 	CHECK_INT(tpf_session_target_worker(&s, "tw-a-0", 5, &sn, &ln, &t), TPF_ERROR);
-	CHECK(diags_contain(&s.d, "node 'tw-a-0' has 1 worker (0): there is no worker 5"));
+	CHECK(diags_contain(&s.d, "node 'tw-a-0' has no worker 5: it has 1 worker (0)"));
 	CHECK_INT(tpf_session_target_worker(&s, "tw-a-1", 4, &sn, &ln, &t), TPF_ERROR);
-	CHECK(diags_contain(&s.d, "node 'tw-a-1' has 4 workers (0 to 3): there is no worker 4"));
+	CHECK(diags_contain(&s.d, "node 'tw-a-1' has no worker 4: it has 4 workers (0 to 3)"));
 	CHECK_INT(tpf_session_target_worker(&s, "tw-a-1", -2, &sn, &ln, &t), TPF_ERROR);
 	CHECK_INT(s.d.n, 3);
 	tpf_diags_release(&s.d);

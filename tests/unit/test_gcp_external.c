@@ -12,6 +12,7 @@
 #include "google/gcp_endpoint.h"
 #include "tests/unit/unit.h"
 #include "util/fs.h"
+#include "util/timeutil.h"
 #include "util/xalloc.h"
 
 #include <jansson.h>
@@ -467,16 +468,16 @@ static void test_gcp_external__token_cache(void)
 
 static void test_gcp_external__rfc3339(void)
 {
-	CHECK(tpf_gcp_parse_rfc3339("1970-01-01T00:00:00Z") == 0);
-	CHECK(tpf_gcp_parse_rfc3339("2014-10-02T15:01:23Z") == 1412262083);
-	CHECK(fabs(tpf_gcp_parse_rfc3339("2014-10-02T15:01:23.045123456Z") - 1412262083.045123456) < 1e-6);
-	CHECK(tpf_gcp_parse_rfc3339("2014-10-02T17:01:23+02:00") == 1412262083);
-	CHECK(tpf_gcp_parse_rfc3339("2014-10-02T14:31:23-00:30") == 1412262083);
-	CHECK(tpf_gcp_parse_rfc3339("2014-10-02 15:01:23Z") < 0);
-	CHECK(tpf_gcp_parse_rfc3339("2014-10-02T15:01:23") < 0);
-	CHECK(tpf_gcp_parse_rfc3339("2014-10-02T15:01:23Zjunk") < 0);
-	CHECK(tpf_gcp_parse_rfc3339("2014-10-02T15:01:23.Z") < 0);
-	CHECK(tpf_gcp_parse_rfc3339(NULL) < 0);
+	CHECK(tpf_parse_rfc3339("1970-01-01T00:00:00Z") == 0);
+	CHECK(tpf_parse_rfc3339("2014-10-02T15:01:23Z") == 1412262083);
+	CHECK(fabs(tpf_parse_rfc3339("2014-10-02T15:01:23.045123456Z") - 1412262083.045123456) < 1e-6);
+	CHECK(tpf_parse_rfc3339("2014-10-02T17:01:23+02:00") == 1412262083);
+	CHECK(tpf_parse_rfc3339("2014-10-02T14:31:23-00:30") == 1412262083);
+	CHECK(tpf_parse_rfc3339("2014-10-02 15:01:23Z") < 0);
+	CHECK(tpf_parse_rfc3339("2014-10-02T15:01:23") < 0);
+	CHECK(tpf_parse_rfc3339("2014-10-02T15:01:23Zjunk") < 0);
+	CHECK(tpf_parse_rfc3339("2014-10-02T15:01:23.Z") < 0);
+	CHECK(tpf_parse_rfc3339(NULL) < 0);
 }
 
 static void test_gcp_external__fleet_keys(void)
