@@ -75,11 +75,16 @@ static void emit(struct tpf_watch_opts *o, const struct tpf_watch_event *ev)
 	o->on_event(ev, o->ctx);
 }
 
-static void apply(struct tpf_watch_opts *o, enum tpf_event_kind k, const char *node,
-		  const char *verb)
+/* An executor step k of the action that `action` started. */
+static void apply(struct tpf_watch_opts *o, enum tpf_event_kind k, enum tpf_event_kind action,
+		  const char *node)
 {
-	struct tpf_event ae = { .kind = k, .node = node, .verb = verb, .id = "id-2" };
-	struct tpf_watch_event ev = { .kind = TPF_WATCH_APPLY, .apply = &ae };
+	struct tpf_event ae = TPF_EVENT_INIT(k);
+	ae.action = action;
+	ae.node = node;
+	ae.id = "id-2";
+	ae.workers = 2;
+	struct tpf_watch_event ev = { .kind = TPF_WATCH_EVENT, .event = &ae };
 	emit(o, &ev);
 }
 
@@ -126,18 +131,18 @@ static void test_watch_hooks__notifications(void)
 	a->reason_code = xstrdup("session");
 	struct tpf_watch_event ev = { .kind = TPF_WATCH_ACTIONS, .plan = &p };
 	emit(&o, &ev);
-	apply(&o, TPF_EV_START, "f-b-0", "delete");
-	apply(&o, TPF_EV_START, "f-b-0", "delete");
-	apply(&o, TPF_EV_COMPLETE, "f-b-0", "delete");
-	apply(&o, TPF_EV_START, "f-b-0", "create");
-	apply(&o, TPF_EV_COMPLETE, "f-b-0", "create");
+	apply(&o, TPF_EVENT_DELETING, TPF_EVENT_DELETING, "f-b-0");
+	apply(&o, TPF_EVENT_DELETING, TPF_EVENT_DELETING, "f-b-0");
+	apply(&o, TPF_EVENT_DELETED, TPF_EVENT_DELETING, "f-b-0");
+	apply(&o, TPF_EVENT_CREATING, TPF_EVENT_CREATING, "f-b-0");
+	apply(&o, TPF_EVENT_READY, TPF_EVENT_CREATING, "f-b-0");
 	s.state.nodes[0].workers[1].restarts = 2; /* the restart counted a new try */
 	free(s.facts.items[1].session);
 	s.facts.items[1].session = xstrdup("dead"); /* seen between two tries */
 	tpf_watch_hooks_seen(hk, &s, 1, tpf_now_mono());
 	double before = tpf_now_mono();
 	tpf_sleep(0.01);
-	apply(&o, TPF_EV_COMPLETE, "f-a-0", "restart");
+	apply(&o, TPF_EVENT_RESTARTED, TPF_EVENT_RESTARTING, "f-a-0");
 	/* The new try of worker 1 exits 0: the node is complete. A round whose
 	 * refresh began before the restart ended does not say so yet. */
 	free(s.facts.items[1].session);
