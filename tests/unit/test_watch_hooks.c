@@ -120,8 +120,17 @@ static void test_watch_hooks__notifications(void)
 	tpf_watch_hooks_seen(hk, &s, 1, tpf_now_mono());
 	tpf_watch_hooks_seen(hk, &s, 0, tpf_now_mono());
 
+	/* A node no zone can take: posted once until it is created, then again
+	 * when it is deferred anew (the kind, not the message, says so). */
+	apply(&o, TPF_EVENT_DEFERRED, TPF_EVENT_CREATING, "f-x-0");
+	apply(&o, TPF_EVENT_DEFERRED, TPF_EVENT_CREATING, "f-x-0");
+	apply(&o, TPF_EVENT_ZONE_REFUSED, TPF_EVENT_CREATING, "f-x-0");
+	apply(&o, TPF_EVENT_READY, TPF_EVENT_CREATING, "f-x-0");
+	apply(&o, TPF_EVENT_DEFERRED, TPF_EVENT_CREATING, "f-x-0");
+
 	/* The lost node's replacement: detected, deleted (twice: one event),
-	 * created. A restart in flight hides its node's reports. */
+	 * created. A restart in flight hides its node's reports. A restart
+	 * for a stalled job is said by its reason code. */
 	struct tpf_plan p;
 	memset(&p, 0, sizeof(p));
 	struct tpf_action *a = tpf_plan_add(&p, TPF_ACT_REPLACE, "f-b-0");
@@ -129,6 +138,10 @@ static void test_watch_hooks__notifications(void)
 	a->reason = xstrdup("the node is preempted");
 	a = tpf_plan_add(&p, TPF_ACT_RESTART, "f-a-0");
 	a->reason_code = xstrdup("session");
+	a->reason = xstrdup("the job stalled? no: its session died"); /* text is not read */
+	a = tpf_plan_add(&p, TPF_ACT_RESTART, "f-c-0");
+	a->reason_code = xstrdup("stalled");
+	a->reason = xstrdup("no progress for 600 s");
 	struct tpf_watch_event ev = { .kind = TPF_WATCH_ACTIONS, .plan = &p };
 	emit(&o, &ev);
 	apply(&o, TPF_EVENT_DELETING, TPF_EVENT_DELETING, "f-b-0");
@@ -162,6 +175,9 @@ static void test_watch_hooks__notifications(void)
 			   "job_succeeded f-a-0/0\n"
 			   "job_failed f-a-0/1\n"
 			   "restarts_exhausted f-a-0/1\n"
+			   "quota_deferred f-x-0\n"
+			   "quota_deferred f-x-0\n"
+			   "stalled f-c-0\n"
 			   "preempted f-b-0\n"
 			   "replaced f-b-0\n"
 			   "job_succeeded f-a-0/1\n"
