@@ -1,7 +1,11 @@
 /*
  * The watch loop's notifications and metrics (engine/watch_internal.h):
  * what the loop's events and sessions mean as webhook events
- * (engine/notify.h) and metrics (engine/metrics.h).
+ * (engine/notify.h) and metrics (engine/metrics.h). Which webhook and which
+ * metric an event stands for is its kind's row in engine/events.c (derive,
+ * below); what the hooks add is memory across rounds: they conclude the
+ * moments below from several events and sessions (typed events of their
+ * own, posted, counted and passed on), each once.
  *
  * Where each notification comes from (README.md "Notifications"):
  *   preempted        a replace the plan made for a lost node (reason codes
