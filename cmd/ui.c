@@ -176,90 +176,104 @@ static const char *done_word(const char *verb)
 	return "Modifications complete";
 }
 
-static json_t *hook(const struct tpf_event *ev)
+static json_t *hook(const struct tpf_event *ev, const char *verb)
 {
 	json_t *h = json_pack("{s:{s:s,s:s,s:s},s:s}", "resource", "addr", ev->node, "resource_type",
-			      "node", "resource_name", ev->node, "action", ev->verb);
+			      "node", "resource_name", ev->node, "action", verb);
 	if (ev->id)
 		json_object_set_new(h, "id_value", json_string(ev->id));
 	return h;
 }
 
+/* Ansible's line for one provisioned worker (result: its word). */
+static void provision_line(const struct tpf_event *ev, const char *result)
+{
+	char host[512], msg[1024];
+	snprintf(host, sizeof(host), "%s/w%d", ev->node, ev->worker);
+	if (tpf_ui.json) {
+		snprintf(msg, sizeof(msg), "%s: %s", host, result);
+		tpf_ui_json(ev->kind == TPF_EVENT_JOB_STARTED || ev->kind == TPF_EVENT_JOB_RUNNING
+				    ? "info"
+				    : "error",
+			    "provision_complete", msg,
+			    json_pack("{s:{s:s,s:i,s:s}}", "provision", "node", ev->node, "worker",
+				      ev->worker, "result", result));
+	} else if (ev->kind == TPF_EVENT_JOB_RUNNING) {
+		tpf_ui_say("%sok: [%s]%s\n", c(C_GREEN), host, c(C_RESET));
+	} else if (ev->kind == TPF_EVENT_JOB_STARTED) {
+		tpf_ui_say("%schanged: [%s]%s\n", c(C_YELLOW), host, c(C_RESET));
+	} else if (ev->kind == TPF_EVENT_UNREACHABLE) {
+		tpf_ui_say("%sfatal: [%s]: UNREACHABLE!%s\n", c(C_BRED), host, c(C_RESET));
+	} else {
+		tpf_ui_say("%sfatal: [%s]: FAILED!%s\n", c(C_RED), host, c(C_RESET));
+	}
+}
+
+/* Each event as its row of engine/events.c says: the hook gives the line,
+ * the action's word Terraform's verb. */
 void tpf_ui_event(const struct tpf_event *ev, void *ctx)
 {
 	(void)ctx;
+	const struct tpf_event_info *in = tpf_event_info(ev->kind);
+	const char *verb = tpf_event_info(ev->action)->word;
+	if (!verb || in->hook == TPF_HOOK_PROVISION)
+		verb = "update";
 	char el[32], dur[32], msg[1024], idpart[300] = "";
 	tpf_fmt_elapsed(ev->elapsed, el, sizeof(el));
 	tpf_fmt_duration(ev->elapsed, dur, sizeof(dur));
 	if (ev->id)
 		snprintf(idpart, sizeof(idpart), " [id=%s]", ev->id);
 
-	switch (ev->kind) {
-	case TPF_EV_START:
-		snprintf(msg, sizeof(msg), "%s: %s...%s", ev->node, ing(ev->verb), idpart);
+	switch (in->hook) {
+	case TPF_HOOK_START:
+		snprintf(msg, sizeof(msg), "%s: %s...%s", ev->node, ing(verb), idpart);
 		if (tpf_ui.json)
-			tpf_ui_json("info", "apply_start", msg, json_pack("{s:o}", "hook", hook(ev)));
+			tpf_ui_json("info", "apply_start", msg, json_pack("{s:o}", "hook", hook(ev, verb)));
 		else
-			tpf_ui_say("%s%s%s: %s...%s\n", c(C_BOLD), ev->node, c(C_RESET), ing(ev->verb),
+			tpf_ui_say("%s%s%s: %s...%s\n", c(C_BOLD), ev->node, c(C_RESET), ing(verb),
 				   idpart);
 		break;
-	case TPF_EV_PROGRESS:
+	case TPF_HOOK_PROGRESS:
 		if (tpf_ui.json) {
 			snprintf(msg, sizeof(msg), "%s: Still %s... [%.0fs elapsed]", ev->node,
-				 ing_lower(ev->verb), ev->elapsed);
-			json_t *h = hook(ev);
+				 ing_lower(verb), ev->elapsed);
+			json_t *h = hook(ev, verb);
 			json_object_set_new(h, "elapsed_seconds", json_integer((json_int_t)ev->elapsed));
 			tpf_ui_json("info", "apply_progress", msg, json_pack("{s:o}", "hook", h));
 		} else {
 			tpf_ui_say("%s%s%s: Still %s... [%s%s%s%s elapsed]\n", c(C_BOLD), ev->node,
-				   c(C_RESET), ing_lower(ev->verb), ev->id ? "id=" : "",
+				   c(C_RESET), ing_lower(verb), ev->id ? "id=" : "",
 				   ev->id ? ev->id : "", ev->id ? ", " : "", el);
 		}
 		break;
-	case TPF_EV_COMPLETE:
-		snprintf(msg, sizeof(msg), "%s: %s after %s%s", ev->node, done_word(ev->verb), dur,
+	case TPF_HOOK_COMPLETE:
+		snprintf(msg, sizeof(msg), "%s: %s after %s%s", ev->node, done_word(verb), dur,
 			 idpart);
 		if (tpf_ui.json) {
-			json_t *h = hook(ev);
+			json_t *h = hook(ev, verb);
 			json_object_set_new(h, "elapsed_seconds", json_integer((json_int_t)ev->elapsed));
 			tpf_ui_json("info", "apply_complete", msg, json_pack("{s:o}", "hook", h));
 		} else {
 			tpf_ui_say("%s%s%s: %s after %s%s\n", c(C_BOLD), ev->node, c(C_RESET),
-				   done_word(ev->verb), dur, idpart);
+				   done_word(verb), dur, idpart);
 		}
 		break;
-	case TPF_EV_ERRORED:
-		snprintf(msg, sizeof(msg), "%s: %s errored after %s", ev->node, ing(ev->verb), dur);
+	case TPF_HOOK_ERRORED:
+		snprintf(msg, sizeof(msg), "%s: %s errored after %s", ev->node, ing(verb), dur);
 		if (tpf_ui.json)
-			tpf_ui_json("error", "apply_errored", msg, json_pack("{s:o}", "hook", hook(ev)));
+			tpf_ui_json("error", "apply_errored", msg, json_pack("{s:o}", "hook", hook(ev, verb)));
 		break;
-	case TPF_EV_WORKER: {
-		char host[512];
-		snprintf(host, sizeof(host), "%s/w%d", ev->node, ev->worker);
-		if (tpf_ui.json) {
-			snprintf(msg, sizeof(msg), "%s: %s", host, ev->result);
-			tpf_ui_json(strcmp(ev->result, "ok") && strcmp(ev->result, "changed") ? "error"
-												 : "info",
-				    "provision_complete", msg,
-				    json_pack("{s:{s:s,s:i,s:s}}", "provision", "node", ev->node, "worker",
-					      ev->worker, "result", ev->result));
-		} else if (!strcmp(ev->result, "ok")) {
-			tpf_ui_say("%sok: [%s]%s\n", c(C_GREEN), host, c(C_RESET));
-		} else if (!strcmp(ev->result, "changed")) {
-			tpf_ui_say("%schanged: [%s]%s\n", c(C_YELLOW), host, c(C_RESET));
-		} else if (!strcmp(ev->result, "unreachable")) {
-			tpf_ui_say("%sfatal: [%s]: UNREACHABLE!%s\n", c(C_BRED), host, c(C_RESET));
-		} else {
-			tpf_ui_say("%sfatal: [%s]: FAILED!%s\n", c(C_RED), host, c(C_RESET));
-		}
+	case TPF_HOOK_PROVISION:
+		provision_line(ev, in->word);
 		break;
-	}
-	case TPF_EV_NOTE:
-		snprintf(msg, sizeof(msg), "%s: %s", ev->node, ev->message ? ev->message : "");
+	case TPF_HOOK_LOG:
+		snprintf(msg, sizeof(msg), "%s: %s", ev->node, ev->message ? ev->message : in->text);
 		if (tpf_ui.json)
 			tpf_ui_json("info", "log", msg, NULL);
 		else
 			tpf_ui_say("%s\n", msg);
+		break;
+	case TPF_HOOK_NONE:
 		break;
 	}
 }

@@ -33,48 +33,35 @@ static void say_event(const char *node, const char *event, const char *message)
 	}
 }
 
-/* A heal's apply events, as watch lines. */
-static void apply_event(const struct tpf_event *ev)
+/* An event as a watch line, as its kind's row (engine/events.c) says: its
+ * code, and its message or the row's text. No code: no line. */
+static void event_line(const struct tpf_event *ev)
 {
+	const struct tpf_event_info *in = tpf_event_info(ev->kind);
 	char buf[512];
+	const char *text = ev->message ? ev->message : in->text;
+	if (!in->code)
+		return;
 	switch (ev->kind) {
-	case TPF_EV_START:
-		if (!strcmp(ev->verb, "create"))
-			say_event(ev->node, "creating", "creating");
-		else if (!strcmp(ev->verb, "delete"))
-			say_event(ev->node, "deleting", "deleting");
-		else if (!strcmp(ev->verb, "restart"))
-			say_event(ev->node, "restarting", "restarting sessions");
+	case TPF_EVENT_READY:
+		snprintf(buf, sizeof(buf), "READY after %.0fs [id=%s]", ev->elapsed,
+			 ev->id ? ev->id : "?");
+		text = buf;
 		break;
-	case TPF_EV_COMPLETE:
-		if (!strcmp(ev->verb, "create") && ev->message) {
-			/* queued, not created: the note before said so */
-		} else if (!strcmp(ev->verb, "create")) {
-			snprintf(buf, sizeof(buf), "READY after %.0fs [id=%s]", ev->elapsed,
-				 ev->id ? ev->id : "?");
-			say_event(ev->node, "ready", buf);
-		} else if (!strcmp(ev->verb, "delete")) {
-			say_event(ev->node, "deleted", "deleted");
-		}
-		break;
-	case TPF_EV_ERRORED:
-		snprintf(buf, sizeof(buf), "%s failed (details below)", ev->verb);
-		say_event(ev->node, "error", buf);
-		break;
-	case TPF_EV_WORKER:
-		snprintf(buf, sizeof(buf), "w%d: %s", ev->worker,
-			 !strcmp(ev->result, "changed") ? "session started"
-			 : !strcmp(ev->result, "ok") ? "session already running" : ev->result);
-		say_event(ev->node, !strcmp(ev->result, "changed") ? "session_started" : ev->result, buf);
-		break;
-	case TPF_EV_NOTE:
-		say_event(ev->node, !strncmp(ev->message, "deferred", 8) ? "deferred"
-				    : !strncmp(ev->message, "queued", 6) ? "queued" : "note",
-			  ev->message);
-		break;
-	case TPF_EV_PROGRESS:
+	case TPF_EVENT_FAILED: {
+		const char *verb = tpf_event_info(ev->action)->word;
+		snprintf(buf, sizeof(buf), "%s %s", verb ? verb : "action", in->text);
+		text = buf;
 		break;
 	}
+	default:
+		if (in->hook == TPF_HOOK_PROVISION) {
+			snprintf(buf, sizeof(buf), "w%d: %s", ev->worker, in->text);
+			text = buf;
+		}
+		break;
+	}
+	say_event(ev->node, in->code, text);
 }
 
 /* Detection lines: what this round found and will do about it. */
@@ -123,8 +110,8 @@ static void on_watch_event(const struct tpf_watch_event *ev, void *ctx)
 {
 	(void)ctx;
 	switch (ev->kind) {
-	case TPF_WATCH_NOTE:
-		say_event(ev->node, ev->code, ev->message);
+	case TPF_WATCH_EVENT:
+		event_line(ev->event);
 		break;
 	case TPF_WATCH_ACTIONS:
 		report_actions(ev->plan, ev->pending ? "pending, not healing: " : "");
@@ -134,9 +121,6 @@ static void on_watch_event(const struct tpf_watch_event *ev, void *ctx)
 		break;
 	case TPF_WATCH_DIAGS:
 		tpf_ui_diags(ev->diags);
-		break;
-	case TPF_WATCH_APPLY:
-		apply_event(ev->apply);
 		break;
 	}
 }

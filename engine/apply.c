@@ -23,7 +23,7 @@
 
 struct inflight {
 	const char *node;
-	const char *verb;
+	enum tpf_event_kind started; /* the kind that started it: CREATING ... */
 	char *id;
 	double start;
 	double last_beat;
@@ -53,13 +53,36 @@ struct exec {
 	int done;            /* stops the heartbeat thread */
 };
 
-static void emit(struct exec *x, enum tpf_event_kind kind, const char *node, const char *verb,
-		 const char *id, double elapsed, int worker, const char *result, const char *message)
+static void emit_event(struct exec *x, const struct tpf_event *ev)
 {
-	if (!x->o->on_event)
-		return;
-	struct tpf_event ev = { kind, node, verb, id, elapsed, worker, result, message };
-	x->o->on_event(&ev, x->o->ctx);
+	if (x->o->on_event)
+		x->o->on_event(ev, x->o->ctx);
+}
+
+/* Report a step of the action that `action` started (engine/events.h). */
+static void emit(struct exec *x, enum tpf_event_kind kind, enum tpf_event_kind action,
+		 const char *node, const char *id, double elapsed, const char *message)
+{
+	struct tpf_event ev = TPF_EVENT_INIT(kind);
+	ev.action = action;
+	ev.node = node;
+	ev.id = id;
+	ev.elapsed = elapsed;
+	ev.message = message;
+	emit_event(x, &ev);
+}
+
+/* A note of a create about one zone (message for people). */
+static void emit_zone(struct exec *x, enum tpf_event_kind kind, const struct tpf_desired_node *dn,
+		      const char *zone, const char *message)
+{
+	struct tpf_event ev = TPF_EVENT_INIT(kind);
+	ev.action = TPF_EVENT_CREATING;
+	ev.node = dn->name;
+	ev.group = dn->group;
+	ev.zone = zone;
+	ev.message = message;
+	emit_event(x, &ev);
 }
 
 /* Call with x->mu held. A failed save is an error: the caller must not go
@@ -173,8 +196,9 @@ static void provision_one(struct worker_job *wj, int w)
 
 	int changed = 0;
 	int rc = tpf_provision_worker(x->t, x->f, copy, wj->live, w, wj->force, &changed, x->d);
-	const char *result = rc == 0 ? (changed ? "changed" : "ok")
-			     : rc == TPF_EUNREACHABLE ? "unreachable" : "failed";
+	enum tpf_event_kind result = rc == 0 ? (changed ? TPF_EVENT_JOB_STARTED : TPF_EVENT_JOB_RUNNING)
+				     : rc == TPF_EUNREACHABLE ? TPF_EVENT_UNREACHABLE
+							      : TPF_EVENT_PROVISION_FAILED;
 	char host[512];
 	snprintf(host, sizeof(host), "%s/w%d", wj->node, w);
 
@@ -200,7 +224,13 @@ static void provision_one(struct worker_job *wj, int w)
 		wj->failures++;
 		pthread_mutex_unlock(&wj->mu);
 	}
-	emit(x, TPF_EV_WORKER, wj->node, "provision", copy->id, 0, w, result, NULL);
+	struct tpf_event ev = TPF_EVENT_INIT(result);
+	ev.node = wj->node;
+	ev.id = copy->id;
+	ev.worker = w;
+	ev.generation = copy->generation;
+	ev.retry = copy->generation + copy->workers[w].restarts;
+	emit_event(x, &ev);
 	node_free(copy);
 }
 
@@ -244,17 +274,25 @@ static int *all_workers(int n)
 
 /* ---- inflight bookkeeping (for heartbeats) ----------------------------------- */
 
-static void fl_begin(struct exec *x, size_t ai, const char *verb, const char *id)
+static void fl_begin(struct exec *x, size_t ai, enum tpf_event_kind started, const char *id)
 {
+	const struct tpf_action *a = &x->p->actions[ai];
 	pthread_mutex_lock(x->mu);
 	struct inflight *f = &x->fl[ai];
-	f->node = x->p->actions[ai].node;
-	f->verb = verb;
+	f->node = a->node;
+	f->started = started;
 	xstrset(&f->id, id);
 	f->start = f->last_beat = tpf_now_mono();
 	f->active = 1;
 	pthread_mutex_unlock(x->mu);
-	emit(x, TPF_EV_START, f->node, verb, id, 0, 0, NULL, NULL);
+	struct tpf_event ev = TPF_EVENT_INIT(started);
+	ev.node = a->node;
+	ev.group = a->desired ? a->desired->group : NULL;
+	ev.zone = a->zone ? a->zone : a->desired ? a->desired->recipe.zone : NULL;
+	ev.id = id;
+	ev.reason = a->reason_code;
+	ev.workers = started == TPF_EVENT_RESTARTING ? (int)a->nworkers : -1;
+	emit_event(x, &ev);
 }
 
 static double fl_end(struct exec *x, size_t ai)
@@ -293,8 +331,8 @@ static void *heartbeat_thread(void *arg)
 		}
 		pthread_mutex_unlock(x->mu);
 		for (size_t i = 0; i < ndue; i++)
-			emit(x, TPF_EV_PROGRESS, due[i].node, due[i].verb, due[i].id, due[i].start, 0,
-			     NULL, NULL);
+			emit(x, TPF_EVENT_PROGRESS, due[i].started, due[i].node, due[i].id, due[i].start,
+			     NULL);
 	}
 }
 
@@ -312,19 +350,19 @@ static int max_restarts_of(const struct tpf_state_node *n)
 static int exec_delete_only(struct exec *x, size_t ai, int forget_state)
 {
 	const struct tpf_action *a = &x->p->actions[ai];
-	fl_begin(x, ai, "delete", a->id);
+	fl_begin(x, ai, TPF_EVENT_DELETING, a->id);
 	int rc = x->prov->ops->remove(x->prov, a->zone, a->node, x->d);
 	double el = fl_end(x, ai);
 	if (rc == TPF_EINTERRUPTED) {
 		/* Not a failure: the node stays in the state until a refresh
 		 * finds it gone. */
-		emit(x, TPF_EV_NOTE, a->node, "delete", a->id, el, 0, NULL,
+		emit(x, TPF_EVENT_INTERRUPTED, TPF_EVENT_DELETING, a->node, a->id, el,
 		     "interrupted: stopped waiting for the delete, which may still complete; "
 		     "the node stays in the state until a refresh finds it gone");
 		return rc;
 	}
 	if (rc) {
-		emit(x, TPF_EV_ERRORED, a->node, "delete", a->id, el, 0, NULL, NULL);
+		emit(x, TPF_EVENT_FAILED, TPF_EVENT_DELETING, a->node, a->id, el, NULL);
 		return rc;
 	}
 	pthread_mutex_lock(x->mu);
@@ -332,7 +370,7 @@ static int exec_delete_only(struct exec *x, size_t ai, int forget_state)
 		tpf_state_remove(x->st, a->node);
 	rc = save_locked(x);
 	pthread_mutex_unlock(x->mu);
-	emit(x, TPF_EV_COMPLETE, a->node, "delete", a->id, el, 0, NULL, NULL);
+	emit(x, TPF_EVENT_DELETED, TPF_EVENT_DELETING, a->node, a->id, el, NULL);
 	return rc;
 }
 
@@ -417,7 +455,7 @@ static int zone_backed_off(struct exec *x, const struct tpf_desired_node *dn, co
 						   tpf_now_mono(), &until))
 		return 0;
 	char *msg = xasprintf("zone %s is backed off for %.0f s more", zone, until - tpf_now_mono());
-	emit(x, TPF_EV_NOTE, dn->name, "create", NULL, 0, 0, NULL, msg);
+	emit_zone(x, TPF_EVENT_ZONE_BACKED_OFF, dn, zone, msg);
 	free(msg);
 	return 1;
 }
@@ -456,7 +494,7 @@ static void zone_refused(struct exec *x, const struct tpf_desired_node *dn, cons
 	char *msg = xasprintf("zone %s refused (%s): backing off %.0f s", zone,
 			      rc == TPF_EQUOTA ? "quota" : rc == TPF_EZONE ? "zone unusable" : "no capacity",
 			      wait);
-	emit(x, TPF_EV_NOTE, dn->name, "create", NULL, 0, 0, NULL, msg);
+	emit_zone(x, TPF_EVENT_ZONE_REFUSED, dn, zone, msg);
 	free(msg);
 }
 
@@ -484,7 +522,7 @@ static int create_in_zones(struct exec *x, const struct tpf_desired_node *dn, st
 			continue;
 		if (ct->tried) {
 			char *msg = xasprintf("trying zone %s", zone);
-			emit(x, TPF_EV_NOTE, dn->name, "create", NULL, 0, 0, NULL, msg);
+			emit_zone(x, TPF_EVENT_ZONE_FALLBACK, dn, zone, msg);
 			free(msg);
 		}
 		ct->tried++;
@@ -527,7 +565,7 @@ static int create_deferred(struct exec *x, const struct tpf_desired_node *dn, st
 	save_locked(x);
 	pthread_mutex_unlock(x->mu);
 	refusals_as_warnings(x, ct);
-	emit(x, TPF_EV_NOTE, dn->name, "create", NULL, el, 0, NULL,
+	emit(x, TPF_EVENT_DEFERRED, TPF_EVENT_CREATING, dn->name, NULL, el,
 	     "deferred: no zone of its group can take it now");
 	return TPF_EDEFERRED;
 }
@@ -556,7 +594,7 @@ static int create_failed(struct exec *x, const struct tpf_desired_node *dn, stru
 	save_locked(x);
 	pthread_mutex_unlock(x->mu);
 	tpf_diags_move(x->d, &ct->zd);
-	emit(x, TPF_EV_ERRORED, dn->name, "create", NULL, el, 0, NULL, NULL);
+	emit(x, TPF_EVENT_FAILED, TPF_EVENT_CREATING, dn->name, NULL, el, NULL);
 	return rc;
 }
 
@@ -571,7 +609,7 @@ static int create_interrupted(struct exec *x, const struct tpf_desired_node *dn,
 			      struct create_try *ct, double el)
 {
 	refusals_as_warnings(x, ct);
-	emit(x, TPF_EV_NOTE, dn->name, "create", NULL, el, 0, NULL,
+	emit(x, TPF_EVENT_INTERRUPTED, TPF_EVENT_CREATING, dn->name, NULL, el,
 	     ct->tried ? "interrupted: stopped waiting for the create; the node stays pending in "
 			 "the state, and the next plan waits for it or creates it again"
 		       : "interrupted before the create was sent; the node stays pending in the "
@@ -610,11 +648,12 @@ static int create_done(struct exec *x, const struct tpf_desired_node *dn, struct
 					       ln->state)
 				   : xasprintf("the node is %s, not READY: its workers are "
 					       "provisioned once it is", ln->state);
-		emit(x, TPF_EV_NOTE, dn->name, "create", ln->id, el, 0, NULL, msg);
-		emit(x, TPF_EV_COMPLETE, dn->name, "create", ln->id, el, 0, NULL, queued ? msg : NULL);
+		emit(x, queued ? TPF_EVENT_QUEUED : TPF_EVENT_NOT_READY, TPF_EVENT_CREATING, dn->name,
+		     ln->id, el, msg);
+		emit(x, TPF_EVENT_CREATED, TPF_EVENT_CREATING, dn->name, ln->id, el, msg);
 		free(msg);
 	} else {
-		emit(x, TPF_EV_COMPLETE, dn->name, "create", ln->id, el, 0, NULL, NULL);
+		emit(x, TPF_EVENT_READY, TPF_EVENT_CREATING, dn->name, ln->id, el, NULL);
 		int *ws = all_workers(dn->recipe.workers);
 		failed = provision_workers(x, dn->name, ln, ws, (size_t)dn->recipe.workers, 0);
 		free(ws);
@@ -638,7 +677,7 @@ static int exec_create(struct exec *x, size_t ai)
 		tpf_kvlist_set(&ct.r.labels, TPF_LABEL_LINEAGE, lineage);
 		tpf_kvlist_sort(&ct.r.labels);
 	}
-	fl_begin(x, ai, "create", NULL);
+	fl_begin(x, ai, TPF_EVENT_CREATING, NULL);
 	rc = create_in_zones(x, dn, &ct);
 	double el = fl_end(x, ai);
 
@@ -790,8 +829,8 @@ static int exec_update(struct exec *x, size_t ai, const struct tpf_live_node *ln
 {
 	const struct tpf_action *a = &x->p->actions[ai];
 	const struct tpf_desired_node *dn = a->desired;
-	const char *verb = force ? "restart" : "update";
-	fl_begin(x, ai, verb, a->id);
+	enum tpf_event_kind started = force ? TPF_EVENT_RESTARTING : TPF_EVENT_UPDATING;
+	fl_begin(x, ai, started, a->id);
 	int rc = record_node(x, a, ln);
 	if (!rc && (a->update_labels || a->patch)) {
 		/* One nodes.patch for labels and the other patchable fields. */
@@ -826,10 +865,16 @@ static int exec_update(struct exec *x, size_t ai, const struct tpf_live_node *ln
 		stamp_restart(x, a); /* the backoff runs from the new jobs' start */
 	double el = fl_end(x, ai);
 	if (rc || failed) {
-		emit(x, TPF_EV_ERRORED, a->node, verb, a->id, el, 0, NULL, NULL);
+		emit(x, TPF_EVENT_FAILED, started, a->node, a->id, el, NULL);
 		return rc ? rc : TPF_ERROR;
 	}
-	emit(x, TPF_EV_COMPLETE, a->node, verb, a->id, el, 0, NULL, NULL);
+	struct tpf_event ev = TPF_EVENT_INIT(force ? TPF_EVENT_RESTARTED : TPF_EVENT_UPDATED);
+	ev.action = started;
+	ev.node = a->node;
+	ev.id = a->id;
+	ev.elapsed = el;
+	ev.workers = force ? (int)a->nworkers : -1;
+	emit_event(x, &ev);
 	return 0;
 }
 
@@ -946,16 +991,16 @@ static int exec_action(struct exec *x, size_t ai)
 	case TPF_ACT_WAIT: {
 		struct tpf_live_node fresh;
 		memset(&fresh, 0, sizeof(fresh));
-		fl_begin(x, ai, "wait", a->id);
+		fl_begin(x, ai, TPF_EVENT_WAITING, a->id);
 		rc = wait_ready(x, a, &fresh);
 		double el = fl_end(x, ai);
 		if (!rc)
 			rc = exec_update(x, ai, &fresh, 0);
 		else if (rc == TPF_EINTERRUPTED)
-			emit(x, TPF_EV_NOTE, a->node, "wait", a->id, el, 0, NULL,
+			emit(x, TPF_EVENT_INTERRUPTED, TPF_EVENT_WAITING, a->node, a->id, el,
 			     "interrupted: stopped waiting for READY; the next plan waits again");
 		else
-			emit(x, TPF_EV_ERRORED, a->node, "wait", a->id, el, 0, NULL, NULL);
+			emit(x, TPF_EVENT_FAILED, TPF_EVENT_WAITING, a->node, a->id, el, NULL);
 		tpf_live_node_release(&fresh);
 		break;
 	}

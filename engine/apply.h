@@ -19,36 +19,17 @@
 #include <pthread.h>
 #include "plan/backoff.h"
 #include "config/config.h"
+#include "engine/events.h"
 #include "plan/plan.h"
 #include "providers/provider.h"
 #include "state/state.h"
 #include "util/diag.h"
 
-enum tpf_event_kind {
-	TPF_EV_START,     /* "NAME: Creating..." */
-	TPF_EV_PROGRESS,  /* heartbeat: "NAME: Still creating... [00m10s elapsed]" */
-	TPF_EV_COMPLETE,  /* "NAME: Creation complete after 2s [id=X]" */
-	TPF_EV_ERRORED,   /* the action failed (details are in the diagnostics) */
-	TPF_EV_WORKER,    /* one worker provisioned: result ok|changed|unreachable|failed */
-	TPF_EV_NOTE,      /* informational line, e.g. zone fallback */
-};
-
-struct tpf_event {
-	enum tpf_event_kind kind;
-	const char *node;
-	const char *verb;    /* "create" "delete" "update" "restart" "wait" "forget" */
-	const char *id;      /* provider id when known, may be NULL */
-	double elapsed;      /* seconds since the action started */
-	int worker;          /* TPF_EV_WORKER: index */
-	const char *result;  /* TPF_EV_WORKER: "ok" "changed" "unreachable" "failed" */
-	/* TPF_EV_NOTE / TPF_EV_ERRORED: text, may be NULL; TPF_EV_COMPLETE of
-	 * a create: set when the node was queued, not created (a queued
-	 * resource waiting for capacity), else NULL */
-	const char *message;
-};
-
-/* Called from several threads; the callee serialises its own output. */
-typedef void (*tpf_event_fn)(const struct tpf_event *ev, void *ctx);
+/* The executor reports each step as a typed event (engine/events.h): an
+ * action's start (TPF_EVENT_CREATING ...), heartbeat (TPF_EVENT_PROGRESS),
+ * completion or failure, each worker provisioned, and zone fallback,
+ * deferral and interrupt notes; ev->action is the kind that started the
+ * action. Events come from several threads. */
 
 struct tpf_recap_entry {
 	char *host; /* "NODE/wN" */
@@ -92,7 +73,7 @@ struct tpf_apply_result {
 	 * waiting (a create, a delete, a wait for READY). A create stopped
 	 * this way stays "pending" in state: the next plan waits for the node
 	 * or creates it again. Not failures: no diagnostic, and a
-	 * TPF_EV_NOTE ("interrupted: ...") instead of TPF_EV_ERRORED. */
+	 * TPF_EVENT_INTERRUPTED instead of TPF_EVENT_FAILED. */
 	size_t interrupted;
 	size_t not_started; /* actions never started because of the interrupt */
 	struct tpf_recap recap;

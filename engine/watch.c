@@ -10,32 +10,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void emit(const struct tpf_watch_opts *o, const struct tpf_watch_event *ev)
-{
-	if (o->on_event)
-		o->on_event(ev, o->ctx);
-}
-
-void tpf_watch_note(const struct tpf_watch_opts *o, const char *node, const char *code,
-		    const char *message)
-{
-	struct tpf_watch_event ev = { .kind = TPF_WATCH_NOTE, .node = node, .code = code,
-				      .message = message };
-	emit(o, &ev);
-}
-
-void tpf_watch_diags(const struct tpf_watch_opts *o, const struct tpf_diags *d)
-{
-	struct tpf_watch_event ev = { .kind = TPF_WATCH_DIAGS, .diags = d };
-	if (d->n)
-		emit(o, &ev);
-}
-
 static void emit_actions(const struct tpf_watch_opts *o, const struct tpf_plan *p, int pending)
 {
 	struct tpf_watch_event ev = { .kind = TPF_WATCH_ACTIONS, .plan = p, .pending = pending };
-	emit(o, &ev);
+	tpf_watch_emit(o, &ev);
 }
+
+/* How a round ended (round_run). */
+enum round_outcome {
+	ROUND_DONE,    /* planned and acted (or nothing to do) */
+	ROUND_FAILED,  /* an error of ours or the cloud's: retried after a backoff */
+	ROUND_STANDBY, /* another watch leads: no round at all */
+	ROUND_FATAL,   /* the first round could not load the fleet file: nothing to watch */
+};
+
+/* Whether this watch leads, for one round (leadership). */
+enum leadership {
+	LEAD_UNKNOWN,   /* the lease could not be opened or asked (diagnostics were an event) */
+	LEAD_STANDBY,   /* another watch leads */
+	LEAD_YES,       /* leads (or no lease: local state) */
+	LEAD_TOOK_OVER, /* has just taken over: heal first, ask the sessions next round */
+};
 
 static int stopped(const struct tpf_watch_opts *o)
 {
@@ -76,10 +71,8 @@ static void nap(struct loop *w, double seconds)
 	}
 }
 
-/* Does this watch lead? 1 yes (or no lease: local state), 2 it has just
- * taken over, 0 it stands by,
- * -1 the lease could not be opened or asked (diagnostics were an event). */
-static int leadership(struct loop *w, const struct tpf_session *s)
+/* Does this watch lead this round? */
+static enum leadership leadership(struct loop *w, const struct tpf_session *s)
 {
 	if (!w->lease_known) {
 		struct tpf_diags d = TPF_DIAGS_INIT;
@@ -87,15 +80,22 @@ static int leadership(struct loop *w, const struct tpf_session *s)
 		tpf_watch_diags(w->o, &d);
 		tpf_diags_release(&d);
 		if (rc)
-			return -1;
+			return LEAD_UNKNOWN;
 		w->lease_known = 1;
 		tpf_healer_set_lease(w->healer, w->lease);
 	}
 	if (!w->lease)
-		return 1;
+		return LEAD_YES;
 	int was = tpf_watch_lease_leading(w->lease);
-	int lead = tpf_watch_lease_lead(w->lease);
-	return lead == 1 && !was ? 2 : lead;
+	switch (tpf_watch_lease_lead(w->lease)) {
+	case TPF_LEAD_LEADING:
+		return was ? LEAD_YES : LEAD_TOOK_OVER;
+	case TPF_LEAD_STANDBY:
+		return LEAD_STANDBY;
+	case TPF_LEAD_UNKNOWN:
+		break;
+	}
+	return LEAD_UNKNOWN;
 }
 
 static void reported_release(struct loop *w)
@@ -107,10 +107,19 @@ static void reported_release(struct loop *w)
 	w->nreported = 0;
 }
 
-static int is_restart_entry(const struct tpf_unconverged *u)
+/* The event of a restart entry of the plan; TPF_EVENT_NKINDS: not one. */
+static enum tpf_event_kind restart_entry_event(const struct tpf_unconverged *u)
 {
-	return u->kind == TPF_UNCONV_RESTARTS_EXHAUSTED || u->kind == TPF_UNCONV_NOT_RESTARTED ||
-	       u->kind == TPF_UNCONV_RESTART_WAITING;
+	switch (u->kind) {
+	case TPF_UNCONV_RESTARTS_EXHAUSTED:
+		return TPF_EVENT_RESTARTS_USED_UP;
+	case TPF_UNCONV_NOT_RESTARTED:
+		return TPF_EVENT_NOT_RESTARTED;
+	case TPF_UNCONV_RESTART_WAITING:
+		return TPF_EVENT_RESTART_WAITING;
+	default:
+		return TPF_EVENT_NKINDS;
+	}
 }
 
 /* A NOTE for each restart entry of p (restarts used up, not restarted,
@@ -124,7 +133,8 @@ static void report_entries(struct loop *w, const struct tpf_plan *p, int probed)
 	size_t n = 0;
 	for (size_t i = 0; i < p->nunconverged; i++) {
 		const struct tpf_unconverged *u = &p->unconverged[i];
-		if (!is_restart_entry(u))
+		enum tpf_event_kind kind = restart_entry_event(u);
+		if (kind == TPF_EVENT_NKINDS)
 			continue;
 		char *key = xasprintf("%s/%d/%d", u->node, u->worker, (int)u->kind);
 		int seen = 0;
@@ -133,7 +143,13 @@ static void report_entries(struct loop *w, const struct tpf_plan *p, int probed)
 		if (!seen) {
 			char *msg = u->worker >= 0 ? xasprintf("w%d: %s", u->worker, u->reason)
 						   : xstrdup(u->reason);
-			tpf_watch_note(w->o, u->node, tpf_unconverged_code(u->kind), msg);
+			struct tpf_event ev = TPF_EVENT_INIT(kind);
+			ev.node = u->node;
+			ev.worker = u->worker;
+			ev.exit_code = u->exit_code;
+			ev.reason = tpf_unconverged_code(u->kind);
+			ev.message = msg;
+			tpf_watch_event(w->o, &ev);
 			free(msg);
 		}
 		now[n++] = key;
@@ -154,7 +170,7 @@ static void check_done(struct loop *w, const struct tpf_session *s, const struct
 	char msg[160];
 	snprintf(msg, sizeof(msg), "done: %zu node%s completed, %zu failed", completed,
 		 completed == 1 ? "" : "s", failed);
-	tpf_watch_note(w->o, NULL, "done", msg);
+	tpf_watch_note(w->o, TPF_EVENT_DONE, NULL, msg);
 	w->done = failed ? 2 : 1;
 }
 
@@ -185,7 +201,7 @@ static void act(struct loop *w, struct tpf_session *s, struct tpf_plan *p, int r
 	check_done(w, s, p);
 	/* Warnings (deferred: quota) are worth a line each round. */
 	for (size_t i = 0; i < s->d.n; i++)
-		tpf_watch_note(o, s->d.items[i].address, "warning", s->d.items[i].summary);
+		tpf_watch_note(o, TPF_EVENT_WARNING, s->d.items[i].address, s->d.items[i].summary);
 	tpf_diags_release(&s->d);
 
 	healing_actions(w, p, &rest, since);
@@ -196,7 +212,7 @@ static void act(struct loop *w, struct tpf_session *s, struct tpf_plan *p, int r
 	struct tpf_watch_summary sum;
 	tpf_watch_summarise(s, &sum, round, rest.n, tpf_now_wall());
 	struct tpf_watch_event ev = { .kind = TPF_WATCH_SUMMARY, .summary = &sum };
-	emit(o, &ev);
+	tpf_watch_emit(o, &ev);
 	tpf_watch_save_summary(s, &sum);
 	tpf_watch_diags(o, &s->d);
 	tpf_plan_release(&rest);
@@ -275,10 +291,9 @@ static int take_probe(struct loop *w, struct tpf_session *s, double started, int
 	return got;
 }
 
-/* One round. Returns 0, 1 when it failed (retry later), 2 when this watch
- * stands by (another leads), or TPF_ERROR when the first round could not
- * load the fleet file or another state owns a node of this fleet's name. */
-static int round_run(struct loop *w, int round, double started)
+/* One round: ROUND_FATAL when the first round could not load the fleet
+ * file or another state owns a node of this fleet's name. */
+static enum round_outcome round_run(struct loop *w, int round, double started)
 {
 	const struct tpf_watch_opts *o = w->o;
 	int due = started >= w->next_probe;
@@ -289,20 +304,24 @@ static int round_run(struct loop *w, int round, double started)
 	struct tpf_session s;
 	struct tpf_plan p;
 	memset(&p, 0, sizeof(p));
-	int rc = 0, lead = 1, probed = 0, refreshed = 0;
+	enum round_outcome rc = ROUND_DONE;
+	enum leadership lead = LEAD_YES;
+	int probed = 0, refreshed = 0;
 	double since = started;
-	if (tpf_session_open(&s, &so, NULL) || (lead = leadership(w, &s)) < 1 ||
+	if (tpf_session_open(&s, &so, NULL) ||
+	    (lead = leadership(w, &s)) == LEAD_UNKNOWN || lead == LEAD_STANDBY ||
 	    (refreshed = tpf_session_refresh(&s, 0)) ||
 	    /* A takeover heals first: the sessions are asked next round. */
-	    (probed = take_probe(w, &s, started, due && lead == 1, lead == 1, &since)) < 0 ||
+	    (probed = take_probe(w, &s, started, due && lead == LEAD_YES, lead == LEAD_YES,
+				 &since)) < 0 ||
 	    tpf_session_plan(&s, 0, &p)) {
 		tpf_watch_diags(o, &s.d);
 		/* A fleet file that never loaded: nothing to watch. Another
 		 * state's node under this fleet's name will not go away by
 		 * retrying: stop rather than fight it (plan/ownership.h). */
-		rc = lead == 0 ? 2
-		     : (round == 1 && !s.have_fleet) || refreshed == TPF_EFOREIGN ? TPF_ERROR
-										   : 1;
+		rc = lead == LEAD_STANDBY ? ROUND_STANDBY
+		     : (round == 1 && !s.have_fleet) || refreshed == TPF_EFOREIGN ? ROUND_FATAL
+										   : ROUND_FAILED;
 	} else {
 		if (s.have_commit)
 			snprintf(w->pinned, sizeof(w->pinned), "%s", s.commit);
@@ -332,12 +351,12 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 	int rc = 0;
 	for (int round = 1; !stopped(&o) && (!o.max_rounds || round <= o.max_rounds); round++) {
 		double started = tpf_now_mono();
-		int failed = round_run(&w, round, started);
-		if (failed < 0) {
+		enum round_outcome outcome = round_run(&w, round, started);
+		if (outcome == ROUND_FATAL) {
 			rc = TPF_ERROR;
 			break;
 		}
-		if (failed == 2) {
+		if (outcome == ROUND_STANDBY) {
 			/* Standing by is no round: look again when the lease would
 			 * expire, or after half an interval. A standby counts the TTL
 			 * from when it first SAW a generation, up to one look after
@@ -350,10 +369,10 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 			nap(&w, until > 0.2 ? until : 0.2);
 			continue;
 		}
-		if (failed) {
+		if (outcome == ROUND_FAILED) {
 			char msg[128];
 			snprintf(msg, sizeof(msg), "round failed: retrying in %.0f s", error_wait);
-			tpf_watch_note(&o, NULL, "error", msg);
+			tpf_watch_note(&o, TPF_EVENT_ROUND_FAILED, NULL, msg);
 			nap(&w, error_wait);
 			/* Our own errors back off instead of spinning. */
 			error_wait = error_wait * 2 > 300 ? 300 : error_wait * 2;
@@ -366,7 +385,7 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 		nap(&w, o.interval > spent ? o.interval - spent : 0);
 	}
 	if (stopped(&o))
-		tpf_watch_note(&o, NULL, "stopped",
+		tpf_watch_note(&o, TPF_EVENT_STOPPED, NULL,
 			       "interrupted: stopped after the step in flight; state saved, nothing "
 			       "deleted");
 	tpf_prober_free(w.prober); /* a probe in flight ends within its timeouts */

@@ -50,38 +50,39 @@ struct tpf_watch_summary {
 };
 
 enum tpf_watch_event_kind {
-	TPF_WATCH_NOTE,    /* one line about node (NULL: the fleet): code, message */
+	/* Something happened (engine/events.h): a heal's executor steps, and
+	 * what the loop and its hooks saw; the kind's row in engine/events.c
+	 * says how it is shown, posted and counted. */
+	TPF_WATCH_EVENT,
 	TPF_WATCH_ACTIONS, /* what this round found and will do: plan (pending: will not) */
 	TPF_WATCH_SUMMARY, /* the round's summary (also saved beside the state) */
 	TPF_WATCH_DIAGS,   /* diagnostics to show (a failed round, a heal's errors) */
-	TPF_WATCH_APPLY,   /* an event of a heal in flight (engine/apply.h) */
 };
 
 /* Every pointer is borrowed for the duration of the call. */
 struct tpf_watch_event {
 	enum tpf_watch_event_kind kind;
-	/* TPF_WATCH_NOTE. code, for machines: "unhealthy" (a READY node is not
-	 * HEALTHY), "warning" (a warning of the round, e.g. "deferred: quota"),
-	 * "locked" (another tpuform holds the state lock: healing waits),
-	 * "replan" (the state changed since the refresh), "leader" (this watch
- * took the leader lease, or removed the state lock a dead leader held),
- * "standby" (another watch leads: who, and the lease), "lease_lost" (the
- * lease was taken over: healing stopped), "error" (the round
-	 * failed and is retried), "stopped" (interrupted), "metrics" (where
-	 * metrics are served), "notify" (a webhook delivery problem), "done"
-	 * (with exit_when_done: every node completed or failed), and once per
-	 * entry that appears: "restarts_exhausted", "not_restarted",
-	 * "restart_waiting" (plan/plan.h tpf_unconverged_code). */
-	const char *node;
-	const char *code;
-	const char *message;
+	/* TPF_WATCH_EVENT. The loop's own kinds: TPF_EVENT_UNHEALTHY (a READY
+	 * node is not HEALTHY), _WARNING (a warning of the round, e.g.
+	 * "deferred: quota"), _LOCKED (another tpuform holds the state lock:
+	 * healing waits), _REPLAN (the state changed since the refresh),
+	 * _LEASE_ACQUIRED and _LOCK_REMOVED (this watch took the leader lease,
+	 * and removed the state lock a dead leader held), _STANDBY (another
+	 * watch leads: who, and the lease), _LEASE_LOST (the lease was taken
+	 * over: healing stopped), _ROUND_FAILED (retried), _STOPPED
+	 * (interrupted), _METRICS (where metrics are served), _NOTIFY_PROBLEM
+	 * (a webhook delivery problem), _DONE (with exit_when_done: every node
+	 * completed or failed), and once per entry that appears
+	 * _RESTARTS_USED_UP, _NOT_RESTARTED, _RESTART_WAITING (plan/plan.h
+	 * tpf_unconverged_code). The hooks' conclusions (_PREEMPTED,
+	 * _REPLACED, _JOB_FAILED, ...) pass here too. */
+	const struct tpf_event *event;
 	/* TPF_WATCH_ACTIONS: the actions; pending: 1 when they are not healing
 	 * and wait for -apply-all (reported in the first round only). */
 	const struct tpf_plan *plan;
 	int pending;
 	const struct tpf_watch_summary *summary; /* TPF_WATCH_SUMMARY */
 	const struct tpf_diags *diags;           /* TPF_WATCH_DIAGS */
-	const struct tpf_event *apply;           /* TPF_WATCH_APPLY */
 };
 
 /* Called from the loop's thread and from heal threads at once: the callee

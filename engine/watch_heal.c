@@ -4,8 +4,9 @@
  * Healing runs on background threads so that rounds keep their rhythm: a
  * round that finds a preemption must not wait for the previous round's
  * replacement (a delete, a create and provisioning, minutes on Cloud TPU)
- * before it refreshes again. Heals share one fleet, provider and state,
- * under one mutex (engine/apply.h state_mu); a node with a heal in flight is
+ * before it refreshes again. Heals share one session (engine/session.h,
+ * the loop's type: fleet, provider, state, backend and lock), under one
+ * mutex (engine/apply.h state_mu); a node with a heal in flight is
  * "busy" and left out of later rounds' plans until it is done. The state
  * lock is held exactly while any heal runs.
  */
@@ -23,14 +24,15 @@ struct tpf_healer {
 	pthread_mutex_t mu;
 	pthread_cond_t idle;
 	const struct tpf_watch_opts *o;
-	struct tpf_fleet fleet;   /* what heals run against; replaced only when idle */
-	int have_fleet;
-	char *fleet_sha256;
-	struct tpf_provider *prov;
-	struct tpf_state st;      /* the shared state, saved by the heals */
-	int have_st;
-	struct tpf_lock lock;
-	struct tpf_backend *backend; /* where st lives (engine/state_store.h) */
+	/*
+	 * What heals run against, the loop's session type (engine/session.h)
+	 * kept across rounds: its fleet and provider (replaced only when idle
+	 * and the fleet file changed), the shared state (saved by the heals),
+	 * its backend and the state lock (held exactly while heals run). Not
+	 * refreshed: each heal gets the live nodes of the round that started
+	 * it. Its diagnostics are unused (each heal has its own).
+	 */
+	struct tpf_session s;
 	char **busy;              /* nodes a heal in flight acts on */
 	size_t nbusy, alloc;
 	/* Nodes whose heal ended, and when (monotonic seconds): a round that
@@ -67,8 +69,9 @@ struct tpf_healer *tpf_healer_new(const struct tpf_watch_opts *o)
 	struct tpf_healer *h = xcalloc(1, sizeof(*h));
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->idle, NULL);
-	struct tpf_lock unlocked = TPF_LOCK_INIT;
-	h->lock = unlocked;
+	tpf_session_init(&h->s);
+	h->s.o.file = o->file;
+	h->s.o.parallelism = o->parallelism;
 	h->o = o;
 	/* Zones that refuse are retried after interval, 2 interval, ... 10 min. */
 	h->backoff = tpf_backoff_new(o->interval, 600);
@@ -131,13 +134,10 @@ static void busy_remove(struct tpf_healer *h, const char *node)
 	}
 }
 
-/* engine/apply.h events of a heal, passed on as TPF_WATCH_APPLY. */
+/* engine/apply.h events of a heal, passed on as TPF_WATCH_EVENT. */
 static void forward_apply_event(const struct tpf_event *ev, void *ctx)
 {
-	const struct tpf_watch_opts *o = ctx;
-	struct tpf_watch_event we = { .kind = TPF_WATCH_APPLY, .apply = ev };
-	if (o->on_event)
-		o->on_event(&we, o->ctx);
+	tpf_watch_event(ctx, ev);
 }
 
 static void *heal_thread(void *arg)
@@ -157,8 +157,8 @@ static void *heal_thread(void *arg)
 		.state_mu = &h->mu,
 	};
 	struct tpf_apply_result res;
-	tpf_apply(&job->plan, &h->fleet, h->prov, &job->live, &h->st, h->fleet.state_path, &opts,
-		  &res, &d);
+	tpf_apply(&job->plan, &h->s.fleet, h->s.prov, &job->live, &h->s.state, h->s.fleet.state_path,
+		  &opts, &res, &d);
 	tpf_apply_result_release(&res);
 	tpf_watch_diags(h->o, &d);
 	tpf_diags_release(&d);
@@ -169,7 +169,7 @@ static void *heal_thread(void *arg)
 		healed_now(h, job->plan.actions[i].node);
 	}
 	if (--h->running == 0) {
-		tpf_lock_release(&h->lock);
+		tpf_lock_release(&h->s.lock);
 		if (h->lease) /* no request: the next renewal drops it */
 			tpf_watch_lease_note_lock(h->lease, NULL, 0, NULL);
 		pthread_cond_broadcast(&h->idle);
@@ -188,24 +188,25 @@ static void *heal_thread(void *arg)
  * -1 with diagnostics in d. */
 static int reload_fleet(struct tpf_healer *h, const struct tpf_session *s, struct tpf_diags *d)
 {
-	if (h->have_fleet && h->prov && !strcmp(h->fleet_sha256, s->fleet_sha256))
+	struct tpf_session *hs = &h->s;
+	if (hs->have_fleet && hs->prov && !strcmp(hs->fleet_sha256, s->fleet_sha256))
 		return 0;
-	if (h->prov)
-		tpf_provider_free(h->prov);
-	h->prov = NULL;
-	if (h->have_fleet)
-		tpf_fleet_release(&h->fleet);
-	h->have_fleet = 0;
-	if (tpf_fleet_load(&h->fleet, s->fleet.path, d) == 0 &&
-	    tpf_fleet_resolve_secrets(&h->fleet, d) != 0)
-		tpf_fleet_release(&h->fleet); /* zeroed: the next test fails */
-	if (h->fleet.path) {
-		h->have_fleet = 1;
-		xstrset(&h->fleet_sha256, s->fleet_sha256);
-		if (tpf_provider_open(&h->prov, &h->fleet, d))
-			h->prov = NULL;
+	if (hs->prov)
+		tpf_provider_free(hs->prov);
+	hs->prov = NULL;
+	if (hs->have_fleet)
+		tpf_fleet_release(&hs->fleet);
+	hs->have_fleet = 0;
+	if (tpf_fleet_load(&hs->fleet, s->fleet.path, d) == 0 &&
+	    tpf_fleet_resolve_secrets(&hs->fleet, d) != 0)
+		tpf_fleet_release(&hs->fleet); /* zeroed: the next test fails */
+	if (hs->fleet.path) {
+		hs->have_fleet = 1;
+		xstrset(&hs->fleet_sha256, s->fleet_sha256);
+		if (tpf_provider_open(&hs->prov, &hs->fleet, d))
+			hs->prov = NULL;
 	}
-	return h->prov ? 0 : -1;
+	return hs->prov ? 0 : -1;
 }
 
 /* Call with h->mu held and no heal running: take the lock, load the state
@@ -213,18 +214,20 @@ static int reload_fleet(struct tpf_healer *h, const struct tpf_session *s, struc
 static int healer_start(struct tpf_healer *h, const struct tpf_session *s)
 {
 	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct tpf_session *hs = &h->s;
 	int rc = 0;
-	if (!h->backend && tpf_fleet_backend_open(&h->backend, &s->fleet, &d) == 0 && h->lease)
-		tpf_watch_lease_fence(h->lease, h->backend);
-	rc = h->backend ? tpf_backend_lock(h->backend, &h->lock, "OperationTypeApply", 0, &d)
-			: TPF_ERROR;
+	if (!hs->backend && tpf_fleet_backend_open(&hs->backend, &s->fleet, &d) == 0 && h->lease)
+		tpf_watch_lease_fence(h->lease, hs->backend);
+	rc = hs->backend ? tpf_backend_lock(hs->backend, &hs->lock, "OperationTypeApply", 0, &d)
+			 : TPF_ERROR;
 	if (rc) {
 		/* Only a conflict is "locked"; say why otherwise (a state
 		 * backend that cannot be opened, a full disk that cannot take
 		 * the lock-info file). */
 		if (rc == TPF_ELOCKED)
-			tpf_watch_note(h->o, NULL, "locked", "the state is locked by another "
-							     "tpuform: healing waits for the next round");
+			tpf_watch_note(h->o, TPF_EVENT_LOCKED, NULL,
+				       "the state is locked by another tpuform: healing waits for "
+				       "the next round");
 		else
 			tpf_watch_diags(h->o, &d);
 		rc = -1;
@@ -232,20 +235,20 @@ static int healer_start(struct tpf_healer *h, const struct tpf_session *s)
 	}
 	/* Name the lock in the lease at once: a successor that finds this
 	 * process dead removes it (engine/watch_lease.c). */
-	if (h->lease && tpf_watch_lease_note_lock(h->lease, h->lock.id, 1, &d)) {
+	if (h->lease && tpf_watch_lease_note_lock(h->lease, hs->lock.id, 1, &d)) {
 		tpf_watch_diags(h->o, &d);
-		tpf_lock_release(&h->lock);
+		tpf_lock_release(&hs->lock);
 		rc = -1;
 		goto done;
 	}
-	if (h->have_st)
-		tpf_state_release(&h->st);
-	h->have_st = 0;
-	rc = tpf_backend_load(h->backend, &h->st, &d);
-	h->have_st = 1;
-	if (rc || h->st.serial != s->state.serial) {
+	if (hs->have_state)
+		tpf_state_release(&hs->state);
+	hs->have_state = 0;
+	rc = tpf_backend_load(hs->backend, &hs->state, &d);
+	hs->have_state = 1;
+	if (rc || hs->state.serial != s->state.serial) {
 		if (!rc)
-			tpf_watch_note(h->o, NULL, "replan",
+			tpf_watch_note(h->o, TPF_EVENT_REPLAN, NULL,
 				       "the state changed since this round's refresh: planning again "
 				       "next round");
 		rc = -1;
@@ -254,7 +257,7 @@ static int healer_start(struct tpf_healer *h, const struct tpf_session *s)
 	}
 	if (rc) {
 		tpf_watch_diags(h->o, &d);
-		tpf_lock_release(&h->lock);
+		tpf_lock_release(&hs->lock);
 	}
 done:
 	tpf_diags_release(&d);
@@ -401,21 +404,13 @@ void tpf_healer_finish(struct tpf_healer *h)
 	/* Every heal has said it is done; wait until their threads are gone. */
 	reap_threads(h, 1);
 	free(h->threads);
-	tpf_lock_release(&h->lock);
 	for (size_t i = 0; i < h->nbusy; i++)
 		free(h->busy[i]);
 	free(h->busy);
 	for (size_t i = 0; i < h->nhealed; i++)
 		free(h->healed[i].node);
 	free(h->healed);
-	if (h->prov)
-		tpf_provider_free(h->prov);
-	if (h->have_fleet)
-		tpf_fleet_release(&h->fleet);
-	if (h->have_st)
-		tpf_state_release(&h->st);
-	tpf_backend_free(h->backend); /* after the lock it may hold */
-	free(h->fleet_sha256);
+	tpf_session_close(&h->s); /* unlocks the state, then frees its backend */
 	tpf_backoff_free(h->backoff);
 	pthread_cond_destroy(&h->idle);
 	pthread_mutex_destroy(&h->mu);

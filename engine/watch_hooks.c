@@ -1,7 +1,11 @@
 /*
  * The watch loop's notifications and metrics (engine/watch_internal.h):
  * what the loop's events and sessions mean as webhook events
- * (engine/notify.h) and metrics (engine/metrics.h).
+ * (engine/notify.h) and metrics (engine/metrics.h). Which webhook and which
+ * metric an event stands for is its kind's row in engine/events.c (derive,
+ * below); what the hooks add is memory across rounds: they conclude the
+ * moments below from several events and sessions (typed events of their
+ * own, posted, counted and passed on), each once.
  *
  * Where each notification comes from (README.md "Notifications"):
  *   preempted        a replace the plan made for a lost node (reason codes
@@ -29,7 +33,6 @@
 #include "util/xalloc.h"
 
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,34 +143,80 @@ static int is_lost_reason(const char *code)
 	return 0;
 }
 
-/* ---- posting ------------------------------------------------------------- */
+/* ---- what an event means: its webhook and its metric, by kind ---------- */
 
-struct post_args {
-	enum tpf_notify_event event;
-	const char *node;
-	int worker;
-	const char *reason;
-	int exit_code;
-	const char *last_log;
-};
-
-static void post(struct tpf_watch_hooks *h, const struct post_args *a, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void post(struct tpf_watch_hooks *h, const struct post_args *a, const char *fmt, ...)
+/* The webhook document for ev: "NODE: MESSAGE", "NODE worker W: MESSAGE"
+ * or, for the fleet, "MESSAGE". */
+static void post(struct tpf_watch_hooks *h, int event, const struct tpf_event *ev)
 {
 	if (!h->notifier)
 		return;
 	char msg[600];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	struct tpf_notify_event_data ev = { a->event, a->node, a->worker, msg, a->reason,
-					    a->exit_code, a->last_log, tpf_now_wall() };
-	tpf_notifier_post(h->notifier, &ev);
+	const char *m = ev->message ? ev->message : tpf_event_info(ev->kind)->text;
+	if (ev->node && ev->worker >= 0)
+		snprintf(msg, sizeof(msg), "%s worker %d: %s", ev->node, ev->worker, m);
+	else if (ev->node)
+		snprintf(msg, sizeof(msg), "%s: %s", ev->node, m);
+	else
+		snprintf(msg, sizeof(msg), "%s", m);
+	struct tpf_notify_event_data d = { (enum tpf_notify_event)event, ev->node, ev->worker, msg,
+					   ev->reason, ev->exit_code, ev->last_log, tpf_now_wall() };
+	tpf_notifier_post(h->notifier, &d);
 }
 
-#define POST_ARGS(e, node) { (e), (node), -1, NULL, -1, NULL }
+/* A node's deferral is posted once until its create completes (h->mu held). */
+static int repeated(struct tpf_watch_hooks *h, const struct tpf_event *ev)
+{
+	if (ev->kind != TPF_EVENT_DEFERRED || !ev->node)
+		return 0;
+	char key[300];
+	snprintf(key, sizeof(key), "node:%s", ev->node);
+	if (mark_find(&h->deferred, key))
+		return 1;
+	mark_set(&h->deferred, key, 1);
+	return 0;
+}
+
+/* Post and count ev as its kind's row (engine/events.c) says; h->mu held. */
+static void derive(struct tpf_watch_hooks *h, const struct tpf_event *ev)
+{
+	const struct tpf_event_info *in = tpf_event_info(ev->kind);
+	if (h->metrics) {
+		switch (in->metric) {
+		case TPF_METRIC_PREEMPTIONS:
+			tpf_metrics_preemption(h->metrics, ev->reason, ev->elapsed);
+			break;
+		case TPF_METRIC_REPLACEMENTS:
+			tpf_metrics_replacement(h->metrics);
+			break;
+		case TPF_METRIC_RESTARTS:
+			tpf_metrics_restarts(h->metrics, ev->workers > 0 ? ev->workers : 0);
+			break;
+		case TPF_METRIC_ROUND_FAILURES:
+			tpf_metrics_round_failed(h->metrics);
+			break;
+		case TPF_METRIC_NONE:
+			break;
+		}
+	}
+	if (in->notify >= 0 && !repeated(h, ev))
+		post(h, in->notify, ev);
+}
+
+static void forward(struct tpf_watch_hooks *h, const struct tpf_event *ev)
+{
+	struct tpf_watch_event we = { .kind = TPF_WATCH_EVENT, .event = ev };
+	if (h->next)
+		h->next(&we, h->next_ctx);
+}
+
+/* A moment the hooks concluded (h->mu held): posted, counted, and passed on
+ * like any other event. */
+static void conclude(struct tpf_watch_hooks *h, const struct tpf_event *ev)
+{
+	derive(h, ev);
+	forward(h, ev);
+}
 
 /* ---- events of the loop --------------------------------------------------- */
 
@@ -188,11 +237,12 @@ static void on_actions(struct tpf_watch_hooks *h, const struct tpf_plan *p)
 		if (a->kind != TPF_ACT_RESTART || mark_find(&h->restarts, a->node))
 			continue;
 		mark_set(&h->restarts, a->node, (long)a->nworkers);
-		if ((a->reason_code && !strcmp(a->reason_code, "stalled")) ||
-		    (a->reason && strstr(a->reason, "stalled"))) {
-			struct post_args pa = POST_ARGS(TPF_NOTIFY_STALLED, a->node);
-			pa.reason = a->reason_code;
-			post(h, &pa, "%s: %s", a->node, a->reason ? a->reason : "stalled");
+		if (a->reason_code && !strcmp(a->reason_code, "stalled")) {
+			struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_STALLED);
+			ev.node = a->node;
+			ev.reason = a->reason_code;
+			ev.message = a->reason ? a->reason : "stalled";
+			conclude(h, &ev);
 		}
 	}
 }
@@ -200,65 +250,63 @@ static void on_actions(struct tpf_watch_hooks *h, const struct tpf_plan *p)
 /* A lost node's delete started: it is being replaced. */
 static void replacement_started(struct tpf_watch_hooks *h, struct lost_node *l)
 {
-	double latency = tpf_now_mono() - l->seen;
 	l->announced = 1;
-	if (h->metrics)
-		tpf_metrics_preemption(h->metrics, l->code, latency);
-	struct post_args pa = POST_ARGS(TPF_NOTIFY_PREEMPTED, l->node);
-	pa.reason = l->code;
-	post(h, &pa, "%s: %s: replacing it", l->node, l->reason);
+	char *msg = xasprintf("%s: replacing it", l->reason);
+	struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_PREEMPTED);
+	ev.node = l->node;
+	ev.reason = l->code;
+	ev.elapsed = tpf_now_mono() - l->seen; /* the detection latency */
+	ev.message = msg;
+	conclude(h, &ev);
+	free(msg);
 }
 
+/* The lost node's new create completed (done: READY or CREATED). */
 static void replacement_done(struct tpf_watch_hooks *h, struct lost_node *l,
-			     const struct tpf_event *ev)
+			     const struct tpf_event *done)
 {
-	if (h->metrics)
-		tpf_metrics_replacement(h->metrics);
-	struct post_args pa = POST_ARGS(TPF_NOTIFY_REPLACED, l->node);
-	pa.reason = l->code;
-	if (ev->message) /* a queued resource: queued again, not READY yet */
-		post(h, &pa, "%s: replaced (%s): %s", l->node, l->code, ev->message);
-	else
-		post(h, &pa, "%s: replaced (%s): the new node is READY %.0f s after the loss was "
-			     "seen [id=%s]",
-		     l->node, l->code, tpf_now_mono() - l->seen, ev->id ? ev->id : "?");
+	char *msg = done->kind == TPF_EVENT_CREATED /* queued again, or not READY yet */
+			    ? xasprintf("replaced (%s): %s", l->code,
+					done->message ? done->message : "created")
+			    : xasprintf("replaced (%s): the new node is READY %.0f s after the loss "
+					"was seen [id=%s]",
+					l->code, tpf_now_mono() - l->seen, done->id ? done->id : "?");
+	struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_REPLACED);
+	ev.node = l->node;
+	ev.reason = l->code;
+	ev.id = done->id;
+	ev.message = msg;
+	conclude(h, &ev);
+	free(msg);
 	lost_remove(h, l);
 }
 
-static void on_apply(struct tpf_watch_hooks *h, const struct tpf_event *ev)
+/* What an executor step of a heal means to the hooks (h->mu held). */
+static void on_step(struct tpf_watch_hooks *h, const struct tpf_event *ev)
 {
-	int create = !strcmp(ev->verb, "create"), restart = !strcmp(ev->verb, "restart");
+	const struct tpf_event_info *in = tpf_event_info(ev->kind);
+	if (in->hook == TPF_HOOK_NONE || !ev->node)
+		return;
+	int create = ev->action == TPF_EVENT_CREATING, restart = ev->action == TPF_EVENT_RESTARTING;
+	int ended = in->hook == TPF_HOOK_COMPLETE || in->hook == TPF_HOOK_ERRORED;
 	struct lost_node *l = lost_find(h, ev->node);
-	if (ev->kind == TPF_EV_START && !strcmp(ev->verb, "delete") && l && !l->announced)
+	if (ev->kind == TPF_EVENT_DELETING && l && !l->announced)
 		replacement_started(h, l);
-	if (ev->kind == TPF_EV_COMPLETE && create) {
+	if (create && in->hook == TPF_HOOK_COMPLETE) {
 		char key[300];
 		snprintf(key, sizeof(key), "node:%s", ev->node);
 		mark_remove(&h->deferred, key);
 		if (l)
 			replacement_done(h, l, ev);
 	}
-	if ((ev->kind == TPF_EV_COMPLETE || ev->kind == TPF_EV_ERRORED) && (restart || create))
+	if (ended && (restart || create))
 		mark_set(&h->settled, ev->node, (long)(tpf_now_mono() * 1000));
-	if ((ev->kind == TPF_EV_COMPLETE || ev->kind == TPF_EV_ERRORED) && restart) {
-		struct mark *k = mark_find(&h->restarts, ev->node);
-		if (k && ev->kind == TPF_EV_COMPLETE && h->metrics)
-			tpf_metrics_restarts(h->metrics, k->value);
+	if (ended && restart)
 		mark_remove(&h->restarts, ev->node);
-	}
-	if (ev->kind == TPF_EV_NOTE && create && ev->message && !strncmp(ev->message, "deferred", 8)) {
-		char key[300];
-		snprintf(key, sizeof(key), "node:%s", ev->node);
-		if (!mark_find(&h->deferred, key)) {
-			mark_set(&h->deferred, key, 1);
-			struct post_args pa = POST_ARGS(TPF_NOTIFY_QUOTA_DEFERRED, ev->node);
-			post(h, &pa, "%s: %s", ev->node, ev->message);
-		}
-	}
 }
 
-/* Every event of the loop passes here first. NOTE events never take h->mu:
- * the notifier's warnings arrive as notes from threads that may hold it. */
+/* Every event of the loop passes here first. The notifier's warnings do
+ * not (notify_warn): they come from threads that may hold h->mu. */
 static void dispatch(const struct tpf_watch_event *ev, void *ctx)
 {
 	struct tpf_watch_hooks *h = ctx;
@@ -270,18 +318,15 @@ static void dispatch(const struct tpf_watch_event *ev, void *ctx)
 			pthread_mutex_unlock(&h->mu);
 		}
 		break;
-	case TPF_WATCH_APPLY:
+	case TPF_WATCH_EVENT:
 		pthread_mutex_lock(&h->mu);
-		on_apply(h, ev->apply);
+		on_step(h, ev->event);
+		derive(h, ev->event);
 		pthread_mutex_unlock(&h->mu);
 		break;
 	case TPF_WATCH_SUMMARY:
 		if (h->metrics)
 			tpf_metrics_round_done(h->metrics, tpf_now_wall());
-		break;
-	case TPF_WATCH_NOTE:
-		if (h->metrics && ev->code && !strcmp(ev->code, "error"))
-			tpf_metrics_round_failed(h->metrics);
 		break;
 	case TPF_WATCH_DIAGS:
 		break;
@@ -290,13 +335,13 @@ static void dispatch(const struct tpf_watch_event *ev, void *ctx)
 		h->next(ev, h->next_ctx);
 }
 
-/* The notifier's warnings, as NOTE "notify" (straight to the caller). */
+/* The notifier's warnings, as TPF_EVENT_NOTIFY_PROBLEM (straight to the
+ * caller: nothing to post or count). */
 static void notify_warn(const char *msg, void *ctx)
 {
-	struct tpf_watch_hooks *h = ctx;
-	struct tpf_watch_event ev = { .kind = TPF_WATCH_NOTE, .code = "notify", .message = msg };
-	if (h->next)
-		h->next(&ev, h->next_ctx);
+	struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_NOTIFY_PROBLEM);
+	ev.message = msg;
+	forward(ctx, &ev);
 }
 
 /* ---- what a round saw ------------------------------------------------------- */
@@ -338,16 +383,23 @@ static void seen_job(struct tpf_watch_hooks *h, const struct tpf_session *s,
 	char key[300];
 	snprintf(key, sizeof(key), "%s/%d", sf->node, sf->worker);
 	struct mark *k = mark_find(&h->jobs, key);
+	struct tpf_event ev = TPF_EVENT_INIT(ok ? TPF_EVENT_JOB_SUCCEEDED : TPF_EVENT_JOB_FAILED);
+	ev.node = sf->node;
+	ev.worker = sf->worker;
+	ev.generation = sn ? sn->generation : -1;
+	ev.retry = retry;
+	ev.exit_code = died ? -1 : sf->exit_code;
+	ev.last_log = sf->last_log;
+	char msg[200];
 	if (!k || k->value != retry) {
 		mark_set(&h->jobs, key, retry);
-		struct post_args pa = { ok ? TPF_NOTIFY_JOB_SUCCEEDED : TPF_NOTIFY_JOB_FAILED, sf->node,
-					sf->worker, NULL, died ? -1 : sf->exit_code, sf->last_log };
 		if (died)
-			post(h, &pa, "%s worker %d: the job's session died (retry %ld)", sf->node,
-			     sf->worker, retry);
+			snprintf(msg, sizeof(msg), "the job's session died (retry %ld)", retry);
 		else
-			post(h, &pa, "%s worker %d: the job %s (exit %d, retry %ld)", sf->node,
-			     sf->worker, ok ? "finished" : "failed", sf->exit_code, retry);
+			snprintf(msg, sizeof(msg), "the job %s (exit %d, retry %ld)",
+				 ok ? "finished" : "failed", sf->exit_code, retry);
+		ev.message = msg;
+		conclude(h, &ev);
 	}
 	if (!policy_restarts(&s->fleet, sf) || !sw || sw->restarts < s->fleet.max_restarts)
 		return;
@@ -355,11 +407,11 @@ static void seen_job(struct tpf_watch_hooks *h, const struct tpf_session *s,
 	if (k && k->value == retry)
 		return;
 	mark_set(&h->exhausted, key, retry);
-	struct post_args pa = { TPF_NOTIFY_RESTARTS_EXHAUSTED, sf->node, sf->worker, NULL,
-				died ? -1 : sf->exit_code, sf->last_log };
-	post(h, &pa, "%s worker %d: the job %s and max_restarts (%d) is used up: it is not "
-		     "restarted",
-	     sf->node, sf->worker, died ? "lost its session" : "failed", s->fleet.max_restarts);
+	ev.kind = ev.action = TPF_EVENT_RESTARTS_EXHAUSTED;
+	snprintf(msg, sizeof(msg), "the job %s and max_restarts (%d) is used up: it is not restarted",
+		 died ? "lost its session" : "failed", s->fleet.max_restarts);
+	ev.message = msg;
+	conclude(h, &ev);
 }
 
 /* completed: every worker of a desired node reports exit 0. */
@@ -379,9 +431,16 @@ static void seen_completion(struct tpf_watch_hooks *h, const struct tpf_session 
 	if (!dn->recipe.workers || done < dn->recipe.workers || (k && k->value == generation))
 		return;
 	mark_set(&h->completed, dn->name, generation);
-	struct post_args pa = POST_ARGS(TPF_NOTIFY_COMPLETED, dn->name);
-	post(h, &pa, "%s: completed: the job exited 0 on all %d worker%s", dn->name, dn->recipe.workers,
-	     dn->recipe.workers > 1 ? "s" : "");
+	char *msg = xasprintf("completed: the job exited 0 on all %d worker%s", dn->recipe.workers,
+			      dn->recipe.workers > 1 ? "s" : "");
+	struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_COMPLETED);
+	ev.node = dn->name;
+	ev.group = dn->group;
+	ev.zone = dn->recipe.zone;
+	ev.generation = sn ? sn->generation : -1;
+	ev.message = msg;
+	conclude(h, &ev);
+	free(msg);
 }
 
 /* quota_deferred for groups with more nodes waiting than last said. */
@@ -400,10 +459,14 @@ static void seen_quota(struct tpf_watch_hooks *h, const struct tpf_session *s)
 		if (k && k->value >= waiting)
 			continue;
 		mark_set(&h->deferred, gr->name, waiting);
-		struct post_args pa = POST_ARGS(TPF_NOTIFY_QUOTA_DEFERRED, NULL);
-		post(h, &pa, "%ld of %d nodes of group '%s' wait for quota (%s %s)", waiting, gr->count,
-		     gr->name, gr->accelerator_type,
-		     gr->spot ? "spot" : gr->preemptible ? "preemptible" : "on-demand");
+		char *msg = xasprintf("%ld of %d nodes of group '%s' wait for quota (%s %s)", waiting,
+				      gr->count, gr->name, gr->accelerator_type,
+				      gr->spot ? "spot" : gr->preemptible ? "preemptible" : "on-demand");
+		struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_QUOTA_WAITING);
+		ev.group = gr->name;
+		ev.message = msg;
+		conclude(h, &ev);
+		free(msg);
 	}
 }
 
@@ -485,7 +548,7 @@ struct tpf_watch_hooks *tpf_watch_hooks_new(struct tpf_watch_opts *o)
 	}
 	char *msg = xasprintf("serving metrics on http://%s/metrics%s", bound,
 			      loopback ? "" : " (reachable from other machines)");
-	tpf_watch_note(o, NULL, "metrics", msg);
+	tpf_watch_note(o, TPF_EVENT_METRICS, NULL, msg);
 	free(msg);
 	free(bound);
 	return h;

@@ -1,8 +1,12 @@
 /*
  * The parts of the watch loop (engine/watch.h), shared by engine/watch*.c
- * only: the event helpers, the round summary, the healer
- * (engine/watch_heal.c) and the unhealthy-node policy
- * (engine/watch_unhealthy.c).
+ * only. The files call each other one way (docs/ARCHITECTURE.md section 3):
+ *
+ *   watch.c (the loop) -> watch_heal.c -> watch_lease.c -> watch_emit.c
+ *   watch.c -> watch_hooks.c -> watch_summary.c
+ *   watch.c -> watch_probe.c, watch_unhealthy.c, watch_summary.c
+ *
+ * and every file may call watch_emit.c, the leaf, which calls none.
  */
 #ifndef TPF_ENGINE_WATCH_INTERNAL_H
 #define TPF_ENGINE_WATCH_INTERNAL_H
@@ -10,9 +14,17 @@
 #include "engine/session.h"
 #include "engine/watch.h"
 
-/* Emit a TPF_WATCH_NOTE / TPF_WATCH_DIAGS event (nothing for empty diags). */
-void tpf_watch_note(const struct tpf_watch_opts *o, const char *node, const char *code,
+/* ---- emitting (engine/watch_emit.c: the leaf every watch file calls) ---- */
+
+/* Pass ev to o->on_event (when set). ev is borrowed for the call. */
+void tpf_watch_emit(const struct tpf_watch_opts *o, const struct tpf_watch_event *ev);
+/* A TPF_WATCH_EVENT carrying ev (borrowed). */
+void tpf_watch_event(const struct tpf_watch_opts *o, const struct tpf_event *ev);
+/* A TPF_WATCH_EVENT of kind about node (NULL: the fleet), with message for
+ * people (copied by nobody: borrowed for the call). */
+void tpf_watch_note(const struct tpf_watch_opts *o, enum tpf_event_kind kind, const char *node,
 		    const char *message);
+/* A TPF_WATCH_DIAGS event (nothing for empty diags). */
 void tpf_watch_diags(const struct tpf_watch_opts *o, const struct tpf_diags *d);
 
 /* ---- the round summary (engine/watch_summary.c) ------------------------ */
@@ -127,15 +139,20 @@ int tpf_watch_lease_open(struct tpf_watch_lease **out, const struct tpf_watch_op
  * free (NULL: no-op). After every heal ended. */
 void tpf_watch_lease_free(struct tpf_watch_lease *wl);
 
+/* What one lease step found. */
+enum tpf_lead {
+	TPF_LEAD_UNKNOWN = -1, /* Cloud Storage could not be asked; not leading (retry later) */
+	TPF_LEAD_STANDBY = 0,  /* another watch leads */
+	TPF_LEAD_LEADING = 1,  /* this watch leads and may heal */
+};
+
 /*
- * One lease step now (state/lease.h tpf_lease_step): 1 when this watch
- * leads and may heal, 0 when it stands by, -1 when Cloud Storage could
- * not be asked and it does not lead (retry later). Emits the NOTEs
- * "leader" (taken: the dead leader's state lock removed, the state
- * rewritten to fence it out), "standby" (once per holder) and
- * "lease_lost", and the diagnostics.
+ * One lease step now (state/lease.h tpf_lease_step). Emits the events
+ * TPF_EVENT_LEASE_ACQUIRED and _LOCK_REMOVED (taken: the dead leader's
+ * state lock removed, the state rewritten to fence it out), _STANDBY (once
+ * per holder) and _LEASE_LOST, and the diagnostics.
  */
-int tpf_watch_lease_lead(struct tpf_watch_lease *wl);
+enum tpf_lead tpf_watch_lease_lead(struct tpf_watch_lease *wl);
 /* Did the last step lead? */
 int tpf_watch_lease_leading(const struct tpf_watch_lease *wl);
 /* Monotonic seconds when the next step is due (no later than now + interval). */

@@ -80,14 +80,14 @@ static int take_over(struct tpf_watch_lease *wl, const struct tpf_lease_view *v,
 	snprintf(msg, sizeof(msg), "leading: this watch holds the leader lease %s (generation %lld)%s%s",
 		 tpf_lease_where(wl->lease), v->generation,
 		 wl->last_holder[0] ? ", taken over from " : "", wl->last_holder);
-	tpf_watch_note(wl->o, NULL, "leader", msg);
+	tpf_watch_note(wl->o, TPF_EVENT_LEASE_ACQUIRED, NULL, msg);
 	if (v->previous_lock_id[0]) {
 		struct tpf_diags ignore = TPF_DIAGS_INIT;
 		/* Only a lock with exactly that ID goes: an apply's is kept. */
 		if (tpf_backend_force_unlock(wl->backend, v->previous_lock_id, &ignore) == 0) {
 			snprintf(msg, sizeof(msg), "removed the state lock %s the previous leader "
 				 "held when it stopped", v->previous_lock_id);
-			tpf_watch_note(wl->o, NULL, "leader", msg);
+			tpf_watch_note(wl->o, TPF_EVENT_LOCK_REMOVED, NULL, msg);
 		}
 		tpf_diags_release(&ignore);
 	}
@@ -112,10 +112,10 @@ static void say_standby(struct tpf_watch_lease *wl, const struct tpf_lease_view 
 	else
 		snprintf(msg, sizeof(msg), "standing by: nobody holds the lease %s",
 			 tpf_lease_where(wl->lease));
-	tpf_watch_note(wl->o, NULL, "standby", msg);
+	tpf_watch_note(wl->o, TPF_EVENT_STANDBY, NULL, msg);
 }
 
-int tpf_watch_lease_lead(struct tpf_watch_lease *wl)
+enum tpf_lead tpf_watch_lease_lead(struct tpf_watch_lease *wl)
 {
 	struct tpf_diags d = TPF_DIAGS_INIT;
 	struct tpf_lease_view v;
@@ -127,7 +127,7 @@ int tpf_watch_lease_lead(struct tpf_watch_lease *wl)
 		snprintf(msg, sizeof(msg), "lost the leader lease %s%s%s: stopped healing (heals in "
 			 "flight end at their next step, their state writes refused); standing by",
 			 tpf_lease_where(wl->lease), v.holder[0] ? " to " : "", v.holder);
-		tpf_watch_note(wl->o, NULL, "lease_lost", msg);
+		tpf_watch_note(wl->o, TPF_EVENT_LEASE_LOST, NULL, msg);
 		snprintf(wl->last_holder, sizeof(wl->last_holder), "%s", v.holder);
 		wl->fenced = 0;
 	}
@@ -140,8 +140,8 @@ int tpf_watch_lease_lead(struct tpf_watch_lease *wl)
 	tpf_watch_diags(wl->o, &d);
 	tpf_diags_release(&d);
 	if (rc && !(v.leading && wl->fenced))
-		return -1;
-	return v.leading;
+		return TPF_LEAD_UNKNOWN;
+	return v.leading ? TPF_LEAD_LEADING : TPF_LEAD_STANDBY;
 }
 
 int tpf_watch_lease_leading(const struct tpf_watch_lease *wl)

@@ -35,7 +35,7 @@ static struct tpf_unhealthy *entry(struct tpf_unhealthy_set *u, const struct tpf
 	e->node = xstrdup(ln->name);
 	e->since = now;
 	char *msg = xasprintf("health is %s: replacing if it lasts %.0f s", ln->health, timeout);
-	tpf_watch_note(o, ln->name, "unhealthy", msg);
+	tpf_watch_note(o, TPF_EVENT_UNHEALTHY, ln->name, msg);
 	free(msg);
 	return e;
 }

@@ -18,10 +18,11 @@ struct notes {
 static void on_event(const struct tpf_watch_event *ev, void *ctx)
 {
 	struct notes *w = ctx;
-	if (ev->kind != TPF_WATCH_NOTE || w->n >= 8)
+	if (ev->kind != TPF_WATCH_EVENT || w->n >= 8)
 		return;
-	snprintf(w->code[w->n], sizeof(w->code[0]), "%s", ev->code);
-	snprintf(w->node[w->n], sizeof(w->node[0]), "%s", ev->node ? ev->node : "");
+	/* The code `watch -json` shows, from the kind's row. */
+	snprintf(w->code[w->n], sizeof(w->code[0]), "%s", tpf_event_info(ev->event->kind)->code);
+	snprintf(w->node[w->n], sizeof(w->node[0]), "%s", ev->event->node ? ev->event->node : "");
 	w->n++;
 }
 

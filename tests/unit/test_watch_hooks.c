@@ -75,11 +75,16 @@ static void emit(struct tpf_watch_opts *o, const struct tpf_watch_event *ev)
 	o->on_event(ev, o->ctx);
 }
 
-static void apply(struct tpf_watch_opts *o, enum tpf_event_kind k, const char *node,
-		  const char *verb)
+/* An executor step k of the action that `action` started. */
+static void apply(struct tpf_watch_opts *o, enum tpf_event_kind k, enum tpf_event_kind action,
+		  const char *node)
 {
-	struct tpf_event ae = { .kind = k, .node = node, .verb = verb, .id = "id-2" };
-	struct tpf_watch_event ev = { .kind = TPF_WATCH_APPLY, .apply = &ae };
+	struct tpf_event ae = TPF_EVENT_INIT(k);
+	ae.action = action;
+	ae.node = node;
+	ae.id = "id-2";
+	ae.workers = 2;
+	struct tpf_watch_event ev = { .kind = TPF_WATCH_EVENT, .event = &ae };
 	emit(o, &ev);
 }
 
@@ -115,8 +120,17 @@ static void test_watch_hooks__notifications(void)
 	tpf_watch_hooks_seen(hk, &s, 1, tpf_now_mono());
 	tpf_watch_hooks_seen(hk, &s, 0, tpf_now_mono());
 
+	/* A node no zone can take: posted once until it is created, then again
+	 * when it is deferred anew (the kind, not the message, says so). */
+	apply(&o, TPF_EVENT_DEFERRED, TPF_EVENT_CREATING, "f-x-0");
+	apply(&o, TPF_EVENT_DEFERRED, TPF_EVENT_CREATING, "f-x-0");
+	apply(&o, TPF_EVENT_ZONE_REFUSED, TPF_EVENT_CREATING, "f-x-0");
+	apply(&o, TPF_EVENT_READY, TPF_EVENT_CREATING, "f-x-0");
+	apply(&o, TPF_EVENT_DEFERRED, TPF_EVENT_CREATING, "f-x-0");
+
 	/* The lost node's replacement: detected, deleted (twice: one event),
-	 * created. A restart in flight hides its node's reports. */
+	 * created. A restart in flight hides its node's reports. A restart
+	 * for a stalled job is said by its reason code. */
 	struct tpf_plan p;
 	memset(&p, 0, sizeof(p));
 	struct tpf_action *a = tpf_plan_add(&p, TPF_ACT_REPLACE, "f-b-0");
@@ -124,20 +138,24 @@ static void test_watch_hooks__notifications(void)
 	a->reason = xstrdup("the node is preempted");
 	a = tpf_plan_add(&p, TPF_ACT_RESTART, "f-a-0");
 	a->reason_code = xstrdup("session");
+	a->reason = xstrdup("the job stalled? no: its session died"); /* text is not read */
+	a = tpf_plan_add(&p, TPF_ACT_RESTART, "f-c-0");
+	a->reason_code = xstrdup("stalled");
+	a->reason = xstrdup("no progress for 600 s");
 	struct tpf_watch_event ev = { .kind = TPF_WATCH_ACTIONS, .plan = &p };
 	emit(&o, &ev);
-	apply(&o, TPF_EV_START, "f-b-0", "delete");
-	apply(&o, TPF_EV_START, "f-b-0", "delete");
-	apply(&o, TPF_EV_COMPLETE, "f-b-0", "delete");
-	apply(&o, TPF_EV_START, "f-b-0", "create");
-	apply(&o, TPF_EV_COMPLETE, "f-b-0", "create");
+	apply(&o, TPF_EVENT_DELETING, TPF_EVENT_DELETING, "f-b-0");
+	apply(&o, TPF_EVENT_DELETING, TPF_EVENT_DELETING, "f-b-0");
+	apply(&o, TPF_EVENT_DELETED, TPF_EVENT_DELETING, "f-b-0");
+	apply(&o, TPF_EVENT_CREATING, TPF_EVENT_CREATING, "f-b-0");
+	apply(&o, TPF_EVENT_READY, TPF_EVENT_CREATING, "f-b-0");
 	s.state.nodes[0].workers[1].restarts = 2; /* the restart counted a new try */
 	free(s.facts.items[1].session);
 	s.facts.items[1].session = xstrdup("dead"); /* seen between two tries */
 	tpf_watch_hooks_seen(hk, &s, 1, tpf_now_mono());
 	double before = tpf_now_mono();
 	tpf_sleep(0.01);
-	apply(&o, TPF_EV_COMPLETE, "f-a-0", "restart");
+	apply(&o, TPF_EVENT_RESTARTED, TPF_EVENT_RESTARTING, "f-a-0");
 	/* The new try of worker 1 exits 0: the node is complete. A round whose
 	 * refresh began before the restart ended does not say so yet. */
 	free(s.facts.items[1].session);
@@ -157,6 +175,9 @@ static void test_watch_hooks__notifications(void)
 			   "job_succeeded f-a-0/0\n"
 			   "job_failed f-a-0/1\n"
 			   "restarts_exhausted f-a-0/1\n"
+			   "quota_deferred f-x-0\n"
+			   "quota_deferred f-x-0\n"
+			   "stalled f-c-0\n"
 			   "preempted f-b-0\n"
 			   "replaced f-b-0\n"
 			   "job_succeeded f-a-0/1\n"
