@@ -244,7 +244,7 @@ void tpf_ui_plan(const struct tpf_plan *p);
 /* Ask for "yes" on the terminal. Returns 1 only for "yes". */
 int tpf_ui_confirm(const char *question, const char *explain);
 
-/* ---- the engine session, command side (cmd/session.c) --------------------- */
+/* ---- the engine session, command side (cmd/ui_progress.c) --------------------- */
 
 /* The engine's session options for the common flags and this command's
  * needs, with the progress printer wired in. o->file is borrowed. */
@@ -254,7 +254,7 @@ struct tpf_session_opts tpf_cmd_session_opts(const struct tpf_common_opts *o, un
  * lines; nothing in json mode. */
 void tpf_ui_session_progress(const struct tpf_session_progress *ev, void *ctx);
 
-/* Shared by apply and destroy (cmd/apply_run.c): read the apply settings
+/* Shared by apply and destroy (cmd/cmd_apply_run.c): read the apply settings
  * from the environment, ask for "yes" unless auto_approve, carry p out with
  * tpf_session_apply, print the recap and an honest closing line: "Apply
  * complete!" only when everything succeeded, else the errors and what was

@@ -4,7 +4,7 @@
 #   VERSION     the release: stamped into state files and plans, compared
 #               with util/version.h, so dotted numbers only
 #   .build-info the commit (dist/commit.sh) and the build date, rewritten
-#               only when the commit changes, so cmd/version.o (the only
+#               only when the commit changes, so cmd/cmd_version.o (the only
 #               object that uses them) is rebuilt then and only then
 #
 # The build date is $SOURCE_DATE_EPOCH when set (reproducible builds, as
@@ -21,6 +21,6 @@ VERSION := 0.1.0
 	  printf '%s\n%s\n' "$$c" "$$d" > $@; \
 	fi
 
-cmd/version.o: .build-info
-cmd/version.o: CFLAGS += -DTPF_COMMIT='"$(shell sed -n 1p .build-info 2>/dev/null)"' \
+cmd/cmd_version.o: .build-info
+cmd/cmd_version.o: CFLAGS += -DTPF_COMMIT='"$(shell sed -n 1p .build-info 2>/dev/null)"' \
                          -DTPF_BUILD_DATE='"$(shell sed -n 2p .build-info 2>/dev/null)"'

@@ -5,7 +5,7 @@
  * event derives it from the kind through ONE table (engine/events.c,
  * tpf_event_info): `apply`'s Terraform-style lines and JSON hooks
  * (cmd/ui.c), `watch`'s lines and its `-json` watch_event codes
- * (cmd/watch.c), the webhook event (engine/notify.h, engine/watch_hooks.c)
+ * (cmd/cmd_watch.c), the webhook event (engine/notify.h, engine/watch_hooks.c)
  * and the metric (engine/metrics.h). The message is for people only: no
  * code ever parses it. Terraform's hooks pass a typed action the same way
  * (PreApply/PostApply with the action), docs/terraform-behaviour.md.

@@ -31,7 +31,7 @@
 
 void tpf_worker_report_release(struct tpf_worker_report *r)
 {
-	free(r->session);
+	free(r->job_state);
 	free(r->script_hash);
 	free(r->last_log);
 	free(r->host_key);
@@ -125,7 +125,7 @@ static void redact(struct tpf_buf *b, const struct tpf_kvlist *secrets)
 	}
 }
 
-void tpf_session_facts_redact(struct tpf_session_facts *facts, const struct tpf_kvlist *secrets)
+void tpf_job_facts_redact(struct tpf_job_facts *facts, const struct tpf_kvlist *secrets)
 {
 	for (size_t i = 0; facts && i < facts->n; i++) {
 		char *log = facts->items[i].last_log;
@@ -509,7 +509,7 @@ int tpf_provision_probe(struct tpf_transport *t, const struct tpf_state_node *n,
 		said_release(&said);
 		goto done;
 	}
-	r->session = xstrdup(session);
+	r->job_state = xstrdup(session);
 	const char *code = tpf_kvlist_get(&said.kv, "exit_code");
 	if (code && *code) {
 		char *end = NULL;

@@ -42,7 +42,7 @@
 /* What a worker reports about its job. */
 struct tpf_worker_report {
 	int reachable;     /* 0: could not connect */
-	char *session;     /* "alive" "exited" "dead" "none" (never started); NULL if unreachable */
+	char *job_state;   /* "alive" "exited" "dead" "none" (never started); NULL if unreachable */
 	int exit_code;     /* -1 unknown / still running */
 	char *script_hash; /* "sha256:..." of the script the session runs, may be NULL */
 	char *last_log;    /* last line of the job log, may be NULL */
@@ -57,8 +57,8 @@ void tpf_worker_report_release(struct tpf_worker_report *r);
  * its secret does not put it into show, watch or -json output. The old
  * text is wiped. secrets: the fleet's resolved values (f->secrets).
  */
-struct tpf_session_facts;
-void tpf_session_facts_redact(struct tpf_session_facts *facts, const struct tpf_kvlist *secrets);
+struct tpf_job_facts;
+void tpf_job_facts_redact(struct tpf_job_facts *facts, const struct tpf_kvlist *secrets);
 
 /*
  * Provision worker `worker` of node n (whose job and generation are what

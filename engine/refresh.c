@@ -94,9 +94,9 @@ static void probe_item(size_t i, void *arg)
 	tpf_diags_release(&local);
 }
 
-int tpf_probe_sessions(struct tpf_provider *prov, const struct tpf_state *st,
+int tpf_probe_jobs(struct tpf_provider *prov, const struct tpf_state *st,
 		       const struct tpf_live_set *live, int parallelism, int once,
-		       struct tpf_session_facts *out, struct tpf_diags *d)
+		       struct tpf_job_facts *out, struct tpf_diags *d)
 {
 	struct tpf_transport *t = prov->ops->transport ? prov->ops->transport(prov) : NULL;
 	if (!t)
@@ -125,7 +125,7 @@ int tpf_probe_sessions(struct tpf_provider *prov, const struct tpf_state *st,
 	for (size_t i = 0; i < pp.n; i++) {
 		struct probe_task *task = &pp.tasks[i];
 		XGROW(out->items, out->n + 1, out->alloc);
-		struct tpf_session_fact *f = &out->items[out->n++];
+		struct tpf_job_fact *f = &out->items[out->n++];
 		memset(f, 0, sizeof(*f));
 		f->node = xstrdup(task->node->name);
 		f->worker = task->worker;
@@ -133,7 +133,7 @@ int tpf_probe_sessions(struct tpf_provider *prov, const struct tpf_state *st,
 		f->stalled_for = -1;
 		if (task->rc == 0 && task->report.reachable) {
 			f->stalled_for = task->report.stalled_for;
-			f->session = xstrdup(task->report.session);
+			f->job_state = xstrdup(task->report.job_state);
 			f->exit_code = task->report.exit_code;
 			f->script_hash = xstrdup(task->report.script_hash);
 			f->last_log = xstrdup(task->report.last_log);

@@ -27,8 +27,8 @@ int tpf_refresh(struct tpf_provider *prov, const struct tpf_fleet *f, const stru
  * (tpf_provision_probe), so a worker that is down costs one connect, not
  * the transport's retry budget.
  */
-int tpf_probe_sessions(struct tpf_provider *prov, const struct tpf_state *st,
+int tpf_probe_jobs(struct tpf_provider *prov, const struct tpf_state *st,
 		       const struct tpf_live_set *live, int parallelism, int once,
-		       struct tpf_session_facts *out, struct tpf_diags *d);
+		       struct tpf_job_facts *out, struct tpf_diags *d);
 
 #endif

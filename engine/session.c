@@ -141,7 +141,7 @@ int tpf_session_refresh(struct tpf_session *s, int probe)
 	if (!s->o.no_source && !s->fleet.secrets_resolved &&
 	    tpf_fleet_resolve_secrets(&s->fleet, &s->d))
 		return TPF_ERROR;
-	tpf_session_facts_redact(&s->facts, &s->fleet.secrets);
+	tpf_job_facts_redact(&s->facts, &s->fleet.secrets);
 	if (pin_source(s))
 		return TPF_ERROR;
 	return tpf_desired_compute(&s->desired, &s->fleet, s->have_commit ? s->commit : NULL,
@@ -152,13 +152,13 @@ int tpf_session_probe(struct tpf_session *s)
 {
 	if (!s->o.refresh)
 		return 0;
-	if (tpf_probe_sessions(s->prov, &s->state, &s->live, s->o.parallelism, s->o.probe_once,
+	if (tpf_probe_jobs(s->prov, &s->state, &s->live, s->o.parallelism, s->o.probe_once,
 			       &s->facts, &s->d))
 		return TPF_ERROR;
 	/* A job's last log line may hold a secret; after a refresh that
 	 * resolved them, hide them now (tpf_session_refresh does it later). */
 	if (s->fleet.secrets_resolved)
-		tpf_session_facts_redact(&s->facts, &s->fleet.secrets);
+		tpf_job_facts_redact(&s->facts, &s->fleet.secrets);
 	return 0;
 }
 
@@ -256,7 +256,7 @@ void tpf_session_close(struct tpf_session *s)
 	if (s->prov)
 		tpf_provider_free(s->prov);
 	tpf_live_set_release(&s->live);
-	tpf_session_facts_release(&s->facts);
+	tpf_job_facts_release(&s->facts);
 	tpf_desired_release(&s->desired);
 	if (s->have_state)
 		tpf_state_release(&s->state);

@@ -85,7 +85,7 @@ struct tpf_session {
 	struct tpf_lock lock;
 	struct tpf_provider *prov;
 	struct tpf_live_set live;  /* after refresh */
-	struct tpf_session_facts facts; /* after refresh with probe */
+	struct tpf_job_facts facts; /* after refresh with probe */
 	char commit[41];           /* the pinned source commit, when have_commit */
 	int have_commit;
 	struct tpf_desired_set desired; /* after refresh */
@@ -120,7 +120,7 @@ int tpf_session_refresh(struct tpf_session *s, int probe);
 
 /*
  * Ask every provisioned worker of every READY node of s->live for its
- * session (engine/refresh.h tpf_probe_sessions, one attempt per worker
+ * session (engine/refresh.h tpf_probe_jobs, one attempt per worker
  * when o.probe_once) and append the answers to s->facts; nothing with
  * o.refresh 0. For a caller that acts on the nodes first and asks the
  * workers after (watch): call it after tpf_session_refresh(s, 0), then plan

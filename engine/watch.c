@@ -265,11 +265,11 @@ static int take_probe(struct loop *w, struct tpf_session *s, double started, int
 	const struct tpf_watch_opts *o = w->o;
 	if (!leading) {
 		/* Answers from before this watch stood by are too old. */
-		struct tpf_session_facts old;
+		struct tpf_job_facts old;
 		memset(&old, 0, sizeof(old));
 		double at;
 		if (tpf_prober_take(w->prober, 0, &old, &at))
-			tpf_session_facts_release(&old);
+			tpf_job_facts_release(&old);
 		return 0;
 	}
 	/* Answers that came in since the last round first: starting a probe

@@ -358,16 +358,16 @@ void tpf_healer_set_lease(struct tpf_healer *h, struct tpf_watch_lease *wl)
 	pthread_mutex_unlock(&h->mu);
 }
 
-void tpf_healer_drop_stale_facts(struct tpf_healer *h, struct tpf_session_facts *f, double since)
+void tpf_healer_drop_stale_facts(struct tpf_healer *h, struct tpf_job_facts *f, double since)
 {
 	pthread_mutex_lock(&h->mu);
 	size_t keep = 0;
 	for (size_t i = 0; i < f->n; i++) {
-		struct tpf_session_fact *sf = &f->items[i];
+		struct tpf_job_fact *sf = &f->items[i];
 		if (busy_has(h, sf->node) || healed_since(h, sf->node, since)) {
 			/* Its strings go; its slot is reused below. */
 			free(sf->node);
-			free(sf->session);
+			free(sf->job_state);
 			free(sf->script_hash);
 			free(sf->last_log);
 			continue;

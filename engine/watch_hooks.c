@@ -348,9 +348,9 @@ static void notify_warn(const char *msg, void *ctx)
 
 /* Whether the restart policy would restart this job (plan/diff.c's rule,
  * without the budget). */
-static int policy_restarts(const struct tpf_fleet *f, const struct tpf_session_fact *sf)
+static int policy_restarts(const struct tpf_fleet *f, const struct tpf_job_fact *sf)
 {
-	if (!strcmp(sf->session, "dead"))
+	if (!strcmp(sf->job_state, "dead"))
 		return f->restart != TPF_RESTART_NEVER;
 	return f->restart == TPF_RESTART_ALWAYS ||
 	       (f->restart == TPF_RESTART_ON_FAILURE && sf->exit_code != 0);
@@ -368,9 +368,9 @@ static int unsettled(struct tpf_watch_hooks *h, const char *node)
 
 /* job_failed / job_succeeded / restarts_exhausted for one worker's report. */
 static void seen_job(struct tpf_watch_hooks *h, const struct tpf_session *s,
-		     const struct tpf_session_fact *sf)
+		     const struct tpf_job_fact *sf)
 {
-	if (!sf->session || (strcmp(sf->session, "exited") && strcmp(sf->session, "dead")))
+	if (!sf->job_state || (strcmp(sf->job_state, "exited") && strcmp(sf->job_state, "dead")))
 		return;
 	if (unsettled(h, sf->node))
 		return;
@@ -379,7 +379,7 @@ static void seen_job(struct tpf_watch_hooks *h, const struct tpf_session *s,
 		sn && sf->worker >= 0 && (size_t)sf->worker < sn->nworkers ? &sn->workers[sf->worker]
 									: NULL;
 	long retry = (sn ? sn->generation : 0) + (sw ? sw->restarts : 0);
-	int died = !strcmp(sf->session, "dead"), ok = !died && sf->exit_code == 0;
+	int died = !strcmp(sf->job_state, "dead"), ok = !died && sf->exit_code == 0;
 	char key[300];
 	snprintf(key, sizeof(key), "%s/%d", sf->node, sf->worker);
 	struct mark *k = mark_find(&h->jobs, key);
@@ -422,8 +422,8 @@ static void seen_completion(struct tpf_watch_hooks *h, const struct tpf_session 
 	if (unsettled(h, dn->name))
 		return;
 	for (int w = 0; w < dn->recipe.workers; w++) {
-		const struct tpf_session_fact *sf = tpf_session_facts_find(&s->facts, dn->name, w);
-		done += sf && sf->session && !strcmp(sf->session, "exited") && sf->exit_code == 0;
+		const struct tpf_job_fact *sf = tpf_job_facts_find(&s->facts, dn->name, w);
+		done += sf && sf->job_state && !strcmp(sf->job_state, "exited") && sf->exit_code == 0;
 	}
 	struct tpf_state_node *sn = tpf_state_find((struct tpf_state *)&s->state, dn->name);
 	long generation = sn ? sn->generation : 0;
@@ -482,7 +482,7 @@ static void seen_metrics(struct tpf_watch_hooks *h, const struct tpf_session *s,
 	if (probed) {
 		long counts[TPF_METRICS_NSESSIONS] = { 0 };
 		for (size_t i = 0; i < s->facts.n; i++)
-			counts[tpf_metrics_session_index(s->facts.items[i].session)]++;
+			counts[tpf_metrics_session_index(s->facts.items[i].job_state)]++;
 		tpf_metrics_set_workers(h->metrics, counts);
 	}
 	if (h->notifier) {

@@ -80,7 +80,7 @@ void tpf_healer_drop_busy(struct tpf_healer *h, struct tpf_plan *p, double since
  * after `since` (monotonic seconds: when the probe that gathered f began):
  * they describe jobs that heal stopped or replaced, and a node without
  * facts is planned as not probed. */
-void tpf_healer_drop_stale_facts(struct tpf_healer *h, struct tpf_session_facts *f, double since);
+void tpf_healer_drop_stale_facts(struct tpf_healer *h, struct tpf_job_facts *f, double since);
 
 /* Number of heals in flight now. */
 int tpf_healer_running(struct tpf_healer *h);
@@ -114,7 +114,7 @@ int tpf_prober_start(struct tpf_prober *p, const char *pinned);
  * began (monotonic seconds: actions planned from the facts must drop nodes
  * healed since then, tpf_healer_drop_busy), or 0 when there are none.
  */
-int tpf_prober_take(struct tpf_prober *p, double deadline, struct tpf_session_facts *facts,
+int tpf_prober_take(struct tpf_prober *p, double deadline, struct tpf_job_facts *facts,
 		    double *started);
 
 /* Wait for a probe in flight (its timeouts bound it) and free p (NULL: no-op). */

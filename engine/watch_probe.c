@@ -30,7 +30,7 @@ struct tpf_prober {
 	int ready;    /* facts holds the answers of a finished probe */
 	double started; /* monotonic seconds when the running or ready probe began */
 	char pinned[41];
-	struct tpf_session_facts facts;
+	struct tpf_job_facts facts;
 };
 
 struct tpf_prober *tpf_prober_new(const struct tpf_watch_opts *o)
@@ -87,7 +87,7 @@ int tpf_prober_start(struct tpf_prober *p, const char *pinned)
 		return 0;
 	}
 	/* Answers nobody took are older than the new ones: drop them. */
-	tpf_session_facts_release(&p->facts);
+	tpf_job_facts_release(&p->facts);
 	p->ready = 0;
 	snprintf(p->pinned, sizeof(p->pinned), "%s", pinned ? pinned : "");
 	p->started = tpf_now_mono();
@@ -102,7 +102,7 @@ int tpf_prober_start(struct tpf_prober *p, const char *pinned)
 	return 1;
 }
 
-int tpf_prober_take(struct tpf_prober *p, double deadline, struct tpf_session_facts *facts,
+int tpf_prober_take(struct tpf_prober *p, double deadline, struct tpf_job_facts *facts,
 		    double *started)
 {
 	pthread_mutex_lock(&p->mu);
@@ -145,7 +145,7 @@ void tpf_prober_free(struct tpf_prober *p)
 	 * thread outlives the loop (LeakSanitizer, and its session's files). */
 	if (joinable)
 		pthread_join(p->th, NULL);
-	tpf_session_facts_release(&p->facts);
+	tpf_job_facts_release(&p->facts);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
 	free(p);

@@ -1,5 +1,5 @@
 /*
- * desired x state x live (x session facts) -> actions.
+ * desired x state x live (x job facts) -> actions.
  * The lifecycle rules are docs/design.md sections 6 and 8 ("Node lifecycle").
  */
 #include "model/node_state.h"
@@ -80,11 +80,11 @@ int tpf_plan_has_changes(const struct tpf_plan *p)
 	return p->n > 0;
 }
 
-void tpf_session_facts_release(struct tpf_session_facts *s)
+void tpf_job_facts_release(struct tpf_job_facts *s)
 {
 	for (size_t i = 0; i < s->n; i++) {
 		free(s->items[i].node);
-		free(s->items[i].session);
+		free(s->items[i].job_state);
 		free(s->items[i].script_hash);
 		free(s->items[i].last_log);
 	}
@@ -92,7 +92,7 @@ void tpf_session_facts_release(struct tpf_session_facts *s)
 	memset(s, 0, sizeof(*s));
 }
 
-const struct tpf_session_fact *tpf_session_facts_find(const struct tpf_session_facts *s,
+const struct tpf_job_fact *tpf_job_facts_find(const struct tpf_job_facts *s,
 						      const char *node, int worker)
 {
 	for (size_t i = 0; s && i < s->n; i++)
@@ -520,8 +520,8 @@ static int stale_workers(struct tpf_action *a, const struct tpf_diff_input *in,
 	for (int w = 0; w < dn->recipe.workers; w++) {
 		const struct tpf_state_worker *sw =
 			sn && (size_t)w < sn->nworkers ? &sn->workers[w] : NULL;
-		const struct tpf_session_fact *sf = tpf_session_facts_find(in->facts, dn->name, w);
-		int never = sf && sf->session && !strcmp(sf->session, "none");
+		const struct tpf_job_fact *sf = tpf_job_facts_find(in->facts, dn->name, w);
+		int never = sf && sf->job_state && !strcmp(sf->job_state, "none");
 		int new_vm = sn && sn->id && ln->id && strcmp(sn->id, ln->id);
 		/* Render and hash the desired script only when the answer hangs
 		 * on it: a worker the state has no script for (never provisioned,
@@ -606,7 +606,7 @@ static void unit_unconverged(struct tpf_plan *p, const struct tpf_fleet *f,
 						      v->due, now);
 	struct tpf_unconverged *e =
 		tpf_plan_add_unconverged(p, kind, m->node, u->n > 1 ? -1 : m->worker, why);
-	if (!strcmp(m->sf->session, "exited"))
+	if (!strcmp(m->sf->job_state, "exited"))
 		e->exit_code = m->sf->exit_code;
 	free(why);
 }
@@ -671,8 +671,8 @@ static void diff_restart(struct tpf_plan *p, const struct tpf_diff_input *in,
 	enum tpf_restart_scope scope = tpf_group_restart_scope(g);
 	int nworkers = dn->recipe.workers;
 	for (int w = 0; w < nworkers; w++) {
-		const struct tpf_session_fact *sf = tpf_session_facts_find(in->facts, dn->name, w);
-		if (sf && !sf->session) {
+		const struct tpf_job_fact *sf = tpf_job_facts_find(in->facts, dn->name, w);
+		if (sf && !sf->job_state) {
 			tpf_warn(d, dn->name, "worker %d of node '%s' is unreachable", w, dn->name);
 			tpf_plan_add_unconverged(p, TPF_UNCONV_UNREACHABLE, dn->name, w,
 						 "unreachable: its session could not be checked");

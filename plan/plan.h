@@ -67,10 +67,10 @@ char *tpf_secrets_hash(const struct tpf_kvlist *secrets);
 
 /* ---- what workers report (filled by refresh when sessions are probed) - */
 
-struct tpf_session_fact {
+struct tpf_job_fact {
 	char *node;
 	int worker;
-	char *session;   /* "alive" "exited" "dead" "none", or NULL: unreachable */
+	char *job_state; /* "alive" "exited" "dead" "none", or NULL: unreachable */
 	int exit_code;
 	char *script_hash;
 	char *last_log;
@@ -80,12 +80,12 @@ struct tpf_session_fact {
 	double stalled_for;
 };
 
-struct tpf_session_facts {
-	struct tpf_session_fact *items;
+struct tpf_job_facts {
+	struct tpf_job_fact *items;
 	size_t n, alloc;
 };
-void tpf_session_facts_release(struct tpf_session_facts *s);
-const struct tpf_session_fact *tpf_session_facts_find(const struct tpf_session_facts *s,
+void tpf_job_facts_release(struct tpf_job_facts *s);
+const struct tpf_job_fact *tpf_job_facts_find(const struct tpf_job_facts *s,
 						      const char *node, int worker);
 
 /* ---- what the restart policy makes of a job --------------------------- */
@@ -106,7 +106,7 @@ enum tpf_job_verdict {
  * exited is restarted by `always`, and by `on-failure` when its status is
  * not 0; either only while sw->restarts < max_restarts. Pure.
  */
-enum tpf_job_verdict tpf_job_verdict(const struct tpf_fleet *f, const struct tpf_session_fact *sf,
+enum tpf_job_verdict tpf_job_verdict(const struct tpf_fleet *f, const struct tpf_job_fact *sf,
 				     const struct tpf_state_worker *sw);
 
 /* ---- restart units -------------------------------------------------------- */
@@ -123,7 +123,7 @@ enum tpf_job_verdict tpf_job_verdict(const struct tpf_fleet *f, const struct tpf
 struct tpf_unit_member {
 	const char *node;
 	int worker;
-	const struct tpf_session_fact *sf;  /* what it reported; NULL: nothing known */
+	const struct tpf_job_fact *sf;  /* what it reported; NULL: nothing known */
 	const struct tpf_state_worker *sw;  /* its state; NULL: no restarts yet */
 };
 
@@ -176,7 +176,7 @@ void tpf_fmt_stall(double seconds, char *out, size_t outlen);
  * `restart: always`): the node's job is done.
  */
 int tpf_node_succeeded(const struct tpf_fleet *f, const char *node, int nworkers,
-		       const struct tpf_session_facts *facts);
+		       const struct tpf_job_facts *facts);
 
 /*
  * The restart unit of worker w of node `node` (nworkers workers, restart
@@ -186,7 +186,7 @@ int tpf_node_succeeded(const struct tpf_fleet *f, const char *node, int nworkers
  */
 void tpf_unit_of(struct tpf_restart_unit *u, const char *node, int nworkers, int w,
 		 enum tpf_restart_scope scope, const struct tpf_job_policy *policy,
-		 const struct tpf_state_node *sn, const struct tpf_session_facts *facts);
+		 const struct tpf_state_node *sn, const struct tpf_job_facts *facts);
 
 /* ---- what is not as declared ------------------------------------------- */
 
@@ -232,7 +232,7 @@ const char *tpf_unconverged_mark(enum tpf_unconverged_kind k);
  * declared" worker sw is in, by tpf_job_verdict (restarts exhausted, not
  * restarted), or -1 when it is as declared or nothing is known.
  */
-int tpf_worker_unconverged(const struct tpf_fleet *f, const struct tpf_session_fact *sf,
+int tpf_worker_unconverged(const struct tpf_fleet *f, const struct tpf_job_fact *sf,
 			   const struct tpf_state_worker *sw);
 
 /*
@@ -245,7 +245,7 @@ int tpf_worker_unconverged(const struct tpf_fleet *f, const struct tpf_session_f
  * described although it is not an entry (-1).
  */
 int tpf_worker_note(const struct tpf_fleet *f, const struct tpf_state_node *sn, int w,
-		    const struct tpf_session_facts *facts, double now, char **words);
+		    const struct tpf_job_facts *facts, double now, char **words);
 
 /*
  * For `show` and `watch`: "completed" (state: TPF_NODE_COMPLETED),
@@ -254,7 +254,7 @@ int tpf_worker_note(const struct tpf_fleet *f, const struct tpf_state_node *sn, 
  * never`), or NULL. Static string.
  */
 const char *tpf_node_outcome(const struct tpf_fleet *f, const struct tpf_state_node *sn,
-			     const struct tpf_session_facts *facts, double now);
+			     const struct tpf_job_facts *facts, double now);
 
 /* ---- actions ------------------------------------------------------------ */
 
@@ -356,7 +356,7 @@ struct tpf_diff_input {
 	const struct tpf_desired_set *desired;
 	const struct tpf_state *state;
 	const struct tpf_live_set *live;
-	const struct tpf_session_facts *facts;
+	const struct tpf_job_facts *facts;
 	int destroy;    /* plan to delete everything the fleet owns */
 	/* Wall-clock seconds since the epoch: restart backoffs are measured
 	 * against it. 0: every backoff has passed. */

@@ -17,13 +17,13 @@ void tpf_action_change(struct tpf_action *a, const char *field, const char *befo
 /*
  * Why a worker's job is not as declared, for people, given its verdict
  * (TPF_JOB_EXHAUSTED, TPF_JOB_NOT_RESTARTED or TPF_JOB_WAITING;
- * sf->session is set): "job failed (exit 1) after 3 restarts; restarts are
+ * sf->job_state is set): "job failed (exit 1) after 3 restarts; restarts are
  * used up (max_restarts: 3)". pol: the group's (for stalls; may be NULL);
  * restarts: the unit's; due, now: wall-clock seconds (WAITING). Caller
  * frees.
  */
 char *tpf_job_verdict_reason(const struct tpf_fleet *f, const struct tpf_job_policy *pol,
-			     const struct tpf_session_fact *sf, int restarts,
+			     const struct tpf_job_fact *sf, int restarts,
 			     enum tpf_job_verdict v, double due, double now);
 
 /* Sort the actions as tpf_diff does: deletes first (they free quota), then
@@ -39,13 +39,13 @@ char *tpf_unit_verdict_reason(const struct tpf_fleet *f, const struct tpf_restar
 			      const struct tpf_unit_verdict *v, double now);
 
 /* Is sf a running job stalled past pol->stall_timeout (> 0)? */
-int tpf_job_stalled(const struct tpf_job_policy *pol, const struct tpf_session_fact *sf);
+int tpf_job_stalled(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf);
 
-/* What happened to a job that calls for a restart (sf->session is set):
+/* What happened to a job that calls for a restart (sf->job_state is set):
  * "has a dead session", "job failed (exit 1)" ("job failed" without
  * with_exit), "job finished (exit 0)", "stalled: no output for 31m".
  * Caller frees. */
-char *tpf_job_what(const struct tpf_job_policy *pol, const struct tpf_session_fact *sf,
+char *tpf_job_what(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf,
 		   int with_exit);
 
 /* Free the plan's entries of what is not as declared and its completed

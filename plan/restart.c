@@ -47,9 +47,9 @@ static double parse_time(const char *s)
 	return t < 0 ? 0 : t;
 }
 
-int tpf_job_stalled(const struct tpf_job_policy *pol, const struct tpf_session_fact *sf)
+int tpf_job_stalled(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf)
 {
-	return pol && pol->stall_timeout > 0 && sf && sf->session && !strcmp(sf->session, "alive") &&
+	return pol && pol->stall_timeout > 0 && sf && sf->job_state && !strcmp(sf->job_state, "alive") &&
 	       sf->stalled_for >= pol->stall_timeout;
 }
 
@@ -57,20 +57,20 @@ int tpf_job_stalled(const struct tpf_job_policy *pol, const struct tpf_session_f
  * counting restarts)? Stalled and failed jobs and dead sessions do; a job
  * that exited 0 only with `restart: always`. */
 static int job_calls(const struct tpf_fleet *f, const struct tpf_job_policy *pol,
-		     const struct tpf_session_fact *sf)
+		     const struct tpf_job_fact *sf)
 {
-	if (!sf || !sf->session)
+	if (!sf || !sf->job_state)
 		return 0;
 	if (tpf_job_stalled(pol, sf))
 		return 1;
-	int dead = !strcmp(sf->session, "dead");
-	int exited = !strcmp(sf->session, "exited");
+	int dead = !strcmp(sf->job_state, "dead");
+	int exited = !strcmp(sf->job_state, "exited");
 	if (!dead && !exited)
 		return 0; /* alive, or never started ("none": provisioning's) */
 	return f->restart == TPF_RESTART_ALWAYS || dead || sf->exit_code != 0;
 }
 
-char *tpf_job_what(const struct tpf_job_policy *pol, const struct tpf_session_fact *sf,
+char *tpf_job_what(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf,
 		   int with_exit)
 {
 	if (tpf_job_stalled(pol, sf)) {
@@ -78,7 +78,7 @@ char *tpf_job_what(const struct tpf_job_policy *pol, const struct tpf_session_fa
 		tpf_fmt_stall(sf->stalled_for, d, sizeof(d));
 		return xasprintf("stalled: no output for %s", d);
 	}
-	if (!strcmp(sf->session, "dead"))
+	if (!strcmp(sf->job_state, "dead"))
 		return xstrdup("has a dead session");
 	const char *how = sf->exit_code ? "failed" : "finished";
 	return with_exit ? xasprintf("job %s (exit %d)", how, sf->exit_code) : xasprintf("job %s", how);
@@ -128,7 +128,7 @@ void tpf_unit_verdict_release(struct tpf_unit_verdict *v)
 
 void tpf_unit_of(struct tpf_restart_unit *u, const char *node, int nworkers, int w,
 		 enum tpf_restart_scope scope, const struct tpf_job_policy *policy,
-		 const struct tpf_state_node *sn, const struct tpf_session_facts *facts)
+		 const struct tpf_state_node *sn, const struct tpf_job_facts *facts)
 {
 	int first = scope == TPF_SCOPE_NODE ? 0 : w;
 	int last = scope == TPF_SCOPE_NODE ? nworkers - 1 : w;
@@ -139,19 +139,19 @@ void tpf_unit_of(struct tpf_restart_unit *u, const char *node, int nworkers, int
 		struct tpf_unit_member *m = &u->members[k - first];
 		m->node = node;
 		m->worker = k;
-		m->sf = tpf_session_facts_find(facts, node, k);
+		m->sf = tpf_job_facts_find(facts, node, k);
 		m->sw = sn && (size_t)k < sn->nworkers ? &sn->workers[k] : NULL;
 	}
 }
 
 int tpf_node_succeeded(const struct tpf_fleet *f, const char *node, int nworkers,
-		       const struct tpf_session_facts *facts)
+		       const struct tpf_job_facts *facts)
 {
 	if (f->restart == TPF_RESTART_ALWAYS || nworkers < 1)
 		return 0;
 	for (int w = 0; w < nworkers; w++) {
-		const struct tpf_session_fact *sf = tpf_session_facts_find(facts, node, w);
-		if (!sf || !sf->session || strcmp(sf->session, "exited") || sf->exit_code != 0)
+		const struct tpf_job_fact *sf = tpf_job_facts_find(facts, node, w);
+		if (!sf || !sf->job_state || strcmp(sf->job_state, "exited") || sf->exit_code != 0)
 			return 0;
 	}
 	return 1;

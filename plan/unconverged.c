@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum tpf_job_verdict tpf_job_verdict(const struct tpf_fleet *f, const struct tpf_session_fact *sf,
+enum tpf_job_verdict tpf_job_verdict(const struct tpf_fleet *f, const struct tpf_job_fact *sf,
 				     const struct tpf_state_worker *sw)
 {
 	/* The unit rule on a unit of one, with no stall timeout and no
@@ -27,9 +27,9 @@ enum tpf_job_verdict tpf_job_verdict(const struct tpf_fleet *f, const struct tpf
 }
 
 /* "session died", "job failed (exit 1)", "stalled: no output for 31m". */
-static char *job_happened(const struct tpf_job_policy *pol, const struct tpf_session_fact *sf)
+static char *job_happened(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf)
 {
-	if (!tpf_job_stalled(pol, sf) && !strcmp(sf->session, "dead"))
+	if (!tpf_job_stalled(pol, sf) && !strcmp(sf->job_state, "dead"))
 		return xstrdup("session died");
 	return tpf_job_what(pol, sf, 1);
 }
@@ -48,7 +48,7 @@ static char *waiting_words(const struct tpf_fleet *f, int restarts, double due, 
 }
 
 char *tpf_job_verdict_reason(const struct tpf_fleet *f, const struct tpf_job_policy *pol,
-			     const struct tpf_session_fact *sf, int restarts,
+			     const struct tpf_job_fact *sf, int restarts,
 			     enum tpf_job_verdict v, double due, double now)
 {
 	char *what = job_happened(pol, sf);
@@ -138,7 +138,7 @@ static int verdict_kind(enum tpf_job_verdict v)
 	return -1;
 }
 
-int tpf_worker_unconverged(const struct tpf_fleet *f, const struct tpf_session_fact *sf,
+int tpf_worker_unconverged(const struct tpf_fleet *f, const struct tpf_job_fact *sf,
 			   const struct tpf_state_worker *sw)
 {
 	return verdict_kind(tpf_job_verdict(f, sf, sw));
@@ -146,7 +146,7 @@ int tpf_worker_unconverged(const struct tpf_fleet *f, const struct tpf_session_f
 
 /* The unit worker w of sn belongs to, and its verdict at `now`. */
 static void node_unit_verdict(const struct tpf_fleet *f, const struct tpf_state_node *sn, int w,
-			      const struct tpf_session_facts *facts, double now,
+			      const struct tpf_job_facts *facts, double now,
 			      struct tpf_restart_unit *u, struct tpf_unit_verdict *v)
 {
 	const struct tpf_group *g = sn->group ? tpf_fleet_group(f, sn->group) : NULL;
@@ -157,13 +157,13 @@ static void node_unit_verdict(const struct tpf_fleet *f, const struct tpf_state_
 }
 
 int tpf_worker_note(const struct tpf_fleet *f, const struct tpf_state_node *sn, int w,
-		    const struct tpf_session_facts *facts, double now, char **words)
+		    const struct tpf_job_facts *facts, double now, char **words)
 {
 	struct tpf_restart_unit u;
 	struct tpf_unit_verdict v;
 	*words = NULL;
 	node_unit_verdict(f, sn, w, facts, now, &u, &v);
-	const struct tpf_session_fact *sf = tpf_session_facts_find(facts, sn->name, w);
+	const struct tpf_job_fact *sf = tpf_job_facts_find(facts, sn->name, w);
 	int kind = verdict_kind(v.verdict);
 	if (v.verdict == TPF_JOB_WAITING) {
 		char in[32];
@@ -180,7 +180,7 @@ int tpf_worker_note(const struct tpf_fleet *f, const struct tpf_state_node *sn, 
 }
 
 const char *tpf_node_outcome(const struct tpf_fleet *f, const struct tpf_state_node *sn,
-			     const struct tpf_session_facts *facts, double now)
+			     const struct tpf_job_facts *facts, double now)
 {
 	if (sn->status && !strcmp(sn->status, TPF_NODE_COMPLETED))
 		return "completed";

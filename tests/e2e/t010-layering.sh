@@ -33,7 +33,7 @@ tree providers/gcp/gcp.c providers/local/local.h
 fails "gcp including local (peers) fails" 1 sh "$TOP/tests/layering.sh" tree
 like "as a sideways include" "$(cat last.out)" 'sideways between peers'
 
-tree cmd/watch.c plan/plan_internal.h
+tree cmd/cmd_watch.c plan/plan_internal.h
 fails "a private header used from another folder fails" 1 sh "$TOP/tests/layering.sh" tree
 like "as private" "$(cat last.out)" 'private header of plan'
 

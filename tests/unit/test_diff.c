@@ -116,7 +116,7 @@ static void render_plan(const struct tpf_plan *p, struct tpf_buf *b)
 }
 
 /* Facts: "NODE/W=session:exit[:stalled_for],..." */
-static void parse_facts(const char *text, struct tpf_session_facts *facts)
+static void parse_facts(const char *text, struct tpf_job_facts *facts)
 {
 	char *copy = xstrdup(text), *save = NULL;
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -126,11 +126,11 @@ static void parse_facts(const char *text, struct tpf_session_facts *facts)
 		if (sscanf(tok, "%63[^/]/%d=%15[^:]:%d:%lf", node, &w, sess, &code, &stalled) < 4)
 			continue;
 		XGROW(facts->items, facts->n + 1, facts->alloc);
-		struct tpf_session_fact *sf = &facts->items[facts->n++];
+		struct tpf_job_fact *sf = &facts->items[facts->n++];
 		memset(sf, 0, sizeof(*sf));
 		sf->node = xstrdup(node);
 		sf->worker = w;
-		sf->session = strcmp(sess, "unreachable") ? xstrdup(sess) : NULL;
+		sf->job_state = strcmp(sess, "unreachable") ? xstrdup(sess) : NULL;
 		sf->exit_code = code;
 		sf->stalled_for = stalled;
 	}
@@ -204,7 +204,7 @@ static void run_case_with(const struct tcase *tc, const char *keys, int restarts
 			ln->id = NULL;
 		}
 	}
-	struct tpf_session_facts facts = { 0 };
+	struct tpf_job_facts facts = { 0 };
 	if (tc->facts)
 		parse_facts(tc->facts, &facts);
 	struct tpf_diff_input in = { &f, &ds, &st, &live, &facts, tc->destroy, NOW };
@@ -215,7 +215,7 @@ static void run_case_with(const struct tcase *tc, const char *keys, int restarts
 	CHECK_STR(b.buf, tc->want);
 	tpf_buf_release(&b);
 	tpf_plan_release(&p);
-	tpf_session_facts_release(&facts);
+	tpf_job_facts_release(&facts);
 	tpf_live_set_release(&live);
 	tpf_desired_release(&ds);
 	tpf_state_release(&st);

@@ -973,7 +973,7 @@ static void test_provision__worker_via_transport(void)
 	struct tpf_worker_report r;
 	CHECK_INT(tpf_provision_probe(&t, &n, NULL, 0, 0, &r, &d), 0);
 	CHECK_INT(r.reachable, 1);
-	CHECK_STR(r.session, "alive");
+	CHECK_STR(r.job_state, "alive");
 	CHECK_INT(r.exit_code, -1);
 	CHECK_STR(r.script_hash, want_hash);
 	CHECK_STR(r.host_key, "SHA256:fake");
@@ -999,7 +999,7 @@ static void test_provision__worker_via_transport(void)
 
 	CHECK_INT(tpf_provision_stop(&t, &n, NULL, 0, &d), 0);
 	CHECK_INT(tpf_provision_probe(&t, &n, NULL, 0, 0, &r, &d), 0);
-	CHECK_STR(r.session, "none");
+	CHECK_STR(r.job_state, "none");
 	tpf_worker_report_release(&r);
 	CHECKF(d.n == 0, "%s", d.n ? d.items[0].summary : "");
 
@@ -1032,7 +1032,7 @@ static void test_provision__worker_via_transport(void)
 	tpf_buf_release(&logs);
 	/* Probe and stop of a never-provisioned worker. */
 	CHECK_INT(tpf_provision_probe(&t2, &n, NULL, 0, 0, &r, &d), 0);
-	CHECK_STR(r.session, "none");
+	CHECK_STR(r.job_state, "none");
 	tpf_worker_report_release(&r);
 	CHECK_INT(tpf_provision_stop(&t2, &n, NULL, 0, &d), 0);
 	CHECK_INT(d.n, 0);
@@ -1044,7 +1044,7 @@ static void test_provision__worker_via_transport(void)
 	tpf_diags_release(&d);
 	CHECK_INT(tpf_provision_probe(&t, &n, NULL, 0, 0, &r, &d), 0);
 	CHECK_INT(r.reachable, 0);
-	CHECK(r.session == NULL);
+	CHECK(r.job_state == NULL);
 	CHECK_INT(tpf_diags_errors(&d), 0);
 	CHECK_INT(d.n, 1);
 	tpf_worker_report_release(&r);

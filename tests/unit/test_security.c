@@ -3,7 +3,7 @@
  * other users (util/fs.h tpf_warn_if_readable_by_others, as OpenSSH warns
  * "UNPROTECTED PRIVATE KEY FILE"), raised where tpuform reads a Google
  * credentials file, and the redaction of secrets from workers' last log
- * lines (engine/provision.h tpf_session_facts_redact).
+ * lines (engine/provision.h tpf_job_facts_redact).
  */
 #include "engine/provision.h"
 #include "google/gcp_auth.h"
@@ -141,7 +141,7 @@ static void test_security__credentials_files_warn(void)
 
 static void test_security__last_log_redacted(void)
 {
-	struct tpf_session_facts f = { 0 };
+	struct tpf_job_facts f = { 0 };
 	f.items = xcalloc(3, sizeof(*f.items));
 	f.n = f.alloc = 3;
 	f.items[0].node = xstrdup("n");
@@ -153,12 +153,12 @@ static void test_security__last_log_redacted(void)
 	struct tpf_kvlist secrets = { 0 };
 	tpf_kvlist_set(&secrets, "TOKEN", "hunter2-XYZ");
 	tpf_kvlist_set(&secrets, "TINY", "abc");
-	tpf_session_facts_redact(&f, &secrets);
+	tpf_job_facts_redact(&f, &secrets);
 	CHECK_STR(f.items[0].last_log, "token=*** and again ***.");
 	CHECK(f.items[1].last_log == NULL);
 	CHECK_STR(f.items[2].last_log, "short abc stays");
 	tpf_kvlist_release(&secrets);
-	tpf_session_facts_release(&f);
+	tpf_job_facts_release(&f);
 }
 
 /* The other Google endpoints (OS Login, Compute, tokeninfo) follow the TPU

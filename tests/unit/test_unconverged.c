@@ -72,8 +72,8 @@ static void test_unconverged__verdict(void)
 		CHECK_INT(rc, 0);
 		if (rc)
 			continue;
-		struct tpf_session_fact sf = { .node = "f-a-0", .exit_code = c->exit_code };
-		sf.session = c->session && strcmp(c->session, "unreachable") ? (char *)c->session : NULL;
+		struct tpf_job_fact sf = { .node = "f-a-0", .exit_code = c->exit_code };
+		sf.job_state = c->session && strcmp(c->session, "unreachable") ? (char *)c->session : NULL;
 		struct tpf_state_worker sw = { .restarts = c->restarts, .exit_code = -1 };
 		enum tpf_job_verdict got = tpf_job_verdict(&f, c->session ? &sf : NULL, &sw);
 		CHECKF(got == c->want, "restart: %s, %s exit %d after %d restarts: got %d, want %d",
@@ -99,7 +99,7 @@ struct world {
 	struct tpf_state st;
 	struct tpf_desired_set ds;
 	struct tpf_live_set live;
-	struct tpf_session_facts facts;
+	struct tpf_job_facts facts;
 	struct tpf_plan p;
 	struct tpf_diags d;
 	double now; /* wall clock the plan is made at (0: backoffs have passed) */
@@ -150,11 +150,11 @@ static void add_fact_w(struct world *w, const char *node, int worker, const char
 		       int code, double stalled)
 {
 	XGROW(w->facts.items, w->facts.n + 1, w->facts.alloc);
-	struct tpf_session_fact *sf = &w->facts.items[w->facts.n++];
+	struct tpf_job_fact *sf = &w->facts.items[w->facts.n++];
 	memset(sf, 0, sizeof(*sf));
 	sf->node = xstrdup(node);
 	sf->worker = worker;
-	sf->session = xstrdup(session);
+	sf->job_state = xstrdup(session);
 	sf->exit_code = code;
 	sf->stalled_for = stalled;
 }
@@ -162,10 +162,10 @@ static void add_fact_w(struct world *w, const char *node, int worker, const char
 static void add_fact(struct world *w, const char *node, const char *session, int code)
 {
 	XGROW(w->facts.items, w->facts.n + 1, w->facts.alloc);
-	struct tpf_session_fact *sf = &w->facts.items[w->facts.n++];
+	struct tpf_job_fact *sf = &w->facts.items[w->facts.n++];
 	memset(sf, 0, sizeof(*sf));
 	sf->node = xstrdup(node);
-	sf->session = xstrdup(session);
+	sf->job_state = xstrdup(session);
 	sf->exit_code = code;
 }
 
@@ -203,7 +203,7 @@ static int plan_world(struct world *w, const char *yaml, const char *old_run)
 static void world_release(struct world *w)
 {
 	tpf_plan_release(&w->p);
-	tpf_session_facts_release(&w->facts);
+	tpf_job_facts_release(&w->facts);
 	tpf_live_set_release(&w->live);
 	tpf_desired_release(&w->ds);
 	tpf_state_release(&w->st);

@@ -16,11 +16,11 @@
 static void fact(struct tpf_session *s, const char *node, int w, const char *session, int code)
 {
 	XGROW(s->facts.items, s->facts.n + 1, s->facts.alloc);
-	struct tpf_session_fact *f = &s->facts.items[s->facts.n++];
+	struct tpf_job_fact *f = &s->facts.items[s->facts.n++];
 	memset(f, 0, sizeof(*f));
 	f->node = xstrdup(node);
 	f->worker = w;
-	f->session = xstrdup(session);
+	f->job_state = xstrdup(session);
 	f->exit_code = code;
 	f->last_log = xstrdup(code ? "boom with tok-SECRET-9" : "done");
 }
@@ -65,7 +65,7 @@ static void session_release(struct tpf_session *s)
 {
 	tpf_fleet_release(&s->fleet);
 	tpf_desired_release(&s->desired);
-	tpf_session_facts_release(&s->facts);
+	tpf_job_facts_release(&s->facts);
 	tpf_state_release(&s->state);
 	tpf_diags_release(&s->d);
 }
@@ -150,16 +150,16 @@ static void test_watch_hooks__notifications(void)
 	apply(&o, TPF_EVENT_CREATING, TPF_EVENT_CREATING, "f-b-0");
 	apply(&o, TPF_EVENT_READY, TPF_EVENT_CREATING, "f-b-0");
 	s.state.nodes[0].workers[1].restarts = 2; /* the restart counted a new try */
-	free(s.facts.items[1].session);
-	s.facts.items[1].session = xstrdup("dead"); /* seen between two tries */
+	free(s.facts.items[1].job_state);
+	s.facts.items[1].job_state = xstrdup("dead"); /* seen between two tries */
 	tpf_watch_hooks_seen(hk, &s, 1, tpf_now_mono());
 	double before = tpf_now_mono();
 	tpf_sleep(0.01);
 	apply(&o, TPF_EVENT_RESTARTED, TPF_EVENT_RESTARTING, "f-a-0");
 	/* The new try of worker 1 exits 0: the node is complete. A round whose
 	 * refresh began before the restart ended does not say so yet. */
-	free(s.facts.items[1].session);
-	s.facts.items[1].session = xstrdup("exited");
+	free(s.facts.items[1].job_state);
+	s.facts.items[1].job_state = xstrdup("exited");
 	s.facts.items[1].exit_code = 0;
 	tpf_watch_hooks_seen(hk, &s, 1, before);
 	tpf_sleep(0.01);

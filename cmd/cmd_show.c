@@ -34,10 +34,10 @@ static json_t *show_worker(const struct tpf_session *s, const struct tpf_state_n
 			   int json)
 {
 	const struct tpf_state_worker *sw = &sn->workers[w];
-	const struct tpf_session_fact *sf = tpf_session_facts_find(&s->facts, sn->name, (int)w);
-	const char *reach = !sf ? "?" : sf->session ? "yes" : "no";
-	const char *session = sf && sf->session ? sf->session : or_dash(sw->status);
-	int code = sf && sf->session ? sf->exit_code : sw->exit_code;
+	const struct tpf_job_fact *sf = tpf_job_facts_find(&s->facts, sn->name, (int)w);
+	const char *reach = !sf ? "?" : sf->job_state ? "yes" : "no";
+	const char *session = sf && sf->job_state ? sf->job_state : or_dash(sw->status);
+	int code = sf && sf->job_state ? sf->exit_code : sw->exit_code;
 	char exitbuf[16] = "-";
 	if (code >= 0)
 		snprintf(exitbuf, sizeof(exitbuf), "%d", code);
@@ -52,7 +52,7 @@ static json_t *show_worker(const struct tpf_session *s, const struct tpf_state_n
 	json_t *wj = json_pack("{s:i,s:s,s:i,s:s*,s:s*}", "index", (int)w, "session", session,
 			       "restarts", sw->restarts, "address", sw->address, "script_hash",
 			       sw->script_hash);
-	json_object_set_new(wj, "reachable", sf ? json_boolean(sf->session != NULL) : json_null());
+	json_object_set_new(wj, "reachable", sf ? json_boolean(sf->job_state != NULL) : json_null());
 	json_object_set_new(wj, "exit_code", code >= 0 ? json_integer(code) : json_null());
 	json_object_set_new(wj, "last_log", last ? json_string(last) : json_null());
 	if (unconv >= 0)
@@ -254,14 +254,14 @@ static int run_show(struct tpf_cmd_ctx *ctx)
 		return TPF_EXIT_ERROR;
 	if (ctx->o.refresh &&
 	    (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d) ||
-	     tpf_probe_sessions(s->prov, &s->state, &s->live, ctx->o.parallelism, 0, &s->facts,
+	     tpf_probe_jobs(s->prov, &s->state, &s->live, ctx->o.parallelism, 0, &s->facts,
 					&s->d)))
 		return TPF_EXIT_ERROR;
 	/* show needs no secrets, but hides those it can resolve from the job's
 	 * last log line (a job may print one) */
 	struct tpf_diags unset = TPF_DIAGS_INIT;
 	if (!s->fleet.secrets_resolved && tpf_fleet_resolve_secrets(&s->fleet, &unset) == 0)
-		tpf_session_facts_redact(&s->facts, &s->fleet.secrets);
+		tpf_job_facts_redact(&s->facts, &s->fleet.secrets);
 	tpf_diags_release(&unset);
 	json_t *watch = load_watch(s, json);
 	if (!json)
