@@ -67,7 +67,7 @@ static int run_rm(struct tpf_cmd_ctx *ctx)
 			tpf_error(&s->d, "node '%s' is not in the state", ctx->args[i]);
 		}
 	}
-	if (removed && !tpf_state_save(&s->state, s->fleet.state_path, &s->d))
+	if (removed && !tpf_state_save(&s->state, &s->d))
 		printf("Successfully removed %d resource instance(s).\n", removed);
 	return tpf_diags_errors(&s->d) || tpf_interrupted ? TPF_EXIT_ERROR : TPF_EXIT_OK;
 }

@@ -29,20 +29,13 @@
 
 #define FLEET_NAME_MAX 40
 
-/* Keys only a group takes. At top level they are accepted by the key check
- * and then refused with "belongs in a group", which says more than
- * "unknown key". (setup, run and env are valid at both levels.) */
-static const char *const group_only_keys[] = {
-	"name", "accelerator_type", "runtime_version", "zones", "count", "preemptible",
-	"spot", "labels", "queued", "valid_until", "topology", NULL,
-};
-/* What the top level accepts: its own keys, then the group-only ones. */
+/* Keys only a group takes (config/config_walk.h): at top level they are
+ * accepted by the key check and then refused with "belongs in a group". */
+static const char *const group_only_keys[] = { CFG_GROUP_ONLY_KEYS, NULL };
+/* What the top level accepts: its own keys, the shared ones, the node
+ * fields, then the group-only ones. */
 static const char *const top_and_group_only_keys[] = {
-	"fleet", "provider", "state", "quota", "source", "ssh", "env", "secrets",
-	"setup", "run", "restart", "max_restarts", "groups", "notify",
-	"restart_scope", "restart_backoff", "stall_timeout", "on_success",
-	"name", "accelerator_type", "runtime_version", "zones", "count", "preemptible",
-	"spot", "labels", "queued", "valid_until", "topology", CFG_NODE_KEYS, NULL,
+	CFG_TOP_ONLY_KEYS, CFG_SHARED_KEYS, CFG_NODE_KEYS, CFG_GROUP_ONLY_KEYS, NULL,
 };
 static const char *const provider_keys[] = { "local", "gcp", NULL };
 static const char *const local_keys[] = { "root", "create_delay", NULL };

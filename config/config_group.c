@@ -21,11 +21,9 @@
 /* A sanity bound: a fleet of more nodes is a typo, not a plan. */
 #define COUNT_MAX 10000
 
+/* The one key list of a group (config/config_walk.h). */
 static const char *const group_keys[] = {
-	"name", "accelerator_type", "runtime_version", "zones", "count", "preemptible",
-	"spot", "labels", "setup", "run", "env", "queued", "valid_until",
-	"restart_scope", "restart_backoff", "stall_timeout", "on_success", "slices", "topology",
-	CFG_NODE_KEYS, NULL,
+	CFG_GROUP_ONLY_KEYS, CFG_SHARED_KEYS, CFG_NODE_KEYS, NULL,
 };
 
 struct group_ctx {

@@ -100,6 +100,25 @@ void cfg_job_policy_defaults(struct tpf_job_policy *p);
 		"service_account", "metadata", "data_disks", "shielded_instance", "reserved", \
 		"reservation"
 
+/*
+ * The one key list of each level of the fleet file (README "The fleet
+ * file"), as comma-separated string literals for a NULL-terminated array:
+ *   CFG_GROUP_ONLY_KEYS   only a group takes (at top level they are refused
+ *                         with "belongs in a group", which says more than
+ *                         "unknown key");
+ *   CFG_SHARED_KEYS       both levels take, a group's over the fleet's;
+ *   CFG_TOP_ONLY_KEYS     only the top level takes;
+ *   CFG_NODE_KEYS         the node fields, at both levels (above).
+ */
+#define CFG_GROUP_ONLY_KEYS                                                             \
+	"name", "accelerator_type", "runtime_version", "zones", "count", "preemptible",  \
+		"spot", "labels", "queued", "valid_until", "slices", "topology"
+#define CFG_SHARED_KEYS                                                                 \
+	"setup", "run", "env", "restart_scope", "restart_backoff", "stall_timeout", "on_success"
+#define CFG_TOP_ONLY_KEYS                                                               \
+	"fleet", "provider", "state", "quota", "source", "ssh", "secrets", "restart",      \
+		"max_restarts", "groups", "notify"
+
 /* The node-field keys of mapping m over *nf (the fleet's values for a
  * group: a key given replaces the fleet's value, metadata merges key by
  * key). Errors are recorded at each value. */

@@ -80,8 +80,8 @@ struct tpf_apply_result {
 };
 
 /*
- * Execute plan p against provider prov, updating st (saved to state_path
- * after every transition). live: the refreshed nodes (for worker addresses
+ * Execute plan p against provider prov, updating st (saved through its
+ * backend, state/state.h tpf_state_save, after every transition). live: the refreshed nodes (for worker addresses
  * of existing nodes; borrowed). Returns 0 when every action succeeded,
  * TPF_ERROR with one diagnostic per failure, else TPF_EINTERRUPTED when
  * *opts->interrupted stopped some (res->interrupted, res->not_started);
@@ -95,7 +95,7 @@ struct tpf_apply_result {
  * state is saved.
  */
 int tpf_apply(const struct tpf_plan *p, const struct tpf_fleet *f, struct tpf_provider *prov,
-	      const struct tpf_live_set *live, struct tpf_state *st, const char *state_path,
+	      const struct tpf_live_set *live, struct tpf_state *st,
 	      const struct tpf_apply_opts *opts, struct tpf_apply_result *res, struct tpf_diags *d);
 
 void tpf_apply_result_release(struct tpf_apply_result *r);

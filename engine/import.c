@@ -128,10 +128,10 @@ int tpf_session_import(struct tpf_session *s, const char *node, const char *id,
 		goto done;
 	tpf_kvlist_release(&out->recipe.labels);
 	tpf_kvlist_copy(&out->recipe.labels, &dn->recipe.labels);
-	tpf_state_record_live(&s->state, dn->group, dn->index, out, dn);
+	tpf_state_record_live(&s->state, dn->group, dn->index, out, &dn->recipe);
 	if (!s->state.fleet)
 		s->state.fleet = xstrdup(s->fleet.name);
-	rc = tpf_state_save(&s->state, s->fleet.state_path, &s->d);
+	rc = tpf_state_save(&s->state, &s->d);
 done:
 	free(zone);
 	free(name);

@@ -8,7 +8,6 @@
 #include "engine/saved_plan.h"
 #include "engine/state_store.h"
 #include "model/node_state.h"
-#include "providers/ssh/ssh.h"
 #include "source/source.h"
 #include "util/env.h"
 #include "util/fs.h"
@@ -61,6 +60,24 @@ void tpf_session_init(struct tpf_session *s)
 	s->lock = unlocked;
 }
 
+/* The state's before_save hook: the transport's sync_state. */
+static void before_save(struct tpf_state *st, void *ctx)
+{
+	struct tpf_transport *t = ctx;
+	t->ops->sync_state(t, st);
+}
+
+/* What the transport learned (the bastion's pin) and the state carry stay
+ * in step: taken from the state now, given back before every save. */
+static void sync_transport_state(struct tpf_session *s)
+{
+	struct tpf_transport *t = s->prov->ops->transport ? s->prov->ops->transport(s->prov) : NULL;
+	if (!t || !t->ops->sync_state)
+		return;
+	t->ops->sync_state(t, &s->state);
+	tpf_state_set_before_save(&s->state, before_save, t);
+}
+
 int tpf_session_open(struct tpf_session *s, const struct tpf_session_opts *o, const char *lock_op)
 {
 	tpf_session_init(s);
@@ -83,14 +100,17 @@ int tpf_session_open(struct tpf_session *s, const struct tpf_session_opts *o, co
 	s->have_state = 1;
 	if (rc)
 		return rc;
-	/* The bastion's pin, if any, for every connection of this process. */
-	tpf_ssh_jump_pin_sync(&s->state.proxy_jump_host, &s->state.proxy_jump_host_key);
 	if (s->state.fleet && strcmp(s->state.fleet, s->fleet.name))
 		return tpf_errorx(&s->d, NULL,
 				  "Each fleet needs its own state file: set state.path in the fleet file.",
 				  "state file '%s' belongs to fleet '%s', not '%s'", s->fleet.state_path,
 				  s->state.fleet, s->fleet.name);
-	return o->no_provider ? 0 : tpf_provider_open(&s->prov, &s->fleet, &s->d);
+	if (o->no_provider)
+		return 0;
+	rc = tpf_provider_open(&s->prov, &s->fleet, &s->d);
+	if (!rc)
+		sync_transport_state(s);
+	return rc;
 }
 
 /* -refresh=false: believe the state (Terraform's behaviour): every node
@@ -216,7 +236,7 @@ int tpf_session_apply(struct tpf_session *s, const struct tpf_plan *p,
 	struct tpf_apply_opts o = *opts;
 	if (o.parallelism == 0)
 		o.parallelism = s->o.parallelism;
-	return tpf_apply(p, &s->fleet, s->prov, &s->live, &s->state, s->fleet.state_path, &o, res,
+	return tpf_apply(p, &s->fleet, s->prov, &s->live, &s->state, &o, res,
 			 &s->d);
 }
 

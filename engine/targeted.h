@@ -51,4 +51,17 @@ int tpf_session_apply_refresh_only(struct tpf_session *s, const struct tpf_plan 
 int tpf_session_import(struct tpf_session *s, const char *node, const char *id,
 		       struct tpf_live_node *out);
 
+/*
+ * Carry out refresh-only plan p on st, in memory (the caller saves):
+ * forget the deleted nodes, record the found ones (state/state.h
+ * tpf_state_record_live,
+ * from their live node in `live`, the nodes refreshed now), and write the
+ * changed ids and zones. An action whose node is no longer as planned (a
+ * found node gone from `live`, or live under another id; a changed node
+ * gone from the state) is skipped with a warning naming it. Returns the
+ * number of nodes whose state entry changed.
+ */
+size_t tpf_refresh_only_apply(struct tpf_state *st, const struct tpf_plan *p,
+			      const struct tpf_live_set *live, struct tpf_diags *d);
+
 #endif

@@ -157,8 +157,7 @@ static void *heal_thread(void *arg)
 		.state_mu = &h->mu,
 	};
 	struct tpf_apply_result res;
-	tpf_apply(&job->plan, &h->s.fleet, h->s.prov, &job->live, &h->s.state, h->s.fleet.state_path,
-		  &opts, &res, &d);
+	tpf_apply(&job->plan, &h->s.fleet, h->s.prov, &job->live, &h->s.state, &opts, &res, &d);
 	tpf_apply_result_release(&res);
 	tpf_watch_diags(h->o, &d);
 	tpf_diags_release(&d);

@@ -4,6 +4,7 @@
 #include "model/live.h"
 #include "util/xalloc.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,4 +97,20 @@ struct tpf_live_node *tpf_live_set_add(struct tpf_live_set *s)
 	struct tpf_live_node *n = &s->nodes[s->n++];
 	memset(n, 0, sizeof(*n));
 	return n;
+}
+
+int tpf_live_node_slot(const struct tpf_live_node *ln, const char **group, int *index)
+{
+	const char *g = tpf_kvlist_get(&ln->recipe.labels, TPF_LABEL_GROUP);
+	const char *i = tpf_kvlist_get(&ln->recipe.labels, TPF_LABEL_INDEX);
+	if (!g || !*g || !i || !*i)
+		return -1;
+	char *end;
+	errno = 0;
+	long v = strtol(i, &end, 10);
+	if (errno || *end || v < 0 || v > 1000000)
+		return -1;
+	*group = g;
+	*index = (int)v;
+	return 0;
 }

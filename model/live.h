@@ -73,6 +73,10 @@ struct tpf_live_set {
 void tpf_live_node_release(struct tpf_live_node *n);
 void tpf_live_node_copy(struct tpf_live_node *dst, const struct tpf_live_node *src);
 void tpf_live_set_release(struct tpf_live_set *s);
+/* The group and index ln's tpuform-group and tpuform-index labels give
+ * (group borrowed from ln): 0, or -1 when either is missing or the index is
+ * not a number from 0 to 1000000. */
+int tpf_live_node_slot(const struct tpf_live_node *ln, const char **group, int *index);
 /* Borrowed pointer or NULL. */
 struct tpf_live_node *tpf_live_set_find(const struct tpf_live_set *s, const char *name);
 /* Record that zone could not be listed (copied; once per zone). */

@@ -18,91 +18,6 @@
  * record. */
 #define ADOPT_REASON "found by this state's lineage label but missing from state: adopt it"
 
-/* ---- plan containers ---------------------------------------------------- */
-
-struct tpf_action *tpf_plan_add(struct tpf_plan *p, enum tpf_action_kind kind, const char *node)
-{
-	XGROW(p->actions, p->n + 1, p->alloc);
-	struct tpf_action *a = &p->actions[p->n++];
-	memset(a, 0, sizeof(*a));
-	a->kind = kind;
-	a->node = xstrdup(node);
-	return a;
-}
-
-void tpf_action_change(struct tpf_action *a, const char *field, const char *before,
-		       const char *after, int forces, int sensitive)
-{
-	a->changes = xrealloc(a->changes, (a->nchanges + 1) * sizeof(*a->changes));
-	struct tpf_change *c = &a->changes[a->nchanges++];
-	c->field = xstrdup(field);
-	c->before = xstrdup(before);
-	c->after = xstrdup(after);
-	c->forces = forces;
-	c->sensitive = sensitive;
-}
-
-void tpf_action_release(struct tpf_action *a)
-{
-	free(a->node);
-	free(a->reason);
-	free(a->reason_code);
-	free(a->zone);
-	free(a->id);
-	free(a->workers);
-	for (size_t i = 0; i < a->nchanges; i++) {
-		free(a->changes[i].field);
-		free(a->changes[i].before);
-		free(a->changes[i].after);
-	}
-	free(a->changes);
-	tpf_desired_node_free(a->desired);
-}
-
-void tpf_plan_release(struct tpf_plan *p)
-{
-	for (size_t i = 0; i < p->n; i++)
-		tpf_action_release(&p->actions[i]);
-	free(p->actions);
-	free(p->fleet);
-	free(p->lineage);
-	free(p->commit);
-	free(p->fleet_sha256);
-	for (size_t i = 0; i < p->ntargets; i++)
-		free(p->targets[i]);
-	free(p->targets);
-	tpf_plan_unconverged_release(p);
-	memset(p, 0, sizeof(*p));
-}
-
-int tpf_plan_has_changes(const struct tpf_plan *p)
-{
-	return p->n > 0;
-}
-
-void tpf_job_facts_release(struct tpf_job_facts *s)
-{
-	for (size_t i = 0; i < s->n; i++) {
-		free(s->items[i].node);
-		free(s->items[i].job_state);
-		free(s->items[i].script_hash);
-		free(s->items[i].last_log);
-	}
-	free(s->items);
-	memset(s, 0, sizeof(*s));
-}
-
-const struct tpf_job_fact *tpf_job_facts_find(const struct tpf_job_facts *s,
-						      const char *node, int worker)
-{
-	for (size_t i = 0; s && i < s->n; i++)
-		if (s->items[i].worker == worker && !strcmp(s->items[i].node, node))
-			return &s->items[i];
-	return NULL;
-}
-
-/* ---- value rendering ---------------------------------------------------- */
-
 /* A string as Terraform shows it: JSON-quoted (jansson does the escaping). */
 static char *q(const char *s)
 {
@@ -808,27 +723,6 @@ static void delete_reason(struct tpf_action *a, const struct tpf_fleet *f,
 	}
 }
 
-static int action_order(enum tpf_action_kind k)
-{
-	switch (k) {
-	case TPF_ACT_DELETE: return 0;
-	case TPF_ACT_FORGET: return 1;
-	case TPF_ACT_REPLACE: return 2;
-	case TPF_ACT_CREATE: return 3;
-	case TPF_ACT_WAIT: return 4;
-	case TPF_ACT_UPDATE: return 5;
-	case TPF_ACT_RESTART: return 6;
-	}
-	return 7;
-}
-
-static int cmp_actions(const void *x, const void *y)
-{
-	const struct tpf_action *a = x, *b = y;
-	int d = action_order(a->kind) - action_order(b->kind);
-	return d ? d : strcmp(a->node, b->node);
-}
-
 int tpf_diff(struct tpf_plan *out, const struct tpf_diff_input *in, struct tpf_diags *d)
 {
 	const struct tpf_state *st = in->state;
@@ -877,26 +771,4 @@ int tpf_diff(struct tpf_plan *out, const struct tpf_diff_input *in, struct tpf_d
 	tpf_plan_sort(out);
 	tpf_plan_recount(out);
 	return 0;
-}
-
-void tpf_plan_sort(struct tpf_plan *p)
-{
-	if (p->n > 1)
-		qsort(p->actions, p->n, sizeof(p->actions[0]), cmp_actions);
-}
-
-void tpf_plan_recount(struct tpf_plan *out)
-{
-	out->add = out->change = out->destroyed = 0;
-	for (size_t i = 0; i < out->n; i++) {
-		switch (out->actions[i].kind) {
-		case TPF_ACT_CREATE: out->add++; break;
-		case TPF_ACT_DELETE: out->destroyed++; break;
-		case TPF_ACT_REPLACE: out->add++; out->destroyed++; break;
-		case TPF_ACT_UPDATE:
-		case TPF_ACT_RESTART:
-		case TPF_ACT_WAIT: out->change++; break;
-		case TPF_ACT_FORGET: break;
-		}
-	}
 }

@@ -45,22 +45,6 @@ static struct tpf_action *add(struct tpf_plan *p, enum tpf_action_kind kind, con
 	return a;
 }
 
-/* Group and index of live node ln from its labels; 0, or -1 if unlabelled. */
-static int labelled_slot(const struct tpf_live_node *ln, const char **group, int *index)
-{
-	const char *g = tpf_kvlist_get(&ln->recipe.labels, TPF_LABEL_GROUP);
-	const char *i = tpf_kvlist_get(&ln->recipe.labels, TPF_LABEL_INDEX);
-	if (!g || !*g || !i || !*i)
-		return -1;
-	char *end;
-	errno = 0;
-	long v = strtol(i, &end, 10);
-	if (errno || *end || v < 0 || v > 1000000)
-		return -1;
-	*group = g;
-	*index = (int)v;
-	return 0;
-}
 
 /* A node in state: gone ("deleted"), or live with another id or zone. */
 static void refresh_state_node(struct tpf_plan *p, const struct tpf_state_node *sn,
@@ -104,7 +88,7 @@ static void refresh_found(struct tpf_plan *p, const struct tpf_diff_input *in,
 	const struct tpf_desired_node *dn = tpf_desired_find(in->desired, ln->name);
 	const char *group = NULL;
 	int index = 0;
-	if (!dn && labelled_slot(ln, &group, &index) < 0) {
+	if (!dn && tpf_live_node_slot(ln, &group, &index) < 0) {
 		tpf_warn(d, ln->name,
 			 "node '%s' carries the label %s=%s but no %s and %s labels, and is not "
 			 "declared: it cannot be recorded in the state",
@@ -145,93 +129,6 @@ int tpf_plan_refresh_only(struct tpf_plan *out, const struct tpf_diff_input *in,
 	tpf_plan_sort(out);
 	return 0;
 }
-
-struct tpf_state_node *tpf_state_record_live(struct tpf_state *st, const char *group, int index,
-					     const struct tpf_live_node *ln,
-					     const struct tpf_desired_node *dn)
-{
-	struct tpf_state_node *sn = tpf_state_add(st, ln->name);
-	xstrset(&sn->group, group);
-	sn->index = index;
-	xstrset(&sn->id, ln->id);
-	xstrset(&sn->status, TPF_NODE_CREATED);
-	xstrset(&sn->created_at, ln->create_time);
-	sn->generation = 0;
-	tpf_recipe_copy(&sn->recipe, &ln->recipe);
-	/* As apply's adoption: a provider that cannot tell whether the node
-	 * was queued (local) leaves the declared value. */
-	if (dn && !ln->recipe.queued && !ln->queued_state)
-		sn->recipe.queued = dn->recipe.queued;
-	tpf_job_release(&sn->job);
-	tpf_state_node_set_workers(sn, 0);
-	tpf_state_node_set_workers(sn, (size_t)(ln->recipe.workers > 0 ? ln->recipe.workers : 1));
-	return sn;
-}
-
-/* A found node: recorded from what is live now, if it is still the one
- * the plan saw. 1 if recorded. */
-static int apply_found(struct tpf_state *st, const struct tpf_action *a,
-		       const struct tpf_live_set *live, struct tpf_diags *d)
-{
-	const struct tpf_live_node *ln = tpf_live_set_find(live, a->node);
-	const char *group = NULL;
-	int index = 0;
-	if (a->desired) {
-		group = a->desired->group;
-		index = a->desired->index;
-	}
-	if (!ln || !tpf_streq(ln->id, a->id) || (!a->desired && labelled_slot(ln, &group, &index) < 0)) {
-		tpf_warn(d, a->node,
-			 "node '%s' was not recorded: it is no longer live as planned (run "
-			 "'tpuform plan -refresh-only' again)",
-			 a->node);
-		return 0;
-	}
-	tpf_state_record_live(st, group, index, ln, a->desired);
-	return 1;
-}
-
-/* A changed node: the new id (new VMs: their workers' facts go), zone and
- * status. 1 if written. */
-static int apply_changed(struct tpf_state *st, const struct tpf_action *a,
-			 const struct tpf_live_set *live, struct tpf_diags *d)
-{
-	struct tpf_state_node *sn = tpf_state_find(st, a->node);
-	if (!sn) {
-		tpf_warn(d, a->node, "node '%s' was not updated: it is no longer in the state", a->node);
-		return 0;
-	}
-	if (!tpf_streq(sn->id, a->id)) {
-		size_t n = sn->nworkers;
-		tpf_state_node_set_workers(sn, 0);
-		tpf_state_node_set_workers(sn, n);
-		xstrset(&sn->id, a->id);
-		const struct tpf_live_node *ln = tpf_live_set_find(live, a->node);
-		if (ln && tpf_streq(ln->id, a->id))
-			xstrset(&sn->created_at, ln->create_time);
-	}
-	xstrset(&sn->recipe.zone, a->zone);
-	xstrset(&sn->status, TPF_NODE_CREATED);
-	return 1;
-}
-
-size_t tpf_state_apply_refresh(struct tpf_state *st, const struct tpf_plan *p,
-			       const struct tpf_live_set *live, struct tpf_diags *d)
-{
-	size_t changed = 0;
-	for (size_t i = 0; i < p->n; i++) {
-		const struct tpf_action *a = &p->actions[i];
-		if (a->kind == TPF_ACT_FORGET)
-			changed += (size_t)tpf_state_remove(st, a->node);
-		else if (a->kind == TPF_ACT_UPDATE && a->adopt)
-			changed += (size_t)apply_found(st, a, live, d);
-		else if (a->kind == TPF_ACT_UPDATE)
-			changed += (size_t)apply_changed(st, a, live, d);
-	}
-	return changed;
-}
-
-/* ---- rendering --------------------------------------------------------- */
 
 static const char *col(int color, const char *code)
 {

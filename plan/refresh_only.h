@@ -37,32 +37,6 @@ int tpf_plan_refresh_only(struct tpf_plan *out, const struct tpf_diff_input *in,
 			  struct tpf_diags *d);
 
 /*
- * Carry out refresh-only plan p on st, in memory (the caller saves):
- * forget the deleted nodes, record the found ones (tpf_state_record_live,
- * from their live node in `live`, the nodes refreshed now), and write the
- * changed ids and zones. An action whose node is no longer as planned (a
- * found node gone from `live`, or live under another id; a changed node
- * gone from the state) is skipped with a warning naming it. Returns the
- * number of nodes whose state entry changed.
- */
-size_t tpf_state_apply_refresh(struct tpf_state *st, const struct tpf_plan *p,
-			       const struct tpf_live_set *live, struct tpf_diags *d);
-
-/*
- * Record live node ln in st as node ln->name of `group`, index `index`
- * (added, or replacing what st had under that name): status created, its
- * provider id, create time and recipe as the provider reports them, as
- * many workers as it has, generation 0, and no job: tpuform has not
- * provisioned it, so the next plan provisions every worker. dn (may be
- * NULL) is the declared node: when the provider cannot tell whether the
- * node was queued (local), its `queued` is recorded, as apply's adoption
- * does. Returns the node (borrowed from st, valid until st changes).
- */
-struct tpf_state_node *tpf_state_record_live(struct tpf_state *st, const char *group, int index,
-					     const struct tpf_live_node *ln,
-					     const struct tpf_desired_node *dn);
-
-/*
  * Terraform's refresh-only rendering: "Note: Objects have changed outside
  * of tpuform", one "# NODE has been deleted" / "has changed" / "has been
  * found" block each, then "This is a refresh-only plan, so tpuform will

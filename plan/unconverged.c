@@ -203,55 +203,6 @@ const char *tpf_node_outcome(const struct tpf_fleet *f, const struct tpf_state_n
 	return nunits > 0 && failed == nunits ? "failed" : NULL;
 }
 
-struct tpf_unconverged *tpf_plan_add_unconverged(struct tpf_plan *p, enum tpf_unconverged_kind kind,
-						 const char *node, int worker, const char *reason)
-{
-	XGROW(p->unconverged, p->nunconverged + 1, p->unconverged_alloc);
-	struct tpf_unconverged *u = &p->unconverged[p->nunconverged++];
-	memset(u, 0, sizeof(*u));
-	u->kind = kind;
-	u->node = xstrdup(node);
-	u->worker = worker;
-	u->exit_code = -1;
-	u->reason = xstrdup(reason);
-	return u;
-}
-
-struct tpf_completed *tpf_plan_add_completed(struct tpf_plan *p, const char *node, int deleted,
-					     int exit_code, const char *at)
-{
-	XGROW(p->completed, p->ncompleted + 1, p->completed_alloc);
-	struct tpf_completed *c = &p->completed[p->ncompleted++];
-	c->node = xstrdup(node);
-	c->deleted = deleted;
-	c->exit_code = exit_code;
-	c->at = xstrdup(at);
-	return c;
-}
-
-void tpf_plan_unconverged_release(struct tpf_plan *p)
-{
-	for (size_t i = 0; i < p->nunconverged; i++) {
-		free(p->unconverged[i].node);
-		free(p->unconverged[i].reason);
-	}
-	free(p->unconverged);
-	p->unconverged = NULL;
-	p->nunconverged = p->unconverged_alloc = 0;
-	for (size_t i = 0; i < p->ncompleted; i++) {
-		free(p->completed[i].node);
-		free(p->completed[i].at);
-	}
-	free(p->completed);
-	p->completed = NULL;
-	p->ncompleted = p->completed_alloc = 0;
-}
-
-int tpf_plan_converged(const struct tpf_plan *p)
-{
-	return !tpf_plan_has_changes(p) && !p->nunconverged;
-}
-
 int tpf_action_completes(const struct tpf_action *a)
 {
 	return a->kind == TPF_ACT_DELETE && a->reason_code && !strcmp(a->reason_code, "completed");

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 #include "providers/provider.h"
+#include "state/state.h"
 #include "util/buf.h"
 #include "util/diag.h"
 
@@ -98,6 +99,15 @@ struct tpf_transport_ops {
 	 */
 	int (*interactive)(struct tpf_transport *t, const struct tpf_worker_ref *w,
 			   struct tpf_diags *d);
+	/*
+	 * Keep in step with st what the transport learned that the state must
+	 * carry: the bastion's pinned host key (state/state.h proxy_jump_host,
+	 * proxy_jump_host_key). Called once after the state is loaded and
+	 * before every save (engine/session.c sets it as the state's
+	 * before_save hook), so no save site can forget it. NULL: nothing to
+	 * keep.
+	 */
+	void (*sync_state)(struct tpf_transport *t, struct tpf_state *st);
 };
 
 struct tpf_transport {

@@ -165,6 +165,8 @@ int tpf_state_push(struct tpf_state *cur, struct tpf_state *in, int force, struc
 	/* cur keeps its backend and what it last read (so the backup and the
 	 * generation check still apply); its content becomes in's. */
 	struct tpf_backend *backend = cur->backend;
+	void (*before_save)(struct tpf_state *, void *) = cur->before_save;
+	void *before_save_ctx = cur->before_save_ctx;
 	char *last_json = cur->last_json;
 	int backup_written = cur->backup_written;
 	cur->last_json = NULL;
@@ -175,8 +177,9 @@ int tpf_state_push(struct tpf_state *cur, struct tpf_state *in, int force, struc
 	cur->last_json = last_json;
 	cur->backup_written = backup_written;
 	cur->backend = backend;
+	tpf_state_set_before_save(cur, before_save, before_save_ctx);
 	cur->serial = serial - 1; /* the save adds one */
-	rc = tpf_state_save(cur, NULL, d);
+	rc = tpf_state_save(cur, d);
 	if (cur->serial != serial)
 		cur->serial = old_serial; /* the same content: nothing was written */
 	return rc;

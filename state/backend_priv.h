@@ -34,9 +34,6 @@ struct tpf_backend {
  * names its object the same way.) */
 char *tpf_backend_gcs_object(const struct tpf_backend_gcs_config *c, const char *suffix);
 
-/* The local file save (state.c): what tpf_state_save did before backends. */
-int tpf_state_save_file(struct tpf_state *st, const char *path, struct tpf_diags *d);
-
 /* Lock info (lock.c): Terraform's LockInfo JSON with a fresh Created and
  * Who, fields in its struct's order (new reference). */
 json_t *tpf_lock_info_new(const char *id, const char *operation, const char *path);

@@ -214,11 +214,21 @@ done:
 	return err;
 }
 
-int tpf_state_save(struct tpf_state *st, const char *path, struct tpf_diags *d)
+int tpf_state_save(struct tpf_state *st, struct tpf_diags *d)
 {
-	if (st->backend)
-		return tpf_backend_save(st->backend, st, d);
-	return tpf_state_save_file(st, path, d);
+	if (!st->backend)
+		return tpf_error(d, "cannot save a state that was not loaded through a backend "
+				    "(state/backend.h)");
+	if (st->before_save)
+		st->before_save(st, st->before_save_ctx);
+	return tpf_backend_save(st->backend, st, d);
+}
+
+void tpf_state_set_before_save(struct tpf_state *st, void (*fn)(struct tpf_state *st, void *ctx),
+			       void *ctx)
+{
+	st->before_save = fn;
+	st->before_save_ctx = ctx;
 }
 
 int tpf_state_save_file(struct tpf_state *st, const char *path, struct tpf_diags *d)

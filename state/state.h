@@ -27,6 +27,7 @@
 
 #include <stddef.h>
 #include <jansson.h>
+#include "model/live.h"
 #include "model/recipe.h"
 #include "util/diag.h"
 
@@ -103,8 +104,11 @@ struct tpf_state {
 	 * that did not change (state/state_doc.c). Managed by save. */
 	struct tpf_state_doc *doc;
 	/* Private: the backend it was loaded through (state/backend.h), or
-	 * NULL: then tpf_state_save writes the file at its path argument. */
+	 * NULL: then only tpf_state_save_file can write it. */
 	struct tpf_backend *backend;
+	/* Private: tpf_state_set_before_save. */
+	void (*before_save)(struct tpf_state *st, void *ctx);
+	void *before_save_ctx;
 };
 
 /* A blank state with a fresh lineage (UUID v4) and serial 0. *st is
@@ -138,10 +142,28 @@ int tpf_state_load(struct tpf_state *st, const char *path, struct tpf_diags *d);
  * serial. A string that is not UTF-8 is such a failure.
  * Not thread-safe: callers serialise (engine/apply.c holds a mutex). No
  * global state.
- * A state loaded through a backend (state/backend.h tpf_backend_load) is
- * saved to that backend instead, and path is ignored.
+ * This is the local file backend's writer (state/backend.c); product code
+ * saves with tpf_state_save, which knows the backend. Tests and tools
+ * that hold a state of their own use it directly.
  */
-int tpf_state_save(struct tpf_state *st, const char *path, struct tpf_diags *d);
+int tpf_state_save_file(struct tpf_state *st, const char *path, struct tpf_diags *d);
+
+/*
+ * The one save entry point: write st to the backend it was loaded through
+ * (state/backend.h: the local file as tpf_state_save_file says, or Cloud
+ * Storage with a generation precondition), after calling its before_save
+ * hook if one is set (e.g. to take the bastion's host-key pin the
+ * transport learned). TPF_ERROR with a diagnostic when st came through no
+ * backend; otherwise the backend's result (TPF_ESTALE: another writer).
+ */
+int tpf_state_save(struct tpf_state *st, struct tpf_diags *d);
+
+/*
+ * Call fn(st, ctx) before every tpf_state_save of st (NULL: none). One
+ * hook per state; the caller keeps ctx alive while st is saved.
+ */
+void tpf_state_set_before_save(struct tpf_state *st, void (*fn)(struct tpf_state *st, void *ctx),
+			       void *ctx);
 
 /* JSON form (new reference; caller json_decref). Used by save, saved plans
  * and `show -json`. */
@@ -172,5 +194,99 @@ void tpf_state_node_set_workers(struct tpf_state_node *n, size_t nworkers);
  */
 int tpf_state_node_check_worker(const struct tpf_state_node *n, int worker, struct tpf_diags *d);
 void tpf_state_node_release(struct tpf_state_node *n);
+
+/*
+ * Deep copies of a node's record (state/state_record.c), for work done
+ * outside the state's lock (stopping workers). Caller frees with
+ * tpf_state_node_free (NULL ok).
+ */
+struct tpf_state_node *tpf_state_node_clone(const struct tpf_state_node *src);
+void tpf_state_node_free(struct tpf_state_node *n);
+
+/*
+ * ---- Transitions (state/state_record.c) -----------------------------------
+ * The only code that changes a node's record; every folder that changes
+ * the state calls these (under its own lock) and then tpf_state_save. They
+ * write memory only. The lifecycle is docs/design.md section 8.
+ */
+
+/* Before a create request is sent: `name` is pending, with the recipe and
+ * job asked for and r->workers fresh workers. Its generation (the job's
+ * TPUFORM_RETRY) is kept while it stays pending, else goes past every
+ * restart the old node had. Returns the node (borrowed). */
+struct tpf_state_node *tpf_state_record_pending(struct tpf_state *st, const char *name,
+						const char *group, int index,
+						const struct tpf_recipe *r, const struct tpf_job *job);
+/* A pending node's create is about to be sent to `zone`: recorded first,
+ * so that quota counts it there and a crash finds it there. */
+void tpf_state_record_zone(struct tpf_state *st, const char *name, const char *zone);
+/* The create answered: provider id, status created, created_at (RFC 3339). */
+void tpf_state_record_created(struct tpf_state *st, const char *name, const char *id,
+			      const char *created_at);
+/* The create did not succeed. may_exist: a request was sent and may have
+ * left a node: tainted (replaced next time). Else nothing exists: the node
+ * is forgotten, unless keep_history and it has a generation > 0, when it
+ * stays pending so its TPUFORM_RETRY survives the wait. */
+void tpf_state_record_not_created(struct tpf_state *st, const char *name, int may_exist,
+				  int keep_history);
+/* Deleted because its job completed (on_success: delete): status
+ * completed, no id, completed_at `at`, every worker exited 0. */
+void tpf_state_record_completed(struct tpf_state *st, const char *name, const char *at);
+/*
+ * The one "queued" adoption rule: a provider that cannot tell whether a
+ * node was queued (local; ln says neither queued nor a queued state) gets
+ * the declared value recorded (declared may be NULL: nothing to take).
+ */
+void tpf_state_adopt_queued(struct tpf_recipe *recorded, const struct tpf_live_node *ln,
+			    const struct tpf_recipe *declared);
+/* The node answers under id: a different id than recorded means it was
+ * re-created outside tpuform, so its workers' pins and facts are dropped
+ * (the same count of fresh workers). */
+void tpf_state_node_new_id(struct tpf_state_node *sn, const char *id);
+/*
+ * Record live node ln as ln->name of `group`, index `index` (added, or
+ * replacing what st had): status created, its id, create time and recipe
+ * as the provider reports them, as many workers as it has, generation 0,
+ * no job (never provisioned by tpuform). declared (may be NULL): for the
+ * queued rule. Used by refresh-only plans and import. Returns the node.
+ */
+struct tpf_state_node *tpf_state_record_live(struct tpf_state *st, const char *group, int index,
+					     const struct tpf_live_node *ln,
+					     const struct tpf_recipe *declared);
+/*
+ * An apply found the node (ln, may be NULL: not refreshed) and gives it
+ * `job`: added from ln's recipe (or the declared one) when the state did
+ * not list it (adoption: the declared node fields, the queued rule), then
+ * status created, ln's id (tpf_state_node_new_id) and create time,
+ * declared->workers workers, and the job. Returns the node.
+ */
+struct tpf_state_node *tpf_state_record_running(struct tpf_state *st, const char *name,
+						const char *group, int index,
+						const struct tpf_live_node *ln,
+						const struct tpf_recipe *declared,
+						const struct tpf_job *job);
+/* A refresh-only apply saw the node live under id in zone: status
+ * created; a different id than recorded means new VMs, so the workers'
+ * facts are dropped and created_at (may be NULL: unknown) is taken. */
+void tpf_state_record_refreshed(struct tpf_state *st, const char *name, const char *id,
+				const char *zone, const char *created_at);
+/* What provisioning worker w->index of `name` learned (script hash, job
+ * status, pin, address, times), from a copy it worked on outside the
+ * state's lock: 1 if recorded, 0 when the node or worker is gone. */
+int tpf_state_record_worker(struct tpf_state *st, const char *name,
+			    const struct tpf_state_worker *w);
+/* Labels and/or node fields were patched in place (NULL: not patched). */
+void tpf_state_record_patched(struct tpf_state *st, const char *name,
+			      const struct tpf_kvlist *labels, const struct tpf_node_fields *fields);
+/* A restart of the listed workers is a new attempt (docs/design.md
+ * section 5): with gang, every listed worker gets the unit's count (the
+ * most any had) + 1, so they start with one TPUFORM_RETRY; else each
+ * listed worker's own count goes up. restarted_at = at (RFC 3339). */
+void tpf_state_count_restart(struct tpf_state *st, const char *name, const int *workers,
+			     size_t nworkers, int gang, const char *at);
+/* The listed workers' new jobs started at `at`: the restart backoff runs
+ * from there. */
+void tpf_state_stamp_restart(struct tpf_state *st, const char *name, const int *workers,
+			     size_t nworkers, const char *at);
 
 #endif

@@ -188,6 +188,13 @@ static void ssh_close(struct tpf_conn *c)
 	tpf_ssh_conn_free(c);
 }
 
+/* The bastion's pin is process-wide (ssh_jump.c): the state carries it. */
+static void ssh_sync_state(struct tpf_transport *t, struct tpf_state *st)
+{
+	(void)t;
+	tpf_ssh_jump_pin_sync(&st->proxy_jump_host, &st->proxy_jump_host_key);
+}
+
 static const struct tpf_transport_ops ssh_ops = {
 	.connect = ssh_connect,
 	.put = tpf_ssh_put,
@@ -195,6 +202,7 @@ static const struct tpf_transport_ops ssh_ops = {
 	.put_source = NULL, /* the bootstrap script fetches the source (clone, bundle) */
 	.close = ssh_close,
 	.interactive = tpf_ssh_interactive,
+	.sync_state = ssh_sync_state,
 };
 
 struct tpf_transport *tpf_ssh_transport_new_opts(const struct tpf_ssh_options *o)

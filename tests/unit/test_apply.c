@@ -215,7 +215,7 @@ static void write_state(void)
 		free(name);
 	}
 	char *path = xasprintf("%s/tpuform.state.json", dir);
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	free(path);
 	tpf_state_release(&st);
 	tpf_diags_release(&d);

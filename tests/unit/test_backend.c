@@ -48,7 +48,7 @@ static void test_backend__gcs_save_is_compare_and_swap(void)
 	CHECK(sa.last_json == NULL); /* no object yet: a blank state */
 	xstrset(&sa.fleet, "f");
 	tpf_state_add(&sa, "f-a-0");
-	CHECK_INT(tpf_state_save(&sa, "ignored-path", &d), 0);
+	CHECK_INT(tpf_state_save(&sa, &d), 0);
 	CHECK_INT(sa.serial, 1);
 	CHECK(access("ignored-path", F_OK) != 0);
 	/* a second writer reads it, and writes first */
@@ -56,14 +56,14 @@ static void test_backend__gcs_save_is_compare_and_swap(void)
 	CHECK_INT(sb.serial, 1);
 	CHECK(tpf_state_find(&sb, "f-a-0") != NULL);
 	tpf_state_add(&sb, "f-a-1");
-	CHECK_INT(tpf_state_save(&sb, NULL, &d), 0);
+	CHECK_INT(tpf_state_save(&sb, &d), 0);
 	CHECK(gcs_fake_find(&fake, "team/f.tfstate.backup") != NULL);
 	/* the first one's next write is refused, not written over b's */
 	char *cwd = unit_tmpdir(), old[4096];
 	CHECK(getcwd(old, sizeof(old)) != NULL);
 	CHECK_INT(chdir(cwd), 0);
 	tpf_state_remove(&sa, "f-a-0");
-	CHECK_INT(tpf_state_save(&sa, NULL, &d), TPF_ESTALE);
+	CHECK_INT(tpf_state_save(&sa, &d), TPF_ESTALE);
 	CHECK(d.n == 1 && strstr(d.items[0].summary, "changed by another writer"));
 	CHECK(strstr(detail_of(&d), "errored.tfstate") != NULL);
 	CHECK(access("errored.tfstate", F_OK) == 0);

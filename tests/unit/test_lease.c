@@ -115,7 +115,7 @@ static void test_lease__stolen_lease_and_fence(void)
 	CHECK_INT(tpf_backend_load(be, &st, &d), 0);
 	xstrset(&st.fleet, "g");
 	tpf_state_add(&st, "g-a-0");
-	CHECK_INT(tpf_state_save(&st, NULL, &d), 0); /* leading: written */
+	CHECK_INT(tpf_state_save(&st, &d), 0); /* leading: written */
 	long long sgen = gen_of("team/g.tfstate");
 	CHECK(sgen > 0);
 	/* someone else writes the lease (no precondition) */
@@ -123,7 +123,7 @@ static void test_lease__stolen_lease_and_fence(void)
 	gcs_fake_find(&fake, "team/g.tfleader")->generation = ++fake.next_gen;
 	pthread_mutex_unlock(&fake.mu);
 	tpf_state_add(&st, "g-a-1");
-	CHECK_INT(tpf_state_save(&st, NULL, &d), TPF_ESTALE);
+	CHECK_INT(tpf_state_save(&st, &d), TPF_ESTALE);
 	CHECK(d.n == 1 && strstr(d.items[0].summary, "lost the leader lease"));
 	CHECK_INT(gen_of("team/g.tfstate"), sgen); /* nothing written */
 	tpf_diags_release(&d);
@@ -164,7 +164,7 @@ static void test_lease__takeover_fences_state_and_names_lock(void)
 	CHECK_INT(tpf_backend_load(old, &st, &d), 0);
 	xstrset(&st.fleet, "h");
 	tpf_state_add(&st, "h-a-0");
-	CHECK_INT(tpf_state_save(&st, NULL, &d), 0);
+	CHECK_INT(tpf_state_save(&st, &d), 0);
 	long long g = gen_of("team/h.tfstate");
 	pthread_mutex_lock(&fake.mu);
 	size_t len = gcs_fake_find(&fake, "team/h.tfstate")->data.len;
@@ -176,7 +176,7 @@ static void test_lease__takeover_fences_state_and_names_lock(void)
 	pthread_mutex_unlock(&fake.mu);
 	/* so the old leader's next write is refused by the compare-and-swap */
 	tpf_state_add(&st, "h-a-1");
-	CHECK_INT(tpf_state_save(&st, NULL, &d), TPF_ESTALE);
+	CHECK_INT(tpf_state_save(&st, &d), TPF_ESTALE);
 	tpf_diags_release(&d);
 	unlink(TPF_ERRORED_STATE);
 	/* a clean exit deletes the lease */

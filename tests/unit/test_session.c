@@ -46,7 +46,7 @@ static void write_state(const char *fleet)
 	sn->recipe.zone = xstrdup("z1");
 	sn->recipe.accelerator_type = xstrdup("v2-8");
 	char *path = xasprintf("%s/tpuform.state.json", dir);
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	free(path);
 	free(name);
 	tpf_state_release(&st);

@@ -406,7 +406,7 @@ static void test_state__save_load_round_trip_and_format(void)
 	struct tpf_state a, b;
 	struct stat sb;
 	fill_state(&a);
-	CHECK_INT(tpf_state_save(&a, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&a, path, &d), 0);
 	CHECK_INT(a.serial, 1);
 
 	CHECK_INT(stat(path, &sb), 0);
@@ -444,7 +444,7 @@ static void test_state__missing_file_is_blank(void)
 	CHECK(is_uuid4(st.lineage));
 	CHECK(access(path, F_OK) < 0); /* loading creates nothing */
 	/* the first save writes the file even though nothing was added */
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	CHECK_INT(st.serial, 1);
 	CHECK(access(path, F_OK) == 0);
 	tpf_state_release(&st);
@@ -463,20 +463,20 @@ static void test_state__serial_and_lineage_rules(void)
 	tpf_state_init(&st);
 	char *lineage = xstrdup(st.lineage);
 	xstrset(&st.fleet, "demo");
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	CHECK_INT(st.serial, 1);
 
 	/* unchanged: no write at all */
 	CHECK_INT(stat(path, &s1), 0);
 	usleep(20000);
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	CHECK_INT(st.serial, 1);
 	CHECK_INT(stat(path, &s2), 0);
 	CHECK(same_stat(&s1, &s2));
 
 	/* a change bumps by exactly one */
 	tpf_state_add(&st, "demo-a-0");
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	CHECK_INT(st.serial, 2);
 	CHECK_INT(stat(path, &s1), 0);
 	CHECK(!same_stat(&s1, &s2));
@@ -485,17 +485,17 @@ static void test_state__serial_and_lineage_rules(void)
 	CHECK_INT(tpf_state_load(&again, path, &d), 0);
 	CHECK_INT(again.serial, 2);
 	CHECK_STR(again.lineage, lineage);
-	CHECK_INT(tpf_state_save(&again, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&again, path, &d), 0);
 	CHECK_INT(again.serial, 2);
 	CHECK_INT(stat(path, &s2), 0);
 	CHECK(same_stat(&s1, &s2));
 
 	/* a change in a worker deep inside bumps it */
 	tpf_state_node_set_workers(tpf_state_find(&again, "demo-a-0"), 1);
-	CHECK_INT(tpf_state_save(&again, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&again, path, &d), 0);
 	CHECK_INT(again.serial, 3);
 	tpf_state_find(&again, "demo-a-0")->workers[0].restarts = 1;
-	CHECK_INT(tpf_state_save(&again, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&again, path, &d), 0);
 	CHECK_INT(again.serial, 4);
 	CHECK_STR(again.lineage, lineage);
 	tpf_state_release(&again);
@@ -525,18 +525,18 @@ static void test_state__backup_holds_previous_content_once(void)
 
 	/* A run that starts without a file has nothing to back up. */
 	tpf_state_init(&first);
-	CHECK_INT(tpf_state_save(&first, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&first, path, &d), 0);
 	tpf_state_add(&first, "n-1");
-	CHECK_INT(tpf_state_save(&first, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&first, path, &d), 0);
 	CHECK(access(bpath, F_OK) < 0);
 	char *v2 = slurp(path);
 
 	/* The next run: the backup is the file it started from... */
 	CHECK_INT(tpf_state_load(&st, path, &d), 0);
-	CHECK_INT(tpf_state_save(&st, path, &d), 0); /* no change: no backup either */
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0); /* no change: no backup either */
 	CHECK(access(bpath, F_OK) < 0);
 	tpf_state_add(&st, "n-2");
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	char *backup = slurp(bpath);
 	CHECK_STR(backup, v2);
 	free(backup);
@@ -545,7 +545,7 @@ static void test_state__backup_holds_previous_content_once(void)
 
 	/* ...and stays that file for the rest of the run. */
 	tpf_state_add(&st, "n-3");
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	CHECK_INT(st.serial, 4);
 	backup = slurp(bpath);
 	CHECK_STR(backup, v2);
@@ -561,7 +561,7 @@ static void test_state__backup_holds_previous_content_once(void)
 	char *v4 = slurp(path);
 	struct tpf_state blank;
 	tpf_state_init(&blank);
-	CHECK_INT(tpf_state_save(&blank, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&blank, path, &d), 0);
 	backup = slurp(bpath);
 	CHECK_STR(backup, v4);
 	free(backup);
@@ -607,13 +607,13 @@ static void test_state__version_1_loads(void)
 		CHECK(n->workers[1].restarted_at == NULL);
 	}
 	/* nothing changed: no write */
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	char *after = slurp(path);
 	CHECK_STR(after, doc);
 	free(after);
 	/* a change writes version 2 */
 	st.nodes[0].workers[0].restarts = 2;
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	tpf_state_release(&st);
 	CHECK_INT(tpf_state_load(&st, path, &d), 0);
 	CHECK_INT(st.version, TPF_STATE_VERSION);
@@ -639,7 +639,7 @@ static void test_state__completed_round_trip(void)
 	n->workers[1].restarts = 2;
 	xstrset(&n->workers[1].restarted_at, "2027-01-15T07:00:00Z");
 	tpf_state_add(&st, "f-a-1"); /* not completed: no exit_code key */
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	tpf_state_release(&st);
 	char *text = slurp(path);
 	CHECK(text && strstr(text, "\"completed_at\": \"2027-01-15T08:00:00Z\""));
@@ -687,7 +687,7 @@ static void test_state__unknown_keys_are_ignored(void)
 	CHECK_INT(st.nodes[0].workers[0].exit_code, -1); /* absent: unknown */
 	/* ignored keys are not a change: the file is not rewritten */
 	CHECK_INT(stat(path, &s1), 0);
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	CHECK_INT(stat(path, &s2), 0);
 	CHECK(same_stat(&s1, &s2));
 	CHECK_INT(st.serial, 9);
@@ -929,15 +929,15 @@ static void test_state__save_into_readonly_dir_keeps_old_file(void)
 	struct tpf_state st;
 
 	tpf_state_init(&st);
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	tpf_state_add(&st, "n-1");
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	CHECK_INT(st.serial, 2);
 	char *before = slurp(path);
 
 	tpf_state_add(&st, "n-2");
 	make_unwritable(dir);
-	int err = tpf_state_save(&st, path, &d);
+	int err = tpf_state_save_file(&st, path, &d);
 	make_writable(dir);
 	CHECK_INT(err, TPF_ERROR);
 	CHECK_INT(st.serial, 2);
@@ -959,7 +959,7 @@ static void test_state__save_into_readonly_dir_keeps_old_file(void)
 	free(listing);
 
 	/* The retry writes the serial the failed attempt would have. */
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	CHECK_INT(st.serial, 3);
 	struct tpf_state back;
 	CHECK_INT(tpf_state_load(&back, path, &d), 0);
@@ -976,7 +976,7 @@ static void test_state__save_into_readonly_dir_keeps_old_file(void)
 	CHECK_INT(tpf_state_load(&st, path, &d), 0);
 	tpf_state_add(&st, "n-3");
 	make_unwritable(dir);
-	err = tpf_state_save(&st, path, &d);
+	err = tpf_state_save_file(&st, path, &d);
 	make_writable(dir);
 	CHECK_INT(err, TPF_ERROR);
 	CHECK_INT(st.serial, 3);
@@ -992,7 +992,7 @@ static void test_state__save_into_readonly_dir_keeps_old_file(void)
 	after = slurp(path);
 	CHECK_STR(after, v3);
 	free(after);
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	CHECK_INT(st.serial, 4);
 	after = slurp(bpath);
 	CHECK_STR(after, v3);
@@ -1013,10 +1013,10 @@ static void test_state__save_refuses_non_utf8(void)
 	struct tpf_diags d = TPF_DIAGS_INIT;
 	struct tpf_state st;
 	tpf_state_init(&st);
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	char *before = slurp(path);
 	xstrset(&tpf_state_add(&st, "n")->job.run, "echo \xff\xfe");
-	CHECK_INT(tpf_state_save(&st, path, &d), TPF_ERROR);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), TPF_ERROR);
 	CHECK_INT(st.serial, 1);
 	if (d.n) {
 		char *want = xasprintf("cannot write state file '%s': a value is not valid UTF-8",
@@ -1054,45 +1054,45 @@ static void test_state__saves_reuse_dumps_only_of_unchanged_nodes(void)
 	struct tpf_diags d = TPF_DIAGS_INIT;
 	struct tpf_state st;
 	tpf_state_init(&st);
-	CHECK_INT(tpf_state_save(&st, path, &d), 0); /* no nodes: "nodes": [] */
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0); /* no nodes: "nodes": [] */
 	check_file_is_whole_dump(path, &st, 1);
 	tpf_state_release(&st);
 	fill_state(&st);
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	check_file_is_whole_dump(path, &st, 1); /* fill_state started afresh */
 	/* one worker fact of the middle node */
 	xstrset(&tpf_state_find(&st, "demo-b-0")->workers[1].status, "exited");
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	check_file_is_whole_dump(path, &st, 2);
 	char *text = slurp(path);
 	CHECK(text && strstr(text, "\"exited\""));
 	free(text);
 	/* nothing changed: nothing written */
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	check_file_is_whole_dump(path, &st, 2);
 	/* a node in between, the first removed, the top level changed */
 	fill_node(tpf_state_add(&st, "demo-a-1"), "a1", 3);
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	check_file_is_whole_dump(path, &st, 3);
 	CHECK_INT(tpf_state_remove(&st, "demo-a-0"), 1);
 	xstrset(&st.fleet, "demo2");
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	check_file_is_whole_dump(path, &st, 4);
 	/* a name edited in place: the file still lists nodes by name */
 	xstrset(&st.nodes[0].name, "demo-z-0");
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	check_file_is_whole_dump(path, &st, 5);
 	/* a value that cannot be saved, then fixed: the next save is whole */
 	xstrset(&st.nodes[1].job.run, "echo \xff");
-	CHECK_INT(tpf_state_save(&st, path, &d), TPF_ERROR);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), TPF_ERROR);
 	xstrset(&st.nodes[1].job.run, "echo fixed");
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	check_file_is_whole_dump(path, &st, 6);
 	xstrset(&st.nodes[0].name, "demo-a-1"); /* sorted again, for remove */
 	while (st.nnodes && tpf_state_remove(&st, st.nodes[0].name))
 		;
 	CHECK_INT(st.nnodes, 0);
-	CHECK_INT(tpf_state_save(&st, path, &d), 0);
+	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	check_file_is_whole_dump(path, &st, 7);
 	tpf_state_release(&st);
 	tpf_diags_release(&d);
@@ -1140,7 +1140,7 @@ static void crash_child(const char *path, int ready_fd)
 			xstrset(&tpf_state_add(&st, name)->job.run, run);
 		}
 		free(run);
-		if (tpf_state_save(&st, path, &d) < 0)
+		if (tpf_state_save_file(&st, path, &d) < 0)
 			_exit(3);
 	}
 }

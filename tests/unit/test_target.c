@@ -11,6 +11,7 @@
  */
 #include "plan/plan.h"
 #include "plan/plan_json.h"
+#include "engine/targeted.h"
 #include "plan/refresh_only.h"
 #include "plan/target.h"
 #include "tests/unit/unit.h"
@@ -361,7 +362,7 @@ static void test_refresh_only__plans_state_updates_only(void)
 	CHECK(!strstr(out.buf, "Plan:"));
 	tpf_buf_release(&out);
 
-	CHECK_INT(tpf_state_apply_refresh(&x.st, &p, &x.live, &x.d), 3);
+	CHECK_INT(tpf_refresh_only_apply(&x.st, &p, &x.live, &x.d), 3);
 	CHECK(!tpf_state_find(&x.st, "f-a-1"));
 	struct tpf_state_node *a2 = tpf_state_find(&x.st, "f-a-2");
 	CHECK(a2 && a2->index == 2 && !strcmp(a2->group, "a") && !strcmp(a2->id, "102") &&
@@ -394,7 +395,7 @@ static void test_refresh_only__skips_what_changed_again(void)
 	/* f-a-2 went away between plan and apply, under another id. */
 	xstrset(&x.live.nodes[2].id, "999");
 	size_t warnings = x.d.n;
-	CHECK_INT(tpf_state_apply_refresh(&x.st, &p, &x.live, &x.d), 2);
+	CHECK_INT(tpf_refresh_only_apply(&x.st, &p, &x.live, &x.d), 2);
 	CHECK(!tpf_state_find(&x.st, "f-a-2"));
 	CHECK_INT(x.d.n, warnings + 1);
 	CHECK(strstr(x.d.items[x.d.n - 1].summary, "node 'f-a-2' was not recorded"));
@@ -470,7 +471,7 @@ static void test_refresh_only__record_live_keeps_the_declared_queued(void)
 	ln.recipe.workers = 4;
 	struct tpf_desired_node dn = { 0 };
 	dn.recipe.queued = 1;
-	struct tpf_state_node *sn = tpf_state_record_live(&st, "a", 5, &ln, &dn);
+	struct tpf_state_node *sn = tpf_state_record_live(&st, "a", 5, &ln, &dn.recipe);
 	CHECK(sn && sn->recipe.queued);
 	CHECK_INT(sn->nworkers, 4);
 	CHECK_STR(sn->created_at, "2026-01-01T00:00:00Z");

@@ -1,0 +1,188 @@
+/*
+ * The plan container (plan/plan.h): actions, their change lines, sorting
+ * and counting, and the job facts a diff reads. The diff rules that fill
+ * a plan are plan/diff.c; this file knows none of them, so diff.c,
+ * restart.c and unconverged.c all build on it without calling each other
+ * back.
+ */
+#include "plan/plan.h"
+#include "plan/plan_internal.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct tpf_action *tpf_plan_add(struct tpf_plan *p, enum tpf_action_kind kind, const char *node)
+{
+	XGROW(p->actions, p->n + 1, p->alloc);
+	struct tpf_action *a = &p->actions[p->n++];
+	memset(a, 0, sizeof(*a));
+	a->kind = kind;
+	a->node = xstrdup(node);
+	return a;
+}
+
+void tpf_action_change(struct tpf_action *a, const char *field, const char *before,
+		       const char *after, int forces, int sensitive)
+{
+	a->changes = xrealloc(a->changes, (a->nchanges + 1) * sizeof(*a->changes));
+	struct tpf_change *c = &a->changes[a->nchanges++];
+	c->field = xstrdup(field);
+	c->before = xstrdup(before);
+	c->after = xstrdup(after);
+	c->forces = forces;
+	c->sensitive = sensitive;
+}
+
+void tpf_action_release(struct tpf_action *a)
+{
+	free(a->node);
+	free(a->reason);
+	free(a->reason_code);
+	free(a->zone);
+	free(a->id);
+	free(a->workers);
+	for (size_t i = 0; i < a->nchanges; i++) {
+		free(a->changes[i].field);
+		free(a->changes[i].before);
+		free(a->changes[i].after);
+	}
+	free(a->changes);
+	tpf_desired_node_free(a->desired);
+}
+
+void tpf_plan_release(struct tpf_plan *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		tpf_action_release(&p->actions[i]);
+	free(p->actions);
+	free(p->fleet);
+	free(p->lineage);
+	free(p->commit);
+	free(p->fleet_sha256);
+	for (size_t i = 0; i < p->ntargets; i++)
+		free(p->targets[i]);
+	free(p->targets);
+	tpf_plan_unconverged_release(p);
+	memset(p, 0, sizeof(*p));
+}
+
+int tpf_plan_has_changes(const struct tpf_plan *p)
+{
+	return p->n > 0;
+}
+
+void tpf_job_facts_release(struct tpf_job_facts *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->items[i].node);
+		free(s->items[i].job_state);
+		free(s->items[i].script_hash);
+		free(s->items[i].last_log);
+	}
+	free(s->items);
+	memset(s, 0, sizeof(*s));
+}
+
+const struct tpf_job_fact *tpf_job_facts_find(const struct tpf_job_facts *s,
+						      const char *node, int worker)
+{
+	for (size_t i = 0; s && i < s->n; i++)
+		if (s->items[i].worker == worker && !strcmp(s->items[i].node, node))
+			return &s->items[i];
+	return NULL;
+}
+
+/* ---- value rendering ---------------------------------------------------- */
+
+static int action_order(enum tpf_action_kind k)
+{
+	switch (k) {
+	case TPF_ACT_DELETE: return 0;
+	case TPF_ACT_FORGET: return 1;
+	case TPF_ACT_REPLACE: return 2;
+	case TPF_ACT_CREATE: return 3;
+	case TPF_ACT_WAIT: return 4;
+	case TPF_ACT_UPDATE: return 5;
+	case TPF_ACT_RESTART: return 6;
+	}
+	return 7;
+}
+
+static int cmp_actions(const void *x, const void *y)
+{
+	const struct tpf_action *a = x, *b = y;
+	int d = action_order(a->kind) - action_order(b->kind);
+	return d ? d : strcmp(a->node, b->node);
+}
+
+void tpf_plan_sort(struct tpf_plan *p)
+{
+	if (p->n > 1)
+		qsort(p->actions, p->n, sizeof(p->actions[0]), cmp_actions);
+}
+
+void tpf_plan_recount(struct tpf_plan *out)
+{
+	out->add = out->change = out->destroyed = 0;
+	for (size_t i = 0; i < out->n; i++) {
+		switch (out->actions[i].kind) {
+		case TPF_ACT_CREATE: out->add++; break;
+		case TPF_ACT_DELETE: out->destroyed++; break;
+		case TPF_ACT_REPLACE: out->add++; out->destroyed++; break;
+		case TPF_ACT_UPDATE:
+		case TPF_ACT_RESTART:
+		case TPF_ACT_WAIT: out->change++; break;
+		case TPF_ACT_FORGET: break;
+		}
+	}
+}
+
+struct tpf_unconverged *tpf_plan_add_unconverged(struct tpf_plan *p, enum tpf_unconverged_kind kind,
+						 const char *node, int worker, const char *reason)
+{
+	XGROW(p->unconverged, p->nunconverged + 1, p->unconverged_alloc);
+	struct tpf_unconverged *u = &p->unconverged[p->nunconverged++];
+	memset(u, 0, sizeof(*u));
+	u->kind = kind;
+	u->node = xstrdup(node);
+	u->worker = worker;
+	u->exit_code = -1;
+	u->reason = xstrdup(reason);
+	return u;
+}
+
+struct tpf_completed *tpf_plan_add_completed(struct tpf_plan *p, const char *node, int deleted,
+					     int exit_code, const char *at)
+{
+	XGROW(p->completed, p->ncompleted + 1, p->completed_alloc);
+	struct tpf_completed *c = &p->completed[p->ncompleted++];
+	c->node = xstrdup(node);
+	c->deleted = deleted;
+	c->exit_code = exit_code;
+	c->at = xstrdup(at);
+	return c;
+}
+
+void tpf_plan_unconverged_release(struct tpf_plan *p)
+{
+	for (size_t i = 0; i < p->nunconverged; i++) {
+		free(p->unconverged[i].node);
+		free(p->unconverged[i].reason);
+	}
+	free(p->unconverged);
+	p->unconverged = NULL;
+	p->nunconverged = p->unconverged_alloc = 0;
+	for (size_t i = 0; i < p->ncompleted; i++) {
+		free(p->completed[i].node);
+		free(p->completed[i].at);
+	}
+	free(p->completed);
+	p->completed = NULL;
+	p->ncompleted = p->completed_alloc = 0;
+}
+
+int tpf_plan_converged(const struct tpf_plan *p)
+{
+	return !tpf_plan_has_changes(p) && !p->nunconverged;
+}

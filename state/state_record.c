@@ -1,0 +1,269 @@
+/*
+ * How a node's record changes (state/state.h "Transitions"): the only code
+ * that writes a node's status, id, generation, workers' restart counts and
+ * the copies of its recipe and job. engine/apply.c, engine/import.c and
+ * engine/targeted.c call these under their own lock and save after.
+ */
+#include "state/state.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void worker_copy(struct tpf_state_worker *dst, const struct tpf_state_worker *src)
+{
+	dst->index = src->index;
+	xstrset(&dst->script_hash, src->script_hash);
+	xstrset(&dst->session, src->session);
+	xstrset(&dst->status, src->status);
+	dst->exit_code = src->exit_code;
+	dst->restarts = src->restarts;
+	xstrset(&dst->address, src->address);
+	xstrset(&dst->host_key, src->host_key);
+	xstrset(&dst->provisioned_at, src->provisioned_at);
+	xstrset(&dst->restarted_at, src->restarted_at);
+}
+
+struct tpf_state_node *tpf_state_node_clone(const struct tpf_state_node *src)
+{
+	struct tpf_state_node *n = xcalloc(1, sizeof(*n));
+	n->name = xstrdup(src->name);
+	n->group = xstrdup(src->group);
+	n->index = src->index;
+	n->id = xstrdup(src->id);
+	n->status = xstrdup(src->status);
+	n->generation = src->generation;
+	tpf_recipe_copy(&n->recipe, &src->recipe);
+	tpf_job_copy(&n->job, &src->job);
+	n->created_at = xstrdup(src->created_at);
+	n->completed_at = xstrdup(src->completed_at);
+	n->exit_code = src->exit_code;
+	tpf_state_node_set_workers(n, src->nworkers);
+	for (size_t i = 0; i < src->nworkers; i++)
+		worker_copy(&n->workers[i], &src->workers[i]);
+	return n;
+}
+
+void tpf_state_node_free(struct tpf_state_node *n)
+{
+	if (!n)
+		return;
+	tpf_state_node_release(n);
+	free(n);
+}
+
+/* The most restarts any worker of n had: a re-created node's generation
+ * goes past them, so TPUFORM_RETRY never goes back. */
+static int max_restarts_of(const struct tpf_state_node *n)
+{
+	int m = 0;
+	for (size_t i = 0; i < n->nworkers; i++)
+		if (n->workers[i].restarts > m)
+			m = n->workers[i].restarts;
+	return m;
+}
+
+struct tpf_state_node *tpf_state_record_pending(struct tpf_state *st, const char *name,
+						const char *group, int index,
+						const struct tpf_recipe *r, const struct tpf_job *job)
+{
+	struct tpf_state_node *sn = tpf_state_find(st, name);
+	int gen = 0;
+	if (sn)
+		gen = !strcmp(sn->status, TPF_NODE_PENDING) ? sn->generation
+							    : sn->generation + max_restarts_of(sn) + 1;
+	sn = tpf_state_add(st, name);
+	xstrset(&sn->group, group);
+	sn->index = index;
+	xstrset(&sn->status, TPF_NODE_PENDING);
+	xstrset(&sn->id, NULL);
+	sn->generation = gen;
+	tpf_recipe_copy(&sn->recipe, r);
+	tpf_job_copy(&sn->job, job);
+	tpf_state_node_set_workers(sn, 0);
+	tpf_state_node_set_workers(sn, (size_t)r->workers);
+	return sn;
+}
+
+void tpf_state_record_zone(struct tpf_state *st, const char *name, const char *zone)
+{
+	struct tpf_state_node *sn = tpf_state_find(st, name);
+	if (sn)
+		xstrset(&sn->recipe.zone, zone);
+}
+
+void tpf_state_record_created(struct tpf_state *st, const char *name, const char *id,
+			      const char *created_at)
+{
+	struct tpf_state_node *sn = tpf_state_find(st, name);
+	if (!sn)
+		return;
+	xstrset(&sn->id, id);
+	xstrset(&sn->status, TPF_NODE_CREATED);
+	xstrset(&sn->created_at, created_at);
+}
+
+void tpf_state_record_not_created(struct tpf_state *st, const char *name, int may_exist,
+				  int keep_history)
+{
+	struct tpf_state_node *sn = tpf_state_find(st, name);
+	if (!sn)
+		return;
+	if (may_exist)
+		xstrset(&sn->status, TPF_NODE_TAINTED);
+	else if (keep_history && sn->generation > 0)
+		xstrset(&sn->status, TPF_NODE_PENDING);
+	else
+		tpf_state_remove(st, name);
+}
+
+void tpf_state_record_completed(struct tpf_state *st, const char *name, const char *at)
+{
+	struct tpf_state_node *sn = tpf_state_find(st, name);
+	if (!sn)
+		return;
+	xstrset(&sn->status, TPF_NODE_COMPLETED);
+	xstrset(&sn->id, NULL);
+	xstrset(&sn->completed_at, at);
+	sn->exit_code = 0;
+	for (size_t i = 0; i < sn->nworkers; i++) {
+		xstrset(&sn->workers[i].status, "exited");
+		sn->workers[i].exit_code = 0;
+	}
+}
+
+void tpf_state_adopt_queued(struct tpf_recipe *recorded, const struct tpf_live_node *ln,
+			    const struct tpf_recipe *declared)
+{
+	if (declared && ln && !ln->recipe.queued && !ln->queued_state)
+		recorded->queued = declared->queued;
+}
+
+void tpf_state_node_new_id(struct tpf_state_node *sn, const char *id)
+{
+	if (sn->id && id && strcmp(sn->id, id)) {
+		size_t n = sn->nworkers;
+		tpf_state_node_set_workers(sn, 0);
+		tpf_state_node_set_workers(sn, n);
+	}
+	xstrset(&sn->id, id);
+}
+
+struct tpf_state_node *tpf_state_record_live(struct tpf_state *st, const char *group, int index,
+					     const struct tpf_live_node *ln,
+					     const struct tpf_recipe *declared)
+{
+	struct tpf_state_node *sn = tpf_state_add(st, ln->name);
+	xstrset(&sn->group, group);
+	sn->index = index;
+	xstrset(&sn->id, ln->id);
+	xstrset(&sn->status, TPF_NODE_CREATED);
+	xstrset(&sn->created_at, ln->create_time);
+	sn->generation = 0;
+	tpf_recipe_copy(&sn->recipe, &ln->recipe);
+	tpf_state_adopt_queued(&sn->recipe, ln, declared);
+	tpf_job_release(&sn->job);
+	tpf_state_node_set_workers(sn, 0);
+	tpf_state_node_set_workers(sn, (size_t)(ln->recipe.workers > 0 ? ln->recipe.workers : 1));
+	return sn;
+}
+
+struct tpf_state_node *tpf_state_record_running(struct tpf_state *st, const char *name,
+						const char *group, int index,
+						const struct tpf_live_node *ln,
+						const struct tpf_recipe *declared,
+						const struct tpf_job *job)
+{
+	struct tpf_state_node *sn = tpf_state_find(st, name);
+	if (!sn) {
+		sn = tpf_state_add(st, name);
+		xstrset(&sn->group, group);
+		sn->index = index;
+		sn->generation = 0;
+		tpf_recipe_copy(&sn->recipe, ln ? &ln->recipe : declared);
+		tpf_state_adopt_queued(&sn->recipe, ln, declared);
+		/* The node fields tpuform owns are the declared ones: an
+		 * adopted node's own metadata and tags stay its own
+		 * (plan/diff_node.c). */
+		tpf_node_fields_copy(&sn->recipe.node, &declared->node);
+		tpf_state_node_set_workers(sn, (size_t)declared->workers);
+	}
+	xstrset(&sn->status, TPF_NODE_CREATED);
+	/* Same name, new id: the node was re-created outside tpuform. Its
+	 * workers are new VMs: forget their pins and facts. */
+	if (ln) {
+		tpf_state_node_new_id(sn, ln->id);
+		xstrset(&sn->created_at, ln->create_time);
+	}
+	if (sn->nworkers != (size_t)declared->workers)
+		tpf_state_node_set_workers(sn, (size_t)declared->workers);
+	tpf_job_copy(&sn->job, job);
+	return sn;
+}
+
+void tpf_state_record_refreshed(struct tpf_state *st, const char *name, const char *id,
+				const char *zone, const char *created_at)
+{
+	struct tpf_state_node *sn = tpf_state_find(st, name);
+	if (!sn)
+		return;
+	int same = sn->id == id || (sn->id && id && !strcmp(sn->id, id));
+	if (!same) {
+		size_t n = sn->nworkers;
+		tpf_state_node_set_workers(sn, 0);
+		tpf_state_node_set_workers(sn, n);
+		xstrset(&sn->id, id);
+		if (created_at)
+			xstrset(&sn->created_at, created_at);
+	}
+	xstrset(&sn->recipe.zone, zone);
+	xstrset(&sn->status, TPF_NODE_CREATED);
+}
+
+int tpf_state_record_worker(struct tpf_state *st, const char *name,
+			    const struct tpf_state_worker *w)
+{
+	struct tpf_state_node *sn = tpf_state_find(st, name);
+	if (!sn || w->index < 0 || (size_t)w->index >= sn->nworkers)
+		return 0;
+	worker_copy(&sn->workers[w->index], w);
+	return 1;
+}
+
+void tpf_state_record_patched(struct tpf_state *st, const char *name,
+			      const struct tpf_kvlist *labels, const struct tpf_node_fields *fields)
+{
+	struct tpf_state_node *sn = tpf_state_find(st, name);
+	if (!sn)
+		return;
+	if (labels)
+		tpf_kvlist_copy(&sn->recipe.labels, labels);
+	if (fields)
+		tpf_node_fields_copy(&sn->recipe.node, fields);
+}
+
+void tpf_state_count_restart(struct tpf_state *st, const char *name, const int *workers,
+			     size_t nworkers, int gang, const char *at)
+{
+	struct tpf_state_node *sn = tpf_state_find(st, name);
+	int unit = 0;
+	for (size_t i = 0; sn && i < nworkers; i++)
+		if ((size_t)workers[i] < sn->nworkers && sn->workers[workers[i]].restarts > unit)
+			unit = sn->workers[workers[i]].restarts;
+	for (size_t i = 0; sn && i < nworkers; i++) {
+		if ((size_t)workers[i] >= sn->nworkers)
+			continue;
+		struct tpf_state_worker *sw = &sn->workers[workers[i]];
+		sw->restarts = gang ? unit + 1 : sw->restarts + 1;
+		xstrset(&sw->restarted_at, at);
+	}
+}
+
+void tpf_state_stamp_restart(struct tpf_state *st, const char *name, const int *workers,
+			     size_t nworkers, const char *at)
+{
+	struct tpf_state_node *sn = tpf_state_find(st, name);
+	for (size_t i = 0; sn && i < nworkers; i++)
+		if ((size_t)workers[i] < sn->nworkers)
+			xstrset(&sn->workers[workers[i]].restarted_at, at);
+}

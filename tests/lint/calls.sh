@@ -1,0 +1,43 @@
+#!/bin/sh
+# No call circles between the files of a folder (docs/ARCHITECTURE.md,
+# section 5): for plan/ and engine/, an edge A -> B is a symbol A's object
+# needs (nm -u) that B's object defines (nm --defined-only); tsort fails on
+# a loop and names the files in it. Reads the objects of the last build: run
+# after make (CI runs make lint after make check). No objects: says so and
+# passes, as there is nothing to read.
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT
+status=0
+for dir in plan engine; do
+	set -- "$dir"/*.o
+	if [ ! -e "$1" ]; then
+		echo "calls: no objects in $dir/ (build first); not checked"
+		continue
+	fi
+	for o in "$@"; do
+		nm -u "$o" | awk '{print $2}' | sort -u >"$tmp/$(basename "$o" .o).u"
+		nm --defined-only "$o" | awk '$2 ~ /^[TDBR]$/ {print $3}' | sort -u >"$tmp/$(basename "$o" .o).d"
+	done
+	: >"$tmp/edges"
+	for a in "$@"; do
+		an=$(basename "$a" .o)
+		for b in "$@"; do
+			bn=$(basename "$b" .o)
+			[ "$an" = "$bn" ] && continue
+			if [ -n "$(comm -12 "$tmp/$an.u" "$tmp/$bn.d")" ]; then
+				echo "$an $bn" >>"$tmp/edges"
+			fi
+		done
+	done
+	if tsort "$tmp/edges" >/dev/null 2>"$tmp/err"; then
+		echo "calls: $dir/: $(wc -l <"$tmp/edges") edges between $# files, no circle"
+	else
+		echo "calls: $dir/: files call each other in a circle:"
+		sed 's/^/  /' "$tmp/err"
+		status=1
+	fi
+	rm -f "$tmp"/*.u "$tmp"/*.d
+done
+exit "$status"

@@ -1,0 +1,154 @@
+/*
+ * The transitions of a node's record (state/state.h, state_record.c): the
+ * generation rule of pending, what a failed create leaves, adoption with
+ * the queued rule, a re-created node's workers, gang restarts, deep copies.
+ */
+#include "state/state.h"
+#include "tests/unit/unit.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void recipe(struct tpf_recipe *r, int workers, int queued)
+{
+	memset(r, 0, sizeof(*r));
+	r->zone = xstrdup("z1");
+	r->accelerator_type = xstrdup("v4-16");
+	r->workers = workers;
+	r->queued = queued;
+}
+
+static void test_state_record__pending_generation(void)
+{
+	struct tpf_state st;
+	tpf_state_init(&st);
+	struct tpf_recipe r;
+	recipe(&r, 2, 0);
+	struct tpf_job job = { 0 };
+	struct tpf_state_node *sn = tpf_state_record_pending(&st, "f-a-0", "a", 0, &r, &job);
+	CHECK_STR(sn->status, TPF_NODE_PENDING);
+	CHECK_INT(sn->generation, 0);
+	CHECK_INT(sn->nworkers, 2);
+	/* Still pending (a create that never answered): same generation. */
+	sn = tpf_state_record_pending(&st, "f-a-0", "a", 0, &r, &job);
+	CHECK_INT(sn->generation, 0);
+	tpf_state_record_created(&st, "f-a-0", "id-1", "2026-01-01T00:00:00Z");
+	sn = tpf_state_find(&st, "f-a-0");
+	CHECK_STR(sn->status, TPF_NODE_CREATED);
+	CHECK_STR(sn->id, "id-1");
+	/* Re-created after 3 restarts: the generation goes past them. */
+	sn->workers[1].restarts = 3;
+	sn = tpf_state_record_pending(&st, "f-a-0", "a", 0, &r, &job);
+	CHECK_INT(sn->generation, 4);
+	CHECK(sn->id == NULL);
+	CHECK_INT(sn->workers[1].restarts, 0);
+	tpf_recipe_release(&r);
+	tpf_state_release(&st);
+}
+
+static void test_state_record__not_created(void)
+{
+	struct tpf_state st;
+	tpf_state_init(&st);
+	struct tpf_recipe r;
+	recipe(&r, 1, 0);
+	struct tpf_job job = { 0 };
+	tpf_state_record_pending(&st, "n0", "a", 0, &r, &job);
+	tpf_state_record_not_created(&st, "n0", 1, 0);
+	CHECK_STR(tpf_state_find(&st, "n0")->status, TPF_NODE_TAINTED);
+	tpf_state_record_not_created(&st, "n0", 0, 0);
+	CHECK(tpf_state_find(&st, "n0") == NULL);
+	/* Deferred with history: stays pending, generation kept. */
+	struct tpf_state_node *sn = tpf_state_record_pending(&st, "n1", "a", 1, &r, &job);
+	sn->generation = 2;
+	tpf_state_record_not_created(&st, "n1", 0, 1);
+	CHECK_STR(tpf_state_find(&st, "n1")->status, TPF_NODE_PENDING);
+	CHECK_INT(tpf_state_find(&st, "n1")->generation, 2);
+	/* Deferred without history: forgotten. */
+	tpf_state_record_pending(&st, "n2", "a", 2, &r, &job);
+	tpf_state_record_not_created(&st, "n2", 0, 1);
+	CHECK(tpf_state_find(&st, "n2") == NULL);
+	tpf_recipe_release(&r);
+	tpf_state_release(&st);
+}
+
+static void test_state_record__adoption_and_new_id(void)
+{
+	struct tpf_state st;
+	tpf_state_init(&st);
+	struct tpf_recipe declared;
+	recipe(&declared, 2, 1);
+	struct tpf_live_node ln;
+	memset(&ln, 0, sizeof(ln));
+	ln.name = xstrdup("f-a-0");
+	ln.id = xstrdup("100");
+	ln.create_time = xstrdup("2026-01-01T00:00:00Z");
+	recipe(&ln.recipe, 2, 0);
+	struct tpf_job job = { 0 };
+	job.run = xstrdup("train");
+	/* The provider cannot tell it was queued: the declared value. */
+	struct tpf_state_node *sn =
+		tpf_state_record_running(&st, "f-a-0", "a", 0, &ln, &declared, &job);
+	CHECK_INT(sn->recipe.queued, 1);
+	CHECK_STR(sn->id, "100");
+	CHECK_STR(sn->job.run, "train");
+	xstrset(&sn->workers[0].host_key, "SHA256:pinned");
+	/* Same id again: the pin stays. */
+	sn = tpf_state_record_running(&st, "f-a-0", "a", 0, &ln, &declared, &job);
+	CHECK_STR(sn->workers[0].host_key, "SHA256:pinned");
+	/* A new id: new VMs, the pin goes. */
+	xstrset(&ln.id, "200");
+	sn = tpf_state_record_running(&st, "f-a-0", "a", 0, &ln, &declared, &job);
+	CHECK_STR(sn->id, "200");
+	CHECK(sn->workers[0].host_key == NULL);
+	CHECK_INT(sn->nworkers, 2);
+	/* A provider that says it is queued wins over the declaration. */
+	ln.recipe.queued = 0;
+	ln.queued_state = xstrdup("ACTIVE");
+	struct tpf_recipe rec = { 0 };
+	tpf_state_adopt_queued(&rec, &ln, &declared);
+	CHECK_INT(rec.queued, 0);
+	tpf_live_node_release(&ln);
+	tpf_job_release(&job);
+	tpf_recipe_release(&declared);
+	tpf_state_release(&st);
+}
+
+static void test_state_record__gang_restart_and_clone(void)
+{
+	struct tpf_state st;
+	tpf_state_init(&st);
+	struct tpf_recipe r;
+	recipe(&r, 3, 0);
+	struct tpf_job job = { 0 };
+	struct tpf_state_node *sn = tpf_state_record_pending(&st, "g", "a", 0, &r, &job);
+	sn->workers[0].restarts = 1;
+	sn->workers[2].restarts = 4;
+	int all[] = { 0, 1, 2 };
+	tpf_state_count_restart(&st, "g", all, 3, 1, "2026-01-01T00:00:00Z");
+	for (int w = 0; w < 3; w++)
+		CHECK_INT(sn->workers[w].restarts, 5);
+	int one[] = { 1, 7 }; /* 7: no such worker, ignored */
+	tpf_state_count_restart(&st, "g", one, 2, 0, "2026-01-02T00:00:00Z");
+	CHECK_INT(sn->workers[1].restarts, 6);
+	CHECK_STR(sn->workers[1].restarted_at, "2026-01-02T00:00:00Z");
+	struct tpf_state_node *copy = tpf_state_node_clone(sn);
+	CHECK_INT(copy->workers[1].restarts, 6);
+	xstrset(&copy->workers[1].script_hash, "sha256:x");
+	CHECK_INT(tpf_state_record_worker(&st, "g", &copy->workers[1]), 1);
+	CHECK_STR(tpf_state_find(&st, "g")->workers[1].script_hash, "sha256:x");
+	CHECK_INT(tpf_state_record_worker(&st, "gone", &copy->workers[1]), 0);
+	tpf_state_node_free(copy);
+	tpf_recipe_release(&r);
+	tpf_state_release(&st);
+}
+
+int main(void)
+{
+	RUN(test_state_record__pending_generation);
+	RUN(test_state_record__not_created);
+	RUN(test_state_record__adoption_and_new_id);
+	RUN(test_state_record__gang_restart_and_clone);
+	return unit_done();
+}
