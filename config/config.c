@@ -47,7 +47,8 @@ static const char *const top_and_group_only_keys[] = {
 static const char *const provider_keys[] = { "local", "gcp", NULL };
 static const char *const local_keys[] = { "root", "create_delay", NULL };
 static const char *const gcp_keys[] = {
-	"project", "credentials", "endpoint", "impersonate_service_account", "quota_project", NULL,
+	"project", "credentials", "endpoint", "impersonate_service_account", "quota_project", "api",
+	NULL,
 };
 static const char *const state_keys[] = { "path", "gcs", NULL };
 static const char *const state_gcs_keys[] = { "bucket", "prefix", "endpoint", NULL };
@@ -162,6 +163,7 @@ static void read_provider(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v)
 			}
 		}
 		read_gcp_identity(c, f, &gm);
+		cfg_read_gcp_api(c, f, &gm);
 	}
 }
 
@@ -485,6 +487,7 @@ static void release_group(struct tpf_group *g)
 	tpf_kvlist_release(&g->env);
 	free(g->valid_until);
 	tpf_node_fields_release(&g->node);
+	tpf_compute_release(&g->compute);
 }
 
 void tpf_fleet_release(struct tpf_fleet *f)
