@@ -107,7 +107,8 @@ char *tpf_compute_region(const char *zone);
  * .../wait, then instances.get into *out. Errors: TPF_ECAPACITY
  * (ZONE_RESOURCE_POOL_EXHAUSTED[_WITH_DETAILS] in the operation),
  * TPF_EQUOTA (403 quotaExceeded, or QUOTA_EXCEEDED in the operation),
- * TPF_EINTERRUPTED, TPF_ERROR; each but the interrupt with a diagnostic
+ * TPF_EINTERRUPTED, TPF_ERROR (also, before any request, for a recipe of
+ * more than one VM: multi-host slices are MIGs, not made yet); each but the interrupt with a diagnostic
  * quoting the API's message and status.
  */
 int tpf_compute_create(struct tpf_compute_client *cc, const char *name,
@@ -148,6 +149,14 @@ int tpf_compute_set_labels(struct tpf_compute_client *cc, const char *zone, cons
 int tpf_compute_edit_metadata(struct tpf_compute_client *cc, const char *zone, const char *name,
 			      int (*edit)(json_t *items, void *ctx), void *ctx,
 			      struct tpf_diags *d);
+
+/*
+ * getGuestAttributes queryPath=hostkeys/ as the API answers it (*out a new
+ * object; {} when none are published yet: "not found"). 0, or an error
+ * with a diagnostic.
+ */
+int tpf_compute_guest_attributes(struct tpf_compute_client *cc, const char *zone,
+				 const char *name, json_t **out, struct tpf_diags *d);
 
 /*
  * The host keys an instance publishes (getGuestAttributes

@@ -86,6 +86,29 @@ static int quota_rc(int rc, const struct tpf_gcp_outcome *res)
 	return rc;
 }
 
+/*
+ * Tell the client's node observer (the SSH access layer, gcp_access.h)
+ * about an instance, in the shape it reads: name, id, metadata as an
+ * object of strings, one network endpoint, and "compute": true so that it
+ * uses the Compute Engine calls for this node.
+ */
+static void seen(struct tpf_compute_client *cc, const char *zone, json_t *inst)
+{
+	json_t *md = json_object(), *it;
+	size_t i;
+	json_array_foreach(json_object_get(json_object_get(inst, "metadata"), "items"), i, it) {
+		const char *k = json_string_value(json_object_get(it, "key"));
+		if (k && json_is_string(json_object_get(it, "value")))
+			json_object_set(md, k, json_object_get(it, "value"));
+	}
+	json_t *n = json_pack("{s:O?, s:O?, s:o, s:[{}], s:b}", "name", json_object_get(inst, "name"),
+			      "id", json_object_get(inst, "id"), "metadata", md,
+			      "networkEndpoints", "compute", 1);
+	if (n)
+		tpf_gcp_client_seen(cc->c, zone, n);
+	json_decref(n);
+}
+
 int tpf_compute_get(struct tpf_compute_client *cc, const char *zone, const char *name,
 		    struct tpf_live_node *out, struct tpf_diags *d)
 {
@@ -97,6 +120,8 @@ int tpf_compute_get(struct tpf_compute_client *cc, const char *zone, const char 
 	if (rc == 0 && tpf_compute_instance_parse(inst, zone, tpf_gcp_client_ssh_port(cc->c),
 						  out) < 0)
 		rc = tpf_errorx(d, name, NULL, "%s: the answer is not an instance", what);
+	if (rc == 0)
+		seen(cc, zone, inst);
 	json_decref(inst);
 	free(what);
 	free(url);
@@ -109,6 +134,11 @@ int tpf_compute_create(struct tpf_compute_client *cc, const char *name,
 {
 	if (!r->zone || !r->compute.machine_type)
 		return tpf_errorx(d, name, NULL, "instance '%s': no zone or machine type", name);
+	if (r->workers > 1) /* never one VM for a slice that needs several */
+		return tpf_errorx(d, name, "use a single-host topology (the machine type's own) for now",
+				  "node '%s': a multi-host slice (%d VMs, topology %s) on Compute "
+				  "Engine is a managed instance group, which tpuform does not create "
+				  "yet", name, r->workers, r->node.topology ? r->node.topology : "?");
 	json_t *body = tpf_compute_instance_body(name, r, metadata,
 						 tpf_gcp_client_external_ips(cc->c));
 	char *url = instance_url(cc, r->zone, NULL, NULL);
@@ -155,6 +185,7 @@ int tpf_compute_delete(struct tpf_compute_client *cc, const char *zone, const ch
 }
 
 struct list_ctx {
+	struct tpf_compute_client *cc;
 	const char *zone, *fleet;
 	int ssh_port;
 	struct tpf_live_set *out;
@@ -172,8 +203,10 @@ static int list_page(json_t *page, void *arg, struct tpf_diags *d)
 		if (!f || strcmp(f, x->fleet))
 			continue; /* matched here: gcloud never filters labels on the server */
 		struct tpf_live_node n = { 0 };
-		if (tpf_compute_instance_parse(inst, x->zone, x->ssh_port, &n) == 0)
+		if (tpf_compute_instance_parse(inst, x->zone, x->ssh_port, &n) == 0) {
 			*tpf_live_set_add(x->out) = n; /* moved */
+			seen(x->cc, x->zone, inst);
+		}
 	}
 	return 0;
 }
@@ -184,7 +217,7 @@ int tpf_compute_list(struct tpf_compute_client *cc, const char *zone, const char
 	/* maxResults 500, the API's largest page (reference section 8). */
 	char *url = instance_url(cc, zone, NULL, "?maxResults=500");
 	char *what = xasprintf("list the instances of zone '%s'", zone);
-	struct list_ctx x = { zone, fleet, tpf_gcp_client_ssh_port(cc->c), out };
+	struct list_ctx x = { cc, zone, fleet, tpf_gcp_client_ssh_port(cc->c), out };
 	int rc = tpf_gapi_pages(tpf_gcp_client_api(cc->c), url, what, NULL,
 				TPF_GCP_QUIET(TPF_GCP_NOTFOUND), list_page, &x, d);
 	if (rc == TPF_ENOTFOUND) { /* no such zone for this project */
@@ -286,18 +319,32 @@ int tpf_compute_edit_metadata(struct tpf_compute_client *cc, const char *zone, c
 	return read_modify_write(cc, zone, name, "setMetadata", edit_metadata, &e, d);
 }
 
-int tpf_compute_host_keys(struct tpf_compute_client *cc, const char *zone, const char *name,
-			  json_t **out, struct tpf_diags *d)
+int tpf_compute_guest_attributes(struct tpf_compute_client *cc, const char *zone,
+				 const char *name, json_t **out, struct tpf_diags *d)
 {
 	char *url = instance_url(cc, zone, name, "/getGuestAttributes?queryPath=hostkeys%2F");
 	char *what = xasprintf("read the host keys of instance '%s'", name);
-	json_t *ga = NULL, *it;
-	size_t i;
-	*out = json_array();
+	*out = NULL;
 	/* "The resource 'hostkeys/' of type 'Guest Attribute' was not found":
 	 * none published yet (reference section 7). */
 	int rc = tpf_gcp_call(cc->c, "GET", url, NULL, what, name, TPF_GCP_QUIET(TPF_GCP_NOTFOUND),
-			      &ga, NULL, d);
+			      out, NULL, d);
+	if (rc == TPF_ENOTFOUND)
+		rc = 0;
+	if (rc == 0 && !*out)
+		*out = json_object();
+	free(what);
+	free(url);
+	return rc;
+}
+
+int tpf_compute_host_keys(struct tpf_compute_client *cc, const char *zone, const char *name,
+			  json_t **out, struct tpf_diags *d)
+{
+	json_t *ga = NULL, *it;
+	size_t i;
+	*out = json_array();
+	int rc = tpf_compute_guest_attributes(cc, zone, name, &ga, d);
 	json_array_foreach(json_object_get(json_object_get(ga, "queryValue"), "items"), i, it) {
 		const char *ns = json_string_value(json_object_get(it, "namespace"));
 		const char *k = json_string_value(json_object_get(it, "key"));
@@ -308,10 +355,6 @@ int tpf_compute_host_keys(struct tpf_compute_client *cc, const char *zone, const
 			free(line);
 		}
 	}
-	if (rc == TPF_ENOTFOUND)
-		rc = 0;
 	json_decref(ga);
-	free(what);
-	free(url);
 	return rc;
 }

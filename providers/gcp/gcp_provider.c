@@ -519,6 +519,8 @@ int tpf_gcp_provider_open(struct tpf_provider **out, const struct tpf_fleet *f,
 	g->compute = cc;
 	g->transport = t;
 	g->access = tpf_gcp_access_new(c, t, f);
+	if (fleet_uses_compute(f))
+		tpf_gcp_access_set_compute(g->access, cc);
 	pthread_mutex_init(&g->mu, NULL);
 	p->impl = g;
 	*out = p;
