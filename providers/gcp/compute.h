@@ -122,12 +122,14 @@ int tpf_compute_delete(struct tpf_compute_client *cc, const char *zone, const ch
 /*
  * Every instance of `zone` labelled tpuform-fleet=fleet, appended to out
  * (instances.list, every page; labels are matched here, as gcloud 528 does:
- * it never sends label terms to the server, reference section 5.3).
+ * it never sends label terms to the server, reference section 5.3);
+ * members of a slice (label tpuform-slice) go to `members` instead (NULL:
+ * dropped), in the order listed.
  * 0, or an error with a diagnostic; a zone the project cannot use is
  * recorded in out->unlisted_zones, not an error.
  */
 int tpf_compute_list(struct tpf_compute_client *cc, const char *zone, const char *fleet,
-		     struct tpf_live_set *out, struct tpf_diags *d);
+		     struct tpf_live_set *out, struct tpf_live_set *members, struct tpf_diags *d);
 
 /* instances.get into *out; TPF_ENOTFOUND without a diagnostic. */
 int tpf_compute_get(struct tpf_compute_client *cc, const char *zone, const char *name,
@@ -166,5 +168,74 @@ int tpf_compute_guest_attributes(struct tpf_compute_client *cc, const char *zone
  */
 int tpf_compute_host_keys(struct tpf_compute_client *cc, const char *zone, const char *name,
 			  json_t **out, struct tpf_diags *d);
+
+/* ---- multi-host slices as MIGs (providers/gcp/compute_mig.c) ---- */
+
+/* The label every member of slice N carries (value N). */
+#define TPF_COMPUTE_SLICE_LABEL "tpuform-slice"
+
+/* "<node>-<suffix>": the names of a slice's parts (caller frees): the
+ * template "t", the workload policy "wp". */
+char *tpf_compute_slice_part(const char *node, const char *suffix);
+/* The MIG's description: a JSON object of r's labels, tpuform-slice,
+ * topology and machine_type (caller frees). */
+char *tpf_compute_mig_description(const char *name, const struct tpf_recipe *r);
+/* instanceTemplates.insert body: {name N-t, properties: the instance body
+ * with the bare machine type and disk type and the tpuform-slice label}. */
+json_t *tpf_compute_template_body(const char *name, const struct tpf_recipe *r, json_t *metadata,
+				  int external_ips);
+/* instanceGroupManagers.insert body (reference section 4.1): name N,
+ * description, baseInstanceName "N-###", instanceTemplate and
+ * resourcePolicies.workloadPolicy as partial URLs, targetSize r->workers,
+ * targetSizePolicy.mode BULK, instanceLifecyclePolicy.defaultActionOnFailure
+ * DO_NOTHING, updatePolicy.type OPPORTUNISTIC. */
+json_t *tpf_compute_mig_body(const char *name, const struct tpf_recipe *r, const char *project);
+
+/*
+ * Create slice N: the template, the workload policy (regions/R,
+ * {type HIGH_THROUGHPUT, acceleratorTopology r->node.topology}) and the
+ * MIG, each with a requestId and its operation waited for. 0, or the
+ * failing step's code with its diagnostic; the parts made stay (the
+ * caller deletes them with tpf_compute_delete_slice: the state's pending
+ * record covers them).
+ */
+int tpf_compute_create_slice(struct tpf_compute_client *cc, const char *name,
+			     const struct tpf_recipe *r, json_t *metadata, struct tpf_diags *d);
+/*
+ * Wait for slice N to be READY (MIG stable, every member RUNNING, the
+ * applied topology ACTIVE), at most the client's op_timeout (then *out is
+ * the slice as it is), or return at once for flex-start (it waits for
+ * capacity in CREATING). A BULK capacity check that failed is its class's
+ * code (TPF_ECAPACITY, TPF_EQUOTA) with the API's message.
+ */
+int tpf_compute_wait_slice(struct tpf_compute_client *cc, const char *name,
+			   const struct tpf_recipe *r, struct tpf_live_node *out,
+			   struct tpf_diags *d);
+/* Delete MIG N (and its members), template N-t, policy N-wp, in that
+ * order, each waited for; parts already gone are skipped. */
+int tpf_compute_delete_slice(struct tpf_compute_client *cc, const char *zone, const char *name,
+			     struct tpf_diags *d);
+/*
+ * Slice node from its MIG and its members (sorted here by name: the
+ * workers' order, worker i = the i-th member by name, docs/compute-engine.md
+ * "Worker order"): labels and topology from the description; machine type,
+ * scheduling and node fields from the first member; state READY when the
+ * MIG is stable, every member READY and the applied topology ACTIVE;
+ * PREEMPTED (spot) or TERMINATED when a member is dead, or missing once
+ * the MIG is stable; else CREATING. 0, or -1 when mig is not tpuform's.
+ */
+int tpf_compute_slice_parse(json_t *mig, const char *zone, struct tpf_live_node *members,
+			    size_t nmembers, struct tpf_live_node *out);
+/* Tell the client's node observer (gcp_access.h) that node `name` of
+ * `zone` is a slice: "compute": true, "slice": true. */
+void tpf_compute_seen_slice(struct tpf_compute_client *cc, const char *zone, const char *name);
+
+/*
+ * The fleet's MIGs (description's tpuform-fleet == fleet) of every zone, in
+ * one aggregatedList walk (returnPartialSuccess=true; an unreachable scope
+ * is an error): *out a new object zone -> [MIG]. 0 or an error.
+ */
+int tpf_compute_list_migs(struct tpf_compute_client *cc, const char *fleet, json_t **out,
+			  struct tpf_diags *d);
 
 #endif

@@ -4,6 +4,7 @@
  * Compute operation wait: POST <selfLink>/wait in a loop until DONE).
  */
 #include "providers/gcp/compute.h"
+#include "providers/gcp/compute_internal.h"
 #include "providers/gcp/gcp_api_internal.h"
 #include "providers/gcp/gcp_oslogin.h"
 #include "google/gcp_endpoint.h"
@@ -12,10 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct tpf_compute_client {
-	struct tpf_gcp_client *c;
-	char *base; /* <root>/compute/v1/projects/<project> */
-};
 
 /* How often a read-modify-write is tried when someone else wrote first. */
 #define FINGERPRINT_TRIES 5
@@ -188,7 +185,7 @@ struct list_ctx {
 	struct tpf_compute_client *cc;
 	const char *zone, *fleet;
 	int ssh_port;
-	struct tpf_live_set *out;
+	struct tpf_live_set *out, *members;
 };
 
 static int list_page(json_t *page, void *arg, struct tpf_diags *d)
@@ -203,21 +200,28 @@ static int list_page(json_t *page, void *arg, struct tpf_diags *d)
 		if (!f || strcmp(f, x->fleet))
 			continue; /* matched here: gcloud never filters labels on the server */
 		struct tpf_live_node n = { 0 };
-		if (tpf_compute_instance_parse(inst, x->zone, x->ssh_port, &n) == 0) {
-			*tpf_live_set_add(x->out) = n; /* moved */
-			seen(x->cc, x->zone, inst);
+		if (tpf_compute_instance_parse(inst, x->zone, x->ssh_port, &n) < 0)
+			continue;
+		if (tpf_kvlist_get(&n.recipe.labels, TPF_COMPUTE_SLICE_LABEL)) {
+			if (x->members) /* a slice's member: its MIG is the node */
+				*tpf_live_set_add(x->members) = n;
+			else
+				tpf_live_node_release(&n);
+			continue;
 		}
+		*tpf_live_set_add(x->out) = n; /* moved */
+		seen(x->cc, x->zone, inst);
 	}
 	return 0;
 }
 
 int tpf_compute_list(struct tpf_compute_client *cc, const char *zone, const char *fleet,
-		     struct tpf_live_set *out, struct tpf_diags *d)
+		     struct tpf_live_set *out, struct tpf_live_set *members, struct tpf_diags *d)
 {
 	/* maxResults 500, the API's largest page (reference section 8). */
 	char *url = instance_url(cc, zone, NULL, "?maxResults=500");
 	char *what = xasprintf("list the instances of zone '%s'", zone);
-	struct list_ctx x = { cc, zone, fleet, tpf_gcp_client_ssh_port(cc->c), out };
+	struct list_ctx x = { cc, zone, fleet, tpf_gcp_client_ssh_port(cc->c), out, members };
 	int rc = tpf_gapi_pages(tpf_gcp_client_api(cc->c), url, what, NULL,
 				TPF_GCP_QUIET(TPF_GCP_NOTFOUND), list_page, &x, d);
 	if (rc == TPF_ENOTFOUND) { /* no such zone for this project */

@@ -29,6 +29,8 @@ struct node_entry {
 	int multislice;     /* Node.multisliceNode: a slice of a unit (gcp_multislice.h) */
 	int nendpoints;     /* its networkEndpoints seen last */
 	int compute;        /* a Compute Engine instance (providers/gcp/compute.h) */
+	int slice;          /* compute: a multi-host slice (a MIG); its members got the
+			     * key from the template's metadata at create */
 
 	pthread_mutex_t mu;
 	char *keyed_id;     /* the node id whose metadata has the key */
@@ -100,6 +102,7 @@ static void node_seen(void *ctx, const char *zone, json_t *node)
 	e->multislice = json_is_true(json_object_get(node, "multisliceNode"));
 	e->nendpoints = (int)json_array_size(json_object_get(node, "networkEndpoints"));
 	e->compute = json_is_true(json_object_get(node, "compute"));
+	e->slice = json_is_true(json_object_get(node, "slice"));
 	pthread_mutex_unlock(&a->mu);
 }
 
@@ -114,11 +117,12 @@ static void snapshot(struct tpf_gcp_access *a, struct node_entry *e, char **zone
 	pthread_mutex_unlock(&a->mu);
 }
 
-/* e->compute, read under a->mu (node_seen writes it from any thread). */
+/* e->compute (2: a slice), read under a->mu (node_seen writes it from
+ * any thread). */
 static int entry_compute(struct tpf_gcp_access *a, struct node_entry *e)
 {
 	pthread_mutex_lock(&a->mu);
-	int c = e->compute && a->cc;
+	int c = e->compute && a->cc ? 1 + e->slice : 0;
 	pthread_mutex_unlock(&a->mu);
 	return c;
 }
@@ -280,8 +284,10 @@ static int ensure_key(struct tpf_gcp_access *a, struct node_entry *e, const char
 	const char *user = tpf_ssh_user(a->ssh);
 	if (id && same(e->keyed_id, id))
 		return 0;
-	int rc = 0;
-	if (entry_compute(a, e) && !tpf_gcp_key_in_metadata(node_md, project_md, user, key)) {
+	int rc = 0, compute = entry_compute(a, e);
+	if (compute == 2) /* a slice: the template gave every member the key */
+		return 0;
+	if (compute && !tpf_gcp_key_in_metadata(node_md, project_md, user, key)) {
 		rc = compute_key(a, e, zone, project_md, user, key, d);
 	} else if (!tpf_gcp_key_in_metadata(node_md, project_md, user, key)) {
 		/* Patch from the node as it is now: the API replaces the whole

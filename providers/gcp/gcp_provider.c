@@ -19,6 +19,7 @@
 struct qr_fact {
 	char *zone, *node, *qr;
 	int compute; /* a Compute Engine instance (issue 18), not a Cloud TPU node */
+	int slice;   /* compute: a multi-host slice (a MIG, compute_mig.c) */
 };
 
 /* The client, the SSH transport to the workers (made at open) and the
@@ -66,15 +67,18 @@ static void fact_set(struct gcp_impl *g, const char *zone, const char *node, con
 		tpf_strindex_put(&g->facts_by_node, f->node, g->nfacts - 1);
 		f->qr = NULL;
 		f->compute = 0;
+		f->slice = 0;
 	}
 	xstrset(&f->qr, qr);
 }
 
 /* Call with g->mu held: node is (1) or is not (0) a Compute Engine instance. */
-static void fact_set_compute(struct gcp_impl *g, const char *zone, const char *node, int compute)
+static void fact_set_compute(struct gcp_impl *g, const char *zone, const char *node, int compute,
+			     int slice)
 {
 	fact_set(g, zone, node, NULL);
 	fact_find(g, zone, node)->compute = compute;
+	fact_find(g, zone, node)->slice = slice;
 }
 
 /*
@@ -110,14 +114,17 @@ static enum tpf_api api_by_name(const struct tpf_fleet *f, const char *name)
 	return TPF_API_TPU;
 }
 
-/* Is node `name` in `zone` a Compute Engine instance? What the last
- * refresh or create saw, else its group's API. */
-static int is_compute(struct tpf_provider *p, const char *zone, const char *name)
+/* Is node `name` in `zone` on Compute Engine? What the last refresh or
+ * create saw, else its group's API. *single (optional): 1 when it is known
+ * to be one instance, not a slice. */
+static int is_compute(struct tpf_provider *p, const char *zone, const char *name, int *single)
 {
 	struct gcp_impl *g = p->impl;
 	pthread_mutex_lock(&g->mu);
 	struct qr_fact *f = fact_find(g, zone, name);
 	int known = f != NULL, compute = f && f->compute;
+	if (single)
+		*single = f && f->compute && !f->slice;
 	pthread_mutex_unlock(&g->mu);
 	return known ? compute : api_by_name(p->fleet, name) == TPF_API_COMPUTE;
 }
@@ -143,12 +150,37 @@ struct zone_job {
 	const char *zone, *fleet;
 	int queued;               /* also list queued resources */
 	struct tpf_live_set set;
-	size_t ntpu;              /* set.nodes[0 .. ntpu) are Cloud TPU nodes, the rest instances */
+	size_t ntpu;              /* set.nodes[0 .. ntpu) are Cloud TPU nodes, the rest compute */
+	size_t nsingle;           /* set.nodes[ntpu .. nsingle) instances, the rest slices */
+	json_t *migs;             /* the fleet's MIGs of this zone (borrowed), NULL: none */
 	struct tpf_gcp_qr *qrs;
 	size_t nqrs;
 	struct tpf_diags diags;
 	int rc;
 };
+
+/* Each MIG of the zone as a slice node, with its members (by label). */
+static void add_slices(struct zone_job *j, struct tpf_live_set *members)
+{
+	size_t i;
+	json_t *mig;
+	json_array_foreach(j->migs, i, mig) {
+		const char *name = json_string_value(json_object_get(mig, "name"));
+		struct tpf_live_set mine = { 0 };
+		for (size_t k = 0; name && k < members->n; k++) {
+			const char *s = tpf_kvlist_get(&members->nodes[k].recipe.labels,
+						       TPF_COMPUTE_SLICE_LABEL);
+			if (s && !strcmp(s, name))
+				tpf_live_node_copy(tpf_live_set_add(&mine), &members->nodes[k]);
+		}
+		struct tpf_live_node n = { 0 };
+		if (tpf_compute_slice_parse(mig, j->zone, mine.nodes, mine.n, &n) == 0) {
+			*tpf_live_set_add(&j->set) = n; /* moved */
+			tpf_compute_seen_slice(j->cc, j->zone, name);
+		}
+		tpf_live_set_release(&mine);
+	}
+}
 
 static void *zone_worker(void *arg)
 {
@@ -160,8 +192,13 @@ static void *zone_worker(void *arg)
 			tpf_gcp_qr_merge(&j->set, j->qrs, j->nqrs);
 	}
 	j->ntpu = j->set.n;
+	struct tpf_live_set members = { 0 };
 	if (j->rc == 0 && j->cc)
-		j->rc = tpf_compute_list(j->cc, j->zone, j->fleet, &j->set, &j->diags);
+		j->rc = tpf_compute_list(j->cc, j->zone, j->fleet, &j->set, &members, &j->diags);
+	j->nsingle = j->set.n;
+	if (j->rc == 0)
+		add_slices(j, &members);
+	tpf_live_set_release(&members);
 	return NULL;
 }
 
@@ -176,6 +213,7 @@ static void learn(struct gcp_impl *g, const struct zone_job *j)
 		/* Ours are named after their node (gcp_qr.h). */
 		fact_set(g, j->zone, n->name, n->recipe.queued ? n->name : NULL);
 		fact_find(g, j->zone, n->name)->compute = k >= j->ntpu;
+		fact_find(g, j->zone, n->name)->slice = k >= j->nsingle;
 	}
 	for (size_t k = 0; k < j->nqrs; k++)
 		fact_set(g, j->zone, j->qrs[k].node_id, j->qrs[k].id);
@@ -202,9 +240,15 @@ static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t 
 	int queued = fleet_has_queued(p->fleet);
 	struct tpf_compute_client *cc = fleet_uses_compute(p->fleet)
 						? ((struct gcp_impl *)p->impl)->compute : NULL;
+	json_t *migs = NULL; /* every zone's MIGs in one aggregated list */
+	if (cc && (rc = tpf_compute_list_migs(cc, p->fleet->name, &migs, d)) < 0) {
+		free(jobs);
+		return rc;
+	}
 	for (size_t i = 0; i < nzones; i++) {
 		jobs[i].c = client_of(p);
 		jobs[i].cc = cc;
+		jobs[i].migs = json_object_get(migs, zones[i]);
 		jobs[i].zone = zones[i];
 		jobs[i].fleet = p->fleet->name;
 		jobs[i].queued = queued;
@@ -244,7 +288,37 @@ static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t 
 		tpf_diags_release(&j->diags);
 		pthread_mutex_destroy(&j->diags.mu);
 	}
+	json_decref(migs);
 	free(jobs);
+	return rc;
+}
+
+/*
+ * A Compute Engine node: one instance, or for a multi-host topology a
+ * slice (template, workload policy, MIG). A slice whose create fails has
+ * its parts deleted again, so that the next zone can take the same names
+ * (the template is global); the create's diagnostic stays the reason.
+ */
+static int compute_create(struct gcp_impl *g, const char *name, const struct tpf_recipe *r,
+			  json_t *md, struct tpf_live_node *out, struct tpf_diags *d)
+{
+	int slice = r->workers > 1, rc;
+	if (r->zone) {
+		pthread_mutex_lock(&g->mu);
+		fact_set_compute(g, r->zone, name, 1, slice);
+		pthread_mutex_unlock(&g->mu);
+	}
+	if (!slice)
+		return tpf_compute_create(g->compute, name, r, md, out, d);
+	rc = tpf_compute_create_slice(g->compute, name, r, md, d);
+	if (rc == 0)
+		rc = tpf_compute_wait_slice(g->compute, name, r, out, d);
+	if (rc < 0 && rc != TPF_EINTERRUPTED && r->zone) {
+		struct tpf_diags undo = TPF_DIAGS_INIT;
+		if (tpf_compute_delete_slice(g->compute, r->zone, name, &undo) < 0)
+			tpf_diags_move(d, &undo); /* what is left behind, and why */
+		tpf_diags_release(&undo);
+	}
 	return rc;
 }
 
@@ -264,13 +338,8 @@ static int gcp_create(struct tpf_provider *p, const char *name, const struct tpf
 		return TPF_ERROR;
 	}
 	if (r->compute.api == TPF_API_COMPUTE) {
-		int rc = tpf_compute_create(g->compute, name, r, md, out, d);
+		int rc = compute_create(g, name, r, md, out, d);
 		json_decref(md);
-		if (r->zone) {
-			pthread_mutex_lock(&g->mu);
-			fact_set_compute(g, r->zone, name, 1);
-			pthread_mutex_unlock(&g->mu);
-		}
 		return rc;
 	}
 	if (!r->queued) {
@@ -302,11 +371,17 @@ static int gcp_remove(struct tpf_provider *p, const char *zone, const char *name
 	struct gcp_impl *g = p->impl;
 	char *qr = NULL;
 	int known = 0, rc = 0;
-	if (is_compute(p, zone, name)) {
-		rc = tpf_compute_delete(g->compute, zone, name, d);
+	int single = 0;
+	if (is_compute(p, zone, name, &single)) {
+		/* A slice, or a node not known to be one instance: every part it
+		 * may have (a crash between a slice's steps leaks nothing). */
+		if (!single)
+			rc = tpf_compute_delete_slice(g->compute, zone, name, d);
+		if (rc == 0)
+			rc = tpf_compute_delete(g->compute, zone, name, d);
 		if (rc == 0) {
 			pthread_mutex_lock(&g->mu);
-			fact_set_compute(g, zone, name, 0);
+			fact_set_compute(g, zone, name, 0, 0);
 			pthread_mutex_unlock(&g->mu);
 		}
 		return rc;
@@ -344,7 +419,12 @@ static int gcp_remove(struct tpf_provider *p, const char *zone, const char *name
 static int gcp_set_labels(struct tpf_provider *p, const char *zone, const char *name,
 			  const struct tpf_kvlist *labels, struct tpf_diags *d)
 {
-	if (is_compute(p, zone, name))
+	int single = 0;
+	if (is_compute(p, zone, name, &single) && !single)
+		return tpf_errorx(d, name, "replace the slice (tpuform taint) to relabel it",
+				  "slice '%s': changing the labels of a Compute Engine slice in place "
+				  "is not supported yet", name);
+	if (is_compute(p, zone, name, NULL))
 		return tpf_compute_set_labels(((struct gcp_impl *)p->impl)->compute, zone, name,
 					      labels, d);
 	return tpf_gcp_patch_labels(client_of(p), zone, name, labels, d);
@@ -396,7 +476,7 @@ static int gcp_patch(struct tpf_provider *p, const char *zone, const char *name,
 		     const struct tpf_recipe *r, unsigned fields, struct tpf_diags *d)
 {
 	struct gcp_impl *g = p->impl;
-	if (is_compute(p, zone, name))
+	if (is_compute(p, zone, name, NULL))
 		return compute_patch(p, zone, name, r, fields, d);
 	json_t *body = json_object();
 	if (fields & TPF_PATCH_LABELS) {

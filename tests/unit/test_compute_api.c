@@ -361,7 +361,7 @@ static void test_compute__list_and_states(void)
 	script(pages, 2);
 	struct tpf_live_set set = { 0 };
 	struct tpf_diags d = TPF_DIAGS_INIT;
-	CHECK_INT(tpf_compute_list(cc, "us-central1-c", "f", &set, &d), 0);
+	CHECK_INT(tpf_compute_list(cc, "us-central1-c", "f", &set, NULL, &d), 0);
 	CHECK_INT(srv.n, 2);
 	CHECK_STR(srv.seen[0].path, "/compute/v1/projects/p/zones/us-central1-c/instances");
 	CHECK_STR(srv.seen[1].page_token, "t2");
@@ -378,7 +378,7 @@ static void test_compute__list_and_states(void)
 				      "'projects/p/zones/xx-1-a' was not found\"}}" } };
 	script(gone, 1);
 	memset(&set, 0, sizeof(set));
-	CHECK_INT(tpf_compute_list(cc, "xx-1-a", "f", &set, &d), 0);
+	CHECK_INT(tpf_compute_list(cc, "xx-1-a", "f", &set, NULL, &d), 0);
 	CHECK(tpf_live_set_zone_unlisted(&set, "xx-1-a"));
 	tpf_live_set_release(&set);
 	tpf_diags_release(&d);
@@ -455,6 +455,127 @@ static void test_compute__metadata_fingerprint_and_delete(void)
 	tpf_diags_release(&d);
 }
 
+static void test_compute__slice_create_and_delete(void)
+{
+	struct tpf_recipe r;
+	recipe_spot(&r);
+	r.workers = 2;
+	xstrset(&r.node.topology, "2x2x2");
+	tpf_kvlist_set(&r.labels, "tpuform-group", "g");
+	struct step steps[] = {
+		{ 200, OP_RUNNING }, { 200, OP_DONE }, /* template */
+		{ 200, OP_RUNNING }, { 200, OP_DONE }, /* workload policy */
+		{ 200, OP_RUNNING }, { 200, OP_DONE }, /* MIG */
+	};
+	script(steps, 6);
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	int rc = tpf_compute_create_slice(cc, "f-g-0", &r, NULL, &d);
+	CHECKF(rc == 0, "created: %s", d.n ? d.items[0].summary : "");
+	CHECK_INT(srv.n, 6);
+	CHECK_STR(srv.seen[0].path, "/compute/v1/projects/p/global/instanceTemplates");
+	CHECK_STR(srv.seen[2].path, "/compute/v1/projects/p/regions/us-central1/resourcePolicies");
+	CHECK_STR(srv.seen[4].path,
+		  "/compute/v1/projects/p/zones/us-central1-c/instanceGroupManagers");
+	CHECK(srv.seen[0].request_id[0] && srv.seen[2].request_id[0] && srv.seen[4].request_id[0]);
+	json_t *t = json_loads(srv.seen[0].body, 0, NULL), *props = json_object_get(t, "properties");
+	CHECK_STR(json_string_value(json_object_get(t, "name")), "f-g-0-t");
+	CHECK_STR(json_string_value(json_object_get(props, "machineType")), "tpu7x-standard-4t");
+	CHECK(json_object_get(props, "name") == NULL);
+	CHECK_STR(json_string_value(json_object_get(json_object_get(props, "labels"), "tpuform-slice")),
+		  "f-g-0");
+	json_decref(t);
+	json_t *wp = json_loads(srv.seen[2].body, 0, NULL);
+	CHECK_STR(json_string_value(json_object_get(wp, "name")), "f-g-0-wp");
+	CHECK_STR(json_string_value(json_object_get(json_object_get(wp, "workloadPolicy"), "type")),
+		  "HIGH_THROUGHPUT");
+	CHECK_STR(json_string_value(json_object_get(json_object_get(wp, "workloadPolicy"),
+						    "acceleratorTopology")),
+		  "2x2x2");
+	json_decref(wp);
+	json_t *m = json_loads(srv.seen[4].body, 0, NULL);
+	CHECK_STR(json_string_value(json_object_get(m, "name")), "f-g-0");
+	CHECK_INT(json_integer_value(json_object_get(m, "targetSize")), 2);
+	CHECK_STR(json_string_value(json_object_get(m, "baseInstanceName")), "f-g-0-###");
+	CHECK_STR(json_string_value(json_object_get(m, "instanceTemplate")),
+		  "projects/p/global/instanceTemplates/f-g-0-t");
+	CHECK_STR(json_string_value(json_object_get(json_object_get(m, "resourcePolicies"),
+						    "workloadPolicy")),
+		  "projects/p/regions/us-central1/resourcePolicies/f-g-0-wp");
+	CHECK_STR(json_string_value(json_object_get(json_object_get(m, "targetSizePolicy"), "mode")),
+		  "BULK");
+	CHECK_STR(json_string_value(json_object_get(json_object_get(m, "instanceLifecyclePolicy"),
+						    "defaultActionOnFailure")),
+		  "DO_NOTHING");
+	CHECK_STR(json_string_value(json_object_get(json_object_get(m, "updatePolicy"), "type")),
+		  "OPPORTUNISTIC");
+	/* the description names the fleet and lineage: MIGs have no labels */
+	json_t *desc = json_loads(json_string_value(json_object_get(m, "description")), 0, NULL);
+	CHECK_STR(json_string_value(json_object_get(desc, "tpuform-lineage")), "0123456789abcdef");
+	CHECK_STR(json_string_value(json_object_get(desc, "topology")), "2x2x2");
+	json_decref(desc);
+	/* Ready: stable, both members RUNNING, the topology ACTIVE; workers in name order. */
+	struct tpf_live_node mem[2] = { { 0 } }, out = { 0 };
+	const char *names[2] = { "f-g-0-002", "f-g-0-001" }, *ips[2] = { "10.0.0.3", "10.0.0.2" };
+	for (int i = 0; i < 2; i++) {
+		mem[i].name = xstrdup(names[i]);
+		mem[i].state = xstrdup("READY");
+		mem[i].recipe.spot = 1;
+		mem[i].recipe.compute.api = TPF_API_COMPUTE;
+		mem[i].recipe.compute.machine_type = xstrdup("tpu7x-standard-4t");
+		mem[i].endpoints = xcalloc(1, sizeof(*mem[i].endpoints));
+		mem[i].nendpoints = 1;
+		mem[i].endpoints[0].ip = xstrdup(ips[i]);
+	}
+	json_object_set_new(m, "status", json_pack("{s:b, s:[{s:s, s:s}]}", "isStable", 1,
+						   "appliedAcceleratorTopologies",
+						   "acceleratorTopology", "2x2x2", "state", "ACTIVE"));
+	CHECK_INT(tpf_compute_slice_parse(m, "us-central1-c", mem, 2, &out), 0);
+	CHECK_STR(out.state, "READY");
+	CHECK_INT(out.recipe.workers, 2);
+	CHECK_STR(out.recipe.node.topology, "2x2x2");
+	CHECK_STR(tpf_kvlist_get(&out.recipe.labels, "tpuform-lineage"), "0123456789abcdef");
+	CHECK(tpf_kvlist_get(&out.recipe.labels, "tpuform-slice") == NULL);
+	CHECK_STR(out.nendpoints == 2 ? out.endpoints[0].ip : NULL, "10.0.0.2"); /* -001 first */
+	/* a member preempted: the slice is lost */
+	xstrset(&mem[1].state, "PREEMPTED");
+	CHECK_INT(tpf_compute_slice_parse(m, "us-central1-c", mem, 2, &out), 0);
+	CHECK_STR(out.state, "PREEMPTED");
+	/* one member missing once the MIG is stable (DO_NOTHING): lost too */
+	xstrset(&mem[1].state, "READY");
+	CHECK_INT(tpf_compute_slice_parse(m, "us-central1-c", mem, 1, &out), 0);
+	CHECK_STR(out.state, "PREEMPTED");
+	/* BULK waiting for capacity: no member yet */
+	json_object_set_new(m, "status", json_pack("{s:b, s:{s:b}}", "isStable", 0,
+						   "bulkInstanceOperation", "inProgress", 1));
+	CHECK_INT(tpf_compute_slice_parse(m, "us-central1-c", NULL, 0, &out), 0);
+	CHECK_STR(out.state, "CREATING");
+	CHECK(out.recipe.compute.machine_type == NULL);
+	/* a MIG that is not tpuform's */
+	json_object_set_new(m, "description", json_string("made by hand"));
+	CHECK_INT(tpf_compute_slice_parse(m, "us-central1-c", NULL, 0, &out), -1);
+	for (int i = 0; i < 2; i++)
+		tpf_live_node_release(&mem[i]);
+	tpf_live_node_release(&out);
+	json_decref(m);
+	/* delete: MIG, template, policy; parts already gone are skipped */
+	struct step del[] = {
+		{ 200, OP_RUNNING }, { 200, OP_DONE },
+		{ 404, "{\"error\":{\"code\":404,\"message\":\"not found\"}}" },
+		{ 200, OP_RUNNING }, { 200, OP_DONE },
+	};
+	script(del, 5);
+	CHECK_INT(tpf_compute_delete_slice(cc, "us-central1-c", "f-g-0", &d), 0);
+	CHECK_INT(srv.n, 5);
+	CHECK_STR(srv.seen[0].path,
+		  "/compute/v1/projects/p/zones/us-central1-c/instanceGroupManagers/f-g-0");
+	CHECK_STR(srv.seen[2].path, "/compute/v1/projects/p/global/instanceTemplates/f-g-0-t");
+	CHECK_STR(srv.seen[3].path,
+		  "/compute/v1/projects/p/regions/us-central1/resourcePolicies/f-g-0-wp");
+	CHECK_INT(d.n, 0);
+	tpf_recipe_release(&r);
+	tpf_diags_release(&d);
+}
+
 int main(void)
 {
 	server_start();
@@ -476,6 +597,7 @@ int main(void)
 		RUN(test_compute__create_failures);
 		RUN(test_compute__list_and_states);
 		RUN(test_compute__metadata_fingerprint_and_delete);
+		RUN(test_compute__slice_create_and_delete);
 	}
 	tpf_compute_client_free(cc);
 	tpf_gcp_client_free(client);
