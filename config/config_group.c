@@ -259,7 +259,16 @@ static void check_node_name_length(struct group_ctx *gc, const struct tpf_group 
 		free(node);
 		node = slice;
 	}
-	if (strlen(node) > NODE_NAME_MAX)
+	/* A Compute Engine slice's members are NODE-001, ...: its MIG's
+	 * baseInstanceName "NODE-###" allows NODE 52 characters
+	 * (InstanceGroupManager.baseInstanceName's pattern; docs/compute-engine.md). */
+	size_t max = g->compute.api == TPF_API_COMPUTE && g->workers > 1 ? 52 : NODE_NAME_MAX;
+	if (strlen(node) > max)
+		cfg_error(gc->c, name_at, "shorten the fleet or the group name",
+			  "node name '%s' would be %zu characters, more than the %zu a Compute "
+			  "Engine slice allows (its members are %s-001, ...)", node, strlen(node),
+			  max, node);
+	else if (strlen(node) > NODE_NAME_MAX)
 		cfg_error(gc->c, name_at, "shorten the fleet or the group name",
 			  "node name '%s' would be %zu characters, more than the %d GCP allows", node,
 			  strlen(node), NODE_NAME_MAX);

@@ -230,6 +230,9 @@ static void test_compute__errors(void)
 		  "fleet.yaml:5:", "'image' in group 'a' applies to Compute Engine groups only" },
 		{ "{ name: a, machine_type: ct6e-standard-4t, zones: [z] }",
 		  "fleet.yaml:5:", "count" },
+		{ "{ name: a-group-name-that-is-long-enough-to-pass-the-limit-x, machine_type: "
+		  "tpu7x-standard-4t, topology: 2x2x2, zones: [z], count: 1 }",
+		  "fleet.yaml:5:", "more than the 52 a Compute Engine slice allows" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char *text = NULL;
