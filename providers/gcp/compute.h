@@ -227,8 +227,10 @@ int tpf_compute_delete_slice(struct tpf_compute_client *cc, const char *zone, co
 int tpf_compute_slice_parse(json_t *mig, const char *zone, struct tpf_live_node *members,
 			    size_t nmembers, struct tpf_live_node *out);
 /* Tell the client's node observer (gcp_access.h) that node `name` of
- * `zone` is a slice: "compute": true, "slice": true. */
-void tpf_compute_seen_slice(struct tpf_compute_client *cc, const char *zone, const char *name);
+ * `zone` (its id: the MIG's, may be NULL) is a slice: "compute": true,
+ * "slice": true. */
+void tpf_compute_seen_slice(struct tpf_compute_client *cc, const char *zone, const char *name,
+			    const char *id);
 
 /*
  * The fleet's MIGs (description's tpuform-fleet == fleet) of every zone, in

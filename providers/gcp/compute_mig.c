@@ -176,10 +176,11 @@ int tpf_compute_delete_slice(struct tpf_compute_client *cc, const char *zone, co
 	return rc;
 }
 
-void tpf_compute_seen_slice(struct tpf_compute_client *cc, const char *zone, const char *name)
+void tpf_compute_seen_slice(struct tpf_compute_client *cc, const char *zone, const char *name,
+			    const char *id)
 {
-	json_t *n = json_pack("{s:s, s:{}, s:[{}], s:b, s:b}", "name", name, "metadata",
-			      "networkEndpoints", "compute", 1, "slice", 1);
+	json_t *n = json_pack("{s:s, s:s?, s:{}, s:[{}], s:b, s:b}", "name", name, "id", id,
+			      "metadata", "networkEndpoints", "compute", 1, "slice", 1);
 	tpf_gcp_client_seen(cc->c, zone, n);
 	json_decref(n);
 }
@@ -388,7 +389,7 @@ int tpf_compute_wait_slice(struct tpf_compute_client *cc, const char *name,
 		json_decref(mig);
 		/* READY, or flex-start waiting for capacity (never blocks) */
 		if (rc == 0)
-			tpf_compute_seen_slice(cc, r->zone, name);
+			tpf_compute_seen_slice(cc, r->zone, name, out->id);
 		if (rc < 0 || !strcmp(out->state, "READY") || r->compute.flex_start)
 			break;
 		if (tpf_node_class(out->state) == TPF_NODE_DEAD) {

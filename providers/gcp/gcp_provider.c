@@ -175,8 +175,8 @@ static void add_slices(struct zone_job *j, struct tpf_live_set *members)
 		}
 		struct tpf_live_node n = { 0 };
 		if (tpf_compute_slice_parse(mig, j->zone, mine.nodes, mine.n, &n) == 0) {
+			tpf_compute_seen_slice(j->cc, j->zone, name, n.id);
 			*tpf_live_set_add(&j->set) = n; /* moved */
-			tpf_compute_seen_slice(j->cc, j->zone, name);
 		}
 		tpf_live_set_release(&mine);
 	}
