@@ -247,7 +247,8 @@ int tpf_compute_slice_parse(json_t *mig, const char *zone, struct tpf_live_node 
 	r->node.topology = topo && *topo ? xstrdup(topo) : NULL;
 	int target = (int)json_integer_value(json_object_get(mig, "targetSize"));
 	r->workers = target > 0 ? target : 1;
-	qsort(members, nmembers, sizeof(*members), cmp_member);
+	if (nmembers > 1) /* qsort wants an array, even of none */
+		qsort(members, nmembers, sizeof(*members), cmp_member);
 	if (nmembers) { /* what the members report: machine type, scheduling */
 		const struct tpf_recipe *m0 = &members[0].recipe;
 		r->spot = m0->spot;
