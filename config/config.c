@@ -31,16 +31,18 @@
 
 /* Keys only a group takes (config/config_walk.h): at top level they are
  * accepted by the key check and then refused with "belongs in a group". */
-static const char *const group_only_keys[] = { CFG_GROUP_ONLY_KEYS, NULL };
+static const char *const group_only_keys[] = { CFG_GROUP_ONLY_KEYS, CFG_COMPUTE_KEYS, NULL };
 /* What the top level accepts: its own keys, the shared ones, the node
  * fields, then the group-only ones. */
 static const char *const top_and_group_only_keys[] = {
-	CFG_TOP_ONLY_KEYS, CFG_SHARED_KEYS, CFG_NODE_KEYS, CFG_GROUP_ONLY_KEYS, NULL,
+	CFG_TOP_ONLY_KEYS, CFG_SHARED_KEYS, CFG_NODE_KEYS, CFG_GROUP_ONLY_KEYS,
+	CFG_COMPUTE_KEYS, NULL,
 };
 static const char *const provider_keys[] = { "local", "gcp", NULL };
 static const char *const local_keys[] = { "root", "create_delay", NULL };
 static const char *const gcp_keys[] = {
-	"project", "credentials", "endpoint", "impersonate_service_account", "quota_project", NULL,
+	"project", "credentials", "endpoint", "impersonate_service_account", "quota_project", "api",
+	NULL,
 };
 static const char *const state_keys[] = { "path", "gcs", NULL };
 static const char *const state_gcs_keys[] = { "bucket", "prefix", "endpoint", NULL };
@@ -155,6 +157,7 @@ static void read_provider(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v)
 			}
 		}
 		read_gcp_identity(c, f, &gm);
+		cfg_read_gcp_api(c, f, &gm);
 	}
 }
 
@@ -478,6 +481,7 @@ static void release_group(struct tpf_group *g)
 	tpf_kvlist_release(&g->env);
 	free(g->valid_until);
 	tpf_node_fields_release(&g->node);
+	tpf_compute_release(&g->compute);
 }
 
 void tpf_fleet_release(struct tpf_fleet *f)

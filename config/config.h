@@ -20,6 +20,7 @@
 #define TPF_FLEET_MAX_DEPTH 64                /* nested sequences and mappings */
 
 #include <stddef.h>
+#include "model/compute.h"
 #include "model/node_fields.h"
 #include "util/diag.h"
 #include "util/kv.h"
@@ -135,6 +136,13 @@ struct tpf_group {
 	int slices;             /* slices: N (> 1: multislice, implies queued), else 0 */
 	struct tpf_job_policy policy; /* effective: the fleet's, then the group's keys */
 	struct tpf_node_fields node; /* effective node fields (config/config_node.c) */
+	/* The API (`api`, else provider.gcp.api, else compute when the group
+	 * gives machine_type and tpu otherwise) and, on Compute Engine, the
+	 * machine type, image, provisioning and boot disk
+	 * (config/config_compute.c). accelerator_type and runtime_version are
+	 * NULL for a compute group, node.topology its slice topology and
+	 * workers its VMs per slice. */
+	struct tpf_compute compute;
 	int line, column;       /* where the group starts in the file */
 };
 
@@ -154,6 +162,8 @@ struct tpf_fleet {
 		char *endpoint;      /* NULL: https://tpu.googleapis.com */
 		char *impersonate_service_account; /* email, or NULL (google/gcp_auth.h) */
 		char *quota_project; /* x-goog-user-project, or NULL (google/gcp_auth.h) */
+		enum tpf_api api;    /* provider.gcp.api: the groups' default API */
+		int api_given;       /* 1 when provider.gcp.api is set */
 	} gcp;
 
 	char *state_path; /* resolved; default "<dir>/tpuform.state.json"; with

@@ -23,7 +23,7 @@
 
 /* The one key list of a group (config/config_walk.h). */
 static const char *const group_keys[] = {
-	CFG_GROUP_ONLY_KEYS, CFG_SHARED_KEYS, CFG_NODE_KEYS, NULL,
+	CFG_GROUP_ONLY_KEYS, CFG_SHARED_KEYS, CFG_NODE_KEYS, CFG_COMPUTE_KEYS, NULL,
 };
 
 struct group_ctx {
@@ -102,8 +102,7 @@ static yaml_node_t *read_name(struct group_ctx *gc, struct cfg_map *m, struct tp
 	return x;
 }
 
-/* What each node is and where: accelerator_type, runtime_version, zones,
- * count. */
+/* What each Cloud TPU API node is: accelerator_type, runtime_version. */
 static void read_machine(struct cfg *c, struct cfg_map *m, struct tpf_group *g, const char *label)
 {
 	yaml_node_t *x;
@@ -130,6 +129,12 @@ static void read_machine(struct cfg *c, struct cfg_map *m, struct tpf_group *g, 
 			cfg_type_error(c, x, "runtime_version",
 				   "a runtime version such as 'tpu-ubuntu2204-base'", NULL);
 	}
+}
+
+/* Where and how many, on either API: zones, count. */
+static void read_place(struct cfg *c, struct cfg_map *m, struct tpf_group *g, const char *label)
+{
+	yaml_node_t *x;
 	if ((x = cfg_map_require(m, "zones", "e.g. zones: [us-central1-f]")))
 		read_zones(c, g, x, label);
 	if ((x = cfg_map_require(m, "count", "the number of nodes, e.g. count: 1")))
@@ -252,7 +257,16 @@ static void check_node_name_length(struct group_ctx *gc, const struct tpf_group 
 		free(node);
 		node = slice;
 	}
-	if (strlen(node) > NODE_NAME_MAX)
+	/* A Compute Engine slice's members are NODE-001, ...: its MIG's
+	 * baseInstanceName "NODE-###" allows NODE 52 characters
+	 * (InstanceGroupManager.baseInstanceName's pattern; docs/compute-engine.md). */
+	size_t max = g->compute.api == TPF_API_COMPUTE && g->workers > 1 ? 52 : NODE_NAME_MAX;
+	if (max < NODE_NAME_MAX && strlen(node) > max)
+		cfg_error(gc->c, name_at, "shorten the fleet or the group name",
+			  "node name '%s' would be %zu characters, more than the %zu a Compute "
+			  "Engine slice allows (its members are %s-001, ...)", node, strlen(node),
+			  max, node);
+	else if (strlen(node) > NODE_NAME_MAX)
 		cfg_error(gc->c, name_at, "shorten the fleet or the group name",
 			  "node name '%s' would be %zu characters, more than the %d GCP allows", node,
 			  strlen(node), NODE_NAME_MAX);
@@ -286,14 +300,21 @@ static void read_group(struct group_ctx *gc, struct tpf_group *g, yaml_node_t *v
 	yaml_node_t *name_at = read_name(gc, &m, g);
 	tpf_node_fields_copy(&g->node, &gc->f->node);
 	cfg_read_node_fields(c, &m, &g->node);
-	read_machine(c, &m, g, label);
-	read_slices(gc, &m, g); /* first: it implies queued */
-	read_scheduling(c, &m, g, label);
-	if (g->slices > 1 && !g->queued)
-		cfg_error(c, cfg_map_get(&m, "queued"), "remove 'queued: false'",
-			  "group %s: 'slices' is served by one multislice queued resource and "
-			  "cannot be combined with 'queued: false'", label);
-	cfg_check_group_node(c, &m, g, label);
+	cfg_group_api(c, &m, gc->f, g);
+	if (g->compute.api == TPF_API_COMPUTE) {
+		cfg_read_compute(c, &m, g, label); /* config/config_compute.c */
+	} else {
+		cfg_reject_compute_keys(c, &m, g, label);
+		read_machine(c, &m, g, label);
+		read_slices(gc, &m, g); /* first: it implies queued */
+		read_scheduling(c, &m, g, label);
+		if (g->slices > 1 && !g->queued)
+			cfg_error(c, cfg_map_get(&m, "queued"), "remove 'queued: false'",
+				  "group %s: 'slices' is served by one multislice queued resource and "
+				  "cannot be combined with 'queued: false'", label);
+		cfg_check_group_node(c, &m, g, label);
+	}
+	read_place(c, &m, g, label);
 	read_labels(c, &m, g, label);
 	read_job(gc, &m, g, label);
 	g->policy = gc->f->policy;

@@ -136,4 +136,30 @@ void cfg_check_group_node(struct cfg *c, const struct cfg_map *m, struct tpf_gro
 int cfg_read_topology(struct cfg *c, const struct cfg_map *m, struct tpf_group *g,
 		      yaml_node_t *type_at);
 
+/* ---- Compute Engine (config/config_compute.c) ---- */
+
+/* The group keys of Compute Engine groups, for config_group.c's list. */
+#define CFG_COMPUTE_KEYS                                                              \
+	"api", "machine_type", "image", "termination_action", "flex_start",             \
+		"max_run_duration", "boot_disk"
+
+/* provider.gcp.api ("compute" or "tpu") into f->gcp.api. */
+void cfg_read_gcp_api(struct cfg *c, struct tpf_fleet *f, const struct cfg_map *gm);
+/* The API of group g (its `api`, else the fleet's, else compute when it
+ * gives machine_type): sets g->compute.api. */
+void cfg_group_api(struct cfg *c, const struct cfg_map *m, const struct tpf_fleet *f,
+		   struct tpf_group *g);
+/*
+ * A compute group's own keys into g: machine_type (required), topology,
+ * image, spot, termination_action, flex_start, max_run_duration,
+ * boot_disk, and the checks against keys of the Cloud TPU API
+ * (accelerator_type, runtime_version, preemptible, queued, valid_until,
+ * slices, reserved). Sets g->workers (VMs per slice).
+ */
+void cfg_read_compute(struct cfg *c, struct cfg_map *m, struct tpf_group *g,
+		      const char *label);
+/* A Cloud TPU API group must not give the compute-only keys. */
+void cfg_reject_compute_keys(struct cfg *c, const struct cfg_map *m, const struct tpf_group *g,
+			     const char *label);
+
 #endif

@@ -22,6 +22,7 @@ void tpf_recipe_copy(struct tpf_recipe *dst, const struct tpf_recipe *src)
 		.slices = src->slices,
 	};
 	tpf_node_fields_copy(&tmp.node, &src->node);
+	tpf_compute_copy(&tmp.compute, &src->compute);
 	tpf_recipe_release(dst);
 	*dst = tmp;
 }
@@ -34,6 +35,7 @@ void tpf_recipe_release(struct tpf_recipe *r)
 	free(r->valid_until);
 	tpf_kvlist_release(&r->labels);
 	tpf_node_fields_release(&r->node);
+	tpf_compute_release(&r->compute);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -41,6 +43,8 @@ const char *tpf_recipe_scheduling(const struct tpf_recipe *r)
 {
 	if (r->spot)
 		return "spot";
+	if (r->compute.flex_start)
+		return "flex-start";
 	if (r->preemptible)
 		return "preemptible";
 	return "on-demand";

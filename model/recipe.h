@@ -14,6 +14,7 @@
 #ifndef TPF_RECIPE_H
 #define TPF_RECIPE_H
 
+#include "model/compute.h"
 #include "model/node_fields.h"
 #include "util/kv.h"
 
@@ -45,6 +46,12 @@ struct tpf_recipe {
 	/* Network, service account, metadata, disks, shielded VM, reservation,
 	 * topology (model/node_fields.h says which patch and which replace). */
 	struct tpf_node_fields node;
+	/* The API the node lives on and, on Compute Engine, its machine
+	 * type, image, provisioning and boot disk (model/compute.h; issue
+	 * 18). Zeroed: a Cloud TPU API node. For a compute node
+	 * accelerator_type and runtime_version are NULL, node.topology is the
+	 * slice topology and `workers` the VMs of the slice. */
+	struct tpf_compute compute;
 };
 
 struct tpf_job {
@@ -83,7 +90,8 @@ char *tpf_lineage_label(const char *lineage, char out[TPF_LINEAGE_LABEL_LEN + 1]
 
 void tpf_recipe_copy(struct tpf_recipe *dst, const struct tpf_recipe *src);
 void tpf_recipe_release(struct tpf_recipe *r);
-/* "preemptible", "spot" or "on-demand". Borrowed static string. */
+/* "preemptible", "spot", "flex-start" (Compute Engine FLEX_START) or
+ * "on-demand". Borrowed static string. */
 const char *tpf_recipe_scheduling(const struct tpf_recipe *r);
 /* Slices of the node: r->slices when > 1, else 1. */
 int tpf_recipe_slices(const struct tpf_recipe *r);
@@ -101,7 +109,8 @@ void tpf_job_release(struct tpf_job *j);
  * JSON forms (new references; NULL fields omitted), shared by state files
  * and saved plans:
  *   recipe: {accelerator_type, runtime_version, zone, preemptible, spot,
- *            workers, labels{}, queued, valid_until, slices}
+ *            workers, labels{}, queued, valid_until, slices, and the
+ *            node fields and compute fields (model/compute.h) when set}
  *           (queued only when true and slices only when > 1, so states of
  *           fleets without them read and write exactly as before)
  *   job:    {commit, repo, setup, run, env{}, secrets_hash}

@@ -74,6 +74,7 @@ json_t *tpf_recipe_to_json(const struct tpf_recipe *r)
 	if (r->slices > 1)
 		json_object_set_new(o, "slices", json_integer(r->slices));
 	tpf_node_fields_to_json(&r->node, o); /* only the fields set */
+	tpf_compute_to_json(&r->compute, o);  /* nothing for a Cloud TPU API node */
 	return o;
 }
 
@@ -101,7 +102,8 @@ int tpf_recipe_from_json(struct tpf_recipe *r, json_t *j, const char *what, stru
 	r->slices = sl ? (int)json_integer_value(sl) : 0;
 	r->preemptible = json_is_true(json_object_get(j, "preemptible"));
 	r->spot = json_is_true(json_object_get(j, "spot"));
-	if (tpf_node_fields_from_json(&r->node, j, what, d))
+	if (tpf_node_fields_from_json(&r->node, j, what, d) ||
+	    tpf_compute_from_json(&r->compute, j, what, d))
 		return TPF_ERROR;
 	return tpf_kvlist_from_json(&r->labels, json_object_get(j, "labels"), what, d);
 }

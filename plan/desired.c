@@ -58,6 +58,7 @@ static void fill_node(struct tpf_desired_node *n, const struct tpf_fleet *f,
 	n->recipe.queued = g->queued;
 	n->recipe.valid_until = xstrdup(g->valid_until);
 	tpf_node_fields_copy(&n->recipe.node, &g->node);
+	tpf_compute_copy(&n->recipe.compute, &g->compute); /* api, machine type, image... */
 	tpf_kvlist_merge(&n->recipe.labels, &g->labels);
 	tpf_kvlist_set(&n->recipe.labels, TPF_LABEL_FLEET, f->name);
 	tpf_kvlist_set(&n->recipe.labels, TPF_LABEL_GROUP, g->name);
@@ -168,7 +169,8 @@ static void warn_deferred(const struct tpf_desired_set *out, const struct tpf_fl
 			tpf_warn(d, g->name,
 				 "deferred: quota: %zu of %d nodes of group '%s' wait for quota "
 				 "(%s %s in %s)",
-				 deferred, g->count, g->name, g->accelerator_type,
+				 deferred, g->count, g->name,
+				 g->accelerator_type ? g->accelerator_type : g->compute.machine_type,
 				 g->spot ? "spot" : g->preemptible ? "preemptible" : "on-demand",
 				 zones.buf);
 			tpf_buf_release(&zones);

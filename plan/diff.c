@@ -107,9 +107,12 @@ static int zone_allowed(const struct tpf_desired_node *dn, const char *zone)
 static void describe_new(struct tpf_action *a, const struct tpf_desired_node *dn)
 {
 	char *v;
-	v = q(dn->recipe.accelerator_type);
-	tpf_action_change(a, "accelerator_type", NULL, v, 0, 0);
-	free(v);
+	int tpu = dn->recipe.compute.api != TPF_API_COMPUTE; /* compute: machine_type, image */
+	if (tpu) {
+		v = q(dn->recipe.accelerator_type);
+		tpf_action_change(a, "accelerator_type", NULL, v, 0, 0);
+		free(v);
+	}
 	if (dn->job.commit) {
 		v = q(dn->job.commit);
 		tpf_action_change(a, "commit", NULL, v, 0, 0);
@@ -129,9 +132,11 @@ static void describe_new(struct tpf_action *a, const struct tpf_desired_node *dn
 	v = q(dn->job.run);
 	tpf_action_change(a, "run", NULL, v, 0, 0);
 	free(v);
-	v = q(dn->recipe.runtime_version);
-	tpf_action_change(a, "runtime_version", NULL, v, 0, 0);
-	free(v);
+	if (tpu) {
+		v = q(dn->recipe.runtime_version);
+		tpf_action_change(a, "runtime_version", NULL, v, 0, 0);
+		free(v);
+	}
 	v = q(tpf_recipe_scheduling(&dn->recipe));
 	tpf_action_change(a, "scheduling", NULL, v, 0, 0);
 	free(v);
@@ -159,6 +164,7 @@ static void describe_new(struct tpf_action *a, const struct tpf_desired_node *dn
 	tpf_action_change(a, "zone", NULL, v, 0, 0);
 	free(v);
 	tpf_diff_node_new(a, &dn->recipe);
+	tpf_diff_compute_new(a, &dn->recipe);
 }
 
 /* Job attribute changes (commit, setup, run, env, secrets): re-provision. */
@@ -251,9 +257,11 @@ static void diff_queued(struct tpf_action *a, const struct tpf_desired_node *dn,
 				  dn->recipe.queued ? "true" : "false", 1, 0);
 }
 
-static void plan_replace_fields(struct tpf_action *a, const struct tpf_desired_node *dn,
-				const struct tpf_live_node *ln, const struct tpf_state_node *sn)
+/* The fields that force replacement; 1 when the node moves to another API. */
+static int plan_replace_fields(struct tpf_action *a, const struct tpf_desired_node *dn,
+			       const struct tpf_live_node *ln, const struct tpf_state_node *sn)
 {
+	int moved = tpf_diff_compute_replace(a, &dn->recipe, &ln->recipe, sn ? &sn->recipe : NULL);
 	diff_str(a, "accelerator_type", ln->recipe.accelerator_type, dn->recipe.accelerator_type, 1);
 	diff_queued(a, dn, sn);
 	diff_str(a, "runtime_version", ln->recipe.runtime_version, dn->recipe.runtime_version, 1);
@@ -270,6 +278,7 @@ static void plan_replace_fields(struct tpf_action *a, const struct tpf_desired_n
 	if (!zone_allowed(dn, ln->recipe.zone))
 		diff_str(a, "zone", ln->recipe.zone, dn->recipe.zone, 1);
 	tpf_diff_node_replace(a, &dn->recipe, &ln->recipe, sn ? &sn->recipe : NULL);
+	return moved;
 }
 
 /* No live node: create it (again), or wait for quota. */
@@ -366,7 +375,7 @@ static int diff_replace(struct tpf_plan *p, const struct tpf_desired_node *dn,
 	 * desired node (one made and freed per node, at 10,000 nodes). */
 	struct tpf_action fields;
 	memset(&fields, 0, sizeof(fields));
-	plan_replace_fields(&fields, dn, ln, sn);
+	int moved = plan_replace_fields(&fields, dn, ln, sn);
 	int tainted = sn && !strcmp(sn->status, TPF_NODE_TAINTED);
 	if (!tainted && !fields.nchanges) {
 		tpf_action_release(&fields);
@@ -377,6 +386,8 @@ static int diff_replace(struct tpf_plan *p, const struct tpf_desired_node *dn,
 	a->nchanges = fields.nchanges;
 	if (tainted)
 		set_reason(a, "tainted", "is tainted, so must be replaced");
+	else if (moved)
+		set_reason(a, "api", "moving a group between APIs replaces its nodes");
 	else
 		set_reason(a, "recipe", "a field that forces replacement changed");
 	return 1;

@@ -71,4 +71,16 @@ unsigned tpf_diff_node_patch(struct tpf_action *a, const struct tpf_recipe *want
 			     const struct tpf_recipe *live, const struct tpf_recipe *recorded);
 void tpf_diff_node_notes(const struct tpf_live_node *ln, struct tpf_diags *d);
 
+/*
+ * The Compute Engine part (plan/diff_compute.c): tpf_diff_compute_new adds
+ * a "+" line for api, machine_type, image, boot disk, max_run_duration,
+ * termination_action and flex_wait of a compute recipe (nothing for a
+ * Cloud TPU API one); tpf_diff_compute_replace a "# forces replacement"
+ * line for each changed one, and returns 1 when the API itself changed
+ * (the plan then says "moving a group between APIs replaces its nodes").
+ */
+void tpf_diff_compute_new(struct tpf_action *a, const struct tpf_recipe *r);
+int tpf_diff_compute_replace(struct tpf_action *a, const struct tpf_recipe *want,
+			     const struct tpf_recipe *live, const struct tpf_recipe *recorded);
+
 #endif

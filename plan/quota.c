@@ -7,6 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What a rule's accelerator_type is matched against: a Compute Engine
+ * node's machine type ("ct6e-standard-4t"). */
+static const char *quota_type(const struct tpf_recipe *r)
+{
+	return r->accelerator_type ? r->accelerator_type : r->compute.machine_type;
+}
+
 enum tpf_quota_class tpf_quota_class_of(const struct tpf_recipe *r)
 {
 	if (r->spot)
@@ -55,7 +62,7 @@ int tpf_quota_blocking_rule(const struct tpf_quota *q, const char *zone,
 	enum tpf_quota_class cls = tpf_quota_class_of(r);
 	for (size_t i = 0; i < q->nrules; i++) {
 		int c = rule_cap(&q->rules[i], cls);
-		if (c >= 0 && tpf_quota_rule_matches(&q->rules[i], zone, r->accelerator_type) &&
+		if (c >= 0 && tpf_quota_rule_matches(&q->rules[i], zone, quota_type(r)) &&
 		    q->used[i][cls] >= c) {
 			*cap = c;
 			return (int)i;
@@ -74,7 +81,7 @@ void tpf_quota_take(struct tpf_quota *q, const char *zone, const struct tpf_reci
 {
 	enum tpf_quota_class cls = tpf_quota_class_of(r);
 	for (size_t i = 0; i < q->nrules; i++)
-		if (tpf_quota_rule_matches(&q->rules[i], zone, r->accelerator_type))
+		if (tpf_quota_rule_matches(&q->rules[i], zone, quota_type(r)))
 			q->used[i][cls]++;
 }
 

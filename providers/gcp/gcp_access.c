@@ -4,6 +4,7 @@
  * its guest attributes; then the SSH transport does the rest.
  */
 #include "providers/gcp/gcp_access.h"
+#include "providers/gcp/compute.h"
 #include "providers/gcp/gcp_multislice.h"
 #include "providers/gcp/gcp_oslogin.h"
 #include "providers/gcp/gcp_sshkeys.h"
@@ -28,6 +29,9 @@ struct node_entry {
 	json_t *metadata;   /* Node.metadata seen last (object), NULL: none */
 	int multislice;     /* Node.multisliceNode: a slice of a unit (gcp_multislice.h) */
 	int nendpoints;     /* its networkEndpoints seen last */
+	int compute;        /* a Compute Engine instance (providers/gcp/compute.h) */
+	int slice;          /* compute: a multi-host slice (a MIG); its members got the
+			     * key from the template's metadata at create */
 
 	pthread_mutex_t mu;
 	char *keyed_id;     /* the node id whose metadata has the key */
@@ -43,6 +47,7 @@ struct tpf_gcp_access {
 	 * connect and interactive, which prepare the node first. */
 	struct tpf_transport_ops ops;
 	struct tpf_gcp_client *c;
+	struct tpf_compute_client *cc; /* Compute Engine instances; NULL: none */
 	struct tpf_transport *ssh;
 	const struct tpf_fleet *f;
 
@@ -97,6 +102,8 @@ static void node_seen(void *ctx, const char *zone, json_t *node)
 	e->metadata = json_is_object(md) ? json_deep_copy(md) : NULL;
 	e->multislice = json_is_true(json_object_get(node, "multisliceNode"));
 	e->nendpoints = (int)json_array_size(json_object_get(node, "networkEndpoints"));
+	e->compute = json_is_true(json_object_get(node, "compute"));
+	e->slice = json_is_true(json_object_get(node, "slice"));
 	pthread_mutex_unlock(&a->mu);
 }
 
@@ -109,6 +116,16 @@ static void snapshot(struct tpf_gcp_access *a, struct node_entry *e, char **zone
 	*id = xstrdup(e->id);
 	*md = e->metadata ? json_deep_copy(e->metadata) : NULL;
 	pthread_mutex_unlock(&a->mu);
+}
+
+/* e->compute (2: a slice), read under a->mu (node_seen writes it from
+ * any thread). */
+static int entry_compute(struct tpf_gcp_access *a, struct node_entry *e)
+{
+	pthread_mutex_lock(&a->mu);
+	int c = e->compute && a->cc ? 1 + e->slice : 0;
+	pthread_mutex_unlock(&a->mu);
+	return c;
 }
 
 /*
@@ -134,6 +151,11 @@ static int locate(struct tpf_gcp_access *a, struct node_entry *e, const struct t
 		json_t *node = NULL; /* the observer records it */
 		int g = tpf_gcp_get_node_json(a->c, zone ? zone : zones[i], w->node, &node, d);
 		json_decref(node);
+		if (g == TPF_ENOTFOUND && a->cc) { /* a Compute Engine instance? */
+			struct tpf_live_node ln = { 0 };
+			g = tpf_compute_get(a->cc, zone ? zone : zones[i], w->node, &ln, d);
+			tpf_live_node_release(&ln);
+		}
 		rc = g == 0 ? 1 : g == TPF_ENOTFOUND ? 0 : g;
 	}
 	free(zones);
@@ -210,6 +232,45 @@ static int oslogin_user(struct tpf_gcp_access *a, const char *key, char **user,
 
 /* ---- preparing a node ----------------------------------------------------- */
 
+struct key_edit {
+	json_t *project_md;
+	const char *user, *key, *entry;
+};
+
+/* tpf_compute_edit_metadata's edit: the entry appended to ssh-keys of the
+ * instance's metadata as it is now, unless some metadata has it. */
+static int add_key_entry(json_t *items, void *ctx)
+{
+	struct key_edit *k = ctx;
+	if (tpf_gcp_key_in_metadata(items, k->project_md, k->user, k->key))
+		return 0;
+	json_t *body = tpf_gcp_metadata_patch(items, k->user, k->key, k->entry);
+	if (!body)
+		return 0;
+	json_object_update(items, json_object_get(body, "metadata"));
+	json_decref(body);
+	return 1;
+}
+
+/* The key into a Compute Engine instance's ssh-keys: setMetadata, a
+ * read-modify-write on the metadata fingerprint retried on 412
+ * conditionNotMet (reference section 7). Call with e->mu held. */
+static int compute_key(struct tpf_gcp_access *a, struct node_entry *e, const char *zone,
+		       json_t *project_md, const char *user, const char *key, struct tpf_diags *d)
+{
+	char *entry = tpf_gcp_ssh_key_entry(user, key);
+	if (!entry)
+		return tpf_errorx(d, e->name, "set ssh.user to a plain user name",
+				  "cannot give user '%s' SSH access through metadata: the name "
+				  "must not contain ':' or spaces", user);
+	struct key_edit k = { project_md, user, key, entry };
+	int rc = tpf_compute_edit_metadata(a->cc, zone, e->name, add_key_entry, &k, d);
+	if (rc == 0)
+		e->patched_at = tpf_now_mono();
+	free(entry);
+	return rc;
+}
+
 /* Metadata keys: add the entry to the node's ssh-keys unless some metadata
  * gives the user the key already. Call with e->mu held. */
 static int ensure_key(struct tpf_gcp_access *a, struct node_entry *e, const char *zone,
@@ -219,8 +280,12 @@ static int ensure_key(struct tpf_gcp_access *a, struct node_entry *e, const char
 	const char *user = tpf_ssh_user(a->ssh);
 	if (id && tpf_streq(e->keyed_id, id))
 		return 0;
-	int rc = 0;
-	if (!tpf_gcp_key_in_metadata(node_md, project_md, user, key)) {
+	int rc = 0, compute = entry_compute(a, e);
+	if (compute == 2) /* a slice: the template gave every member the key */
+		return 0;
+	if (compute && !tpf_gcp_key_in_metadata(node_md, project_md, user, key)) {
+		rc = compute_key(a, e, zone, project_md, user, key, d);
+	} else if (!tpf_gcp_key_in_metadata(node_md, project_md, user, key)) {
 		/* Patch from the node as it is now: the API replaces the whole
 		 * map, and what refresh saw may be stale. */
 		json_t *node = NULL, *body = NULL;
@@ -257,8 +322,15 @@ static void host_keys(struct tpf_gcp_access *a, struct node_entry *e, const char
 		json_decref(e->guest);
 		e->guest = NULL;
 		xstrset(&e->guest_error, NULL);
-		int rc = tpf_gcp_get_guest_attributes(a->c, zone, e->name, TPF_GCP_HOSTKEYS_PATH,
-						      &e->guest, &why);
+		int rc;
+		if (entry_compute(a, e)) { /* one instance: the TPU API's answer for one worker */
+			json_t *ga = NULL;
+			rc = tpf_compute_guest_attributes(a->cc, zone, e->name, &ga, &why);
+			e->guest = rc == 0 ? json_pack("{s:[o]}", "guestAttributes", ga) : NULL;
+		} else {
+			rc = tpf_gcp_get_guest_attributes(a->c, zone, e->name, TPF_GCP_HOSTKEYS_PATH,
+							  &e->guest, &why);
+		}
 		if (rc < 0)
 			e->guest_error = xstrdup(why.n ? why.items[0].summary : "node not found");
 		tpf_diags_release(&why);
@@ -475,6 +547,11 @@ void tpf_gcp_access_free(struct tpf_gcp_access *a)
 	pthread_mutex_destroy(&a->mu);
 	pthread_mutex_destroy(&a->once_mu);
 	free(a);
+}
+
+void tpf_gcp_access_set_compute(struct tpf_gcp_access *a, struct tpf_compute_client *cc)
+{
+	a->cc = cc;
 }
 
 struct tpf_transport *tpf_gcp_access_transport(struct tpf_gcp_access *a)

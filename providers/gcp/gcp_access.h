@@ -55,6 +55,18 @@ struct tpf_gcp_access *tpf_gcp_access_new(struct tpf_gcp_client *c, struct tpf_t
 					  const struct tpf_fleet *f);
 void tpf_gcp_access_free(struct tpf_gcp_access *a);
 
+/*
+ * Compute Engine instances (issue 18; providers/gcp/compute.h): nodes the
+ * Compute client reports (with "compute": true) get the key through
+ * setMetadata on the instance's metadata fingerprint, retried on 412, and
+ * their host keys from the instance's getGuestAttributes (queryPath
+ * hostkeys/); a node never seen is looked for among the instances of the
+ * fleet's zones after the Cloud TPU nodes. cc borrowed; NULL: none.
+ * Before any connect.
+ */
+struct tpf_compute_client;
+void tpf_gcp_access_set_compute(struct tpf_gcp_access *a, struct tpf_compute_client *cc);
+
 /* The wrapping transport (borrowed from a). */
 struct tpf_transport *tpf_gcp_access_transport(struct tpf_gcp_access *a);
 

@@ -1,4 +1,5 @@
 #include "providers/gcp/gcp.h"
+#include "providers/gcp/compute.h"
 #include "providers/gcp/gcp_access.h"
 #include "providers/gcp/gcp_api.h"
 #include "providers/gcp/gcp_node.h"
@@ -17,6 +18,8 @@
  * NULL when the node is known to have none. */
 struct qr_fact {
 	char *zone, *node, *qr;
+	int compute; /* a Compute Engine instance (issue 18), not a Cloud TPU node */
+	int slice;   /* compute: a multi-host slice (a MIG, compute_mig.c) */
 };
 
 /* The client, the SSH transport to the workers (made at open) and the
@@ -25,6 +28,7 @@ struct qr_fact {
  * remove() pick queuedResources.delete or nodes.delete without asking. */
 struct gcp_impl {
 	struct tpf_gcp_client *client;
+	struct tpf_compute_client *compute; /* Compute Engine, over the same client */
 	struct tpf_transport *transport;
 	struct tpf_gcp_access *access;
 	pthread_mutex_t mu;
@@ -62,8 +66,67 @@ static void fact_set(struct gcp_impl *g, const char *zone, const char *node, con
 		f->node = xstrdup(node);
 		tpf_strindex_put(&g->facts_by_node, f->node, g->nfacts - 1);
 		f->qr = NULL;
+		f->compute = 0;
+		f->slice = 0;
 	}
 	xstrset(&f->qr, qr);
+}
+
+/* Call with g->mu held: node is (1) or is not (0) a Compute Engine instance. */
+static void fact_set_compute(struct gcp_impl *g, const char *zone, const char *node, int compute,
+			     int slice)
+{
+	fact_set(g, zone, node, NULL);
+	fact_find(g, zone, node)->compute = compute;
+	fact_find(g, zone, node)->slice = slice;
+}
+
+/*
+ * Compute Engine instances are listed when the fleet file speaks of
+ * Compute Engine at all: a group on it, or provider.gcp.api set (either
+ * way: `api: tpu` keeps listing so that the instances of groups moved back
+ * to the Cloud TPU API are still seen and deleted). A fleet that never
+ * names it sends no Compute request: its project need not enable the API.
+ */
+static int fleet_uses_compute(const struct tpf_fleet *f)
+{
+	if (f->gcp.api_given)
+		return 1;
+	for (size_t i = 0; i < f->ngroups; i++)
+		if (f->groups[i].compute.api == TPF_API_COMPUTE)
+			return 1;
+	return 0;
+}
+
+/* The API of node `name` by its group in the fleet file (names are
+ * FLEET-GROUP-INDEX), for a node no refresh has seen. */
+static enum tpf_api api_by_name(const struct tpf_fleet *f, const char *name)
+{
+	size_t fl = strlen(f->name);
+	if (strncmp(name, f->name, fl) || name[fl] != '-')
+		return TPF_API_TPU;
+	for (size_t i = 0; i < f->ngroups; i++) {
+		size_t gl = strlen(f->groups[i].name);
+		if (!strncmp(name + fl + 1, f->groups[i].name, gl) && name[fl + 1 + gl] == '-' &&
+		    strspn(name + fl + 2 + gl, "0123456789") == strlen(name + fl + 2 + gl))
+			return f->groups[i].compute.api;
+	}
+	return TPF_API_TPU;
+}
+
+/* Is node `name` in `zone` on Compute Engine? What the last refresh or
+ * create saw, else its group's API. *single (optional): 1 when it is known
+ * to be one instance, not a slice. */
+static int is_compute(struct tpf_provider *p, const char *zone, const char *name, int *single)
+{
+	struct gcp_impl *g = p->impl;
+	pthread_mutex_lock(&g->mu);
+	struct qr_fact *f = fact_find(g, zone, name);
+	int known = f != NULL, compute = f && f->compute;
+	if (single)
+		*single = f && f->compute && !f->slice;
+	pthread_mutex_unlock(&g->mu);
+	return known ? compute : api_by_name(p->fleet, name) == TPF_API_COMPUTE;
 }
 
 static int fleet_has_queued(const struct tpf_fleet *f)
@@ -83,14 +146,41 @@ static struct tpf_gcp_client *client_of(struct tpf_provider *p)
  * merged in zone order afterwards so output does not depend on timing. */
 struct zone_job {
 	struct tpf_gcp_client *c;
+	struct tpf_compute_client *cc; /* also list Compute Engine instances; NULL: not */
 	const char *zone, *fleet;
 	int queued;               /* also list queued resources */
 	struct tpf_live_set set;
+	size_t ntpu;              /* set.nodes[0 .. ntpu) are Cloud TPU nodes, the rest compute */
+	size_t nsingle;           /* set.nodes[ntpu .. nsingle) instances, the rest slices */
+	json_t *migs;             /* the fleet's MIGs of this zone (borrowed), NULL: none */
 	struct tpf_gcp_qr *qrs;
 	size_t nqrs;
 	struct tpf_diags diags;
 	int rc;
 };
+
+/* Each MIG of the zone as a slice node, with its members (by label). */
+static void add_slices(struct zone_job *j, struct tpf_live_set *members)
+{
+	size_t i;
+	json_t *mig;
+	json_array_foreach(j->migs, i, mig) {
+		const char *name = json_string_value(json_object_get(mig, "name"));
+		struct tpf_live_set mine = { 0 };
+		for (size_t k = 0; name && k < members->n; k++) {
+			const char *s = tpf_kvlist_get(&members->nodes[k].recipe.labels,
+						       TPF_COMPUTE_SLICE_LABEL);
+			if (s && !strcmp(s, name))
+				tpf_live_node_copy(tpf_live_set_add(&mine), &members->nodes[k]);
+		}
+		struct tpf_live_node n = { 0 };
+		if (tpf_compute_slice_parse(mig, j->zone, mine.nodes, mine.n, &n) == 0) {
+			tpf_compute_seen_slice(j->cc, j->zone, name, n.id);
+			*tpf_live_set_add(&j->set) = n; /* moved */
+		}
+		tpf_live_set_release(&mine);
+	}
+}
 
 static void *zone_worker(void *arg)
 {
@@ -101,6 +191,14 @@ static void *zone_worker(void *arg)
 		if (j->rc == 0)
 			tpf_gcp_qr_merge(&j->set, j->qrs, j->nqrs);
 	}
+	j->ntpu = j->set.n;
+	struct tpf_live_set members = { 0 };
+	if (j->rc == 0 && j->cc)
+		j->rc = tpf_compute_list(j->cc, j->zone, j->fleet, &j->set, &members, &j->diags);
+	j->nsingle = j->set.n;
+	if (j->rc == 0)
+		add_slices(j, &members);
+	tpf_live_set_release(&members);
 	return NULL;
 }
 
@@ -114,6 +212,8 @@ static void learn(struct gcp_impl *g, const struct zone_job *j)
 		const struct tpf_live_node *n = &j->set.nodes[k];
 		/* Ours are named after their node (gcp_qr.h). */
 		fact_set(g, j->zone, n->name, n->recipe.queued ? n->name : NULL);
+		fact_find(g, j->zone, n->name)->compute = k >= j->ntpu;
+		fact_find(g, j->zone, n->name)->slice = k >= j->nsingle;
 	}
 	for (size_t k = 0; k < j->nqrs; k++)
 		fact_set(g, j->zone, j->qrs[k].node_id, j->qrs[k].id);
@@ -138,8 +238,17 @@ static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t 
 	struct zone_job *jobs = xcalloc(nzones ? nzones : 1, sizeof(*jobs));
 	pthread_t th[REFRESH_PARALLEL];
 	int queued = fleet_has_queued(p->fleet);
+	struct tpf_compute_client *cc = fleet_uses_compute(p->fleet)
+						? ((struct gcp_impl *)p->impl)->compute : NULL;
+	json_t *migs = NULL; /* every zone's MIGs in one aggregated list */
+	if (cc && (rc = tpf_compute_list_migs(cc, p->fleet->name, &migs, d)) < 0) {
+		free(jobs);
+		return rc;
+	}
 	for (size_t i = 0; i < nzones; i++) {
 		jobs[i].c = client_of(p);
+		jobs[i].cc = cc;
+		jobs[i].migs = json_object_get(migs, zones[i]);
 		jobs[i].zone = zones[i];
 		jobs[i].fleet = p->fleet->name;
 		jobs[i].queued = queued;
@@ -179,7 +288,37 @@ static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t 
 		tpf_diags_release(&j->diags);
 		pthread_mutex_destroy(&j->diags.mu);
 	}
+	json_decref(migs);
 	free(jobs);
+	return rc;
+}
+
+/*
+ * A Compute Engine node: one instance, or for a multi-host topology a
+ * slice (template, workload policy, MIG). A slice whose create fails has
+ * its parts deleted again, so that the next zone can take the same names
+ * (the template is global); the create's diagnostic stays the reason.
+ */
+static int compute_create(struct gcp_impl *g, const char *name, const struct tpf_recipe *r,
+			  json_t *md, struct tpf_live_node *out, struct tpf_diags *d)
+{
+	int slice = r->workers > 1, rc;
+	if (r->zone) {
+		pthread_mutex_lock(&g->mu);
+		fact_set_compute(g, r->zone, name, 1, slice);
+		pthread_mutex_unlock(&g->mu);
+	}
+	if (!slice)
+		return tpf_compute_create(g->compute, name, r, md, out, d);
+	rc = tpf_compute_create_slice(g->compute, name, r, md, d);
+	if (rc == 0)
+		rc = tpf_compute_wait_slice(g->compute, name, r, out, d);
+	if (rc < 0 && rc != TPF_EINTERRUPTED && r->zone) {
+		struct tpf_diags undo = TPF_DIAGS_INIT;
+		if (tpf_compute_delete_slice(g->compute, r->zone, name, &undo) < 0)
+			tpf_diags_move(d, &undo); /* what is left behind, and why */
+		tpf_diags_release(&undo);
+	}
 	return rc;
 }
 
@@ -197,6 +336,11 @@ static int gcp_create(struct tpf_provider *p, const char *name, const struct tpf
 		tpf_errorx(d, name, NULL, "node '%s' was not created: its workers could not be "
 			   "reached without an SSH key", name);
 		return TPF_ERROR;
+	}
+	if (r->compute.api == TPF_API_COMPUTE) {
+		int rc = compute_create(g, name, r, md, out, d);
+		json_decref(md);
+		return rc;
 	}
 	if (!r->queued) {
 		int rc = tpf_gcp_create_node(client_of(p), name, r, md, out, d);
@@ -227,6 +371,21 @@ static int gcp_remove(struct tpf_provider *p, const char *zone, const char *name
 	struct gcp_impl *g = p->impl;
 	char *qr = NULL;
 	int known = 0, rc = 0;
+	int single = 0;
+	if (is_compute(p, zone, name, &single)) {
+		/* A slice, or a node not known to be one instance: every part it
+		 * may have (a crash between a slice's steps leaks nothing). */
+		if (!single)
+			rc = tpf_compute_delete_slice(g->compute, zone, name, d);
+		if (rc == 0)
+			rc = tpf_compute_delete(g->compute, zone, name, d);
+		if (rc == 0) {
+			pthread_mutex_lock(&g->mu);
+			fact_set_compute(g, zone, name, 0, 0);
+			pthread_mutex_unlock(&g->mu);
+		}
+		return rc;
+	}
 	pthread_mutex_lock(&g->mu);
 	struct qr_fact *f = fact_find(g, zone, name);
 	if (f) {
@@ -260,7 +419,55 @@ static int gcp_remove(struct tpf_provider *p, const char *zone, const char *name
 static int gcp_set_labels(struct tpf_provider *p, const char *zone, const char *name,
 			  const struct tpf_kvlist *labels, struct tpf_diags *d)
 {
+	int single = 0;
+	if (is_compute(p, zone, name, &single) && !single)
+		return tpf_errorx(d, name, "replace the slice (tpuform taint) to relabel it",
+				  "slice '%s': changing the labels of a Compute Engine slice in place "
+				  "is not supported yet", name);
+	if (is_compute(p, zone, name, NULL))
+		return tpf_compute_set_labels(((struct gcp_impl *)p->impl)->compute, zone, name,
+					      labels, d);
 	return tpf_gcp_patch_labels(client_of(p), zone, name, labels, d);
+}
+
+/* The metadata a compute instance should carry: the declared entries with
+ * tpuform's ssh-keys line (as create sends), over what it has. */
+static int replace_metadata(json_t *items, void *ctx)
+{
+	json_t *want = ctx, *v;
+	const char *k;
+	void *tmp;
+	json_object_foreach_safe(items, tmp, k, v) {
+		if (strcmp(k, "enable-guest-attributes") && !json_object_get(want, k))
+			json_object_del(items, k);
+	}
+	json_object_update(items, want);
+	return 1;
+}
+
+/* In place on a Compute Engine instance: labels (setLabels) and metadata
+ * (setMetadata), each a read-modify-write on its fingerprint. Tags and
+ * external addresses are not changed in place yet: an error says so. */
+static int compute_patch(struct tpf_provider *p, const char *zone, const char *name,
+			 const struct tpf_recipe *r, unsigned fields, struct tpf_diags *d)
+{
+	struct gcp_impl *g = p->impl;
+	int rc = 0;
+	if (fields & (TPF_PATCH_TAGS | TPF_PATCH_EXTERNAL_IPS))
+		return tpf_errorx(d, name, "replace the node (tpuform taint) to apply the change",
+				  "instance '%s': changing tags or external addresses of a Compute "
+				  "Engine instance in place is not supported yet", name);
+	if (fields & TPF_PATCH_LABELS)
+		rc = tpf_compute_set_labels(g->compute, zone, name, &r->labels, d);
+	if (rc == 0 && (fields & TPF_PATCH_METADATA)) {
+		json_t *md = NULL, *declared = tpf_gcp_declared_metadata(r);
+		rc = tpf_gcp_access_create_metadata(g->access, declared, &md, d);
+		json_decref(declared);
+		if (rc == 0)
+			rc = tpf_compute_edit_metadata(g->compute, zone, name, replace_metadata, md, d);
+		json_decref(md);
+	}
+	return rc;
 }
 
 /* One nodes.patch for every changed patchable field; the metadata sent
@@ -269,6 +476,8 @@ static int gcp_patch(struct tpf_provider *p, const char *zone, const char *name,
 		     const struct tpf_recipe *r, unsigned fields, struct tpf_diags *d)
 {
 	struct gcp_impl *g = p->impl;
+	if (is_compute(p, zone, name, NULL))
+		return compute_patch(p, zone, name, r, fields, d);
 	json_t *body = json_object();
 	if (fields & TPF_PATCH_LABELS) {
 		json_t *lb = tpf_gcp_labels_body(&r->labels);
@@ -301,6 +510,8 @@ static int gcp_patch(struct tpf_provider *p, const char *zone, const char *name,
 static int gcp_get(struct tpf_provider *p, const char *zone, const char *name,
 		   struct tpf_live_node *out, struct tpf_diags *d)
 {
+	if (api_by_name(p->fleet, name) == TPF_API_COMPUTE)
+		return tpf_compute_get(((struct gcp_impl *)p->impl)->compute, zone, name, out, d);
 	return tpf_gcp_get_node(client_of(p), zone, name, out, d);
 }
 
@@ -316,6 +527,7 @@ static void gcp_free(struct tpf_provider *p)
 		return;
 	struct gcp_impl *g = p->impl;
 	tpf_gcp_access_free(g->access);
+	tpf_compute_client_free(g->compute);
 	tpf_ssh_transport_free(g->transport);
 	tpf_gcp_client_free(g->client);
 	for (size_t i = 0; i < g->nfacts; i++) {
@@ -372,14 +584,23 @@ int tpf_gcp_provider_open(struct tpf_provider **out, const struct tpf_fleet *f,
 		tpf_gcp_client_free(c);
 		return TPF_ERROR;
 	}
+	struct tpf_compute_client *cc = NULL;
+	if (tpf_compute_client_open(&cc, c, d) < 0) {
+		tpf_ssh_transport_free(t);
+		tpf_gcp_client_free(c);
+		return TPF_ERROR;
+	}
 	struct tpf_provider *p = xcalloc(1, sizeof(*p));
 	p->ops = &gcp_ops;
 	p->fleet = f;
 	struct gcp_impl *g = xcalloc(1, sizeof(*g));
 	tpf_gcp_client_watch_interrupt(c, &p->interrupted);
 	g->client = c;
+	g->compute = cc;
 	g->transport = t;
 	g->access = tpf_gcp_access_new(c, t, f);
+	if (fleet_uses_compute(f))
+		tpf_gcp_access_set_compute(g->access, cc);
 	pthread_mutex_init(&g->mu, NULL);
 	p->impl = g;
 	*out = p;

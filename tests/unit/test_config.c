@@ -87,7 +87,7 @@ static const struct {
 	  "'accelerator_type'?" },
 	{ HEAD GROUP_BLOCK "    zone: z\n",
 	  "fleet.yaml:10:5: unknown key 'zone' in group 'g'; did you mean 'zones'?" },
-	{ HEAD GROUP_BLOCK "    machine: big\n", "fleet.yaml:10:5: unknown key 'machine' in group 'g'" },
+	{ HEAD GROUP_BLOCK "    machine: big\n", "fleet.yaml:10:5: unknown key 'machine' in group 'g'; did you mean 'machine_type'?" },
 
 	/* wrong types */
 	{ HEAD "groups:\n  - { name: g, accelerator_type: v2-8, runtime_version: r, zones: [z], "

@@ -1,0 +1,243 @@
+/*
+ * TPU VMs on Compute Engine (issue 18): the second API of the gcp
+ * provider, as thin resource files over the one Google REST client
+ * (google/gapi.h), sharing the Cloud TPU client's credentials, settings and
+ * interrupt flag (providers/gcp/gcp_api_internal.h).
+ *
+ * Contract: Compute Engine API v1 (https://cloud.google.com/compute/docs/reference/rest/v1),
+ * resources instances (insert, delete, list, get, setMetadata, setLabels,
+ * getGuestAttributes) and zoneOperations.wait; field names as the
+ * reference spells them; request bodies follow the requests gcloud 528
+ * sends (docs/compute-engine.md "Provider", which cites the reference
+ * sections and captures each choice follows).
+ *
+ * URLs: <root>/compute/v1/projects/<project>/..., root from
+ * $TPUFORM_COMPUTE_ENDPOINT, else https://compute.googleapis.com, under the
+ * endpoint policy of google/gcp_endpoint.h (https, or http to loopback).
+ *
+ * Not for use outside providers/gcp/.
+ */
+#ifndef TPF_GCP_COMPUTE_H
+#define TPF_GCP_COMPUTE_H
+
+#include <jansson.h>
+#include "model/live.h"
+#include "model/recipe.h"
+#include "providers/gcp/gcp_api.h"
+#include "util/diag.h"
+
+struct tpf_compute_client;
+
+/*
+ * A Compute Engine client over Cloud TPU client c (borrowed; must outlive
+ * it): resolves the endpoint now. 0 and *out (free with
+ * tpf_compute_client_free), or TPF_ERROR with a diagnostic (a bad
+ * TPUFORM_COMPUTE_ENDPOINT).
+ */
+int tpf_compute_client_open(struct tpf_compute_client **out, struct tpf_gcp_client *c,
+			    struct tpf_diags *d);
+void tpf_compute_client_free(struct tpf_compute_client *cc);
+
+/* ---- bodies and parsing (providers/gcp/compute_body.c; pure) ---- */
+
+/*
+ * The instances.insert body for node `name` from recipe r
+ * (docs/compute-engine.md "The instance body"; new reference):
+ * name; machineType "zones/Z/machineTypes/MT"; disks[0] the boot disk
+ * {boot, autoDelete, type PERSISTENT, mode READ_WRITE, initializeParams
+ * {sourceImage, diskSizeGb (string, int64), diskType "zones/Z/diskTypes/T"}}
+ * then data disks {source, mode, autoDelete false}; networkInterfaces[0]
+ * {network "global/networks/N" (default "default"), subnetwork
+ * "regions/R/subnetworks/S", accessConfigs [{type ONE_TO_ONE_NAT, name
+ * external-nat}] when the node gets an external address (declared
+ * enable_external_ips, else `external_ips`)}; canIpForward when declared;
+ * scheduling {onHostMaintenance TERMINATE, automaticRestart (false for SPOT
+ * and FLEX_START), provisioningModel STANDARD|SPOT|FLEX_START, preemptible
+ * true for SPOT, instanceTerminationAction (SPOT: the recipe's; FLEX_START:
+ * DELETE), maxRunDuration {seconds (string)}}; reservationAffinity
+ * NO_RESERVATION for FLEX_START, SPECIFIC_RESERVATION
+ * {key compute.googleapis.com/reservation-name, values [R]} for a
+ * reservation; serviceAccounts [{email (default "default"), scopes
+ * (default cloud-platform)}]; labels (every label of r, lineage included);
+ * metadata {items: [{key, value}]} from `metadata` (an object of strings,
+ * may be NULL) with enable-guest-attributes=TRUE added;
+ * shieldedInstanceConfig {enableSecureBoot} when declared; tags {items}.
+ */
+json_t *tpf_compute_instance_body(const char *name, const struct tpf_recipe *r, json_t *metadata,
+				  int external_ips);
+
+/*
+ * Compute Engine Instance.status -> the live node's state (model/live.h
+ * speaks Cloud TPU Node.state; model/node_state.c classifies it), for a
+ * SPOT instance when spot (docs/compute-engine.md "States"):
+ *   PENDING, PROVISIONING, STAGING -> CREATING; RUNNING -> READY;
+ *   REPAIRING -> REPAIRING; DEPROVISIONING -> DELETING;
+ *   STOPPING, PENDING_STOP, SUSPENDING, STOPPED, SUSPENDED, TERMINATED ->
+ *   PREEMPTED for a spot VM, else STOPPED (STOPPING, PENDING_STOP,
+ *   SUSPENDING: STOPPING), TERMINATED (TERMINATED);
+ *   anything else: the status itself (an unknown class: nothing acts on it).
+ * Static string.
+ */
+const char *tpf_compute_state(const char *status, int spot);
+
+/*
+ * An Instance object into *out (released first): name, id, state
+ * (tpf_compute_state), create_time (creationTimestamp), zone (last segment
+ * of Instance.zone, else `zone`), recipe.compute {api compute,
+ * machine_type (last segment), flex_start, termination_action (SPOT),
+ * max_run_duration}, spot, labels, node fields (network and subnetwork as
+ * their last segments, enable_external_ips from accessConfigs, tags,
+ * service account, metadata without tpuform's enable-guest-attributes,
+ * shielded secure boot, reservation), topology the machine type's own,
+ * workers 1, one endpoint {networkInterfaces[0].networkIP,
+ * accessConfigs[0].natIP, ssh_port}. 0, or -1 when inst has no name.
+ */
+int tpf_compute_instance_parse(json_t *inst, const char *zone, int ssh_port,
+			       struct tpf_live_node *out);
+
+/* "us-central1" of "us-central1-c" (caller frees). */
+char *tpf_compute_region(const char *zone);
+
+/* ---- resources (providers/gcp/compute_api.c) ---- */
+
+/*
+ * Create single-host node `name` as one instance in r->zone:
+ * instances.insert with requestId (the same on every retry, so a retried
+ * request never makes a second VM), wait for the zone operation through
+ * .../wait, then instances.get into *out. Errors: TPF_ECAPACITY
+ * (ZONE_RESOURCE_POOL_EXHAUSTED[_WITH_DETAILS] in the operation),
+ * TPF_EQUOTA (403 quotaExceeded, or QUOTA_EXCEEDED in the operation),
+ * TPF_EINTERRUPTED, TPF_ERROR (also, before any request, for a recipe of
+ * more than one VM: multi-host slices are MIGs, not made yet); each but the interrupt with a diagnostic
+ * quoting the API's message and status.
+ */
+int tpf_compute_create(struct tpf_compute_client *cc, const char *name,
+		       const struct tpf_recipe *r, json_t *metadata, struct tpf_live_node *out,
+		       struct tpf_diags *d);
+
+/* instances.delete of `name` in `zone` and wait; gone already is 0. */
+int tpf_compute_delete(struct tpf_compute_client *cc, const char *zone, const char *name,
+		       struct tpf_diags *d);
+
+/*
+ * Every instance of `zone` labelled tpuform-fleet=fleet, appended to out
+ * (instances.list, every page; labels are matched here, as gcloud 528 does:
+ * it never sends label terms to the server, reference section 5.3);
+ * members of a slice (label tpuform-slice) go to `members` instead (NULL:
+ * dropped), in the order listed.
+ * 0, or an error with a diagnostic; a zone the project cannot use is
+ * recorded in out->unlisted_zones, not an error.
+ */
+int tpf_compute_list(struct tpf_compute_client *cc, const char *zone, const char *fleet,
+		     struct tpf_live_set *out, struct tpf_live_set *members, struct tpf_diags *d);
+
+/* instances.get into *out; TPF_ENOTFOUND without a diagnostic. */
+int tpf_compute_get(struct tpf_compute_client *cc, const char *zone, const char *name,
+		    struct tpf_live_node *out, struct tpf_diags *d);
+
+/* instances.setLabels with the instance's labelFingerprint (read first),
+ * retried on 412 conditionNotMet; wait for the operation. */
+int tpf_compute_set_labels(struct tpf_compute_client *cc, const char *zone, const char *name,
+			   const struct tpf_kvlist *labels, struct tpf_diags *d);
+
+/*
+ * Read-modify-write of the instance's metadata (instances.get, then
+ * instances.setMetadata {fingerprint, items}): edit(items, ctx) changes
+ * the object of strings it is given (key -> value) and returns 1 to write,
+ * 0 when nothing is to change, or < 0 to stop with its own diagnostic. A
+ * 412 conditionNotMet (someone wrote between our read and write) reads
+ * again and retries, at most 5 times. Waits for the operation.
+ */
+int tpf_compute_edit_metadata(struct tpf_compute_client *cc, const char *zone, const char *name,
+			      int (*edit)(json_t *items, void *ctx), void *ctx,
+			      struct tpf_diags *d);
+
+/*
+ * getGuestAttributes queryPath=hostkeys/ as the API answers it (*out a new
+ * object; {} when none are published yet: "not found"). 0, or an error
+ * with a diagnostic.
+ */
+int tpf_compute_guest_attributes(struct tpf_compute_client *cc, const char *zone,
+				 const char *name, json_t **out, struct tpf_diags *d);
+
+/*
+ * The host keys an instance publishes (getGuestAttributes
+ * queryPath=hostkeys/): *out a new array of "TYPE BASE64" strings, empty
+ * when none are published yet ("not found"). 0, or an error with a
+ * diagnostic.
+ */
+int tpf_compute_host_keys(struct tpf_compute_client *cc, const char *zone, const char *name,
+			  json_t **out, struct tpf_diags *d);
+
+/* ---- multi-host slices as MIGs (providers/gcp/compute_mig.c) ---- */
+
+/* The label every member of slice N carries (value N). */
+#define TPF_COMPUTE_SLICE_LABEL "tpuform-slice"
+
+/* "<node>-<suffix>": the names of a slice's parts (caller frees): the
+ * template "t", the workload policy "wp". */
+char *tpf_compute_slice_part(const char *node, const char *suffix);
+/* The MIG's description: a JSON object of r's labels, tpuform-slice,
+ * topology and machine_type (caller frees). */
+char *tpf_compute_mig_description(const char *name, const struct tpf_recipe *r);
+/* instanceTemplates.insert body: {name N-t, properties: the instance body
+ * with the bare machine type and disk type and the tpuform-slice label}. */
+json_t *tpf_compute_template_body(const char *name, const struct tpf_recipe *r, json_t *metadata,
+				  int external_ips);
+/* instanceGroupManagers.insert body (reference section 4.1): name N,
+ * description, baseInstanceName "N-###", instanceTemplate and
+ * resourcePolicies.workloadPolicy as partial URLs, targetSize r->workers,
+ * targetSizePolicy.mode BULK, instanceLifecyclePolicy.defaultActionOnFailure
+ * DO_NOTHING, updatePolicy.type OPPORTUNISTIC. */
+json_t *tpf_compute_mig_body(const char *name, const struct tpf_recipe *r, const char *project);
+
+/*
+ * Create slice N: the template, the workload policy (regions/R,
+ * {type HIGH_THROUGHPUT, acceleratorTopology r->node.topology}) and the
+ * MIG, each with a requestId and its operation waited for. 0, or the
+ * failing step's code with its diagnostic; the parts made stay (the
+ * caller deletes them with tpf_compute_delete_slice: the state's pending
+ * record covers them).
+ */
+int tpf_compute_create_slice(struct tpf_compute_client *cc, const char *name,
+			     const struct tpf_recipe *r, json_t *metadata, struct tpf_diags *d);
+/*
+ * Wait for slice N to be READY (MIG stable, every member RUNNING, the
+ * applied topology ACTIVE), at most the client's op_timeout (then *out is
+ * the slice as it is), or return at once for flex-start (it waits for
+ * capacity in CREATING). A BULK capacity check that failed is its class's
+ * code (TPF_ECAPACITY, TPF_EQUOTA) with the API's message.
+ */
+int tpf_compute_wait_slice(struct tpf_compute_client *cc, const char *name,
+			   const struct tpf_recipe *r, struct tpf_live_node *out,
+			   struct tpf_diags *d);
+/* Delete MIG N (and its members), template N-t, policy N-wp, in that
+ * order, each waited for; parts already gone are skipped. */
+int tpf_compute_delete_slice(struct tpf_compute_client *cc, const char *zone, const char *name,
+			     struct tpf_diags *d);
+/*
+ * Slice node from its MIG and its members (sorted here by name: the
+ * workers' order, worker i = the i-th member by name, docs/compute-engine.md
+ * "Worker order"): labels and topology from the description; machine type,
+ * scheduling and node fields from the first member; state READY when the
+ * MIG is stable, every member READY and the applied topology ACTIVE;
+ * PREEMPTED (spot) or TERMINATED when a member is dead, or missing once
+ * the MIG is stable; else CREATING. 0, or -1 when mig is not tpuform's.
+ */
+int tpf_compute_slice_parse(json_t *mig, const char *zone, struct tpf_live_node *members,
+			    size_t nmembers, struct tpf_live_node *out);
+/* Tell the client's node observer (gcp_access.h) that node `name` of
+ * `zone` (its id: the MIG's, may be NULL) is a slice: "compute": true,
+ * "slice": true. */
+void tpf_compute_seen_slice(struct tpf_compute_client *cc, const char *zone, const char *name,
+			    const char *id);
+
+/*
+ * The fleet's MIGs (description's tpuform-fleet == fleet) of every zone, in
+ * one aggregatedList walk (returnPartialSuccess=true; an unreachable scope
+ * is an error): *out a new object zone -> [MIG]. 0 or an error.
+ */
+int tpf_compute_list_migs(struct tpf_compute_client *cc, const char *fleet, json_t **out,
+			  struct tpf_diags *d);
+
+#endif

@@ -1,0 +1,364 @@
+/*
+ * Compute Engine instances over the one Google REST client
+ * (providers/gcp/compute.h; google/gapi.h owns retries, pages and the
+ * Compute operation wait: POST <selfLink>/wait in a loop until DONE).
+ */
+#include "providers/gcp/compute.h"
+#include "providers/gcp/compute_internal.h"
+#include "providers/gcp/gcp_api_internal.h"
+#include "providers/gcp/gcp_oslogin.h"
+#include "google/gcp_endpoint.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+
+/* How often a read-modify-write is tried when someone else wrote first. */
+#define FINGERPRINT_TRIES 5
+
+int tpf_compute_client_open(struct tpf_compute_client **out, struct tpf_gcp_client *c,
+			    struct tpf_diags *d)
+{
+	char *root = NULL;
+	*out = NULL;
+	if (tpf_gcp_service_endpoint("TPUFORM_COMPUTE_ENDPOINT", TPF_GCP_DEFAULT_COMPUTE_ENDPOINT,
+				     "Compute Engine endpoint", &root, d) < 0)
+		return TPF_ERROR;
+	struct tpf_compute_client *cc = xcalloc(1, sizeof(*cc));
+	char *p = tpf_gcp_escape(tpf_gcp_client_project(c));
+	size_t n = strlen(root);
+	while (n && root[n - 1] == '/')
+		n--;
+	cc->c = c;
+	cc->base = xasprintf("%.*s/compute/v1/projects/%s", (int)n, root, p);
+	free(p);
+	free(root);
+	*out = cc;
+	return 0;
+}
+
+void tpf_compute_client_free(struct tpf_compute_client *cc)
+{
+	if (!cc)
+		return;
+	free(cc->base);
+	free(cc);
+}
+
+/* <base>/zones/<zone>/instances[/<name>][<suffix>] (caller frees). */
+static char *instance_url(struct tpf_compute_client *cc, const char *zone, const char *name,
+			  const char *suffix)
+{
+	char *z = tpf_gcp_escape(zone), *n = name ? tpf_gcp_escape(name) : NULL;
+	char *u = xasprintf("%s/zones/%s/instances%s%s%s", cc->base, z, n ? "/" : "", n ? n : "",
+			    suffix ? suffix : "");
+	free(z);
+	free(n);
+	return u;
+}
+
+static int wait_op(struct tpf_compute_client *cc, json_t *op, const char *what,
+		   const char *address, struct tpf_diags *d)
+{
+	struct tpf_gapi_op how = { .shape = TPF_GAPI_OP_COMPUTE, .root = NULL };
+	int failed = 0;
+	return tpf_gapi_wait(tpf_gcp_client_api(cc->c), &how, op, what, address, &failed, d);
+}
+
+/*
+ * A 403 quotaExceeded (reference section 3.3: HTTP 403, errors[].reason
+ * quotaExceeded, message "Quota 'METRIC' exceeded.  Limit: N in region
+ * R.") is quota: the zone fallback and quota deferral act on TPF_EQUOTA.
+ * google/gcp_errors.c reads the reason of Google's newer details[] shape
+ * only, so the legacy errors[] shape is recognised by its message too.
+ */
+static int quota_rc(int rc, const struct tpf_gcp_outcome *res)
+{
+	const char *r = res->err.reason, *m = res->err.message;
+	if (rc < 0 && res->api_error && res->err.http == 403 &&
+	    ((r && (!strcmp(r, "quotaExceeded") || !strcmp(r, "QUOTA_EXCEEDED"))) ||
+	     (m && !strncmp(m, "Quota '", 7) && strstr(m, "' exceeded"))))
+		return TPF_EQUOTA;
+	return rc;
+}
+
+/*
+ * Tell the client's node observer (the SSH access layer, gcp_access.h)
+ * about an instance, in the shape it reads: name, id, metadata as an
+ * object of strings, one network endpoint, and "compute": true so that it
+ * uses the Compute Engine calls for this node.
+ */
+static void seen(struct tpf_compute_client *cc, const char *zone, json_t *inst)
+{
+	json_t *md = json_object(), *it;
+	size_t i;
+	json_array_foreach(json_object_get(json_object_get(inst, "metadata"), "items"), i, it) {
+		const char *k = json_string_value(json_object_get(it, "key"));
+		if (k && json_is_string(json_object_get(it, "value")))
+			json_object_set(md, k, json_object_get(it, "value"));
+	}
+	json_t *n = json_pack("{s:O?, s:O?, s:o, s:[{}], s:b}", "name", json_object_get(inst, "name"),
+			      "id", json_object_get(inst, "id"), "metadata", md,
+			      "networkEndpoints", "compute", 1);
+	if (n)
+		tpf_gcp_client_seen(cc->c, zone, n);
+	json_decref(n);
+}
+
+int tpf_compute_get(struct tpf_compute_client *cc, const char *zone, const char *name,
+		    struct tpf_live_node *out, struct tpf_diags *d)
+{
+	char *url = instance_url(cc, zone, name, NULL);
+	char *what = xasprintf("get instance '%s' in zone '%s'", name, zone);
+	json_t *inst = NULL;
+	int rc = tpf_gcp_call(cc->c, "GET", url, NULL, what, name,
+			      TPF_GCP_QUIET(TPF_GCP_NOTFOUND), &inst, NULL, d);
+	if (rc == 0 && tpf_compute_instance_parse(inst, zone, tpf_gcp_client_ssh_port(cc->c),
+						  out) < 0)
+		rc = tpf_errorx(d, name, NULL, "%s: the answer is not an instance", what);
+	if (rc == 0)
+		seen(cc, zone, inst);
+	json_decref(inst);
+	free(what);
+	free(url);
+	return rc;
+}
+
+int tpf_compute_create(struct tpf_compute_client *cc, const char *name,
+		       const struct tpf_recipe *r, json_t *metadata, struct tpf_live_node *out,
+		       struct tpf_diags *d)
+{
+	if (!r->zone || !r->compute.machine_type)
+		return tpf_errorx(d, name, NULL, "instance '%s': no zone or machine type", name);
+	if (r->workers > 1) /* never one VM for a slice that needs several */
+		return tpf_errorx(d, name, "use a single-host topology (the machine type's own) for now",
+				  "node '%s': a multi-host slice (%d VMs, topology %s) on Compute "
+				  "Engine is a managed instance group, which tpuform does not create "
+				  "yet", name, r->workers, r->node.topology ? r->node.topology : "?");
+	json_t *body = tpf_compute_instance_body(name, r, metadata,
+						 tpf_gcp_client_external_ips(cc->c));
+	char *url = instance_url(cc, r->zone, NULL, NULL);
+	char *what = xasprintf("create instance '%s' (%s) in zone '%s'", name,
+			       r->compute.machine_type, r->zone);
+	struct tpf_gcp_outcome res = { .err = TPF_GCP_ERROR_INIT };
+	json_t *op = NULL;
+	/* requestId: a retry of the insert is the same request, never a
+	 * second VM (AIP-155; reference section 6). */
+	int rc = tpf_gcp_call(cc->c, "POST", url, body, what, name, TPF_GCP_REQUEST_ID, &op, &res,
+			      d);
+	rc = quota_rc(rc, &res);
+	tpf_gcp_error_release(&res.err);
+	if (rc == 0)
+		rc = wait_op(cc, op, what, name, d);
+	if (rc == 0)
+		rc = tpf_compute_get(cc, r->zone, name, out, d);
+	if (rc == TPF_ENOTFOUND)
+		rc = tpf_errorx(d, name, "it may have been deleted at once (spot, or a failed boot)",
+				"%s: the instance is gone right after its create", what);
+	json_decref(op);
+	json_decref(body);
+	free(what);
+	free(url);
+	return rc;
+}
+
+int tpf_compute_delete(struct tpf_compute_client *cc, const char *zone, const char *name,
+		       struct tpf_diags *d)
+{
+	char *url = instance_url(cc, zone, name, NULL);
+	char *what = xasprintf("delete instance '%s' in zone '%s'", name, zone);
+	json_t *op = NULL;
+	int rc = tpf_gcp_call(cc->c, "DELETE", url, NULL, what, name,
+			      TPF_GCP_QUIET(TPF_GCP_NOTFOUND) | TPF_GCP_REQUEST_ID, &op, NULL, d);
+	if (rc == 0)
+		rc = wait_op(cc, op, what, name, d);
+	if (rc == TPF_ENOTFOUND)
+		rc = 0; /* gone already */
+	json_decref(op);
+	free(what);
+	free(url);
+	return rc;
+}
+
+struct list_ctx {
+	struct tpf_compute_client *cc;
+	const char *zone, *fleet;
+	int ssh_port;
+	struct tpf_live_set *out, *members;
+};
+
+static int list_page(json_t *page, void *arg, struct tpf_diags *d)
+{
+	struct list_ctx *x = arg;
+	size_t i;
+	json_t *inst;
+	(void)d;
+	json_array_foreach(json_object_get(page, "items"), i, inst) {
+		const char *f = json_string_value(json_object_get(json_object_get(inst, "labels"),
+								  TPF_LABEL_FLEET));
+		if (!f || strcmp(f, x->fleet))
+			continue; /* matched here: gcloud never filters labels on the server */
+		struct tpf_live_node n = { 0 };
+		if (tpf_compute_instance_parse(inst, x->zone, x->ssh_port, &n) < 0)
+			continue;
+		if (tpf_kvlist_get(&n.recipe.labels, TPF_COMPUTE_SLICE_LABEL)) {
+			if (x->members) /* a slice's member: its MIG is the node */
+				*tpf_live_set_add(x->members) = n;
+			else
+				tpf_live_node_release(&n);
+			continue;
+		}
+		*tpf_live_set_add(x->out) = n; /* moved */
+		seen(x->cc, x->zone, inst);
+	}
+	return 0;
+}
+
+int tpf_compute_list(struct tpf_compute_client *cc, const char *zone, const char *fleet,
+		     struct tpf_live_set *out, struct tpf_live_set *members, struct tpf_diags *d)
+{
+	/* maxResults 500, the API's largest page (reference section 8). */
+	char *url = instance_url(cc, zone, NULL, "?maxResults=500");
+	char *what = xasprintf("list the instances of zone '%s'", zone);
+	struct list_ctx x = { cc, zone, fleet, tpf_gcp_client_ssh_port(cc->c), out, members };
+	int rc = tpf_gapi_pages(tpf_gcp_client_api(cc->c), url, what, NULL,
+				TPF_GCP_QUIET(TPF_GCP_NOTFOUND), list_page, &x, d);
+	if (rc == TPF_ENOTFOUND) { /* no such zone for this project */
+		tpf_live_set_add_unlisted(out, zone);
+		rc = 0;
+	}
+	free(what);
+	free(url);
+	return rc;
+}
+
+/* GET the instance, change with edit, POST to `method` with the
+ * fingerprint; again on 412. */
+static int read_modify_write(struct tpf_compute_client *cc, const char *zone, const char *name,
+			     const char *method, int (*edit)(json_t *inst, json_t **body, void *ctx),
+			     void *ctx, struct tpf_diags *d)
+{
+	char *url = instance_url(cc, zone, name, NULL);
+	char *post = xasprintf("%s/%s", url, method);
+	char *what = xasprintf("%s of instance '%s' in zone '%s'", method, name, zone);
+	int rc = 0;
+	for (int attempt = 0; attempt < FINGERPRINT_TRIES; attempt++) {
+		json_t *inst = NULL, *body = NULL, *op = NULL;
+		rc = tpf_gcp_call(cc->c, "GET", url, NULL, what, name, 0, &inst, NULL, d);
+		if (rc == 0)
+			rc = edit(inst, &body, ctx);
+		if (rc == 1) /* a fingerprint makes a repeat a 412, never a double write */
+			rc = tpf_gcp_call(cc->c, "POST", post, body, what, name,
+					  TPF_GCP_QUIET(TPF_GCP_STALE) | TPF_GCP_PRECONDITION |
+						  TPF_GCP_REQUEST_ID,
+					  &op, NULL, d);
+		if (rc == 0 && op)
+			rc = wait_op(cc, op, what, name, d);
+		json_decref(inst);
+		json_decref(body);
+		json_decref(op);
+		if (rc != TPF_ESTALE)
+			break;
+	}
+	if (rc == TPF_ESTALE)
+		rc = tpf_errorx(d, name, "something else keeps changing it; try again",
+				"%s: 412 conditionNotMet %d times in a row", what, FINGERPRINT_TRIES);
+	free(what);
+	free(post);
+	free(url);
+	return rc;
+}
+
+static int edit_labels(json_t *inst, json_t **body, void *ctx)
+{
+	const struct tpf_kvlist *labels = ctx;
+	json_t *l = json_object();
+	for (size_t i = 0; i < labels->n; i++)
+		json_object_set_new(l, labels->items[i].key, json_string(labels->items[i].value));
+	const char *fp = json_string_value(json_object_get(inst, "labelFingerprint"));
+	*body = json_pack("{s:o, s:s}", "labels", l, "labelFingerprint", fp ? fp : "");
+	return 1;
+}
+
+int tpf_compute_set_labels(struct tpf_compute_client *cc, const char *zone, const char *name,
+			   const struct tpf_kvlist *labels, struct tpf_diags *d)
+{
+	return read_modify_write(cc, zone, name, "setLabels", edit_labels, (void *)labels, d);
+}
+
+struct md_edit {
+	int (*edit)(json_t *items, void *ctx);
+	void *ctx;
+};
+
+static int edit_metadata(json_t *inst, json_t **body, void *arg)
+{
+	struct md_edit *e = arg;
+	json_t *md = json_object_get(inst, "metadata"), *it, *kv = json_object(), *v;
+	size_t i;
+	const char *k;
+	json_array_foreach(json_object_get(md, "items"), i, it) {
+		const char *key = json_string_value(json_object_get(it, "key"));
+		if (key && json_is_string(json_object_get(it, "value")))
+			json_object_set(kv, key, json_object_get(it, "value"));
+	}
+	int rc = e->edit(kv, e->ctx);
+	if (rc == 1) {
+		json_t *items = json_array();
+		json_object_foreach(kv, k, v)
+			json_array_append_new(items, json_pack("{s:s, s:O}", "key", k, "value", v));
+		const char *fp = json_string_value(json_object_get(md, "fingerprint"));
+		*body = json_pack("{s:s, s:o}", "fingerprint", fp ? fp : "", "items", items);
+	}
+	json_decref(kv);
+	return rc;
+}
+
+int tpf_compute_edit_metadata(struct tpf_compute_client *cc, const char *zone, const char *name,
+			      int (*edit)(json_t *items, void *ctx), void *ctx,
+			      struct tpf_diags *d)
+{
+	struct md_edit e = { edit, ctx };
+	return read_modify_write(cc, zone, name, "setMetadata", edit_metadata, &e, d);
+}
+
+int tpf_compute_guest_attributes(struct tpf_compute_client *cc, const char *zone,
+				 const char *name, json_t **out, struct tpf_diags *d)
+{
+	char *url = instance_url(cc, zone, name, "/getGuestAttributes?queryPath=hostkeys%2F");
+	char *what = xasprintf("read the host keys of instance '%s'", name);
+	*out = NULL;
+	/* "The resource 'hostkeys/' of type 'Guest Attribute' was not found":
+	 * none published yet (reference section 7). */
+	int rc = tpf_gcp_call(cc->c, "GET", url, NULL, what, name, TPF_GCP_QUIET(TPF_GCP_NOTFOUND),
+			      out, NULL, d);
+	if (rc == TPF_ENOTFOUND)
+		rc = 0;
+	if (rc == 0 && !*out)
+		*out = json_object();
+	free(what);
+	free(url);
+	return rc;
+}
+
+int tpf_compute_host_keys(struct tpf_compute_client *cc, const char *zone, const char *name,
+			  json_t **out, struct tpf_diags *d)
+{
+	json_t *ga = NULL, *it;
+	size_t i;
+	*out = json_array();
+	int rc = tpf_compute_guest_attributes(cc, zone, name, &ga, d);
+	json_array_foreach(json_object_get(json_object_get(ga, "queryValue"), "items"), i, it) {
+		const char *ns = json_string_value(json_object_get(it, "namespace"));
+		const char *k = json_string_value(json_object_get(it, "key"));
+		const char *v = json_string_value(json_object_get(it, "value"));
+		if (ns && !strcmp(ns, "hostkeys") && k && v && *k && *v) {
+			char *line = xasprintf("%s %s", k, v);
+			json_array_append_new(*out, json_string(line));
+			free(line);
+		}
+	}
+	json_decref(ga);
+	return rc;
+}

@@ -1,0 +1,178 @@
+/*
+ * Compute Engine nodes in the diff (plan/diff_compute.c, plan/diff.c):
+ * moving a group between APIs replaces its nodes and the plan says why;
+ * machine type, image, boot disk, termination action and maxRunDuration
+ * force replacement; a node as declared is left alone; a new node's plan
+ * shows every compute field and no Cloud TPU API field.
+ */
+#include "plan/plan.h"
+#include "tests/unit/unit.h"
+#include "util/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FLEET                                                                            \
+	"fleet: f\nprovider: { gcp: { project: p } }\nrun: train\n"                         \
+	"groups:\n  - name: a\n    machine_type: ct6e-standard-4t\n"                      \
+	"    zones: [us-east5-b]\n    count: 1\n    spot: true\n    max_run_duration: 2h\n"
+
+struct result {
+	int kind; /* -1: no action */
+	char code[32];
+	char reason[128];
+	char lines[512]; /* "field!" (forces) or "field", comma-joined */
+};
+
+/* mutate(live, recorded): how the node differs; live NULL: no live node. */
+static void plan_one(void (*mutate)(struct tpf_recipe *live, struct tpf_recipe *recorded),
+		     int with_live, struct result *res)
+{
+	struct tpf_fleet f;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	CHECK(tpf_fleet_parse(&f, "fleet.yaml", FLEET, strlen(FLEET), &d) == 0);
+	struct tpf_state st;
+	tpf_state_init(&st);
+	struct tpf_desired_set ds = { 0 };
+	CHECK(tpf_desired_compute(&ds, &f, NULL, &st, &d) == 0);
+	const struct tpf_desired_node *dn = &ds.nodes[0];
+	struct tpf_live_set live = { 0 };
+	if (with_live) {
+		struct tpf_state_node *sn = tpf_state_add(&st, dn->name);
+		xstrset(&sn->status, TPF_NODE_CREATED);
+		xstrset(&sn->id, "1");
+		tpf_recipe_copy(&sn->recipe, &dn->recipe);
+		tpf_job_copy(&sn->job, &dn->job);
+		tpf_state_node_set_workers(sn, (size_t)dn->recipe.workers);
+		struct tpf_live_node *ln = tpf_live_set_add(&live);
+		ln->name = xstrdup(dn->name);
+		ln->id = xstrdup("1");
+		ln->state = xstrdup("READY");
+		tpf_recipe_copy(&ln->recipe, &dn->recipe);
+		/* An instance does not report its image or disk type. */
+		xstrset(&ln->recipe.compute.image, NULL);
+		xstrset(&ln->recipe.compute.disk_type, NULL);
+		mutate(&ln->recipe, &sn->recipe);
+	}
+	struct tpf_diff_input in = { .fleet = &f, .desired = &ds, .state = &st, .live = &live };
+	struct tpf_plan p;
+	CHECK_INT(tpf_diff(&p, &in, &d), 0);
+	memset(res, 0, sizeof(*res));
+	res->kind = -1;
+	for (size_t i = 0; i < p.n; i++) {
+		const struct tpf_action *a = &p.actions[i];
+		if (a->kind != TPF_ACT_REPLACE && a->kind != TPF_ACT_CREATE)
+			continue;
+		res->kind = (int)a->kind;
+		snprintf(res->code, sizeof(res->code), "%s", a->reason_code ? a->reason_code : "");
+		snprintf(res->reason, sizeof(res->reason), "%s", a->reason ? a->reason : "");
+		for (size_t k = 0; k < a->nchanges; k++) {
+			const struct tpf_change *c = &a->changes[k];
+			size_t n = strlen(res->lines);
+			snprintf(res->lines + n, sizeof(res->lines) - n, "%s%s%s", n ? "," : "",
+				 c->field, c->forces ? "!" : "");
+		}
+	}
+	tpf_plan_release(&p);
+	tpf_live_set_release(&live);
+	tpf_desired_release(&ds);
+	tpf_state_release(&st);
+	tpf_fleet_release(&f);
+	tpf_diags_release(&d);
+}
+
+static void same(struct tpf_recipe *l, struct tpf_recipe *s) { (void)l; (void)s; }
+static void on_tpu_api(struct tpf_recipe *l, struct tpf_recipe *s)
+{
+	tpf_compute_release(&l->compute);
+	tpf_compute_release(&s->compute);
+	xstrset(&l->accelerator_type, "v6e-4");
+	xstrset(&l->runtime_version, "v2-alpha-tpuv6e");
+	xstrset(&l->node.topology, NULL);
+}
+static void machine(struct tpf_recipe *l, struct tpf_recipe *s)
+{
+	(void)s;
+	xstrset(&l->compute.machine_type, "ct6e-standard-8t");
+}
+static void image(struct tpf_recipe *l, struct tpf_recipe *s)
+{
+	(void)l;
+	xstrset(&s->compute.image, "projects/x/global/images/old");
+}
+static void disk(struct tpf_recipe *l, struct tpf_recipe *s)
+{
+	(void)l;
+	s->compute.disk_size_gb = 100;
+}
+static void stop(struct tpf_recipe *l, struct tpf_recipe *s)
+{
+	(void)s;
+	xstrset(&l->compute.termination_action, "STOP");
+}
+static void run_time(struct tpf_recipe *l, struct tpf_recipe *s)
+{
+	(void)s;
+	l->compute.max_run_duration = 3600;
+}
+static void on_demand(struct tpf_recipe *l, struct tpf_recipe *s)
+{
+	(void)s;
+	l->spot = 0;
+	xstrset(&l->compute.termination_action, NULL);
+}
+
+static void test_compute_diff__replacements(void)
+{
+	struct result r;
+	plan_one(same, 1, &r);
+	CHECKF(r.kind == -1, "a node as declared: no action, got %s", r.lines);
+	plan_one(on_tpu_api, 1, &r);
+	CHECK_INT(r.kind, TPF_ACT_REPLACE);
+	CHECK_STR(r.code, "api");
+	CHECK_STR(r.reason, "moving a group between APIs replaces its nodes");
+	CHECKF(strstr(r.lines, "api!") != NULL, "lines: %s", r.lines);
+	static const struct {
+		void (*fn)(struct tpf_recipe *, struct tpf_recipe *);
+		const char *line;
+	} cases[] = {
+		{ machine, "machine_type!" }, { image, "image!" },
+		{ disk, "boot_disk_size_gb!" }, { stop, "termination_action!" },
+		{ run_time, "max_run_duration!" }, { on_demand, "scheduling!" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		plan_one(cases[i].fn, 1, &r);
+		CHECK_INT(r.kind, TPF_ACT_REPLACE);
+		CHECK_STR(r.code, "recipe");
+		CHECKF(strstr(r.lines, cases[i].line) != NULL, "%s in %s", cases[i].line, r.lines);
+		CHECKF(strstr(r.lines, "api") == NULL, "no api line in %s", r.lines);
+	}
+}
+
+static void test_compute_diff__new_node_shows_every_field(void)
+{
+	struct result r;
+	plan_one(same, 0, &r);
+	CHECK_INT(r.kind, TPF_ACT_CREATE);
+	static const char *const want[] = { "api",	 "machine_type",      "image",
+					    "boot_disk_size_gb", "boot_disk_type", "max_run_duration",
+					    "termination_action", "topology",     "scheduling",
+					    "zone",	 "workers",	     "labels" };
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		char field[64];
+		snprintf(field, sizeof(field), ",%s", want[i]);
+		char lines[600];
+		snprintf(lines, sizeof(lines), ",%s", r.lines);
+		CHECKF(strstr(lines, field) != NULL, "%s in %s", want[i], r.lines);
+	}
+	CHECKF(strstr(r.lines, "accelerator_type") == NULL, "no accelerator_type: %s", r.lines);
+	CHECKF(strstr(r.lines, "runtime_version") == NULL, "no runtime_version: %s", r.lines);
+}
+
+int main(void)
+{
+	RUN(test_compute_diff__replacements);
+	RUN(test_compute_diff__new_node_shows_every_field);
+	return unit_done();
+}
