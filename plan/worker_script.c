@@ -5,6 +5,7 @@
  */
 #include "plan/worker_script.h"
 #include "templates/render.h"
+#include "util/buf.h"
 #include "util/hash.h"
 #include "util/xalloc.h"
 
@@ -44,6 +45,34 @@ static int worker_retry(const struct tpf_state_node *n, int worker)
 	return retry;
 }
 
+/* An endpoint's address as workers reach each other: internal first. */
+static const char *peer_address(const struct tpf_endpoint *e)
+{
+	return e->ip ? e->ip : e->external_ip ? e->external_ip : "";
+}
+
+/*
+ * TPU_WORKER_HOSTNAMES of worker `worker`'s slice (templates/render.h):
+ * only for a multi-host slice on Compute Engine, whose live endpoints are
+ * known. Workers are numbered slice by slice, in the provider's stable
+ * order (docs/compute-engine.md), so the list is the same on every worker
+ * of the slice. Caller frees; NULL: none.
+ */
+static char *slice_hostnames(const struct tpf_state_node *n, const struct tpf_live_node *live,
+			     int worker)
+{
+	int per = tpf_recipe_slice_workers(&n->recipe);
+	if (n->recipe.compute.api != TPF_API_COMPUTE || per < 2 || !live)
+		return NULL;
+	size_t first = (size_t)(worker / per) * (size_t)per;
+	if (first + (size_t)per > live->nendpoints)
+		return NULL;
+	struct tpf_buf b = TPF_BUF_INIT;
+	for (size_t i = first; i < first + (size_t)per; i++)
+		tpf_buf_addf(&b, "%s%s", i > first ? "," : "", peer_address(&live->endpoints[i]));
+	return tpf_buf_detach(&b, NULL);
+}
+
 /* What the script of worker `worker` is rendered from. The strings it
  * points to are n's, f's, live's and the three given here, which the caller
  * frees after rendering. */
@@ -78,6 +107,7 @@ static struct tpf_bootstrap_params worker_params(const struct tpf_fleet *f,
 		.slice = worker / tpf_recipe_slice_workers(&n->recipe),
 		.nslices = tpf_recipe_slices(&n->recipe),
 		.secrets_hash = secrets_hash,
+		.slice_worker = worker % tpf_recipe_slice_workers(&n->recipe),
 	};
 	return p;
 }
@@ -97,9 +127,12 @@ char *tpf_provision_render(const struct tpf_fleet *f, const struct tpf_state_nod
 	char *session = tpf_session_name(f->name);
 	char *secrets_hash = script_secrets_hash(f);
 	struct tpf_bootstrap_params p = worker_params(f, n, live, worker, session, secrets_hash);
+	char *hosts = slice_hostnames(n, live, worker);
+	p.slice_hostnames = hosts;
 	char *script = tpf_bootstrap_render(&p);
 	if (hash_out)
 		*hash_out = tpf_sha256_tagged(script, strlen(script));
+	free(hosts);
 	free(session);
 	free(secrets_hash);
 	return script;
@@ -111,9 +144,12 @@ char *tpf_provision_hash(const struct tpf_fleet *f, const struct tpf_state_node 
 	char *session = tpf_session_name(f->name);
 	char *secrets_hash = script_secrets_hash(f);
 	struct tpf_bootstrap_params p = worker_params(f, n, live, worker, session, secrets_hash);
+	char *hosts = slice_hostnames(n, live, worker);
+	p.slice_hostnames = hosts;
 	/* The script is the head and the fixed body (render.h): hash them in
 	 * turn rather than copy the body behind each head. */
 	char *head = tpf_bootstrap_render_head(&p);
+	free(hosts);
 	char *hash = tpf_sha256_tagged2(head, strlen(head), tpf_template_bootstrap_sh,
 					strlen(tpf_template_bootstrap_sh));
 	free(head);

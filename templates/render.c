@@ -124,6 +124,12 @@ char *tpf_bootstrap_render_head(const struct tpf_bootstrap_params *p)
 	add_assign(&b, 1, "TPUFORM_COMMIT", p->commit);
 	add_assign(&b, 1, "TPUFORM_COORDINATOR", p->coordinator);
 	add_slices(&b, p);
+	if (p->slice_hostnames) {
+		char id[32];
+		snprintf(id, sizeof(id), "%d", p->slice_worker);
+		add_default(&b, "TPU_WORKER_ID", id);
+		add_default(&b, "TPU_WORKER_HOSTNAMES", p->slice_hostnames);
+	}
 	/* The script's own settings. */
 	add_assign(&b, 0, "TPUFORM_SESSION", p->session);
 	add_assign(&b, 0, "TPUFORM_SOURCE", p->source_mode ? p->source_mode : "none");

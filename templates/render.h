@@ -42,6 +42,22 @@ struct tpf_bootstrap_params {
 	 * may be NULL. Rendered (not exported) so that a changed secret
 	 * changes the script's hash and `start` restarts the job. */
 	const char *secrets_hash;
+	/*
+	 * The peers of a multi-host slice on Compute Engine, where the
+	 * platform sets nothing (GKE sets this pair for its TPU pods, and
+	 * JAX's GkeTpuCluster reads it: jax/_src/clusters/cloud_tpu_cluster.py,
+	 * is_env_present needs TPU_WORKER_HOSTNAMES, the process id is
+	 * TPU_WORKER_ID, the coordinator the first hostname). NULL: not
+	 * written (Cloud TPU API nodes, whose metadata server answers
+	 * worker-network-endpoints, and single-host slices), so their scripts
+	 * stay byte for byte what they were. Otherwise TPU_WORKER_ID is
+	 * slice_worker (0 to VMs-1 within this worker's slice) and
+	 * TPU_WORKER_HOSTNAMES this list (the slice's worker addresses,
+	 * comma-separated, in worker order: the same on every worker), each
+	 * set only where the worker's environment has none.
+	 */
+	const char *slice_hostnames;
+	int slice_worker;
 };
 
 /*

@@ -1186,7 +1186,43 @@ static void test_provision__render_choices(void)
 	live.nendpoints = 2;
 	s = tpf_provision_render(&f, &n, &live, 1, NULL);
 	CHECK(strstr(s, "export TPUFORM_COORDINATOR='10.0.0.1'") != NULL);
+	/* Cloud TPU API: the metadata server tells JAX its peers; no pair. */
+	CHECK(strstr(s, "TPU_WORKER_ID") == NULL && strstr(s, "TPU_WORKER_HOSTNAMES") == NULL);
 	free(s);
+
+	/* Compute Engine: the pair GKE sets, for JAX's GkeTpuCluster. */
+	n.recipe.compute.api = TPF_API_COMPUTE;
+	s = tpf_provision_render(&f, &n, &live, 1, NULL);
+	CHECKF(strstr(s, ": ${TPU_WORKER_ID:='1'}\nexport TPU_WORKER_ID\n") &&
+		       strstr(s, ": ${TPU_WORKER_HOSTNAMES:='10.0.0.1,10.0.0.2'}\n"),
+	       "%s", s);
+	CHECK(hash_agrees(&f, &n, &live, 0) && hash_agrees(&f, &n, &live, 1));
+	free(s);
+	/* Two slices of two: ids and hostnames per slice. */
+	struct tpf_endpoint eps4[4] = {
+		{ .ip = "10.0.0.1" }, { .ip = "10.0.0.2" }, { .ip = "10.0.1.1" }, { .ip = "10.0.1.2" },
+	};
+	live.endpoints = eps4;
+	live.nendpoints = 4;
+	n.recipe.slices = 2;
+	n.recipe.workers = 4;
+	tpf_state_node_set_workers(&n, 4);
+	s = tpf_provision_render(&f, &n, &live, 2, NULL);
+	CHECKF(strstr(s, ": ${TPU_WORKER_ID:='0'}") &&
+		       strstr(s, ": ${TPU_WORKER_HOSTNAMES:='10.0.1.1,10.0.1.2'}") &&
+		       strstr(s, "export TPUFORM_SLICE_ID='1'"),
+	       "%s", s);
+	free(s);
+	/* Endpoints not known yet: no list rather than a wrong one. */
+	s = tpf_provision_render(&f, &n, NULL, 2, NULL);
+	CHECK(strstr(s, "TPU_WORKER_HOSTNAMES") == NULL);
+	free(s);
+	live.endpoints = eps;
+	live.nendpoints = 2;
+	n.recipe.slices = 0;
+	n.recipe.workers = 2;
+	tpf_state_node_set_workers(&n, 2);
+	n.recipe.compute.api = TPF_API_TPU;
 
 	/* A changed secret changes the hash, without appearing. */
 	tpf_kvlist_set(&f.secrets, "K", "secret-one");
