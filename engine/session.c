@@ -107,6 +107,8 @@ int tpf_session_open(struct tpf_session *s, const struct tpf_session_opts *o, co
 				  s->state.fleet, s->fleet.name);
 	if (o->no_provider)
 		return 0;
+	for (size_t i = 0; i < s->state.nnodes; i++)
+		s->fleet.gcp.state_has_compute |= s->state.nodes[i].recipe.compute.api == TPF_API_COMPUTE;
 	rc = tpf_provider_open(&s->prov, &s->fleet, &s->d);
 	if (!rc)
 		sync_transport_state(s);

@@ -85,12 +85,15 @@ static void fact_set_compute(struct gcp_impl *g, const char *zone, const char *n
  * Compute Engine instances are listed when the fleet file speaks of
  * Compute Engine at all: a group on it, or provider.gcp.api set (either
  * way: `api: tpu` keeps listing so that the instances of groups moved back
- * to the Cloud TPU API are still seen and deleted). A fleet that never
- * names it sends no Compute request: its project need not enable the API.
+ * to the Cloud TPU API are still seen and deleted), or the state records a
+ * Compute Engine node (config.h state_has_compute: a group moved back
+ * without `api: tpu` must not leak its instances). A fleet that never
+ * names it, with a state that records none, sends no Compute request: its
+ * project need not enable the API.
  */
 static int fleet_uses_compute(const struct tpf_fleet *f)
 {
-	if (f->gcp.api_given)
+	if (f->gcp.api_given || f->gcp.state_has_compute)
 		return 1;
 	for (size_t i = 0; i < f->ngroups; i++)
 		if (f->groups[i].compute.api == TPF_API_COMPUTE)
