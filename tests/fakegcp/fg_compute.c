@@ -256,7 +256,7 @@ void ce_timestamp(char out[40])
 	gmtime_r(&ts.tv_sec, &tm);
 	if (!strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm))
 		base[0] = '\0';
-	snprintf(out, 40, "%.19s.%03d-00:00", base, (int)(ts.tv_nsec / 1000000L));
+	snprintf(out, 40, "%.19s.%03d+00:00", base, (int)(ts.tv_nsec / 1000000L));
 }
 
 json_t *ce_public(json_t *res)
@@ -889,6 +889,41 @@ static void serve(struct fg_req *r, const char *project, const char *rest)
 		free(q.seg[i]);
 }
 
+/* --auth token: a bearer issued here (the TPU side's rule, fg_token.c),
+ * refused in Compute's error body, ESF's status and reason added. */
+static int auth(struct fg_req *r)
+{
+	const char *h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization");
+	const char *tok = h && !strncasecmp(h, "Bearer ", 7) ? h + 7 : ce_arg(r, "access_token");
+	int ok;
+
+	if (!fg_opt.auth_token)
+		return 0;
+	fg_lock();
+	ok = tok && fg_token_valid(tok);
+	fg_unlock();
+	if (ok)
+		return 0;
+	const char *msg = !tok ? "Request is missing required authentication credential. "
+				 "Expected OAuth 2 access token, login cookie or other valid "
+				 "authentication credential. See https://developers.google.com/identity/"
+				 "sign-in/web/devconsole-project."
+			       : "Request had invalid authentication credentials. Expected OAuth 2 "
+				 "access token, login cookie or other valid authentication credential. "
+				 "See https://developers.google.com/identity/sign-in/web/"
+				 "devconsole-project.";
+	json_t *body = error_body(401, !tok ? "required" : "authError", msg);
+	json_t *e = json_object_get(body, "error");
+	json_t *e0 = json_array_get(json_object_get(e, "errors"), 0);
+	json_object_set_new(e0, "message", json_string(!tok ? "Login Required." : "Invalid Credentials"));
+	json_object_set_new(e0, "locationType", json_string("header"));
+	json_object_set_new(e0, "location", json_string("Authorization"));
+	json_object_set_new(e, "status", json_string("UNAUTHENTICATED"));
+	fg_reply_json(r, 401, body);
+	fg_reply_header(r, "WWW-Authenticate", "Bearer realm=\"https://accounts.google.com/\"");
+	return -1;
+}
+
 int fg_compute_serve(struct fg_req *r)
 {
 	const char *p = r->path;
@@ -904,7 +939,7 @@ int fg_compute_serve(struct fg_req *r)
 	const char *kind = fg_fault_pick();
 	if (kind && fg_fault_apply(r, kind))
 		return 1;
-	if (fg_auth_check(r) < 0 || fg_user_project_check(r) < 0)
+	if (auth(r) < 0 || fg_user_project_check(r) < 0)
 		return 1;
 	char *proj = xstrndup(project, (size_t)(slash - project));
 	if (!strcmp(proj, IMAGE_PROJECT)) {
