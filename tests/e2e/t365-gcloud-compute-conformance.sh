@@ -187,6 +187,8 @@ ok "instance-templates delete succeeds" gc compute instance-templates delete tmp
 ok "resource-policies delete succeeds" gc compute resource-policies delete wp-2x2x2 --region=us-central1
 ok "instances delete succeeds" gc compute instances delete t7 --zone=$ZC
 ok "every request of the deletes was accepted" all_2xx "$m"
+is "the request log shows the one DELETE of the MIG (what a test of slice recovery asserts on)" \
+	"$(since 0 | jq '[.[] | select(.method == "DELETE" and (.path | endswith("/instanceGroupManagers/s7")))] | length')" 1
 settle
 is "only v6 is left" "$(view | jq -r '[.instances[].name] | join(" ")')" v6
 
@@ -218,6 +220,39 @@ curl -s -X POST "$FAKEGCP_URL/__admin/compute/zones/$ZE:flex?value=grant" >/dev/
 settle
 is "granted: RUNNING, and gcloud reads FLEX_START" \
 	"$(gc compute instances describe fx --zone=$ZE --format='value(status,scheduling.provisioningModel)' 2>&1)" "RUNNING	FLEX_START"
+
+# ---- BULK under a stockout, REPAIR, an unreachable zone (curl) -----------------
+TB='{"name":"tb","properties":{"machineType":"ct6e-standard-4t","disks":[{"boot":true,"initializeParams":{"sourceImage":"projects/ubuntu-os-accelerator-images/global/images/family/'$IMG6'"}}],"networkInterfaces":[{}],"scheduling":{"onHostMaintenance":"TERMINATE","provisioningModel":"SPOT","instanceTerminationAction":"STOP"}}}'
+api POST global/instanceTemplates "$TB" >/dev/null
+api POST regions/us-east5/resourcePolicies '{"name":"wp44e","workloadPolicy":{"type":"HIGH_THROUGHPUT","acceleratorTopology":"4x4"}}' >/dev/null
+curl -s -X POST "$FAKEGCP_URL/__admin/compute/zones/$ZE:stockout?value=on" >/dev/null
+r=$(api POST "zones/$ZE/instanceGroupManagers" '{"name":"mb","baseInstanceName":"mb-###","targetSize":4,"instanceTemplate":"global/instanceTemplates/tb","resourcePolicies":{"workloadPolicy":"regions/us-east5/resourcePolicies/wp44e"},"targetSizePolicy":{"mode":"BULK"}}')
+is "a BULK MIG in a stocked-out zone is accepted" "$(status_of "$r")" 200
+settle
+mig() { api GET "zones/$ZE/instanceGroupManagers/mb" | sed '$d'; }
+is "it makes no VM: 4 planned members, a bulk operation in progress with the stockout as its last error" \
+	"$(mig | jq -c '.status | [.currentInstanceStatuses, .bulkInstanceOperation.inProgress, .bulkInstanceOperation.lastProgressCheck.error.errors[0].code, .appliedAcceleratorTopologies[0].state]')" \
+	'[{"nonExistent":4},true,"ZONE_RESOURCE_POOL_EXHAUSTED","ACTIVATING"]'
+is "listManagedInstances shows them, numbered (mb-###), CREATING, with the last attempt's error" \
+	"$(api POST "zones/$ZE/instanceGroupManagers/mb/listManagedInstances" | sed '$d' | jq -c '[.managedInstances[] | [.name, .currentAction, .lastAttempt.errors.errors[0].code]] | .[0]')" \
+	'["mb-001","CREATING","ZONE_RESOURCE_POOL_EXHAUSTED"]'
+curl -s -X POST "$FAKEGCP_URL/__admin/compute/zones/$ZE:stockout?value=off" >/dev/null
+settle
+is "capacity back: all four at once, RUNNING, topology ACTIVE" \
+	"$(mig | jq -c '.status | [.isStable, .currentInstanceStatuses.running, .appliedAcceleratorTopologies[0].state]')" '[true,4,"ACTIVE"]'
+curl -s -X POST "$FAKEGCP_URL/__admin/compute/instances/$ZE/mb-002:preempt" >/dev/null
+curl -s -X POST "$FAKEGCP_URL/__admin/compute:settle" >/dev/null
+is "a preempted member (STOP) under REPAIR is recreated with its name: the topology is whole again" \
+	"$(settle; mig | jq -c '.status | [.currentInstanceStatuses.running, .appliedAcceleratorTopologies[0].state]')|$(inst mb-002 | jq -r .status)" \
+	'[4,"ACTIVE"]|RUNNING'
+r=$(api POST "zones/$ZE/instanceGroupManagers/mb/resize?size=8")
+is "BULK: the size can be raised only from 0" "$(status_of "$r") $(body_of "$r" | jq -r '.error.errors[0].reason')" "400 invalid"
+curl -s -X POST "$FAKEGCP_URL/__admin/compute/zones/$ZE:unreachable?value=on" >/dev/null
+is "an unreachable zone: the aggregated list names it in unreachables (returnPartialSuccess)" \
+	"$(api GET "aggregated/instances?returnPartialSuccess=true" | sed '$d' | jq -c '[.unreachables, .items["zones/'$ZE'"].warning.code]')" \
+	'[["zones/'$ZE'"],"UNREACHABLE"]'
+is "and the zone's own list is a 503" "$(status_of "$(api GET "zones/$ZE/instances")")" 503
+curl -s -X POST "$FAKEGCP_URL/__admin/compute/zones/$ZE:unreachable?value=off" >/dev/null
 
 # ---- what gcloud never sends: the emulator must refuse it ------------------------
 BODY='{"name":"neg","machineType":"zones/'$ZE'/machineTypes/ct6e-standard-1t","disks":[{"boot":true,"initializeParams":{"sourceImage":"projects/ubuntu-os-accelerator-images/global/images/family/'$IMG6'"}}],"networkInterfaces":[{}],"scheduling":{"onHostMaintenance":"TERMINATE"}}'

@@ -770,7 +770,7 @@ static int scope_ok(struct ce_req *q)
 		ce_invalid(q->r, "region", q->seg[1], "Unknown region.");
 		return 0;
 	}
-	return 1;
+	return !(q->nseg >= 3 && !strcmp(q->seg[0], "zones") && ce_unreachable(q->r, q->seg[1]));
 }
 
 static void dispatch(struct ce_req *q)
@@ -963,6 +963,7 @@ int fg_compute_init(const char *schema, char *err, size_t errlen)
 	ce.stockout = json_object();
 	ce.quota = json_object();
 	ce.flex_ok = json_object();
+	ce.unreach = json_object();
 	ce.stage_s = fg_opt.compute_stage_s >= 0 ? fg_opt.compute_stage_s : fg_opt.op_seconds;
 	ce.wait_s = fg_opt.compute_wait_s;
 	return ce_schema_load(schema, err, errlen);
@@ -979,6 +980,7 @@ void fg_compute_free(void)
 	json_decref(ce.stockout);
 	json_decref(ce.quota);
 	json_decref(ce.flex_ok);
+	json_decref(ce.unreach);
 	free(ce.base);
 	ce_schema_free();
 	memset(&ce, 0, sizeof(ce));

@@ -38,6 +38,7 @@ struct ce_world {
 	json_t *stockout; /* "ZONE" -> "on" | "details" */
 	json_t *quota;    /* "REGION" -> {"limit": chips, "mode": "sync"|"operation"} */
 	json_t *flex_ok;  /* "ZONE" -> true: flex-start capacity granted */
+	json_t *unreach;  /* "ZONE" -> true: the zone's backend cannot be reached */
 	char *base;       /* "http://HOST/compute/v1/", from the last request */
 	double stage_s;   /* --compute-stage-seconds */
 	double wait_s;    /* --compute-wait-seconds */
@@ -168,8 +169,16 @@ int ce_check_labels(struct fg_req *r, json_t *labels, const char *at);
 /* Metadata items (keys, duplicates, sizes); -1 after answering 400. */
 int ce_check_metadata(struct fg_req *r, json_t *md, const char *at);
 /* An aggregated list's items: every zone, with the page's resources (each
- * with "__zone") under key, or a NO_RESULTS_ON_PAGE warning. page stolen. */
+ * with "__zone") under key, or a NO_RESULTS_ON_PAGE warning, or (an
+ * unreachable zone) an UNREACHABLE warning. page stolen. */
 json_t *ce_aggregate(json_t *page, const char *key);
+/* The aggregated list answer {kind, id, items, unreachables?,
+ * nextPageToken?, selfLink}: unreachable zones are listed in unreachables
+ * when returnPartialSuccess is true. rel: "aggregated/instances". */
+json_t *ce_aggregated_json(struct fg_req *r, const char *kind, const char *rel, json_t *items,
+			   char *next);
+/* 1 (after answering 503) if zone is unreachable (admin). */
+int ce_unreachable(struct fg_req *r, const char *zone);
 /* The instance's metadata items as an object of strings (fresh). */
 json_t *ce_md_obj(json_t *inst);
 void ce_instances_tick(double now);

@@ -56,11 +56,12 @@ static json_t *view(void)
 			json_array_append_new(migs, c);
 		}
 	}
-	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:O, s:O, s:O}", "instances",
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:O, s:O, s:O, s:O}", "instances",
 			 flatten(ce.inst, "__zone"), "instanceGroupManagers", migs,
 			 "instanceTemplates", flatten(ce.tmpl, "__scope"), "resourcePolicies",
 			 flatten(ce.rp, "__region"), "operations", flatten(ce.ops, "__scope"),
-			 "stockout", ce.stockout, "quota", ce.quota, "flex", ce.flex_ok);
+			 "stockout", ce.stockout, "quota", ce.quota, "flex", ce.flex_ok,
+			 "unreachable", ce.unreach);
 }
 
 /* Everything due now: operations that have an end, instance and MIG
@@ -115,8 +116,18 @@ static void zone_action(struct fg_req *r, const char *zone, const char *action)
 			json_object_set_new(ce.flex_ok, zone, json_true());
 		ce_tick();
 		ok(r);
+	} else if (!strcmp(action, "unreachable")) {
+		if (!v || (strcmp(v, "on") && strcmp(v, "off"))) {
+			bad(r, "expected ?value=on|off");
+			return;
+		}
+		if (!strcmp(v, "off"))
+			json_object_del(ce.unreach, zone);
+		else
+			json_object_set_new(ce.unreach, zone, json_true());
+		ok(r);
 	} else {
-		bad(r, "expected zones/ZONE:stockout or zones/ZONE:flex");
+		bad(r, "expected zones/ZONE:stockout, :flex or :unreachable");
 	}
 }
 

@@ -305,7 +305,8 @@ static void mig_status(json_t *mig, const char *zone)
 		running += inst && !strcmp(sget(inst, "status"), "RUNNING");
 		lost += json_is_true(json_object_get(json_object_get(mig, "__made"),
 						     json_string_value(m))) &&
-			(!inst || strcmp(sget(inst, "status"), "RUNNING"));
+			(!inst || !strcmp(sget(inst, "status"), "TERMINATED") ||
+			 !strcmp(sget(inst, "status"), "STOPPING"));
 		free(ak);
 		free(sk);
 	}
@@ -496,7 +497,11 @@ static json_t *mig_new(json_t *b, const char *zone, struct mig_refs *x, int bulk
 	free(zrel);
 	set_str(mig, "selfLink", ce_url(rel));
 	set_str(mig, "instanceGroup", ce_url(grel));
-	char *turl = ce_url(x->tkey);
+	const char *tslash = strrchr(x->tkey, '/');
+	char *trel = xasprintf("%.*s/instanceTemplates/%s", (int)(tslash - x->tkey), x->tkey,
+			       tslash + 1);
+	char *turl = ce_url(trel);
+	free(trel);
 	json_object_set_new(mig, "instanceTemplate", json_string(turl));
 	json_object_set_new(mig, "versions", json_pack("[{s:s}]", "instanceTemplate", turl));
 	free(turl);
@@ -727,7 +732,8 @@ static json_t *migs_in(struct fg_req *r, const char *zone, json_t *into, int key
 		json_decref(into);
 		return NULL;
 	}
-	json_object_foreach(json_object_get(ce.migs, zone), n, mig) {
+	json_object_foreach(json_is_true(json_object_get(ce.unreach, zone)) ? NULL
+			    : json_object_get(ce.migs, zone), n, mig) {
 		if (json_object_get(mig, "__gone") || !ce_filter_match(f, mig))
 			continue;
 		json_t *c = json_deep_copy(mig);
@@ -761,18 +767,9 @@ void ce_migs_aggregated(struct ce_req *q)
 	ce_sort(items);
 	if (ce_page(q->r, items, &page, &next) < 0)
 		return;
-	char *id = xasprintf("projects/%s/aggregated/instanceGroupManagers", fg_opt.project);
-	char *self = ce_url("aggregated/instanceGroupManagers");
-	json_t *out = json_pack("{s:s, s:s, s:o}", "kind",
-				"compute#instanceGroupManagerAggregatedList", "id", id, "items",
-				ce_aggregate(page, "instanceGroupManagers"));
-	if (next)
-		json_object_set_new(out, "nextPageToken", json_string(next));
-	json_object_set_new(out, "selfLink", json_string(self));
-	fg_reply_json(q->r, 200, out);
-	free(next);
-	free(id);
-	free(self);
+	fg_reply_json(q->r, 200, ce_aggregated_json(q->r, "compute#instanceGroupManagerAggregatedList",
+						    "aggregated/instanceGroupManagers",
+						    ce_aggregate(page, "instanceGroupManagers"), next));
 }
 
 void ce_migs(struct ce_req *q)

@@ -473,7 +473,8 @@ static json_t *select_in(struct fg_req *r, const char *zone, json_t *into, int k
 		json_decref(into);
 		return NULL;
 	}
-	json_object_foreach(json_object_get(ce.inst, zone), n, inst) {
+	json_object_foreach(json_is_true(json_object_get(ce.unreach, zone)) ? NULL
+			    : json_object_get(ce.inst, zone), n, inst) {
 		if (!ce_filter_match(f, inst))
 			continue;
 		json_t *c = json_deep_copy(inst);
@@ -538,9 +539,13 @@ json_t *ce_aggregate(json_t *page, const char *key)
 		free(scope);
 	}
 	json_object_foreach(items, z, v)
-		if (!json_object_size(v))
+		if (json_is_true(json_object_get(ce.unreach, z + 6)))
 			json_object_set_new(v, "warning", json_pack(
-				"{s:s, s:s+, s:[{s:s, s:s}]}", "code", "NO_RESULTS_ON_PAGE", "message",
+				"{s:s, s:s++, s:[{s:s, s:s}]}", "code", "UNREACHABLE", "message",
+				"Scope '", z, "' is unreachable.", "data", "key", "scope", "value", z));
+		else if (!json_object_size(v))
+			json_object_set_new(v, "warning", json_pack(
+				"{s:s, s:s++, s:[{s:s, s:s}]}", "code", "NO_RESULTS_ON_PAGE", "message",
 				"There are no results for scope '", z, "' on this page.", "data", "key",
 				"scope", "value", z));
 	json_decref(page);
@@ -565,17 +570,43 @@ void ce_instances_aggregated(struct ce_req *q)
 	ce_sort(items);
 	if (ce_page(q->r, items, &page, &next) < 0)
 		return;
-	char *id = xasprintf("projects/%s/aggregated/instances", fg_opt.project);
-	char *self = ce_url("aggregated/instances");
-	json_t *out = json_pack("{s:s, s:s, s:o}", "kind", "compute#instanceAggregatedList", "id", id,
-				"items", ce_aggregate(page, "instances"));
+	fg_reply_json(q->r, 200, ce_aggregated_json(q->r, "compute#instanceAggregatedList",
+						    "aggregated/instances",
+						    ce_aggregate(page, "instances"), next));
+}
+
+json_t *ce_aggregated_json(struct fg_req *r, const char *kind, const char *rel, json_t *items,
+			   char *next)
+{
+	char *id = xasprintf("projects/%s/%s", fg_opt.project, rel), *self = ce_url(rel);
+	const char *ps = ce_arg(r, "returnPartialSuccess");
+	json_t *out = json_pack("{s:s, s:s, s:o}", "kind", kind, "id", id, "items", items);
+	json_t *un = json_array(), *v;
+	const char *z;
+
+	json_object_foreach(ce.unreach, z, v) {
+		char *scope = xasprintf("zones/%s", z);
+		json_array_append_new(un, json_string(scope));
+		free(scope);
+	}
+	if (ps && !strcasecmp(ps, "true") && json_array_size(un))
+		json_object_set(out, "unreachables", un);
+	json_decref(un);
 	if (next)
 		json_object_set_new(out, "nextPageToken", json_string(next));
 	json_object_set_new(out, "selfLink", json_string(self));
-	fg_reply_json(q->r, 200, out);
 	free(next);
 	free(id);
 	free(self);
+	return out;
+}
+
+int ce_unreachable(struct fg_req *r, const char *zone)
+{
+	if (!json_is_true(json_object_get(ce.unreach, zone)))
+		return 0;
+	ce_error(r, 503, "backendError", "The service is currently unavailable.");
+	return 1;
 }
 
 static json_t *mutation(struct ce_req *q, const char *zone, const char *name, const char *type)
