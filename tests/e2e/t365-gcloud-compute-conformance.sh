@@ -31,8 +31,14 @@ for tool in curl jq ssh-keygen; do
 done
 TPF_ROOT=$TOP
 . "$TOP/tests/e2e/fakegcp.sh"
+# Worker 0 laid out as tests/e2e/sshd.sh does (no sshd needed here): the first
+# instance gets its address, so the guest agent publishes this host key and
+# writes this authorized_keys.
+mkdir -p "$W/workers/w0/home"
+ssh-keygen -q -t ed25519 -N '' -f "$W/workers/w0/hostkey"
 fakegcp_start --project test-project --op-seconds 0.2 --compute-stage-seconds 5 \
-	--compute-wait-seconds 2 --auth token --authorized-user cid:csecret:rtok || exit 1
+	--compute-wait-seconds 2 --auth token --authorized-user cid:csecret:rtok \
+	--worker-dir "$W/workers" || exit 1
 trap 'fakegcp_stop >/dev/null 2>&1' EXIT
 TOKEN=$(curl -s "$FAKEGCP_URL/token" -d grant_type=refresh_token -d client_id=cid \
 	-d client_secret=csecret -d refresh_token=rtok | jq -r .access_token)
@@ -118,6 +124,10 @@ ga=$(gc compute instances get-guest-attributes v6 --zone=$ZE --query-path=hostke
 printf 'ssh-ed25519 %s\n' "$(printf '%s' "$ga" | jq -r '.[] | select(.key == "ssh-ed25519") | .value')" >"$W/k.pub"
 is "get-guest-attributes: a well-formed ssh-ed25519 host key" \
 	"$(ssh-keygen -l -f "$W/k.pub" 2>&1 | awk '{print $NF}')" "(ED25519)"
+is "it is the worker's own host key (the guest agent publishes hostkey.pub)" \
+	"$(cut -d' ' -f2 "$W/k.pub")" "$(cut -d' ' -f2 "$W/workers/w0/hostkey.pub")"
+is "the worker's authorized_keys is empty: no ssh-keys in the metadata yet" \
+	"$(wc -c <"$W/workers/w0/home/.ssh/authorized_keys" | tr -d ' ')" 0
 fp0=$(inst v6 | jq -r .metadata.fingerprint)
 m=$(mark)
 ok "add-metadata ssh-keys succeeds (read, setMetadata with the fingerprint, wait)" \
@@ -125,6 +135,8 @@ ok "add-metadata ssh-keys succeeds (read, setMetadata with the fingerprint, wait
 is "setMetadata carried the fingerprint gcloud had read" \
 	"$(last_req "$m" POST /setMetadata | jq -r '.body.fingerprint')" "$fp0"
 fp=$(inst v6 | jq -r .metadata.fingerprint)
+is "the guest agent wrote the key to the worker's authorized_keys" \
+	"$(cat "$W/workers/w0/home/.ssh/authorized_keys")" "ssh-ed25519 AAAAKEY root"
 is "the instance keeps both keys, under a new fingerprint" \
 	"$(inst v6 | jq -c '[.metadata.items[].key]')" '["enable-guest-attributes","ssh-keys"]'
 r=$(api POST "zones/$ZE/instances/v6/setMetadata" '{"fingerprint":"c3RhbGVmcD0=","items":[]}')
