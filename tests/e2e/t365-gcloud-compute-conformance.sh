@@ -132,8 +132,8 @@ fp0=$(inst v6 | jq -r .metadata.fingerprint)
 m=$(mark)
 ok "add-metadata ssh-keys succeeds (read, setMetadata with the fingerprint, wait)" \
 	gc compute instances add-metadata v6 --zone=$ZE --metadata=ssh-keys='root:ssh-ed25519 AAAAKEY root'
-is "setMetadata carried the fingerprint gcloud had read" \
-	"$(last_req "$m" POST /setMetadata | jq -r '.body.fingerprint')" "$fp0"
+is "setMetadata carried the fingerprint gcloud had read (apitools may re-encode it URL-safe)" \
+	"$(last_req "$m" POST /setMetadata | jq -r '.body.fingerprint' | tr -- '-_' '+/')" "$fp0"
 fp=$(inst v6 | jq -r .metadata.fingerprint)
 is "the guest agent wrote the key to the worker's authorized_keys" \
 	"$(cat "$W/workers/w0/home/.ssh/authorized_keys")" "ssh-ed25519 AAAAKEY root"

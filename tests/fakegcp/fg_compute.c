@@ -259,9 +259,21 @@ void ce_timestamp(char out[40])
 	snprintf(out, 40, "%.19s.%03d+00:00", base, (int)(ts.tv_nsec / 1000000L));
 }
 
+json_t *ce_wrap(json_t *res, const char *zone, char *key)
+{
+	json_t *w = json_pack("{s:O, s:s}", "__ref", res, "__zone", zone);
+	if (key)
+		json_object_set_new(w, "__key", json_string(key));
+	else
+		json_object_set(w, "__key", json_object_get(res, "name"));
+	free(key);
+	return w;
+}
+
 json_t *ce_public(json_t *res)
 {
-	json_t *out = json_deep_copy(res);
+	json_t *ref = json_object_get(res, "__ref");
+	json_t *out = json_deep_copy(ref ? ref : res);
 	const char *k;
 	json_t *v;
 	void *tmp;
@@ -374,6 +386,11 @@ static void ops_tick(double now)
 	}
 }
 
+void ce_changed(void)
+{
+	ce.gen++;
+}
+
 void ce_tick(void)
 {
 	double now = fg_mono();
@@ -447,34 +464,46 @@ static const char *item_key(json_t *v)
 	return k ? k : json_string_value(json_object_get(v, "name"));
 }
 
-int ce_page(struct fg_req *r, json_t *items, json_t **page, char **next)
+/* maxResults and pageToken; -1 after answering 400. *after fresh or NULL. */
+static int page_args(struct fg_req *r, long *max, char **after)
 {
 	const char *mr = ce_arg(r, "maxResults"), *pt = ce_arg(r, "pageToken");
-	char *end = NULL, *after = NULL;
-	long max = mr && *mr ? strtol(mr, &end, 10) : 500;
-	size_t i;
-	json_t *v;
+	char *end = NULL;
 
-	*page = NULL;
-	*next = NULL;
-	if ((mr && (!*mr || *end)) || max < 0 || max > 500) {
+	*max = mr && *mr ? strtol(mr, &end, 10) : 500;
+	*after = NULL;
+	if ((mr && (!*mr || *end)) || *max < 0 || *max > 500) {
 		ce_invalid(r, "maxResults", mr ? mr : "", "Must be less than or equal to 500");
-		json_decref(items);
 		return -1;
 	}
-	if (max == 0)
-		max = 500;
+	if (*max == 0)
+		*max = 500;
 	if (pt && *pt) {
 		size_t len;
 		unsigned char *raw = fg_b64url_decode(pt, strlen(pt), &len);
 		if (!raw || !len || memchr(raw, 0, len)) {
 			free(raw);
 			ce_invalid(r, "pageToken", pt, "Invalid page token.");
-			json_decref(items);
 			return -1;
 		}
-		after = xstrndup((const char *)raw, len);
+		*after = xstrndup((const char *)raw, len);
 		free(raw);
+	}
+	return 0;
+}
+
+int ce_page(struct fg_req *r, json_t *items, json_t **page, char **next)
+{
+	char *after;
+	long max;
+	size_t i;
+	json_t *v;
+
+	*page = NULL;
+	*next = NULL;
+	if (page_args(r, &max, &after) < 0) {
+		json_decref(items);
+		return -1;
 	}
 	*page = json_array();
 	json_array_foreach(items, i, v) {
@@ -489,6 +518,54 @@ int ce_page(struct fg_req *r, json_t *items, json_t **page, char **next)
 	}
 	free(after);
 	json_decref(items);
+	return 0;
+}
+
+void ce_items_add(struct ce_items *it, json_t *res, const char *zone, char *key)
+{
+	XGROW(it->v, it->n + 1, it->a);
+	it->v[it->n++] = (struct ce_item){ key ? key : xstrdup(json_string_value(
+						     json_object_get(res, "name"))), res, zone };
+}
+
+void ce_items_free(struct ce_items *it)
+{
+	for (size_t i = 0; i < it->n; i++)
+		free(it->v[i].key);
+	free(it->v);
+	*it = (struct ce_items){ 0 };
+}
+
+static int item_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct ce_item *)a)->key, ((const struct ce_item *)b)->key);
+}
+
+int ce_items_page(struct fg_req *r, struct ce_items *it, json_t **page, char **next)
+{
+	char *after;
+	long max;
+	size_t i = 0, lo, hi;
+
+	*page = NULL;
+	*next = NULL;
+	if (page_args(r, &max, &after) < 0)
+		return -1;
+	qsort(it->v, it->n, sizeof(*it->v), item_cmp);
+	for (lo = 0, hi = it->n; after && lo < hi;) { /* first key > after */
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(it->v[mid].key, after) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*page = json_array();
+	for (i = after ? lo : 0; i < it->n && (long)json_array_size(*page) < max; i++)
+		json_array_append_new(*page, ce_wrap(it->v[i].res, it->v[i].zone,
+						     xstrdup(it->v[i].key)));
+	if (i < it->n && i > 0)
+		*next = fg_page_token(it->v[i - 1].key);
+	free(after);
 	return 0;
 }
 
@@ -964,6 +1041,7 @@ int fg_compute_init(const char *schema, char *err, size_t errlen)
 	ce.quota = json_object();
 	ce.flex_ok = json_object();
 	ce.unreach = json_object();
+	ce.active = json_object();
 	ce.stage_s = fg_opt.compute_stage_s >= 0 ? fg_opt.compute_stage_s : fg_opt.op_seconds;
 	ce.wait_s = fg_opt.compute_wait_s;
 	return ce_schema_load(schema, err, errlen);
@@ -981,6 +1059,7 @@ void fg_compute_free(void)
 	json_decref(ce.quota);
 	json_decref(ce.flex_ok);
 	json_decref(ce.unreach);
+	json_decref(ce.active);
 	free(ce.base);
 	ce_schema_free();
 	memset(&ce, 0, sizeof(ce));

@@ -39,10 +39,12 @@ struct ce_world {
 	json_t *quota;    /* "REGION" -> {"limit": chips, "mode": "sync"|"operation"} */
 	json_t *flex_ok;  /* "ZONE" -> true: flex-start capacity granted */
 	json_t *unreach;  /* "ZONE" -> true: the zone's backend cannot be reached */
+	json_t *active;   /* "ZONE" -> name -> true: instances with a timer (__next,
+			   * __gone, __stop, __wait): the only ones a tick visits */
 	char *base;       /* "http://HOST/compute/v1/", from the last request */
 	double stage_s;   /* --compute-stage-seconds */
 	double wait_s;    /* --compute-wait-seconds */
-	uint64_t next_id;
+	uint64_t gen;     /* bumped by every change a MIG could see (ce_changed) */
 };
 extern struct ce_world ce;
 
@@ -91,7 +93,10 @@ char *ce_new_id(void);
 char *ce_fingerprint(void);
 /* RFC 3339 with milliseconds and -07:00 style offset, as Compute prints. */
 void ce_timestamp(char out[40]);
-/* The resource without its "__" keys (fresh). */
+/* A light list entry for res (borrowed, referenced): {"__ref", "__zone",
+ * "__key": key (stolen, NULL: the name)}; ce_public unwraps it. */
+json_t *ce_wrap(json_t *res, const char *zone, char *key);
+/* The resource (or a ce_wrap entry's) without its "__" keys (fresh). */
 json_t *ce_public(json_t *res);
 /* obj[k1][k2] (borrowed), creating obj[k1] when create is set. */
 json_t *ce_map2(json_t *obj, const char *k1, const char *k2);
@@ -114,12 +119,32 @@ int ce_request_id(struct fg_req *r, json_t **op);
 void ce_request_id_keep(struct fg_req *r, json_t *op);
 /* Answer an operation (a public copy). */
 void ce_reply_op(struct fg_req *r, json_t *op);
+/* Something a MIG could see changed (an instance, capacity, a MIG): the
+ * next tick looks at every MIG again; otherwise quiet MIGs are skipped. */
+void ce_changed(void);
 /* Time moves on: instances, MIGs, operations. */
 void ce_tick(void);
 /* Page through items (an array, sorted, stolen): maxResults/pageToken of r,
  * key_of gives each item's sort key. Sets *next (fresh or NULL); -1 after
  * answering 400. The page is returned in *page (fresh). */
 int ce_page(struct fg_req *r, json_t *items, json_t **page, char **next);
+/* Resources to list without copying them: added, then sorted and paged. */
+struct ce_item {
+	char *key;        /* owned */
+	json_t *res;      /* borrowed */
+	const char *zone; /* borrowed */
+};
+struct ce_items {
+	struct ce_item *v;
+	size_t n, a;
+};
+/* key: fresh, or NULL for the resource's name. */
+void ce_items_add(struct ce_items *it, json_t *res, const char *zone, char *key);
+void ce_items_free(struct ce_items *it);
+/* Sort by key and cut the page of the request's maxResults/pageToken:
+ * *page an array of ce_wrap entries (fresh), *next fresh or NULL; -1
+ * after answering 400. */
+int ce_items_page(struct fg_req *r, struct ce_items *it, json_t **page, char **next);
 /* A list answer {kind, id, items?, nextPageToken?, selfLink}. */
 json_t *ce_list_json(const char *kind, const char *rel, json_t *items, char *next);
 
@@ -152,6 +177,8 @@ int ce_instance_check(struct fg_req *r, json_t *b, const char *zone, const char 
 /* A new instance in zone from checked properties (copied), added and
  * PENDING; flex: it waits for capacity. Borrowed. */
 json_t *ce_instance_create(const char *zone, const char *name, json_t *props, const char *mig);
+/* Let the next ticks visit inst (it has a timer now). */
+void ce_activate(json_t *inst, const char *zone);
 /* Start deleting it (STOPPING, gone after --op-seconds). */
 void ce_instance_delete(json_t *inst);
 /* Preempt (admin): -1 with *why if it cannot be. */
@@ -190,6 +217,8 @@ void ce_policies(struct ce_req *q, const char *region);
 void ce_migs(struct ce_req *q);
 void ce_migs_aggregated(struct ce_req *q);
 void ce_migs_tick(double now);
+/* Admin: many RUNNING MIGs (migs) or instances at once (fg_compute_mig.c). */
+void ce_seed(struct fg_req *r, int migs);
 /* VMs of a slice of type mt with topology t; 0 if they do not fit. */
 int ce_topology_vms(const struct ce_mtype *mt, const char *t);
 

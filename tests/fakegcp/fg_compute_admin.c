@@ -181,6 +181,8 @@ void fg_compute_admin(struct fg_req *r, const char *rest)
 
 	fg_lock();
 	ce_tick();
+	if (post)
+		ce_changed(); /* capacity, quota, flex, preemption, seeds */
 	if (get && !*p) {
 		fg_reply_json(r, 200, view());
 	} else if (post && !strncmp(p, "/instances/", 11)) {
@@ -189,6 +191,10 @@ void fg_compute_admin(struct fg_req *r, const char *rest)
 		char *zone = xstrndup(p + 7, (size_t)(strchr(p + 7, ':') - p - 7));
 		zone_action(r, zone, strchr(p + 7, ':') + 1);
 		free(zone);
+	} else if (post && !strcmp(p, "/instanceGroupManagers:seed")) {
+		ce_seed(r, 1);
+	} else if (post && !strcmp(p, "/instances:seed")) {
+		ce_seed(r, 0);
 	} else if (post && !strcmp(p, "/quota")) {
 		quota(r);
 	} else if (post && !strcmp(p, ":settle")) {

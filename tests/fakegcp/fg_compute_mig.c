@@ -188,6 +188,7 @@ static void plan_members(json_t *mig, const char *zone, long target)
 {
 	json_t *members = json_object_get(mig, "__members");
 
+	ce_changed();
 	while ((long)json_array_size(members) < target) {
 		char *n = member_name(mig, zone);
 		json_array_append_new(members, json_string(n));
@@ -351,9 +352,15 @@ void ce_migs_tick(double now)
 				json_object_del(zone, n);
 				continue;
 			}
+			/* A MIG sees only instances, capacity and itself: when nothing
+			 * changed since its last look, it has nothing to do. */
+			if (!gone && json_integer_value(json_object_get(mig, "__gen")) ==
+					     (json_int_t)ce.gen)
+				continue;
 			if (!gone)
 				mig_create(mig, z);
 			mig_status(mig, z);
+			json_object_set_new(mig, "__gen", json_integer((json_int_t)ce.gen));
 		}
 	}
 }
@@ -720,30 +727,17 @@ static void mig_one(struct ce_req *q, const char *zone, const char *name, const 
 	}
 }
 
-/* MIGs of a zone passing the filter into `into` (with __zone, and __key
- * "ZONE/NAME" when keyed); NULL after answering 400. */
-static json_t *migs_in(struct fg_req *r, const char *zone, json_t *into, int keyed)
+/* MIGs of a zone passing the filter f into it (keyed "ZONE/NAME" when
+ * keyed). An unreachable zone has none to show. */
+static void migs_in(struct ce_filter *f, const char *zone, struct ce_items *it, int keyed)
 {
-	struct ce_filter *f;
 	const char *n;
 	json_t *mig;
 
-	if (ce_filter_parse(r, ce_arg(r, "filter"), &f) < 0) {
-		json_decref(into);
-		return NULL;
-	}
 	json_object_foreach(json_is_true(json_object_get(ce.unreach, zone)) ? NULL
-			    : json_object_get(ce.migs, zone), n, mig) {
-		if (json_object_get(mig, "__gone") || !ce_filter_match(f, mig))
-			continue;
-		json_t *c = json_deep_copy(mig);
-		json_object_set_new(c, "__zone", json_string(zone));
-		if (keyed)
-			set_str(c, "__key", xasprintf("%s/%s", zone, n));
-		json_array_append_new(into, c);
-	}
-	ce_filter_free(f);
-	return into;
+			    : json_object_get(ce.migs, zone), n, mig)
+		if (!json_object_get(mig, "__gone") && ce_filter_match(f, mig))
+			ce_items_add(it, mig, zone, keyed ? xasprintf("%s/%s", zone, n) : NULL);
 }
 
 static const char *const list_ok[] = { "filter", "maxResults", "pageToken", "orderBy",
@@ -752,24 +746,24 @@ static const char *const list_ok[] = { "filter", "maxResults", "pageToken", "ord
 
 void ce_migs_aggregated(struct ce_req *q)
 {
-	json_t *items = json_array(), *page;
+	struct ce_items it = { 0 };
+	struct ce_filter *f;
+	json_t *page;
 	const char *z;
 	char *next;
 
-	if (ce_check_query(q->r, list_ok) < 0) {
-		json_decref(items);
+	if (ce_check_query(q->r, list_ok) < 0 ||
+	    ce_filter_parse(q->r, ce_arg(q->r, "filter"), &f) < 0)
 		return;
-	}
-	for (size_t i = 0; (z = ce_zone_at(i)) && items; i++)
-		items = migs_in(q->r, z, items, 1);
-	if (!items)
-		return;
-	ce_sort(items);
-	if (ce_page(q->r, items, &page, &next) < 0)
-		return;
-	fg_reply_json(q->r, 200, ce_aggregated_json(q->r, "compute#instanceGroupManagerAggregatedList",
-						    "aggregated/instanceGroupManagers",
-						    ce_aggregate(page, "instanceGroupManagers"), next));
+	for (size_t i = 0; (z = ce_zone_at(i)); i++)
+		migs_in(f, z, &it, 1);
+	ce_filter_free(f);
+	if (ce_items_page(q->r, &it, &page, &next) == 0)
+		fg_reply_json(q->r, 200, ce_aggregated_json(
+			q->r, "compute#instanceGroupManagerAggregatedList",
+			"aggregated/instanceGroupManagers",
+			ce_aggregate(page, "instanceGroupManagers"), next));
+	ce_items_free(&it);
 }
 
 void ce_migs(struct ce_req *q)
@@ -777,15 +771,19 @@ void ce_migs(struct ce_req *q)
 	const char *zone = q->seg[1];
 
 	if (q->nseg == 3 && !strcmp(q->r->method, "GET")) {
-		json_t *items, *page;
+		struct ce_items it = { 0 };
+		struct ce_filter *f;
+		json_t *page;
 		char *next, *rel = xasprintf("zones/%s/instanceGroupManagers", zone);
 		if (ce_check_query(q->r, list_ok) == 0 &&
-		    (items = migs_in(q->r, zone, json_array(), 0))) {
-			ce_sort(items);
-			if (ce_page(q->r, items, &page, &next) == 0)
+		    ce_filter_parse(q->r, ce_arg(q->r, "filter"), &f) == 0) {
+			migs_in(f, zone, &it, 0);
+			ce_filter_free(f);
+			if (ce_items_page(q->r, &it, &page, &next) == 0)
 				fg_reply_json(q->r, 200, ce_list_json(
 					"compute#instanceGroupManagerList", rel, page, next));
 		}
+		ce_items_free(&it);
 		free(rel);
 	} else if (q->nseg == 3 && !strcmp(q->r->method, "POST")) {
 		mig_insert(q, zone);
@@ -794,4 +792,84 @@ void ce_migs(struct ce_req *q)
 	} else {
 		ce_error(q->r, 404, "notFound", "The requested URL was not found on this server.");
 	}
+}
+
+/* ---------------------------------------------------------------- seed */
+
+static json_t *running_now(const char *zone, const char *name, json_t *props, const char *mig)
+{
+	json_t *inst = ce_instance_create(zone, name, props, mig);
+	char ts[40];
+
+	ce_timestamp(ts);
+	json_object_set_new(inst, "status", json_string("RUNNING"));
+	json_object_set_new(inst, "lastStartTimestamp", json_string(ts));
+	json_object_del(inst, "__next");
+	json_object_del(inst, "__wait");
+	return inst;
+}
+
+/*
+ * POST /__admin/compute/instanceGroupManagers:seed?zone=Z&prefix=P&count=N&template=T
+ *      [&policy=REGION/NAME][&size=K][&start=S]
+ * POST /__admin/compute/instances:seed?zone=Z&prefix=P&count=N&template=T[&start=S]
+ * Many RUNNING resources at once, without operations or capacity checks,
+ * for scale benchmarks: MIGs P-S .. P-(S+N-1) of the global template T (BULK,
+ * DO_NOTHING, the workload policy, K members: the policy's VMs or 1), or
+ * instances P-S.. with T's properties. The checks of an insert apply to
+ * the references (the template must exist, the policy fit). Answers r.
+ */
+void ce_seed(struct fg_req *r, int migs)
+{
+	const char *zone = ce_arg(r, "zone"), *prefix = ce_arg(r, "prefix");
+	const char *t = ce_arg(r, "template"), *pol = ce_arg(r, "policy");
+	long count = ce_arg(r, "count") ? atol(ce_arg(r, "count")) : -1;
+	long start = ce_arg(r, "start") ? atol(ce_arg(r, "start")) : 0;
+	long size = ce_arg(r, "size") ? atol(ce_arg(r, "size")) : 0;
+	struct mig_refs x = { 0 };
+
+	if (!zone || !ce_zone_ok(zone) || !prefix || !t || count < 0 || count > 100000) {
+		fg_reply_error(r, 400, "INVALID_ARGUMENT", NULL, "expected ?zone=Z&prefix=P&count=N"
+			       "&template=T[&policy=REGION/NAME][&size=K][&start=S]");
+		return;
+	}
+	char *turl = xasprintf("global/instanceTemplates/%s", t);
+	json_t *b = json_pack("{s:s, s:i, s:{s:s}, s:{s:s}}", "instanceTemplate", turl, "targetSize",
+			      0, "targetSizePolicy", "mode", "BULK", "instanceLifecyclePolicy",
+			      "defaultActionOnFailure", "DO_NOTHING");
+	if (pol) {
+		const char *slash = strchr(pol, '/');
+		char *purl = slash ? xasprintf("regions/%.*s/resourcePolicies/%s", (int)(slash - pol),
+					       pol, slash + 1) : xstrdup(pol);
+		json_object_set_new(b, "resourcePolicies", json_pack("{s:s}", "workloadPolicy", purl));
+		free(purl);
+	}
+	if (mig_refs(r, b, zone, &x) == 0 && mig_rules(r, b, &x, 1) == 0) {
+		const char *topo = sget(json_object_get(x.wp, "workloadPolicy"), "acceleratorTopology");
+		long k = size ? size : topo ? ce_topology_vms(x.mt, topo) : 1;
+		json_t *props = json_object_get(x.tmpl, "properties");
+		for (long i = start; i < start + count; i++) {
+			char *name = xasprintf("%s-%ld", prefix, i);
+			if (!migs) {
+				running_now(zone, name, props, NULL);
+			} else {
+				json_object_set_new(b, "name", json_string(name));
+				json_object_set_new(b, "targetSize", json_integer(k));
+				json_t *mig = mig_new(b, zone, &x, 1);
+				json_t *m;
+				size_t j;
+				json_array_foreach(json_object_get(mig, "__members"), j, m) {
+					running_now(zone, json_string_value(m), props, name);
+					json_object_set_new(json_object_get(mig, "__made"),
+							    json_string_value(m), json_true());
+				}
+				mig_status(mig, zone);
+			}
+			free(name);
+		}
+		fg_reply_json(r, 200, json_pack("{s:b, s:i}", "ok", 1, "count", (int)count));
+	}
+	refs_free(&x);
+	json_decref(b);
+	free(turl);
 }

@@ -198,14 +198,25 @@ json_t *ce_instance_create(const char *zone, const char *name, json_t *props, co
 		json_object_set_new(inst, "__next", json_real(fg_mono() + ce.stage_s));
 	}
 	json_object_set_new(ce_scope(ce.inst, zone, 1), name, inst);
+	json_object_set_new(inst, "__zone_name", json_string(zone));
+	ce_activate(inst, zone);
+	ce_changed();
 	free(rel);
 	free(mtrel);
 	free(zrel);
 	return inst;
 }
 
+void ce_activate(json_t *inst, const char *zone)
+{
+	json_object_set_new(ce_scope(ce.active, zone, 1), json_string_value(json_object_get(inst,
+				"name")), json_true());
+}
+
 void ce_instance_delete(json_t *inst)
 {
+	ce_changed();
+	ce_activate(inst, sget(inst, "__zone_name"));
 	json_object_set_new(inst, "status", json_string("STOPPING"));
 	json_object_del(inst, "__next");
 	json_object_del(inst, "__stop");
@@ -368,10 +379,28 @@ void ce_instances_tick(double now)
 	json_t *zone, *inst;
 	void *tmp;
 
-	json_object_foreach(ce.inst, z, zone)
-		json_object_foreach_safe(zone, tmp, n, inst)
-			if (step(inst, z, now))
+	json_t *act;
+
+	json_object_foreach(ce.active, z, act) {
+		zone = json_object_get(ce.inst, z);
+		json_t *v;
+		json_object_foreach_safe(act, tmp, n, v) {
+			inst = json_object_get(zone, n);
+			/* held, so a replaced status is a new object */
+			json_t *before = json_incref(json_object_get(inst, "status"));
+			if (inst && step(inst, z, now)) {
 				json_object_del(zone, n);
+				ce_changed();
+			} else if (inst && json_object_get(inst, "status") != before) {
+				ce_changed();
+			}
+			json_decref(before);
+			inst = json_object_get(zone, n);
+			if (!inst || !(json_object_get(inst, "__next") || json_object_get(inst, "__gone") ||
+				       json_object_get(inst, "__stop") || json_object_get(inst, "__wait")))
+				json_object_del(act, n);
+		}
+	}
 }
 
 int ce_instance_preempt(const char *zone, const char *name, const char **why)
@@ -398,6 +427,8 @@ int ce_instance_preempt(const char *zone, const char *name, const char **why)
 	json_object_set_new(op, "statusMessage", json_string("Instance was preempted."));
 	ce_op_finish(op, NULL, 0);
 	const char *action = sget(s, "instanceTerminationAction");
+	ce_changed();
+	ce_activate(inst, zone);
 	json_object_set_new(inst, "status", json_string("STOPPING"));
 	json_object_del(inst, "__next");
 	if (action && !strcmp(action, "DELETE"))
@@ -461,30 +492,17 @@ done:
 	free(scope);
 }
 
-/* Instances of zone passing the request's filter, sorted (fresh); NULL
- * after answering 400. With key_zone, "__key" is "ZONE/NAME". */
-static json_t *select_in(struct fg_req *r, const char *zone, json_t *into, int key_zone)
+/* Instances of zone passing the filter f into it; with key_zone the key
+ * is "ZONE/NAME". An unreachable zone has none to show. */
+static void select_in(struct ce_filter *f, const char *zone, struct ce_items *it, int key_zone)
 {
-	struct ce_filter *f;
 	const char *n;
 	json_t *inst;
 
-	if (ce_filter_parse(r, ce_arg(r, "filter"), &f) < 0) {
-		json_decref(into);
-		return NULL;
-	}
 	json_object_foreach(json_is_true(json_object_get(ce.unreach, zone)) ? NULL
-			    : json_object_get(ce.inst, zone), n, inst) {
-		if (!ce_filter_match(f, inst))
-			continue;
-		json_t *c = json_deep_copy(inst);
-		if (key_zone)
-			set_str(c, "__key", xasprintf("%s/%s", zone, n));
-		json_object_set_new(c, "__zone", json_string(zone));
-		json_array_append_new(into, c);
-	}
-	ce_filter_free(f);
-	return into;
+			    : json_object_get(ce.inst, zone), n, inst)
+		if (ce_filter_match(f, inst))
+			ce_items_add(it, inst, zone, key_zone ? xasprintf("%s/%s", zone, n) : NULL);
 }
 
 static int order_ok(struct fg_req *r)
@@ -501,16 +519,20 @@ static const char *const list_params[] = { "filter", "maxResults", "pageToken", 
 
 static void list(struct ce_req *q, const char *zone)
 {
-	json_t *items, *page;
+	struct ce_items it = { 0 };
+	struct ce_filter *f;
+	json_t *page;
 	char *next;
 
 	if (ce_check_query(q->r, list_params) < 0 || order_ok(q->r) < 0 ||
-	    !(items = select_in(q->r, zone, json_array(), 0)))
+	    ce_filter_parse(q->r, ce_arg(q->r, "filter"), &f) < 0)
 		return;
-	ce_sort(items);
+	select_in(f, zone, &it, 0);
+	ce_filter_free(f);
 	char *rel = xasprintf("zones/%s/instances", zone);
-	if (ce_page(q->r, items, &page, &next) == 0)
+	if (ce_items_page(q->r, &it, &page, &next) == 0)
 		fg_reply_json(q->r, 200, ce_list_json("compute#instanceList", rel, page, next));
+	ce_items_free(&it);
 	free(rel);
 }
 
@@ -557,22 +579,23 @@ void ce_instances_aggregated(struct ce_req *q)
 	static const char *const ok[] = { "filter", "maxResults", "pageToken", "orderBy",
 					  "returnPartialSuccess", "includeAllScopes",
 					  "serviceProjectNumber", NULL };
-	json_t *items = json_array(), *page;
+	struct ce_items it = { 0 };
+	struct ce_filter *f;
+	json_t *page;
 	const char *z;
 	char *next;
 
-	if (ce_check_query(q->r, ok) < 0 || order_ok(q->r) < 0)
+	if (ce_check_query(q->r, ok) < 0 || order_ok(q->r) < 0 ||
+	    ce_filter_parse(q->r, ce_arg(q->r, "filter"), &f) < 0)
 		return;
-	for (size_t i = 0; (z = ce_zone_at(i)) && items; i++)
-		items = select_in(q->r, z, items, 1);
-	if (!items)
-		return;
-	ce_sort(items);
-	if (ce_page(q->r, items, &page, &next) < 0)
-		return;
-	fg_reply_json(q->r, 200, ce_aggregated_json(q->r, "compute#instanceAggregatedList",
-						    "aggregated/instances",
-						    ce_aggregate(page, "instances"), next));
+	for (size_t i = 0; (z = ce_zone_at(i)); i++)
+		select_in(f, z, &it, 1);
+	ce_filter_free(f);
+	if (ce_items_page(q->r, &it, &page, &next) == 0)
+		fg_reply_json(q->r, 200, ce_aggregated_json(q->r, "compute#instanceAggregatedList",
+							    "aggregated/instances",
+							    ce_aggregate(page, "instances"), next));
+	ce_items_free(&it);
 }
 
 json_t *ce_aggregated_json(struct fg_req *r, const char *kind, const char *rel, json_t *items,
@@ -621,6 +644,20 @@ static json_t *mutation(struct ce_req *q, const char *zone, const char *name, co
 	return op;
 }
 
+/* Fingerprints are bytes (TYPE_BYTES), sent base64: gcloud's apitools
+ * re-encodes them in the URL-safe alphabet ('-', '_'), so both spellings
+ * of the same bytes match. */
+static int fp_equal(const char *a, const char *b)
+{
+	for (; *a && *b; a++, b++) {
+		char x = *a == '-' ? '+' : *a == '_' ? '/' : *a;
+		char y = *b == '-' ? '+' : *b == '_' ? '/' : *b;
+		if (x != y)
+			return 0;
+	}
+	return *a == *b;
+}
+
 static void set_metadata(struct ce_req *q, json_t *inst, const char *zone, const char *name)
 {
 	json_t *md = json_object_get(inst, "metadata");
@@ -632,7 +669,7 @@ static void set_metadata(struct ce_req *q, json_t *inst, const char *zone, const
 		ce_error(q->r, 400, "required", "Required field 'resource.fingerprint' not specified");
 		return;
 	}
-	if (strcmp(fp, sget(md, "fingerprint"))) {
+	if (!fp_equal(fp, sget(md, "fingerprint"))) {
 		ce_error(q->r, 412, "conditionNotMet", "Supplied fingerprint does not match current "
 			 "metadata fingerprint.");
 		return;
@@ -665,7 +702,7 @@ static void set_labels(struct ce_req *q, json_t *inst, const char *zone, const c
 			 "Required field 'resource.labelFingerprint' not specified");
 		return;
 	}
-	if (strcmp(fp, sget(inst, "labelFingerprint"))) {
+	if (!fp_equal(fp, sget(inst, "labelFingerprint"))) {
 		ce_error(q->r, 412, "conditionNotMet", "Labels fingerprint either invalid or "
 			 "resource labels have changed");
 		return;
