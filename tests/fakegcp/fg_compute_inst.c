@@ -225,17 +225,19 @@ static int check_disks(struct fg_req *r, json_t *b, const char *at)
 				 "instance.");
 		json_t *ip = json_object_get(d, "initializeParams");
 		const char *img = sget(ip, "sourceImage"), *dt = sget(ip, "diskType");
+		char *fi = xasprintf("%s.initializeParams.sourceImage", f);
+		char *ft = xasprintf("%s.initializeParams.diskType", f);
 		if (!rc && boot && !img && !sget(d, "source"))
-			rc = required(r, at, "disks[0].initializeParams.sourceImage");
+			rc = required(r, at, fi);
 		if (!rc && sget(d, "source"))
 			rc = bad(r, at, f, sget(d, "source"), "The referenced disk resource cannot be "
 				 "found.");
 		if (!rc && img && !ce_image_ok(img))
-			rc = bad(r, at, "disks[0].initializeParams.sourceImage", img,
-				 "The referenced image resource cannot be found.");
+			rc = bad(r, at, fi, img, "The referenced image resource cannot be found.");
 		if (!rc && dt && !disk_type_ok(dt))
-			rc = bad(r, at, "disks[0].initializeParams.diskType", dt,
-				 "The referenced diskType resource cannot be found.");
+			rc = bad(r, at, ft, dt, "The referenced diskType resource cannot be found.");
+		free(fi);
+		free(ft);
 		free(f);
 		if (rc)
 			return -1;
