@@ -110,9 +110,11 @@ is "list (aggregated): gcloud reads both RUNNING" \
 	"$(gc compute instances list --format='value(name,status)' 2>&1 | sort | tr '\t\n' ' |')" \
 	"t7 RUNNING|v6 RUNNING|"
 m=$(mark)
-# One zone: with several, gcloud 528 sends a /batch/compute/v1 request, not served.
-is "list --zones --filter=scheduling.provisioningModel=SPOT: only the spot one" \
-	"$(gc compute instances list --zones=$ZE --filter=scheduling.provisioningModel=SPOT --format='value(name)' 2>&1)" v6
+is "list --zones (two: one /batch/compute/v1 request) --filter=scheduling.provisioningModel=SPOT" \
+	"$(gc compute instances list --zones=$ZE,$ZC --filter=scheduling.provisioningModel=SPOT --format='value(name)' 2>&1)" v6
+is "the batch held one list per zone, each logged as its own request" \
+	"$(since "$m" | jq -c '[.[] | select(.path | endswith("/instances")) | .path | split("/")[-2]] | sort')" \
+	"[\"$ZC\",\"$ZE\"]"
 like "the filter went to the server in the regex form" \
 	"$(since "$m" | jq -r '.[] | .query // empty')" 'filter=scheduling\.provisioningModel(\+|%20)eq(\+|%20)SPOT'
 is "describe: gcloud reads status, machine type and internal IP" \

@@ -85,6 +85,8 @@ struct fg_req {
 	int no_log;
 	int shutdown_after;
 	json_t *log_body;  /* body as logged (owned), or NULL */
+	json_t *args;      /* query arguments of a batch part (fg_compute_batch.c), else
+			    * NULL: the connection's */
 };
 
 /* A parsed path: which discovery method and the values of its variables. */
@@ -446,8 +448,13 @@ json_t *fg_agent_host_keys(uint32_t ip, const char *name, int k);
 /* Load the schema and set up; -1 with err. */
 int fg_compute_init(const char *schema_path, char *err, size_t errlen);
 void fg_compute_free(void);
-/* Answer /compute/v1/projects/P/... below the project; 1 if r was one. */
+/* Answer /compute/v1/projects/P/... below the project, and the batch
+ * endpoint /batch/compute/v1; 1 if r was one. */
 int fg_compute_serve(struct fg_req *r);
+/* The same, once the front door (faults, auth) is passed: 1 if answered. */
+int fg_compute_request(struct fg_req *r);
+/* POST /batch/compute/v1 (fg_compute_batch.c); 1 if r was it. */
+int fg_compute_batch(struct fg_req *r);
 /* /__admin/compute...: rest is what follows "/__admin/". Answers r. */
 void fg_compute_admin(struct fg_req *r, const char *rest);
 

@@ -95,6 +95,8 @@ void ce_invalid(struct fg_req *r, const char *field, const char *value, const ch
 
 const char *ce_arg(struct fg_req *r, const char *key)
 {
+	if (r->args)
+		return json_string_value(json_object_get(r->args, key));
 	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
@@ -133,7 +135,14 @@ int ce_check_query(struct fg_req *r, const char *const *allowed)
 {
 	struct qcheck qc = { allowed, NULL };
 
-	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, q_one, &qc);
+	if (r->args) {
+		const char *k;
+		json_t *v;
+		json_object_foreach(r->args, k, v)
+			q_one(&qc, MHD_GET_ARGUMENT_KIND, k, json_string_value(v));
+	} else {
+		MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, q_one, &qc);
+	}
 	if (!qc.bad)
 		return 0;
 	/* ESF's request binding, as on the TPU side (fg_discovery.c). */
@@ -1001,7 +1010,7 @@ static int auth(struct fg_req *r)
 	return -1;
 }
 
-int fg_compute_serve(struct fg_req *r)
+int fg_compute_request(struct fg_req *r)
 {
 	const char *p = r->path;
 
@@ -1011,13 +1020,6 @@ int fg_compute_serve(struct fg_req *r)
 	const char *slash = strchr(project, '/');
 	if (!slash)
 		return 0; /* projects.get: fg_account.c */
-	if (fg_opt.latency_ms > 0)
-		fg_sleep(fg_opt.latency_ms / 1000.0);
-	const char *kind = fg_fault_pick();
-	if (kind && fg_fault_apply(r, kind))
-		return 1;
-	if (auth(r) < 0 || fg_user_project_check(r) < 0)
-		return 1;
 	char *proj = xstrndup(project, (size_t)(slash - project));
 	if (!strcmp(proj, IMAGE_PROJECT)) {
 		fg_lock();
@@ -1027,6 +1029,23 @@ int fg_compute_serve(struct fg_req *r)
 	serve(r, proj, slash + 1);
 	free(proj);
 	return 1;
+}
+
+int fg_compute_serve(struct fg_req *r)
+{
+	const char *p = r->path;
+	int batch = !strcmp(p, "/batch/compute/v1");
+
+	if (!batch && (strncmp(p, CE_PATH, strlen(CE_PATH)) || !strchr(p + strlen(CE_PATH), '/')))
+		return 0; /* not Compute, or projects.get (fg_account.c) */
+	if (fg_opt.latency_ms > 0)
+		fg_sleep(fg_opt.latency_ms / 1000.0);
+	const char *kind = fg_fault_pick();
+	if (kind && fg_fault_apply(r, kind))
+		return 1;
+	if (auth(r) < 0 || fg_user_project_check(r) < 0)
+		return 1;
+	return batch ? fg_compute_batch(r) : fg_compute_request(r);
 }
 
 int fg_compute_init(const char *schema, char *err, size_t errlen)
