@@ -560,7 +560,8 @@ int ce_items_page(struct fg_req *r, struct ce_items *it, json_t **page, char **n
 	*next = NULL;
 	if (page_args(r, &max, &after) < 0)
 		return -1;
-	qsort(it->v, it->n, sizeof(*it->v), item_cmp);
+	if (it->n) /* qsort wants a non-null base even for 0 items */
+		qsort(it->v, it->n, sizeof(*it->v), item_cmp);
 	for (lo = 0, hi = it->n; after && lo < hi;) { /* first key > after */
 		size_t mid = lo + (hi - lo) / 2;
 		if (strcmp(it->v[mid].key, after) <= 0)
