@@ -185,6 +185,8 @@ ok "admin: preempt one member" curl -sf -X POST "$FAKEGCP_URL/__admin/compute/in
 settle
 is "operations list --filter=operationType=compute.instances.preempted finds it" \
 	"$(gc compute operations list --zones=$ZC --filter=operationType=compute.instances.preempted --format='value(targetLink.basename())' 2>&1)" "$m1"
+is "one aggregated list of operations finds the preemption too (no per-zone call)" \
+	"$(api GET 'aggregated/operations?filter=operationType%20eq%20%22.*compute%5C.instances%5C.preempted.*%22&returnPartialSuccess=true' | sed '$d' | jq -r --arg z "zones/$ZC" '.items[$z].operations[] | .targetLink | split("/") | last')" "$m1"
 is "the member is gone (DELETE); DO_NOTHING leaves it; the topology is INCOMPLETE" \
 	"$(curl -s -X POST -H "Authorization: Bearer $TOKEN" "$API/zones/$ZC/instanceGroupManagers/s7/listManagedInstances" | jq -c --arg n "$m1" '[.managedInstances[] | select(.name == $n) | .instanceStatus // "none"]')|$(api GET "zones/$ZC/instanceGroupManagers/s7" | sed '$d' | jq -r '.status.appliedAcceleratorTopologies[0].state')" \
 	'["none"]|INCOMPLETE'

@@ -836,6 +836,56 @@ static void operations(struct ce_req *q, const char *scope, int at)
 	}
 }
 
+/* GET aggregated/operations: every scope's operations, keyed "zones/Z",
+ * "regions/R" or "global" (OperationAggregatedList), with the same
+ * filter and paging as the lists. A scope without any has a
+ * NO_RESULTS_ON_PAGE warning only when it is a zone (ce_aggregate). */
+static void operations_aggregated(struct ce_req *q)
+{
+	static const char *const ok[] = { "filter", "maxResults", "pageToken", "orderBy",
+					  "returnPartialSuccess", "includeAllScopes",
+					  "serviceProjectNumber", NULL };
+	struct ce_items it = { 0 };
+	struct ce_filter *f;
+	const char *s, *n;
+	json_t *scope, *op, *page, *v;
+	char *next;
+	size_t i;
+
+	if (ce_check_query(q->r, ok) < 0 || ce_filter_parse(q->r, ce_arg(q->r, "filter"), &f) < 0)
+		return;
+	json_object_foreach(ce.ops, s, scope)
+		json_object_foreach(scope, n, op)
+			if (ce_filter_match(f, op))
+				ce_items_add(&it, op, s, xasprintf("%s/%s", s, n));
+	ce_filter_free(f);
+	if (ce_items_page(q->r, &it, &page, &next) == 0) {
+		/* ce_aggregate keys by zone: give it the zone's, keep the others */
+		json_t *zonal = json_array(), *other = json_object();
+		json_array_foreach(page, i, v) {
+			const char *sc = json_string_value(json_object_get(v, "__zone"));
+			if (!strncmp(sc, "zones/", 6)) {
+				json_object_set_new(v, "__zone", json_string(sc + 6));
+				json_array_append(zonal, v);
+				continue;
+			}
+			json_t *l = ce_scope(other, sc, 1), *arr = ce_scope(l, "operations", 0);
+			if (!arr) {
+				arr = json_array();
+				json_object_set_new(l, "operations", arr);
+			}
+			json_array_append_new(arr, ce_public(v));
+		}
+		json_decref(page);
+		json_t *items = ce_aggregate(zonal, "operations");
+		json_object_update(items, other);
+		json_decref(other);
+		fg_reply_json(q->r, 200, ce_aggregated_json(q->r, "compute#operationAggregatedList",
+							    "aggregated/operations", items, next));
+	}
+	ce_items_free(&it);
+}
+
 /* ------------------------------------------------------------ routing */
 
 static void autoscalers(struct ce_req *q)
@@ -873,6 +923,8 @@ static void dispatch(struct ce_req *q)
 		region_get(q);
 	} else if (!strcmp(s[0], "aggregated") && n == 2 && !strcmp(s[1], "instances") && get) {
 		ce_instances_aggregated(q);
+	} else if (!strcmp(s[0], "aggregated") && n == 2 && !strcmp(s[1], "operations") && get) {
+		operations_aggregated(q);
 	} else if (!strcmp(s[0], "aggregated") && n == 2 && !strcmp(s[1], "instanceGroupManagers") &&
 		   get) {
 		ce_migs_aggregated(q);
