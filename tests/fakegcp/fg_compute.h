@@ -124,9 +124,9 @@ void ce_reply_op(struct fg_req *r, json_t *op);
 void ce_changed(void);
 /* Time moves on: instances, MIGs, operations. */
 void ce_tick(void);
-/* Page through items (an array, sorted, stolen): maxResults/pageToken of r,
- * key_of gives each item's sort key. Sets *next (fresh or NULL); -1 after
- * answering 400. The page is returned in *page (fresh). */
+/* Page through items (an array sorted by ce_sort's key, stolen):
+ * maxResults/pageToken of r. Sets *page (fresh) and *next (fresh or NULL);
+ * -1 after answering 400. */
 int ce_page(struct fg_req *r, json_t *items, json_t **page, char **next);
 /* Resources to list without copying them: added, then sorted and paged. */
 struct ce_item {
@@ -149,8 +149,8 @@ int ce_items_page(struct fg_req *r, struct ce_items *it, json_t **page, char **n
 json_t *ce_list_json(const char *kind, const char *rel, json_t *items, char *next);
 
 /* ---- fg_compute_filter.c: the `filter` of list calls ---- */
-/* NULL if filter (may be NULL) is understood, else the 400 already answered
- * and -1. *f is opaque, freed with ce_filter_free. */
+/* 0 and *f (opaque, freed with ce_filter_free; NULL filter: match all)
+ * when filter is understood, else -1 after answering 400. */
 struct ce_filter;
 int ce_filter_parse(struct fg_req *r, const char *filter, struct ce_filter **f);
 int ce_filter_match(const struct ce_filter *f, json_t *res);
