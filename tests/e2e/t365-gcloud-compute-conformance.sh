@@ -149,6 +149,15 @@ is "setMetadata without a fingerprint: 400 required" \
 	"$(status_of "$r") $(body_of "$r" | jq -r '.error.errors[0].reason')" "400 required"
 is "the refused writes changed nothing" "$(inst v6 | jq -r .metadata.fingerprint)" "$fp"
 
+m=$(mark)
+ok "add-labels succeeds (read, setLabels with the labelFingerprint, wait)" \
+	gc compute instances add-labels v6 --zone=$ZE --labels=owner=alice
+ok "every request of add-labels was accepted" all_2xx "$m"
+is "the instance has the three labels" "$(inst v6 | jq -c .labels)" '{"fleet":"f1","group":"g1","owner":"alice"}'
+is "machine-types list --zones: the TPU7x types, with their chips" \
+	"$(gc compute machine-types list --zones=$ZC --filter='name~tpu7x' --format='value(name,guestCpus)' 2>&1 | tr '\t\n' ' |')" \
+	"tpu7x-standard-1t 56|tpu7x-standard-4t 224|"
+
 # ---- workload policy, template, MIG (BULK) -------------------------------------
 m=$(mark)
 ok "resource-policies create workload-policy HIGH_THROUGHPUT 2x2x2 succeeds" \
