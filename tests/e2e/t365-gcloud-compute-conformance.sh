@@ -184,6 +184,8 @@ is "list-instances: two RUNNING members, no action" \
 like "members are named after the MIG with a 4-character suffix" "$(printf '%s\n' "$li" | awk '{print $1}' | tr '\n' ' ')" \
 	'^s7-[a-z0-9]{4} s7-[a-z0-9]{4} $'
 m1=$(printf '%s\n' "$li" | awk 'NR == 1 {print $1}')
+is "instance-groups managed list (aggregated MIGs, zonal instanceGroups): size 2 of 2" \
+	"$(gc compute instance-groups managed list --format='value(name,size,targetSize)' 2>&1)" "s7	2	2"
 is "members carry the template's labels" "$(inst "$m1" | jq -c .labels)" '{"fleet":"f1","group":"slice"}'
 is "describe: stable, topology ACTIVE (status the provider must read)" \
 	"$(gc compute instance-groups managed describe s7 --zone=$ZC --format=json 2>&1 | jq -c '[.status.isStable, .status.appliedAcceleratorTopologies[0].state, .status.currentInstanceStatuses.running]')" \

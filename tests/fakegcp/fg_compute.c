@@ -935,6 +935,8 @@ static void dispatch(struct ce_req *q)
 		ce_instances(q);
 	} else if (n >= 3 && !strcmp(s[0], "zones") && !strcmp(s[2], "instanceGroupManagers")) {
 		ce_migs(q);
+	} else if (n == 3 && !strcmp(s[0], "zones") && !strcmp(s[2], "instanceGroups") && get) {
+		ce_instance_groups(q);
 	} else if (n == 3 && !strcmp(s[0], "zones") && !strcmp(s[2], "autoscalers") && get) {
 		autoscalers(q);
 	} else if (n >= 2 && !strcmp(s[0], "global") && !strcmp(s[1], "instanceTemplates")) {

@@ -216,6 +216,7 @@ void ce_templates(struct ce_req *q, const char *scope);
 void ce_policies(struct ce_req *q, const char *region);
 void ce_migs(struct ce_req *q);
 void ce_migs_aggregated(struct ce_req *q);
+void ce_instance_groups(struct ce_req *q);
 void ce_migs_tick(double now);
 /* Admin: many RUNNING MIGs (migs) or instances at once (fg_compute_mig.c). */
 void ce_seed(struct fg_req *r, int migs);

@@ -873,3 +873,39 @@ void ce_seed(struct fg_req *r, int migs)
 	json_decref(b);
 	free(turl);
 }
+
+/* GET zones/Z/instanceGroups: the instance group of each MIG (gcloud's
+ * `instance-groups managed list` reads their size): {kind, id, name,
+ * zone, size (members that exist), selfLink, creationTimestamp}. */
+void ce_instance_groups(struct ce_req *q)
+{
+	static const char *const ok[] = { "filter", "maxResults", "pageToken", "orderBy",
+					  "returnPartialSuccess", NULL };
+	const char *zone = q->seg[1], *n;
+	json_t *items = json_array(), *mig, *page, *m;
+	char *next, *rel = xasprintf("zones/%s/instanceGroups", zone);
+	size_t i;
+
+	if (ce_check_query(q->r, ok) < 0) {
+		json_decref(items);
+		free(rel);
+		return;
+	}
+	json_object_foreach(json_object_get(ce.migs, zone), n, mig) {
+		int size = 0;
+		if (json_object_get(mig, "__gone"))
+			continue;
+		json_array_foreach(json_object_get(mig, "__members"), i, m)
+			size += ce_map2(ce.inst, zone, json_string_value(m)) != NULL;
+		json_t *g = json_pack("{s:s, s:O, s:s, s:O, s:O, s:i, s:O}", "kind",
+				      "compute#instanceGroup", "id", json_object_get(mig, "id"), "name",
+				      n, "creationTimestamp", json_object_get(mig, "creationTimestamp"),
+				      "zone", json_object_get(mig, "zone"), "size", size, "selfLink",
+				      json_object_get(mig, "instanceGroup"));
+		json_array_append_new(items, g);
+	}
+	ce_sort(items);
+	if (ce_page(q->r, items, &page, &next) == 0)
+		fg_reply_json(q->r, 200, ce_list_json("compute#instanceGroupList", rel, page, next));
+	free(rel);
+}
