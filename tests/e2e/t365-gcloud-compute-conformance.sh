@@ -139,6 +139,12 @@ is "setMetadata carried the fingerprint gcloud had read (apitools may re-encode 
 fp=$(inst v6 | jq -r .metadata.fingerprint)
 is "the guest agent wrote the key to the worker's authorized_keys" \
 	"$(cat "$W/workers/w0/home/.ssh/authorized_keys")" "ssh-ed25519 AAAAKEY root"
+curl -s -X POST "$FAKEGCP_URL/__admin/oslogin?required=true" >/dev/null
+is "OS Login required (an organization policy): the agent drops the metadata key" \
+	"$(wc -c <"$W/workers/w0/home/.ssh/authorized_keys" | tr -d ' ')" 0
+curl -s -X POST "$FAKEGCP_URL/__admin/oslogin?required=false" >/dev/null
+is "and writes it back when the policy goes" \
+	"$(cat "$W/workers/w0/home/.ssh/authorized_keys")" "ssh-ed25519 AAAAKEY root"
 is "the instance keeps both keys, under a new fingerprint" \
 	"$(inst v6 | jq -c '[.metadata.items[].key]')" '["enable-guest-attributes","ssh-keys"]'
 r=$(api POST "zones/$ZE/instances/v6/setMetadata" '{"fingerprint":"c3RhbGVmcD0=","items":[]}')

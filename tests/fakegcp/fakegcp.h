@@ -453,6 +453,9 @@ void fg_compute_free(void);
 int fg_compute_serve(struct fg_req *r);
 /* The same, once the front door (faults, auth) is passed: 1 if answered. */
 int fg_compute_request(struct fg_req *r);
+/* fg_agent_write for every RUNNING Compute instance (an OS Login key was
+ * imported, the policy changed: fg_agent_sync_all). Lock held. */
+void fg_compute_agent_sync_all(void);
 /* POST /batch/compute/v1 (fg_compute_batch.c); 1 if r was it. */
 int fg_compute_batch(struct fg_req *r);
 /* /__admin/compute...: rest is what follows "/__admin/". Answers r. */

@@ -139,6 +139,7 @@ void fg_agent_sync_all(void)
 	for (size_t i = 0; i < count; i++)
 		fg_agent_sync(v[i]);
 	free(v);
+	fg_compute_agent_sync_all();
 }
 
 json_t *fg_agent_host_keys(uint32_t ip, const char *name, int k)

@@ -299,6 +299,23 @@ json_t *ce_capacity_error(const char *zone, const struct ce_mtype *mt, int count
 
 /* ----------------------------------------------------------- lifecycle */
 
+void fg_compute_agent_sync_all(void)
+{
+	const char *z, *n;
+	json_t *zone, *inst;
+
+	json_object_foreach(ce.inst, z, zone) {
+		json_object_foreach(zone, n, inst) {
+			if (strcmp(sget(inst, "status"), "RUNNING"))
+				continue;
+			json_t *md = ce_md_obj(inst);
+			fg_agent_write((uint32_t)json_integer_value(json_object_get(inst, "__ip")), 1,
+				       md);
+			json_decref(md);
+		}
+	}
+}
+
 static void become_running(json_t *inst)
 {
 	char ts[40];
