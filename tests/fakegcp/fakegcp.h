@@ -55,6 +55,9 @@ struct fg_opts {
 	const char *worker_user;      /* the workers' login user (default root) */
 	const char *oslogin_username; /* OS Login POSIX user name; NULL: from the email */
 	const char *token_email;      /* what /tokeninfo says tokens act for */
+	const char *compute_schema;   /* --compute-schema FILE */
+	double compute_stage_s;       /* --compute-stage-seconds (< 0: --op-seconds) */
+	double compute_wait_s;        /* --compute-wait-seconds: most an operations.wait blocks */
 };
 extern struct fg_opts fg_opt;
 
@@ -82,6 +85,8 @@ struct fg_req {
 	int no_log;
 	int shutdown_after;
 	json_t *log_body;  /* body as logged (owned), or NULL */
+	json_t *args;      /* query arguments of a batch part (fg_compute_batch.c), else
+			    * NULL: the connection's */
 };
 
 /* A parsed path: which discovery method and the values of its variables. */
@@ -431,6 +436,30 @@ void fg_agent_sync_all(void);
 /* 1 if OS Login governs SSH to n (node metadata, else project's). Lock held. */
 int fg_agent_oslogin(const struct fg_node *n);
 void fg_nodes_guest_attributes(struct fg_req *r, struct fg_match *mt);
+/* The same for Compute instances (fg_compute_inst.c): OS Login per md (an
+ * object of strings, the instance's metadata), authorized_keys of the
+ * `count` workers from first_ip, and the hostkeys/ items of the worker at
+ * ip (name, k: what a made-up key derives from). Lock held. */
+int fg_agent_oslogin_md(json_t *md);
+void fg_agent_write(uint32_t first_ip, int count, json_t *md);
+json_t *fg_agent_host_keys(uint32_t ip, const char *name, int k);
+
+/* ---- fg_compute*.c: the Compute Engine v1 subset (tests/fakegcp/README.md) ---- */
+/* Load the schema and set up; -1 with err. */
+int fg_compute_init(const char *schema_path, char *err, size_t errlen);
+void fg_compute_free(void);
+/* Answer /compute/v1/projects/P/... below the project, and the batch
+ * endpoint /batch/compute/v1; 1 if r was one. */
+int fg_compute_serve(struct fg_req *r);
+/* The same, once the front door (faults, auth) is passed: 1 if answered. */
+int fg_compute_request(struct fg_req *r);
+/* fg_agent_write for every RUNNING Compute instance (an OS Login key was
+ * imported, the policy changed: fg_agent_sync_all). Lock held. */
+void fg_compute_agent_sync_all(void);
+/* POST /batch/compute/v1 (fg_compute_batch.c); 1 if r was it. */
+int fg_compute_batch(struct fg_req *r);
+/* /__admin/compute...: rest is what follows "/__admin/". Answers r. */
+void fg_compute_admin(struct fg_req *r, const char *rest);
 
 /* ---- fg_account.c: Compute projects.get, tokeninfo, OS Login ---- */
 /* 1 if r was one of theirs (and is answered). */

@@ -282,9 +282,13 @@ static void compute_project(struct fg_req *r, const char *project)
 		json_object_set_new(cim, "items", items);
 	else
 		json_decref(items);
-	fg_reply_json(r, 200, json_pack("{s:s, s:s, s:s, s:o}", "kind", "compute#project", "name",
+	/* defaultServiceAccount: gcloud reads it for instances create's
+	 * default scopes (capture inst-v6e-std, docs/compute-engine.md). */
+	char *sa = xasprintf("%s-compute@developer.gserviceaccount.com", fg_opt.project_number);
+	fg_reply_json(r, 200, json_pack("{s:s, s:s, s:s, s:o, s:s}", "kind", "compute#project", "name",
 					fg_opt.project, "id", fg_opt.project_number,
-					"commonInstanceMetadata", cim));
+					"commonInstanceMetadata", cim, "defaultServiceAccount", sa));
+	free(sa);
 }
 
 int fg_account_serve(struct fg_req *r)

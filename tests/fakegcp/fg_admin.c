@@ -233,6 +233,8 @@ void fg_admin_serve(struct fg_req *r)
 		ok(r);
 	} else if (!strncmp(p, "storage", 7)) {
 		fg_gcs_admin(r, p);
+	} else if (!strncmp(p, "compute", 7) && (!p[7] || p[7] == '/' || p[7] == ':')) {
+		fg_compute_admin(r, p);
 	} else if (!strcmp(p, "oslogin")) {
 		fg_oslogin_admin(r);
 	} else if (get && !strcmp(p, "health")) {

@@ -33,12 +33,11 @@
 #include "util/fs.h"
 #include "util/xalloc.h"
 
-/* DIR/w<i> of worker `k` of node n, or NULL when it is not a harness
+/* DIR/w<i> of the worker at address ip, or NULL when it is not a harness
  * worker (no --worker-dir, an address below the base, or no such worker:
  * more addresses were handed out than workers started). */
-static char *worker_dir(const struct fg_node *n, int k)
+static char *worker_dir_at(uint32_t ip)
 {
-	uint32_t ip = n->first_ip + (uint32_t)k;
 	if (!fg_opt.worker_dir || ip < fg_opt.worker_ip_base)
 		return NULL;
 	char *dir = xasprintf("%s/w%u", fg_opt.worker_dir, ip - fg_opt.worker_ip_base);
@@ -60,13 +59,17 @@ static int md_false(json_t *md, const char *key)
 	return v && !strcasecmp(v, "false");
 }
 
-int fg_agent_oslogin(const struct fg_node *n)
+int fg_agent_oslogin_md(json_t *md)
 {
-	json_t *md = json_object_get(n->res, "metadata");
 	json_t *proj = fg_project_metadata();
 	if (fg_oslogin_required() || md_true(md, "enable-oslogin"))
 		return 1;
 	return !md_false(md, "enable-oslogin") && md_true(proj, "enable-oslogin");
+}
+
+int fg_agent_oslogin(const struct fg_node *n)
+{
+	return fg_agent_oslogin_md(json_object_get(n->res, "metadata"));
 }
 
 /* The "USER:KEY" lines of an ssh-keys value for the login user, as
@@ -90,14 +93,12 @@ static void keys_of(const char *value, struct tpf_buf *b)
 	}
 }
 
-void fg_agent_sync(const struct fg_node *n)
+void fg_agent_write(uint32_t first_ip, int count, json_t *md)
 {
-	const char *state = json_string_value(json_object_get(n->res, "state"));
-	if (!fg_opt.worker_dir || !state || strcmp(state, "READY"))
+	if (!fg_opt.worker_dir)
 		return;
 	struct tpf_buf keys = TPF_BUF_INIT;
-	json_t *md = json_object_get(n->res, "metadata");
-	if (fg_agent_oslogin(n)) {
+	if (fg_agent_oslogin_md(md)) {
 		fg_oslogin_keys(fg_opt.worker_user, &keys);
 	} else {
 		keys_of(json_string_value(json_object_get(md, "ssh-keys")), &keys);
@@ -105,8 +106,8 @@ void fg_agent_sync(const struct fg_node *n)
 			keys_of(json_string_value(json_object_get(fg_project_metadata(), "ssh-keys")),
 				&keys);
 	}
-	for (int k = 0; k < n->workers; k++) {
-		char *dir = worker_dir(n, k);
+	for (int k = 0; k < count; k++) {
+		char *dir = worker_dir_at(first_ip + (uint32_t)k);
 		char *ssh = dir ? xasprintf("%s/home/.ssh", dir) : NULL;
 		struct tpf_diags d = TPF_DIAGS_INIT;
 		if (ssh && tpf_mkdir_p(ssh, 0700, &d) == 0) {
@@ -123,6 +124,14 @@ void fg_agent_sync(const struct fg_node *n)
 	tpf_buf_release(&keys);
 }
 
+void fg_agent_sync(const struct fg_node *n)
+{
+	const char *state = json_string_value(json_object_get(n->res, "state"));
+	if (!state || strcmp(state, "READY"))
+		return;
+	fg_agent_write(n->first_ip, n->workers, json_object_get(n->res, "metadata"));
+}
+
 void fg_agent_sync_all(void)
 {
 	size_t count;
@@ -130,14 +139,13 @@ void fg_agent_sync_all(void)
 	for (size_t i = 0; i < count; i++)
 		fg_agent_sync(v[i]);
 	free(v);
+	fg_compute_agent_sync_all();
 }
 
-/* hostkeys/ items of worker k: {"namespace","key","value"} from its
- * hostkey.pub ("TYPE BASE64 comment"). */
-static json_t *host_key_items(const struct fg_node *n, int k)
+json_t *fg_agent_host_keys(uint32_t ip, const char *name, int k)
 {
 	json_t *items = json_array();
-	char *dir = worker_dir(n, k);
+	char *dir = worker_dir_at(ip);
 	char *path = dir ? xasprintf("%s/hostkey.pub", dir) : NULL;
 	struct tpf_buf b = TPF_BUF_INIT;
 	struct tpf_diags d = TPF_DIAGS_INIT;
@@ -148,7 +156,6 @@ static json_t *host_key_items(const struct fg_node *n, int k)
 			json_array_append_new(items, json_pack("{s:s, s:s, s:s}", "namespace",
 							       "hostkeys", "key", type, "value", key));
 	} else if (!fg_opt.worker_dir) {
-		const char *name = json_string_value(json_object_get(n->res, "name"));
 		json_t *made_up = fg_made_up_host_key(name ? name : "", k);
 		if (made_up)
 			json_array_append_new(items, made_up);
@@ -158,6 +165,14 @@ static json_t *host_key_items(const struct fg_node *n, int k)
 	free(path);
 	free(dir);
 	return items;
+}
+
+/* hostkeys/ items of worker k: {"namespace","key","value"} from its
+ * hostkey.pub ("TYPE BASE64 comment"). */
+static json_t *host_key_items(const struct fg_node *n, int k)
+{
+	return fg_agent_host_keys(n->first_ip + (uint32_t)k,
+				  json_string_value(json_object_get(n->res, "name")), k);
 }
 
 /* nodes.getGuestAttributes: one GuestAttributes per worker asked (all when

@@ -19,6 +19,7 @@
 #include "util/xalloc.h"
 
 #define DEFAULT_DISCOVERY "tests/fakegcp/tpu.v2.discovery.json"
+#define DEFAULT_COMPUTE_SCHEMA "tests/fakegcp/compute.v1.schema.json"
 
 struct fg_opts fg_opt;
 
@@ -66,7 +67,12 @@ static const char usage[] =
 	"  --oidc-request-token T    (extra) bearer that GET /oidc/idtoken wants (GitHub-style)\n"
 	"  --impersonate-sa EMAIL    (extra) the account generateAccessToken impersonates\n"
 	"  --impersonate-caller any|sts  (extra) who may call it (default any issued token)\n"
-	"  --require-user-project P  (extra) API requests need x-goog-user-project: P\n";
+	"  --require-user-project P  (extra) API requests need x-goog-user-project: P\n"
+	"  --compute-schema FILE     (extra) Compute schema (default " DEFAULT_COMPUTE_SCHEMA ",\n"
+	"                            else next to this program)\n"
+	"  --compute-stage-seconds S (extra) time a Compute instance spends in each of PENDING,\n"
+	"                            PROVISIONING, STAGING (default: --op-seconds)\n"
+	"  --compute-wait-seconds S  (extra) most a Compute operations.wait blocks (default 120)\n";
 
 enum {
 	O_LISTEN = 256, O_PORT, O_PORT_FILE, O_PROJECT, O_PROJECT_NUMBER, O_DISCOVERY,
@@ -74,7 +80,7 @@ enum {
 	O_SEED, O_AUTH, O_SA_KEY, O_SA_EMAIL, O_USER, O_TOKEN_TTL, O_IP_BASE, O_WORKER_PORT,
 	O_EXTERNAL_IPS, O_ACCEL, O_LOG, O_VERBOSE, O_WIF_AUD, O_WIF_TOKEN, O_OIDC_TOKEN,
 	O_IMP_SA, O_IMP_CALLER, O_USER_PROJECT, O_WORKER_DIR, O_WORKER_USER, O_PROJECT_MD,
-	O_OSLOGIN_USER, O_TOKEN_EMAIL, O_BUCKET, O_HELP,
+	O_OSLOGIN_USER, O_TOKEN_EMAIL, O_BUCKET, O_CE_SCHEMA, O_CE_STAGE, O_CE_WAIT, O_HELP,
 };
 
 static const struct option long_opts[] = {
@@ -116,6 +122,9 @@ static const struct option long_opts[] = {
 	{ "oslogin-username", required_argument, NULL, O_OSLOGIN_USER },
 	{ "token-email", required_argument, NULL, O_TOKEN_EMAIL },
 	{ "bucket", required_argument, NULL, O_BUCKET },
+	{ "compute-schema", required_argument, NULL, O_CE_SCHEMA },
+	{ "compute-stage-seconds", required_argument, NULL, O_CE_STAGE },
+	{ "compute-wait-seconds", required_argument, NULL, O_CE_WAIT },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -142,9 +151,9 @@ static int parse_int(const char *s, long min, long max, long *out)
 	return *s && !*end && *out >= min && *out <= max ? 0 : -1;
 }
 
-/* The discovery document next to the executable, when the default
- * relative path does not exist (tests run from other directories). */
-static char *discovery_near_exe(void)
+/* A data file next to the executable, when the default relative path
+ * does not exist (tests run from other directories). */
+static char *near_exe(const char *file)
 {
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -156,7 +165,7 @@ static char *discovery_near_exe(void)
 	if (!slash)
 		return NULL;
 	*slash = '\0';
-	return xasprintf("%s/tpu.v2.discovery.json", exe);
+	return xasprintf("%s/%s", exe, file);
 }
 
 static int parse_args(int argc, char **argv, const char **fault_kinds, double *fault_rate,
@@ -276,6 +285,15 @@ static int parse_args(int argc, char **argv, const char **fault_kinds, double *f
 				return die_usage(name, optarg, "a bucket name: 3-63 of a-z, 0-9, "
 								 "'-', '_', '.'");
 			break;
+		case O_CE_SCHEMA: fg_opt.compute_schema = optarg; break;
+		case O_CE_STAGE:
+			if (parse_double(optarg, 0, 86400, &fg_opt.compute_stage_s) < 0)
+				return die_usage(name, optarg, "seconds >= 0");
+			break;
+		case O_CE_WAIT:
+			if (parse_double(optarg, 0, 86400, &fg_opt.compute_wait_s) < 0)
+				return die_usage(name, optarg, "seconds >= 0");
+			break;
 		case O_HELP: fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
 		}
@@ -298,6 +316,7 @@ static void free_all(void)
 	fg_token_free();
 	fg_account_free();
 	fg_gcs_free();
+	fg_compute_free();
 	fg_reqlog_close();
 	fg_discovery_free();
 }
@@ -325,7 +344,7 @@ int main(int argc, char **argv)
 	const char *fault_kinds = "429,500,503";
 	double fault_rate = 0, t0 = fg_mono();
 	int seeded = 0, rc, port, sig;
-	char err[512], *near = NULL;
+	char err[512], *near = NULL, *near_ce = NULL;
 	sigset_t set;
 
 	fg_opt = (struct fg_opts){
@@ -333,7 +352,7 @@ int main(int argc, char **argv)
 		.op_seconds = 0.2, .page_size = 50, .token_ttl = 3600,
 		.worker_ip_base = (127u << 24) | (10u << 8) | 1u, .worker_port = 22,
 		.project_number = "123456789012", .worker_user = "root",
-		.token_email = "tester@example.com",
+		.token_email = "tester@example.com", .compute_stage_s = -1, .compute_wait_s = 120,
 	};
 	rc = parse_args(argc, argv, &fault_kinds, &fault_rate, &seeded);
 	if (rc >= 0) {
@@ -366,10 +385,16 @@ int main(int argc, char **argv)
 
 	if (!fg_opt.discovery) {
 		fg_opt.discovery = DEFAULT_DISCOVERY;
-		if (access(fg_opt.discovery, R_OK) && (near = discovery_near_exe()))
+		if (access(fg_opt.discovery, R_OK) && (near = near_exe("tpu.v2.discovery.json")))
 			fg_opt.discovery = near;
 	}
+	if (!fg_opt.compute_schema) {
+		fg_opt.compute_schema = DEFAULT_COMPUTE_SCHEMA;
+		if (access(fg_opt.compute_schema, R_OK) && (near_ce = near_exe("compute.v1.schema.json")))
+			fg_opt.compute_schema = near_ce;
+	}
 	if (fg_discovery_load(fg_opt.discovery, err, sizeof(err)) < 0 ||
+	    fg_compute_init(fg_opt.compute_schema, err, sizeof(err)) < 0 ||
 	    fg_reqlog_open(fg_opt.log_path, err, sizeof(err)) < 0 ||
 	    fg_server_start(fg_opt.listen, fg_opt.port, &port, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fakegcp: %s\n", err);
@@ -388,5 +413,6 @@ int main(int argc, char **argv)
 done:
 	free_all();
 	free(near);
+	free(near_ce);
 	return rc;
 }

@@ -147,6 +147,8 @@ void fg_route(struct fg_req *r)
 		/* answered: STS, IAM Credentials (fg_sts.c, fg_iam.c) */
 	} else if (fg_metadata_serve(r)) {
 		/* answered */
+	} else if (fg_compute_serve(r)) {
+		/* answered: the Compute Engine v1 subset (fg_compute*.c) */
 	} else if (fg_account_serve(r)) {
 		/* answered: Compute projects.get, tokeninfo, OS Login */
 	} else if (!strncmp(r->path, "/v2/", 4)) {
