@@ -35,11 +35,15 @@ export LSAN_OPTIONS
 
 ncpu=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 jobs=${JOBS:-$((ncpu * 2))}
+usage() {
+	echo "usage: sh tests/run.sh [-j N]" >&2
+	exit 2
+}
 while [ $# -gt 0 ]; do
 	case $1 in
-	-j) jobs=${2:-}; shift 2 || shift ;;
+	-j) [ $# -ge 2 ] || usage; jobs=$2; shift 2 ;;
 	-j*) jobs=${1#-j}; shift ;;
-	*) echo "usage: sh tests/run.sh [-j N]" >&2; exit 2 ;;
+	*) usage ;;
 	esac
 done
 case $jobs in '' | *[!0-9]* | 0)

@@ -64,4 +64,5 @@ ok "JOBS=2 is -j 2" env JOBS=2 TESTS="t100 t101" sh "$T/tests/run.sh"
 fails "-j 0 is refused" 2 sh "$T/tests/run.sh" -j 0
 fails "so is JOBS=x" 2 env JOBS=x sh "$T/tests/run.sh"
 fails "and an unknown argument" 2 sh "$T/tests/run.sh" --fast
+fails "and -j with no number" 2 sh "$T/tests/run.sh" -j
 finish
