@@ -65,4 +65,13 @@ fails "-j 0 is refused" 2 sh "$T/tests/run.sh" -j 0
 fails "so is JOBS=x" 2 env JOBS=x sh "$T/tests/run.sh"
 fails "and an unknown argument" 2 sh "$T/tests/run.sh" --fast
 fails "and -j with no number" 2 sh "$T/tests/run.sh" -j
+
+# Tests run side by side, so no two may start sshd workers on the same
+# loopback block (127.0.N.x): a restarted worker could find its address
+# and port taken by another test's.
+shared=$(cd "$TOP" && for f in tests/e2e/t*.sh tests/unit/test_*.c; do
+	grep -E 'sshd_start|gcp_workers_start|worker-ip-base|define BASE_IP' "$f" |
+		grep -oE '127\.0\.[0-9]+\.' | sort -u | sed "s|\$| $f|"
+done | awk '{ n[$1]++; f[$1] = f[$1] " " $2 } END { for (b in n) if (n[b] > 1) print b "x:" f[b] }')
+is "every test's sshd workers have a 127.0.N.x block of their own" "$shared" ""
 finish
