@@ -2,7 +2,7 @@
 #
 #   make            build ./tpuform
 #   make demo       deps + build + the main job on examples/local.yaml
-#   make check      deps + build + every test (unit, end-to-end)
+#   make check      deps + build + every test (unit, end-to-end), JOBS=N at a time
 #   make bench      benchmarks (print figures; never pass/fail on time)
 #   make soak       fault soak of watch (SOAK_MINUTES=N, default 10; a benchmark)
 #   make lint       static checks: function length, shellcheck, clang
@@ -112,9 +112,10 @@ unit: $(UNIT_BINS)
 e2e: tpuform $(FAKEGCP)
 
 # The test command README.md gives. Prints TAP, ends with "N passed, N failed, N skipped".
+# JOBS=N: tests run N at a time (default: twice the CPUs; tests/run.sh).
 check: deps
 	$(MAKE) WERROR=$(WERROR) tpuform $(UNIT_BINS) $(FAKEGCP) $(FUZZ_REPLAYS)
-	sh tests/run.sh
+	sh tests/run.sh $(if $(JOBS),-j $(JOBS))
 
 test: check
 

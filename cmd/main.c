@@ -3,14 +3,17 @@
  *
  * main() handles only the global options that may come before the command
  * (-chdir=DIR as Terraform's, -no-color, -help, -version) and hands the
- * rest to the dispatcher (cmd/dispatch.c).
+ * rest to the dispatcher (cmd/dispatch.c). At the end it checks that what
+ * went to stdout was written, as git's main does.
  */
 #include "cmd/cmd.h"
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int global_error(int argc, char **argv, const char *detail, const char *message)
@@ -65,9 +68,40 @@ static int global_option(int argc, char **argv, int *i, int *no_color)
 			    msg);
 }
 
-int main(int argc, char **argv)
+/* A failed write or close of stdout (a full disk, an I/O error) turns the
+ * exit code into an error, with a message on stderr, as git.c's
+ * run_builtin: output that was lost is not a success. As there, a pipe or
+ * socket whose reader left (`| head`), or a stdout that was never open, is
+ * not an error. */
+static int check_stdout(int code)
 {
-	signal(SIGPIPE, SIG_IGN);
+	struct stat st;
+	if (fstat(fileno(stdout), &st) < 0 || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))
+		return code;
+	const char *what = NULL;
+	int err = 0;
+	if (fflush(stdout)) {
+		what = "write failure on standard output";
+		err = errno;
+	} else if (ferror(stdout)) {
+		what = "unknown write failure on standard output";
+	}
+	errno = 0;
+	if (fclose(stdout) && !what) {
+		what = "close failed on standard output";
+		err = errno;
+	}
+	if (!what)
+		return code;
+	if (err)
+		fprintf(stderr, "Error: %s: %s\n", what, strerror(err));
+	else
+		fprintf(stderr, "Error: %s\n", what);
+	return TPF_EXIT_ERROR;
+}
+
+static int run(int argc, char **argv)
+{
 	int no_color = 0, i = 1;
 	for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
 		int code = global_option(argc, argv, &i, &no_color);
@@ -79,4 +113,10 @@ int main(int argc, char **argv)
 		return TPF_EXIT_ERROR;
 	}
 	return tpf_cmd_dispatch(argc - i, argv + i, no_color);
+}
+
+int main(int argc, char **argv)
+{
+	signal(SIGPIPE, SIG_IGN);
+	return check_stdout(run(argc, argv));
 }

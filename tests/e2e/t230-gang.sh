@@ -1,4 +1,5 @@
 #!/bin/sh
+# serial: sub-second watch intervals, backoff and stall windows measured in seconds
 # Gang restarts (docs/design.md section 5, "Restart units"): the workers of
 # a multi-host node are one job. When worker 1's job dies, plan shows one
 # action on the node, and apply (or watch) stops every worker, then starts

@@ -1,4 +1,5 @@
 #!/bin/sh
+# serial: sub-second watch intervals, backoff and stall windows measured in seconds
 # Hang detection (docs/design.md section 5, "Stalled jobs"): with
 # stall_timeout, a running job whose log has not grown and that has not
 # touched $TPUFORM_HEARTBEAT for that long is stalled. The worker measures

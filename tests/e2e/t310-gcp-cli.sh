@@ -12,10 +12,10 @@ setup_dir t310
 export TPUFORM_ACCESS_TOKEN=test-token TPUFORM_SSH_RETRY=2
 # Worker addresses are handed out in order, one per worker of every node
 # the emulator creates (failed creates included): 10 is plenty here.
-gcp_workers_start 10 127.0.31.1 --project test-project --op-seconds 0.2 \
+gcp_workers_start 10 127.0.30.1 --project test-project --op-seconds 0.2 \
 	--quota 'z-q:v2-8:preemptible=0' --capacity z-c=0
 # For the emulator's second start, with other options.
-EMU="--project test-project --op-seconds 0.2 --worker-ip-base 127.0.31.1 --worker-port $SSHD_PORT --worker-dir $SSHD_DIR"
+EMU="--project test-project --op-seconds 0.2 --worker-ip-base 127.0.30.1 --worker-port $SSHD_PORT --worker-dir $SSHD_DIR"
 API="$FAKEGCP_URL/v2/projects/test-project/locations"
 nodes() { curl -s "$FAKEGCP_URL/__admin/nodes"; }
 # name:zone:state of every node, sorted

@@ -15,7 +15,7 @@
 setup_dir t355
 export TPUFORM_ACCESS_TOKEN=test-token
 # Worker addresses go one per worker of every node created (the lost ones too).
-gcp_workers_start 6 127.0.35.1 --project test-project --op-seconds 0.2 \
+gcp_workers_start 6 127.0.36.1 --project test-project --op-seconds 0.2 \
 	--zone-fault z-bad=unauthorized --capacity z-full=0 --zone-fault z-lost=preempted
 nodes() { curl -s "$FAKEGCP_URL/__admin/nodes"; }
 # name:zone:state of every node, sorted

@@ -1,4 +1,5 @@
 #!/bin/sh
+# serial: watch rounds of a fraction of a second, timed detection
 # tpuform watch on the local provider: heals preemptions and out-of-band
 # deletions, reports but does not apply non-healing changes (unless
 # -apply-all), falls back to the next zone on "no capacity" and backs the

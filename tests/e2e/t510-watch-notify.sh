@@ -1,4 +1,5 @@
 #!/bin/sh
+# serial: watch rounds of a fraction of a second, timed detection
 # Webhook notifications (README.md "Notifications"): tpuform watch posts one
 # JSON document per event to a local listener (tests/e2e/webhook_listener.py)
 # that answers 503 twice before it accepts anything. Checked: every event

@@ -1,4 +1,5 @@
 #!/bin/sh
+# serial: watch rounds of a fraction of a second, timed detection
 # tpuform watch -metrics-addr (README.md "Metrics"): the Prometheus text
 # exposition format, scraped while `watch -rounds N` runs and parsed with
 # Debian's python3-prometheus-client (tests/e2e/metrics_check.py). Also:

@@ -1,4 +1,5 @@
 #!/bin/sh
+# serial: watch rounds of a fraction of a second, timed detection
 # shellcheck disable=SC2317 # the helpers are called through ok, is, wait_for and the EXIT trap
 # watch fails over between machines (README.md "Failover"): two watches of
 # one fleet whose state is in the emulated bucket, in two directories, elect

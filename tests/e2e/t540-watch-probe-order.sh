@@ -1,4 +1,5 @@
 #!/bin/sh
+# serial: watch rounds of a fraction of a second, timed detection
 # watch acts on a preemption before it asks the workers for their sessions
 # (issue 13: detection must not wait behind probes). One worker's status
 # verb is made to hang; every round checks sessions (-session-check 0.5s),

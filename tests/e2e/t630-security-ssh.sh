@@ -14,7 +14,7 @@
 setup_dir t630
 umask 000
 export TPUFORM_SSH_RETRY=2
-gcp_workers_start 2 127.0.62.1 --op-seconds 0.1 --log "$W/requests.jsonl"
+gcp_workers_start 2 127.0.63.1 --op-seconds 0.1 --log "$W/requests.jsonl"
 SECRET="tpf-SshSec-$$-Kx4Rw"
 export T620_TOKEN="$SECRET"
 cat >fleet.yaml <<YAML

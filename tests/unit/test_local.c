@@ -784,7 +784,11 @@ static void test_local__screendir_placement(void)
 		tpf_buf_reset(&out);
 		/* The longest session name tpuform uses: a 40-character fleet. */
 		const char *sess = "tpuform-abcdefghij-abcdefghij-abcdefghij-abcdefghi";
-		char *cmd = xasprintf("screen -dmS %s sleep 300 && screen -ls", sess);
+		/* screen -dm returns before the session's socket exists: wait for it
+		 * (up to 5 s), as a loaded machine shows. */
+		char *cmd = xasprintf("screen -dmS %s sleep 300 && i=0 && "
+				      "while ! screen -ls | grep -q %s && [ $i -lt 50 ]; do "
+				      "sleep 0.1; i=$((i + 1)); done; screen -ls", sess, sess);
 		CHECK_INT(t->ops->exec(c, cmd, &out, &status, 10, &d), 0);
 		free(cmd);
 		CHECKF(strstr(out.buf, sess) != NULL, "screen -ls: %s", out.buf);

@@ -5,6 +5,15 @@
  * lists them in main() with RUN(fn). Checks print "ok N - ..." / "not ok N -
  * ..." lines (TAP version 13); main returns unit_done(), non-zero if any
  * check failed. tests/run.sh counts the lines.
+ *
+ * One case alone: name it on the command line or in UNIT_CASES (words
+ * separated by spaces or commas), by its function name or the part after
+ * "__", and RUN skips every other case:
+ *   tests/unit/test_state json_round_trip_every_field
+ *   UNIT_CASES=test_state__version_compare tests/unit/test_state
+ *   TESTS=test_state:version_compare sh tests/run.sh
+ * Code in main() outside RUN still runs. A name that matches no case is a
+ * failed check (unit_done), so a typo does not pass by running nothing.
  */
 #ifndef TPF_UNIT_H
 #define TPF_UNIT_H
@@ -16,6 +25,8 @@ void unit_check(int cond, const char *file, int line, const char *what, const ch
 void unit_check_str(const char *got, const char *want, const char *file, int line,
 		    const char *what);
 void unit_begin(const char *name);
+/* Whether the case named fn is to run (see above). */
+int unit_selected(const char *fn);
 int unit_done(void);
 /* A fresh temporary directory for this test process; caller frees. */
 char *unit_tmpdir(void);
@@ -29,6 +40,6 @@ char *unit_tmpdir(void);
 		unit_check(g_ == w_, __FILE__, __LINE__, #got " == " #want,                \
 			   "got %lld, want %lld", g_, w_);                                \
 	} while (0)
-#define RUN(fn) (unit_begin(#fn), fn())
+#define RUN(fn) (unit_selected(#fn) ? (unit_begin(#fn), fn()) : (void)0)
 
 #endif
