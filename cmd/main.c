@@ -57,8 +57,10 @@ static int global_option(int argc, char **argv, int *i, int *no_color)
 		return TPF_EXIT_OK;
 	}
 	if (is_flag(a, "version") || is_flag(a, "v")) {
-		printf("tpuform v%s\n", TPF_VERSION);
-		return TPF_EXIT_OK;
+		/* As Terraform's -version: the version command's own output
+		 * (commit, build, libraries), from one place. */
+		char *version[] = { "version", NULL };
+		return tpf_cmd_dispatch(1, version, *no_color);
 	}
 	snprintf(msg, sizeof(msg), "unknown global option '%s'", a);
 	return global_error(argc, argv,
