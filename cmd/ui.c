@@ -188,9 +188,10 @@ static json_t *hook(const struct tpf_event *ev, const char *verb)
 /* Ansible's line for one provisioned worker (result: its word). */
 static void provision_line(const struct tpf_event *ev, const char *result)
 {
-	char host[512], msg[1024];
+	char host[512];
 	snprintf(host, sizeof(host), "%s/w%d", ev->node, ev->worker);
 	if (tpf_ui.json) {
+		char msg[1024];
 		snprintf(msg, sizeof(msg), "%s: %s", host, result);
 		tpf_ui_json(ev->kind == TPF_EVENT_JOB_STARTED || ev->kind == TPF_EVENT_JOB_RUNNING
 				    ? "info"

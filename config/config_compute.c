@@ -237,7 +237,7 @@ static void read_disk(struct cfg *c, const struct cfg_map *m, struct tpf_group *
 void cfg_read_compute(struct cfg *c, struct cfg_map *m, struct tpf_group *g,
 		      const char *label)
 {
-	yaml_node_t *x, *t;
+	yaml_node_t *x;
 	const struct tpf_machine_type *mt = NULL;
 	const char *why = NULL;
 	reject_tpu_keys(c, m, label);
@@ -253,6 +253,7 @@ void cfg_read_compute(struct cfg *c, struct cfg_map *m, struct tpf_group *g,
 	g->workers = 1;
 	if (mt) {
 		const char *topo = NULL;
+		yaml_node_t *t;
 		if ((t = cfg_map_get(m, "topology")) &&
 		    !(topo = cfg_want_text(c, t, "topology", "a chip topology such as 2x2x2", 0)))
 			t = NULL;

@@ -357,7 +357,6 @@ void tpf_gcs_names_free(char **names)
 struct list_ctx {
 	char **names;
 	size_t n, alloc;
-	const char *what;
 };
 
 /* Append the names of one page (tpf_gapi_pages follows nextPageToken). */
@@ -385,7 +384,7 @@ int tpf_gcs_list(struct tpf_gcs *g, const char *bucket, const char *prefix, char
 	char *p = tpf_gcp_escape(prefix ? prefix : "");
 	char *url = xasprintf("%s?prefix=%s", base, p);
 	char *what = xasprintf("listing gs://%s/%s", bucket, prefix ? prefix : "");
-	struct list_ctx x = { .alloc = 1, .what = what };
+	struct list_ctx x = { .alloc = 1 };
 	x.names = xcalloc(1, sizeof(*x.names));
 	int rc = tpf_gapi_pages(g->api, url, what, NULL, TPF_GAPI_QUIET(TPF_GCP_NOTFOUND), list_page,
 				&x, d);

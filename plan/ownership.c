@@ -9,12 +9,13 @@
 
 enum tpf_owner tpf_owner_of(const struct tpf_live_node *ln, const struct tpf_state *st)
 {
-	char mine[TPF_LINEAGE_LABEL_LEN + 1];
 	const char *label = tpf_kvlist_get(&ln->recipe.labels, TPF_LABEL_LINEAGE);
-	if (label)
+	if (label) {
+		char mine[TPF_LINEAGE_LABEL_LEN + 1];
 		return tpf_lineage_label(st->lineage, mine) && !strcmp(label, mine)
 			       ? TPF_OWNER_THIS
 			       : TPF_OWNER_OTHER;
+	}
 	return tpf_state_find((struct tpf_state *)st, ln->name) ? TPF_OWNER_LEGACY
 								: TPF_OWNER_UNKNOWN;
 }
@@ -22,12 +23,12 @@ enum tpf_owner tpf_owner_of(const struct tpf_live_node *ln, const struct tpf_sta
 static void foreign_error(const struct tpf_live_node *ln, const struct tpf_state *st,
 			  enum tpf_owner who, struct tpf_diags *d)
 {
-	char mine[TPF_LINEAGE_LABEL_LEN + 1];
 	const char *fleet = tpf_kvlist_get(&ln->recipe.labels, TPF_LABEL_FLEET);
 	const char *zone = ln->recipe.zone ? ln->recipe.zone : "ZONE";
 	if (!fleet)
 		fleet = "";
 	if (who == TPF_OWNER_OTHER) {
+		char mine[TPF_LINEAGE_LABEL_LEN + 1];
 		tpf_errorx(d, ln->name,
 			   "Another state manages a fleet of the same name in this project, and "
 			   "tpuform never touches its nodes. Rename 'fleet' in this fleet file, or "

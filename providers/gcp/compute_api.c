@@ -295,9 +295,8 @@ struct md_edit {
 static int edit_metadata(json_t *inst, json_t **body, void *arg)
 {
 	struct md_edit *e = arg;
-	json_t *md = json_object_get(inst, "metadata"), *it, *kv = json_object(), *v;
+	json_t *md = json_object_get(inst, "metadata"), *it, *kv = json_object();
 	size_t i;
-	const char *k;
 	json_array_foreach(json_object_get(md, "items"), i, it) {
 		const char *key = json_string_value(json_object_get(it, "key"));
 		if (key && json_is_string(json_object_get(it, "value")))
@@ -305,7 +304,8 @@ static int edit_metadata(json_t *inst, json_t **body, void *arg)
 	}
 	int rc = e->edit(kv, e->ctx);
 	if (rc == 1) {
-		json_t *items = json_array();
+		json_t *items = json_array(), *v;
+		const char *k;
 		json_object_foreach(kv, k, v)
 			json_array_append_new(items, json_pack("{s:s, s:O}", "key", k, "value", v));
 		const char *fp = json_string_value(json_object_get(md, "fingerprint"));

@@ -208,9 +208,9 @@ static int each_page(json_t *page, void *arg, struct tpf_diags *d)
 	struct each_ctx *x = arg;
 	size_t i;
 	json_t *it;
-	int rc = 0;
 	json_array_foreach(json_object_get(page, x->key), i, it) {
-		if ((rc = x->each(it, x->ctx)) < 0)
+		int rc = x->each(it, x->ctx);
+		if (rc < 0)
 			return rc;
 	}
 	json_t *unr = json_object_get(page, "unreachable");

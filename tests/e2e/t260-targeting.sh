@@ -174,7 +174,7 @@ like "the id it found" "$out" "^tg-a-1: Refreshing state\.\.\. \[id=$hand_id\]$"
 like "Import successful!" "$out" "^Import successful!$"
 like "now managed by tpuform" "$out" "These resources are now in your tpuform state and will henceforth be managed by tpuform\."
 is "it got the fleet's labels" "$(jq -c .labels nodes/nodes/tg-a-1/node.json)" \
-	'{"tpuform-fleet":"tg","tpuform-group":"a","tpuform-index":"1","tpuform-lineage":"'"$(lineage_label)"'"}'
+	'{"tpuform-fleet":"tg","tpuform-group":"a","tpuform-index":"1","tpuform-lineage":"'"$(lineage_label tpuform.state.json)"'"}'
 is "it is in state with its id" "$(state_field tg-a-1 id)" "$hand_id"
 is "as group a, index 1, generation 0" \
 	"$(state_field tg-a-1 group)/$(state_field tg-a-1 index)/$(state_field tg-a-1 generation)" "a/1/0"
@@ -230,7 +230,7 @@ YAML
 	ok "gcp: import gi-a-0 z1/gi-a-0" tpuform import -f fleet.yaml gi-a-0 z1/gi-a-0
 	labels() { curl -s "$FAKEGCP_URL/__admin/nodes" | jq -c --arg n "$1" '.[] | select(.name | endswith("/nodes/" + $n)) | .labels'; }
 	is "gcp: it has the fleet's and the group's labels (its own replaced)" "$(labels gi-a-0)" \
-		'{"team":"nlp","tpuform-fleet":"gi","tpuform-group":"a","tpuform-index":"0","tpuform-lineage":"'"$(lineage_label)"'"}'
+		'{"team":"nlp","tpuform-fleet":"gi","tpuform-group":"a","tpuform-index":"0","tpuform-lineage":"'"$(lineage_label tpuform.state.json)"'"}'
 	is "gcp: the other hand-made node is untouched" "$(labels hand-made)" '{"owner":"alice"}'
 	reqs=$(curl -s "$FAKEGCP_URL/__admin/requests" | jq ".[$before:]")
 	is "gcp: the import read and patched only the node named" \

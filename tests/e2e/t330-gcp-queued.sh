@@ -94,7 +94,7 @@ like "the queued resource request carries a requestId" \
 	"^queuedResourceId=gq-a-[01]&requestId=[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
 is "the queued resource request: node spec with labels, spot tier, validUntilDuration 21600s" \
 	"$(printf '%s' "$body" | jq -c 'del(.tpu.nodeSpec[0].node.metadata)')" \
-	'{"tpu":{"nodeSpec":[{"parent":"projects/test-project/locations/zq","nodeId":"gq-a-0","node":{"acceleratorType":"v2-8","runtimeVersion":"tpu-ubuntu2204-base","labels":{"tpuform-fleet":"gq","tpuform-group":"a","tpuform-index":"0","tpuform-lineage":"'"$(lineage_label)"'"},"networkConfig":{"enableExternalIps":true}}}]},"spot":{},"queueingPolicy":{"validUntilDuration":"21600s"}}'
+	'{"tpu":{"nodeSpec":[{"parent":"projects/test-project/locations/zq","nodeId":"gq-a-0","node":{"acceleratorType":"v2-8","runtimeVersion":"tpu-ubuntu2204-base","labels":{"tpuform-fleet":"gq","tpuform-group":"a","tpuform-index":"0","tpuform-lineage":"'"$(lineage_label tpuform.state.json)"'"},"networkConfig":{"enableExternalIps":true}}}]},"spot":{},"queueingPolicy":{"validUntilDuration":"21600s"}}'
 is "its node carries the SSH key in ssh-keys metadata, as gcloud writes it" \
 	"$(printf '%s' "$body" | jq -c '.tpu.nodeSpec[0].node.metadata')" \
 	"$(jq -cn --arg k "root:$(cut -d' ' -f1,2 "$SSHD_KEY.pub") root" '{"ssh-keys": $k}')"

@@ -87,7 +87,7 @@ body=$(requests | jq -c '[.[] | select(.method == "POST" and (.path | endswith("
 is "nodes.create body: every field as the discovery document spells it" \
 	"$(printf '%s' "$body" | jq -cS '.')" \
 	"$(jq -cnS --arg k "alice:ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGx0ZXN0a2V5 alice
-$key" --arg lin "$(lineage_label)" '{"runtimeVersion":"tpu-ubuntu2204-base","labels":{"tpuform-fleet":"nf","tpuform-group":"a","tpuform-index":"0","tpuform-lineage":$lin},
+$key" --arg lin "$(lineage_label tpuform.state.json)" '{"runtimeVersion":"tpu-ubuntu2204-base","labels":{"tpuform-fleet":"nf","tpuform-group":"a","tpuform-index":"0","tpuform-lineage":$lin},
   "metadata":{"startup-script":"echo hello","role":"trainer","ssh-keys":$k},
   "networkConfig":{"network":"default","subnetwork":"tpu-subnet","enableExternalIps":true,"canIpForward":true},
   "acceleratorConfig":{"type":"V4","topology":"2x2x1"},"schedulingConfig":{"reserved":true},
