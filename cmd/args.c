@@ -105,9 +105,15 @@ static int parse_one(const char *cmd, int argc, char **argv, int *i,
 	}
 	const char *v = eq ? eq + 1 : NULL;
 	if (!v && f->type != TPF_FLAG_BOOL) {
-		if (*i + 1 >= argc)
-			return tpf_errorx(d, NULL, NULL, "flag -%s needs a value: -%s=%s", f->name,
+		if (*i + 1 >= argc) {
+			/* `logs NODE -f`: tail's -f is this command's -follow. */
+			const char *hint = strcmp(f->name, "file") || len != 1 ||
+							   !find_flag(flags, "follow", 6)
+						   ? NULL
+						   : "-f is -file here; to follow the output, use -follow.";
+			return tpf_errorx(d, NULL, hint, "flag -%s needs a value: -%s=%s", f->name,
 					  f->name, value_name(f));
+		}
 		v = argv[++*i];
 	}
 	return set_value(cmd, f, v, d);

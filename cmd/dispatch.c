@@ -93,6 +93,24 @@ static int check_args(const struct tpf_cmd *c, const char *path, const struct tp
 		stray = p->args[c->max_args];
 	else if (!(c->needs & TPF_CMD_REST) && p->nrest)
 		stray = p->rest[0];
+	/* `apply FLEET.yaml`: a fleet file where a saved plan goes. */
+	size_t n0 = p->nargs ? strlen(p->args[0]) : 0;
+	if (!stray && (c->needs & TPF_CMD_FLEET) && n0 &&
+	    ((n0 > 5 && !strcmp(p->args[0] + n0 - 5, ".yaml")) ||
+	     (n0 > 4 && !strcmp(p->args[0] + n0 - 4, ".yml")))) {
+		char what[64];
+		size_t k = 0;
+		for (const char *q = c->args_name; q && *q && k + 1 < sizeof(what); q++)
+			if (*q != '[' && *q != ']')
+				what[k++] = *q;
+		what[k] = '\0';
+		char *hint = xasprintf("'tpuform %s' takes %s there. To name the fleet file, use -f "
+				       "FILE: tpuform %s -f %s\nUsage: %s",
+				       path, what, path, p->args[0], usage);
+		tpf_errorx(d, NULL, hint, "'%s' looks like a fleet file, not a %s", p->args[0], what);
+		free(hint);
+		return TPF_ERROR;
+	}
 	if (stray) {
 		char *hint = stray_hint(c, path, p, stray, usage);
 		tpf_errorx(d, NULL, hint, "Too many command line arguments");

@@ -70,4 +70,10 @@ sed "s|^run: .*|run: sh job.sh|" fleet.yaml >src.yaml
 printf 'source: { repo: %s }\n' "$W/repo" >>src.yaml
 ok "plan with a dirty source repo" tpuform plan -f src.yaml
 like "warns that its changes are not deployed" "$(cat last.out)" "has uncommitted changes to 1 tracked file \\(first: job.sh\\); they are not deployed"
+# The usual slips, each with its fix (issue 19).
+fails "apply with the fleet file where a saved plan goes" 1 tpuform apply fleet.yaml
+like "says it is a fleet file" "$(cat last.out)" "'fleet.yaml' looks like a fleet file, not a PLANFILE"
+like "and shows -f" "$(cat last.out)" "tpuform apply -f fleet.yaml"
+fails "logs NODE -f, as tail -f" 1 tpuform logs some-node -f
+like "points at -follow" "$(cat last.out)" "to follow the output, use -follow"
 finish
