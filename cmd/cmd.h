@@ -216,6 +216,7 @@ void tpf_signals_install(enum tpf_cmd_signals kind);
 struct tpf_ui {
 	int color; /* ANSI colour on stdout */
 	int json;  /* -json: machine-readable stdout */
+	int plain; /* -no-color: diagnostics without the box, as Terraform's */
 	pthread_mutex_t mu;
 };
 extern struct tpf_ui tpf_ui; /* the one global of the program */

@@ -23,7 +23,7 @@
 #define C_YELLOW "\033[33m"
 #define C_BRED "\033[91m"
 
-struct tpf_ui tpf_ui = { 0, 0, PTHREAD_MUTEX_INITIALIZER };
+struct tpf_ui tpf_ui = { 0, 0, 0, PTHREAD_MUTEX_INITIALIZER };
 
 static const char *c(const char *code)
 {
@@ -34,6 +34,7 @@ void tpf_ui_init(int no_color, int json)
 {
 	const char *nc = getenv("NO_COLOR");
 	tpf_ui.json = json;
+	tpf_ui.plain = no_color;
 	tpf_ui.color = !no_color && !json && !(nc && *nc) && isatty(STDOUT_FILENO);
 }
 
@@ -89,9 +90,28 @@ void tpf_ui_prefixed(const char *node, int worker, const char *text)
 	}
 }
 
+/* Terraform's diagnostic under -no-color (format.DiagnosticPlain): a blank
+ * line, "Error: summary", then a blank line and the detail, no box
+ * (docs/terraform-behaviour.md; the lock error's -no-color transcript). */
+static void print_diag_plain(const struct tpf_diag *g)
+{
+	fprintf(stderr, "\n%s: %s\n", g->severity == TPF_SEV_ERROR ? "Error" : "Warning",
+		g->summary);
+	if (g->address || g->detail)
+		fputc('\n', stderr);
+	if (g->address)
+		fprintf(stderr, "  with %s\n", g->address);
+	if (g->detail)
+		fprintf(stderr, "%s%s\n", g->address ? "\n" : "", g->detail);
+}
+
 /* Terraform's boxed diagnostic (format/diagnostic.go), on stderr. */
 static void print_diag(const struct tpf_diag *g)
 {
+	if (tpf_ui.plain) {
+		print_diag_plain(g);
+		return;
+	}
 	int err = g->severity == TPF_SEV_ERROR;
 	const char *colr = err ? C_RED : C_YELLOW;
 	FILE *o = stderr;

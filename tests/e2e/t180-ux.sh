@@ -76,4 +76,7 @@ like "says it is a fleet file" "$(cat last.out)" "'fleet.yaml' looks like a flee
 like "and shows -f" "$(cat last.out)" "tpuform apply -f fleet.yaml"
 fails "logs NODE -f, as tail -f" 1 tpuform logs some-node -f
 like "points at -follow" "$(cat last.out)" "to follow the output, use -follow"
+fails "-no-color: a diagnostic" 1 tpuform plan -no-color -f missing.yaml
+is "is Terraform's plain form: a blank line, then Error:" "$(head -2 last.out | tr '\n' '|')" "|Error: fleet file 'missing.yaml' does not exist|"
+unlike "without the box" "$(cat last.out)" "│|╷|╵"
 finish
