@@ -471,9 +471,11 @@ static void update_reason(struct tpf_action *a, int job_changed, int recreated)
 	if (a->adopt)
 		set_reason(a, "adopt", ADOPT_REASON);
 	else if (a->nworkers && a->update_labels)
-		set_reason(a, "labels_and_job", "labels changed, and the bootstrap script changed");
+		set_reason(a, "labels_and_job", "labels changed, and the bootstrap script changed: "
+						   "re-provision workers (the running job will be restarted)");
 	else if (a->nworkers && job_changed)
-		set_reason(a, "job", "bootstrap script changed: re-provision workers");
+		set_reason(a, "job", "bootstrap script changed: re-provision workers (the running job "
+					"will be restarted)");
 	else if (a->nworkers && recreated)
 		set_reason(a, "provision", "the node was re-created outside tpuform (new id): provision "
 					   "its new workers");

@@ -65,6 +65,7 @@ out=$(tpuform plan -f fleet.yaml)
 like "a changed run command is an in-place update" "$out" "Plan: 0 to add, 2 to change, 0 to destroy\."
 like "the plan shows the old and new run" "$out" '~ run += ".*exec sleep 300" -> "echo \\"second version'
 unlike "nothing is replaced" "$out" "must be replaced"
+like "and says the running job will be restarted" "$out" "the running job will be restarted"
 ok "apply re-provisions" tpuform apply -f fleet.yaml -auto-approve
 like "only group a's workers changed" "$(cat last.out)" "Resources: 0 added, 2 changed, 0 destroyed"
 is "no node was re-created (ids unchanged)" "$(tpuform state pull -f fleet.yaml | grep '"id"' | sort)" "$ids_before"
