@@ -59,6 +59,8 @@ static int run_validate(struct tpf_cmd_ctx *ctx)
 	struct tpf_fleet f;
 	memset(&f, 0, sizeof(f));
 	int rc = tpf_fleet_load(&f, ctx->o.file, ctx->d);
+	if (rc == 0)
+		rc = tpf_fleet_check_files(&f, ctx->d);
 	if (rc == 0 && validate_o.remote) {
 		if (f.provider == TPF_PROVIDER_GCP)
 			tpf_gcp_validate_remote(&f, ctx->d);

@@ -241,6 +241,16 @@ struct tpf_fleet {
  */
 int tpf_fleet_load(struct tpf_fleet *out, const char *path, struct tpf_diags *d);
 
+/*
+ * `validate`'s check of the files the fleet file names: ssh.private_key
+ * and, on gcp, provider.gcp.credentials exist and can be read by this user.
+ * A missing one is an error naming the setting and the path, with a "did
+ * you mean" from the names in its folder (edit distance, as unknown keys
+ * get); an unreadable one says why (errno). Reads the file system only.
+ * 0, or TPF_ERROR with one diagnostic per file.
+ */
+int tpf_fleet_check_files(const struct tpf_fleet *f, struct tpf_diags *d);
+
 /* The same from a buffer (need not be NUL-terminated); `path` is only used
  * in messages and to resolve relative paths (against its directory). */
 int tpf_fleet_parse(struct tpf_fleet *out, const char *path, const char *text, size_t len,

@@ -79,4 +79,14 @@ like "points at -follow" "$(cat last.out)" "to follow the output, use -follow"
 fails "-no-color: a diagnostic" 1 tpuform plan -no-color -f missing.yaml
 is "is Terraform's plain form: a blank line, then Error:" "$(head -2 last.out | tr '\n' '|')" "|Error: fleet file 'missing.yaml' does not exist|"
 unlike "without the box" "$(cat last.out)" "│|╷|╵"
+mkdir -p keys
+: >keys/id_ed25519
+chmod 600 keys/id_ed25519
+cp fleet.yaml keyed.yaml
+printf 'ssh: { private_key: keys/id_ed2519 }\n' >>keyed.yaml
+fails "validate: a private key that does not exist" 1 tpuform validate -f keyed.yaml
+like "names the setting and the path" "$(cat last.out)" "ssh.private_key: the file '.*keys/id_ed2519' does not exist"
+like "with the near miss in its folder" "$(cat last.out)" "Did you mean '.*keys/id_ed25519'\\?"
+sed -i 's|keys/id_ed2519|keys/id_ed25519|' keyed.yaml
+ok "validate: the right one passes" tpuform validate -f keyed.yaml
 finish
