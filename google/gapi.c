@@ -233,6 +233,29 @@ static int api_error_diag(struct tpf_gapi *api, struct tpf_gapi_call *c, int rep
 	return rc;
 }
 
+/* The scheme, host and port the request went to (libcurl's URL API), so
+ * that a failure names the endpoint that failed, not the client's default
+ * one (a Compute Engine read from the Cloud TPU client). Caller frees;
+ * the whole URL when it cannot be parsed. */
+static char *origin_of(const char *url)
+{
+	CURLU *u = curl_url();
+	char *scheme = NULL, *host = NULL, *port = NULL, *out = NULL;
+	if (u && !curl_url_set(u, CURLUPART_URL, url, 0) &&
+	    !curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) &&
+	    !curl_url_get(u, CURLUPART_HOST, &host, 0)) {
+		if (curl_url_get(u, CURLUPART_PORT, &port, 0))
+			port = NULL;
+		out = port ? xasprintf("%s://%s:%s", scheme, host, port)
+			   : xasprintf("%s://%s", scheme, host);
+	}
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_url_cleanup(u);
+	return out ? out : xstrdup(url);
+}
+
 static int transfer_diag(struct tpf_gapi *api, struct tpf_gapi_call *c, int rc, int repeatable,
 			 struct tpf_diags *d)
 {
@@ -241,12 +264,13 @@ static int transfer_diag(struct tpf_gapi *api, struct tpf_gapi_call *c, int rc, 
 	const char *what = c->what ? c->what : "request";
 	if (c->rs.too_large)
 		return tpf_gcp_http_too_large(api->http, &c->rq, what, c->address, d);
+	char *origin = origin_of(c->rq.url);
 	tpf_errorx(d, c->address, "check the network path to the endpoint",
-		   "%s: cannot reach '%s': %s%s", what, api->endpoint ? api->endpoint : c->rq.url,
-		   c->rs.error,
+		   "%s: cannot reach '%s': %s%s", what, origin, c->rs.error,
 		   rc != TPF_ETRANSIENT ? ""
 		   : repeatable ? " (gave up after retries)"
 				: " (not retried: repeating this request could act twice)");
+	free(origin);
 	return rc;
 }
 

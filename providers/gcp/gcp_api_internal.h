@@ -27,6 +27,10 @@
 #define TPF_GCP_IDEMPOTENT (TPF_GAPI_IDEMPOTENT << TPF_GCP_FLAG_SHIFT)
 #define TPF_GCP_PRECONDITION (TPF_GAPI_PRECONDITION << TPF_GCP_FLAG_SHIFT)
 #define TPF_GCP_REQUEST_ID (TPF_GAPI_REQUEST_ID << TPF_GCP_FLAG_SHIFT)
+/* A failed connect (no such host, refused) is final: for reads that are
+ * optional, so an endpoint that does not resolve costs one try, not the
+ * retry budget (google/gapi.h TPF_GAPI_CONNECT_ONCE). */
+#define TPF_GCP_CONNECT_ONCE (TPF_GAPI_CONNECT_ONCE << TPF_GCP_FLAG_SHIFT)
 
 /* How a call ended, when the caller wants to look closer. */
 struct tpf_gcp_outcome {

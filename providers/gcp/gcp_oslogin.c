@@ -29,7 +29,9 @@ int tpf_gcp_project_metadata(struct tpf_gcp_client *c, json_t **out, struct tpf_
 	char *url = xasprintf("%s/compute/v1/projects/%s", base, p);
 	char *what = xasprintf("read the metadata of project '%s'", tpf_gcp_client_project(c));
 	json_t *proj = NULL;
-	int rc = tpf_gcp_call(c, "GET", url, NULL, what, NULL, 0, &proj, NULL, d);
+	/* Optional (a warning when unread): an endpoint that does not
+	 * resolve costs one try, not every exec the retry budget. */
+	int rc = tpf_gcp_call(c, "GET", url, NULL, what, NULL, TPF_GCP_CONNECT_ONCE, &proj, NULL, d);
 	if (rc == 0)
 		*out = tpf_gcp_compute_metadata(json_object_get(proj, "commonInstanceMetadata"));
 	json_decref(proj);

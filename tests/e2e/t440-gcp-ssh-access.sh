@@ -131,6 +131,12 @@ is "the key was not patched in twice" \
 	"$(requests | jq '[.[] | select(.method == "PATCH" and (.path | endswith("/nodes/ak-a-1")))] | length')" 0
 # Like gcloud's ssh, exec (and apply, logs, ssh) puts the key back.
 ok "exec reaches every worker" tpuform exec -f fleet.yaml -all -- true
+# The project's metadata comes from Compute Engine: when that endpoint is
+# down, the warning names it (not the Cloud TPU endpoint), and exec goes on.
+ok "exec with Compute Engine unreachable still runs" \
+	env TPUFORM_COMPUTE_ENDPOINT=http://127.0.0.1:9 "$TPUFORM" exec -f fleet.yaml ak-a-0 -- true
+like "the warning names the Compute Engine endpoint that failed" "$(cat last.out)" \
+	"read the metadata of project 'test-project': cannot reach 'http://127.0.0.1:9'"
 is "ak-a-0 has our key again, its other entries kept" "$(node_md ak-a-0 | jq -c '[.["startup-script"], .["ssh-keys"]]')" \
 	"$(jq -cn --arg k "
 root:$PUB root" '["keep", $k]')"
