@@ -366,15 +366,57 @@ static int unsettled(struct tpf_watch_hooks *h, const char *node)
 	       (settled && (double)settled->value / 1000 >= h->round_started);
 }
 
+/* restarts_exhausted, once per worker and retry: its job calls for a
+ * restart (failed, died or stalled) and max_restarts is used up. */
+static void exhausted(struct tpf_watch_hooks *h, const struct tpf_session *s,
+		      struct tpf_event *ev, const char *key, const char *how)
+{
+	struct mark *k = mark_find(&h->exhausted, key);
+	if (k && k->value == ev->retry)
+		return;
+	mark_set(&h->exhausted, key, ev->retry);
+	char msg[200];
+	ev->kind = ev->action = TPF_EVENT_RESTARTS_EXHAUSTED;
+	snprintf(msg, sizeof(msg), "the job %s and max_restarts (%d) is used up: it is not restarted",
+		 how, s->fleet.max_restarts);
+	ev->message = msg;
+	conclude(h, ev);
+	ev->message = NULL;
+}
+
+/* A running job that stalled past its stall_timeout, with no restart left:
+ * restarts_exhausted too (README "Watch", webhooks), as for a failure. */
+static void seen_stall(struct tpf_watch_hooks *h, const struct tpf_session *s,
+		       const struct tpf_job_fact *sf, const struct tpf_state_node *sn)
+{
+	const struct tpf_job_policy *pol = tpf_fleet_job_policy(&s->fleet, sn ? sn->group : NULL);
+	if (!sn || !tpf_job_stalled(pol, sf) || sf->worker < 0 ||
+	    (size_t)sf->worker >= sn->nworkers || sn->workers[sf->worker].restarts < s->fleet.max_restarts)
+		return;
+	char key[300];
+	snprintf(key, sizeof(key), "%s/%d", sf->node, sf->worker);
+	struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_RESTARTS_EXHAUSTED);
+	ev.node = sf->node;
+	ev.worker = sf->worker;
+	ev.generation = sn->generation;
+	ev.retry = sn->generation + sn->workers[sf->worker].restarts;
+	ev.last_log = sf->last_log;
+	exhausted(h, s, &ev, key, "stalled");
+}
+
 /* job_failed / job_succeeded / restarts_exhausted for one worker's report. */
 static void seen_job(struct tpf_watch_hooks *h, const struct tpf_session *s,
 		     const struct tpf_job_fact *sf)
 {
-	if (!sf->job_state || (strcmp(sf->job_state, "exited") && strcmp(sf->job_state, "dead")))
-		return;
-	if (unsettled(h, sf->node))
+	if (!sf->job_state || unsettled(h, sf->node))
 		return;
 	struct tpf_state_node *sn = tpf_state_find((struct tpf_state *)&s->state, sf->node);
+	if (!strcmp(sf->job_state, "alive")) {
+		seen_stall(h, s, sf, sn);
+		return;
+	}
+	if (strcmp(sf->job_state, "exited") && strcmp(sf->job_state, "dead"))
+		return;
 	const struct tpf_state_worker *sw =
 		sn && sf->worker >= 0 && (size_t)sf->worker < sn->nworkers ? &sn->workers[sf->worker]
 									: NULL;
@@ -403,15 +445,7 @@ static void seen_job(struct tpf_watch_hooks *h, const struct tpf_session *s,
 	}
 	if (!policy_restarts(&s->fleet, sf) || !sw || sw->restarts < s->fleet.max_restarts)
 		return;
-	k = mark_find(&h->exhausted, key);
-	if (k && k->value == retry)
-		return;
-	mark_set(&h->exhausted, key, retry);
-	ev.kind = ev.action = TPF_EVENT_RESTARTS_EXHAUSTED;
-	snprintf(msg, sizeof(msg), "the job %s and max_restarts (%d) is used up: it is not restarted",
-		 died ? "lost its session" : "failed", s->fleet.max_restarts);
-	ev.message = msg;
-	conclude(h, &ev);
+	exhausted(h, s, &ev, key, died ? "lost its session" : "failed");
 }
 
 /* completed: every worker of a desired node reports exit 0. */

@@ -98,6 +98,12 @@ enum tpf_job_verdict {
 	TPF_JOB_WAITING,       /* the policy restarts it once its backoff has passed */
 };
 
+/* The one stall rule: is sf a running job ("alive") whose log and
+ * heartbeat have been still for at least pol->stall_timeout (> 0) seconds,
+ * as the worker measured it? 0 when pol is NULL or has no timeout. Used by
+ * the diff (a restart) and by watch (restarts_exhausted for stalls). */
+int tpf_job_stalled(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf);
+
 /*
  * The fleet's `restart` and `max_restarts` (README.md, "The fleet file")
  * applied to one worker: sf is what the worker reported (NULL or an

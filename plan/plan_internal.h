@@ -38,8 +38,6 @@ void tpf_plan_sort(struct tpf_plan *p);
 char *tpf_unit_verdict_reason(const struct tpf_fleet *f, const struct tpf_restart_unit *u,
 			      const struct tpf_unit_verdict *v, double now);
 
-/* Is sf a running job stalled past pol->stall_timeout (> 0)? */
-int tpf_job_stalled(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf);
 
 /* What happened to a job that calls for a restart (sf->job_state is set):
  * "has a dead session", "job failed (exit 1)" ("job failed" without

@@ -190,8 +190,39 @@ static void test_watch_hooks__notifications(void)
 	hook_stop(&h);
 }
 
+/* A stalled job with no restart left is restarts_exhausted too (issue 19),
+ * once per try; one still within its restarts, or not stalled, is not. */
+static void test_watch_hooks__stall_exhausts_restarts(void)
+{
+	struct hook h;
+	hook_start(&h);
+	struct tpf_watch_opts o = { .interval = 1 };
+	struct tpf_watch_hooks *hk = tpf_watch_hooks_new(&o);
+	struct tpf_session s;
+	session(&s, h.url);
+	s.fleet.groups[0].policy.stall_timeout = 600;
+	s.state.nodes[0].group = xstrdup("a");
+	fact(&s, "f-a-0", 0, "alive", 0);
+	fact(&s, "f-a-0", 1, "alive", 0);
+	s.facts.items[0].stalled_for = 900; /* stalled, but 0 restarts of 1 used */
+	s.facts.items[1].stalled_for = 900; /* stalled, its 1 restart used */
+	tpf_watch_hooks_seen(hk, &s, 1, tpf_now_mono());
+	tpf_watch_hooks_seen(hk, &s, 1, tpf_now_mono()); /* the same try: no repeat */
+	s.facts.items[1].stalled_for = 10;                /* moving again */
+	tpf_watch_hooks_seen(hk, &s, 1, tpf_now_mono());
+	tpf_watch_hooks_free(hk);
+	struct tpf_buf got = TPF_BUF_INIT;
+	delivered(&h, &got);
+	CHECK_STR(got.buf, "quota_deferred -\nrestarts_exhausted f-a-0/1\n");
+	CHECK(h.n == 2 && strstr(h.bodies[1], "stalled and max_restarts (1) is used up"));
+	tpf_buf_release(&got);
+	session_release(&s);
+	hook_stop(&h);
+}
+
 int main(void)
 {
 	RUN(test_watch_hooks__notifications);
+	RUN(test_watch_hooks__stall_exhausts_restarts);
 	return unit_done();
 }
