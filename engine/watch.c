@@ -349,8 +349,10 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 	w.prober = tpf_prober_new(&o);
 	double error_wait = o.interval;
 	int rc = 0;
+	long looked = 0; /* rounds begun, standby looks included: warnings count in them */
 	for (int round = 1; !stopped(&o) && (!o.max_rounds || round <= o.max_rounds); round++) {
 		double started = tpf_now_mono();
+		tpf_watch_warnings_round(++looked);
 		enum round_outcome outcome = round_run(&w, round, started);
 		if (outcome == ROUND_FATAL) {
 			rc = TPF_ERROR;
@@ -392,6 +394,7 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 	tpf_healer_finish(w.healer);
 	tpf_watch_lease_free(w.lease); /* after the heals: a clean exit hands over at once */
 	tpf_watch_hooks_free(w.hooks);
+	tpf_watch_warnings_forget();
 	tpf_unhealthy_release(&w.sick);
 	reported_release(&w);
 	if (w.done && o.done)

@@ -24,8 +24,16 @@ void tpf_watch_event(const struct tpf_watch_opts *o, const struct tpf_event *ev)
  * people (copied by nobody: borrowed for the call). */
 void tpf_watch_note(const struct tpf_watch_opts *o, enum tpf_event_kind kind, const char *node,
 		    const char *message);
-/* A TPF_WATCH_DIAGS event (nothing for empty diags). */
+/* A TPF_WATCH_DIAGS event of d's errors and of the warnings that are news:
+ * a warning (address and text) said in this round or the last is left out,
+ * so a standing one is said once, and again when its text changes or it
+ * comes back. Nothing is emitted when nothing is left. */
 void tpf_watch_diags(const struct tpf_watch_opts *o, const struct tpf_diags *d);
+/* The round tpf_watch_diags counts in (engine/watch.c calls it at each
+ * round's start). */
+void tpf_watch_warnings_round(long round);
+/* Forget every warning said (at the end of a watch, and in tests). */
+void tpf_watch_warnings_forget(void);
 
 /* ---- the round summary (engine/watch_summary.c) ------------------------ */
 

@@ -172,8 +172,55 @@ static void test_watch__summary_classes(void)
 	session_release(&s);
 }
 
+/* Collects the summaries of the diagnostics watch passes on. */
+static void on_diags(const struct tpf_watch_event *ev, void *ctx)
+{
+	struct tpf_buf *b = ctx;
+	if (ev->kind != TPF_WATCH_DIAGS)
+		return;
+	for (size_t i = 0; i < ev->diags->n; i++)
+		tpf_buf_addf(b, "%s;", ev->diags->items[i].summary);
+}
+
+/* One round's diagnostics: the warnings in `warnings` (';'-separated) and
+ * one error when err; what was passed on is appended to *b, then "|". */
+static void round_of(struct tpf_watch_opts *o, long round, const char *warnings, int err,
+		     struct tpf_buf *b)
+{
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	char *copy = xstrdup(warnings), *save = NULL;
+	for (char *w = strtok_r(copy, ";", &save); w; w = strtok_r(NULL, ";", &save))
+		tpf_warn(&d, "n-0", "%s", w);
+	if (err)
+		tpf_error(&d, "E");
+	tpf_watch_warnings_round(round);
+	tpf_watch_diags(o, &d);
+	tpf_watch_diags(o, &d); /* said twice in one round (probe and heal): once */
+	tpf_buf_adds(b, "|");
+	free(copy);
+	tpf_diags_release(&d);
+}
+
+/* A standing warning is said once; again when its text changes or it comes
+ * back after a round without it; errors every time (issue 19). */
+static void test_watch__warnings_once(void)
+{
+	struct tpf_buf b = TPF_BUF_INIT;
+	struct tpf_watch_opts o = { .on_event = on_diags, .ctx = &b };
+	tpf_watch_warnings_forget();
+	round_of(&o, 1, "W;X", 0, &b);
+	round_of(&o, 2, "W", 1, &b);
+	round_of(&o, 3, "", 0, &b);
+	round_of(&o, 4, "W;X2", 0, &b);
+	round_of(&o, 5, "W", 0, &b);
+	CHECK_STR(b.buf, "W;X;|E;E;||W;X2;||");
+	tpf_watch_warnings_forget();
+	tpf_buf_release(&b);
+}
+
 int main(void)
 {
+	RUN(test_watch__warnings_once);
 	RUN(test_watch__unhealthy_is_replaced_after_the_timeout);
 	RUN(test_watch__planned_or_recovered_nodes_are_left_alone);
 	RUN(test_watch__summary_classes);
