@@ -45,4 +45,24 @@ int tpf_gcp_provider_open(struct tpf_provider **out, const struct tpf_fleet *f,
  */
 int tpf_gcp_validate_remote(const struct tpf_fleet *f, struct tpf_diags *d);
 
+/*
+ * `tpuform accelerators`: what each zone offers, from the APIs. zone: one
+ * zone, or NULL for every zone the fleet's groups name. *out (new
+ * reference, caller json_decref) is
+ *   {"zones": [{"zone": Z,
+ *               "tpu": {"accelerator_types": [...], "runtime_versions": [...]}
+ *                      (Cloud TPU v2 acceleratorTypes.list, runtimeVersions.list),
+ *               "compute": {"machine_types": [{"name", "chips", "generation",
+ *                          "topology", "image_family"}, ...]}
+ *                      (Compute Engine machineTypes.list, the TPU machine types
+ *                       tpuform knows, model/compute.h)
+ *              }, ...]}
+ * An API that cannot be listed in a zone gives {"error": MESSAGE} in place
+ * of its object (a project may use one API and not the other). Returns 0,
+ * or TPF_ERROR with a diagnostic when no client could be made or no zone
+ * is named.
+ */
+int tpf_gcp_offerings(const struct tpf_fleet *f, const char *zone, json_t **out,
+		      struct tpf_diags *d);
+
 #endif

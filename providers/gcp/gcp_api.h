@@ -51,6 +51,10 @@ struct tpf_gcp_client_config {
 int tpf_gcp_client_open(struct tpf_gcp_client **out, const struct tpf_gcp_client_config *cfg,
 			struct tpf_diags *d);
 void tpf_gcp_client_free(struct tpf_gcp_client *c);
+/* tpf_gcp_client_open with the fleet file's provider.gcp settings and
+ * ssh.port / ssh.address: the one way a gcp client is made from a fleet. */
+int tpf_gcp_client_open_fleet(struct tpf_gcp_client **out, const struct tpf_fleet *f,
+			      struct tpf_diags *d);
 /* Make the client's operation polls watch **flag (the provider's
  * interrupted field, providers/provider.h; borrowed): once set, a wait
  * for an operation or a node returns TPF_EINTERRUPTED, no diagnostic,

@@ -245,3 +245,18 @@ int tpf_gcp_list_all(struct tpf_gcp_client *c, const char *base, const char *key
 	free(url);
 	return rc;
 }
+
+int tpf_gcp_client_open_fleet(struct tpf_gcp_client **out, const struct tpf_fleet *f,
+			      struct tpf_diags *d)
+{
+	struct tpf_gcp_client_config cfg = {
+		.project = f->gcp.project,
+		.endpoint = f->gcp.endpoint,
+		.credentials = f->gcp.credentials,
+		.impersonate_service_account = f->gcp.impersonate_service_account,
+		.quota_project = f->gcp.quota_project,
+		.ssh_port = f->ssh.port,
+		.external_ips = f->ssh.address != TPF_SSH_ADDRESS_INTERNAL,
+	};
+	return tpf_gcp_client_open(out, &cfg, d);
+}

@@ -562,16 +562,7 @@ static const struct tpf_provider_ops gcp_ops = {
 
 static int open_client(struct tpf_gcp_client **c, const struct tpf_fleet *f, struct tpf_diags *d)
 {
-	struct tpf_gcp_client_config cfg = {
-		.project = f->gcp.project,
-		.endpoint = f->gcp.endpoint,
-		.credentials = f->gcp.credentials,
-		.impersonate_service_account = f->gcp.impersonate_service_account,
-		.quota_project = f->gcp.quota_project,
-		.ssh_port = f->ssh.port,
-		.external_ips = f->ssh.address != TPF_SSH_ADDRESS_INTERNAL,
-	};
-	return tpf_gcp_client_open(c, &cfg, d);
+	return tpf_gcp_client_open_fleet(c, f, d);
 }
 
 int tpf_gcp_provider_open(struct tpf_provider **out, const struct tpf_fleet *f,
