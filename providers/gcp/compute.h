@@ -104,7 +104,10 @@ char *tpf_compute_region(const char *zone);
  * Create single-host node `name` as one instance in r->zone:
  * instances.insert with requestId (the same on every retry, so a retried
  * request never makes a second VM), wait for the zone operation through
- * .../wait, then instances.get into *out. Errors: TPF_ECAPACITY
+ * .../wait, then instances.get into *out until it is RUNNING (READY), at
+ * most the client's op_timeout (then CREATING as it is: the operation is
+ * DONE before a TPU VM runs, docs/compute-engine.md section 5). Errors:
+ * the instance lost (TERMINATED, preempted) before it ran: TPF_ERROR; TPF_ECAPACITY
  * (ZONE_RESOURCE_POOL_EXHAUSTED[_WITH_DETAILS] in the operation),
  * TPF_EQUOTA (403 quotaExceeded, or QUOTA_EXCEEDED in the operation),
  * TPF_EINTERRUPTED, TPF_ERROR (also, before any request, for a recipe of
@@ -228,9 +231,11 @@ int tpf_compute_slice_parse(json_t *mig, const char *zone, struct tpf_live_node 
 			    size_t nmembers, struct tpf_live_node *out);
 /* Tell the client's node observer (gcp_access.h) that node `name` of
  * `zone` (its id: the MIG's, may be NULL) is a slice: "compute": true,
- * "slice": true. */
+ * "slice": true, "members": the names of members[0..n) that have an
+ * address, in that order (sorted by tpf_compute_slice_parse: the workers'
+ * order), whose guest attributes hold the workers' host keys. */
 void tpf_compute_seen_slice(struct tpf_compute_client *cc, const char *zone, const char *name,
-			    const char *id);
+			    const char *id, const struct tpf_live_node *members, size_t n);
 
 /*
  * The fleet's MIGs (description's tpuform-fleet == fleet) of every zone, in

@@ -8,6 +8,8 @@
 #include "providers/gcp/gcp_api_internal.h"
 #include "providers/gcp/gcp_oslogin.h"
 #include "google/gcp_endpoint.h"
+#include "model/node_state.h"
+#include "util/timeutil.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -125,6 +127,36 @@ int tpf_compute_get(struct tpf_compute_client *cc, const char *zone, const char 
 	return rc;
 }
 
+/*
+ * The insert's operation is DONE once the VM is accepted, usually before
+ * it runs: TPU instances "start instead in the PENDING state", then
+ * PROVISIONING, STAGING, RUNNING (docs/compute-engine.md section 5). Read
+ * it until it is READY (RUNNING), at most the client's op_timeout (then
+ * *out is the instance as it is: CREATING, and a later apply provisions
+ * it), as the Cloud TPU create waits for READY. A VM lost meanwhile
+ * (spot preemption, a failed boot) is an error.
+ */
+static int wait_instance(struct tpf_compute_client *cc, const char *zone, const char *name,
+			 const char *what, struct tpf_live_node *out, struct tpf_diags *d)
+{
+	const struct tpf_gcp_settings *s = tpf_gcp_client_settings(cc->c);
+	double deadline = tpf_now_mono() + s->op_timeout, nap = s->poll_min;
+	for (;;) {
+		int rc = tpf_compute_get(cc, zone, name, out, d);
+		if (rc < 0 || tpf_node_class(out->state) == TPF_NODE_READY)
+			return rc;
+		if (tpf_node_class(out->state) == TPF_NODE_DEAD)
+			return tpf_errorx(d, name, "spot capacity may have been reclaimed; apply again",
+					  "%s: the instance is %s right after its create", what,
+					  out->state);
+		if (tpf_now_mono() > deadline)
+			return 0;
+		if ((rc = tpf_gcp_poll_sleep(cc->c, nap)) < 0)
+			return rc;
+		nap = nap * 2 < s->poll_max ? nap * 2 : s->poll_max;
+	}
+}
+
 int tpf_compute_create(struct tpf_compute_client *cc, const char *name,
 		       const struct tpf_recipe *r, json_t *metadata, struct tpf_live_node *out,
 		       struct tpf_diags *d)
@@ -152,7 +184,7 @@ int tpf_compute_create(struct tpf_compute_client *cc, const char *name,
 	if (rc == 0)
 		rc = wait_op(cc, op, what, name, d);
 	if (rc == 0)
-		rc = tpf_compute_get(cc, r->zone, name, out, d);
+		rc = wait_instance(cc, r->zone, name, what, out, d);
 	if (rc == TPF_ENOTFOUND)
 		rc = tpf_errorx(d, name, "it may have been deleted at once (spot, or a failed boot)",
 				"%s: the instance is gone right after its create", what);

@@ -177,10 +177,15 @@ int tpf_compute_delete_slice(struct tpf_compute_client *cc, const char *zone, co
 }
 
 void tpf_compute_seen_slice(struct tpf_compute_client *cc, const char *zone, const char *name,
-			    const char *id)
+			    const char *id, const struct tpf_live_node *members, size_t nmembers)
 {
-	json_t *n = json_pack("{s:s, s:s?, s:{}, s:[{}], s:b, s:b}", "name", name, "id", id,
-			      "metadata", "networkEndpoints", "compute", 1, "slice", 1);
+	json_t *names = json_array();
+	for (size_t i = 0; i < nmembers; i++)
+		if (members[i].nendpoints && members[i].name)
+			json_array_append_new(names, json_string(members[i].name));
+	json_t *n = json_pack("{s:s, s:s?, s:{}, s:[{}], s:b, s:b, s:o}", "name", name, "id", id,
+			      "metadata", "networkEndpoints", "compute", 1, "slice", 1,
+			      "members", names);
 	tpf_gcp_client_seen(cc->c, zone, n);
 	json_decref(n);
 }
@@ -365,6 +370,8 @@ static int read_slice(struct tpf_compute_client *cc, json_t *mig, const char *na
 	}
 	if (rc == 0 && tpf_compute_slice_parse(mig, r->zone, mine.nodes, mine.n, out) < 0)
 		rc = tpf_errorx(d, name, NULL, "slice '%s': its group is not tpuform's", name);
+	if (rc == 0) /* members sorted by the parse */
+		tpf_compute_seen_slice(cc, r->zone, name, out->id, mine.nodes, mine.n);
 	tpf_live_set_release(&nodes);
 	tpf_live_set_release(&members);
 	tpf_live_set_release(&mine);
@@ -389,8 +396,6 @@ int tpf_compute_wait_slice(struct tpf_compute_client *cc, const char *name,
 			rc = read_slice(cc, mig, name, r, out, d);
 		json_decref(mig);
 		/* READY, or flex-start waiting for capacity (never blocks) */
-		if (rc == 0)
-			tpf_compute_seen_slice(cc, r->zone, name, out->id);
 		if (rc < 0 || !strcmp(out->state, "READY") || r->compute.flex_start)
 			break;
 		if (tpf_node_class(out->state) == TPF_NODE_DEAD) {

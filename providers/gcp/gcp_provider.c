@@ -117,17 +117,21 @@ static enum tpf_api api_by_name(const struct tpf_fleet *f, const char *name)
 	return TPF_API_TPU;
 }
 
+/* What a Compute Engine node is known to be. */
+enum compute_shape { SHAPE_UNKNOWN, SHAPE_SINGLE, SHAPE_SLICE };
+
 /* Is node `name` in `zone` on Compute Engine? What the last refresh or
- * create saw, else its group's API. *single (optional): 1 when it is known
- * to be one instance, not a slice. */
-static int is_compute(struct tpf_provider *p, const char *zone, const char *name, int *single)
+ * create saw, else its group's API. *shape (optional): one instance, a
+ * slice, or not known (no refresh or create saw it). */
+static int is_compute(struct tpf_provider *p, const char *zone, const char *name,
+		      enum compute_shape *shape)
 {
 	struct gcp_impl *g = p->impl;
 	pthread_mutex_lock(&g->mu);
 	struct qr_fact *f = fact_find(g, zone, name);
 	int known = f != NULL, compute = f && f->compute;
-	if (single)
-		*single = f && f->compute && !f->slice;
+	if (shape)
+		*shape = !compute ? SHAPE_UNKNOWN : f->slice ? SHAPE_SLICE : SHAPE_SINGLE;
 	pthread_mutex_unlock(&g->mu);
 	return known ? compute : api_by_name(p->fleet, name) == TPF_API_COMPUTE;
 }
@@ -178,7 +182,7 @@ static void add_slices(struct zone_job *j, struct tpf_live_set *members)
 		}
 		struct tpf_live_node n = { 0 };
 		if (tpf_compute_slice_parse(mig, j->zone, mine.nodes, mine.n, &n) == 0) {
-			tpf_compute_seen_slice(j->cc, j->zone, name, n.id);
+			tpf_compute_seen_slice(j->cc, j->zone, name, n.id, mine.nodes, mine.n);
 			*tpf_live_set_add(&j->set) = n; /* moved */
 		}
 		tpf_live_set_release(&mine);
@@ -374,13 +378,13 @@ static int gcp_remove(struct tpf_provider *p, const char *zone, const char *name
 	struct gcp_impl *g = p->impl;
 	char *qr = NULL;
 	int known = 0, rc = 0;
-	int single = 0;
-	if (is_compute(p, zone, name, &single)) {
-		/* A slice, or a node not known to be one instance: every part it
-		 * may have (a crash between a slice's steps leaks nothing). */
-		if (!single)
+	enum compute_shape shape = SHAPE_UNKNOWN;
+	if (is_compute(p, zone, name, &shape)) {
+		/* A slice, or a node not known to be either: every part it may
+		 * have (a crash between a slice's steps leaks nothing). */
+		if (shape != SHAPE_SINGLE)
 			rc = tpf_compute_delete_slice(g->compute, zone, name, d);
-		if (rc == 0)
+		if (rc == 0 && shape != SHAPE_SLICE)
 			rc = tpf_compute_delete(g->compute, zone, name, d);
 		if (rc == 0) {
 			pthread_mutex_lock(&g->mu);
@@ -422,8 +426,8 @@ static int gcp_remove(struct tpf_provider *p, const char *zone, const char *name
 static int gcp_set_labels(struct tpf_provider *p, const char *zone, const char *name,
 			  const struct tpf_kvlist *labels, struct tpf_diags *d)
 {
-	int single = 0;
-	if (is_compute(p, zone, name, &single) && !single)
+	enum compute_shape shape = SHAPE_UNKNOWN;
+	if (is_compute(p, zone, name, &shape) && shape == SHAPE_SLICE)
 		return tpf_errorx(d, name, "replace the slice (tpuform taint) to relabel it",
 				  "slice '%s': changing the labels of a Compute Engine slice in place "
 				  "is not supported yet", name);
