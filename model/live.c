@@ -42,6 +42,7 @@ void tpf_live_node_copy(struct tpf_live_node *dst, const struct tpf_live_node *s
 		.health_description = xstrdup(src->health_description),
 		.symptoms = xstrdup(src->symptoms),
 		.maintenance = xstrdup(src->maintenance),
+		.capacity_wait = src->capacity_wait,
 	};
 	tpf_recipe_copy(&tmp.recipe, &src->recipe);
 	if (src->nendpoints) {

@@ -56,6 +56,14 @@ struct tpf_live_node {
 	char *health_description;
 	char *symptoms;
 	char *maintenance;
+	/*
+	 * 1: a flex-start node waiting for capacity (docs/compute-engine.md
+	 * "Flex-start"): a Compute Engine FLEX_START instance still PENDING,
+	 * or a flex-start slice whose MIG has made no member yet. state is
+	 * then CREATING; the wait began at create_time. The plan shows it
+	 * waiting and gives it up after the group's flex_start.wait.
+	 */
+	int capacity_wait;
 };
 
 struct tpf_live_set {

@@ -8,6 +8,7 @@
 #include "plan/worker_script.h"
 #include "util/strindex.h"
 #include "util/str.h"
+#include "util/timeutil.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -419,6 +420,53 @@ static void diff_queued_waiting(struct tpf_plan *p, const struct tpf_desired_nod
 	set_reason(a, "adopt", ADOPT_REASON);
 }
 
+/*
+ * A flex-start node waiting for capacity (model/live.h capacity_wait;
+ * docs/compute-engine.md "Flex-start"): like a queued resource, nothing
+ * waits on it and a later plan provisions its workers once it runs. Past
+ * the group's flex_start.wait, counted from the resource's creation (else
+ * the state's), it is given up: replaced, i.e. deleted and requested
+ * again, which takes the group's zones in order once more. Without `wait`
+ * it waits as long as Compute Engine keeps it.
+ */
+static void diff_capacity_wait(struct tpf_plan *p, const struct tpf_diff_input *in,
+			       const struct tpf_desired_node *dn, const struct tpf_state_node *sn,
+			       const struct tpf_live_node *ln, struct tpf_diags *d)
+{
+	double since = tpf_parse_rfc3339(ln->create_time);
+	if (since < 0 && sn)
+		since = tpf_parse_rfc3339(sn->created_at);
+	long limit = dn->recipe.compute.flex_wait;
+	double waited = since >= 0 && in->now > since ? in->now - since : 0;
+	char w[32], l[32];
+	tpf_fmt_duration(waited, w, sizeof(w));
+	tpf_fmt_duration((double)limit, l, sizeof(l));
+	if (limit > 0 && since >= 0 && in->now > 0 && waited >= (double)limit) {
+		struct tpf_action *a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
+		char *why = xasprintf("waited %s for flex-start capacity in zone %s, flex_start.wait "
+				      "is %s: given up, so it is deleted and requested again", w,
+				      ln->recipe.zone ? ln->recipe.zone : "?", l);
+		set_reason(a, "flex_wait", why);
+		free(why);
+		return;
+	}
+	char *why = limit > 0 ? xasprintf("waiting for flex-start capacity in zone %s (%s of "
+					  "flex_start.wait %s; its workers are provisioned once "
+					  "it runs)", ln->recipe.zone ? ln->recipe.zone : "?", w, l)
+			      : xasprintf("waiting for flex-start capacity in zone %s (%s so far; "
+					  "its workers are provisioned once it runs)",
+					  ln->recipe.zone ? ln->recipe.zone : "?", w);
+	tpf_warn(d, dn->name, "node '%s' is %s", dn->name, why);
+	tpf_plan_add_unconverged(p, TPF_UNCONV_QUEUED, dn->name, -1, why);
+	free(why);
+	if (sn)
+		return;
+	/* Found by its labels (an interrupted apply): record it. */
+	struct tpf_action *a = node_action(p, TPF_ACT_UPDATE, dn, sn, ln);
+	a->adopt = 1;
+	set_reason(a, "adopt", ADOPT_REASON);
+}
+
 /* On its way to READY (TPF_NODE_BUSY): wait, then provision every worker. */
 static void diff_busy(struct tpf_plan *p, const struct tpf_desired_node *dn,
 		      const struct tpf_state_node *sn, const struct tpf_live_node *ln)
@@ -670,6 +718,10 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 	const char *qstate = queued_state(ln);
 	if (qstate) {
 		diff_queued_waiting(p, dn, sn, ln, qstate, d);
+		return;
+	}
+	if (ln->capacity_wait) {
+		diff_capacity_wait(p, in, dn, sn, ln, d);
 		return;
 	}
 	if (tpf_node_class(ln->state) == TPF_NODE_BUSY) {

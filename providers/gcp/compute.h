@@ -107,7 +107,10 @@ char *tpf_compute_region(const char *zone);
  * .../wait, then instances.get into *out until it is RUNNING (READY), at
  * most the client's op_timeout (then CREATING as it is: the operation is
  * DONE before a TPU VM runs, docs/compute-engine.md section 5). Errors:
- * the instance lost (TERMINATED, preempted) before it ran: TPF_ERROR; TPF_ECAPACITY
+ * the instance lost (TERMINATED, preempted) before it ran: TPF_ERROR;
+ * a flex-start instance is not waited for: its insert operation stays
+ * RUNNING while it waits PENDING for capacity (docs/compute-engine.md
+ * section 3), so *out is the instance at once, capacity_wait set; TPF_ECAPACITY
  * (ZONE_RESOURCE_POOL_EXHAUSTED[_WITH_DETAILS] in the operation),
  * TPF_EQUOTA (403 quotaExceeded, or QUOTA_EXCEEDED in the operation),
  * TPF_EINTERRUPTED, TPF_ERROR (also, before any request, for a recipe of
@@ -181,7 +184,9 @@ int tpf_compute_host_keys(struct tpf_compute_client *cc, const char *zone, const
  * template "t", the workload policy "wp". */
 char *tpf_compute_slice_part(const char *node, const char *suffix);
 /* The MIG's description: a JSON object of r's labels, tpuform-slice,
- * topology and machine_type (caller frees). */
+ * topology, machine_type and the provisioning (flex_start, spot,
+ * max_run_duration when set), which a slice with no member yet reports
+ * from (caller frees). */
 char *tpf_compute_mig_description(const char *name, const struct tpf_recipe *r);
 /* instanceTemplates.insert body: {name N-t, properties: the instance body
  * with the bare machine type and disk type and the tpuform-slice label}. */

@@ -143,7 +143,8 @@ static int wait_instance(struct tpf_compute_client *cc, const char *zone, const 
 	double deadline = tpf_now_mono() + s->op_timeout, nap = s->poll_min;
 	for (;;) {
 		int rc = tpf_compute_get(cc, zone, name, out, d);
-		if (rc < 0 || tpf_node_class(out->state) == TPF_NODE_READY)
+		/* READY, or flex-start waiting for capacity (never blocks) */
+		if (rc < 0 || tpf_node_class(out->state) == TPF_NODE_READY || out->capacity_wait)
 			return rc;
 		if (tpf_node_class(out->state) == TPF_NODE_DEAD)
 			return tpf_errorx(d, name, "spot capacity may have been reclaimed; apply again",
@@ -181,7 +182,9 @@ int tpf_compute_create(struct tpf_compute_client *cc, const char *name,
 			      d);
 	rc = quota_rc(rc, &res);
 	tpf_gcp_error_release(&res.err);
-	if (rc == 0)
+	/* A flex-start insert's operation stays RUNNING until the capacity
+	 * comes: the instance, PENDING, tells instead. */
+	if (rc == 0 && !r->compute.flex_start)
 		rc = wait_op(cc, op, what, name, d);
 	if (rc == 0)
 		rc = wait_instance(cc, r->zone, name, what, out, d);

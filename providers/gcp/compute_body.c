@@ -294,8 +294,11 @@ int tpf_compute_instance_parse(json_t *inst, const char *zone, int ssh_port,
 	r->compute.api = TPF_API_COMPUTE;
 	r->compute.machine_type = last_of(inst, "machineType");
 	scheduling_parse(inst, r);
-	out->state = xstrdup(tpf_compute_state(json_string_value(json_object_get(inst, "status")),
-					       r->spot));
+	const char *status = json_string_value(json_object_get(inst, "status"));
+	out->state = xstrdup(tpf_compute_state(status, r->spot));
+	/* A FLEX_START VM waits PENDING until its capacity comes
+	 * (docs/compute-engine.md section 3, "Flex-start"). */
+	out->capacity_wait = r->compute.flex_start && status && !strcmp(status, "PENDING");
 	fields_parse(inst, &r->node);
 	const struct tpf_machine_type *mt = tpf_machine_type_lookup(r->compute.machine_type, NULL);
 	r->node.topology = mt ? xstrdup(mt->own) : NULL;

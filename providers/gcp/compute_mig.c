@@ -74,6 +74,14 @@ char *tpf_compute_mig_description(const char *name, const struct tpf_recipe *r)
 	json_object_set_new(o, "tpuform-slice", json_string(name));
 	json_object_set_new(o, "topology", json_string(r->node.topology ? r->node.topology : ""));
 	json_object_set_new(o, "machine_type", json_string(r->compute.machine_type));
+	/* What a slice with no member yet (BULK waits for all) must still
+	 * report, so that its plan does not see a change: the provisioning */
+	if (r->compute.flex_start)
+		json_object_set_new(o, "flex_start", json_true());
+	if (r->spot)
+		json_object_set_new(o, "spot", json_true());
+	if (r->compute.max_run_duration > 0)
+		json_object_set_new(o, "max_run_duration", json_integer(r->compute.max_run_duration));
 	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(o);
 	return s;
@@ -260,10 +268,22 @@ int tpf_compute_slice_parse(json_t *mig, const char *zone, struct tpf_live_node 
 		tpf_compute_copy(&r->compute, &m0->compute);
 		tpf_node_fields_copy(&r->node, &m0->node);
 		xstrset(&r->node.topology, topo && *topo ? topo : NULL);
-	} else {
-		r->compute.machine_type = NULL; /* unknown until members exist */
+	} else { /* no member yet: what the description recorded */
+		const char *mt = json_string_value(json_object_get(desc, "machine_type"));
+		r->compute.machine_type = mt && *mt ? xstrdup(mt) : NULL;
+		r->spot = json_is_true(json_object_get(desc, "spot"));
+		r->compute.flex_start = json_is_true(json_object_get(desc, "flex_start"));
+		json_t *mrd = json_object_get(desc, "max_run_duration");
+		r->compute.max_run_duration = json_is_integer(mrd) ? (long)json_integer_value(mrd) : 0;
 	}
 	out->state = xstrdup(slice_state(mig, members, nmembers, target, r->spot));
+	/* A flex-start slice waits for capacity: BULK makes no member until
+	 * all fit (docs/compute-engine.md section 4), or its members wait
+	 * PENDING. */
+	int waiting = r->compute.flex_start && !strcmp(out->state, "CREATING");
+	for (size_t i = 0; waiting && i < nmembers; i++)
+		waiting = members[i].capacity_wait;
+	out->capacity_wait = waiting;
 	out->endpoints = nmembers ? xcalloc(nmembers, sizeof(*out->endpoints)) : NULL;
 	for (size_t i = 0; i < nmembers; i++) { /* workers in member-name order */
 		if (!members[i].nendpoints)

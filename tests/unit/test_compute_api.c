@@ -549,7 +549,21 @@ static void test_compute__slice_create_and_delete(void)
 						   "bulkInstanceOperation", "inProgress", 1));
 	CHECK_INT(tpf_compute_slice_parse(m, "us-central1-c", NULL, 0, &out), 0);
 	CHECK_STR(out.state, "CREATING");
-	CHECK(out.recipe.compute.machine_type == NULL);
+	/* with no member, what the description recorded: no change planned */
+	CHECK_STR(out.recipe.compute.machine_type, "tpu7x-standard-4t");
+	CHECK_INT(out.capacity_wait, 0); /* not flex-start: just creating */
+	/* a flex-start slice with no member waits for capacity */
+	json_t *fdesc = json_loads(json_string_value(json_object_get(m, "description")), 0, NULL);
+	json_object_set_new(fdesc, "flex_start", json_true());
+	json_object_set_new(fdesc, "max_run_duration", json_integer(86400));
+	char *ds = json_dumps(fdesc, JSON_COMPACT);
+	json_object_set_new(m, "description", json_string(ds));
+	free(ds);
+	CHECK_INT(tpf_compute_slice_parse(m, "us-central1-c", NULL, 0, &out), 0);
+	CHECK_INT(out.capacity_wait, 1);
+	CHECK_INT(out.recipe.compute.flex_start, 1);
+	CHECK_INT(out.recipe.compute.max_run_duration, 86400);
+	json_decref(fdesc);
 	/* a MIG that is not tpuform's */
 	json_object_set_new(m, "description", json_string("made by hand"));
 	CHECK_INT(tpf_compute_slice_parse(m, "us-central1-c", NULL, 0, &out), -1);

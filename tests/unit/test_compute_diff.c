@@ -123,6 +123,90 @@ static void on_demand(struct tpf_recipe *l, struct tpf_recipe *s)
 	xstrset(&l->compute.termination_action, NULL);
 }
 
+#define FLEX_FLEET                                                                       \
+	"fleet: f\nprovider: { gcp: { project: p } }\nrun: train\n"                         \
+	"groups:\n  - name: a\n    machine_type: ct6e-standard-4t\n"                      \
+	"    zones: [us-east5-b]\n    count: 1\n"                                          \
+	"    flex_start: { max_run_duration: 24h, wait: 1h }\n"
+
+/*
+ * A flex-start node waiting for capacity (capacity_wait, created at T0 =
+ * 2026-01-01T00:00:00Z), planned `waited` seconds later: the plan's one
+ * action (kind, reason code and text in *res; kind -1: none) and its
+ * unconverged note (note, may be "").
+ */
+static void plan_flex(double waited, int recorded, struct result *res, char *note, size_t nn)
+{
+	struct tpf_fleet f;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	CHECK(tpf_fleet_parse(&f, "fleet.yaml", FLEX_FLEET, strlen(FLEX_FLEET), &d) == 0);
+	struct tpf_state st;
+	tpf_state_init(&st);
+	struct tpf_desired_set ds = { 0 };
+	CHECK(tpf_desired_compute(&ds, &f, NULL, &st, &d) == 0);
+	const struct tpf_desired_node *dn = &ds.nodes[0];
+	if (recorded) {
+		struct tpf_state_node *sn = tpf_state_add(&st, dn->name);
+		xstrset(&sn->status, TPF_NODE_CREATED);
+		xstrset(&sn->id, "1");
+		tpf_recipe_copy(&sn->recipe, &dn->recipe);
+		tpf_job_copy(&sn->job, &dn->job);
+		tpf_state_node_set_workers(sn, (size_t)dn->recipe.workers);
+	}
+	struct tpf_live_set live = { 0 };
+	struct tpf_live_node *ln = tpf_live_set_add(&live);
+	ln->name = xstrdup(dn->name);
+	ln->id = xstrdup("1");
+	ln->state = xstrdup("CREATING");
+	ln->create_time = xstrdup("2026-01-01T00:00:00.000-00:00");
+	ln->capacity_wait = 1;
+	tpf_recipe_copy(&ln->recipe, &dn->recipe);
+	xstrset(&ln->recipe.compute.image, NULL);
+	xstrset(&ln->recipe.compute.disk_type, NULL);
+	ln->recipe.compute.flex_wait = 0; /* the API does not know it */
+	double t0 = 1767225600.0; /* 2026-01-01T00:00:00Z */
+	struct tpf_diff_input in = { .fleet = &f, .desired = &ds, .state = &st, .live = &live,
+				     .now = t0 + waited };
+	struct tpf_plan p;
+	CHECK_INT(tpf_diff(&p, &in, &d), 0);
+	memset(res, 0, sizeof(*res));
+	res->kind = -1;
+	CHECK(p.n <= 1);
+	if (p.n) {
+		res->kind = (int)p.actions[0].kind;
+		snprintf(res->code, sizeof(res->code), "%s", p.actions[0].reason_code ?: "");
+		snprintf(res->reason, sizeof(res->reason), "%s", p.actions[0].reason ?: "");
+	}
+	snprintf(note, nn, "%s", p.nunconverged ? p.unconverged[0].reason : "");
+	tpf_plan_release(&p);
+	tpf_live_set_release(&live);
+	tpf_desired_release(&ds);
+	tpf_state_release(&st);
+	tpf_fleet_release(&f);
+	tpf_diags_release(&d);
+}
+
+static void test_compute_diff__flex_waiting_then_given_up(void)
+{
+	struct result r;
+	char note[256];
+	/* 10 minutes in: waiting, shown as such, no action (nothing blocks) */
+	plan_flex(600, 1, &r, note, sizeof(note));
+	CHECK_INT(r.kind, -1);
+	CHECK(strstr(note, "waiting for flex-start capacity in zone us-east5-b") != NULL);
+	CHECK(strstr(note, "10m0s of flex_start.wait 1h0m0s") != NULL);
+	/* not recorded (an interrupted apply): adopted, still waiting */
+	plan_flex(600, 0, &r, note, sizeof(note));
+	CHECK_INT(r.kind, TPF_ACT_UPDATE);
+	CHECK_STR(r.code, "adopt");
+	/* past `wait`: given up, replaced (deleted and requested again) */
+	plan_flex(3600, 1, &r, note, sizeof(note));
+	CHECK_INT(r.kind, TPF_ACT_REPLACE);
+	CHECK_STR(r.code, "flex_wait");
+	CHECK(strstr(r.reason, "waited 1h0m0s for flex-start capacity in zone us-east5-b") != NULL);
+	CHECK(strstr(r.reason, "given up") != NULL);
+}
+
 static void test_compute_diff__replacements(void)
 {
 	struct result r;
@@ -173,6 +257,7 @@ static void test_compute_diff__new_node_shows_every_field(void)
 int main(void)
 {
 	RUN(test_compute_diff__replacements);
+	RUN(test_compute_diff__flex_waiting_then_given_up);
 	RUN(test_compute_diff__new_node_shows_every_field);
 	return unit_done();
 }
