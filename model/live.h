@@ -76,6 +76,13 @@ struct tpf_live_set {
 	 * engine/refresh.c refuses to go on rather than create a second one. */
 	char **unlisted_zones;
 	size_t nunlisted, unlisted_alloc;
+	/* Ids of instances the provider knows were preempted (Compute
+	 * Engine: the targetIds of compute.instances.preempted operations,
+	 * docs/compute-engine.md "Preemption"), so that the plan can say a
+	 * node that is gone was preempted (a spot VM whose termination action
+	 * is DELETE), not deleted outside tpuform. */
+	char **preempted_ids;
+	size_t npreempted, preempted_alloc;
 };
 
 void tpf_live_node_release(struct tpf_live_node *n);
@@ -91,6 +98,10 @@ struct tpf_live_node *tpf_live_set_find(const struct tpf_live_set *s, const char
 void tpf_live_set_add_unlisted(struct tpf_live_set *s, const char *zone);
 /* 1 when zone was recorded by tpf_live_set_add_unlisted. */
 int tpf_live_set_zone_unlisted(const struct tpf_live_set *s, const char *zone);
+/* Record that the instance of id `id` was preempted (copied). */
+void tpf_live_set_add_preempted(struct tpf_live_set *s, const char *id);
+/* 1 when id was recorded by tpf_live_set_add_preempted. */
+int tpf_live_set_was_preempted(const struct tpf_live_set *s, const char *id);
 /* Append a zeroed node and return it. */
 struct tpf_live_node *tpf_live_set_add(struct tpf_live_set *s);
 

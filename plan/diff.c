@@ -284,7 +284,7 @@ static int plan_replace_fields(struct tpf_action *a, const struct tpf_desired_no
 
 /* No live node: create it (again), or wait for quota. */
 static void diff_absent(struct tpf_plan *p, const struct tpf_desired_node *dn,
-			const struct tpf_state_node *sn)
+			const struct tpf_state_node *sn, const struct tpf_live_set *live)
 {
 	struct tpf_action *a;
 	if (dn->deferred) {
@@ -307,7 +307,10 @@ static void diff_absent(struct tpf_plan *p, const struct tpf_desired_node *dn,
 	}
 	a = node_action(p, TPF_ACT_CREATE, dn, sn, NULL);
 	describe_new(a, dn);
-	if (sn && !strcmp(sn->status, TPF_NODE_CREATED))
+	if (sn && !strcmp(sn->status, TPF_NODE_CREATED) && tpf_live_set_was_preempted(live, sn->id))
+		set_reason(a, "preempted", "the node was preempted: Compute Engine deleted it "
+			   "(its termination action is DELETE)");
+	else if (sn && !strcmp(sn->status, TPF_NODE_CREATED))
 		set_reason(a, "missing", "the node is missing: it was deleted outside tpuform");
 	else if (sn)
 		set_reason(a, "interrupted", "an earlier create did not complete");
@@ -709,7 +712,7 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 		return;
 	}
 	if (!ln) {
-		diff_absent(p, dn, sn);
+		diff_absent(p, dn, sn, in->live);
 		return;
 	}
 	tpf_diff_node_notes(ln, d);

@@ -68,17 +68,40 @@ json_t *tpf_compute_instance_body(const char *name, const struct tpf_recipe *r, 
 
 /*
  * Compute Engine Instance.status -> the live node's state (model/live.h
- * speaks Cloud TPU Node.state; model/node_state.c classifies it), for a
- * SPOT instance when spot (docs/compute-engine.md "States"):
+ * speaks Cloud TPU Node.state; model/node_state.c classifies it), for an
+ * instance a compute.instances.preempted operation names when preempted
+ * (docs/compute-engine.md "States" and "Preemption"):
  *   PENDING, PROVISIONING, STAGING -> CREATING; RUNNING -> READY;
  *   REPAIRING -> REPAIRING; DEPROVISIONING -> DELETING;
  *   STOPPING, PENDING_STOP, SUSPENDING, STOPPED, SUSPENDED, TERMINATED ->
- *   PREEMPTED for a spot VM, else STOPPED (STOPPING, PENDING_STOP,
+ *   PREEMPTED when preempted, else STOPPED (STOPPING, PENDING_STOP,
  *   SUSPENDING: STOPPING), TERMINATED (TERMINATED);
  *   anything else: the status itself (an unknown class: nothing acts on it).
  * Static string.
  */
-const char *tpf_compute_state(const char *status, int spot);
+const char *tpf_compute_state(const char *status, int preempted);
+
+/*
+ * Every preemption Compute Engine recorded, in one walk of
+ * aggregated/operations (filter operationType = "compute.instances.preempted",
+ * returnPartialSuccess=true; every page): the DONE operations whose
+ * targetLink is the preempted instance (docs/compute-engine.md
+ * "Preemption"; the compute-preemptible-history sample). *out a new object:
+ * "id:<targetId>" and "name:<zone>/<instance>" -> the latest insertTime.
+ * 0, or an error with a diagnostic (the caller may go on without: a loss
+ * is then not called a preemption).
+ */
+int tpf_compute_list_preempted(struct tpf_compute_client *cc, json_t **out, struct tpf_diags *d);
+
+/* A lost (dead) instance n that `preempted` (tpf_compute_list_preempted;
+ * NULL: none) names by id becomes PREEMPTED. */
+void tpf_compute_mark_preempted(struct tpf_live_node *n, json_t *preempted);
+
+/* 1 when `preempted` names an instance of zone whose name is a slice
+ * member's ("<slice>-" then digits) preempted at or after `since` (RFC
+ * 3339, the MIG's creation; NULL: any time). */
+int tpf_compute_member_preempted(json_t *preempted, const char *zone, const char *slice,
+				 const char *since);
 
 /*
  * An Instance object into *out (released first): name, id, state
@@ -130,12 +153,14 @@ int tpf_compute_delete(struct tpf_compute_client *cc, const char *zone, const ch
  * (instances.list, every page; labels are matched here, as gcloud 528 does:
  * it never sends label terms to the server, reference section 5.3);
  * members of a slice (label tpuform-slice) go to `members` instead (NULL:
- * dropped), in the order listed.
+ * dropped), in the order listed. A lost instance that `preempted`
+ * (tpf_compute_list_preempted, may be NULL) names is PREEMPTED.
  * 0, or an error with a diagnostic; a zone the project cannot use is
  * recorded in out->unlisted_zones, not an error.
  */
 int tpf_compute_list(struct tpf_compute_client *cc, const char *zone, const char *fleet,
-		     struct tpf_live_set *out, struct tpf_live_set *members, struct tpf_diags *d);
+		     json_t *preempted, struct tpf_live_set *out, struct tpf_live_set *members,
+		     struct tpf_diags *d);
 
 /* instances.get into *out; TPF_ENOTFOUND without a diagnostic. */
 int tpf_compute_get(struct tpf_compute_client *cc, const char *zone, const char *name,
@@ -229,8 +254,11 @@ int tpf_compute_delete_slice(struct tpf_compute_client *cc, const char *zone, co
  * "Worker order"): labels and topology from the description; machine type,
  * scheduling and node fields from the first member; state READY when the
  * MIG is stable, every member READY and the applied topology ACTIVE;
- * PREEMPTED (spot) or TERMINATED when a member is dead, or missing once
- * the MIG is stable; else CREATING. 0, or -1 when mig is not tpuform's.
+ * when a member is dead: PREEMPTED if that member is (its preemption
+ * operation, tpf_compute_mark_preempted), else TERMINATED; when one is
+ * missing once the MIG is stable: TERMINATED (the caller makes it
+ * PREEMPTED with tpf_compute_member_preempted); else CREATING; a
+ * flex-start slice still CREATING whose members all wait is capacity_wait. 0, or -1 when mig is not tpuform's.
  */
 int tpf_compute_slice_parse(json_t *mig, const char *zone, struct tpf_live_node *members,
 			    size_t nmembers, struct tpf_live_node *out);

@@ -207,8 +207,7 @@ static int cmp_member(const void *a, const void *b)
 }
 
 /* The slice's state from its MIG status and its members (sorted). */
-static const char *slice_state(json_t *mig, const struct tpf_live_node *m, size_t n, int target,
-			       int spot)
+static const char *slice_state(json_t *mig, const struct tpf_live_node *m, size_t n, int target)
 {
 	json_t *st = json_object_get(mig, "status");
 	int stable = json_is_true(json_object_get(st, "isStable"));
@@ -219,14 +218,14 @@ static const char *slice_state(json_t *mig, const struct tpf_live_node *m, size_
 	size_t ready = 0;
 	for (size_t i = 0; i < n; i++) {
 		enum tpf_node_class c = tpf_node_class(m[i].state);
-		if (c == TPF_NODE_DEAD) /* a lost member is a lost slice */
-			return spot ? "PREEMPTED" : "TERMINATED";
+		if (c == TPF_NODE_DEAD) /* a lost member is a lost slice; preempted if it was */
+			return !strcmp(m[i].state, "PREEMPTED") ? "PREEMPTED" : "TERMINATED";
 		ready += c == TPF_NODE_READY;
 	}
 	if (n == 0 || bulk)
 		return "CREATING";
 	if ((int)n < target) /* members were made, and one is missing */
-		return stable ? (spot ? "PREEMPTED" : "TERMINATED") : "CREATING";
+		return stable ? "TERMINATED" : "CREATING"; /* the caller tells a preemption */
 	if ((int)ready == target && stable && (!ts || !strcmp(ts, "ACTIVE")))
 		return "READY";
 	return "CREATING";
@@ -276,7 +275,7 @@ int tpf_compute_slice_parse(json_t *mig, const char *zone, struct tpf_live_node 
 		json_t *mrd = json_object_get(desc, "max_run_duration");
 		r->compute.max_run_duration = json_is_integer(mrd) ? (long)json_integer_value(mrd) : 0;
 	}
-	out->state = xstrdup(slice_state(mig, members, nmembers, target, r->spot));
+	out->state = xstrdup(slice_state(mig, members, nmembers, target));
 	/* A flex-start slice waits for capacity: BULK makes no member until
 	 * all fit (docs/compute-engine.md section 4), or its members wait
 	 * PENDING. */
@@ -382,7 +381,7 @@ static int read_slice(struct tpf_compute_client *cc, json_t *mig, const char *na
 {
 	struct tpf_live_set nodes = { 0 }, members = { 0 }, mine = { 0 };
 	const char *fleet = tpf_kvlist_get(&r->labels, TPF_LABEL_FLEET);
-	int rc = tpf_compute_list(cc, r->zone, fleet ? fleet : "", &nodes, &members, d);
+	int rc = tpf_compute_list(cc, r->zone, fleet ? fleet : "", NULL, &nodes, &members, d);
 	for (size_t i = 0; rc == 0 && i < members.n; i++) {
 		const char *s = tpf_kvlist_get(&members.nodes[i].recipe.labels, TPF_COMPUTE_SLICE_LABEL);
 		if (s && !strcmp(s, name))

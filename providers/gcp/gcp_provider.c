@@ -160,6 +160,7 @@ struct zone_job {
 	size_t ntpu;              /* set.nodes[0 .. ntpu) are Cloud TPU nodes, the rest compute */
 	size_t nsingle;           /* set.nodes[ntpu .. nsingle) instances, the rest slices */
 	json_t *migs;             /* the fleet's MIGs of this zone (borrowed), NULL: none */
+	json_t *preempted;        /* tpf_compute_list_preempted's (borrowed), NULL: none */
 	struct tpf_gcp_qr *qrs;
 	size_t nqrs;
 	struct tpf_diags diags;
@@ -182,6 +183,10 @@ static void add_slices(struct zone_job *j, struct tpf_live_set *members)
 		}
 		struct tpf_live_node n = { 0 };
 		if (tpf_compute_slice_parse(mig, j->zone, mine.nodes, mine.n, &n) == 0) {
+			/* a member gone (termination action DELETE) by preemption */
+			if (!strcmp(n.state, "TERMINATED") && mine.n < (size_t)n.recipe.workers &&
+			    tpf_compute_member_preempted(j->preempted, j->zone, name, n.create_time))
+				xstrset(&n.state, "PREEMPTED");
 			tpf_compute_seen_slice(j->cc, j->zone, name, n.id, mine.nodes, mine.n);
 			*tpf_live_set_add(&j->set) = n; /* moved */
 		}
@@ -201,7 +206,8 @@ static void *zone_worker(void *arg)
 	j->ntpu = j->set.n;
 	struct tpf_live_set members = { 0 };
 	if (j->rc == 0 && j->cc)
-		j->rc = tpf_compute_list(j->cc, j->zone, j->fleet, &j->set, &members, &j->diags);
+		j->rc = tpf_compute_list(j->cc, j->zone, j->fleet, j->preempted, &j->set, &members,
+					 &j->diags);
 	j->nsingle = j->set.n;
 	if (j->rc == 0)
 		add_slices(j, &members);
@@ -238,6 +244,32 @@ static void learn(struct gcp_impl *g, const struct zone_job *j)
 
 #define REFRESH_PARALLEL 8
 
+/*
+ * What Compute Engine lists for every zone at once: the fleet's MIGs
+ * (*migs: zone -> [MIG]) and the preemptions (*preempted, NULL when they
+ * could not be read: a warning, and losses are then not called
+ * preemptions), each one aggregated walk; the preempted instances' ids go
+ * to out (model/live.h), so the plan can say why a node is gone.
+ */
+static int compute_lists(struct tpf_compute_client *cc, const char *fleet, json_t **migs,
+			 json_t **preempted, struct tpf_live_set *out, struct tpf_diags *d)
+{
+	int rc = tpf_compute_list_migs(cc, fleet, migs, d);
+	if (rc < 0)
+		return rc;
+	struct tpf_diags why = TPF_DIAGS_INIT;
+	if (tpf_compute_list_preempted(cc, preempted, &why) < 0)
+		tpf_warn(d, NULL, "%s; a lost Compute Engine VM is not called preempted this time",
+			 why.n ? why.items[0].summary : "the preemptions could not be listed");
+	tpf_diags_release(&why);
+	const char *k;
+	json_t *v;
+	json_object_foreach(*preempted, k, v)
+		if (!strncmp(k, "id:", 3))
+			tpf_live_set_add_preempted(out, k + 3);
+	return 0;
+}
+
 static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t nzones,
 		       struct tpf_live_set *out, struct tpf_diags *d)
 {
@@ -247,8 +279,8 @@ static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t 
 	int queued = fleet_has_queued(p->fleet);
 	struct tpf_compute_client *cc = fleet_uses_compute(p->fleet)
 						? ((struct gcp_impl *)p->impl)->compute : NULL;
-	json_t *migs = NULL; /* every zone's MIGs in one aggregated list */
-	if (cc && (rc = tpf_compute_list_migs(cc, p->fleet->name, &migs, d)) < 0) {
+	json_t *migs = NULL, *preempted = NULL;
+	if (cc && (rc = compute_lists(cc, p->fleet->name, &migs, &preempted, out, d)) < 0) {
 		free(jobs);
 		return rc;
 	}
@@ -256,6 +288,7 @@ static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t 
 		jobs[i].c = client_of(p);
 		jobs[i].cc = cc;
 		jobs[i].migs = json_object_get(migs, zones[i]);
+		jobs[i].preempted = preempted;
 		jobs[i].zone = zones[i];
 		jobs[i].fleet = p->fleet->name;
 		jobs[i].queued = queued;
@@ -296,6 +329,7 @@ static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t 
 		pthread_mutex_destroy(&j->diags.mu);
 	}
 	json_decref(migs);
+	json_decref(preempted);
 	free(jobs);
 	return rc;
 }

@@ -19,7 +19,7 @@
 setup_dir t366
 export TPUFORM_SSH_RETRY=3
 # Each instance the emulator makes takes the next worker address.
-gcp_workers_start 12 127.0.36.1 --op-seconds 0.1 --compute-stage-seconds 0.1
+gcp_workers_start 14 127.0.36.1 --op-seconds 0.1 --compute-stage-seconds 0.1
 requests() { curl -s "$FAKEGCP_URL/__admin/requests"; }
 admin() { curl -s -X POST "$FAKEGCP_URL/__admin/$1"; }
 world() { curl -s "$FAKEGCP_URL/__admin/compute"; }
@@ -76,6 +76,9 @@ admin "requests:clear" >/dev/null
 ok "then no changes" tpuform plan -f fleet.yaml -detailed-exitcode
 is "a quiet plan lists, never asks per node" \
 	"$(requests | jq -r '[.[] | select(.path | test("/instances/[^/]+$"))] | length')" "0"
+is "preemptions are read in one aggregated call, not per node" \
+	"$(requests | jq -r '[.[] | select(.path | test("operations"))] | map(.path | sub(".*/projects/test-project/"; "")) | join(" ")')" \
+	"aggregated/operations"
 
 # ---- 2. one member of the slice preempted ------------------------------------
 admin "requests:clear" >/dev/null
@@ -84,6 +87,7 @@ admin "compute:settle" >/dev/null
 admin "compute:settle" >/dev/null
 out=$(tpuform plan -f fleet.yaml 2>&1)
 like "plan: the slice is replaced" "$out" "ce-big-0.*(must be replaced|replaced)"
+like "plan: because it was preempted (its zone operation says so)" "$out" "\(the node is preempted\)"
 unlike "plan: the single instance is left alone" "$out" "ce-one-0.*replaced"
 ok "apply replaces it" tpuform apply -f fleet.yaml -auto-approve
 is "the log: the MIG deleted and made again" \
@@ -96,6 +100,25 @@ h2=$(ip_of ce-big-0-002)
 is "both workers of the slice ran again with TPUFORM_RETRY=1" "$(starts 1 | tr '\n' ';')" \
 	"ce-big-0 retry=1 id=0 w=0/2 hosts=$h1,$h2;ce-big-0 retry=1 id=1 w=1/2 hosts=$h1,$h2;"
 ok "then no changes" tpuform plan -f fleet.yaml -detailed-exitcode
+
+# ---- 2b. a member lost without a preemption: terminated, not preempted -------------
+admin "compute/instances/us-central1-c/ce-big-0-001:delete" >/dev/null
+out=$(tpuform plan -f fleet.yaml 2>&1)
+like "plan: the slice is replaced because it was lost" "$out" "\(the node is terminated\)"
+unlike "plan: not called preempted" "$out" "PREEMPTED|preempted"
+ok "apply replaces it" tpuform apply -f fleet.yaml -auto-approve
+is "the slice is back" "$(instances)" "ce-big-0-001:RUNNING ce-big-0-002:RUNNING ce-one-0:RUNNING"
+
+# ---- 2c. the spot instance preempted and deleted (termination action DELETE) -------
+admin "compute/instances/us-east5-b/ce-one-0:preempt" >/dev/null
+admin "compute:settle" >/dev/null
+admin "compute:settle" >/dev/null
+is "the preempted instance is gone" "$(instances)" "ce-big-0-001:RUNNING ce-big-0-002:RUNNING"
+out=$(tpuform plan -f fleet.yaml 2>&1)
+like "plan: created again, because it was preempted, not deleted by someone" "$out" "the node was preempted: Compute Engine deleted it"
+unlike "plan: not 'deleted outside tpuform'" "$out" "deleted outside tpuform"
+ok "apply creates it again" tpuform apply -f fleet.yaml -auto-approve
+is "everything runs" "$(instances)" "ce-big-0-001:RUNNING ce-big-0-002:RUNNING ce-one-0:RUNNING"
 
 # ---- 3. destroy ----------------------------------------------------------------
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve

@@ -345,12 +345,64 @@ static void test_compute__create_failures(void)
 	tpf_diags_release(&d);
 }
 
+/* A spot VM that stopped is PREEMPTED only when a compute.instances.preempted
+ * operation names it (docs/compute-engine.md "Preemption"), found in ONE
+ * aggregated/operations walk; a slice's member gone by preemption too. */
+static void test_compute__preemptions_told_apart(void)
+{
+	struct step ops[] = {
+		{ 200, "{\"items\":{\"zones/us-central1-c\":{\"operations\":["
+		       "{\"operationType\":\"compute.instances.preempted\",\"targetId\":\"77\","
+		       "\"targetLink\":\"https://x/compute/v1/projects/p/zones/us-central1-c/instances/f-g-0\","
+		       "\"insertTime\":\"2026-01-01T00:00:00.000-00:00\"},"
+		       "{\"operationType\":\"compute.instances.preempted\",\"targetId\":\"78\","
+		       "\"targetLink\":\"https://x/compute/v1/projects/p/zones/us-central1-c/instances/f-s-0-002\","
+		       "\"insertTime\":\"2026-01-02T00:00:00.000-00:00\"},"
+		       "{\"operationType\":\"compute.instances.insert\",\"targetId\":\"79\","
+		       "\"insertTime\":\"2026-01-02T00:00:00.000-00:00\"}]},"
+		       "\"regions/us-central1\":{\"warning\":{\"code\":\"NO_RESULTS_ON_PAGE\"}}}}" },
+	};
+	script(ops, 1);
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	json_t *pre = NULL;
+	CHECK_INT(tpf_compute_list_preempted(cc, &pre, &d), 0);
+	CHECK_INT(srv.n, 1);
+	CHECK_STR(srv.seen[0].path, "/compute/v1/projects/p/aggregated/operations");
+	CHECK(json_object_get(pre, "id:77") != NULL);
+	CHECK(json_object_get(pre, "id:79") == NULL); /* not a preemption */
+	CHECK(json_object_get(pre, "name:us-central1-c/f-g-0") != NULL);
+	struct tpf_live_node n = { 0 };
+	n.id = xstrdup("77");
+	n.state = xstrdup("TERMINATED");
+	tpf_compute_mark_preempted(&n, NULL);
+	CHECK_STR(n.state, "TERMINATED"); /* nothing says so: not a preemption */
+	tpf_compute_mark_preempted(&n, pre);
+	CHECK_STR(n.state, "PREEMPTED");
+	xstrset(&n.id, "80");
+	xstrset(&n.state, "TERMINATED");
+	tpf_compute_mark_preempted(&n, pre);
+	CHECK_STR(n.state, "TERMINATED"); /* another instance's preemption */
+	xstrset(&n.state, "READY");
+	xstrset(&n.id, "77");
+	tpf_compute_mark_preempted(&n, pre);
+	CHECK_STR(n.state, "READY"); /* a running VM is not lost */
+	tpf_live_node_release(&n);
+	/* slice f-s-0 lost member -002 to a preemption after the MIG was made */
+	CHECK(tpf_compute_member_preempted(pre, "us-central1-c", "f-s-0", "2026-01-01T12:00:00Z"));
+	CHECK(!tpf_compute_member_preempted(pre, "us-central1-c", "f-s-0", "2026-01-03T00:00:00Z"));
+	CHECK(!tpf_compute_member_preempted(pre, "us-central1-c", "f-s", NULL)); /* not -digits */
+	CHECK(!tpf_compute_member_preempted(pre, "us-east1-b", "f-s-0", NULL));
+	json_decref(pre);
+	tpf_diags_release(&d);
+}
+
 static void test_compute__list_and_states(void)
 {
 	struct step pages[] = {
 		{ 200, "{\"items\":[{\"name\":\"other-a-0\",\"status\":\"RUNNING\","
 		       "\"labels\":{\"tpuform-fleet\":\"other\"}},"
-		       "{\"name\":\"f-g-0\",\"status\":\"TERMINATED\",\"zone\":\"zones/us-central1-c\","
+		       "{\"name\":\"f-g-0\",\"id\":\"77\",\"status\":\"TERMINATED\","
+		       "\"zone\":\"zones/us-central1-c\","
 		       "\"machineType\":\"zones/us-central1-c/machineTypes/ct6e-standard-4t\","
 		       "\"scheduling\":{\"provisioningModel\":\"SPOT\",\"preemptible\":true},"
 		       "\"labels\":{\"tpuform-fleet\":\"f\"}}],\"nextPageToken\":\"t2\"}" },
@@ -361,7 +413,10 @@ static void test_compute__list_and_states(void)
 	script(pages, 2);
 	struct tpf_live_set set = { 0 };
 	struct tpf_diags d = TPF_DIAGS_INIT;
-	CHECK_INT(tpf_compute_list(cc, "us-central1-c", "f", &set, NULL, &d), 0);
+	/* a preemption operation names f-g-0 (id 77) */
+	json_t *pre = json_pack("{s:s}", "id:77", "2026-01-01T00:00:00Z");
+	CHECK_INT(tpf_compute_list(cc, "us-central1-c", "f", pre, &set, NULL, &d), 0);
+	json_decref(pre);
 	CHECK_INT(srv.n, 2);
 	CHECK_STR(srv.seen[0].path, "/compute/v1/projects/p/zones/us-central1-c/instances");
 	CHECK_STR(srv.seen[1].page_token, "t2");
@@ -378,7 +433,7 @@ static void test_compute__list_and_states(void)
 				      "'projects/p/zones/xx-1-a' was not found\"}}" } };
 	script(gone, 1);
 	memset(&set, 0, sizeof(set));
-	CHECK_INT(tpf_compute_list(cc, "xx-1-a", "f", &set, NULL, &d), 0);
+	CHECK_INT(tpf_compute_list(cc, "xx-1-a", "f", NULL, &set, NULL, &d), 0);
 	CHECK(tpf_live_set_zone_unlisted(&set, "xx-1-a"));
 	tpf_live_set_release(&set);
 	tpf_diags_release(&d);
@@ -540,10 +595,16 @@ static void test_compute__slice_create_and_delete(void)
 	xstrset(&mem[1].state, "PREEMPTED");
 	CHECK_INT(tpf_compute_slice_parse(m, "us-central1-c", mem, 2, &out), 0);
 	CHECK_STR(out.state, "PREEMPTED");
-	/* one member missing once the MIG is stable (DO_NOTHING): lost too */
+	/* a member lost otherwise (no preemption operation): terminated */
+	xstrset(&mem[1].state, "TERMINATED");
+	CHECK_INT(tpf_compute_slice_parse(m, "us-central1-c", mem, 2, &out), 0);
+	CHECK_STR(out.state, "TERMINATED");
+	/* one member missing once the MIG is stable (DO_NOTHING): lost too;
+	 * the provider calls it preempted when an operation says so
+	 * (tpf_compute_member_preempted) */
 	xstrset(&mem[1].state, "READY");
 	CHECK_INT(tpf_compute_slice_parse(m, "us-central1-c", mem, 1, &out), 0);
-	CHECK_STR(out.state, "PREEMPTED");
+	CHECK_STR(out.state, "TERMINATED");
 	/* BULK waiting for capacity: no member yet */
 	json_object_set_new(m, "status", json_pack("{s:b, s:{s:b}}", "isStable", 0,
 						   "bulkInstanceOperation", "inProgress", 1));
@@ -609,7 +670,8 @@ int main(void)
 		RUN(test_compute__create_spot);
 		RUN(test_compute__flex_and_reservation_bodies);
 		RUN(test_compute__create_failures);
-		RUN(test_compute__list_and_states);
+		RUN(test_compute__preemptions_told_apart);
+	RUN(test_compute__list_and_states);
 		RUN(test_compute__metadata_fingerprint_and_delete);
 		RUN(test_compute__slice_create_and_delete);
 	}
