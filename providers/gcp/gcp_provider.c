@@ -101,6 +101,25 @@ static int fleet_uses_compute(const struct tpf_fleet *f)
 	return 0;
 }
 
+/*
+ * Cloud TPU API nodes are listed unless the fleet is all on Compute
+ * Engine: a group on the Cloud TPU API, provider.gcp.api set (either way,
+ * as above), or a state that records a Cloud TPU API node (a group moved
+ * to Compute Engine: its old nodes must be seen to be deleted). A fleet
+ * all on Compute Engine with a state that records none sends no Cloud TPU
+ * request: its project need not enable tpu.googleapis.com, and its
+ * refresh is the Compute Engine lists alone.
+ */
+static int fleet_uses_tpu(const struct tpf_fleet *f)
+{
+	if (f->gcp.api_given || f->gcp.state_has_tpu || f->ngroups == 0)
+		return 1;
+	for (size_t i = 0; i < f->ngroups; i++)
+		if (f->groups[i].compute.api != TPF_API_COMPUTE)
+			return 1;
+	return 0;
+}
+
 /* The API of node `name` by its group in the fleet file (names are
  * FLEET-GROUP-INDEX), for a node no refresh has seen. */
 static enum tpf_api api_by_name(const struct tpf_fleet *f, const char *name)
@@ -154,6 +173,7 @@ static struct tpf_gcp_client *client_of(struct tpf_provider *p)
 struct zone_job {
 	struct tpf_gcp_client *c;
 	struct tpf_compute_client *cc; /* also list Compute Engine instances; NULL: not */
+	int tpu;                  /* list Cloud TPU API nodes (fleet_uses_tpu) */
 	const char *zone, *fleet;
 	int queued;               /* also list queued resources */
 	struct tpf_live_set set;
@@ -161,6 +181,7 @@ struct zone_job {
 	size_t nsingle;           /* set.nodes[ntpu .. nsingle) instances, the rest slices */
 	json_t *migs;             /* the fleet's MIGs of this zone (borrowed), NULL: none */
 	json_t *preempted;        /* tpf_compute_list_preempted's (borrowed), NULL: none */
+	struct tpf_live_set members; /* compute: the slices' members listed */
 	struct tpf_gcp_qr *qrs;
 	size_t nqrs;
 	struct tpf_diags diags;
@@ -197,22 +218,56 @@ static void add_slices(struct zone_job *j, struct tpf_live_set *members)
 static void *zone_worker(void *arg)
 {
 	struct zone_job *j = arg;
-	j->rc = tpf_gcp_list_nodes(j->c, j->zone, j->fleet, &j->set, &j->diags);
+	j->rc = j->tpu ? tpf_gcp_list_nodes(j->c, j->zone, j->fleet, &j->set, &j->diags) : 0;
 	if (j->rc == 0 && j->queued) {
 		j->rc = tpf_gcp_list_qrs(j->c, j->zone, j->fleet, &j->qrs, &j->nqrs, &j->diags);
 		if (j->rc == 0)
 			tpf_gcp_qr_merge(&j->set, j->qrs, j->nqrs);
 	}
 	j->ntpu = j->set.n;
-	struct tpf_live_set members = { 0 };
-	if (j->rc == 0 && j->cc)
-		j->rc = tpf_compute_list(j->cc, j->zone, j->fleet, j->preempted, &j->set, &members,
-					 &j->diags);
 	j->nsingle = j->set.n;
-	if (j->rc == 0)
-		add_slices(j, &members);
-	tpf_live_set_release(&members);
+	/* Preemptions are marked and slices made from members once the
+	 * aggregated lists, walked meanwhile, are in (compute_finish). */
+	if (j->rc == 0 && j->cc)
+		j->rc = tpf_compute_list(j->cc, j->zone, j->fleet, NULL, &j->set, &j->members,
+					 &j->diags);
 	return NULL;
+}
+
+/* The aggregated lists of a refresh (compute_lists), walked on a thread of
+ * their own while the zones are listed. */
+struct agg_job {
+	struct tpf_compute_client *cc;
+	const char *fleet;
+	json_t *migs, *preempted;
+	struct tpf_live_set ids; /* only its preempted ids are used */
+	struct tpf_diags diags;
+	int rc;
+};
+
+static int compute_lists(struct tpf_compute_client *cc, const char *fleet, json_t **migs,
+			 json_t **preempted, struct tpf_live_set *out, struct tpf_diags *d);
+
+static void *agg_worker(void *arg)
+{
+	struct agg_job *a = arg;
+	a->rc = compute_lists(a->cc, a->fleet, &a->migs, &a->preempted, &a->ids, &a->diags);
+	return NULL;
+}
+
+/* A zone's Compute Engine nodes, once the aggregated lists are in: lost
+ * instances a preemption names are PREEMPTED, and each MIG with its
+ * members becomes a slice node. */
+static void compute_finish(struct zone_job *j, const struct agg_job *a)
+{
+	j->migs = json_object_get(a->migs, j->zone);
+	j->preempted = a->preempted;
+	for (size_t k = j->ntpu; k < j->set.n; k++)
+		tpf_compute_mark_preempted(&j->set.nodes[k], a->preempted);
+	for (size_t k = 0; k < j->members.n; k++)
+		tpf_compute_mark_preempted(&j->members.nodes[k], a->preempted);
+	j->nsingle = j->set.n;
+	add_slices(j, &j->members);
 }
 
 /* Remember, for remove(), which nodes of a zone have a queued resource. */
@@ -279,16 +334,16 @@ static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t 
 	int queued = fleet_has_queued(p->fleet);
 	struct tpf_compute_client *cc = fleet_uses_compute(p->fleet)
 						? ((struct gcp_impl *)p->impl)->compute : NULL;
-	json_t *migs = NULL, *preempted = NULL;
-	if (cc && (rc = compute_lists(cc, p->fleet->name, &migs, &preempted, out, d)) < 0) {
-		free(jobs);
-		return rc;
-	}
+	struct agg_job agg = { .cc = cc, .fleet = p->fleet->name };
+	pthread_t agg_th;
+	int agg_started = 0;
+	tpf_diags_init(&agg.diags);
+	if (cc)
+		agg_started = !pthread_create(&agg_th, NULL, agg_worker, &agg);
 	for (size_t i = 0; i < nzones; i++) {
 		jobs[i].c = client_of(p);
 		jobs[i].cc = cc;
-		jobs[i].migs = json_object_get(migs, zones[i]);
-		jobs[i].preempted = preempted;
+		jobs[i].tpu = fleet_uses_tpu(p->fleet);
 		jobs[i].zone = zones[i];
 		jobs[i].fleet = p->fleet->name;
 		jobs[i].queued = queued;
@@ -308,8 +363,19 @@ static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t 
 				zone_worker(&jobs[base + k]); /* no thread: do it here */
 		}
 	}
+	if (agg_started)
+		pthread_join(agg_th, NULL);
+	else if (cc)
+		agg_worker(&agg);
+	rc = agg.rc;
+	tpf_diags_move(d, &agg.diags);
+	for (size_t k = 0; k < agg.ids.npreempted; k++)
+		tpf_live_set_add_preempted(out, agg.ids.preempted_ids[k]);
 	for (size_t i = 0; i < nzones; i++) {
 		struct zone_job *j = &jobs[i];
+		if (cc && j->rc == 0 && rc == 0)
+			compute_finish(j, &agg);
+		tpf_live_set_release(&j->members);
 		if (j->rc < 0 && rc == 0)
 			rc = j->rc;
 		learn(p->impl, j);
@@ -328,8 +394,11 @@ static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t 
 		tpf_diags_release(&j->diags);
 		pthread_mutex_destroy(&j->diags.mu);
 	}
-	json_decref(migs);
-	json_decref(preempted);
+	json_decref(agg.migs);
+	json_decref(agg.preempted);
+	tpf_live_set_release(&agg.ids);
+	tpf_diags_release(&agg.diags);
+	pthread_mutex_destroy(&agg.diags.mu);
 	free(jobs);
 	return rc;
 }
