@@ -64,6 +64,14 @@ struct tpf_live_node {
 	 * waiting and gives it up after the group's flex_start.wait.
 	 */
 	int capacity_wait;
+	/*
+	 * A multislice node whose slices are separate resources (Compute
+	 * Engine: one MIG each): the indexes of the slices that are lost
+	 * (dead, or gone), comma-separated ("1", "0,2"), when some are and
+	 * state is then the lost slice's (PREEMPTED, TERMINATED); NULL when
+	 * none is. The plan recreates only these.
+	 */
+	char *lost_slices;
 };
 
 struct tpf_live_set {

@@ -360,6 +360,45 @@ static void replace_dead(struct tpf_plan *p, const struct tpf_desired_node *dn,
 	replace_from_state(a, dn, ln, sn, ln->state);
 }
 
+/*
+ * A multislice node on Compute Engine with some slices lost
+ * (ln->lost_slices; docs/compute-engine.md "Multislice"): replace only
+ * those (a->keep_parts: no delete first, the create remakes them), and
+ * restart every worker of every slice with one new TPUFORM_RETRY, since
+ * the job is one program. When every slice is lost it is a plain replace.
+ */
+static int replace_lost_slices(struct tpf_plan *p, const struct tpf_desired_node *dn,
+			       const struct tpf_state_node *sn, const struct tpf_live_node *ln)
+{
+	int n = tpf_recipe_slices(&ln->recipe), nlost = 1;
+	if (!ln->lost_slices || n < 2 || ln->recipe.compute.api != TPF_API_COMPUTE)
+		return 0;
+	for (const char *c = ln->lost_slices; *c; c++)
+		nlost += *c == ',';
+	if (nlost >= n)
+		return 0;
+	struct tpf_action *a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
+	a->keep_parts = 1;
+	char *code = xstrdup(ln->state);
+	for (char *c = code; *c; c++)
+		*c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+	char *text = xasprintf("slice%s %s of %d %s %s: only %s recreated, and every worker of "
+			       "every slice restarts", nlost > 1 ? "s" : "", ln->lost_slices, n,
+			       nlost > 1 ? "are" : "is", code, nlost > 1 ? "they are" : "it is");
+	set_reason(a, code, text);
+	free(text);
+	free(code);
+	char *was = xasprintf("\"%s\"", ln->lost_slices);
+	tpf_action_change(a, "slices_replaced", NULL, was, 0, 0);
+	free(was);
+	replace_from_state(a, dn, ln, sn, ln->state);
+	/* A field that forces replacement changed too: every slice goes. */
+	for (size_t i = 0; i < a->nchanges; i++)
+		if (a->changes[i].forces)
+			a->keep_parts = 0;
+	return 1;
+}
+
 /* Replace when the node must go: its queued resource gave up, it is dead,
  * tainted, or a field that forces replacement changed. 1 if it did. */
 static int diff_replace(struct tpf_plan *p, const struct tpf_desired_node *dn,
@@ -371,7 +410,8 @@ static int diff_replace(struct tpf_plan *p, const struct tpf_desired_node *dn,
 		return 1;
 	}
 	if (tpf_node_class(ln->state) == TPF_NODE_DEAD) {
-		replace_dead(p, dn, sn, ln);
+		if (!replace_lost_slices(p, dn, sn, ln))
+			replace_dead(p, dn, sn, ln);
 		return 1;
 	}
 	/* The fields that force a replacement, gathered before an action is

@@ -244,6 +244,12 @@ int tpf_compute_create_slice(struct tpf_compute_client *cc, const char *name,
 int tpf_compute_wait_slice(struct tpf_compute_client *cc, const char *name,
 			   const struct tpf_recipe *r, struct tpf_live_node *out,
 			   struct tpf_diags *d);
+/* Slice N as it is now (its MIG, and its members from the zone's
+ * instances.list), into *out; TPF_ENOTFOUND without a diagnostic when the
+ * MIG does not exist. */
+int tpf_compute_read_slice(struct tpf_compute_client *cc, const char *name,
+			   const struct tpf_recipe *r, struct tpf_live_node *out,
+			   struct tpf_diags *d);
 /* Delete MIG N (and its members), template N-t, policy N-wp, in that
  * order, each waited for; parts already gone are skipped. */
 int tpf_compute_delete_slice(struct tpf_compute_client *cc, const char *zone, const char *name,
@@ -277,5 +283,41 @@ void tpf_compute_seen_slice(struct tpf_compute_client *cc, const char *zone, con
  */
 int tpf_compute_list_migs(struct tpf_compute_client *cc, const char *fleet, json_t **out,
 			  struct tpf_diags *d);
+
+/* ---- multislice: one MIG per slice (providers/gcp/compute_multislice.c) ---- */
+
+/* "<node>-<k>": slice k's MIG (caller frees); its template, policy and
+ * members are named after it (tpf_compute_slice_part, "-###"). */
+char *tpf_compute_unit_slice(const char *node, int k);
+/* 1 when MIG mig is slice *index of *nslices (> 1) of multislice node
+ * *unit (new string), from its description; else 0. */
+int tpf_compute_mig_unit(json_t *mig, char **unit, int *index, int *nslices);
+/*
+ * Multislice node `unit` from its n slices sl[0..n) (slice nodes as
+ * tpf_compute_slice_parse made them; a name NULL: that slice is gone):
+ * id and recipe from the first slice that exists, slices n, workers every
+ * slice's, endpoints slice by slice (the workers' order); state READY when
+ * every slice is; when some are lost (dead or gone), PREEMPTED if one of
+ * them is, else TERMINATED, with lost_slices naming them; else CREATING.
+ * 0, or -1 when no slice exists.
+ */
+int tpf_compute_unit_merge(const char *unit, struct tpf_live_node *sl, int n,
+			   struct tpf_live_node *out);
+/*
+ * Create multislice node `name` (r->slices slices of r's topology, in
+ * r->zone), or complete it: each slice NODE-k that runs or is on its way is
+ * kept; one that is lost (dead, or a member gone) is deleted and made
+ * again; one that does not exist is made (tpf_compute_create_slice). Then
+ * every slice is waited for (tpf_compute_wait_slice) and *out is the
+ * merged node. On failure the slices this call made are deleted again;
+ * those that ran before stay. Errors as tpf_compute_create_slice's.
+ */
+int tpf_compute_create_unit(struct tpf_compute_client *cc, const char *name,
+			    const struct tpf_recipe *r, json_t *md, struct tpf_live_node *out,
+			    struct tpf_diags *d);
+/* Delete slices NODE-0 .. NODE-(nslices-1) (tpf_compute_delete_slice
+ * each); gone already is 0. */
+int tpf_compute_delete_unit(struct tpf_compute_client *cc, const char *zone, const char *name,
+			    int nslices, struct tpf_diags *d);
 
 #endif

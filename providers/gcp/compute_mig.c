@@ -82,6 +82,15 @@ char *tpf_compute_mig_description(const char *name, const struct tpf_recipe *r)
 		json_object_set_new(o, "spot", json_true());
 	if (r->compute.max_run_duration > 0)
 		json_object_set_new(o, "max_run_duration", json_integer(r->compute.max_run_duration));
+	/* A slice of a multislice node NODE is MIG NODE-k
+	 * (compute_multislice.c): its unit, its index and how many. */
+	const char *dash = strrchr(name, '-');
+	if (tpf_recipe_slices(r) > 1 && dash && dash[1] &&
+	    strspn(dash + 1, "0123456789") == strlen(dash + 1)) {
+		json_object_set_new(o, "unit", json_stringn(name, (size_t)(dash - name)));
+		json_object_set_new(o, "slice_index", json_integer(atol(dash + 1)));
+		json_object_set_new(o, "slices", json_integer(tpf_recipe_slices(r)));
+	}
 	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(o);
 	return s;
@@ -115,7 +124,7 @@ json_t *tpf_compute_mig_body(const char *name, const struct tpf_recipe *r, const
 	char *desc = tpf_compute_mig_description(name, r);
 	json_t *b = json_pack("{s:s, s:s, s:s, s:s, s:i, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}}",
 			      "name", name, "description", desc, "baseInstanceName", base,
-			      "instanceTemplate", tmpl, "targetSize", r->workers,
+			      "instanceTemplate", tmpl, "targetSize", tpf_recipe_slice_workers(r),
 			      "resourcePolicies", "workloadPolicy", wp,
 			      "targetSizePolicy", "mode", "BULK",
 			      "instanceLifecyclePolicy", "defaultActionOnFailure", "DO_NOTHING",
@@ -134,7 +143,7 @@ int tpf_compute_create_slice(struct tpf_compute_client *cc, const char *name,
 	const char *project = tpf_gcp_client_project(cc->c);
 	char *region = tpf_compute_region(r->zone);
 	char *what = xasprintf("create slice '%s' (%d x %s, topology %s) in zone '%s'", name,
-			       r->workers, r->compute.machine_type,
+			       tpf_recipe_slice_workers(r), r->compute.machine_type,
 			       r->node.topology ? r->node.topology : "?", r->zone);
 	json_t *tb = tpf_compute_template_body(name, r, metadata, tpf_gcp_client_external_ips(cc->c));
 	int rc = insert(cc, "global/instanceTemplates", tb, what, name, d);
@@ -376,7 +385,7 @@ static int bulk_error(json_t *mig, const char *what, const char *address, struct
 }
 
 /* The slice as it is now: its MIG and its members of the zone's list. */
-static int read_slice(struct tpf_compute_client *cc, json_t *mig, const char *name,
+static int read_mig_slice(struct tpf_compute_client *cc, json_t *mig, const char *name,
 		      const struct tpf_recipe *r, struct tpf_live_node *out, struct tpf_diags *d)
 {
 	struct tpf_live_set nodes = { 0 }, members = { 0 }, mine = { 0 };
@@ -397,6 +406,23 @@ static int read_slice(struct tpf_compute_client *cc, json_t *mig, const char *na
 	return rc;
 }
 
+int tpf_compute_read_slice(struct tpf_compute_client *cc, const char *name,
+			   const struct tpf_recipe *r, struct tpf_live_node *out,
+			   struct tpf_diags *d)
+{
+	char *url = xasprintf("%s/zones/%s/instanceGroupManagers/%s", cc->base, r->zone, name);
+	char *what = xasprintf("read slice '%s' in zone '%s'", name, r->zone);
+	json_t *mig = NULL;
+	int rc = tpf_gcp_call(cc->c, "GET", url, NULL, what, name, TPF_GCP_QUIET(TPF_GCP_NOTFOUND),
+			      &mig, NULL, d);
+	if (rc == 0)
+		rc = read_mig_slice(cc, mig, name, r, out, d);
+	json_decref(mig);
+	free(what);
+	free(url);
+	return rc;
+}
+
 int tpf_compute_wait_slice(struct tpf_compute_client *cc, const char *name,
 			   const struct tpf_recipe *r, struct tpf_live_node *out,
 			   struct tpf_diags *d)
@@ -412,7 +438,7 @@ int tpf_compute_wait_slice(struct tpf_compute_client *cc, const char *name,
 		if (rc == 0 && !r->compute.flex_start)
 			rc = bulk_error(mig, what, name, d);
 		if (rc == 0)
-			rc = read_slice(cc, mig, name, r, out, d);
+			rc = read_mig_slice(cc, mig, name, r, out, d);
 		json_decref(mig);
 		/* READY, or flex-start waiting for capacity (never blocks) */
 		if (rc < 0 || !strcmp(out->state, "READY") || r->compute.flex_start)

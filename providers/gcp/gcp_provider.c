@@ -20,6 +20,7 @@ struct qr_fact {
 	char *zone, *node, *qr;
 	int compute; /* a Compute Engine instance (issue 18), not a Cloud TPU node */
 	int slice;   /* compute: a multi-host slice (a MIG, compute_mig.c) */
+	int nslices; /* compute: a multislice node's slices (compute_multislice.c), else 0 */
 };
 
 /* The client, the SSH transport to the workers (made at open) and the
@@ -68,6 +69,7 @@ static void fact_set(struct gcp_impl *g, const char *zone, const char *node, con
 		f->qr = NULL;
 		f->compute = 0;
 		f->slice = 0;
+		f->nslices = 0;
 	}
 	xstrset(&f->qr, qr);
 }
@@ -120,20 +122,27 @@ static int fleet_uses_tpu(const struct tpf_fleet *f)
 	return 0;
 }
 
-/* The API of node `name` by its group in the fleet file (names are
- * FLEET-GROUP-INDEX), for a node no refresh has seen. */
-static enum tpf_api api_by_name(const struct tpf_fleet *f, const char *name)
+/* The group of node `name` in the fleet file (names are
+ * FLEET-GROUP-INDEX), or NULL. */
+static const struct tpf_group *group_by_name(const struct tpf_fleet *f, const char *name)
 {
 	size_t fl = strlen(f->name);
 	if (strncmp(name, f->name, fl) || name[fl] != '-')
-		return TPF_API_TPU;
+		return NULL;
 	for (size_t i = 0; i < f->ngroups; i++) {
 		size_t gl = strlen(f->groups[i].name);
 		if (!strncmp(name + fl + 1, f->groups[i].name, gl) && name[fl + 1 + gl] == '-' &&
 		    strspn(name + fl + 2 + gl, "0123456789") == strlen(name + fl + 2 + gl))
-			return f->groups[i].compute.api;
+			return &f->groups[i];
 	}
-	return TPF_API_TPU;
+	return NULL;
+}
+
+/* The API of node `name` by its group, for a node no refresh has seen. */
+static enum tpf_api api_by_name(const struct tpf_fleet *f, const char *name)
+{
+	const struct tpf_group *g = group_by_name(f, name);
+	return g ? g->compute.api : TPF_API_TPU;
 }
 
 /* What a Compute Engine node is known to be. */
@@ -153,6 +162,21 @@ static int is_compute(struct tpf_provider *p, const char *zone, const char *name
 		*shape = !compute ? SHAPE_UNKNOWN : f->slice ? SHAPE_SLICE : SHAPE_SINGLE;
 	pthread_mutex_unlock(&g->mu);
 	return known ? compute : api_by_name(p->fleet, name) == TPF_API_COMPUTE;
+}
+
+/* The slices of Compute Engine node `name` in `zone`: what the last
+ * refresh or create saw (0: not a multislice node), else its group's. */
+static int compute_slices(struct tpf_provider *p, const char *zone, const char *name)
+{
+	struct gcp_impl *g = p->impl;
+	pthread_mutex_lock(&g->mu);
+	struct qr_fact *f = fact_find(g, zone, name);
+	int n = f && f->compute ? f->nslices : -1;
+	pthread_mutex_unlock(&g->mu);
+	if (n >= 0)
+		return n;
+	const struct tpf_group *gr = group_by_name(p->fleet, name);
+	return gr && gr->compute.api == TPF_API_COMPUTE && gr->slices > 1 ? gr->slices : 0;
 }
 
 static int fleet_has_queued(const struct tpf_fleet *f)
@@ -189,9 +213,60 @@ struct zone_job {
 };
 
 /* Each MIG of the zone as a slice node, with its members (by label). */
+/* The slices of one multislice node found in a zone's MIGs
+ * (compute_multislice.c), gathered before they are merged into it. */
+struct unit_acc {
+	char *name;
+	int n;
+	struct tpf_live_node *sl;  /* by slice index; name NULL: not found */
+	struct tpf_live_set *mem;  /* each slice's members, sorted */
+};
+
+static struct unit_acc *unit_get(struct unit_acc **u, size_t *nu, size_t *au, const char *name,
+				 int n)
+{
+	for (size_t i = 0; i < *nu; i++)
+		if (!strcmp((*u)[i].name, name) && (*u)[i].n == n)
+			return &(*u)[i];
+	XGROW(*u, *nu + 1, *au);
+	struct unit_acc *a = &(*u)[(*nu)++];
+	a->name = xstrdup(name);
+	a->n = n;
+	a->sl = xcalloc((size_t)n, sizeof(*a->sl));
+	a->mem = xcalloc((size_t)n, sizeof(*a->mem));
+	return a;
+}
+
+/* Each gathered multislice node, merged, into the zone's set; the access
+ * layer learns its members in worker order (for their host keys). */
+static void add_units(struct zone_job *j, struct unit_acc *u, size_t nu)
+{
+	for (size_t i = 0; i < nu; i++) {
+		struct tpf_live_node n = { 0 };
+		struct tpf_live_set all = { 0 };
+		for (int k = 0; k < u[i].n; k++) {
+			for (size_t m = 0; m < u[i].mem[k].n; m++)
+				tpf_live_node_copy(tpf_live_set_add(&all), &u[i].mem[k].nodes[m]);
+			tpf_live_set_release(&u[i].mem[k]);
+		}
+		if (tpf_compute_unit_merge(u[i].name, u[i].sl, u[i].n, &n) == 0) {
+			tpf_compute_seen_slice(j->cc, j->zone, n.name, n.id, all.nodes, all.n);
+			*tpf_live_set_add(&j->set) = n; /* moved */
+		}
+		for (int k = 0; k < u[i].n; k++)
+			tpf_live_node_release(&u[i].sl[k]);
+		tpf_live_set_release(&all);
+		free(u[i].sl);
+		free(u[i].mem);
+		free(u[i].name);
+	}
+	free(u);
+}
+
 static void add_slices(struct zone_job *j, struct tpf_live_set *members)
 {
-	size_t i;
+	size_t i, nu = 0, au = 0;
+	struct unit_acc *units = NULL;
 	json_t *mig;
 	json_array_foreach(j->migs, i, mig) {
 		const char *name = json_string_value(json_object_get(mig, "name"));
@@ -208,11 +283,24 @@ static void add_slices(struct zone_job *j, struct tpf_live_set *members)
 			if (!strcmp(n.state, "TERMINATED") && mine.n < (size_t)n.recipe.workers &&
 			    tpf_compute_member_preempted(j->preempted, j->zone, name, n.create_time))
 				xstrset(&n.state, "PREEMPTED");
-			tpf_compute_seen_slice(j->cc, j->zone, name, n.id, mine.nodes, mine.n);
-			*tpf_live_set_add(&j->set) = n; /* moved */
+			char *unit = NULL;
+			int k = 0, ns = 0;
+			if (tpf_compute_mig_unit(mig, &unit, &k, &ns)) { /* one slice of several */
+				struct unit_acc *a = unit_get(&units, &nu, &au, unit, ns);
+				tpf_live_node_release(&a->sl[k]);
+				a->sl[k] = n;   /* moved */
+				tpf_live_set_release(&a->mem[k]);
+				a->mem[k] = mine; /* moved: sorted by the parse */
+				memset(&mine, 0, sizeof(mine));
+				free(unit);
+			} else {
+				tpf_compute_seen_slice(j->cc, j->zone, name, n.id, mine.nodes, mine.n);
+				*tpf_live_set_add(&j->set) = n; /* moved */
+			}
 		}
 		tpf_live_set_release(&mine);
 	}
+	add_units(j, units, nu);
 }
 
 static void *zone_worker(void *arg)
@@ -282,6 +370,7 @@ static void learn(struct gcp_impl *g, const struct zone_job *j)
 		fact_set(g, j->zone, n->name, n->recipe.queued ? n->name : NULL);
 		fact_find(g, j->zone, n->name)->compute = k >= j->ntpu;
 		fact_find(g, j->zone, n->name)->slice = k >= j->nsingle;
+		fact_find(g, j->zone, n->name)->nslices = k >= j->nsingle ? n->recipe.slices : 0;
 	}
 	for (size_t k = 0; k < j->nqrs; k++)
 		fact_set(g, j->zone, j->qrs[k].node_id, j->qrs[k].id);
@@ -409,15 +498,55 @@ static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t 
  * its parts deleted again, so that the next zone can take the same names
  * (the template is global); the create's diagnostic stays the reason.
  */
+/*
+ * A multislice node (compute_multislice.c) made or completed in r->zone.
+ * Its slices live in one zone: if a refresh saw it in another (the zone
+ * fallback moved on, or the group's zones changed), the slices there are
+ * deleted first, so none is left behind.
+ */
+static int unit_create(struct gcp_impl *g, const char *name, const struct tpf_recipe *r,
+		       json_t *md, struct tpf_live_node *out, struct tpf_diags *d)
+{
+	int rc = 0;
+	char **elsewhere = NULL;
+	size_t n = 0, a = 0;
+	pthread_mutex_lock(&g->mu);
+	for (size_t i = 0; i < g->nfacts; i++)
+		if (g->facts[i].compute && g->facts[i].nslices > 1 &&
+		    !strcmp(g->facts[i].node, name) && strcmp(g->facts[i].zone, r->zone)) {
+			XGROW(elsewhere, n + 1, a);
+			elsewhere[n++] = xstrdup(g->facts[i].zone);
+		}
+	pthread_mutex_unlock(&g->mu);
+	for (size_t i = 0; i < n; i++) {
+		if (rc == 0)
+			rc = tpf_compute_delete_unit(g->compute, elsewhere[i], name,
+						     tpf_recipe_slices(r), d);
+		if (rc == 0) {
+			pthread_mutex_lock(&g->mu);
+			fact_set_compute(g, elsewhere[i], name, 0, 0);
+			pthread_mutex_unlock(&g->mu);
+		}
+		free(elsewhere[i]);
+	}
+	free(elsewhere);
+	return rc ? rc : tpf_compute_create_unit(g->compute, name, r, md, out, d);
+}
+
 static int compute_create(struct gcp_impl *g, const char *name, const struct tpf_recipe *r,
 			  json_t *md, struct tpf_live_node *out, struct tpf_diags *d)
 {
-	int slice = r->workers > 1, rc;
+	int slice = r->workers > 1 || tpf_recipe_slices(r) > 1, rc;
+	if (r->zone && tpf_recipe_slices(r) > 1)
+		rc = unit_create(g, name, r, md, out, d);
 	if (r->zone) {
 		pthread_mutex_lock(&g->mu);
 		fact_set_compute(g, r->zone, name, 1, slice);
+		fact_find(g, r->zone, name)->nslices = tpf_recipe_slices(r) > 1 ? r->slices : 0;
 		pthread_mutex_unlock(&g->mu);
 	}
+	if (r->zone && tpf_recipe_slices(r) > 1)
+		return rc;
 	if (!slice)
 		return tpf_compute_create(g->compute, name, r, md, out, d);
 	rc = tpf_compute_create_slice(g->compute, name, r, md, d);
@@ -484,8 +613,12 @@ static int gcp_remove(struct tpf_provider *p, const char *zone, const char *name
 	enum compute_shape shape = SHAPE_UNKNOWN;
 	if (is_compute(p, zone, name, &shape)) {
 		/* A slice, or a node not known to be either: every part it may
-		 * have (a crash between a slice's steps leaks nothing). */
-		if (shape != SHAPE_SINGLE)
+		 * have (a crash between a slice's steps leaks nothing); every
+		 * slice of a multislice node. */
+		int ns = compute_slices(p, zone, name);
+		if (ns > 1)
+			rc = tpf_compute_delete_unit(g->compute, zone, name, ns, d);
+		if (rc == 0 && (shape == SHAPE_UNKNOWN || (shape == SHAPE_SLICE && ns <= 1)))
 			rc = tpf_compute_delete_slice(g->compute, zone, name, d);
 		if (rc == 0 && shape != SHAPE_SLICE)
 			rc = tpf_compute_delete(g->compute, zone, name, d);

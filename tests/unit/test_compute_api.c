@@ -396,6 +396,71 @@ static void test_compute__preemptions_told_apart(void)
 	tpf_diags_release(&d);
 }
 
+/* Multislice: each slice's MIG says its unit in its description; the
+ * slices merge into one node, workers slice by slice; a lost slice is
+ * named, and the node takes its loss. */
+static void test_compute__multislice_merge(void)
+{
+	struct tpf_recipe r = { 0 };
+	r.slices = 2;
+	r.workers = 4;
+	r.compute.api = TPF_API_COMPUTE;
+	r.compute.machine_type = xstrdup("tpu7x-standard-4t");
+	r.node.topology = xstrdup("2x2x2");
+	r.zone = xstrdup("us-central1-c");
+	tpf_kvlist_set(&r.labels, "tpuform-fleet", "f");
+	json_t *mig = tpf_compute_mig_body("f-g-0-1", &r, "p");
+	CHECK_INT(json_integer_value(json_object_get(mig, "targetSize")), 2); /* one slice's VMs */
+	char *unit = NULL;
+	int k = -1, n = 0;
+	CHECK(tpf_compute_mig_unit(mig, &unit, &k, &n));
+	CHECK_STR(unit, "f-g-0");
+	CHECK_INT(k, 1);
+	CHECK_INT(n, 2);
+	free(unit);
+	json_decref(mig);
+	r.slices = 0; /* a plain slice's MIG names no unit */
+	mig = tpf_compute_mig_body("f-g-0", &r, "p");
+	CHECK(!tpf_compute_mig_unit(mig, &unit, &k, &n));
+	json_decref(mig);
+	tpf_recipe_release(&r);
+
+	struct tpf_live_node sl[2];
+	memset(sl, 0, sizeof(sl));
+	const char *ips[] = { "10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4" };
+	for (int s = 0; s < 2; s++) {
+		sl[s].name = xasprintf("f-g-0-%d", s);
+		sl[s].id = xasprintf("%d", 100 + s);
+		sl[s].state = xstrdup("READY");
+		sl[s].recipe.workers = 2;
+		sl[s].recipe.compute.api = TPF_API_COMPUTE;
+		sl[s].endpoints = xcalloc(2, sizeof(*sl[s].endpoints));
+		sl[s].nendpoints = 2;
+		for (int w = 0; w < 2; w++)
+			sl[s].endpoints[w].ip = xstrdup(ips[2 * s + w]);
+	}
+	struct tpf_live_node out = { 0 };
+	CHECK_INT(tpf_compute_unit_merge("f-g-0", sl, 2, &out), 0);
+	CHECK_STR(out.name, "f-g-0");
+	CHECK_STR(out.id, "100");
+	CHECK_STR(out.state, "READY");
+	CHECK(out.lost_slices == NULL);
+	CHECK_INT(out.recipe.slices, 2);
+	CHECK_INT(out.recipe.workers, 4);
+	CHECK_STR(out.nendpoints == 4 ? out.endpoints[2].ip : NULL, "10.0.0.3"); /* slice 1 worker 0 */
+	xstrset(&sl[1].state, "PREEMPTED");
+	CHECK_INT(tpf_compute_unit_merge("f-g-0", sl, 2, &out), 0);
+	CHECK_STR(out.state, "PREEMPTED");
+	CHECK_STR(out.lost_slices, "1");
+	tpf_live_node_release(&sl[0]); /* slice 0 gone, slice 1 lost */
+	CHECK_INT(tpf_compute_unit_merge("f-g-0", sl, 2, &out), 0);
+	CHECK_STR(out.lost_slices, "0,1");
+	CHECK_STR(out.id, "101");
+	tpf_live_node_release(&sl[1]);
+	CHECK_INT(tpf_compute_unit_merge("f-g-0", sl, 2, &out), -1);
+	tpf_live_node_release(&out);
+}
+
 static void test_compute__list_and_states(void)
 {
 	struct step pages[] = {
@@ -671,6 +736,7 @@ int main(void)
 		RUN(test_compute__flex_and_reservation_bodies);
 		RUN(test_compute__create_failures);
 		RUN(test_compute__preemptions_told_apart);
+	RUN(test_compute__multislice_merge);
 	RUN(test_compute__list_and_states);
 		RUN(test_compute__metadata_fingerprint_and_delete);
 		RUN(test_compute__slice_create_and_delete);
