@@ -126,6 +126,40 @@ static int ensure_slice(struct tpf_compute_client *cc, const char *sname,
 	return rc;
 }
 
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(((const struct tpf_live_node *)a)->name, ((const struct tpf_live_node *)b)->name);
+}
+
+/* Tell the access layer (gcp_access.h) of unit `name`: its members, slice
+ * by slice and by name within a slice (the workers' order), whose guest
+ * attributes hold the workers' host keys. One instances.list of the zone. */
+static void seen_unit(struct tpf_compute_client *cc, const char *name, const struct tpf_recipe *r,
+		      const struct tpf_live_node *unit, struct tpf_diags *d)
+{
+	struct tpf_live_set nodes = { 0 }, members = { 0 }, all = { 0 };
+	const char *fleet = tpf_kvlist_get(&r->labels, TPF_LABEL_FLEET);
+	if (tpf_compute_list(cc, r->zone, fleet ? fleet : "", NULL, &nodes, &members, d) == 0) {
+		for (int k = 0; k < tpf_recipe_slices(r); k++) {
+			char *sname = tpf_compute_unit_slice(name, k);
+			size_t first = all.n;
+			for (size_t i = 0; i < members.n; i++) {
+				const char *s = tpf_kvlist_get(&members.nodes[i].recipe.labels,
+							       TPF_COMPUTE_SLICE_LABEL);
+				if (s && !strcmp(s, sname))
+					tpf_live_node_copy(tpf_live_set_add(&all), &members.nodes[i]);
+			}
+			if (all.n - first > 1)
+				qsort(all.nodes + first, all.n - first, sizeof(*all.nodes), cmp_name);
+			free(sname);
+		}
+		tpf_compute_seen_slice(cc, r->zone, name, unit->id, all.nodes, all.n);
+	}
+	tpf_live_set_release(&nodes);
+	tpf_live_set_release(&members);
+	tpf_live_set_release(&all);
+}
+
 int tpf_compute_create_unit(struct tpf_compute_client *cc, const char *name,
 			    const struct tpf_recipe *r, json_t *md, struct tpf_live_node *out,
 			    struct tpf_diags *d)
@@ -147,6 +181,8 @@ int tpf_compute_create_unit(struct tpf_compute_client *cc, const char *name,
 	}
 	if (rc == 0 && tpf_compute_unit_merge(name, sl, n, out) < 0)
 		rc = tpf_errorx(d, name, NULL, "multislice '%s': no slice was made", name);
+	if (rc == 0)
+		seen_unit(cc, name, r, out, d);
 	if (rc < 0 && rc != TPF_EINTERRUPTED) {
 		/* What this call made goes again (the template names are
 		 * global, and the next zone reuses them); slices that ran
