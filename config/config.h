@@ -170,6 +170,9 @@ struct tpf_fleet {
 		 * Engine until those nodes are gone, even after the file stops
 		 * naming it: absence must never be guessed. */
 		int state_has_compute;
+		/* Likewise, 1 when that state records a Cloud TPU API node, so a
+		 * fleet now all on Compute Engine still lists (and deletes) it. */
+		int state_has_tpu;
 	} gcp;
 
 	char *state_path; /* resolved; default "<dir>/tpuform.state.json"; with

@@ -74,12 +74,24 @@ static void reject_tpu_keys(struct cfg *c, const struct cfg_map *m, const char *
 	       "flex_start: { max_run_duration: 24h, wait: 6h }", label);
 	reject(c, m, "valid_until", "use flex_start: { wait: 6h }", label);
 	reject(c, m, "reserved", "name the reservation: reservation: NAME", label);
+}
+
+/* Multislice on Compute Engine (docs/compute-engine.md "Multislice"):
+ * slices: N > 1 is N slices of the group's topology, one MIG each, one
+ * restart unit; no queued resource (there is none on Compute Engine). */
+#define SLICES_MAX 1024
+
+static void read_compute_slices(struct cfg *c, const struct cfg_map *m, struct tpf_group *g,
+				const char *label)
+{
 	yaml_node_t *x = cfg_map_get(m, "slices");
-	const char *s = cfg_text(x);
-	if (x && !(s && !strcmp(s, "1")))
-		cfg_error(c, x, "use count: N for now, or api: tpu for a multislice queued resource",
-			  "'slices' in group %s: multislice on Compute Engine (one MIG per slice) "
-			  "is not supported yet", label);
+	if (!x || cfg_want_uint(c, x, "slices", "a whole number >= 1", 1, SLICES_MAX,
+				&g->slices) < 0 || g->slices < 2)
+		return;
+	if (g->compute.flex_start)
+		cfg_error(c, x, "remove 'slices', or 'flex_start'",
+			  "group %s: multislice is not offered with flex_start yet: each slice "
+			  "would wait for its own capacity", label);
 }
 
 void cfg_reject_compute_keys(struct cfg *c, const struct cfg_map *m, const struct tpf_group *g,
@@ -268,4 +280,5 @@ void cfg_read_compute(struct cfg *c, struct cfg_map *m, struct tpf_group *g,
 	}
 	read_provisioning(c, m, g, label);
 	read_disk(c, m, g);
+	read_compute_slices(c, m, g, label);
 }

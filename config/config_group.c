@@ -260,7 +260,8 @@ static void check_node_name_length(struct group_ctx *gc, const struct tpf_group 
 	/* A Compute Engine slice's members are NODE-001, ...: its MIG's
 	 * baseInstanceName "NODE-###" allows NODE 52 characters
 	 * (InstanceGroupManager.baseInstanceName's pattern; docs/compute-engine.md). */
-	size_t max = g->compute.api == TPF_API_COMPUTE && g->workers > 1 ? 52 : NODE_NAME_MAX;
+	size_t max = g->compute.api == TPF_API_COMPUTE && (g->workers > 1 || g->slices > 1)
+			     ? 52 : NODE_NAME_MAX; /* every slice of a multislice is a MIG */
 	if (max < NODE_NAME_MAX && strlen(node) > max)
 		cfg_error(gc->c, name_at, "shorten the fleet or the group name",
 			  "node name '%s' would be %zu characters, more than the %zu a Compute "

@@ -277,7 +277,11 @@ static int exec_action(struct exec *x, size_t ai)
 		return rc;
 	case TPF_ACT_REPLACE:
 		/* Delete first: a preempted node keeps holding quota. The state
-		 * entry stays (with its generation) until the create. */
+		 * entry stays (with its generation) until the create. A
+		 * multislice node that lost some slices keeps the others: its
+		 * create remakes only the lost ones (a->keep_parts). */
+		if (a->keep_parts)
+			return apply_exec_create(x, ai);
 		rc = exec_delete_only(x, ai, 0);
 		if (rc)
 			return rc;

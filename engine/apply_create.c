@@ -224,8 +224,13 @@ static int create_done(struct exec *x, const struct tpf_desired_node *dn, struct
 		char *msg = queued ? xasprintf("queued: its queued resource is %s; its workers are "
 					       "provisioned once the node is READY",
 					       ln->state)
+			    : ln->capacity_wait /* flex-start: waits as a queued resource would */
+				   ? xasprintf("waiting for flex-start capacity in zone %s; its "
+					       "workers are provisioned once it runs",
+					       ln->recipe.zone ? ln->recipe.zone : "?")
 				   : xasprintf("the node is %s, not READY: its workers are "
 					       "provisioned once it is", ln->state);
+		queued |= ln->capacity_wait;
 		apply_emit(x, queued ? TPF_EVENT_QUEUED : TPF_EVENT_NOT_READY, TPF_EVENT_CREATING, dn->name,
 		     ln->id, el, msg);
 		apply_emit(x, TPF_EVENT_CREATED, TPF_EVENT_CREATING, dn->name, ln->id, el, msg);

@@ -19,6 +19,7 @@ void tpf_live_node_release(struct tpf_live_node *n)
 	free(n->health_description);
 	free(n->symptoms);
 	free(n->maintenance);
+	free(n->lost_slices);
 	tpf_recipe_release(&n->recipe);
 	for (size_t i = 0; i < n->nendpoints; i++) {
 		free(n->endpoints[i].ip);
@@ -42,6 +43,8 @@ void tpf_live_node_copy(struct tpf_live_node *dst, const struct tpf_live_node *s
 		.health_description = xstrdup(src->health_description),
 		.symptoms = xstrdup(src->symptoms),
 		.maintenance = xstrdup(src->maintenance),
+		.capacity_wait = src->capacity_wait,
+		.lost_slices = xstrdup(src->lost_slices),
 	};
 	tpf_recipe_copy(&tmp.recipe, &src->recipe);
 	if (src->nendpoints) {
@@ -64,6 +67,9 @@ void tpf_live_set_release(struct tpf_live_set *s)
 	for (size_t i = 0; i < s->nunlisted; i++)
 		free(s->unlisted_zones[i]);
 	free(s->unlisted_zones);
+	for (size_t i = 0; i < s->npreempted; i++)
+		free(s->preempted_ids[i]);
+	free(s->preempted_ids);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -81,6 +87,22 @@ void tpf_live_set_add_unlisted(struct tpf_live_set *s, const char *zone)
 		return;
 	XGROW(s->unlisted_zones, s->nunlisted + 1, s->unlisted_alloc);
 	s->unlisted_zones[s->nunlisted++] = xstrdup(zone);
+}
+
+void tpf_live_set_add_preempted(struct tpf_live_set *s, const char *id)
+{
+	if (!id || tpf_live_set_was_preempted(s, id))
+		return;
+	XGROW(s->preempted_ids, s->npreempted + 1, s->preempted_alloc);
+	s->preempted_ids[s->npreempted++] = xstrdup(id);
+}
+
+int tpf_live_set_was_preempted(const struct tpf_live_set *s, const char *id)
+{
+	for (size_t i = 0; id && i < s->npreempted; i++)
+		if (!strcmp(s->preempted_ids[i], id))
+			return 1;
+	return 0;
 }
 
 struct tpf_live_node *tpf_live_set_find(const struct tpf_live_set *s, const char *name)

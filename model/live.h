@@ -56,6 +56,22 @@ struct tpf_live_node {
 	char *health_description;
 	char *symptoms;
 	char *maintenance;
+	/*
+	 * 1: a flex-start node waiting for capacity (docs/compute-engine.md
+	 * "Flex-start"): a Compute Engine FLEX_START instance still PENDING,
+	 * or a flex-start slice whose MIG has made no member yet. state is
+	 * then CREATING; the wait began at create_time. The plan shows it
+	 * waiting and gives it up after the group's flex_start.wait.
+	 */
+	int capacity_wait;
+	/*
+	 * A multislice node whose slices are separate resources (Compute
+	 * Engine: one MIG each): the indexes of the slices that are lost
+	 * (dead, or gone), comma-separated ("1", "0,2"), when some are and
+	 * state is then the lost slice's (PREEMPTED, TERMINATED); NULL when
+	 * none is. The plan recreates only these.
+	 */
+	char *lost_slices;
 };
 
 struct tpf_live_set {
@@ -68,6 +84,13 @@ struct tpf_live_set {
 	 * engine/refresh.c refuses to go on rather than create a second one. */
 	char **unlisted_zones;
 	size_t nunlisted, unlisted_alloc;
+	/* Ids of instances the provider knows were preempted (Compute
+	 * Engine: the targetIds of compute.instances.preempted operations,
+	 * docs/compute-engine.md "Preemption"), so that the plan can say a
+	 * node that is gone was preempted (a spot VM whose termination action
+	 * is DELETE), not deleted outside tpuform. */
+	char **preempted_ids;
+	size_t npreempted, preempted_alloc;
 };
 
 void tpf_live_node_release(struct tpf_live_node *n);
@@ -83,6 +106,10 @@ struct tpf_live_node *tpf_live_set_find(const struct tpf_live_set *s, const char
 void tpf_live_set_add_unlisted(struct tpf_live_set *s, const char *zone);
 /* 1 when zone was recorded by tpf_live_set_add_unlisted. */
 int tpf_live_set_zone_unlisted(const struct tpf_live_set *s, const char *zone);
+/* Record that the instance of id `id` was preempted (copied). */
+void tpf_live_set_add_preempted(struct tpf_live_set *s, const char *id);
+/* 1 when id was recorded by tpf_live_set_add_preempted. */
+int tpf_live_set_was_preempted(const struct tpf_live_set *s, const char *id);
 /* Append a zeroed node and return it. */
 struct tpf_live_node *tpf_live_set_add(struct tpf_live_set *s);
 

@@ -8,6 +8,7 @@
 #include "plan/worker_script.h"
 #include "util/strindex.h"
 #include "util/str.h"
+#include "util/timeutil.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -283,7 +284,7 @@ static int plan_replace_fields(struct tpf_action *a, const struct tpf_desired_no
 
 /* No live node: create it (again), or wait for quota. */
 static void diff_absent(struct tpf_plan *p, const struct tpf_desired_node *dn,
-			const struct tpf_state_node *sn)
+			const struct tpf_state_node *sn, const struct tpf_live_set *live)
 {
 	struct tpf_action *a;
 	if (dn->deferred) {
@@ -306,7 +307,10 @@ static void diff_absent(struct tpf_plan *p, const struct tpf_desired_node *dn,
 	}
 	a = node_action(p, TPF_ACT_CREATE, dn, sn, NULL);
 	describe_new(a, dn);
-	if (sn && !strcmp(sn->status, TPF_NODE_CREATED))
+	if (sn && !strcmp(sn->status, TPF_NODE_CREATED) && tpf_live_set_was_preempted(live, sn->id))
+		set_reason(a, "preempted", "the node was preempted: Compute Engine deleted it "
+			   "(its termination action is DELETE)");
+	else if (sn && !strcmp(sn->status, TPF_NODE_CREATED))
 		set_reason(a, "missing", "the node is missing: it was deleted outside tpuform");
 	else if (sn)
 		set_reason(a, "interrupted", "an earlier create did not complete");
@@ -356,6 +360,45 @@ static void replace_dead(struct tpf_plan *p, const struct tpf_desired_node *dn,
 	replace_from_state(a, dn, ln, sn, ln->state);
 }
 
+/*
+ * A multislice node on Compute Engine with some slices lost
+ * (ln->lost_slices; docs/compute-engine.md "Multislice"): replace only
+ * those (a->keep_parts: no delete first, the create remakes them), and
+ * restart every worker of every slice with one new TPUFORM_RETRY, since
+ * the job is one program. When every slice is lost it is a plain replace.
+ */
+static int replace_lost_slices(struct tpf_plan *p, const struct tpf_desired_node *dn,
+			       const struct tpf_state_node *sn, const struct tpf_live_node *ln)
+{
+	int n = tpf_recipe_slices(&ln->recipe), nlost = 1;
+	if (!ln->lost_slices || n < 2 || ln->recipe.compute.api != TPF_API_COMPUTE)
+		return 0;
+	for (const char *c = ln->lost_slices; *c; c++)
+		nlost += *c == ',';
+	if (nlost >= n)
+		return 0;
+	struct tpf_action *a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
+	a->keep_parts = 1;
+	char *code = xstrdup(ln->state);
+	for (char *c = code; *c; c++)
+		*c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+	char *text = xasprintf("slice%s %s of %d %s %s: only %s recreated, and every worker of "
+			       "every slice restarts", nlost > 1 ? "s" : "", ln->lost_slices, n,
+			       nlost > 1 ? "are" : "is", code, nlost > 1 ? "they are" : "it is");
+	set_reason(a, code, text);
+	free(text);
+	free(code);
+	char *was = xasprintf("\"%s\"", ln->lost_slices);
+	tpf_action_change(a, "slices_replaced", NULL, was, 0, 0);
+	free(was);
+	replace_from_state(a, dn, ln, sn, ln->state);
+	/* A field that forces replacement changed too: every slice goes. */
+	for (size_t i = 0; i < a->nchanges; i++)
+		if (a->changes[i].forces)
+			a->keep_parts = 0;
+	return 1;
+}
+
 /* Replace when the node must go: its queued resource gave up, it is dead,
  * tainted, or a field that forces replacement changed. 1 if it did. */
 static int diff_replace(struct tpf_plan *p, const struct tpf_desired_node *dn,
@@ -367,7 +410,8 @@ static int diff_replace(struct tpf_plan *p, const struct tpf_desired_node *dn,
 		return 1;
 	}
 	if (tpf_node_class(ln->state) == TPF_NODE_DEAD) {
-		replace_dead(p, dn, sn, ln);
+		if (!replace_lost_slices(p, dn, sn, ln))
+			replace_dead(p, dn, sn, ln);
 		return 1;
 	}
 	/* The fields that force a replacement, gathered before an action is
@@ -409,6 +453,53 @@ static void diff_queued_waiting(struct tpf_plan *p, const struct tpf_desired_nod
 	char *why = xasprintf("waiting in its queued resource, which is %s (its workers are "
 			      "provisioned once the node is READY)",
 			      qstate);
+	tpf_plan_add_unconverged(p, TPF_UNCONV_QUEUED, dn->name, -1, why);
+	free(why);
+	if (sn)
+		return;
+	/* Found by its labels (an interrupted apply): record it. */
+	struct tpf_action *a = node_action(p, TPF_ACT_UPDATE, dn, sn, ln);
+	a->adopt = 1;
+	set_reason(a, "adopt", ADOPT_REASON);
+}
+
+/*
+ * A flex-start node waiting for capacity (model/live.h capacity_wait;
+ * docs/compute-engine.md "Flex-start"): like a queued resource, nothing
+ * waits on it and a later plan provisions its workers once it runs. Past
+ * the group's flex_start.wait, counted from the resource's creation (else
+ * the state's), it is given up: replaced, i.e. deleted and requested
+ * again, which takes the group's zones in order once more. Without `wait`
+ * it waits as long as Compute Engine keeps it.
+ */
+static void diff_capacity_wait(struct tpf_plan *p, const struct tpf_diff_input *in,
+			       const struct tpf_desired_node *dn, const struct tpf_state_node *sn,
+			       const struct tpf_live_node *ln, struct tpf_diags *d)
+{
+	double since = tpf_parse_rfc3339(ln->create_time);
+	if (since < 0 && sn)
+		since = tpf_parse_rfc3339(sn->created_at);
+	long limit = dn->recipe.compute.flex_wait;
+	double waited = since >= 0 && in->now > since ? in->now - since : 0;
+	char w[32], l[32];
+	tpf_fmt_duration(waited, w, sizeof(w));
+	tpf_fmt_duration((double)limit, l, sizeof(l));
+	if (limit > 0 && since >= 0 && in->now > 0 && waited >= (double)limit) {
+		struct tpf_action *a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
+		char *why = xasprintf("waited %s for flex-start capacity in zone %s, flex_start.wait "
+				      "is %s: given up, so it is deleted and requested again", w,
+				      ln->recipe.zone ? ln->recipe.zone : "?", l);
+		set_reason(a, "flex_wait", why);
+		free(why);
+		return;
+	}
+	char *why = limit > 0 ? xasprintf("waiting for flex-start capacity in zone %s (%s of "
+					  "flex_start.wait %s; its workers are provisioned once "
+					  "it runs)", ln->recipe.zone ? ln->recipe.zone : "?", w, l)
+			      : xasprintf("waiting for flex-start capacity in zone %s (%s so far; "
+					  "its workers are provisioned once it runs)",
+					  ln->recipe.zone ? ln->recipe.zone : "?", w);
+	tpf_warn(d, dn->name, "node '%s' is %s", dn->name, why);
 	tpf_plan_add_unconverged(p, TPF_UNCONV_QUEUED, dn->name, -1, why);
 	free(why);
 	if (sn)
@@ -663,7 +754,7 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 		return;
 	}
 	if (!ln) {
-		diff_absent(p, dn, sn);
+		diff_absent(p, dn, sn, in->live);
 		return;
 	}
 	tpf_diff_node_notes(ln, d);
@@ -672,6 +763,10 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 	const char *qstate = queued_state(ln);
 	if (qstate) {
 		diff_queued_waiting(p, dn, sn, ln, qstate, d);
+		return;
+	}
+	if (ln->capacity_wait) {
+		diff_capacity_wait(p, in, dn, sn, ln, d);
 		return;
 	}
 	if (tpf_node_class(ln->state) == TPF_NODE_BUSY) {

@@ -296,6 +296,12 @@ struct tpf_action {
 	 * restarts set to the unit's + 1). 0: each worker restarts on its own. */
 	int gang;
 	int update_labels;    /* TPF_ACT_UPDATE: labels differ */
+	/* TPF_ACT_REPLACE of a Compute Engine multislice node that lost some of
+	 * its slices (docs/compute-engine.md "Multislice"): nothing is deleted
+	 * first; the create makes the lost slices again and keeps the others.
+	 * The node still starts a new generation, so every worker of every
+	 * slice restarts with one new TPUFORM_RETRY. */
+	int keep_parts;
 	/* TPF_ACT_UPDATE: other fields nodes.patch changes in place
 	 * (TPF_PATCH_TAGS, _METADATA, _EXTERNAL_IPS; model/node_fields.h) */
 	unsigned patch;

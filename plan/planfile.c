@@ -95,6 +95,8 @@ json_t *tpf_plan_to_json(const struct tpf_plan *p)
 			json_object_set_new(j, "patch", json_integer(a->patch));
 		if (a->gang)
 			json_object_set_new(j, "gang", json_true());
+		if (a->keep_parts)
+			json_object_set_new(j, "keep_parts", json_true());
 		json_t *w = json_array();
 		for (size_t k = 0; k < a->nworkers; k++)
 			json_array_append_new(w, json_integer(a->workers[k]));
@@ -214,6 +216,7 @@ int tpf_plan_from_json(struct tpf_plan *p, json_t *root, const char *what, struc
 		a->patch = (unsigned)json_integer_value(json_object_get(j, "patch")) &
 			   (TPF_PATCH_TAGS | TPF_PATCH_METADATA | TPF_PATCH_EXTERNAL_IPS);
 		a->gang = json_is_true(json_object_get(j, "gang"));
+		a->keep_parts = json_is_true(json_object_get(j, "keep_parts"));
 		json_t *w = json_object_get(j, "workers");
 		a->nworkers = json_array_size(w);
 		a->workers = xcalloc(a->nworkers ? a->nworkers : 1, sizeof(int));

@@ -274,9 +274,17 @@ static int parse_recipe(const struct reader *r, json_t *o, const char *prefix,
 	    get_bool(r, o, prefix, "queued", &rc->queued) < 0 ||
 	    get_str(r, o, prefix, "valid_until", 0, &rc->valid_until) < 0)
 		return TPF_ERROR;
-	/* The node fields, present only when set (model/node_fields.h). */
+	if (get_int32(r, o, prefix, "slices", 0, &rc->slices) < 0)
+		return TPF_ERROR;
+	/* The node fields, present only when set (model/node_fields.h), and
+	 * the Compute Engine part (model/compute.h): without it a Compute
+	 * Engine node would load as a Cloud TPU one, and the provider would
+	 * stop listing the instances of a group moved back to the Cloud TPU
+	 * API (config.h state_has_compute). */
 	char *what = xasprintf("%s: %s", r->what, prefix);
 	int rc_nf = tpf_node_fields_from_json(&rc->node, o, what, r->d);
+	if (rc_nf == 0)
+		rc_nf = tpf_compute_from_json(&rc->compute, o, what, r->d);
 	free(what);
 	return rc_nf < 0 ? TPF_ERROR : 0;
 }

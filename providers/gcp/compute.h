@@ -68,17 +68,40 @@ json_t *tpf_compute_instance_body(const char *name, const struct tpf_recipe *r, 
 
 /*
  * Compute Engine Instance.status -> the live node's state (model/live.h
- * speaks Cloud TPU Node.state; model/node_state.c classifies it), for a
- * SPOT instance when spot (docs/compute-engine.md "States"):
+ * speaks Cloud TPU Node.state; model/node_state.c classifies it), for an
+ * instance a compute.instances.preempted operation names when preempted
+ * (docs/compute-engine.md "States" and "Preemption"):
  *   PENDING, PROVISIONING, STAGING -> CREATING; RUNNING -> READY;
  *   REPAIRING -> REPAIRING; DEPROVISIONING -> DELETING;
  *   STOPPING, PENDING_STOP, SUSPENDING, STOPPED, SUSPENDED, TERMINATED ->
- *   PREEMPTED for a spot VM, else STOPPED (STOPPING, PENDING_STOP,
+ *   PREEMPTED when preempted, else STOPPED (STOPPING, PENDING_STOP,
  *   SUSPENDING: STOPPING), TERMINATED (TERMINATED);
  *   anything else: the status itself (an unknown class: nothing acts on it).
  * Static string.
  */
-const char *tpf_compute_state(const char *status, int spot);
+const char *tpf_compute_state(const char *status, int preempted);
+
+/*
+ * Every preemption Compute Engine recorded, in one walk of
+ * aggregated/operations (filter operationType = "compute.instances.preempted",
+ * returnPartialSuccess=true; every page): the DONE operations whose
+ * targetLink is the preempted instance (docs/compute-engine.md
+ * "Preemption"; the compute-preemptible-history sample). *out a new object:
+ * "id:<targetId>" and "name:<zone>/<instance>" -> the latest insertTime.
+ * 0, or an error with a diagnostic (the caller may go on without: a loss
+ * is then not called a preemption).
+ */
+int tpf_compute_list_preempted(struct tpf_compute_client *cc, json_t **out, struct tpf_diags *d);
+
+/* A lost (dead) instance n that `preempted` (tpf_compute_list_preempted;
+ * NULL: none) names by id becomes PREEMPTED. */
+void tpf_compute_mark_preempted(struct tpf_live_node *n, json_t *preempted);
+
+/* 1 when `preempted` names an instance of zone whose name is a slice
+ * member's ("<slice>-" then digits) preempted at or after `since` (RFC
+ * 3339, the MIG's creation; NULL: any time). */
+int tpf_compute_member_preempted(json_t *preempted, const char *zone, const char *slice,
+				 const char *since);
 
 /*
  * An Instance object into *out (released first): name, id, state
@@ -104,7 +127,13 @@ char *tpf_compute_region(const char *zone);
  * Create single-host node `name` as one instance in r->zone:
  * instances.insert with requestId (the same on every retry, so a retried
  * request never makes a second VM), wait for the zone operation through
- * .../wait, then instances.get into *out. Errors: TPF_ECAPACITY
+ * .../wait, then instances.get into *out until it is RUNNING (READY), at
+ * most the client's op_timeout (then CREATING as it is: the operation is
+ * DONE before a TPU VM runs, docs/compute-engine.md section 5). Errors:
+ * the instance lost (TERMINATED, preempted) before it ran: TPF_ERROR;
+ * a flex-start instance is not waited for: its insert operation stays
+ * RUNNING while it waits PENDING for capacity (docs/compute-engine.md
+ * section 3), so *out is the instance at once, capacity_wait set; TPF_ECAPACITY
  * (ZONE_RESOURCE_POOL_EXHAUSTED[_WITH_DETAILS] in the operation),
  * TPF_EQUOTA (403 quotaExceeded, or QUOTA_EXCEEDED in the operation),
  * TPF_EINTERRUPTED, TPF_ERROR (also, before any request, for a recipe of
@@ -124,12 +153,14 @@ int tpf_compute_delete(struct tpf_compute_client *cc, const char *zone, const ch
  * (instances.list, every page; labels are matched here, as gcloud 528 does:
  * it never sends label terms to the server, reference section 5.3);
  * members of a slice (label tpuform-slice) go to `members` instead (NULL:
- * dropped), in the order listed.
+ * dropped), in the order listed. A lost instance that `preempted`
+ * (tpf_compute_list_preempted, may be NULL) names is PREEMPTED.
  * 0, or an error with a diagnostic; a zone the project cannot use is
  * recorded in out->unlisted_zones, not an error.
  */
 int tpf_compute_list(struct tpf_compute_client *cc, const char *zone, const char *fleet,
-		     struct tpf_live_set *out, struct tpf_live_set *members, struct tpf_diags *d);
+		     json_t *preempted, struct tpf_live_set *out, struct tpf_live_set *members,
+		     struct tpf_diags *d);
 
 /* instances.get into *out; TPF_ENOTFOUND without a diagnostic. */
 int tpf_compute_get(struct tpf_compute_client *cc, const char *zone, const char *name,
@@ -178,7 +209,9 @@ int tpf_compute_host_keys(struct tpf_compute_client *cc, const char *zone, const
  * template "t", the workload policy "wp". */
 char *tpf_compute_slice_part(const char *node, const char *suffix);
 /* The MIG's description: a JSON object of r's labels, tpuform-slice,
- * topology and machine_type (caller frees). */
+ * topology, machine_type and the provisioning (flex_start, spot,
+ * max_run_duration when set), which a slice with no member yet reports
+ * from (caller frees). */
 char *tpf_compute_mig_description(const char *name, const struct tpf_recipe *r);
 /* instanceTemplates.insert body: {name N-t, properties: the instance body
  * with the bare machine type and disk type and the tpuform-slice label}. */
@@ -211,6 +244,12 @@ int tpf_compute_create_slice(struct tpf_compute_client *cc, const char *name,
 int tpf_compute_wait_slice(struct tpf_compute_client *cc, const char *name,
 			   const struct tpf_recipe *r, struct tpf_live_node *out,
 			   struct tpf_diags *d);
+/* Slice N as it is now (its MIG, and its members from the zone's
+ * instances.list), into *out; TPF_ENOTFOUND without a diagnostic when the
+ * MIG does not exist. */
+int tpf_compute_read_slice(struct tpf_compute_client *cc, const char *name,
+			   const struct tpf_recipe *r, struct tpf_live_node *out,
+			   struct tpf_diags *d);
 /* Delete MIG N (and its members), template N-t, policy N-wp, in that
  * order, each waited for; parts already gone are skipped. */
 int tpf_compute_delete_slice(struct tpf_compute_client *cc, const char *zone, const char *name,
@@ -221,16 +260,21 @@ int tpf_compute_delete_slice(struct tpf_compute_client *cc, const char *zone, co
  * "Worker order"): labels and topology from the description; machine type,
  * scheduling and node fields from the first member; state READY when the
  * MIG is stable, every member READY and the applied topology ACTIVE;
- * PREEMPTED (spot) or TERMINATED when a member is dead, or missing once
- * the MIG is stable; else CREATING. 0, or -1 when mig is not tpuform's.
+ * when a member is dead: PREEMPTED if that member is (its preemption
+ * operation, tpf_compute_mark_preempted), else TERMINATED; when one is
+ * missing once the MIG is stable: TERMINATED (the caller makes it
+ * PREEMPTED with tpf_compute_member_preempted); else CREATING; a
+ * flex-start slice still CREATING whose members all wait is capacity_wait. 0, or -1 when mig is not tpuform's.
  */
 int tpf_compute_slice_parse(json_t *mig, const char *zone, struct tpf_live_node *members,
 			    size_t nmembers, struct tpf_live_node *out);
 /* Tell the client's node observer (gcp_access.h) that node `name` of
  * `zone` (its id: the MIG's, may be NULL) is a slice: "compute": true,
- * "slice": true. */
+ * "slice": true, "members": the names of members[0..n) that have an
+ * address, in that order (sorted by tpf_compute_slice_parse: the workers'
+ * order), whose guest attributes hold the workers' host keys. */
 void tpf_compute_seen_slice(struct tpf_compute_client *cc, const char *zone, const char *name,
-			    const char *id);
+			    const char *id, const struct tpf_live_node *members, size_t n);
 
 /*
  * The fleet's MIGs (description's tpuform-fleet == fleet) of every zone, in
@@ -239,5 +283,41 @@ void tpf_compute_seen_slice(struct tpf_compute_client *cc, const char *zone, con
  */
 int tpf_compute_list_migs(struct tpf_compute_client *cc, const char *fleet, json_t **out,
 			  struct tpf_diags *d);
+
+/* ---- multislice: one MIG per slice (providers/gcp/compute_multislice.c) ---- */
+
+/* "<node>-<k>": slice k's MIG (caller frees); its template, policy and
+ * members are named after it (tpf_compute_slice_part, "-###"). */
+char *tpf_compute_unit_slice(const char *node, int k);
+/* 1 when MIG mig is slice *index of *nslices (> 1) of multislice node
+ * *unit (new string), from its description; else 0. */
+int tpf_compute_mig_unit(json_t *mig, char **unit, int *index, int *nslices);
+/*
+ * Multislice node `unit` from its n slices sl[0..n) (slice nodes as
+ * tpf_compute_slice_parse made them; a name NULL: that slice is gone):
+ * id and recipe from the first slice that exists, slices n, workers every
+ * slice's, endpoints slice by slice (the workers' order); state READY when
+ * every slice is; when some are lost (dead or gone), PREEMPTED if one of
+ * them is, else TERMINATED, with lost_slices naming them; else CREATING.
+ * 0, or -1 when no slice exists.
+ */
+int tpf_compute_unit_merge(const char *unit, struct tpf_live_node *sl, int n,
+			   struct tpf_live_node *out);
+/*
+ * Create multislice node `name` (r->slices slices of r's topology, in
+ * r->zone), or complete it: each slice NODE-k that runs or is on its way is
+ * kept; one that is lost (dead, or a member gone) is deleted and made
+ * again; one that does not exist is made (tpf_compute_create_slice). Then
+ * every slice is waited for (tpf_compute_wait_slice) and *out is the
+ * merged node. On failure the slices this call made are deleted again;
+ * those that ran before stay. Errors as tpf_compute_create_slice's.
+ */
+int tpf_compute_create_unit(struct tpf_compute_client *cc, const char *name,
+			    const struct tpf_recipe *r, json_t *md, struct tpf_live_node *out,
+			    struct tpf_diags *d);
+/* Delete slices NODE-0 .. NODE-(nslices-1) (tpf_compute_delete_slice
+ * each); gone already is 0. */
+int tpf_compute_delete_unit(struct tpf_compute_client *cc, const char *zone, const char *name,
+			    int nslices, struct tpf_diags *d);
 
 #endif

@@ -8,6 +8,8 @@
 #include "providers/gcp/gcp_api_internal.h"
 #include "providers/gcp/gcp_oslogin.h"
 #include "google/gcp_endpoint.h"
+#include "model/node_state.h"
+#include "util/timeutil.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -125,6 +127,37 @@ int tpf_compute_get(struct tpf_compute_client *cc, const char *zone, const char 
 	return rc;
 }
 
+/*
+ * The insert's operation is DONE once the VM is accepted, usually before
+ * it runs: TPU instances "start instead in the PENDING state", then
+ * PROVISIONING, STAGING, RUNNING (docs/compute-engine.md section 5). Read
+ * it until it is READY (RUNNING), at most the client's op_timeout (then
+ * *out is the instance as it is: CREATING, and a later apply provisions
+ * it), as the Cloud TPU create waits for READY. A VM lost meanwhile
+ * (spot preemption, a failed boot) is an error.
+ */
+static int wait_instance(struct tpf_compute_client *cc, const char *zone, const char *name,
+			 const char *what, struct tpf_live_node *out, struct tpf_diags *d)
+{
+	const struct tpf_gcp_settings *s = tpf_gcp_client_settings(cc->c);
+	double deadline = tpf_now_mono() + s->op_timeout, nap = s->poll_min;
+	for (;;) {
+		int rc = tpf_compute_get(cc, zone, name, out, d);
+		/* READY, or flex-start waiting for capacity (never blocks) */
+		if (rc < 0 || tpf_node_class(out->state) == TPF_NODE_READY || out->capacity_wait)
+			return rc;
+		if (tpf_node_class(out->state) == TPF_NODE_DEAD)
+			return tpf_errorx(d, name, "spot capacity may have been reclaimed; apply again",
+					  "%s: the instance is %s right after its create", what,
+					  out->state);
+		if (tpf_now_mono() > deadline)
+			return 0;
+		if ((rc = tpf_gcp_poll_sleep(cc->c, nap)) < 0)
+			return rc;
+		nap = nap * 2 < s->poll_max ? nap * 2 : s->poll_max;
+	}
+}
+
 int tpf_compute_create(struct tpf_compute_client *cc, const char *name,
 		       const struct tpf_recipe *r, json_t *metadata, struct tpf_live_node *out,
 		       struct tpf_diags *d)
@@ -149,10 +182,12 @@ int tpf_compute_create(struct tpf_compute_client *cc, const char *name,
 			      d);
 	rc = quota_rc(rc, &res);
 	tpf_gcp_error_release(&res.err);
-	if (rc == 0)
+	/* A flex-start insert's operation stays RUNNING until the capacity
+	 * comes: the instance, PENDING, tells instead. */
+	if (rc == 0 && !r->compute.flex_start)
 		rc = wait_op(cc, op, what, name, d);
 	if (rc == 0)
-		rc = tpf_compute_get(cc, r->zone, name, out, d);
+		rc = wait_instance(cc, r->zone, name, what, out, d);
 	if (rc == TPF_ENOTFOUND)
 		rc = tpf_errorx(d, name, "it may have been deleted at once (spot, or a failed boot)",
 				"%s: the instance is gone right after its create", what);
@@ -185,6 +220,7 @@ struct list_ctx {
 	struct tpf_compute_client *cc;
 	const char *zone, *fleet;
 	int ssh_port;
+	json_t *preempted;
 	struct tpf_live_set *out, *members;
 };
 
@@ -202,6 +238,7 @@ static int list_page(json_t *page, void *arg, struct tpf_diags *d)
 		struct tpf_live_node n = { 0 };
 		if (tpf_compute_instance_parse(inst, x->zone, x->ssh_port, &n) < 0)
 			continue;
+		tpf_compute_mark_preempted(&n, x->preempted);
 		if (tpf_kvlist_get(&n.recipe.labels, TPF_COMPUTE_SLICE_LABEL)) {
 			if (x->members) /* a slice's member: its MIG is the node */
 				*tpf_live_set_add(x->members) = n;
@@ -216,12 +253,14 @@ static int list_page(json_t *page, void *arg, struct tpf_diags *d)
 }
 
 int tpf_compute_list(struct tpf_compute_client *cc, const char *zone, const char *fleet,
-		     struct tpf_live_set *out, struct tpf_live_set *members, struct tpf_diags *d)
+		     json_t *preempted, struct tpf_live_set *out, struct tpf_live_set *members,
+		     struct tpf_diags *d)
 {
 	/* maxResults 500, the API's largest page (reference section 8). */
 	char *url = instance_url(cc, zone, NULL, "?maxResults=500");
 	char *what = xasprintf("list the instances of zone '%s'", zone);
-	struct list_ctx x = { cc, zone, fleet, tpf_gcp_client_ssh_port(cc->c), out, members };
+	struct list_ctx x = { cc, zone, fleet, tpf_gcp_client_ssh_port(cc->c), preempted, out,
+			      members };
 	int rc = tpf_gapi_pages(tpf_gcp_client_api(cc->c), url, what, NULL,
 				TPF_GCP_QUIET(TPF_GCP_NOTFOUND), list_page, &x, d);
 	if (rc == TPF_ENOTFOUND) { /* no such zone for this project */
@@ -361,4 +400,95 @@ int tpf_compute_host_keys(struct tpf_compute_client *cc, const char *zone, const
 	}
 	json_decref(ga);
 	return rc;
+}
+
+/* ---- preemptions (docs/compute-engine.md "Preemption") ---------------------- */
+
+/* Keep the later of two RFC 3339 times under key k of o. */
+static void keep_latest(json_t *o, const char *k, const char *when)
+{
+	const char *had = json_string_value(json_object_get(o, k));
+	if (!had || tpf_parse_rfc3339(when) > tpf_parse_rfc3339(had))
+		json_object_set_new(o, k, json_string(when));
+}
+
+static int preempted_page(json_t *page, void *arg, struct tpf_diags *d)
+{
+	json_t *out = arg, *sl, *op;
+	const char *scope;
+	size_t i;
+	(void)d;
+	json_object_foreach(json_object_get(page, "items"), scope, sl) {
+		if (strncmp(scope, "zones/", 6))
+			continue; /* instances are zonal */
+		json_array_foreach(json_object_get(sl, "operations"), i, op) {
+			const char *type = json_string_value(json_object_get(op, "operationType"));
+			const char *id = json_string_value(json_object_get(op, "targetId"));
+			const char *link = json_string_value(json_object_get(op, "targetLink"));
+			const char *when = json_string_value(json_object_get(op, "insertTime"));
+			const char *name = link ? strrchr(link, '/') : NULL;
+			/* checked here too: the filter is the server's to honour */
+			if (!type || strcmp(type, "compute.instances.preempted") || !when)
+				continue;
+			if (id) {
+				char *k = xasprintf("id:%s", id);
+				keep_latest(out, k, when);
+				free(k);
+			}
+			if (name && name[1]) {
+				char *k = xasprintf("name:%s/%s", scope + 6, name + 1);
+				keep_latest(out, k, when);
+				free(k);
+			}
+		}
+	}
+	return 0;
+}
+
+int tpf_compute_list_preempted(struct tpf_compute_client *cc, json_t **out, struct tpf_diags *d)
+{
+	/* The filter as Google's compute-preemptible-history sample writes it. */
+	char *f = tpf_gcp_escape("operationType=\"compute.instances.preempted\"");
+	char *url = xasprintf("%s/aggregated/operations?filter=%s&maxResults=500&"
+			      "returnPartialSuccess=true", cc->base, f);
+	json_t *o = json_object();
+	int rc = tpf_gapi_pages(tpf_gcp_client_api(cc->c), url, "list the preemptions", NULL, 0,
+				preempted_page, o, d);
+	free(url);
+	free(f);
+	if (rc < 0) {
+		json_decref(o);
+		o = NULL;
+	}
+	*out = o;
+	return rc;
+}
+
+void tpf_compute_mark_preempted(struct tpf_live_node *n, json_t *preempted)
+{
+	if (!preempted || !n->id || tpf_node_class(n->state) != TPF_NODE_DEAD)
+		return;
+	char *k = xasprintf("id:%s", n->id);
+	if (json_object_get(preempted, k))
+		xstrset(&n->state, "PREEMPTED");
+	free(k);
+}
+
+int tpf_compute_member_preempted(json_t *preempted, const char *zone, const char *slice,
+				 const char *since)
+{
+	char *prefix = xasprintf("name:%s/%s-", zone, slice);
+	size_t pl = strlen(prefix);
+	double t0 = since ? tpf_parse_rfc3339(since) : -1;
+	const char *k;
+	json_t *v;
+	int found = 0;
+	json_object_foreach(preempted, k, v) {
+		if (strncmp(k, prefix, pl) || !k[pl] || strspn(k + pl, "0123456789") != strlen(k + pl))
+			continue;
+		if (t0 < 0 || tpf_parse_rfc3339(json_string_value(v)) >= t0)
+			found = 1;
+	}
+	free(prefix);
+	return found;
 }

@@ -186,7 +186,7 @@ json_t *tpf_compute_instance_body(const char *name, const struct tpf_recipe *r, 
 	return b;
 }
 
-const char *tpf_compute_state(const char *status, int spot)
+const char *tpf_compute_state(const char *status, int preempted)
 {
 	static const struct {
 		const char *status, *state, *spot_state;
@@ -206,7 +206,7 @@ const char *tpf_compute_state(const char *status, int spot)
 	};
 	for (size_t i = 0; status && i < sizeof(map) / sizeof(map[0]); i++)
 		if (!strcmp(map[i].status, status))
-			return spot ? map[i].spot_state : map[i].state;
+			return preempted ? map[i].spot_state : map[i].state;
 	return status && *status ? status : "STATE_UNSPECIFIED";
 }
 
@@ -294,8 +294,13 @@ int tpf_compute_instance_parse(json_t *inst, const char *zone, int ssh_port,
 	r->compute.api = TPF_API_COMPUTE;
 	r->compute.machine_type = last_of(inst, "machineType");
 	scheduling_parse(inst, r);
-	out->state = xstrdup(tpf_compute_state(json_string_value(json_object_get(inst, "status")),
-					       r->spot));
+	const char *status = json_string_value(json_object_get(inst, "status"));
+	/* PREEMPTED only when a compute.instances.preempted operation says
+	 * so (tpf_compute_mark_preempted), not because the VM is spot. */
+	out->state = xstrdup(tpf_compute_state(status, 0));
+	/* A FLEX_START VM waits PENDING until its capacity comes
+	 * (docs/compute-engine.md section 3, "Flex-start"). */
+	out->capacity_wait = r->compute.flex_start && status && !strcmp(status, "PENDING");
 	fields_parse(inst, &r->node);
 	const struct tpf_machine_type *mt = tpf_machine_type_lookup(r->compute.machine_type, NULL);
 	r->node.topology = mt ? xstrdup(mt->own) : NULL;

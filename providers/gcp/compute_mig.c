@@ -74,6 +74,23 @@ char *tpf_compute_mig_description(const char *name, const struct tpf_recipe *r)
 	json_object_set_new(o, "tpuform-slice", json_string(name));
 	json_object_set_new(o, "topology", json_string(r->node.topology ? r->node.topology : ""));
 	json_object_set_new(o, "machine_type", json_string(r->compute.machine_type));
+	/* What a slice with no member yet (BULK waits for all) must still
+	 * report, so that its plan does not see a change: the provisioning */
+	if (r->compute.flex_start)
+		json_object_set_new(o, "flex_start", json_true());
+	if (r->spot)
+		json_object_set_new(o, "spot", json_true());
+	if (r->compute.max_run_duration > 0)
+		json_object_set_new(o, "max_run_duration", json_integer(r->compute.max_run_duration));
+	/* A slice of a multislice node NODE is MIG NODE-k
+	 * (compute_multislice.c): its unit, its index and how many. */
+	const char *dash = strrchr(name, '-');
+	if (tpf_recipe_slices(r) > 1 && dash && dash[1] &&
+	    strspn(dash + 1, "0123456789") == strlen(dash + 1)) {
+		json_object_set_new(o, "unit", json_stringn(name, (size_t)(dash - name)));
+		json_object_set_new(o, "slice_index", json_integer(atol(dash + 1)));
+		json_object_set_new(o, "slices", json_integer(tpf_recipe_slices(r)));
+	}
 	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(o);
 	return s;
@@ -107,7 +124,7 @@ json_t *tpf_compute_mig_body(const char *name, const struct tpf_recipe *r, const
 	char *desc = tpf_compute_mig_description(name, r);
 	json_t *b = json_pack("{s:s, s:s, s:s, s:s, s:i, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}}",
 			      "name", name, "description", desc, "baseInstanceName", base,
-			      "instanceTemplate", tmpl, "targetSize", r->workers,
+			      "instanceTemplate", tmpl, "targetSize", tpf_recipe_slice_workers(r),
 			      "resourcePolicies", "workloadPolicy", wp,
 			      "targetSizePolicy", "mode", "BULK",
 			      "instanceLifecyclePolicy", "defaultActionOnFailure", "DO_NOTHING",
@@ -126,7 +143,7 @@ int tpf_compute_create_slice(struct tpf_compute_client *cc, const char *name,
 	const char *project = tpf_gcp_client_project(cc->c);
 	char *region = tpf_compute_region(r->zone);
 	char *what = xasprintf("create slice '%s' (%d x %s, topology %s) in zone '%s'", name,
-			       r->workers, r->compute.machine_type,
+			       tpf_recipe_slice_workers(r), r->compute.machine_type,
 			       r->node.topology ? r->node.topology : "?", r->zone);
 	json_t *tb = tpf_compute_template_body(name, r, metadata, tpf_gcp_client_external_ips(cc->c));
 	int rc = insert(cc, "global/instanceTemplates", tb, what, name, d);
@@ -177,10 +194,15 @@ int tpf_compute_delete_slice(struct tpf_compute_client *cc, const char *zone, co
 }
 
 void tpf_compute_seen_slice(struct tpf_compute_client *cc, const char *zone, const char *name,
-			    const char *id)
+			    const char *id, const struct tpf_live_node *members, size_t nmembers)
 {
-	json_t *n = json_pack("{s:s, s:s?, s:{}, s:[{}], s:b, s:b}", "name", name, "id", id,
-			      "metadata", "networkEndpoints", "compute", 1, "slice", 1);
+	json_t *names = json_array();
+	for (size_t i = 0; i < nmembers; i++)
+		if (members[i].nendpoints && members[i].name)
+			json_array_append_new(names, json_string(members[i].name));
+	json_t *n = json_pack("{s:s, s:s?, s:{}, s:[{}], s:b, s:b, s:o}", "name", name, "id", id,
+			      "metadata", "networkEndpoints", "compute", 1, "slice", 1,
+			      "members", names);
 	tpf_gcp_client_seen(cc->c, zone, n);
 	json_decref(n);
 }
@@ -194,8 +216,7 @@ static int cmp_member(const void *a, const void *b)
 }
 
 /* The slice's state from its MIG status and its members (sorted). */
-static const char *slice_state(json_t *mig, const struct tpf_live_node *m, size_t n, int target,
-			       int spot)
+static const char *slice_state(json_t *mig, const struct tpf_live_node *m, size_t n, int target)
 {
 	json_t *st = json_object_get(mig, "status");
 	int stable = json_is_true(json_object_get(st, "isStable"));
@@ -206,14 +227,14 @@ static const char *slice_state(json_t *mig, const struct tpf_live_node *m, size_
 	size_t ready = 0;
 	for (size_t i = 0; i < n; i++) {
 		enum tpf_node_class c = tpf_node_class(m[i].state);
-		if (c == TPF_NODE_DEAD) /* a lost member is a lost slice */
-			return spot ? "PREEMPTED" : "TERMINATED";
+		if (c == TPF_NODE_DEAD) /* a lost member is a lost slice; preempted if it was */
+			return !strcmp(m[i].state, "PREEMPTED") ? "PREEMPTED" : "TERMINATED";
 		ready += c == TPF_NODE_READY;
 	}
 	if (n == 0 || bulk)
 		return "CREATING";
 	if ((int)n < target) /* members were made, and one is missing */
-		return stable ? (spot ? "PREEMPTED" : "TERMINATED") : "CREATING";
+		return stable ? "TERMINATED" : "CREATING"; /* the caller tells a preemption */
 	if ((int)ready == target && stable && (!ts || !strcmp(ts, "ACTIVE")))
 		return "READY";
 	return "CREATING";
@@ -255,10 +276,22 @@ int tpf_compute_slice_parse(json_t *mig, const char *zone, struct tpf_live_node 
 		tpf_compute_copy(&r->compute, &m0->compute);
 		tpf_node_fields_copy(&r->node, &m0->node);
 		xstrset(&r->node.topology, topo && *topo ? topo : NULL);
-	} else {
-		r->compute.machine_type = NULL; /* unknown until members exist */
+	} else { /* no member yet: what the description recorded */
+		const char *mt = json_string_value(json_object_get(desc, "machine_type"));
+		r->compute.machine_type = mt && *mt ? xstrdup(mt) : NULL;
+		r->spot = json_is_true(json_object_get(desc, "spot"));
+		r->compute.flex_start = json_is_true(json_object_get(desc, "flex_start"));
+		json_t *mrd = json_object_get(desc, "max_run_duration");
+		r->compute.max_run_duration = json_is_integer(mrd) ? (long)json_integer_value(mrd) : 0;
 	}
-	out->state = xstrdup(slice_state(mig, members, nmembers, target, r->spot));
+	out->state = xstrdup(slice_state(mig, members, nmembers, target));
+	/* A flex-start slice waits for capacity: BULK makes no member until
+	 * all fit (docs/compute-engine.md section 4), or its members wait
+	 * PENDING. */
+	int waiting = r->compute.flex_start && !strcmp(out->state, "CREATING");
+	for (size_t i = 0; waiting && i < nmembers; i++)
+		waiting = members[i].capacity_wait;
+	out->capacity_wait = waiting;
 	out->endpoints = nmembers ? xcalloc(nmembers, sizeof(*out->endpoints)) : NULL;
 	for (size_t i = 0; i < nmembers; i++) { /* workers in member-name order */
 		if (!members[i].nendpoints)
@@ -352,12 +385,12 @@ static int bulk_error(json_t *mig, const char *what, const char *address, struct
 }
 
 /* The slice as it is now: its MIG and its members of the zone's list. */
-static int read_slice(struct tpf_compute_client *cc, json_t *mig, const char *name,
+static int read_mig_slice(struct tpf_compute_client *cc, json_t *mig, const char *name,
 		      const struct tpf_recipe *r, struct tpf_live_node *out, struct tpf_diags *d)
 {
 	struct tpf_live_set nodes = { 0 }, members = { 0 }, mine = { 0 };
 	const char *fleet = tpf_kvlist_get(&r->labels, TPF_LABEL_FLEET);
-	int rc = tpf_compute_list(cc, r->zone, fleet ? fleet : "", &nodes, &members, d);
+	int rc = tpf_compute_list(cc, r->zone, fleet ? fleet : "", NULL, &nodes, &members, d);
 	for (size_t i = 0; rc == 0 && i < members.n; i++) {
 		const char *s = tpf_kvlist_get(&members.nodes[i].recipe.labels, TPF_COMPUTE_SLICE_LABEL);
 		if (s && !strcmp(s, name))
@@ -365,9 +398,28 @@ static int read_slice(struct tpf_compute_client *cc, json_t *mig, const char *na
 	}
 	if (rc == 0 && tpf_compute_slice_parse(mig, r->zone, mine.nodes, mine.n, out) < 0)
 		rc = tpf_errorx(d, name, NULL, "slice '%s': its group is not tpuform's", name);
+	if (rc == 0) /* members sorted by the parse */
+		tpf_compute_seen_slice(cc, r->zone, name, out->id, mine.nodes, mine.n);
 	tpf_live_set_release(&nodes);
 	tpf_live_set_release(&members);
 	tpf_live_set_release(&mine);
+	return rc;
+}
+
+int tpf_compute_read_slice(struct tpf_compute_client *cc, const char *name,
+			   const struct tpf_recipe *r, struct tpf_live_node *out,
+			   struct tpf_diags *d)
+{
+	char *url = xasprintf("%s/zones/%s/instanceGroupManagers/%s", cc->base, r->zone, name);
+	char *what = xasprintf("read slice '%s' in zone '%s'", name, r->zone);
+	json_t *mig = NULL;
+	int rc = tpf_gcp_call(cc->c, "GET", url, NULL, what, name, TPF_GCP_QUIET(TPF_GCP_NOTFOUND),
+			      &mig, NULL, d);
+	if (rc == 0)
+		rc = read_mig_slice(cc, mig, name, r, out, d);
+	json_decref(mig);
+	free(what);
+	free(url);
 	return rc;
 }
 
@@ -386,11 +438,9 @@ int tpf_compute_wait_slice(struct tpf_compute_client *cc, const char *name,
 		if (rc == 0 && !r->compute.flex_start)
 			rc = bulk_error(mig, what, name, d);
 		if (rc == 0)
-			rc = read_slice(cc, mig, name, r, out, d);
+			rc = read_mig_slice(cc, mig, name, r, out, d);
 		json_decref(mig);
 		/* READY, or flex-start waiting for capacity (never blocks) */
-		if (rc == 0)
-			tpf_compute_seen_slice(cc, r->zone, name, out->id);
 		if (rc < 0 || !strcmp(out->state, "READY") || r->compute.flex_start)
 			break;
 		if (tpf_node_class(out->state) == TPF_NODE_DEAD) {

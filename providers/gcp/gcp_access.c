@@ -32,6 +32,7 @@ struct node_entry {
 	int compute;        /* a Compute Engine instance (providers/gcp/compute.h) */
 	int slice;          /* compute: a multi-host slice (a MIG); its members got the
 			     * key from the template's metadata at create */
+	json_t *members;    /* slice: its members' instance names in worker order */
 
 	pthread_mutex_t mu;
 	char *keyed_id;     /* the node id whose metadata has the key */
@@ -104,6 +105,8 @@ static void node_seen(void *ctx, const char *zone, json_t *node)
 	e->nendpoints = (int)json_array_size(json_object_get(node, "networkEndpoints"));
 	e->compute = json_is_true(json_object_get(node, "compute"));
 	e->slice = json_is_true(json_object_get(node, "slice"));
+	json_decref(e->members);
+	e->members = json_deep_copy(json_object_get(node, "members"));
 	pthread_mutex_unlock(&a->mu);
 }
 
@@ -311,6 +314,40 @@ static int ensure_key(struct tpf_gcp_access *a, struct node_entry *e, const char
 	return rc;
 }
 
+/*
+ * A Compute Engine slice's guest attributes in the Cloud TPU API's shape
+ * (guestAttributes[i] for worker i): each member's getGuestAttributes, in
+ * worker order (the members' names as the last refresh saw them,
+ * compute_mig.c). A member that cannot be read publishes nothing, so its
+ * worker gets the warning below; the first error is *why.
+ */
+static int member_guest_attributes(struct tpf_gcp_access *a, struct node_entry *e,
+				   const char *zone, json_t **out, struct tpf_diags *why)
+{
+	pthread_mutex_lock(&a->mu);
+	json_t *members = json_deep_copy(e->members), *m;
+	pthread_mutex_unlock(&a->mu);
+	json_t *list = json_array();
+	size_t i;
+	int rc = 0;
+	json_array_foreach(members, i, m) {
+		json_t *ga = NULL;
+		struct tpf_diags d = TPF_DIAGS_INIT;
+		int r = json_is_string(m) ? tpf_compute_guest_attributes(a->cc, zone,
+									 json_string_value(m), &ga, &d)
+					  : TPF_ERROR;
+		json_array_append_new(list, r == 0 ? ga : json_object());
+		if (r < 0 && rc == 0) {
+			rc = r;
+			tpf_diags_move(why, &d);
+		}
+		tpf_diags_release(&d);
+	}
+	json_decref(members);
+	*out = json_pack("{s:o}", "guestAttributes", list);
+	return rc;
+}
+
 /* The keys worker w publishes, read once per node id; a warning when it
  * publishes none. Call with e->mu held. */
 static void host_keys(struct tpf_gcp_access *a, struct node_entry *e, const char *zone,
@@ -322,8 +359,10 @@ static void host_keys(struct tpf_gcp_access *a, struct node_entry *e, const char
 		json_decref(e->guest);
 		e->guest = NULL;
 		xstrset(&e->guest_error, NULL);
-		int rc;
-		if (entry_compute(a, e)) { /* one instance: the TPU API's answer for one worker */
+		int rc, compute = entry_compute(a, e);
+		if (compute == 2) {
+			rc = member_guest_attributes(a, e, zone, &e->guest, &why);
+		} else if (compute) { /* one instance: the TPU API's answer for one worker */
 			json_t *ga = NULL;
 			rc = tpf_compute_guest_attributes(a->cc, zone, e->name, &ga, &why);
 			e->guest = rc == 0 ? json_pack("{s:[o]}", "guestAttributes", ga) : NULL;
@@ -531,6 +570,7 @@ void tpf_gcp_access_free(struct tpf_gcp_access *a)
 		free(e->zone);
 		free(e->id);
 		json_decref(e->metadata);
+		json_decref(e->members);
 		pthread_mutex_destroy(&e->mu);
 		free(e->keyed_id);
 		free(e->guest_id);

@@ -20,6 +20,7 @@ struct qr_fact {
 	char *zone, *node, *qr;
 	int compute; /* a Compute Engine instance (issue 18), not a Cloud TPU node */
 	int slice;   /* compute: a multi-host slice (a MIG, compute_mig.c) */
+	int nslices; /* compute: a multislice node's slices (compute_multislice.c), else 0 */
 };
 
 /* The client, the SSH transport to the workers (made at open) and the
@@ -68,6 +69,7 @@ static void fact_set(struct gcp_impl *g, const char *zone, const char *node, con
 		f->qr = NULL;
 		f->compute = 0;
 		f->slice = 0;
+		f->nslices = 0;
 	}
 	xstrset(&f->qr, qr);
 }
@@ -101,35 +103,80 @@ static int fleet_uses_compute(const struct tpf_fleet *f)
 	return 0;
 }
 
-/* The API of node `name` by its group in the fleet file (names are
- * FLEET-GROUP-INDEX), for a node no refresh has seen. */
-static enum tpf_api api_by_name(const struct tpf_fleet *f, const char *name)
+/*
+ * Cloud TPU API nodes are listed unless the fleet is all on Compute
+ * Engine: a group on the Cloud TPU API, provider.gcp.api set (either way,
+ * as above), or a state that records a Cloud TPU API node (a group moved
+ * to Compute Engine: its old nodes must be seen to be deleted). A fleet
+ * all on Compute Engine with a state that records none sends no Cloud TPU
+ * request: its project need not enable tpu.googleapis.com, and its
+ * refresh is the Compute Engine lists alone.
+ */
+static int fleet_uses_tpu(const struct tpf_fleet *f)
+{
+	if (f->gcp.api_given || f->gcp.state_has_tpu || f->ngroups == 0)
+		return 1;
+	for (size_t i = 0; i < f->ngroups; i++)
+		if (f->groups[i].compute.api != TPF_API_COMPUTE)
+			return 1;
+	return 0;
+}
+
+/* The group of node `name` in the fleet file (names are
+ * FLEET-GROUP-INDEX), or NULL. */
+static const struct tpf_group *group_by_name(const struct tpf_fleet *f, const char *name)
 {
 	size_t fl = strlen(f->name);
 	if (strncmp(name, f->name, fl) || name[fl] != '-')
-		return TPF_API_TPU;
+		return NULL;
 	for (size_t i = 0; i < f->ngroups; i++) {
 		size_t gl = strlen(f->groups[i].name);
 		if (!strncmp(name + fl + 1, f->groups[i].name, gl) && name[fl + 1 + gl] == '-' &&
 		    strspn(name + fl + 2 + gl, "0123456789") == strlen(name + fl + 2 + gl))
-			return f->groups[i].compute.api;
+			return &f->groups[i];
 	}
-	return TPF_API_TPU;
+	return NULL;
 }
 
+/* The API of node `name` by its group, for a node no refresh has seen. */
+static enum tpf_api api_by_name(const struct tpf_fleet *f, const char *name)
+{
+	const struct tpf_group *g = group_by_name(f, name);
+	return g ? g->compute.api : TPF_API_TPU;
+}
+
+/* What a Compute Engine node is known to be. */
+enum compute_shape { SHAPE_UNKNOWN, SHAPE_SINGLE, SHAPE_SLICE };
+
 /* Is node `name` in `zone` on Compute Engine? What the last refresh or
- * create saw, else its group's API. *single (optional): 1 when it is known
- * to be one instance, not a slice. */
-static int is_compute(struct tpf_provider *p, const char *zone, const char *name, int *single)
+ * create saw, else its group's API. *shape (optional): one instance, a
+ * slice, or not known (no refresh or create saw it). */
+static int is_compute(struct tpf_provider *p, const char *zone, const char *name,
+		      enum compute_shape *shape)
 {
 	struct gcp_impl *g = p->impl;
 	pthread_mutex_lock(&g->mu);
 	struct qr_fact *f = fact_find(g, zone, name);
 	int known = f != NULL, compute = f && f->compute;
-	if (single)
-		*single = f && f->compute && !f->slice;
+	if (shape)
+		*shape = !compute ? SHAPE_UNKNOWN : f->slice ? SHAPE_SLICE : SHAPE_SINGLE;
 	pthread_mutex_unlock(&g->mu);
 	return known ? compute : api_by_name(p->fleet, name) == TPF_API_COMPUTE;
+}
+
+/* The slices of Compute Engine node `name` in `zone`: what the last
+ * refresh or create saw (0: not a multislice node), else its group's. */
+static int compute_slices(struct tpf_provider *p, const char *zone, const char *name)
+{
+	struct gcp_impl *g = p->impl;
+	pthread_mutex_lock(&g->mu);
+	struct qr_fact *f = fact_find(g, zone, name);
+	int n = f && f->compute ? f->nslices : -1;
+	pthread_mutex_unlock(&g->mu);
+	if (n >= 0)
+		return n;
+	const struct tpf_group *gr = group_by_name(p->fleet, name);
+	return gr && gr->compute.api == TPF_API_COMPUTE && gr->slices > 1 ? gr->slices : 0;
 }
 
 static int fleet_has_queued(const struct tpf_fleet *f)
@@ -150,12 +197,15 @@ static struct tpf_gcp_client *client_of(struct tpf_provider *p)
 struct zone_job {
 	struct tpf_gcp_client *c;
 	struct tpf_compute_client *cc; /* also list Compute Engine instances; NULL: not */
+	int tpu;                  /* list Cloud TPU API nodes (fleet_uses_tpu) */
 	const char *zone, *fleet;
 	int queued;               /* also list queued resources */
 	struct tpf_live_set set;
 	size_t ntpu;              /* set.nodes[0 .. ntpu) are Cloud TPU nodes, the rest compute */
 	size_t nsingle;           /* set.nodes[ntpu .. nsingle) instances, the rest slices */
 	json_t *migs;             /* the fleet's MIGs of this zone (borrowed), NULL: none */
+	json_t *preempted;        /* tpf_compute_list_preempted's (borrowed), NULL: none */
+	struct tpf_live_set members; /* compute: the slices' members listed */
 	struct tpf_gcp_qr *qrs;
 	size_t nqrs;
 	struct tpf_diags diags;
@@ -163,9 +213,60 @@ struct zone_job {
 };
 
 /* Each MIG of the zone as a slice node, with its members (by label). */
+/* The slices of one multislice node found in a zone's MIGs
+ * (compute_multislice.c), gathered before they are merged into it. */
+struct unit_acc {
+	char *name;
+	int n;
+	struct tpf_live_node *sl;  /* by slice index; name NULL: not found */
+	struct tpf_live_set *mem;  /* each slice's members, sorted */
+};
+
+static struct unit_acc *unit_get(struct unit_acc **u, size_t *nu, size_t *au, const char *name,
+				 int n)
+{
+	for (size_t i = 0; i < *nu; i++)
+		if (!strcmp((*u)[i].name, name) && (*u)[i].n == n)
+			return &(*u)[i];
+	XGROW(*u, *nu + 1, *au);
+	struct unit_acc *a = &(*u)[(*nu)++];
+	a->name = xstrdup(name);
+	a->n = n;
+	a->sl = xcalloc((size_t)n, sizeof(*a->sl));
+	a->mem = xcalloc((size_t)n, sizeof(*a->mem));
+	return a;
+}
+
+/* Each gathered multislice node, merged, into the zone's set; the access
+ * layer learns its members in worker order (for their host keys). */
+static void add_units(struct zone_job *j, struct unit_acc *u, size_t nu)
+{
+	for (size_t i = 0; i < nu; i++) {
+		struct tpf_live_node n = { 0 };
+		struct tpf_live_set all = { 0 };
+		for (int k = 0; k < u[i].n; k++) {
+			for (size_t m = 0; m < u[i].mem[k].n; m++)
+				tpf_live_node_copy(tpf_live_set_add(&all), &u[i].mem[k].nodes[m]);
+			tpf_live_set_release(&u[i].mem[k]);
+		}
+		if (tpf_compute_unit_merge(u[i].name, u[i].sl, u[i].n, &n) == 0) {
+			tpf_compute_seen_slice(j->cc, j->zone, n.name, n.id, all.nodes, all.n);
+			*tpf_live_set_add(&j->set) = n; /* moved */
+		}
+		for (int k = 0; k < u[i].n; k++)
+			tpf_live_node_release(&u[i].sl[k]);
+		tpf_live_set_release(&all);
+		free(u[i].sl);
+		free(u[i].mem);
+		free(u[i].name);
+	}
+	free(u);
+}
+
 static void add_slices(struct zone_job *j, struct tpf_live_set *members)
 {
-	size_t i;
+	size_t i, nu = 0, au = 0;
+	struct unit_acc *units = NULL;
 	json_t *mig;
 	json_array_foreach(j->migs, i, mig) {
 		const char *name = json_string_value(json_object_get(mig, "name"));
@@ -178,31 +279,83 @@ static void add_slices(struct zone_job *j, struct tpf_live_set *members)
 		}
 		struct tpf_live_node n = { 0 };
 		if (tpf_compute_slice_parse(mig, j->zone, mine.nodes, mine.n, &n) == 0) {
-			tpf_compute_seen_slice(j->cc, j->zone, name, n.id);
-			*tpf_live_set_add(&j->set) = n; /* moved */
+			/* a member gone (termination action DELETE) by preemption */
+			if (!strcmp(n.state, "TERMINATED") && mine.n < (size_t)n.recipe.workers &&
+			    tpf_compute_member_preempted(j->preempted, j->zone, name, n.create_time))
+				xstrset(&n.state, "PREEMPTED");
+			char *unit = NULL;
+			int k = 0, ns = 0;
+			if (tpf_compute_mig_unit(mig, &unit, &k, &ns)) { /* one slice of several */
+				struct unit_acc *a = unit_get(&units, &nu, &au, unit, ns);
+				tpf_live_node_release(&a->sl[k]);
+				a->sl[k] = n;   /* moved */
+				tpf_live_set_release(&a->mem[k]);
+				a->mem[k] = mine; /* moved: sorted by the parse */
+				memset(&mine, 0, sizeof(mine));
+				free(unit);
+			} else {
+				tpf_compute_seen_slice(j->cc, j->zone, name, n.id, mine.nodes, mine.n);
+				*tpf_live_set_add(&j->set) = n; /* moved */
+			}
 		}
 		tpf_live_set_release(&mine);
 	}
+	add_units(j, units, nu);
 }
 
 static void *zone_worker(void *arg)
 {
 	struct zone_job *j = arg;
-	j->rc = tpf_gcp_list_nodes(j->c, j->zone, j->fleet, &j->set, &j->diags);
+	j->rc = j->tpu ? tpf_gcp_list_nodes(j->c, j->zone, j->fleet, &j->set, &j->diags) : 0;
 	if (j->rc == 0 && j->queued) {
 		j->rc = tpf_gcp_list_qrs(j->c, j->zone, j->fleet, &j->qrs, &j->nqrs, &j->diags);
 		if (j->rc == 0)
 			tpf_gcp_qr_merge(&j->set, j->qrs, j->nqrs);
 	}
 	j->ntpu = j->set.n;
-	struct tpf_live_set members = { 0 };
-	if (j->rc == 0 && j->cc)
-		j->rc = tpf_compute_list(j->cc, j->zone, j->fleet, &j->set, &members, &j->diags);
 	j->nsingle = j->set.n;
-	if (j->rc == 0)
-		add_slices(j, &members);
-	tpf_live_set_release(&members);
+	/* Preemptions are marked and slices made from members once the
+	 * aggregated lists, walked meanwhile, are in (compute_finish). */
+	if (j->rc == 0 && j->cc)
+		j->rc = tpf_compute_list(j->cc, j->zone, j->fleet, NULL, &j->set, &j->members,
+					 &j->diags);
 	return NULL;
+}
+
+/* The aggregated lists of a refresh (compute_lists), walked on a thread of
+ * their own while the zones are listed. */
+struct agg_job {
+	struct tpf_compute_client *cc;
+	const char *fleet;
+	json_t *migs, *preempted;
+	struct tpf_live_set ids; /* only its preempted ids are used */
+	struct tpf_diags diags;
+	int rc;
+};
+
+static int compute_lists(struct tpf_compute_client *cc, const char *fleet, json_t **migs,
+			 json_t **preempted, struct tpf_live_set *out, struct tpf_diags *d);
+
+static void *agg_worker(void *arg)
+{
+	struct agg_job *a = arg;
+	a->rc = compute_lists(a->cc, a->fleet, &a->migs, &a->preempted, &a->ids, &a->diags);
+	return NULL;
+}
+
+/* A zone's Compute Engine nodes, once the aggregated lists are in: lost
+ * instances a preemption names are PREEMPTED, and each MIG with its
+ * members becomes a slice node. */
+static void compute_finish(struct zone_job *j, const struct agg_job *a)
+{
+	j->migs = json_object_get(a->migs, j->zone);
+	j->preempted = a->preempted;
+	for (size_t k = j->ntpu; k < j->set.n; k++)
+		tpf_compute_mark_preempted(&j->set.nodes[k], a->preempted);
+	for (size_t k = 0; k < j->members.n; k++)
+		tpf_compute_mark_preempted(&j->members.nodes[k], a->preempted);
+	j->nsingle = j->set.n;
+	add_slices(j, &j->members);
 }
 
 /* Remember, for remove(), which nodes of a zone have a queued resource. */
@@ -217,6 +370,7 @@ static void learn(struct gcp_impl *g, const struct zone_job *j)
 		fact_set(g, j->zone, n->name, n->recipe.queued ? n->name : NULL);
 		fact_find(g, j->zone, n->name)->compute = k >= j->ntpu;
 		fact_find(g, j->zone, n->name)->slice = k >= j->nsingle;
+		fact_find(g, j->zone, n->name)->nslices = k >= j->nsingle ? n->recipe.slices : 0;
 	}
 	for (size_t k = 0; k < j->nqrs; k++)
 		fact_set(g, j->zone, j->qrs[k].node_id, j->qrs[k].id);
@@ -234,6 +388,32 @@ static void learn(struct gcp_impl *g, const struct zone_job *j)
 
 #define REFRESH_PARALLEL 8
 
+/*
+ * What Compute Engine lists for every zone at once: the fleet's MIGs
+ * (*migs: zone -> [MIG]) and the preemptions (*preempted, NULL when they
+ * could not be read: a warning, and losses are then not called
+ * preemptions), each one aggregated walk; the preempted instances' ids go
+ * to out (model/live.h), so the plan can say why a node is gone.
+ */
+static int compute_lists(struct tpf_compute_client *cc, const char *fleet, json_t **migs,
+			 json_t **preempted, struct tpf_live_set *out, struct tpf_diags *d)
+{
+	int rc = tpf_compute_list_migs(cc, fleet, migs, d);
+	if (rc < 0)
+		return rc;
+	struct tpf_diags why = TPF_DIAGS_INIT;
+	if (tpf_compute_list_preempted(cc, preempted, &why) < 0)
+		tpf_warn(d, NULL, "%s; a lost Compute Engine VM is not called preempted this time",
+			 why.n ? why.items[0].summary : "the preemptions could not be listed");
+	tpf_diags_release(&why);
+	const char *k;
+	json_t *v;
+	json_object_foreach(*preempted, k, v)
+		if (!strncmp(k, "id:", 3))
+			tpf_live_set_add_preempted(out, k + 3);
+	return 0;
+}
+
 static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t nzones,
 		       struct tpf_live_set *out, struct tpf_diags *d)
 {
@@ -243,15 +423,16 @@ static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t 
 	int queued = fleet_has_queued(p->fleet);
 	struct tpf_compute_client *cc = fleet_uses_compute(p->fleet)
 						? ((struct gcp_impl *)p->impl)->compute : NULL;
-	json_t *migs = NULL; /* every zone's MIGs in one aggregated list */
-	if (cc && (rc = tpf_compute_list_migs(cc, p->fleet->name, &migs, d)) < 0) {
-		free(jobs);
-		return rc;
-	}
+	struct agg_job agg = { .cc = cc, .fleet = p->fleet->name };
+	pthread_t agg_th;
+	int agg_started = 0;
+	tpf_diags_init(&agg.diags);
+	if (cc)
+		agg_started = !pthread_create(&agg_th, NULL, agg_worker, &agg);
 	for (size_t i = 0; i < nzones; i++) {
 		jobs[i].c = client_of(p);
 		jobs[i].cc = cc;
-		jobs[i].migs = json_object_get(migs, zones[i]);
+		jobs[i].tpu = fleet_uses_tpu(p->fleet);
 		jobs[i].zone = zones[i];
 		jobs[i].fleet = p->fleet->name;
 		jobs[i].queued = queued;
@@ -271,8 +452,19 @@ static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t 
 				zone_worker(&jobs[base + k]); /* no thread: do it here */
 		}
 	}
+	if (agg_started)
+		pthread_join(agg_th, NULL);
+	else if (cc)
+		agg_worker(&agg);
+	rc = agg.rc;
+	tpf_diags_move(d, &agg.diags);
+	for (size_t k = 0; k < agg.ids.npreempted; k++)
+		tpf_live_set_add_preempted(out, agg.ids.preempted_ids[k]);
 	for (size_t i = 0; i < nzones; i++) {
 		struct zone_job *j = &jobs[i];
+		if (cc && j->rc == 0 && rc == 0)
+			compute_finish(j, &agg);
+		tpf_live_set_release(&j->members);
 		if (j->rc < 0 && rc == 0)
 			rc = j->rc;
 		learn(p->impl, j);
@@ -291,7 +483,11 @@ static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t 
 		tpf_diags_release(&j->diags);
 		pthread_mutex_destroy(&j->diags.mu);
 	}
-	json_decref(migs);
+	json_decref(agg.migs);
+	json_decref(agg.preempted);
+	tpf_live_set_release(&agg.ids);
+	tpf_diags_release(&agg.diags);
+	pthread_mutex_destroy(&agg.diags.mu);
 	free(jobs);
 	return rc;
 }
@@ -302,15 +498,55 @@ static int gcp_refresh(struct tpf_provider *p, const char *const *zones, size_t 
  * its parts deleted again, so that the next zone can take the same names
  * (the template is global); the create's diagnostic stays the reason.
  */
+/*
+ * A multislice node (compute_multislice.c) made or completed in r->zone.
+ * Its slices live in one zone: if a refresh saw it in another (the zone
+ * fallback moved on, or the group's zones changed), the slices there are
+ * deleted first, so none is left behind.
+ */
+static int unit_create(struct gcp_impl *g, const char *name, const struct tpf_recipe *r,
+		       json_t *md, struct tpf_live_node *out, struct tpf_diags *d)
+{
+	int rc = 0;
+	char **elsewhere = NULL;
+	size_t n = 0, a = 0;
+	pthread_mutex_lock(&g->mu);
+	for (size_t i = 0; i < g->nfacts; i++)
+		if (g->facts[i].compute && g->facts[i].nslices > 1 &&
+		    !strcmp(g->facts[i].node, name) && strcmp(g->facts[i].zone, r->zone)) {
+			XGROW(elsewhere, n + 1, a);
+			elsewhere[n++] = xstrdup(g->facts[i].zone);
+		}
+	pthread_mutex_unlock(&g->mu);
+	for (size_t i = 0; i < n; i++) {
+		if (rc == 0)
+			rc = tpf_compute_delete_unit(g->compute, elsewhere[i], name,
+						     tpf_recipe_slices(r), d);
+		if (rc == 0) {
+			pthread_mutex_lock(&g->mu);
+			fact_set_compute(g, elsewhere[i], name, 0, 0);
+			pthread_mutex_unlock(&g->mu);
+		}
+		free(elsewhere[i]);
+	}
+	free(elsewhere);
+	return rc ? rc : tpf_compute_create_unit(g->compute, name, r, md, out, d);
+}
+
 static int compute_create(struct gcp_impl *g, const char *name, const struct tpf_recipe *r,
 			  json_t *md, struct tpf_live_node *out, struct tpf_diags *d)
 {
-	int slice = r->workers > 1, rc;
+	int slice = r->workers > 1 || tpf_recipe_slices(r) > 1, rc;
+	if (r->zone && tpf_recipe_slices(r) > 1)
+		rc = unit_create(g, name, r, md, out, d);
 	if (r->zone) {
 		pthread_mutex_lock(&g->mu);
 		fact_set_compute(g, r->zone, name, 1, slice);
+		fact_find(g, r->zone, name)->nslices = tpf_recipe_slices(r) > 1 ? r->slices : 0;
 		pthread_mutex_unlock(&g->mu);
 	}
+	if (r->zone && tpf_recipe_slices(r) > 1)
+		return rc;
 	if (!slice)
 		return tpf_compute_create(g->compute, name, r, md, out, d);
 	rc = tpf_compute_create_slice(g->compute, name, r, md, d);
@@ -374,13 +610,17 @@ static int gcp_remove(struct tpf_provider *p, const char *zone, const char *name
 	struct gcp_impl *g = p->impl;
 	char *qr = NULL;
 	int known = 0, rc = 0;
-	int single = 0;
-	if (is_compute(p, zone, name, &single)) {
-		/* A slice, or a node not known to be one instance: every part it
-		 * may have (a crash between a slice's steps leaks nothing). */
-		if (!single)
+	enum compute_shape shape = SHAPE_UNKNOWN;
+	if (is_compute(p, zone, name, &shape)) {
+		/* A slice, or a node not known to be either: every part it may
+		 * have (a crash between a slice's steps leaks nothing); every
+		 * slice of a multislice node. */
+		int ns = compute_slices(p, zone, name);
+		if (ns > 1)
+			rc = tpf_compute_delete_unit(g->compute, zone, name, ns, d);
+		if (rc == 0 && (shape == SHAPE_UNKNOWN || (shape == SHAPE_SLICE && ns <= 1)))
 			rc = tpf_compute_delete_slice(g->compute, zone, name, d);
-		if (rc == 0)
+		if (rc == 0 && shape != SHAPE_SLICE)
 			rc = tpf_compute_delete(g->compute, zone, name, d);
 		if (rc == 0) {
 			pthread_mutex_lock(&g->mu);
@@ -422,8 +662,8 @@ static int gcp_remove(struct tpf_provider *p, const char *zone, const char *name
 static int gcp_set_labels(struct tpf_provider *p, const char *zone, const char *name,
 			  const struct tpf_kvlist *labels, struct tpf_diags *d)
 {
-	int single = 0;
-	if (is_compute(p, zone, name, &single) && !single)
+	enum compute_shape shape = SHAPE_UNKNOWN;
+	if (is_compute(p, zone, name, &shape) && shape == SHAPE_SLICE)
 		return tpf_errorx(d, name, "replace the slice (tpuform taint) to relabel it",
 				  "slice '%s': changing the labels of a Compute Engine slice in place "
 				  "is not supported yet", name);

@@ -809,15 +809,52 @@ static json_t *running_now(const char *zone, const char *name, json_t *props, co
 	return inst;
 }
 
+/* Label `key` (when given) of inst set to value. */
+static void seed_label(json_t *inst, const char *key, const char *value)
+{
+	if (!key || !*key)
+		return;
+	json_t *l = json_object_get(inst, "labels");
+	if (!json_is_object(l))
+		json_object_set_new(inst, "labels", l = json_object());
+	json_object_set_new(l, key, json_string(value));
+}
+
+/* d with every "{name}" replaced by name and "{index}" by i (caller frees). */
+static char *seed_description(const char *d, const char *name, long i)
+{
+	struct { char *s; size_t n, a; } b = { 0 };
+	char idx[24];
+	snprintf(idx, sizeof(idx), "%ld", i);
+	for (const char *p = d; *p;) {
+		const char *v = !strncmp(p, "{name}", 6) ? name : !strncmp(p, "{index}", 7) ? idx : NULL;
+		size_t take = v ? strlen(v) : 1, skip = v ? (v == name ? 6 : 7) : 1;
+		XGROW(b.s, b.n + take + 1, b.a);
+		memcpy(b.s + b.n, v ? v : p, take);
+		b.n += take;
+		p += skip;
+	}
+	XGROW(b.s, b.n + 1, b.a);
+	b.s[b.n] = '\0';
+	return b.s;
+}
+
 /*
  * POST /__admin/compute/instanceGroupManagers:seed?zone=Z&prefix=P&count=N&template=T
- *      [&policy=REGION/NAME][&size=K][&start=S]
+ *      [&policy=REGION/NAME][&size=K][&start=S][&description=D][&mig_label=KEY]
+ *      [&index_label=KEY]
  * POST /__admin/compute/instances:seed?zone=Z&prefix=P&count=N&template=T[&start=S]
+ *      [&index_label=KEY]
  * Many RUNNING resources at once, without operations or capacity checks,
  * for scale benchmarks: MIGs P-S .. P-(S+N-1) of the global template T (BULK,
  * DO_NOTHING, the workload policy, K members: the policy's VMs or 1), or
  * instances P-S.. with T's properties. The checks of an insert apply to
- * the references (the template must exist, the policy fit). Answers r.
+ * the references (the template must exist, the policy fit). A MIG's
+ * description is D with "{name}" and "{index}" replaced by its name and
+ * number; its members' label KEY (mig_label) is the MIG's name; label KEY
+ * (index_label) of a seeded instance, or of a MIG's members, is its
+ * number (as nodes:seed's index_label), so that a client's own naming and
+ * labels can be seeded. Answers r.
  */
 void ce_seed(struct fg_req *r, int migs)
 {
@@ -826,6 +863,8 @@ void ce_seed(struct fg_req *r, int migs)
 	long count = ce_arg(r, "count") ? atol(ce_arg(r, "count")) : -1;
 	long start = ce_arg(r, "start") ? atol(ce_arg(r, "start")) : 0;
 	long size = ce_arg(r, "size") ? atol(ce_arg(r, "size")) : 0;
+	const char *desc = ce_arg(r, "description"), *mig_label = ce_arg(r, "mig_label");
+	const char *index_label = ce_arg(r, "index_label");
 	struct mig_refs x = { 0 };
 
 	if (!zone || !ce_zone_ok(zone) || !prefix || !t || count < 0 || count > 100000) {
@@ -849,17 +888,25 @@ void ce_seed(struct fg_req *r, int migs)
 		long k = size ? size : topo ? ce_topology_vms(x.mt, topo) : 1;
 		json_t *props = json_object_get(x.tmpl, "properties");
 		for (long i = start; i < start + count; i++) {
-			char *name = xasprintf("%s-%ld", prefix, i);
+			char *name = xasprintf("%s-%ld", prefix, i), idx[24];
+			snprintf(idx, sizeof(idx), "%ld", i);
 			if (!migs) {
-				running_now(zone, name, props, NULL);
+				seed_label(running_now(zone, name, props, NULL), index_label, idx);
 			} else {
 				json_object_set_new(b, "name", json_string(name));
 				json_object_set_new(b, "targetSize", json_integer(k));
+				if (desc) {
+					char *dd = seed_description(desc, name, i);
+					json_object_set_new(b, "description", json_string(dd));
+					free(dd);
+				}
 				json_t *mig = mig_new(b, zone, &x, 1);
 				json_t *m;
 				size_t j;
 				json_array_foreach(json_object_get(mig, "__members"), j, m) {
-					running_now(zone, json_string_value(m), props, name);
+					json_t *inst = running_now(zone, json_string_value(m), props, name);
+					seed_label(inst, mig_label, name);
+					seed_label(inst, index_label, idx);
 					json_object_set_new(json_object_get(mig, "__made"),
 							    json_string_value(m), json_true());
 				}

@@ -345,12 +345,129 @@ static void test_compute__create_failures(void)
 	tpf_diags_release(&d);
 }
 
+/* A spot VM that stopped is PREEMPTED only when a compute.instances.preempted
+ * operation names it (docs/compute-engine.md "Preemption"), found in ONE
+ * aggregated/operations walk; a slice's member gone by preemption too. */
+static void test_compute__preemptions_told_apart(void)
+{
+	struct step ops[] = {
+		{ 200, "{\"items\":{\"zones/us-central1-c\":{\"operations\":["
+		       "{\"operationType\":\"compute.instances.preempted\",\"targetId\":\"77\","
+		       "\"targetLink\":\"https://x/compute/v1/projects/p/zones/us-central1-c/instances/f-g-0\","
+		       "\"insertTime\":\"2026-01-01T00:00:00.000-00:00\"},"
+		       "{\"operationType\":\"compute.instances.preempted\",\"targetId\":\"78\","
+		       "\"targetLink\":\"https://x/compute/v1/projects/p/zones/us-central1-c/instances/f-s-0-002\","
+		       "\"insertTime\":\"2026-01-02T00:00:00.000-00:00\"},"
+		       "{\"operationType\":\"compute.instances.insert\",\"targetId\":\"79\","
+		       "\"insertTime\":\"2026-01-02T00:00:00.000-00:00\"}]},"
+		       "\"regions/us-central1\":{\"warning\":{\"code\":\"NO_RESULTS_ON_PAGE\"}}}}" },
+	};
+	script(ops, 1);
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	json_t *pre = NULL;
+	CHECK_INT(tpf_compute_list_preempted(cc, &pre, &d), 0);
+	CHECK_INT(srv.n, 1);
+	CHECK_STR(srv.seen[0].path, "/compute/v1/projects/p/aggregated/operations");
+	CHECK(json_object_get(pre, "id:77") != NULL);
+	CHECK(json_object_get(pre, "id:79") == NULL); /* not a preemption */
+	CHECK(json_object_get(pre, "name:us-central1-c/f-g-0") != NULL);
+	struct tpf_live_node n = { 0 };
+	n.id = xstrdup("77");
+	n.state = xstrdup("TERMINATED");
+	tpf_compute_mark_preempted(&n, NULL);
+	CHECK_STR(n.state, "TERMINATED"); /* nothing says so: not a preemption */
+	tpf_compute_mark_preempted(&n, pre);
+	CHECK_STR(n.state, "PREEMPTED");
+	xstrset(&n.id, "80");
+	xstrset(&n.state, "TERMINATED");
+	tpf_compute_mark_preempted(&n, pre);
+	CHECK_STR(n.state, "TERMINATED"); /* another instance's preemption */
+	xstrset(&n.state, "READY");
+	xstrset(&n.id, "77");
+	tpf_compute_mark_preempted(&n, pre);
+	CHECK_STR(n.state, "READY"); /* a running VM is not lost */
+	tpf_live_node_release(&n);
+	/* slice f-s-0 lost member -002 to a preemption after the MIG was made */
+	CHECK(tpf_compute_member_preempted(pre, "us-central1-c", "f-s-0", "2026-01-01T12:00:00Z"));
+	CHECK(!tpf_compute_member_preempted(pre, "us-central1-c", "f-s-0", "2026-01-03T00:00:00Z"));
+	CHECK(!tpf_compute_member_preempted(pre, "us-central1-c", "f-s", NULL)); /* not -digits */
+	CHECK(!tpf_compute_member_preempted(pre, "us-east1-b", "f-s-0", NULL));
+	json_decref(pre);
+	tpf_diags_release(&d);
+}
+
+/* Multislice: each slice's MIG says its unit in its description; the
+ * slices merge into one node, workers slice by slice; a lost slice is
+ * named, and the node takes its loss. */
+static void test_compute__multislice_merge(void)
+{
+	struct tpf_recipe r = { 0 };
+	r.slices = 2;
+	r.workers = 4;
+	r.compute.api = TPF_API_COMPUTE;
+	r.compute.machine_type = xstrdup("tpu7x-standard-4t");
+	r.node.topology = xstrdup("2x2x2");
+	r.zone = xstrdup("us-central1-c");
+	tpf_kvlist_set(&r.labels, "tpuform-fleet", "f");
+	json_t *mig = tpf_compute_mig_body("f-g-0-1", &r, "p");
+	CHECK_INT(json_integer_value(json_object_get(mig, "targetSize")), 2); /* one slice's VMs */
+	char *unit = NULL;
+	int k = -1, n = 0;
+	CHECK(tpf_compute_mig_unit(mig, &unit, &k, &n));
+	CHECK_STR(unit, "f-g-0");
+	CHECK_INT(k, 1);
+	CHECK_INT(n, 2);
+	free(unit);
+	json_decref(mig);
+	r.slices = 0; /* a plain slice's MIG names no unit */
+	mig = tpf_compute_mig_body("f-g-0", &r, "p");
+	CHECK(!tpf_compute_mig_unit(mig, &unit, &k, &n));
+	json_decref(mig);
+	tpf_recipe_release(&r);
+
+	struct tpf_live_node sl[2];
+	memset(sl, 0, sizeof(sl));
+	const char *ips[] = { "10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4" };
+	for (int s = 0; s < 2; s++) {
+		sl[s].name = xasprintf("f-g-0-%d", s);
+		sl[s].id = xasprintf("%d", 100 + s);
+		sl[s].state = xstrdup("READY");
+		sl[s].recipe.workers = 2;
+		sl[s].recipe.compute.api = TPF_API_COMPUTE;
+		sl[s].endpoints = xcalloc(2, sizeof(*sl[s].endpoints));
+		sl[s].nendpoints = 2;
+		for (int w = 0; w < 2; w++)
+			sl[s].endpoints[w].ip = xstrdup(ips[2 * s + w]);
+	}
+	struct tpf_live_node out = { 0 };
+	CHECK_INT(tpf_compute_unit_merge("f-g-0", sl, 2, &out), 0);
+	CHECK_STR(out.name, "f-g-0");
+	CHECK_STR(out.id, "100");
+	CHECK_STR(out.state, "READY");
+	CHECK(out.lost_slices == NULL);
+	CHECK_INT(out.recipe.slices, 2);
+	CHECK_INT(out.recipe.workers, 4);
+	CHECK_STR(out.nendpoints == 4 ? out.endpoints[2].ip : NULL, "10.0.0.3"); /* slice 1 worker 0 */
+	xstrset(&sl[1].state, "PREEMPTED");
+	CHECK_INT(tpf_compute_unit_merge("f-g-0", sl, 2, &out), 0);
+	CHECK_STR(out.state, "PREEMPTED");
+	CHECK_STR(out.lost_slices, "1");
+	tpf_live_node_release(&sl[0]); /* slice 0 gone, slice 1 lost */
+	CHECK_INT(tpf_compute_unit_merge("f-g-0", sl, 2, &out), 0);
+	CHECK_STR(out.lost_slices, "0,1");
+	CHECK_STR(out.id, "101");
+	tpf_live_node_release(&sl[1]);
+	CHECK_INT(tpf_compute_unit_merge("f-g-0", sl, 2, &out), -1);
+	tpf_live_node_release(&out);
+}
+
 static void test_compute__list_and_states(void)
 {
 	struct step pages[] = {
 		{ 200, "{\"items\":[{\"name\":\"other-a-0\",\"status\":\"RUNNING\","
 		       "\"labels\":{\"tpuform-fleet\":\"other\"}},"
-		       "{\"name\":\"f-g-0\",\"status\":\"TERMINATED\",\"zone\":\"zones/us-central1-c\","
+		       "{\"name\":\"f-g-0\",\"id\":\"77\",\"status\":\"TERMINATED\","
+		       "\"zone\":\"zones/us-central1-c\","
 		       "\"machineType\":\"zones/us-central1-c/machineTypes/ct6e-standard-4t\","
 		       "\"scheduling\":{\"provisioningModel\":\"SPOT\",\"preemptible\":true},"
 		       "\"labels\":{\"tpuform-fleet\":\"f\"}}],\"nextPageToken\":\"t2\"}" },
@@ -361,7 +478,10 @@ static void test_compute__list_and_states(void)
 	script(pages, 2);
 	struct tpf_live_set set = { 0 };
 	struct tpf_diags d = TPF_DIAGS_INIT;
-	CHECK_INT(tpf_compute_list(cc, "us-central1-c", "f", &set, NULL, &d), 0);
+	/* a preemption operation names f-g-0 (id 77) */
+	json_t *pre = json_pack("{s:s}", "id:77", "2026-01-01T00:00:00Z");
+	CHECK_INT(tpf_compute_list(cc, "us-central1-c", "f", pre, &set, NULL, &d), 0);
+	json_decref(pre);
 	CHECK_INT(srv.n, 2);
 	CHECK_STR(srv.seen[0].path, "/compute/v1/projects/p/zones/us-central1-c/instances");
 	CHECK_STR(srv.seen[1].page_token, "t2");
@@ -378,7 +498,7 @@ static void test_compute__list_and_states(void)
 				      "'projects/p/zones/xx-1-a' was not found\"}}" } };
 	script(gone, 1);
 	memset(&set, 0, sizeof(set));
-	CHECK_INT(tpf_compute_list(cc, "xx-1-a", "f", &set, NULL, &d), 0);
+	CHECK_INT(tpf_compute_list(cc, "xx-1-a", "f", NULL, &set, NULL, &d), 0);
 	CHECK(tpf_live_set_zone_unlisted(&set, "xx-1-a"));
 	tpf_live_set_release(&set);
 	tpf_diags_release(&d);
@@ -540,16 +660,36 @@ static void test_compute__slice_create_and_delete(void)
 	xstrset(&mem[1].state, "PREEMPTED");
 	CHECK_INT(tpf_compute_slice_parse(m, "us-central1-c", mem, 2, &out), 0);
 	CHECK_STR(out.state, "PREEMPTED");
-	/* one member missing once the MIG is stable (DO_NOTHING): lost too */
+	/* a member lost otherwise (no preemption operation): terminated */
+	xstrset(&mem[1].state, "TERMINATED");
+	CHECK_INT(tpf_compute_slice_parse(m, "us-central1-c", mem, 2, &out), 0);
+	CHECK_STR(out.state, "TERMINATED");
+	/* one member missing once the MIG is stable (DO_NOTHING): lost too;
+	 * the provider calls it preempted when an operation says so
+	 * (tpf_compute_member_preempted) */
 	xstrset(&mem[1].state, "READY");
 	CHECK_INT(tpf_compute_slice_parse(m, "us-central1-c", mem, 1, &out), 0);
-	CHECK_STR(out.state, "PREEMPTED");
+	CHECK_STR(out.state, "TERMINATED");
 	/* BULK waiting for capacity: no member yet */
 	json_object_set_new(m, "status", json_pack("{s:b, s:{s:b}}", "isStable", 0,
 						   "bulkInstanceOperation", "inProgress", 1));
 	CHECK_INT(tpf_compute_slice_parse(m, "us-central1-c", NULL, 0, &out), 0);
 	CHECK_STR(out.state, "CREATING");
-	CHECK(out.recipe.compute.machine_type == NULL);
+	/* with no member, what the description recorded: no change planned */
+	CHECK_STR(out.recipe.compute.machine_type, "tpu7x-standard-4t");
+	CHECK_INT(out.capacity_wait, 0); /* not flex-start: just creating */
+	/* a flex-start slice with no member waits for capacity */
+	json_t *fdesc = json_loads(json_string_value(json_object_get(m, "description")), 0, NULL);
+	json_object_set_new(fdesc, "flex_start", json_true());
+	json_object_set_new(fdesc, "max_run_duration", json_integer(86400));
+	char *ds = json_dumps(fdesc, JSON_COMPACT);
+	json_object_set_new(m, "description", json_string(ds));
+	free(ds);
+	CHECK_INT(tpf_compute_slice_parse(m, "us-central1-c", NULL, 0, &out), 0);
+	CHECK_INT(out.capacity_wait, 1);
+	CHECK_INT(out.recipe.compute.flex_start, 1);
+	CHECK_INT(out.recipe.compute.max_run_duration, 86400);
+	json_decref(fdesc);
 	/* a MIG that is not tpuform's */
 	json_object_set_new(m, "description", json_string("made by hand"));
 	CHECK_INT(tpf_compute_slice_parse(m, "us-central1-c", NULL, 0, &out), -1);
@@ -595,7 +735,9 @@ int main(void)
 		RUN(test_compute__create_spot);
 		RUN(test_compute__flex_and_reservation_bodies);
 		RUN(test_compute__create_failures);
-		RUN(test_compute__list_and_states);
+		RUN(test_compute__preemptions_told_apart);
+	RUN(test_compute__multislice_merge);
+	RUN(test_compute__list_and_states);
 		RUN(test_compute__metadata_fingerprint_and_delete);
 		RUN(test_compute__slice_create_and_delete);
 	}

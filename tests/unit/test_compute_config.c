@@ -98,7 +98,7 @@ static void test_compute__group_keys(void)
 	const char *text = HEAD
 		"groups:\n"
 		"  - { name: a, machine_type: tpu7x-standard-4t, topology: 2x2x2, zones: [z],"
-		" count: 1 }\n"
+		" count: 1, slices: 2 }\n"
 		"  - name: b\n"
 		"    machine_type: ct6e-standard-4t\n"
 		"    zones: [z1, z2]\n"
@@ -127,7 +127,10 @@ static void test_compute__group_keys(void)
 	CHECK_INT(a->compute.api, TPF_API_COMPUTE); /* machine_type: compute by default */
 	CHECK_STR(a->compute.machine_type, "tpu7x-standard-4t");
 	CHECK_STR(a->node.topology, "2x2x2");
-	CHECK_INT(a->workers, 2);
+	CHECK_INT(a->workers, 2);      /* VMs of one slice */
+	CHECK_INT(a->slices, 2);       /* two MIGs, one restart unit */
+	CHECK_INT(a->queued, 0);       /* no queued resource on Compute Engine */
+	CHECK_INT(b->slices, 0);
 	CHECK(a->accelerator_type == NULL && a->runtime_version == NULL);
 	CHECK_STR(a->compute.image, "projects/ubuntu-os-accelerator-images/global/images/family/"
 				    "ubuntu-accel-2404-amd64-tpu-tpu7x");
@@ -217,8 +220,11 @@ static void test_compute__errors(void)
 		  "fleet.yaml:5:", "'preemptible' in group 'a' is a Cloud TPU API key" },
 		{ "{ name: a, machine_type: ct6e-standard-4t, queued: true, zones: [z], count: 1 }",
 		  "fleet.yaml:5:", "'queued' in group 'a' is a Cloud TPU API key" },
-		{ "{ name: a, machine_type: ct6e-standard-4t, slices: 2, zones: [z], count: 1 }",
-		  "fleet.yaml:5:", "not supported yet" },
+		{ "{ name: a, machine_type: ct6e-standard-4t, slices: 2, flex_start:"
+		  " { max_run_duration: 1h }, zones: [z], count: 1 }",
+		  "fleet.yaml:5:", "multislice is not offered with flex_start yet" },
+		{ "{ name: a, machine_type: ct6e-standard-4t, slices: 0, zones: [z], count: 1 }",
+		  "fleet.yaml:5:", "slices" },
 		{ "{ name: a, machine_type: ct6e-standard-4t, image: 'Bad Image', zones: [z],"
 		  " count: 1 }",
 		  "fleet.yaml:5:", "'image' must be an image family" },

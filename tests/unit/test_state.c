@@ -2,6 +2,7 @@
  * State file: JSON mapping, serial and lineage rules, backup, refusals of
  * damaged or foreign files, atomic replacement under SIGKILL.
  */
+#include "model/recipe.h"
 #include "state/state.h"
 #include "tests/unit/unit.h"
 #include "util/buf.h"
@@ -154,6 +155,19 @@ static void fill_state(struct tpf_state *st)
 	xstrset(&st->fleet, "demo");
 	fill_node(tpf_state_add(st, "demo-b-0"), "b", 2);
 	fill_node(tpf_state_add(st, "demo-a-0"), "a", 1);
+	/* b: a 2-slice Compute Engine node (issue 18): its api, machine type,
+	 * flex-start and disk must survive a load, or the provider stops
+	 * listing Compute Engine for a group moved back to the Cloud TPU API */
+	struct tpf_state_node *b = tpf_state_find(st, "demo-b-0");
+	b->recipe.slices = 2;
+	b->recipe.compute.api = TPF_API_COMPUTE;
+	xstrset(&b->recipe.compute.machine_type, "tpu7x-standard-4t");
+	xstrset(&b->recipe.compute.image, "projects/p/global/images/family/f");
+	b->recipe.compute.flex_start = 1;
+	b->recipe.compute.max_run_duration = 86400;
+	b->recipe.compute.flex_wait = 3600;
+	b->recipe.compute.disk_size_gb = 100;
+	xstrset(&b->recipe.compute.disk_type, "hyperdisk-balanced");
 	/* one sparse node: NULLs must survive as NULLs */
 	tpf_state_add(st, "demo-c-0");
 }
@@ -188,6 +202,13 @@ static void check_same_state(const struct tpf_state *a, const struct tpf_state *
 		CHECK_INT(y->recipe.spot, x->recipe.spot);
 		CHECK_INT(y->recipe.workers, x->recipe.workers);
 		CHECK(same_kv(&y->recipe.labels, &x->recipe.labels));
+		CHECK_INT(y->recipe.slices, x->recipe.slices);
+		CHECK_INT(y->recipe.compute.api, x->recipe.compute.api);
+		/* every other recipe field, through the recipe's own JSON */
+		json_t *rx = tpf_recipe_to_json(&x->recipe), *ry = tpf_recipe_to_json(&y->recipe);
+		CHECK(json_equal(rx, ry));
+		json_decref(rx);
+		json_decref(ry);
 		CHECK_STR(y->job.commit, x->job.commit);
 		CHECK_STR(y->job.repo, x->job.repo);
 		CHECK_STR(y->job.setup, x->job.setup);
