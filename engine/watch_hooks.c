@@ -25,6 +25,7 @@
  * is reported once per watch process; a new watch reports a job that is
  * still exited once more.
  */
+#include "engine/ledger.h"
 #include "engine/metrics.h"
 #include "engine/notify.h"
 #include "engine/watch_internal.h"
@@ -69,6 +70,10 @@ struct tpf_watch_hooks {
 	void *next_ctx;
 	struct tpf_notifier *notifier; /* created when a fleet file has notify */
 	struct tpf_metrics *metrics;   /* NULL without -metrics-addr */
+	/* The run ledger (engine/ledger.h), opened at the first round this
+	 * watch leads; every event that passes here is written to it. */
+	struct tpf_run_ledger *ledger;
+	int ledger_tried;
 	double round_started;
 	struct lost_node *lost;
 	size_t nlost, lost_alloc;
@@ -215,6 +220,7 @@ static void forward(struct tpf_watch_hooks *h, const struct tpf_event *ev)
 static void conclude(struct tpf_watch_hooks *h, const struct tpf_event *ev)
 {
 	derive(h, ev);
+	tpf_run_ledger_event(h->ledger, ev);
 	forward(h, ev);
 }
 
@@ -322,6 +328,9 @@ static void dispatch(const struct tpf_watch_event *ev, void *ctx)
 		pthread_mutex_lock(&h->mu);
 		on_step(h, ev->event);
 		derive(h, ev->event);
+		/* After on_step: what it concluded from this event (a
+		 * preemption seen at a delete) is written before the event. */
+		tpf_run_ledger_event(h->ledger, ev->event);
 		pthread_mutex_unlock(&h->mu);
 		break;
 	case TPF_WATCH_SUMMARY:
@@ -513,6 +522,15 @@ void tpf_watch_hooks_seen(struct tpf_watch_hooks *h, const struct tpf_session *s
 	pthread_mutex_lock(&h->mu);
 	h->round_started = started;
 	configure_notifier(h, s);
+	if (!h->ledger_tried) {
+		struct tpf_diags d = TPF_DIAGS_INIT;
+		h->ledger_tried = 1;
+		h->ledger = tpf_run_ledger_open(&s->fleet, &s->state, "watch", &d);
+		tpf_watch_diags(h->o, &d);
+		tpf_diags_release(&d);
+	} else {
+		tpf_run_ledger_learn(h->ledger, &s->state);
+	}
 	seen_quota(h, s);
 	for (size_t i = 0; probed && i < s->facts.n; i++)
 		seen_job(h, s, &s->facts.items[i]);
@@ -567,6 +585,12 @@ void tpf_watch_hooks_free(struct tpf_watch_hooks *h)
 		tpf_notifier_free(h->notifier, drain);
 	}
 	tpf_metrics_free(h->metrics);
+	if (h->ledger) {
+		struct tpf_diags d = TPF_DIAGS_INIT;
+		tpf_run_ledger_close(h->ledger, &d);
+		tpf_watch_diags(h->o, &d);
+		tpf_diags_release(&d);
+	}
 	h->o->on_event = h->next;
 	h->o->ctx = h->next_ctx;
 	for (size_t i = 0; i < h->nlost; i++) {
