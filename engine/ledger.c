@@ -44,7 +44,7 @@ void tpf_ledger_time(double wall, char *out, size_t outlen)
 	gmtime_r(&t, &tm);
 	char base[32];
 	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-	long ms = (long)((wall - (double)t) * 1e3);
+	long ms = (long)((wall - (double)t) * 1e3 + 0.5);
 	snprintf(out, outlen, "%s.%03ldZ", base, ms < 0 ? 0 : ms > 999 ? 999 : ms);
 }
 
