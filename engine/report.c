@@ -361,7 +361,10 @@ void tpf_report_compute(json_t *records, double since, double until, const char 
 		r->last = v[i].t;
 		r->events++;
 		struct unit *u = unit_of(&c, node);
-		accrue(&c, u, v[i].t); /* the old row gets the time until now */
+		/* The old row gets the time until now (a preemption accrues up
+		 * to when it was seen, which is earlier). */
+		if (kind != TPF_EVENT_PREEMPTED)
+			accrue(&c, u, v[i].t);
 		learn(&c, u, o);
 		replay(&c, u, kind, o, v[i].t);
 	}

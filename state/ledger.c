@@ -123,7 +123,8 @@ static void rotate(const char *path)
 static int open_locked(const char *path, struct tpf_diags *d)
 {
 	for (int tries = 0; tries < 8; tries++) {
-		int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+		/* Read too: the last byte says whether a crash tore a line. */
+		int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 		if (fd < 0)
 			break;
 		struct stat a, b;
