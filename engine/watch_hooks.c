@@ -84,7 +84,13 @@ struct tpf_watch_hooks {
 	struct marks deferred;  /* group -> nodes reported waiting; "node:" + name */
 	struct marks settled;   /* node -> when (monotonic ms) its last restart or
 				 * replacement ended */
+	struct marks steps;     /* node -> monotonic ms of its last job_step line */
+	struct marks ckpts;     /* node -> step of its last checkpoint line */
 };
+
+/* At most one job_step line per node this often: a 1,000-node fleet adds
+ * 100 lines a minute, not one per probe (docs/ledger.md). */
+#define STEP_EVERY_MS 600000L
 
 /* ---- small tables ------------------------------------------------------ */
 
@@ -355,6 +361,34 @@ static void notify_warn(const char *msg, void *ctx)
 
 /* ---- what a round saw ------------------------------------------------------- */
 
+/* Worker 0's progress, for the run ledger: each new checkpoint, and its
+ * step now and then (h->mu held). */
+static void seen_progress(struct tpf_watch_hooks *h, const struct tpf_session *s,
+			  const struct tpf_job_fact *sf)
+{
+	if (!sf->have_progress || sf->worker != 0 || !h->ledger)
+		return;
+	const struct tpf_state_node *sn = tpf_state_find((struct tpf_state *)&s->state, sf->node);
+	struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_CHECKPOINT);
+	ev.node = sf->node;
+	ev.worker = 0;
+	ev.generation = sn ? sn->generation : -1;
+	struct mark *k = mark_find(&h->ckpts, sf->node);
+	if (sf->checkpoint >= 0 && (!k || k->value != sf->checkpoint)) {
+		mark_set(&h->ckpts, sf->node, sf->checkpoint);
+		ev.step = sf->checkpoint;
+		tpf_run_ledger_event(h->ledger, &ev);
+	}
+	long now = (long)(tpf_now_mono() * 1000);
+	k = mark_find(&h->steps, sf->node);
+	if (sf->step >= 0 && (!k || now - k->value >= STEP_EVERY_MS)) {
+		mark_set(&h->steps, sf->node, now);
+		ev.kind = ev.action = TPF_EVENT_JOB_STEP;
+		ev.step = sf->step;
+		tpf_run_ledger_event(h->ledger, &ev);
+	}
+}
+
 /* Whether the restart policy would restart this job (plan/diff.c's rule,
  * without the budget). */
 static int policy_restarts(const struct tpf_fleet *f, const struct tpf_job_fact *sf)
@@ -532,8 +566,10 @@ void tpf_watch_hooks_seen(struct tpf_watch_hooks *h, const struct tpf_session *s
 		tpf_run_ledger_learn(h->ledger, &s->state);
 	}
 	seen_quota(h, s);
-	for (size_t i = 0; probed && i < s->facts.n; i++)
+	for (size_t i = 0; probed && i < s->facts.n; i++) {
 		seen_job(h, s, &s->facts.items[i]);
+		seen_progress(h, s, &s->facts.items[i]);
+	}
 	for (size_t i = 0; probed && i < s->desired.n; i++)
 		seen_completion(h, s, &s->desired.nodes[i]);
 	if (h->metrics)
@@ -605,6 +641,8 @@ void tpf_watch_hooks_free(struct tpf_watch_hooks *h)
 	marks_release(&h->completed);
 	marks_release(&h->deferred);
 	marks_release(&h->settled);
+	marks_release(&h->steps);
+	marks_release(&h->ckpts);
 	pthread_mutex_destroy(&h->mu);
 	free(h);
 }

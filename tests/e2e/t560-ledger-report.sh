@@ -20,7 +20,7 @@ run: |
   mkdir -p "$TPUFORM_BUCKET"
   echo "$TPUFORM_WORKER_ID retry=$TPUFORM_RETRY" >>"$TPUFORM_BUCKET/starts"
   case "$TPUFORM_RETRY" in
-  0) exec sleep 300 ;;
+  0) echo "TPUFORM_STEP=7"; echo "checkpoint saved at step 5"; exec sleep 300 ;;
   1) sleep 3; echo "bad batch"; exit 3 ;;
   *) sleep 4; echo "trained" ;;
   esac
@@ -36,7 +36,9 @@ started() { [ "$(grep -c 'retry=0' nodes/bucket/starts 2>/dev/null)" = 2 ]; }
 ok "both workers run their job" wait_for 30 started
 "$TPUFORM" watch -f fleet.yaml -interval 0.5s -session-check 0.5s -exit-when-done >watch.out 2>&1 &
 wpid=$!
-sleep 2
+ckpt() { grep -q '"event":"checkpoint"' $L; }
+ok "watch records the job's checkpoint, read from its log" wait_for 30 ckpt
+sleep 1
 ok "the node is preempted while its job runs" tpuform local preempt -f fleet.yaml gl-train-0
 wait $wpid
 is "watch runs the fleet to completion" "$?" 0
@@ -54,6 +56,8 @@ done
 like "the replacement is generation 1" "$(jq -c 'select(.event == "creating")' $L | sed -n 2p)" \
 	'"generation":1,"retry":1'
 like "the restart started retry 2" "$(jq -c 'select(.event == "restarted")' $L)" '"retry":2'
+like "the checkpoint's step" "$(jq -c 'select(.event == "checkpoint")' $L)" '"node":"gl-train-0".*"step":5'
+like "and the job's step (TPUFORM_STEP=7)" "$(jq -c 'select(.event == "job_step")' $L | head -1)" '"step":7'
 is "the lifecycle, in order" \
 	"$(jq -r 'select(.event | test("^(creating|ready|preempted|replaced|job_failed|restarted|job_succeeded|completed|deleted)$")) | .event' $L | uniq | tr '\n' ' ')" \
 	"creating ready preempted deleted creating replaced ready job_failed restarted job_succeeded completed deleted "
@@ -74,6 +78,8 @@ ok "goodput + badput ($sum) = billed ($billed)" \
 	awk -v a="$sum" -v b="$billed" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 0.00001) }'
 ok "the failed job's wait for its restart is badput" \
 	awk -v r="$(jq .totals.badput.restart report.json)" 'BEGIN { exit !(r > 0) }'
+ok "the work since the checkpoint, lost to the preemption, is badput" \
+	awk -v r="$(jq .totals.badput.preempted report.json)" 'BEGIN { exit !(r > 0) }'
 ok "so is the setup before each job started" \
 	awk -v r="$(jq .totals.badput.setup report.json)" 'BEGIN { exit !(r > 0) }'
 is "one row: group, zone, class, chip" "$(jq -r '.rows[] | [.group, .zone, .class, .chip] | join(" ")' report.json)" \
