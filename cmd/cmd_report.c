@@ -5,6 +5,7 @@
 #include "cmd/cmd.h"
 #include "engine/ledger.h"
 #include "engine/report.h"
+#include "util/fs.h"
 #include "util/timeutil.h"
 
 #include <stdio.h>
@@ -14,12 +15,15 @@
 static struct {
 	const char *since;
 	const char *group;
+	const char *html;
 } report_o;
 
 static const struct tpf_flag report_flags[] = {
 	TPF_STR("since", "DURATION|TIME", &report_o.since,
 		"count only from DURATION ago (24h, 7d) or from TIME (RFC 3339)"),
 	TPF_STR("group", "G", &report_o.group, "only the nodes of group G"),
+	TPF_STR("html", "FILE", &report_o.html,
+		"also write the report as one self-contained HTML page with a timeline to FILE"),
 	TPF_FLAGS_END,
 };
 
@@ -151,11 +155,19 @@ static int run_report(struct tpf_cmd_ctx *ctx)
 			 "the run ledger is larger than the report reads (%zu MiB): %zu bytes of "
 			 "its oldest segments were left out",
 			 TPF_LEDGER_READ_MAX >> 20, dropped);
-	struct tpf_report r;
+	struct tpf_report r = { .want_spans = report_o.html != NULL };
 	tpf_report_compute(records, since, now, report_o.group, &r);
 	r.skipped += (long)skipped;
 	json_t *doc = tpf_report_to_json(&r);
 	json_object_set_new(doc, "fleet", json_string(s->fleet.name));
+	int code = TPF_EXIT_OK;
+	if (report_o.html) {
+		struct tpf_buf page = TPF_BUF_INIT;
+		tpf_report_html(&r, doc, s->fleet.name, &page);
+		if (tpf_write_file_atomic(report_o.html, page.buf, page.len, 0644, ctx->d))
+			code = TPF_EXIT_ERROR;
+		tpf_buf_release(&page);
+	}
 	if (ctx->o.json) {
 		char *text = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
 		printf("%s\n", text);
@@ -163,10 +175,12 @@ static int run_report(struct tpf_cmd_ctx *ctx)
 	} else {
 		say_report(&s->fleet, doc);
 	}
+	if (code == TPF_EXIT_OK && report_o.html && !ctx->o.json)
+		tpf_ui_say("\nWrote the report's page to %s\n", report_o.html);
 	json_decref(doc);
 	tpf_report_release(&r);
 	json_decref(records);
-	return TPF_EXIT_OK;
+	return code;
 }
 
 const struct tpf_cmd tpf_cmd_report = {

@@ -11,8 +11,10 @@
 #include <string.h>
 
 enum phase {
-	PH_NONE,     /* not billed: absent, deleted, lost, waiting for capacity */
+	PH_NONE,     /* not billed: absent, deleted, lost */
+	PH_WAITING,  /* not billed: waiting for capacity (queued, deferred) */
 	PH_PENDING,  /* a create in flight: billed from `pending` once it succeeds */
+	PH_PROVISIONING, /* billed from here on: created, not READY yet */
 	PH_SETUP,
 	PH_RUNNING,
 	PH_RESTART,
@@ -21,13 +23,22 @@ enum phase {
 };
 
 static const enum tpf_report_bucket bucket_of[] = {
+	[PH_PROVISIONING] = TPF_RB_SETUP,
 	[PH_SETUP] = TPF_RB_SETUP,     [PH_RUNNING] = TPF_RB_GOODPUT,
 	[PH_RESTART] = TPF_RB_RESTART, [PH_STALLED] = TPF_RB_STALLED,
 	[PH_IDLE] = TPF_RB_IDLE,
 };
 
+static const enum tpf_report_phase shown_as[] = {
+	[PH_WAITING] = TPF_RP_WAITING, [PH_PROVISIONING] = TPF_RP_PROVISIONING,
+	[PH_SETUP] = TPF_RP_SETUP,     [PH_RUNNING] = TPF_RP_RUNNING,
+	[PH_RESTART] = TPF_RP_RESTART, [PH_STALLED] = TPF_RP_STALLED,
+	[PH_IDLE] = TPF_RP_IDLE,
+};
+
 struct unit {
-	char *name;
+	char *name, *group;
+	size_t last_span; /* its last span in r->spans, or -1 */
 	size_t row;
 	int chips, vms;
 	enum phase ph;
@@ -50,8 +61,15 @@ struct calc {
 	struct tpf_report *r;
 	struct unit *units;
 	size_t nunits, ualloc;
-	size_t ralloc, recalloc;
+	size_t ralloc, recalloc, salloc, malloc_;
 };
+
+const char *tpf_report_phase_name(enum tpf_report_phase p)
+{
+	static const char *const names[] = { "waiting", "provisioning", "setup", "running",
+					     "restart", "stalled", "idle" };
+	return (unsigned)p < TPF_RP_N ? names[p] : "";
+}
 
 const char *tpf_report_bucket_name(enum tpf_report_bucket b)
 {
@@ -113,20 +131,60 @@ static struct unit *unit_of(struct calc *c, const char *name)
 	u->name = xstrdup(name);
 	u->lost_at = -1;
 	u->row = (size_t)-1;
+	u->last_span = (size_t)-1;
 	return u;
 }
 
 static int billed(const struct unit *u)
 {
-	return u->ph >= PH_SETUP;
+	return u->ph >= PH_PROVISIONING;
+}
+
+/* The timeline: [from, to) of u's phase, merged with its last span when
+ * they touch. */
+static void add_span(struct calc *c, struct unit *u, double from, double to)
+{
+	struct tpf_report *r = c->r;
+	enum tpf_report_phase ph = shown_as[u->ph];
+	if (u->last_span != (size_t)-1) {
+		struct tpf_report_span *l = &r->spans[u->last_span];
+		if (l->phase == ph && l->to >= from - 1e-6) {
+			l->to = to;
+			return;
+		}
+	}
+	if (r->nspans >= TPF_REPORT_SPANS_MAX) {
+		r->spans_dropped++;
+		return;
+	}
+	if (r->nspans == c->salloc) {
+		c->salloc = c->salloc ? 2 * c->salloc : 64;
+		r->spans = xrealloc(r->spans, c->salloc * sizeof(*r->spans));
+	}
+	u->last_span = r->nspans;
+	r->spans[r->nspans++] = (struct tpf_report_span){ (size_t)(u - c->units), ph, from, to };
+}
+
+static void add_mark(struct calc *c, struct unit *u, int kind, double t)
+{
+	struct tpf_report *r = c->r;
+	if (!r->want_spans || t < r->since || t > r->until || r->nmarks >= TPF_REPORT_SPANS_MAX)
+		return;
+	if (r->nmarks == c->malloc_) {
+		c->malloc_ = c->malloc_ ? 2 * c->malloc_ : 64;
+		r->marks = xrealloc(r->marks, c->malloc_ * sizeof(*r->marks));
+	}
+	r->marks[r->nmarks++] = (struct tpf_report_mark){ (size_t)(u - c->units), kind, t };
 }
 
 /* Count the unit's current phase from u->since to t (clipped to the window). */
 static void accrue(struct calc *c, struct unit *u, double t)
 {
+	double from = u->since > c->r->since ? u->since : c->r->since;
+	double to = t < c->r->until ? t : c->r->until;
+	if (c->r->want_spans && to > from && (billed(u) || u->ph == PH_WAITING))
+		add_span(c, u, from, to);
 	if (billed(u) && u->row != (size_t)-1) {
-		double from = u->since > c->r->since ? u->since : c->r->since;
-		double to = t < c->r->until ? t : c->r->until;
 		if (to > from) {
 			struct tpf_report_row *row = &c->r->rows[u->row];
 			double ch = (to - from) * u->chips / 3600.0;
@@ -146,15 +204,23 @@ static void set_phase(struct unit *u, enum phase ph, double t)
 	u->since = t;
 }
 
-/* Billing starts (at `from`): a new generation, no worker running. */
-static void start_billing(struct calc *c, struct unit *u, double from, double t)
+/* Billing starts (at `from`, provisioning): a new generation, no worker
+ * running. */
+static void begin_billed(struct unit *u, double from)
 {
-	set_phase(u, PH_SETUP, from);
+	set_phase(u, PH_PROVISIONING, from);
 	if (u->vms > 0)
 		memset(u->running, 0, (size_t)u->vms);
 	u->have_ckpt = 0;
 	u->good_since_ckpt = 0;
+}
+
+/* ... and the node is READY at t: setup from there. */
+static void start_billing(struct calc *c, struct unit *u, double from, double t)
+{
+	begin_billed(u, from);
 	accrue(c, u, t);
+	set_phase(u, PH_SETUP, t);
 }
 
 static int all_running(const struct unit *u)
@@ -176,8 +242,11 @@ static void learn(struct calc *c, struct unit *u, json_t *o)
 		memset(u->running, 0, (size_t)vms);
 		u->vms = (int)vms;
 	}
-	if (str(o, "group"))
+	if (str(o, "group")) {
 		u->row = row_of(c, o);
+		if (!u->group)
+			u->group = xstrdup(str(o, "group"));
+	}
 }
 
 static void preempted(struct calc *c, struct unit *u, json_t *o, double t)
@@ -200,6 +269,7 @@ static void preempted(struct calc *c, struct unit *u, json_t *o, double t)
 	}
 	if (u->row != (size_t)-1 && tp >= c->r->since)
 		c->r->rows[u->row].preemptions++;
+	add_mark(c, u, TPF_EVENT_PREEMPTED, tp);
 	set_phase(u, PH_NONE, t);
 	u->lost_at = tp;
 }
@@ -209,7 +279,7 @@ static void worker_job(struct calc *c, struct unit *u, int kind, long w, double 
 	if (w < 0 || w >= u->vms)
 		return;
 	if (kind == TPF_EVENT_JOB_STARTED || kind == TPF_EVENT_JOB_RUNNING) {
-		if (u->ph == PH_NONE) /* the ledger began after the node did */
+		if (u->ph < PH_PROVISIONING) /* the ledger began after the node did */
 			start_billing(c, u, t, t);
 		u->running[w] = 1;
 		if (all_running(u) && (u->ph == PH_SETUP || u->ph == PH_RESTART || u->ph == PH_STALLED)) {
@@ -246,7 +316,7 @@ static void replay(struct calc *c, struct unit *u, int kind, json_t *o, double t
 	switch (kind) {
 	case TPF_EVENT_CREATING:
 		if (!billed(u)) {
-			u->ph = PH_PENDING;
+			set_phase(u, PH_PENDING, t);
 			u->pending = t;
 		}
 		break;
@@ -255,20 +325,28 @@ static void replay(struct calc *c, struct unit *u, int kind, json_t *o, double t
 			u->pending = t;
 		break;
 	case TPF_EVENT_READY:
-	case TPF_EVENT_NOT_READY:
 		if (u->ph == PH_PENDING)
 			start_billing(c, u, u->pending, t);
-		else if (u->ph == PH_NONE)
+		else if (u->ph < PH_PROVISIONING)
 			start_billing(c, u, t, t);
+		else if (u->ph == PH_PROVISIONING)
+			set_phase(u, PH_SETUP, t);
+		break;
+	case TPF_EVENT_NOT_READY: /* it exists: billed, provisioning */
+		if (u->ph == PH_PENDING) {
+			begin_billed(u, u->pending);
+			accrue(c, u, t);
+		}
 		break;
 	case TPF_EVENT_QUEUED:
 	case TPF_EVENT_DEFERRED:
-		u->ph = u->ph == PH_PENDING ? PH_NONE : u->ph;
+		if (u->ph == PH_PENDING)
+			set_phase(u, PH_WAITING, t);
 		break;
 	case TPF_EVENT_FAILED:
 	case TPF_EVENT_INTERRUPTED:
 		if (of_create && u->ph == PH_PENDING)
-			u->ph = PH_NONE;
+			set_phase(u, PH_NONE, t);
 		break;
 	case TPF_EVENT_JOB_STARTED:
 	case TPF_EVENT_JOB_RUNNING:
@@ -292,7 +370,12 @@ static void replay(struct calc *c, struct unit *u, int kind, json_t *o, double t
 	case TPF_EVENT_RESTARTED:
 		if (u->row != (size_t)-1 && t >= c->r->since)
 			c->r->rows[u->row].restarts++;
-		if ((u->ph == PH_RESTART || u->ph == PH_STALLED) && all_running(u))
+		add_mark(c, u, TPF_EVENT_RESTARTED, t);
+		/* Its jobs started again: those restarted and the others, which
+		 * a restart of some workers left running. */
+		if (u->vms > 0)
+			memset(u->running, 1, (size_t)u->vms);
+		if (u->ph == PH_RESTART || u->ph == PH_STALLED)
 			set_phase(u, PH_RUNNING, t);
 		break;
 	case TPF_EVENT_CHECKPOINT:
@@ -343,7 +426,9 @@ static struct rec *sorted(json_t *records, struct tpf_report *r, size_t *n)
 void tpf_report_compute(json_t *records, double since, double until, const char *group,
 			struct tpf_report *r)
 {
+	int want_spans = r->want_spans;
 	memset(r, 0, sizeof(*r));
+	r->want_spans = want_spans;
 	r->since = since;
 	r->until = until;
 	r->first = r->last = -1;
@@ -368,11 +453,20 @@ void tpf_report_compute(json_t *records, double since, double until, const char 
 		learn(&c, u, o);
 		replay(&c, u, kind, o, v[i].t);
 	}
+	if (want_spans)
+		r->units = xcalloc(c.nunits ? c.nunits : 1, sizeof(*r->units));
 	for (size_t i = 0; i < c.nunits; i++) {
 		accrue(&c, &c.units[i], until);
-		free(c.units[i].name);
+		if (want_spans) {
+			r->units[i].name = c.units[i].name;
+			r->units[i].group = c.units[i].group;
+		} else {
+			free(c.units[i].name);
+			free(c.units[i].group);
+		}
 		free(c.units[i].running);
 	}
+	r->nunits = want_spans ? c.nunits : 0;
 	free(c.units);
 	free(v);
 }
@@ -387,6 +481,13 @@ void tpf_report_release(struct tpf_report *r)
 	}
 	free(r->rows);
 	free(r->recoveries);
+	for (size_t i = 0; i < r->nunits; i++) {
+		free(r->units[i].name);
+		free(r->units[i].group);
+	}
+	free(r->units);
+	free(r->spans);
+	free(r->marks);
 	memset(r, 0, sizeof(*r));
 }
 

@@ -57,6 +57,35 @@ const struct tpf_price *tpf_price_find(const char *chip, const char *cls);
 /* The date of the built-in table (its newest row). */
 const char *tpf_prices_date(void);
 
+/* A node's phases on the timeline (report -html). */
+enum tpf_report_phase {
+	TPF_RP_WAITING,      /* not billed: a queued resource or a deferred create waits for capacity */
+	TPF_RP_PROVISIONING, /* billed: created, not READY yet */
+	TPF_RP_SETUP,        /* READY, its workers' jobs not all started */
+	TPF_RP_RUNNING,
+	TPF_RP_RESTART,
+	TPF_RP_STALLED,
+	TPF_RP_IDLE,
+	TPF_RP_N
+};
+/* "waiting", "provisioning", "setup", "running", "restart", "stalled", "idle". */
+const char *tpf_report_phase_name(enum tpf_report_phase p);
+
+/* With want_spans: each node's phases and marks, in the window. */
+struct tpf_report_span {
+	size_t unit;  /* index into units */
+	enum tpf_report_phase phase;
+	double from, to; /* wall seconds */
+};
+struct tpf_report_mark {
+	size_t unit;
+	int kind;     /* TPF_EVENT_PREEMPTED or TPF_EVENT_RESTARTED (engine/events.h) */
+	double t;     /* a preemption: when it was seen */
+};
+struct tpf_report_unit {
+	char *name, *group;
+};
+
 /* Chip-hours of one group, zone, class and chip generation. */
 struct tpf_report_row {
 	char *group, *zone, *cls, *chip;
@@ -74,10 +103,21 @@ struct tpf_report {
 	double first, last;   /* the first and last event's time (-1: none) */
 	double *recoveries;   /* seconds from each preemption to running again */
 	size_t nrecoveries;
+	/* Set want_spans before tpf_report_compute to get these (bounded:
+	 * TPF_REPORT_SPANS_MAX spans; later ones are counted in spans_dropped). */
+	int want_spans;
+	struct tpf_report_unit *units;
+	size_t nunits;
+	struct tpf_report_span *spans;
+	size_t nspans, spans_dropped;
+	struct tpf_report_mark *marks;
+	size_t nmarks;
 };
+#define TPF_REPORT_SPANS_MAX ((size_t)4 << 20)
 
 /*
- * Compute the report from ledger records (a JSON array of objects, as
+ * Compute the report (r->want_spans is read first; the rest of *r is
+ * overwritten) from ledger records (a JSON array of objects, as
  * state/ledger.h tpf_ledger_read gives; sorted here by time, then writer
  * and seq) for the window [since, until] (wall seconds; since < 0: from
  * the start), only group `group` when not NULL. Time before `since` is not
@@ -98,6 +138,22 @@ void tpf_report_release(struct tpf_report *r);
  * {date, note}. docs/ledger.md lists every field.
  */
 json_t *tpf_report_to_json(const struct tpf_report *r);
+
+/*
+ * The report as one self-contained HTML page (report -html; also what
+ * `watch -metrics-addr` could serve): inline CSS and SVG, no script, no
+ * network. A timeline with one row per node (one per group past
+ * TPF_REPORT_HTML_ROWS nodes: each column shows the group's most common
+ * phase), coloured by phase, preemptions and restarts marked, every span
+ * and mark with a tooltip giving its exact times; the goodput and badput
+ * bar; the table of rows and the totals of doc (tpf_report_to_json's
+ * object for r). r must have been computed with want_spans. Appends to
+ * out; never fails.
+ */
+#define TPF_REPORT_HTML_ROWS 200
+struct tpf_buf;
+void tpf_report_html(const struct tpf_report *r, json_t *doc, const char *fleet,
+		     struct tpf_buf *out);
 
 /* Nearest-rank percentile p (0..100) of v[0..n) (sorted here); -1 when n 0. */
 double tpf_report_percentile(double *v, size_t n, double p);
