@@ -74,6 +74,7 @@ struct tpf_watch_hooks {
 	 * watch leads; every event that passes here is written to it. */
 	struct tpf_run_ledger *ledger;
 	int ledger_tried;
+	double ledger_metrics_at; /* monotonic: the last ledger metrics refresh; 0 never */
 	double round_started;
 	struct lost_node *lost;
 	size_t nlost, lost_alloc;
@@ -550,6 +551,26 @@ static void configure_notifier(struct tpf_watch_hooks *h, const struct tpf_sessi
 		tpf_notifier_configure(h->notifier, &s->fleet.notify, s->fleet.name, &s->fleet.secrets);
 }
 
+/* The run ledger's metrics and page, from the whole ledger: at the first
+ * round, then every $TPUFORM_LEDGER_REFRESH (5 min). Outside h->mu: it
+ * reads the whole ledger, and heals must not wait for it. */
+static void ledger_metrics(struct tpf_watch_hooks *h, const struct tpf_session *s)
+{
+	double every = 300;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	if (!h->metrics || !h->ledger ||
+	    tpf_env_seconds("TPUFORM_LEDGER_REFRESH", &every, &d) ||
+	    (h->ledger_metrics_at > 0 && tpf_now_mono() - h->ledger_metrics_at < every)) {
+		tpf_watch_diags(h->o, &d);
+		tpf_diags_release(&d);
+		return;
+	}
+	h->ledger_metrics_at = tpf_now_mono();
+	tpf_metrics_ledger_refresh(h->metrics, &s->fleet, &d);
+	tpf_watch_diags(h->o, &d);
+	tpf_diags_release(&d);
+}
+
 void tpf_watch_hooks_seen(struct tpf_watch_hooks *h, const struct tpf_session *s, int probed,
 			  double started)
 {
@@ -575,6 +596,7 @@ void tpf_watch_hooks_seen(struct tpf_watch_hooks *h, const struct tpf_session *s
 	if (h->metrics)
 		seen_metrics(h, s, probed);
 	pthread_mutex_unlock(&h->mu);
+	ledger_metrics(h, s);
 }
 
 /* ---- life cycle ------------------------------------------------------------ */
