@@ -165,7 +165,7 @@ static void add_span(struct calc *c, struct unit *u, double from, double to)
 	r->spans[r->nspans++] = (struct tpf_report_span){ (size_t)(u - c->units), ph, from, to };
 }
 
-static void add_mark(struct calc *c, struct unit *u, int kind, double t)
+static void add_mark(struct calc *c, const struct unit *u, int kind, double t)
 {
 	struct tpf_report *r = c->r;
 	if (!r->want_spans || t < r->since || t > r->until || r->nmarks >= TPF_REPORT_SPANS_MAX)

@@ -161,10 +161,11 @@ static void group_rows(struct tpf_buf *b, const struct tpf_report *r, const stru
 	for (size_t i = 0; i < r->nspans; i++) {
 		const struct tpf_report_span *s = &r->spans[i];
 		size_t g = gof[s->unit];
-		for (long k = (long)((s->from - f->t0) / w); k < BINS && k * w + f->t0 < s->to; k++) {
+		long k0 = (long)((s->from - f->t0) / w); /* a span before the window: from 0 */
+		for (long k = k0 < 0 ? 0 : k0; k < BINS && (double)k * w + f->t0 < s->to; k++) {
 			double lo = f->t0 + (double)k * w, hi = lo + w;
 			double a = s->from > lo ? s->from : lo, z = s->to < hi ? s->to : hi;
-			if (k >= 0 && z > a)
+			if (z > a)
 				bins[(g * BINS + (size_t)k) * TPF_RP_N + s->phase] += z - a;
 		}
 	}

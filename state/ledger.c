@@ -247,6 +247,7 @@ static void parse_lines(const char *data, size_t n, json_t *out, size_t *skipped
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		// cppcheck-suppress knownConditionTrueFalse ; an empty line ("\n\n") has len 0
 		if (len) {
 			json_t *o = len <= TPF_LEDGER_LINE_MAX ? json_loadb(p, len, JSON_REJECT_DUPLICATES,
 									     NULL)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC2317 # the helpers are called through ok and wait_for
 # The run ledger and `tpuform report` on the local provider (issue 20):
 # plan, apply and watch append typed events to STATE.ledger.jsonl; a fleet
 # goes through creation, a job start, a preemption, a replacement, a
@@ -36,7 +37,7 @@ started() { [ "$(grep -c 'retry=0' nodes/bucket/starts 2>/dev/null)" = 2 ]; }
 ok "both workers run their job" wait_for 30 started
 "$TPUFORM" watch -f fleet.yaml -interval 0.5s -session-check 0.5s -exit-when-done >watch.out 2>&1 &
 wpid=$!
-ckpt() { grep -q '"event":"checkpoint"' $L; }
+ckpt() { grep -q '"event":"checkpoint"' "$L"; }
 ok "watch records the job's checkpoint, read from its log" wait_for 30 ckpt
 sleep 1
 ok "the node is preempted while its job runs" tpuform local preempt -f fleet.yaml gl-train-0
@@ -122,10 +123,11 @@ ok "chip-seconds add up to the billed chip-hours ($secs s)" \
 if python3 -c 'import prometheus_client.parser' 2>/dev/null; then
 	ok "the exposition parses (prometheus_client)" python3 "$TOP/tests/e2e/metrics_check.py" "$url/metrics"
 fi
-for m in $(grep -o 'tpuform_[a-z_]*' "$TOP/examples/grafana-goodput.json" | sort -u); do
+grep -o 'tpuform_[a-z_]*' "$TOP/examples/grafana-goodput.json" | sort -u >dashboard.txt
+while read -r m; do
 	fam=${m%_bucket}
 	ok "the Grafana dashboard's $m is served" grep -q "^# TYPE $fam " metrics.txt
-done
+done <dashboard.txt
 curl -sf "$url/" >served.html
 ok "GET / serves the report's page" grep -q '<svg class="timeline"' served.html
 ok "with the node's row" grep -q '<g class="row" data-node="gl-train-0"' served.html
