@@ -2,6 +2,7 @@
  * tpuform plan: refresh, diff, print; nothing is changed.
  */
 #include "cmd/cmd.h"
+#include "engine/ledger.h"
 #include "engine/saved_plan.h"
 
 #include <stdlib.h>
@@ -38,6 +39,7 @@ static int run_plan(struct tpf_cmd_ctx *ctx)
 	s->o.no_source |= m.refresh_only;
 	if (tpf_session_refresh(s, !m.refresh_only) || tpf_session_plan_mode(s, &m, &p))
 		goto done;
+	tpf_run_ledger_plan(&s->fleet, &s->state, &p, &s->d);
 	if (!ctx->o.json)
 		tpf_ui_say("\n");
 	tpf_ui_plan(&p);

@@ -298,6 +298,9 @@ static const char *const env_vars[][2] = {
 	{ "TPUFORM_WAIT_TIMEOUT", "give up waiting for a node to be READY (default 20m)" },
 	{ "TPUFORM_NOTIFY_BACKOFF", "first retry delay of a webhook notification" },
 	{ "TPUFORM_NOTIFY_DRAIN", "how long watch delivers queued notifications on exit (10s)" },
+	{ "TPUFORM_LEDGER", "off: write no run ledger" },
+	{ "TPUFORM_LEDGER_REFRESH", "how often watch -metrics-addr rebuilds the ledger's metrics and page (5m)" },
+	{ "TPUFORM_LEDGER_SEGMENT_BYTES", "bytes of one local run ledger segment (default 16 MiB)" },
 	{ "TPUFORM_LOCAL_NO_QUOTA", "local provider, for tests: zones that refuse for quota" },
 	{ "TPUFORM_LOCAL_NO_CAPACITY", "local provider, for tests: zones without capacity" },
 	{ "TPUFORM_LOCAL_FAIL_CREATE", "local provider, for tests: nodes whose create fails" },
@@ -309,6 +312,8 @@ static const char *const files[][2] = {
 	{ "tpuform.state.json", "the state, beside the fleet file, unless its state: says otherwise "
 				"(a file, or state.gcs: a Cloud Storage object)" },
 	{ "tpuform.state.json.backup", "the state before the last write" },
+	{ "tpuform.state.json.ledger.jsonl", "the run ledger beside a local state (rotated to .1 "
+					     "... .7; tpuform report reads it)" },
 	{ ".tpuform.state.json.lock.info", "who holds the state lock (a local state)" },
 	{ "errored.tfstate", "a state whose write to Cloud Storage failed; tpuform state push "
 			     "puts it back" },

@@ -236,7 +236,16 @@ static int create_done(struct exec *x, const struct tpf_desired_node *dn, struct
 		apply_emit(x, TPF_EVENT_CREATED, TPF_EVENT_CREATING, dn->name, ln->id, el, msg);
 		free(msg);
 	} else {
-		apply_emit(x, TPF_EVENT_READY, TPF_EVENT_CREATING, dn->name, ln->id, el, NULL);
+		/* The zone it was created in: the last one tried. */
+		struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_READY);
+		ev.action = TPF_EVENT_CREATING;
+		ev.node = dn->name;
+		ev.group = dn->group;
+		ev.zone = ct->r.zone;
+		ev.id = ln->id;
+		ev.elapsed = el;
+		ev.recipe = &dn->recipe;
+		apply_emit_event(x, &ev);
 		int *ws = apply_all_workers(dn->recipe.workers);
 		failed = apply_provision_workers(x, dn->name, ln, ws, (size_t)dn->recipe.workers, 0);
 		free(ws);

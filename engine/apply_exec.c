@@ -71,8 +71,22 @@ void apply_fl_begin(struct exec *x, size_t ai, enum tpf_event_kind started, cons
 	xstrset(&f->id, id);
 	f->start = f->last_beat = tpf_now_mono();
 	f->active = 1;
+	/* What the node is and its generation, for the run ledger: the
+	 * desired recipe, else (a delete) the state's copy; copied under the
+	 * lock, since other actions may grow the state's node array. */
+	struct tpf_recipe rec;
+	memset(&rec, 0, sizeof(rec));
+	long generation = -1;
+	const struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
+	if (sn) {
+		generation = sn->generation;
+		if (!a->desired)
+			tpf_recipe_copy(&rec, &sn->recipe);
+	}
 	pthread_mutex_unlock(x->mu);
 	struct tpf_event ev = TPF_EVENT_INIT(started);
+	ev.recipe = a->desired ? &a->desired->recipe : sn ? &rec : NULL;
+	ev.generation = generation;
 	ev.node = a->node;
 	ev.group = a->desired ? a->desired->group : NULL;
 	ev.zone = a->zone ? a->zone : a->desired ? a->desired->recipe.zone : NULL;
@@ -80,6 +94,7 @@ void apply_fl_begin(struct exec *x, size_t ai, enum tpf_event_kind started, cons
 	ev.reason = a->reason_code;
 	ev.workers = started == TPF_EVENT_RESTARTING ? (int)a->nworkers : -1;
 	apply_emit_event(x, &ev);
+	tpf_recipe_release(&rec);
 }
 
 double apply_fl_end(struct exec *x, size_t ai)

@@ -111,6 +111,12 @@ static const struct tpf_event_info table[TPF_EVENT_NKINDS] = {
 				      NULL },
 	[TPF_EVENT_COMPLETED] = { "completed", NULL, "completed", TPF_NOTIFY_COMPLETED,
 				  TPF_METRIC_NONE, TPF_HOOK_NONE, NULL },
+	[TPF_EVENT_JOB_STEP] = { "job_step", NULL, "progress", N, TPF_METRIC_NONE, TPF_HOOK_NONE,
+				 NULL },
+	[TPF_EVENT_CHECKPOINT] = { "checkpoint", NULL, "checkpoint saved", N, TPF_METRIC_NONE,
+				   TPF_HOOK_NONE, NULL },
+	[TPF_EVENT_PLANNED] = { "planned", NULL, "planned", N, TPF_METRIC_NONE, TPF_HOOK_NONE,
+				NULL },
 };
 
 const struct tpf_event_info *tpf_event_info(enum tpf_event_kind k)

@@ -17,6 +17,8 @@
 #ifndef TPF_ENGINE_EVENTS_H
 #define TPF_ENGINE_EVENTS_H
 
+#include "model/recipe.h"
+
 enum tpf_event_kind {
 	/* ---- the executor (engine/apply.c): an action's life -------------- */
 	TPF_EVENT_CREATING,   /* a create starts (the node is recorded pending) */
@@ -73,6 +75,13 @@ enum tpf_event_kind {
 	TPF_EVENT_STALLED,    /* a restart the plan makes for a stalled job */
 	TPF_EVENT_QUOTA_WAITING, /* more of a group's nodes wait for quota (`group`) */
 	TPF_EVENT_COMPLETED,  /* every worker of a node exited 0 (generation) */
+	/* ---- facts a job reports of itself (templates/bootstrap.sh status:
+	 * a line TPUFORM_STEP=N or "checkpoint saved at step N" in its log,
+	 * or the file $TPUFORM_HEARTBEAT.step); the run ledger records them
+	 * (engine/ledger.h), nothing shows them ---------------------------- */
+	TPF_EVENT_JOB_STEP,   /* the job reached step `step` (worker) */
+	TPF_EVENT_CHECKPOINT, /* the job saved a checkpoint at step `step` */
+	TPF_EVENT_PLANNED,    /* `plan` made a plan (message: its summary line) */
 	TPF_EVENT_NKINDS
 };
 
@@ -140,11 +149,16 @@ struct tpf_event {
 	const char *reason;   /* the plan's reason code, for machines ("preempted") */
 	const char *message;  /* for people; never parsed */
 	const char *last_log; /* a job's last log line */
+	/* What the node is, when the emitter knows it (creates, deletes,
+	 * restarts): the run ledger takes the API, accelerator or machine
+	 * type, chips, VMs and scheduling class from it (model/chips.h). */
+	const struct tpf_recipe *recipe;
+	long step;            /* JOB_STEP, CHECKPOINT: the job's step; else -1 */
 };
 
 #define TPF_EVENT_INIT(k)                                                                   \
 	{ .kind = (k), .action = (k), .generation = -1, .retry = -1, .worker = -1,         \
-	  .workers = -1, .exit_code = -1 }
+	  .workers = -1, .exit_code = -1, .step = -1 }
 
 /* Called from several threads; the callee serialises its own output. */
 typedef void (*tpf_event_fn)(const struct tpf_event *ev, void *ctx);

@@ -36,6 +36,8 @@ void tpf_metrics_release_data(struct tpf_metrics *m)
 	free(m->losses);
 	free(m->api);
 	free(m->fleet);
+	free(m->ledger_text);
+	free(m->page);
 	pthread_mutex_destroy(&m->mu);
 	free(m);
 }
@@ -289,5 +291,7 @@ void tpf_metrics_render(struct tpf_metrics *m, struct tpf_buf *out)
 	render_nodes(m, out);
 	render_counters(m, out);
 	render_latency(m, out);
+	if (m->ledger_text)
+		tpf_buf_adds(out, m->ledger_text);
 	pthread_mutex_unlock(&m->mu);
 }

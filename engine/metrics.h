@@ -95,6 +95,32 @@ void tpf_metrics_api_request(const char *method, long status, void *ctx);
 void tpf_metrics_render(struct tpf_metrics *m, struct tpf_buf *out);
 
 /* The Content-Type of that text. */
+/*
+ * The run ledger's families (engine/metrics_ledger.c), computed by
+ * engine/report.h from the whole ledger, so they survive a `watch` restart:
+ *   tpuform_chip_seconds_total{group,zone,class,chip,state}  counter: billed
+ *       chip-seconds, state one of goodput setup restart stalled preempted idle
+ *   tpuform_goodput_ratio{group}   gauge: goodput / billed chip-seconds
+ *   tpuform_ledger_preemptions_total{group}, tpuform_ledger_restarts_total{group}
+ *       counters: preemptions and restarts the ledger holds
+ * (Prometheus naming, https://prometheus.io/docs/practices/naming/: base
+ * units, _total for counters, _ratio for fractions.) Replaces the previous
+ * values and the report's page that GET / serves (page: len bytes, copied;
+ * NULL: none). doc: engine/report.h tpf_report_to_json's object (borrowed).
+ */
+#include <jansson.h>
+void tpf_metrics_set_ledger(struct tpf_metrics *m, json_t *doc, const char *page, size_t len);
+
+/*
+ * Read fleet f's run ledger, compute the report over all of it and give
+ * its families and page to m (tpf_metrics_set_ledger). Problems reading
+ * the ledger are diagnostics in d; m keeps what it had. Blocking: reads
+ * the whole ledger (engine/report.h; about 3 s for 50 MB).
+ */
+struct tpf_fleet;
+void tpf_metrics_ledger_refresh(struct tpf_metrics *m, const struct tpf_fleet *f,
+				struct tpf_diags *d);
+
 #define TPF_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 /*

@@ -177,9 +177,27 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
 		return answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED, xstrdup("GET /metrics\n"),
 			      strlen("GET /metrics\n"), "text/plain");
+	if (!strcmp(url, "/")) {
+		/* The report's page (engine/metrics_ledger.c), rebuilt from the
+		 * run ledger every few minutes. */
+		pthread_mutex_lock(&m->mu);
+		char *page = m->page ? xmalloc(m->page_len + 1) : NULL;
+		if (page)
+			memcpy(page, m->page, m->page_len);
+		size_t plen = m->page_len;
+		pthread_mutex_unlock(&m->mu);
+		if (page)
+			return answer(conn, MHD_HTTP_OK, page, plen, "text/html; charset=utf-8");
+		return answer(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+			      xstrdup("the report page is not built yet; the metrics are at /metrics\n"),
+			      strlen("the report page is not built yet; the metrics are at /metrics\n"),
+			      "text/plain");
+	}
 	if (strcmp(url, "/metrics"))
-		return answer(conn, MHD_HTTP_NOT_FOUND, xstrdup("the metrics are at /metrics\n"),
-			      strlen("the metrics are at /metrics\n"), "text/plain");
+		return answer(conn, MHD_HTTP_NOT_FOUND,
+			      xstrdup("the metrics are at /metrics, the report's page at /\n"),
+			      strlen("the metrics are at /metrics, the report's page at /\n"),
+			      "text/plain");
 	struct tpf_buf b = TPF_BUF_INIT;
 	tpf_metrics_render(m, &b);
 	size_t len;

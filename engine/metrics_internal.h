@@ -48,6 +48,11 @@ struct tpf_metrics {
 	long rounds, round_failures;
 	double last_round;
 	void *daemon; /* struct MHD_Daemon *, when serving */
+	/* From the run ledger (engine/metrics_ledger.c): its families in the
+	 * exposition format, and the report's page served at "/"; NULL: none yet. */
+	char *ledger_text;
+	char *page;
+	size_t page_len;
 };
 
 /* Free everything but the server (metrics.c); tpf_metrics_free stops the

@@ -38,6 +38,7 @@ void tpf_worker_report_release(struct tpf_worker_report *r)
 	memset(r, 0, sizeof(*r));
 	r->exit_code = -1;
 	r->stalled_for = -1;
+	r->step = r->checkpoint = -1;
 }
 
 static const struct tpf_endpoint *worker_endpoint(const struct tpf_live_node *live, int worker)
@@ -198,6 +199,15 @@ static void parse_output(const char *out, struct script_said *s)
 	}
 	if (msg_off != (size_t)-1)
 		s->message = s->text.buf + msg_off;
+}
+
+/* A non-negative number the script said under `key`, or -1. */
+static long said_number(const struct script_said *s, const char *key)
+{
+	const char *v = tpf_kvlist_get(&s->kv, key);
+	char *end = NULL;
+	long n = v && *v ? strtol(v, &end, 10) : -1;
+	return end && !*end && n >= 0 ? n : -1;
 }
 
 /* The last TAIL_LINES lines of text, redacted and cleaned; caller frees. */
@@ -487,6 +497,7 @@ int tpf_provision_probe(struct tpf_transport *t, const struct tpf_state_node *n,
 	memset(r, 0, sizeof(*r));
 	r->exit_code = -1;
 	r->stalled_for = -1;
+	r->step = r->checkpoint = -1;
 	int err = run_on_worker(t, n, live, worker,
 				"if [ -f " TPF_REMOTE_SCRIPT " ]; then " SCRIPT_CMD " status; "
 				"else echo 'TPUFORM session=none'; fi",
@@ -524,6 +535,8 @@ int tpf_provision_probe(struct tpf_transport *t, const struct tpf_state_node *n,
 		if (!*end && v >= 0)
 			r->stalled_for = (double)v;
 	}
+	r->step = said_number(&said, "step");
+	r->checkpoint = said_number(&said, "checkpoint");
 	const char *script = tpf_kvlist_get(&said.kv, "script");
 	if (script && *script)
 		r->script_hash = clean_text(script, 100);

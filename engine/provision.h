@@ -48,6 +48,9 @@ struct tpf_worker_report {
 	char *last_log;    /* last line of the job log, may be NULL */
 	char *host_key;    /* fingerprint seen (ssh), may be NULL */
 	double stalled_for; /* seconds without output or heartbeat (alive only); -1 unknown */
+	/* The job's own progress (templates/bootstrap.sh status, docs/ledger.md):
+	 * its step and the step of its last checkpoint; -1 unknown. */
+	long step, checkpoint;
 };
 void tpf_worker_report_release(struct tpf_worker_report *r);
 

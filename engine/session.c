@@ -3,6 +3,7 @@
  * provider -> refresh -> pin source -> desired -> diff.
  */
 #include "engine/session.h"
+#include "engine/ledger.h"
 #include "engine/provision.h"
 #include "engine/refresh.h"
 #include "engine/saved_plan.h"
@@ -241,8 +242,16 @@ int tpf_session_apply(struct tpf_session *s, const struct tpf_plan *p,
 	struct tpf_apply_opts o = *opts;
 	if (o.parallelism == 0)
 		o.parallelism = s->o.parallelism;
-	return tpf_apply(p, &s->fleet, s->prov, &s->live, &s->state, &o, res,
-			 &s->d);
+	/* Every event of the apply goes to the run ledger first. */
+	struct tpf_ledger_chain chain = {
+		tpf_run_ledger_open(&s->fleet, &s->state, p->destroy ? "destroy" : "apply", &s->d),
+		o.on_event, o.ctx
+	};
+	o.on_event = tpf_run_ledger_chain;
+	o.ctx = &chain;
+	int rc = tpf_apply(p, &s->fleet, s->prov, &s->live, &s->state, &o, res, &s->d);
+	tpf_run_ledger_close(chain.r, &s->d);
+	return rc;
 }
 
 int tpf_session_target(struct tpf_session *s, const char *name, struct tpf_state_node **sn,

@@ -25,6 +25,7 @@
  * is reported once per watch process; a new watch reports a job that is
  * still exited once more.
  */
+#include "engine/ledger.h"
 #include "engine/metrics.h"
 #include "engine/notify.h"
 #include "engine/watch_internal.h"
@@ -69,6 +70,11 @@ struct tpf_watch_hooks {
 	void *next_ctx;
 	struct tpf_notifier *notifier; /* created when a fleet file has notify */
 	struct tpf_metrics *metrics;   /* NULL without -metrics-addr */
+	/* The run ledger (engine/ledger.h), opened at the first round this
+	 * watch leads; every event that passes here is written to it. */
+	struct tpf_run_ledger *ledger;
+	int ledger_tried;
+	double ledger_metrics_at; /* monotonic: the last ledger metrics refresh; 0 never */
 	double round_started;
 	struct lost_node *lost;
 	size_t nlost, lost_alloc;
@@ -79,7 +85,13 @@ struct tpf_watch_hooks {
 	struct marks deferred;  /* group -> nodes reported waiting; "node:" + name */
 	struct marks settled;   /* node -> when (monotonic ms) its last restart or
 				 * replacement ended */
+	struct marks steps;     /* node -> monotonic ms of its last job_step line */
+	struct marks ckpts;     /* node -> step of its last checkpoint line */
 };
+
+/* At most one job_step line per node this often: a 1,000-node fleet adds
+ * 100 lines a minute, not one per probe (docs/ledger.md). */
+#define STEP_EVERY_MS 600000L
 
 /* ---- small tables ------------------------------------------------------ */
 
@@ -215,6 +227,7 @@ static void forward(struct tpf_watch_hooks *h, const struct tpf_event *ev)
 static void conclude(struct tpf_watch_hooks *h, const struct tpf_event *ev)
 {
 	derive(h, ev);
+	tpf_run_ledger_event(h->ledger, ev);
 	forward(h, ev);
 }
 
@@ -322,6 +335,9 @@ static void dispatch(const struct tpf_watch_event *ev, void *ctx)
 		pthread_mutex_lock(&h->mu);
 		on_step(h, ev->event);
 		derive(h, ev->event);
+		/* After on_step: what it concluded from this event (a
+		 * preemption seen at a delete) is written before the event. */
+		tpf_run_ledger_event(h->ledger, ev->event);
 		pthread_mutex_unlock(&h->mu);
 		break;
 	case TPF_WATCH_SUMMARY:
@@ -345,6 +361,34 @@ static void notify_warn(const char *msg, void *ctx)
 }
 
 /* ---- what a round saw ------------------------------------------------------- */
+
+/* Worker 0's progress, for the run ledger: each new checkpoint, and its
+ * step now and then (h->mu held). */
+static void seen_progress(struct tpf_watch_hooks *h, const struct tpf_session *s,
+			  const struct tpf_job_fact *sf)
+{
+	if (!sf->have_progress || sf->worker != 0 || !h->ledger)
+		return;
+	const struct tpf_state_node *sn = tpf_state_find((struct tpf_state *)&s->state, sf->node);
+	struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_CHECKPOINT);
+	ev.node = sf->node;
+	ev.worker = 0;
+	ev.generation = sn ? sn->generation : -1;
+	struct mark *k = mark_find(&h->ckpts, sf->node);
+	if (sf->checkpoint >= 0 && (!k || k->value != sf->checkpoint)) {
+		mark_set(&h->ckpts, sf->node, sf->checkpoint);
+		ev.step = sf->checkpoint;
+		tpf_run_ledger_event(h->ledger, &ev);
+	}
+	long now = (long)(tpf_now_mono() * 1000);
+	k = mark_find(&h->steps, sf->node);
+	if (sf->step >= 0 && (!k || now - k->value >= STEP_EVERY_MS)) {
+		mark_set(&h->steps, sf->node, now);
+		ev.kind = ev.action = TPF_EVENT_JOB_STEP;
+		ev.step = sf->step;
+		tpf_run_ledger_event(h->ledger, &ev);
+	}
+}
 
 /* Whether the restart policy would restart this job (plan/diff.c's rule,
  * without the budget). */
@@ -541,20 +585,52 @@ static void configure_notifier(struct tpf_watch_hooks *h, const struct tpf_sessi
 		tpf_notifier_configure(h->notifier, &s->fleet.notify, s->fleet.name, &s->fleet.secrets);
 }
 
+/* The run ledger's metrics and page, from the whole ledger: at the first
+ * round, then every $TPUFORM_LEDGER_REFRESH (5 min). Outside h->mu: it
+ * reads the whole ledger, and heals must not wait for it. */
+static void ledger_metrics(struct tpf_watch_hooks *h, const struct tpf_session *s)
+{
+	double every = 300;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	if (!h->metrics || !h->ledger ||
+	    tpf_env_seconds("TPUFORM_LEDGER_REFRESH", &every, &d) ||
+	    (h->ledger_metrics_at > 0 && tpf_now_mono() - h->ledger_metrics_at < every)) {
+		tpf_watch_diags(h->o, &d);
+		tpf_diags_release(&d);
+		return;
+	}
+	h->ledger_metrics_at = tpf_now_mono();
+	tpf_metrics_ledger_refresh(h->metrics, &s->fleet, &d);
+	tpf_watch_diags(h->o, &d);
+	tpf_diags_release(&d);
+}
+
 void tpf_watch_hooks_seen(struct tpf_watch_hooks *h, const struct tpf_session *s, int probed,
 			  double started)
 {
 	pthread_mutex_lock(&h->mu);
 	h->round_started = started;
 	configure_notifier(h, s);
+	if (!h->ledger_tried) {
+		struct tpf_diags d = TPF_DIAGS_INIT;
+		h->ledger_tried = 1;
+		h->ledger = tpf_run_ledger_open(&s->fleet, &s->state, "watch", &d);
+		tpf_watch_diags(h->o, &d);
+		tpf_diags_release(&d);
+	} else {
+		tpf_run_ledger_learn(h->ledger, &s->state);
+	}
 	seen_quota(h, s);
-	for (size_t i = 0; probed && i < s->facts.n; i++)
+	for (size_t i = 0; probed && i < s->facts.n; i++) {
 		seen_job(h, s, &s->facts.items[i]);
+		seen_progress(h, s, &s->facts.items[i]);
+	}
 	for (size_t i = 0; probed && i < s->desired.n; i++)
 		seen_completion(h, s, &s->desired.nodes[i]);
 	if (h->metrics)
 		seen_metrics(h, s, probed);
 	pthread_mutex_unlock(&h->mu);
+	ledger_metrics(h, s);
 }
 
 /* ---- life cycle ------------------------------------------------------------ */
@@ -601,6 +677,12 @@ void tpf_watch_hooks_free(struct tpf_watch_hooks *h)
 		tpf_notifier_free(h->notifier, drain);
 	}
 	tpf_metrics_free(h->metrics);
+	if (h->ledger) {
+		struct tpf_diags d = TPF_DIAGS_INIT;
+		tpf_run_ledger_close(h->ledger, &d);
+		tpf_watch_diags(h->o, &d);
+		tpf_diags_release(&d);
+	}
 	h->o->on_event = h->next;
 	h->o->ctx = h->next_ctx;
 	for (size_t i = 0; i < h->nlost; i++) {
@@ -615,6 +697,8 @@ void tpf_watch_hooks_free(struct tpf_watch_hooks *h)
 	marks_release(&h->completed);
 	marks_release(&h->deferred);
 	marks_release(&h->settled);
+	marks_release(&h->steps);
+	marks_release(&h->ckpts);
 	pthread_mutex_destroy(&h->mu);
 	free(h);
 }

@@ -78,6 +78,10 @@ struct tpf_job_fact {
 	 * last touched $TPUFORM_HEARTBEAT, whichever is later, as the worker
 	 * measured it (templates/bootstrap.sh status). < 0: not known. */
 	double stalled_for;
+	/* The job's step and its last checkpoint's step, as it reported them
+	 * (engine/provision.h); only meaningful with have_progress. */
+	int have_progress;
+	long step, checkpoint;
 };
 
 struct tpf_job_facts {

@@ -404,6 +404,26 @@ tpf_stalled_for() {
 	fi
 }
 
+# tpf_progress: what the job says of its progress (docs/ledger.md): its
+# step, from the file $TPUFORM_HEARTBEAT.step or the last "TPUFORM_STEP=N"
+# in the log's last 64 KiB, and the last "checkpoint saved at step N" there.
+tpf_progress() {
+	tpf_step=
+	tpf_ckpt=
+	if [ -f "$tpf_heartbeat.step" ]; then
+		tpf_step=$(head -c 32 -- "$tpf_heartbeat.step" | tr -dc '0-9')
+	fi
+	if [ -f "$tpf_logs/current.log" ]; then
+		tpf_tail=$(tail -c 65536 -- "$tpf_logs/current.log" 2>/dev/null | tr -d '\000')
+		[ -n "$tpf_step" ] || tpf_step=$(printf '%s\n' "$tpf_tail" |
+			sed -n 's/.*TPUFORM_STEP=\([0-9][0-9]*\).*/\1/p' | tail -n 1)
+		tpf_ckpt=$(printf '%s\n' "$tpf_tail" |
+			sed -n 's/.*[Cc]heckpoint saved at step \([0-9][0-9]*\).*/\1/p' | tail -n 1)
+	fi
+	[ -z "$tpf_step" ] || tpf_say "step=$(printf '%.18s' "$tpf_step")"
+	[ -z "$tpf_ckpt" ] || tpf_say "checkpoint=$(printf '%.18s' "$tpf_ckpt")"
+}
+
 tpf_status() {
 	tpf_code=-1
 	if tpf_alive; then
@@ -423,6 +443,7 @@ tpf_status() {
 		tpf_stall=$(tpf_stalled_for)
 		[ -z "$tpf_stall" ] || tpf_say "stalled_for=$tpf_stall"
 	fi
+	[ "$tpf_state" = none ] || tpf_progress
 	tpf_say "script=$(tpf_read "$tpf_rundir/script.sha256")"
 	tpf_say "last_log=$(tpf_last_log)"
 }

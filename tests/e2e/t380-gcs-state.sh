@@ -33,7 +33,9 @@ groups:
   - { name: a, accelerator_type: v2-8, runtime_version: rt, zones: [z1], count: $1 }
 YAML
 }
-objects() { curl -s "$FAKEGCP_URL/__admin/storage" | jq -r '.buckets[0].objects[].name' | sort | tr '\n' ' '; }
+# The state's objects; the run ledger's (docs/ledger.md) are counted apart.
+objects() { curl -s "$FAKEGCP_URL/__admin/storage" | jq -r '.buckets[0].objects[].name' | grep -v '\.ledger/' | sort | tr '\n' ' '; }
+ledger_objects() { curl -s "$FAKEGCP_URL/__admin/storage" | jq -r '.buckets[0].objects[].name' | grep -c '\.ledger/'; }
 requests() { curl -s "$FAKEGCP_URL/__admin/requests"; }
 clear_requests() { curl -s -o /dev/null -X POST "$FAKEGCP_URL/__admin/requests:clear"; }
 # Fail the next N uploads of the state object (not its backup) with 503.
@@ -51,6 +53,7 @@ lock_held() { curl -s "$FAKEGCP_URL/__admin/storage" | grep -q gs.tflock; }
 fleet 1 0.2s
 ok "apply" tpuform apply -f fleet.yaml -auto-approve
 is "the state and nothing else is in the bucket" "$(objects)" "$OBJ "
+is "beside it, the apply's run ledger: one object for its one writer" "$(ledger_objects)" 1
 ok "no state file on local disk" no_local_state
 like "state pull reads it" "$(serial)" "^[1-9][0-9]*$"
 fleet 2 0.2s
@@ -64,6 +67,10 @@ ok "preempt gs-a-1" tpuform local preempt -f fleet.yaml gs-a-1
 fails "plan sees it (exit 2)" 2 tpuform plan -f fleet.yaml -detailed-exitcode
 ok "apply replaces it" tpuform apply -f fleet.yaml -auto-approve
 like "one replaced" "$(cat last.out)" "Resources: 1 added, 0 changed, 1 destroyed"
+ok "report reads the run ledger from the bucket" tpuform report -f fleet.yaml -json
+is "every node's creates and the replacement's delete are in it" \
+	"$(jq -r '.events > 0 and .totals.billed_chip_hours > 0 and .rows[0].zone == "z1"' last.out)" true
+ok "and no ledger file was written on local disk" no_local_state
 ok "the state in the bucket has its new id" test \
 	"$(tpuform state pull -f fleet.yaml | jq -r '.nodes[] | select(.name == "gs-a-1") | .id')" != "$id_before"
 ok "still no state file on local disk" no_local_state

@@ -140,7 +140,8 @@ branch() {
 output() { jq -r ".plan.exitcode // empty" "art/runs/$1/outputs.json"; }
 nodes() { curl -s "$FAKEGCP_URL/__admin/nodes" | jq -r '.[] | (.name | split("/")) as $p | "\($p[5]):\(.state)"' | sort | tr '\n' ' '; }
 nready() { curl -s "$FAKEGCP_URL/__admin/nodes" | jq '[.[] | select(.state == "READY")] | length'; }
-objects() { curl -s "$FAKEGCP_URL/__admin/storage" | jq -r '.buckets[0].objects[].name' | sort | tr '\n' ' '; }
+# The state's objects (the run ledger's, docs/ledger.md, are not the state's).
+objects() { curl -s "$FAKEGCP_URL/__admin/storage" | jq -r '.buckets[0].objects[].name' | grep -v '\.ledger/' | sort | tr '\n' ' '; }
 lock_held() { objects | grep -q 'team-llm.tflock'; }
 GEN_JQ='.buckets[0].objects[] | select(.name == "fleets/team-llm.tfstate") | .generation'
 state_gen() { curl -s "$FAKEGCP_URL/__admin/storage" | jq -r "$GEN_JQ"; }

@@ -67,6 +67,9 @@ static const struct want wants[] = {
 	{ TPF_EVENT_STALLED, "stalled", NULL, "stalled" },
 	{ TPF_EVENT_QUOTA_WAITING, "quota_waiting", NULL, "quota_deferred" },
 	{ TPF_EVENT_COMPLETED, "completed", NULL, "completed" },
+	{ TPF_EVENT_JOB_STEP, "job_step", NULL, NULL },
+	{ TPF_EVENT_CHECKPOINT, "checkpoint", NULL, NULL },
+	{ TPF_EVENT_PLANNED, "planned", NULL, NULL },
 };
 
 _Static_assert(sizeof(wants) / sizeof(wants[0]) == TPF_EVENT_NKINDS,
