@@ -66,7 +66,21 @@ struct tpf_job_policy {
 	 * long is stalled, and restarted as a failed one is. */
 	double stall_timeout;
 	enum tpf_on_success on_success; /* on_success, default keep */
+	/* restart_on_exit_codes / never_restart_on (config/config_job.c):
+	 * which exit codes of a job that ended call for a restart. A bit per
+	 * code 0..255 (bit c of byte c/8). exit_codes_set 0 (the default):
+	 * every code but 0 restarts, as before the key existed, so existing
+	 * fleets keep their behaviour (xpk's default is 42 and 127-255;
+	 * tpuform leaves that choice to the fleet file). A code not chosen
+	 * ends the run: the job counts as done, failed or succeeded as its
+	 * code says, and is not restarted. A dead session or a stall is not
+	 * an exit code and restarts whatever this says. */
+	int exit_codes_set;
+	unsigned char restart_codes[32];
 };
+/* Does exit code `code` call for a restart under p (no set: any code but 0)?
+ * Codes outside 0..255 (a signal's -1, unknown) restart. */
+int tpf_policy_restarts_on(const struct tpf_job_policy *p, int code);
 #define TPF_RESTART_BACKOFF_DEFAULT 10.0
 #define TPF_RESTART_BACKOFF_CAP 600.0
 

@@ -1,11 +1,13 @@
 /*
  * The job policy keys, fleet-wide and per group (config/config.h struct
- * tpf_job_policy): restart_scope, restart_backoff, stall_timeout and
- * on_success. What they do is docs/design.md section 5 ("Restart units",
+ * tpf_job_policy): restart_scope, restart_backoff, stall_timeout,
+ * on_success and restart_on_exit_codes / never_restart_on. What they do is docs/design.md section 5 ("Restart units",
  * "Stalled jobs", "Completion") and README.md's fleet-file table.
  */
 #include "config/config_walk.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const scope_words[] = { "node", "worker", NULL };
@@ -18,6 +20,69 @@ void cfg_job_policy_defaults(struct tpf_job_policy *p)
 	p->restart_backoff = TPF_RESTART_BACKOFF_DEFAULT;
 	p->stall_timeout = 0;
 	p->on_success = TPF_ON_SUCCESS_KEEP;
+}
+
+int tpf_policy_restarts_on(const struct tpf_job_policy *p, int code)
+{
+	if (code < 0 || code > 255)
+		return 1;
+	if (!p || !p->exit_codes_set)
+		return code != 0;
+	return (p->restart_codes[code / 8] >> (code % 8)) & 1;
+}
+
+/* One item of an exit-code list: "42" or "128-255", 0..255. Sets *lo and
+ * *hi; 0, or -1 after the error. */
+static int exit_code_item(struct cfg *c, yaml_node_t *x, const char *name, int *lo, int *hi)
+{
+	const char *t = cfg_text(x);
+	char *end = NULL;
+	long a = -1, b = -1;
+	if (t && *t >= '0' && *t <= '9') {
+		a = strtol(t, &end, 10);
+		b = a;
+		if (*end == '-' && end[1] >= '0' && end[1] <= '9')
+			b = strtol(end + 1, &end, 10);
+	}
+	if (a < 0 || !end || *end || a > 255 || b > 255 || b < a) {
+		cfg_type_error(c, x, name, "exit codes 0-255 or ranges like 128-255",
+			       "a job's exit status is 0-255 (a shell gives 128+N for signal N); "
+			       "e.g. [42, 128-255]");
+		return -1;
+	}
+	*lo = (int)a;
+	*hi = (int)b;
+	return 0;
+}
+
+/* restart_on_exit_codes or never_restart_on (invert) at x into p. */
+static void read_exit_codes(struct cfg *c, yaml_node_t *x, const char *name, int invert,
+			    struct tpf_job_policy *p)
+{
+	if (x->type != YAML_SEQUENCE_NODE) {
+		cfg_type_error(c, x, name, "a list of exit codes", "e.g. [42, 128-255]");
+		return;
+	}
+	unsigned char bits[32];
+	memset(bits, 0, sizeof(bits));
+	int ok = 1;
+	for (yaml_node_item_t *it = x->data.sequence.items.start; it < x->data.sequence.items.top;
+	     it++) {
+		int lo, hi;
+		if (exit_code_item(c, cfg_node(c, *it), name, &lo, &hi)) {
+			ok = 0;
+			continue;
+		}
+		for (int k = lo; k <= hi; k++)
+			bits[k / 8] |= (unsigned char)(1u << (k % 8));
+	}
+	if (!ok)
+		return;
+	for (size_t i = 0; i < sizeof(bits); i++)
+		p->restart_codes[i] = invert ? (unsigned char)~bits[i] : bits[i];
+	if (invert) /* never_restart_on: 0 still ends a run as a success */
+		p->restart_codes[0] &= (unsigned char)~1u;
+	p->exit_codes_set = 1;
 }
 
 void cfg_read_job_policy(struct cfg *c, const struct cfg_map *m, struct tpf_job_policy *p)
@@ -34,6 +99,16 @@ void cfg_read_job_policy(struct cfg *c, const struct cfg_map *m, struct tpf_job_
 	if ((x = cfg_map_get(m, "on_success")) &&
 	    cfg_want_enum(c, x, "on_success", on_success_words, "keep or delete", &e) == 0)
 		p->on_success = e == 0 ? TPF_ON_SUCCESS_KEEP : TPF_ON_SUCCESS_DELETE;
+	yaml_node_t *on = cfg_map_get(m, "restart_on_exit_codes");
+	yaml_node_t *off = cfg_map_get(m, "never_restart_on");
+	if (on && off)
+		cfg_error(c, off, "keep one: restart_on_exit_codes lists the codes that restart, "
+			  "never_restart_on the codes that do not",
+			  "'never_restart_on' cannot be given with 'restart_on_exit_codes'");
+	else if (on)
+		read_exit_codes(c, on, "restart_on_exit_codes", 0, p);
+	else if (off)
+		read_exit_codes(c, off, "never_restart_on", 1, p);
 }
 
 void cfg_check_job_policy(struct cfg *c, const struct tpf_fleet *f, yaml_node_t *restart_at)

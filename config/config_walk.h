@@ -114,7 +114,8 @@ void cfg_job_policy_defaults(struct tpf_job_policy *p);
 	"name", "accelerator_type", "runtime_version", "zones", "count", "preemptible",  \
 		"spot", "labels", "queued", "valid_until", "slices", "topology"
 #define CFG_SHARED_KEYS                                                                 \
-	"setup", "run", "env", "restart_scope", "restart_backoff", "stall_timeout", "on_success"
+	"setup", "run", "env", "restart_scope", "restart_backoff", "stall_timeout",          \
+		"on_success", "restart_on_exit_codes", "never_restart_on"
 #define CFG_TOP_ONLY_KEYS                                                               \
 	"fleet", "provider", "state", "quota", "source", "ssh", "secrets", "restart",      \
 		"max_restarts", "groups", "notify"

@@ -134,6 +134,16 @@ static const struct {
 	{ HEAD GROUP "stall_timeout: forever\n",
 	  "fleet.yaml:6:16: 'stall_timeout' must be a duration such as '30s', '500ms', '6h' or a "
 	  "number of seconds, got 'forever'" },
+	{ HEAD GROUP "restart_on_exit_codes: 42\n",
+	  "fleet.yaml:6:24: 'restart_on_exit_codes' must be a list of exit codes, got '42'" },
+	{ HEAD GROUP "restart_on_exit_codes: [42, 300]\n",
+	  "fleet.yaml:6:29: 'restart_on_exit_codes' must be exit codes 0-255 or ranges like "
+	  "128-255, got '300'" },
+	{ HEAD GROUP "never_restart_on: [9-3]\n",
+	  "fleet.yaml:6:20: 'never_restart_on' must be exit codes 0-255 or ranges like 128-255, "
+	  "got '9-3'" },
+	{ HEAD GROUP "restart_on_exit_codes: [42]\nnever_restart_on: [3]\n",
+	  "fleet.yaml:7:19: 'never_restart_on' cannot be given with 'restart_on_exit_codes'" },
 	{ HEAD GROUP "on_success: deleted\n",
 	  "fleet.yaml:6:13: 'on_success' must be keep or delete, got 'deleted'; did you mean "
 	  "'delete'?" },
@@ -809,6 +819,28 @@ static void test_config__job_policy(void)
 	CHECK(f.policy.stall_timeout == 0 && f.policy.restart_backoff == 10);
 	CHECK_INT(f.policy.on_success, TPF_ON_SUCCESS_KEEP);
 	CHECK_INT(f.policy.scope, TPF_SCOPE_AUTO);
+	/* No exit-code list: every code but 0 restarts (the behaviour before
+	 * the key), signals' unknown codes too. */
+	CHECK_INT(f.policy.exit_codes_set, 0);
+	CHECK(!tpf_policy_restarts_on(&f.policy, 0) && tpf_policy_restarts_on(&f.policy, 3) &&
+	      tpf_policy_restarts_on(&f.policy, 255) && tpf_policy_restarts_on(&f.policy, -1));
+	tpf_fleet_release(&f);
+	/* xpk's default spelled out; a group's list replaces the fleet's. */
+	const char *codes = HEAD "restart_on_exit_codes: [42, 127-255]\ngroups:\n"
+			    "  - { name: g, accelerator_type: v2-8, runtime_version: r, zones: [z], "
+			    "count: 1 }\n"
+			    "  - { name: h, accelerator_type: v2-8, runtime_version: r, zones: [z], "
+			    "count: 1, never_restart_on: [0, 3] }\n";
+	CHECK_INT(tpf_fleet_parse(&f, "fleet.yaml", codes, strlen(codes), &d), 0);
+	if (f.ngroups == 2) {
+		const struct tpf_job_policy *g = &f.groups[0].policy, *h = &f.groups[1].policy;
+		CHECK(tpf_policy_restarts_on(g, 42) && tpf_policy_restarts_on(g, 127) &&
+		      tpf_policy_restarts_on(g, 255));
+		CHECK(!tpf_policy_restarts_on(g, 1) && !tpf_policy_restarts_on(g, 126) &&
+		      !tpf_policy_restarts_on(g, 43) && !tpf_policy_restarts_on(g, 0));
+		CHECK(!tpf_policy_restarts_on(h, 3) && !tpf_policy_restarts_on(h, 0) &&
+		      tpf_policy_restarts_on(h, 1) && tpf_policy_restarts_on(h, 42));
+	}
 	tpf_fleet_release(&f);
 	tpf_diags_release(&d);
 }
