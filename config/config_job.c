@@ -5,6 +5,7 @@
  * "Stalled jobs", "Completion") and README.md's fleet-file table.
  */
 #include "config/config_walk.h"
+#include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,24 @@
 
 static const char *const scope_words[] = { "node", "worker", NULL };
 static const char *const on_success_words[] = { "keep", "delete", NULL };
+static const char *const tpu_busy_words[] = { "refuse", "wait", "kill", NULL };
+
+const char *tpf_tpu_busy_word(enum tpf_tpu_busy b)
+{
+	return (unsigned)b < 3 ? tpu_busy_words[b] : "refuse";
+}
+
+void tpf_job_policy_release(struct tpf_job_policy *p)
+{
+	free(p->preflight);
+	p->preflight = NULL;
+}
+
+void tpf_job_policy_copy(struct tpf_job_policy *dst, const struct tpf_job_policy *src)
+{
+	*dst = *src;
+	dst->preflight = src->preflight ? xstrdup(src->preflight) : NULL;
+}
 
 void cfg_job_policy_defaults(struct tpf_job_policy *p)
 {
@@ -20,6 +39,39 @@ void cfg_job_policy_defaults(struct tpf_job_policy *p)
 	p->restart_backoff = TPF_RESTART_BACKOFF_DEFAULT;
 	p->stall_timeout = 0;
 	p->on_success = TPF_ON_SUCCESS_KEEP;
+	p->tpu_busy = TPF_TPU_BUSY_REFUSE;
+	p->preflight_timeout = TPF_PREFLIGHT_TIMEOUT_DEFAULT;
+	p->preflight_failures = TPF_PREFLIGHT_FAILURES_DEFAULT;
+}
+
+/* tpu_busy, preflight, preflight_timeout, preflight_failures and
+ * require_tpu_devices of mapping m into p. */
+static void read_preflight(struct cfg *c, const struct cfg_map *m, struct tpf_job_policy *p)
+{
+	yaml_node_t *x;
+	int e;
+	if ((x = cfg_map_get(m, "tpu_busy")) &&
+	    cfg_want_enum(c, x, "tpu_busy", tpu_busy_words, "refuse, wait or kill", &e) == 0)
+		p->tpu_busy = (enum tpf_tpu_busy)e;
+	if ((x = cfg_map_get(m, "preflight"))) {
+		const char *t = cfg_want_text(c, x, "preflight", "a shell command", 1);
+		if (t) {
+			free(p->preflight);
+			p->preflight = *t ? xstrdup(t) : NULL;
+		}
+	}
+	if ((x = cfg_map_get(m, "preflight_timeout")) &&
+	    cfg_want_duration(c, x, "preflight_timeout", &p->preflight_timeout) == 0 &&
+	    (p->preflight_timeout < 1 || p->preflight_timeout > 540)) {
+		cfg_error(c, x, "a start must finish within tpuform's 10 minute start timeout",
+			  "'preflight_timeout' must be between 1s and 9m");
+		p->preflight_timeout = TPF_PREFLIGHT_TIMEOUT_DEFAULT;
+	}
+	if ((x = cfg_map_get(m, "preflight_failures")))
+		cfg_want_uint(c, x, "preflight_failures", "a whole number >= 1", 1, 1000,
+			      &p->preflight_failures);
+	if ((x = cfg_map_get(m, "require_tpu_devices")))
+		cfg_want_bool(c, x, "require_tpu_devices", &p->require_tpu_devices);
 }
 
 int tpf_policy_restarts_on(const struct tpf_job_policy *p, int code)
@@ -99,6 +151,7 @@ void cfg_read_job_policy(struct cfg *c, const struct cfg_map *m, struct tpf_job_
 	if ((x = cfg_map_get(m, "on_success")) &&
 	    cfg_want_enum(c, x, "on_success", on_success_words, "keep or delete", &e) == 0)
 		p->on_success = e == 0 ? TPF_ON_SUCCESS_KEEP : TPF_ON_SUCCESS_DELETE;
+	read_preflight(c, m, p);
 	yaml_node_t *on = cfg_map_get(m, "restart_on_exit_codes");
 	yaml_node_t *off = cfg_map_get(m, "never_restart_on");
 	if (on && off)

@@ -29,6 +29,10 @@ tpf_secrets=$tpf_dir/secrets.env
 tpf_bundle=$tpf_dir/source.bundle
 tpf_heartbeat=$tpf_rundir/heartbeat
 tpf_lockfile=${TPUFORM_LIBTPU_LOCKFILE:-/tmp/libtpu_lockfile}
+# The TPU's device files, as glob patterns: /dev/accel* (v2-v4) or the
+# VFIO groups /dev/vfio/N (v5e and later). Tests point this at fake files
+# in the worker's home (the local provider does); nothing else sets it.
+tpf_devices=${TPUFORM_TPU_DEVICES:-/dev/accel* /dev/vfio/[0-9]*}
 
 tpf_say() {
 	printf 'TPUFORM %s\n' "$*"
@@ -167,25 +171,169 @@ tpf_stop() {
 	rm -f -- "$tpf_rundir/job.pid"
 }
 
-# A libtpu lock file left by a killed or preempted job makes the next one
-# fail with "TPU in use" (jax-ml/jax#10192). Our job is stopped by now; a
-# lock some other process still holds open is left alone.
-tpf_clear_lock() {
-	[ -e "$tpf_lockfile" ] || [ -L "$tpf_lockfile" ] || return 0
-	if command -v fuser >/dev/null 2>&1 && fuser -s "$tpf_lockfile" 2>/dev/null; then
-		printf 'tpuform: %s is held by a running process; left in place\n' "$tpf_lockfile"
-		tpf_say "warning=libtpu-lockfile-in-use"
-		return 0
+# The paths that make up the TPU here, one a line: the libtpu lock file
+# and every device file that exists.
+tpf_tpu_paths() {
+	printf '%s\n' "$tpf_lockfile"
+	# shellcheck disable=SC2086 # glob patterns, split and expanded on purpose
+	for tpf_g in $tpf_devices; do
+		if [ -e "$tpf_g" ]; then
+			printf '%s\n' "$tpf_g"
+		fi
+	done
+}
+
+# Processes holding any of the paths $1 (one a line) open: "PID PATH" a
+# line, one line per process. One `ls` over /proc/*/fd, as fuser(1) reads
+# it (fuser is not on every image). Nothing without /proc.
+tpf_holders() {
+	[ -d /proc/self ] || return 0
+	# shellcheck disable=SC2012 # the link targets are what we read
+	ls -l /proc/[0-9]*/fd 2>/dev/null | tpf_want=$1 tpf_me=$$ awk '
+		BEGIN {
+			n = split(ENVIRON["tpf_want"], w, "\n")
+			for (i = 1; i <= n; i++)
+				if (w[i] != "")
+					want[w[i]] = 1
+		}
+		/^\/proc\/[0-9]+\/fd:$/ { split($0, a, "/"); pid = a[3]; next }
+		{
+			k = index($0, " -> ")
+			if (!k || pid == ENVIRON["tpf_me"])
+				next
+			t = substr($0, k + 4)
+			if ((t in want) && !(pid in seen)) {
+				seen[pid] = 1
+				print pid, t
+			}
+		}'
+}
+
+# The command line of process $1, at most 200 bytes.
+tpf_cmdline() {
+	if [ -r "/proc/$1/cmdline" ]; then
+		tr '\000' ' ' <"/proc/$1/cmdline" 2>/dev/null | cut -c1-200
+	else
+		ps -o args= -p "$1" 2>/dev/null | cut -c1-200
 	fi
-	rm -f -- "$tpf_lockfile" 2>/dev/null
-	if [ -e "$tpf_lockfile" ] && command -v sudo >/dev/null 2>&1; then
-		sudo -n rm -f -- "$tpf_lockfile" >/dev/null 2>&1
+}
+
+# "pid 4242 (python3 train.py) holds /dev/accel0; ..." for holders $1.
+tpf_holders_words() {
+	tpf_words=
+	while read -r tpf_pid tpf_path; do
+		[ -n "$tpf_pid" ] || continue
+		tpf_c=$(tpf_cmdline "$tpf_pid")
+		tpf_words="${tpf_words:+$tpf_words; }pid $tpf_pid (${tpf_c% }) holds $tpf_path"
+	done <<EOF
+$1
+EOF
+	printf '%s' "$tpf_words"
+}
+
+# TERM every holder in $1, KILL after 10 s.
+tpf_kill_holders() {
+	tpf_pids=$(printf '%s\n' "$1" | awk '{ print $1 }')
+	for tpf_pid in $tpf_pids; do
+		kill -s TERM "$tpf_pid" 2>/dev/null
+	done
+	tpf_i=0
+	while [ "$tpf_i" -lt 100 ]; do
+		tpf_left=
+		for tpf_pid in $tpf_pids; do
+			if [ "$(tpf_proc_state "$tpf_pid")" != Z ] && kill -s 0 "$tpf_pid" 2>/dev/null; then
+				tpf_left=1
+			fi
+		done
+		[ -n "$tpf_left" ] || return 0
+		sleep 0.1
+		tpf_i=$((tpf_i + 1))
+	done
+	for tpf_pid in $tpf_pids; do
+		kill -s KILL "$tpf_pid" 2>/dev/null
+	done
+	sleep 0.2
+}
+
+# The TPU half of the preflight, before the source and setup: our own job
+# is stopped by now, so whatever still holds the libtpu lock file or a
+# device file is some other process, which would make the job fail at
+# start ("TPU in use", jax-ml/jax#10192). TPUFORM_TPU_BUSY says what to do
+# about it: refuse (fail, naming the process), wait for it to let go (up
+# to TPUFORM_PREFLIGHT_TIMEOUT seconds) or kill it. Then a lock file no
+# one holds, left by a killed or preempted job, is removed; and with
+# TPUFORM_REQUIRE_DEVICES=1 a host without a device file fails (its TPU
+# did not come up).
+tpf_preflight_tpu() {
+	tpf_paths=$(tpf_tpu_paths)
+	tpf_waited=0
+	while :; do
+		tpf_held=$(tpf_holders "$tpf_paths")
+		[ -n "$tpf_held" ] || break
+		tpf_who=$(tpf_holders_words "$tpf_held")
+		case ${TPUFORM_TPU_BUSY:-refuse} in
+		kill)
+			printf 'tpuform: the TPU is in use (%s): killing (tpu_busy: kill)\n' "$tpf_who"
+			tpf_kill_holders "$tpf_held"
+			tpf_held=$(tpf_holders "$tpf_paths")
+			[ -z "$tpf_held" ] && break
+			tpf_fail preflight 1 "the TPU is still in use after SIGKILL: $(tpf_holders_words "$tpf_held"); the host may need a reboot"
+			;;
+		wait)
+			if [ "$tpf_waited" -ge "${TPUFORM_PREFLIGHT_TIMEOUT:-300}" ]; then
+				tpf_fail preflight 1 "the TPU is in use: $tpf_who; waited ${tpf_waited}s (tpu_busy: wait, preflight_timeout): stop that process, or set tpu_busy: kill"
+			fi
+			sleep 1
+			tpf_waited=$((tpf_waited + 1))
+			;;
+		*)
+			tpf_pids=$(printf '%s\n' "$tpf_held" | awk '{ printf "%s%s", s, $1; s = " " }')
+			tpf_fail preflight 1 "the TPU is in use: $tpf_who; stop that process (kill $tpf_pids), or set tpu_busy: kill or tpu_busy: wait for this group"
+			;;
+		esac
+	done
+	if [ -e "$tpf_lockfile" ] || [ -L "$tpf_lockfile" ]; then
+		rm -f -- "$tpf_lockfile" 2>/dev/null
+		if [ -e "$tpf_lockfile" ] && command -v sudo >/dev/null 2>&1; then
+			sudo -n rm -f -- "$tpf_lockfile" >/dev/null 2>&1
+		fi
+		if [ -e "$tpf_lockfile" ]; then
+			printf 'tpuform: cannot remove stale %s\n' "$tpf_lockfile"
+			tpf_say "warning=libtpu-lockfile-not-removed"
+		fi
 	fi
-	if [ -e "$tpf_lockfile" ]; then
-		printf 'tpuform: cannot remove stale %s\n' "$tpf_lockfile"
-		tpf_say "warning=libtpu-lockfile-not-removed"
+	if [ "${TPUFORM_REQUIRE_DEVICES:-0}" = 1 ] && [ "$(printf '%s\n' "$tpf_paths" | wc -l)" -le 1 ]; then
+		tpf_fail preflight 1 "no TPU device on this host (looked for $tpf_devices): its TPU did not come up; tpuform replaces a node whose workers fail preflight_failures times in a row"
 	fi
 	return 0
+}
+
+# The user's preflight command (TPUFORM_PREFLIGHT, the group's
+# `preflight`), after source and setup, in src, with the secrets, within
+# TPUFORM_PREFLIGHT_TIMEOUT seconds. Its output goes to preflight.log.
+tpf_preflight_user() {
+	[ -n "${TPUFORM_PREFLIGHT:-}" ] || return 0
+	tpf_t=${TPUFORM_PREFLIGHT_TIMEOUT:-300}
+	(
+		if [ -f "$tpf_secrets" ]; then
+			# shellcheck source=/dev/null
+			. "$tpf_secrets"
+		fi
+		cd -P -- "$tpf_src" || exit 126
+		if command -v timeout >/dev/null 2>&1; then
+			exec timeout -k 5 "$tpf_t" sh -c "$TPUFORM_PREFLIGHT"
+		fi
+		exec sh -c "$TPUFORM_PREFLIGHT"
+	) </dev/null >"$tpf_logs/preflight.log" 2>&1 9>&-
+	tpf_code=$?
+	[ "$tpf_code" -eq 0 ] && return 0
+	printf 'tpuform: last lines of %s:\n' "$tpf_logs/preflight.log"
+	tail -n 20 -- "$tpf_logs/preflight.log" | sed 's/^/  | /'
+	tpf_last=$(grep -v '^[[:space:]]*$' "$tpf_logs/preflight.log" | tail -n 1 | cut -c1-200)
+	if [ "$tpf_code" -eq 124 ]; then
+		tpf_fail preflight "$tpf_code" "the preflight command did not finish within ${tpf_t}s (preflight_timeout)"
+	fi
+	tpf_fail preflight "$tpf_code" "the preflight command exited with status $tpf_code${tpf_last:+: $tpf_last}"
 }
 
 tpf_head() {
@@ -313,9 +461,10 @@ tpf_start() {
 	fi
 	tpf_stop
 	rm -f -- "$tpf_rundir/script.sha256" "$tpf_rundir/exit_code" "$tpf_heartbeat"
-	tpf_clear_lock
+	tpf_preflight_tpu
 	tpf_source
 	tpf_setup
+	tpf_preflight_user
 	tpf_prune_logs
 	if ! tpf_put "$tpf_rundir/script.sha256" "$tpf_hash" ||
 		! tpf_put "$tpf_rundir/retry" "$TPUFORM_RETRY"; then

@@ -42,6 +42,14 @@ struct tpf_bootstrap_params {
 	 * may be NULL. Rendered (not exported) so that a changed secret
 	 * changes the script's hash and `start` restarts the job. */
 	const char *secrets_hash;
+	/* The preflight (config.h struct tpf_job_policy): TPUFORM_TPU_BUSY
+	 * ("refuse", "wait", "kill"; NULL: refuse), TPUFORM_PREFLIGHT (the
+	 * user's command, may be NULL), TPUFORM_PREFLIGHT_TIMEOUT (whole
+	 * seconds, <= 0: 300) and TPUFORM_REQUIRE_DEVICES (0 or 1). */
+	const char *tpu_busy;
+	const char *preflight;
+	int preflight_timeout;
+	int require_devices;
 };
 
 /*

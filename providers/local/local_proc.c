@@ -49,6 +49,9 @@ char **tpf_local_env(const char *root, const char *home, const char *shell)
 	free(screendir);
 	env[n++] = xasprintf("TMPDIR=%s/tmp", home);
 	env[n++] = xasprintf("TPUFORM_LIBTPU_LOCKFILE=%s/tmp/libtpu_lockfile", home);
+	/* Fake TPU device files: a test creates ~/dev/accelN in a worker's
+	 * home and holds it open to play a stray process (the preflight). */
+	env[n++] = xasprintf("TPUFORM_TPU_DEVICES=%s/dev/accel*", home);
 	env[n++] = xasprintf("TPUFORM_BUCKET=%s/bucket", root);
 	if (tpf_local_home_needs_screenrc(home))
 		env[n++] = xasprintf("SCREENRC=%s/.screenrc", home);

@@ -52,6 +52,7 @@ static char **worker_env(const char *home)
 	env[4] = xasprintf("TPUFORM_LIBTPU_LOCKFILE=%s/tmp/libtpu_lockfile", home);
 	env[5] = xstrdup("LANG=C.UTF-8");
 	env[6] = xstrdup("USER=tpuform");
+	env[7] = xasprintf("TPUFORM_TPU_DEVICES=%s/dev/accel*", home);
 	return env;
 }
 
@@ -632,6 +633,83 @@ static long stalled_for(const char *out)
 
 /* status reports how long a running job has shown no progress: the later
  * of its log's last growth and its $TPUFORM_HEARTBEAT touch. */
+/* A process holding a TPU device file open, as a stray job would: the
+ * child of a fork that opens home/rel and becomes `sleep 60`. */
+static pid_t hold(const char *home, const char *rel)
+{
+	char *path = home_path(home, rel);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open(path, O_RDONLY);
+		if (fd < 0)
+			_exit(1);
+		execl("/bin/sleep", "sleep", "60", (char *)NULL);
+		_exit(127);
+	}
+	free(path);
+	tpf_sleep(0.2); /* until the child has the file open */
+	return pid;
+}
+
+/* The preflight (issue 21): a held device file fails start with the
+ * holder's PID and command line; tpu_busy: kill ends the holder and starts;
+ * require_tpu_devices fails a host without devices; a failing user
+ * preflight command fails with its status and its last line. */
+static void test_provision__preflight(void)
+{
+	char *home = make_home("w-preflight");
+	char *dev = home_path(home, "dev");
+	mkdir(dev, 0700);
+	free(dev);
+	touch(home, "dev/accel0");
+	struct tpf_kvlist env = TPF_KVLIST_INIT, sec = TPF_KVLIST_INIT;
+	struct tpf_bootstrap_params p = params(&env);
+	p.setup = NULL;
+	free(install(home, &p, &sec));
+	pid_t holder = hold(home, "dev/accel0");
+	char *out = NULL;
+	CHECK_INT(verb(home, "start", &out), 1);
+	CHECK(said_is(out, "result", "failed"));
+	CHECK(said_is(out, "step", "preflight"));
+	char *want = xasprintf("pid %d (sleep 60) holds %s/dev/accel0", (int)holder, home);
+	CHECKF(strstr(out, want) != NULL, "output: %s", out);
+	CHECK(strstr(out, "set tpu_busy: kill or tpu_busy: wait") != NULL);
+	free(want);
+	free(out);
+	CHECK(!exists(home, "tpuform/run/job.pid"));
+
+	p.tpu_busy = "kill";
+	free(install(home, &p, &sec));
+	CHECK_INT(verb(home, "start", &out), 0);
+	CHECKF(said_is(out, "result", "started"), "output: %s", out);
+	free(out);
+	int st = 0;
+	CHECK_INT(waitpid(holder, &st, 0), holder);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+	CHECK_INT(verb(home, "stop", NULL), 0);
+
+	rm(home, "dev/accel0");
+	p.tpu_busy = NULL;
+	p.require_devices = 1;
+	free(install(home, &p, &sec));
+	CHECK_INT(verb(home, "start", &out), 1);
+	CHECK(said_is(out, "step", "preflight"));
+	CHECKF(strstr(out, "no TPU device on this host") != NULL, "output: %s", out);
+	free(out);
+
+	p.require_devices = 0;
+	p.preflight = "echo 'jax.device_count() is 4, expected 8'; exit 3";
+	free(install(home, &p, &sec));
+	CHECK_INT(verb(home, "start", &out), 1);
+	CHECK(said_is(out, "step", "preflight"));
+	CHECK(said_is(out, "exit_code", "3"));
+	CHECKF(strstr(out, "tpuform: the preflight command exited with status 3: jax.device_count() "
+			   "is 4, expected 8") != NULL,
+	       "output: %s", out);
+	free(out);
+	free(home);
+}
+
 static void test_provision__stall_clock(void)
 {
 	char *home = make_home("w-stall");
@@ -1284,6 +1362,7 @@ int main(void)
 	make_repo();
 	RUN(test_provision__script_lifecycle);
 	RUN(test_provision__quick_job);
+	RUN(test_provision__preflight);
 	RUN(test_provision__stall_clock);
 	RUN(test_provision__source_modes);
 	RUN(test_provision__worker_via_transport);
