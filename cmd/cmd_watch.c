@@ -56,7 +56,12 @@ static void event_line(const struct tpf_event *ev)
 	}
 	default:
 		if (in->hook == TPF_HOOK_PROVISION) {
-			snprintf(buf, sizeof(buf), "w%d: %s", ev->worker, in->text);
+			/* A failed preflight carries the worker's own words (the
+			 * PID holding the TPU, the fix). */
+			snprintf(buf, sizeof(buf), "w%d: %s%s%s", ev->worker, in->text,
+				 ev->kind == TPF_EVENT_PREFLIGHT_FAILED && ev->message ? ": " : "",
+				 ev->kind == TPF_EVENT_PREFLIGHT_FAILED && ev->message ? ev->message
+										  : "");
 			text = buf;
 		}
 		break;

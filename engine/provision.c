@@ -389,6 +389,12 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 		const char *code = tpf_kvlist_get(&said.kv, "exit_code");
 		char *msg = message_line(&said, &f->secrets);
 		char *tail = output_tail(said.text.buf, &f->secrets);
+		if (step && !strcmp(step, "preflight")) {
+			/* The worker's own words, counted: in a row, they make a
+			 * bad host (engine/apply_workers.c). */
+			sw->preflight_failures++;
+			xstrset(&sw->preflight_error, msg ? msg : "preflight failed");
+		}
 		if (step)
 			err = tpf_errorx(d, addr, *tail ? tail : NULL,
 					 "bootstrap failed on worker '%s' at step '%s' (exit status %s)%s%s",
@@ -409,6 +415,8 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 	xstrset(&sw->session, session);
 	xstrset(&sw->status, "running");
 	sw->exit_code = -1;
+	sw->preflight_failures = 0;
+	xstrset(&sw->preflight_error, NULL);
 	if (started || !sw->provisioned_at) {
 		char now[40];
 		tpf_rfc3339(tpf_now_wall(), now, sizeof(now));

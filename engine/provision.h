@@ -19,7 +19,7 @@
  *   logs N  -> the last N lines of the job log (0: all), no TPUFORM lines
  *   setup-log N -> the same for the setup log (setup.log)
  * A failing start/restart prints "TPUFORM result=failed step=STEP exit_code=N"
- * (STEP: lock, secrets, session, source, setup), preceded by a "tpuform: <why>"
+ * (STEP: lock, secrets, session, source, setup, preflight), preceded by a "tpuform: <why>"
  * line and the tail of the step's log, and exits 1. start/restart may also
  * print "TPUFORM warning=<word>" (libtpu-lockfile-in-use,
  * libtpu-lockfile-not-removed); provisioning turns them into warnings.
@@ -67,7 +67,10 @@ void tpf_job_facts_redact(struct tpf_job_facts *facts, const struct tpf_kvlist *
  * session, status "running", provisioned_at, host_key, address) and sets
  * *changed (0: already running this script, Ansible's "ok"). Errors:
  * TPF_EUNREACHABLE, TPF_EHOSTKEY, TPF_ERROR; n->workers[worker].status is
- * then "unreachable" or "failed".
+ * then "unreachable" or "failed". A failed preflight (step "preflight": a
+ * held or missing TPU, the group's preflight command) adds one to
+ * n->workers[worker].preflight_failures and keeps the script's message in
+ * preflight_error; a start that passes it sets them to 0 and NULL.
  */
 int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 			 struct tpf_state_node *n, const struct tpf_live_node *live, int worker,
