@@ -49,6 +49,11 @@ static json_t *show_worker(const struct tpf_session *s, const struct tpf_state_n
 		printf("    w%-5zu %-9s %-8s %-5s %-8d %s%s%s%s\n", w, reach, session, exitbuf,
 		       sw->restarts, or_dash(last), note ? "  [" : "", note ? note : "",
 		       note ? "]" : "");
+	if (!json && sf && (sf->checkpoint || sf->disruption))
+		printf("           %s%s%s%s%s\n", sf->checkpoint ? "last checkpoint: " : "",
+		       sf->checkpoint ? sf->checkpoint : "", sf->checkpoint && sf->disruption ? "; " : "",
+		       sf->disruption ? "told of a disruption: " : "",
+		       sf->disruption ? sf->disruption : "");
 	if (!json && sw->preflight_error)
 		printf("           preflight failed (%d in a row): %s\n", sw->preflight_failures,
 		       sw->preflight_error);
@@ -62,6 +67,10 @@ static json_t *show_worker(const struct tpf_session *s, const struct tpf_state_n
 		json_object_set_new(wj, "not_as_declared", json_string(tpf_unconverged_code(unconv)));
 	if (note)
 		json_object_set_new(wj, "note", json_string(note));
+	if (sf && sf->checkpoint)
+		json_object_set_new(wj, "checkpoint", json_string(sf->checkpoint));
+	if (sf && sf->disruption)
+		json_object_set_new(wj, "disruption", json_string(sf->disruption));
 	if (sw->preflight_error) {
 		json_object_set_new(wj, "preflight_failures", json_integer(sw->preflight_failures));
 		json_object_set_new(wj, "preflight_error", json_string(sw->preflight_error));

@@ -92,9 +92,19 @@ struct tpf_job_policy {
 	double preflight_timeout;  /* seconds, default 300 */
 	int preflight_failures;    /* failed preflights in a row that make a bad host, default 2 */
 	int require_tpu_devices;   /* require_tpu_devices: a host with no device file fails */
+	/* on_disruption: { signal, grace } (README "Disruptions"): the signal a
+	 * job gets when its VM is about to go (a preemption or maintenance
+	 * notice on the metadata server, or a stop by tpuform) and how long
+	 * tpuform waits, after sending it, before SIGKILL when it stops the
+	 * job itself (a restart, a planned replacement or delete). */
+	int disruption_signal;     /* a signal number, default SIGTERM */
+	double disruption_grace;   /* seconds, default 15 */
 };
 #define TPF_PREFLIGHT_TIMEOUT_DEFAULT 300.0
 #define TPF_PREFLIGHT_FAILURES_DEFAULT 2
+#define TPF_DISRUPTION_GRACE_DEFAULT 15.0
+/* "SIGTERM" for a signal on_disruption accepts; "SIGTERM" otherwise. */
+const char *tpf_disruption_signal_name(int sig);
 /* Free what p owns (preflight); *p is left with its defaults' pointers NULL. */
 void tpf_job_policy_release(struct tpf_job_policy *p);
 /* A deep copy of src into dst (dst's old contents are not freed). */

@@ -7,6 +7,7 @@
 #include "config/config_walk.h"
 #include "util/xalloc.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,58 @@
 static const char *const scope_words[] = { "node", "worker", NULL };
 static const char *const on_success_words[] = { "keep", "delete", NULL };
 static const char *const tpu_busy_words[] = { "refuse", "wait", "kill", NULL };
+
+/* The signals a job may ask for on a disruption: ones a job can catch and
+ * that mean "stop soon" or "checkpoint now". */
+static const struct {
+	const char *name;
+	int sig;
+} disruption_signals[] = {
+	{ "SIGTERM", SIGTERM }, { "SIGINT", SIGINT },	{ "SIGUSR1", SIGUSR1 },
+	{ "SIGUSR2", SIGUSR2 }, { "SIGHUP", SIGHUP },	{ "SIGQUIT", SIGQUIT },
+};
+static const char *const disruption_keys[] = { "signal", "grace", NULL };
+
+const char *tpf_disruption_signal_name(int sig)
+{
+	for (size_t i = 0; i < sizeof(disruption_signals) / sizeof(disruption_signals[0]); i++)
+		if (disruption_signals[i].sig == sig)
+			return disruption_signals[i].name;
+	return "SIGTERM";
+}
+
+/* on_disruption: { signal: SIGUSR1, grace: 30s } into p. */
+static void read_disruption(struct cfg *c, yaml_node_t *v, struct tpf_job_policy *p)
+{
+	struct cfg_map m;
+	yaml_node_t *x;
+	if (cfg_map_open(&m, c, v, "'on_disruption'", "a mapping such as { signal: SIGTERM, grace: 30s }",
+			 disruption_keys, "in on_disruption", "on_disruption"))
+		return;
+	if ((x = cfg_map_get(&m, "signal"))) {
+		const char *t = cfg_want_text(c, x, "on_disruption.signal", "a signal name", 0);
+		size_t i, n = sizeof(disruption_signals) / sizeof(disruption_signals[0]);
+		for (i = 0; t && i < n; i++)
+			if (!strcmp(t, disruption_signals[i].name) ||
+			    !strcmp(t, disruption_signals[i].name + 3))
+				break;
+		if (t && i == n)
+			cfg_error(c, x, "a job can catch these and checkpoint; SIGKILL and SIGSTOP "
+				  "cannot be caught",
+				  "'on_disruption.signal' must be one of SIGTERM, SIGINT, SIGUSR1, "
+				  "SIGUSR2, SIGHUP or SIGQUIT, got '%s'", t);
+		else if (t)
+			p->disruption_signal = disruption_signals[i].sig;
+	}
+	if ((x = cfg_map_get(&m, "grace")) &&
+	    cfg_want_duration(c, x, "on_disruption.grace", &p->disruption_grace) == 0 &&
+	    (p->disruption_grace < 1 || p->disruption_grace > 100)) {
+		cfg_error(c, x, "tpuform stops a job within its 2 minute stop timeout, and a spot "
+			  "VM has 30 s after its preemption notice",
+			  "'on_disruption.grace' must be between 1s and 100s");
+		p->disruption_grace = TPF_DISRUPTION_GRACE_DEFAULT;
+	}
+}
 
 const char *tpf_tpu_busy_word(enum tpf_tpu_busy b)
 {
@@ -42,6 +95,8 @@ void cfg_job_policy_defaults(struct tpf_job_policy *p)
 	p->tpu_busy = TPF_TPU_BUSY_REFUSE;
 	p->preflight_timeout = TPF_PREFLIGHT_TIMEOUT_DEFAULT;
 	p->preflight_failures = TPF_PREFLIGHT_FAILURES_DEFAULT;
+	p->disruption_signal = SIGTERM;
+	p->disruption_grace = TPF_DISRUPTION_GRACE_DEFAULT;
 }
 
 /* tpu_busy, preflight, preflight_timeout, preflight_failures and
@@ -152,6 +207,8 @@ void cfg_read_job_policy(struct cfg *c, const struct cfg_map *m, struct tpf_job_
 	    cfg_want_enum(c, x, "on_success", on_success_words, "keep or delete", &e) == 0)
 		p->on_success = e == 0 ? TPF_ON_SUCCESS_KEEP : TPF_ON_SUCCESS_DELETE;
 	read_preflight(c, m, p);
+	if ((x = cfg_map_get(m, "on_disruption")))
+		read_disruption(c, x, p);
 	yaml_node_t *on = cfg_map_get(m, "restart_on_exit_codes");
 	yaml_node_t *off = cfg_map_get(m, "never_restart_on");
 	if (on && off)

@@ -171,6 +171,7 @@ struct stop_job {
 	const struct tpf_state_node *node; /* a private copy */
 	const struct tpf_live_node *live;
 	const int *workers;
+	const char *reason;
 };
 
 /* A tpf_pool_fn: stop the i-th listed worker's session and job. */
@@ -181,14 +182,14 @@ static void stop_item(size_t i, void *arg)
 	 * follows (the restart verb stops it first); its diagnostics are the
 	 * restart's to give. */
 	struct tpf_diags quiet = TPF_DIAGS_INIT;
-	tpf_provision_stop(sj->x->t, sj->node, sj->live, sj->workers[i], &quiet);
+	tpf_provision_stop(sj->x->t, sj->node, sj->live, sj->workers[i], sj->reason, &quiet);
 	tpf_diags_release(&quiet);
 }
 
 /* Stop the given workers of node `name` in parallel (TERM to each job's
  * process group, KILL after 15 s, as the stop verb does). */
 void apply_stop_workers(struct exec *x, const char *name, const struct tpf_live_node *ln,
-			 const int *workers, size_t nworkers)
+			 const int *workers, size_t nworkers, const char *reason)
 {
 	if (!x->t || !nworkers)
 		return;
@@ -198,7 +199,7 @@ void apply_stop_workers(struct exec *x, const char *name, const struct tpf_live_
 	pthread_mutex_unlock(x->mu);
 	if (!copy)
 		return;
-	struct stop_job sj = { .x = x, .node = copy, .live = ln, .workers = workers };
+	struct stop_job sj = { .x = x, .node = copy, .live = ln, .workers = workers, .reason = reason };
 	tpf_pool_run(nworkers, apply_parallelism(x), stop_item, &sj, NULL);
 	tpf_state_node_free(copy);
 }

@@ -34,6 +34,8 @@ void tpf_worker_report_release(struct tpf_worker_report *r)
 	free(r->job_state);
 	free(r->script_hash);
 	free(r->last_log);
+	free(r->checkpoint);
+	free(r->disruption);
 	free(r->host_key);
 	memset(r, 0, sizeof(*r));
 	r->exit_code = -1;
@@ -171,7 +173,8 @@ static void parse_output(const char *out, struct script_said *s)
 		if (!strncmp(l, "TPUFORM ", 8)) {
 			char *rest = l + 8;
 			char *eq = strchr(rest, '=');
-			if (eq && (!strncmp(rest, "last_log=", 9) || !strncmp(rest, "script=", 7))) {
+			if (eq && (!strncmp(rest, "last_log=", 9) || !strncmp(rest, "script=", 7) ||
+				   !strncmp(rest, "checkpoint=", 11))) {
 				*eq = '\0';
 				tpf_kvlist_set(&s->kv, rest, eq + 1);
 			} else {
@@ -538,6 +541,12 @@ int tpf_provision_probe(struct tpf_transport *t, const struct tpf_state_node *n,
 	const char *last = tpf_kvlist_get(&said.kv, "last_log");
 	if (last && *last)
 		r->last_log = clean_text(last, LAST_LOG_MAX);
+	const char *ck = tpf_kvlist_get(&said.kv, "checkpoint");
+	if (ck && *ck)
+		r->checkpoint = clean_text(ck, 300);
+	const char *dis = tpf_kvlist_get(&said.kv, "disruption");
+	if (dis && *dis)
+		r->disruption = clean_text(dis, 100);
 	said_release(&said);
 done:
 	tpf_buf_release(&out);
@@ -596,15 +605,20 @@ int tpf_provision_setup_log(struct tpf_transport *t, const struct tpf_state_node
 }
 
 int tpf_provision_stop(struct tpf_transport *t, const struct tpf_state_node *n,
-		       const struct tpf_live_node *live, int worker, struct tpf_diags *d)
+		       const struct tpf_live_node *live, int worker, const char *reason,
+		       struct tpf_diags *d)
 {
 	struct tpf_buf out = TPF_BUF_INIT;
 	struct script_said said;
 	int status = -1, reachable = 0;
-	int err = run_on_worker(t, n, live, worker,
-				"if [ -f " TPF_REMOTE_SCRIPT " ]; then " SCRIPT_CMD " stop; "
-				"else echo 'TPUFORM result=stopped'; fi",
-				STOP_TIMEOUT, &out, &status, NULL, 0, 1, 0, &reachable, d);
+	/* The reason is one of tpuform's own words ([a-z_]), never user text. */
+	int word = reason && *reason && strspn(reason, "abcdefghijklmnopqrstuvwxyz_") == strlen(reason);
+	char *cmd = xasprintf("if [ -f " TPF_REMOTE_SCRIPT " ]; then " SCRIPT_CMD " stop %s; "
+			      "else echo 'TPUFORM result=stopped'; fi",
+			      word ? reason : "");
+	int err = run_on_worker(t, n, live, worker, cmd, STOP_TIMEOUT, &out, &status, NULL, 0, 1, 0,
+				&reachable, d);
+	free(cmd);
 	if (err)
 		goto done;
 	parse_output(out.buf, &said);

@@ -11,11 +11,15 @@
  *   restart -> "TPUFORM result=started" (kills the session first)
  *   status  -> "TPUFORM session=alive|exited|dead|none", "TPUFORM exit_code=N",
  *              "TPUFORM script=sha256:<hex of the running script>", "TPUFORM last_log=<line>",
+ *              "TPUFORM checkpoint=<the job's last TPUFORM_CHECKPOINT>" and
+ *              "TPUFORM disruption=<reason>" when there are some,
  *              and while the session is alive "TPUFORM stalled_for=S": whole seconds
  *              since the job's log last grew or it last touched $TPUFORM_HEARTBEAT,
  *              whichever is later (the script reports, tpuform judges against
  *              stall_timeout: the timeout can change without re-provisioning)
- *   stop    -> "TPUFORM result=stopped"
+ *   stop [REASON] -> "TPUFORM result=stopped"; with a REASON (a planned
+ *              replacement or delete), $TPUFORM_DISRUPTION is written first;
+ *              the job gets on_disruption's signal and grace before SIGKILL
  *   logs N  -> the last N lines of the job log (0: all), no TPUFORM lines
  *   setup-log N -> the same for the setup log (setup.log)
  * A failing start/restart prints "TPUFORM result=failed step=STEP exit_code=N"
@@ -48,6 +52,8 @@ struct tpf_worker_report {
 	char *last_log;    /* last line of the job log, may be NULL */
 	char *host_key;    /* fingerprint seen (ssh), may be NULL */
 	double stalled_for; /* seconds without output or heartbeat (alive only); -1 unknown */
+	char *checkpoint;   /* the job's last TPUFORM_CHECKPOINT, may be NULL */
+	char *disruption;   /* the notice the job was given (reason=), may be NULL */
 };
 void tpf_worker_report_release(struct tpf_worker_report *r);
 
@@ -104,10 +110,14 @@ int tpf_provision_setup_log(struct tpf_transport *t, const struct tpf_state_node
 			    const struct tpf_live_node *live, int worker, int lines,
 			    struct tpf_buf *out, struct tpf_diags *d);
 
-/* Stop the worker's session and job (SIGTERM to the job's process group,
- * SIGKILL after 15 s); used before delete where reachable. A worker never
- * provisioned counts as stopped. */
+/* Stop the worker's session and job: the group's on_disruption signal
+ * (default SIGTERM) to the job's process group, SIGKILL after its grace
+ * (default 15 s). reason (a word: "replaced", "deleted"; NULL: none)
+ * writes $TPUFORM_DISRUPTION first, as a preemption notice does; used
+ * before a planned replacement or delete of a running node, and for the
+ * members of a restart unit. A worker never provisioned counts as stopped. */
 int tpf_provision_stop(struct tpf_transport *t, const struct tpf_state_node *n,
-		       const struct tpf_live_node *live, int worker, struct tpf_diags *d);
+		       const struct tpf_live_node *live, int worker, const char *reason,
+		       struct tpf_diags *d);
 
 #endif

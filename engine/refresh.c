@@ -137,6 +137,8 @@ int tpf_probe_jobs(struct tpf_provider *prov, const struct tpf_state *st,
 			f->exit_code = task->report.exit_code;
 			f->script_hash = xstrdup(task->report.script_hash);
 			f->last_log = xstrdup(task->report.last_log);
+			f->checkpoint = xstrdup(task->report.checkpoint);
+			f->disruption = xstrdup(task->report.disruption);
 		}
 		tpf_worker_report_release(&task->report);
 	}

@@ -78,6 +78,12 @@ struct tpf_job_fact {
 	 * last touched $TPUFORM_HEARTBEAT, whichever is later, as the worker
 	 * measured it (templates/bootstrap.sh status). < 0: not known. */
 	double stalled_for;
+	/* The job's last checkpoint (a "TPUFORM_CHECKPOINT=<step or path>"
+	 * line of its log, or $TPUFORM_CHECKPOINT_FILE) and the disruption it
+	 * was told of ("preempted", "maintenance:...", "replaced"), as the
+	 * worker reported them; NULL: none. */
+	char *checkpoint;
+	char *disruption;
 };
 
 struct tpf_job_facts {

@@ -83,6 +83,8 @@ static struct tpf_bootstrap_params worker_params(const struct tpf_fleet *f,
 		.preflight = pol->preflight,
 		.preflight_timeout = (int)pol->preflight_timeout,
 		.require_devices = pol->require_tpu_devices,
+		.disruption_signal = tpf_disruption_signal_name(pol->disruption_signal),
+		.disruption_grace = (int)(pol->disruption_grace + 0.5),
 	};
 	return p;
 }

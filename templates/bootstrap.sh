@@ -134,22 +134,45 @@ tpf_group_ours() {
 	return 1
 }
 
-# Stop the session and every process of the job: TERM to the job's process
-# group (a job may save a checkpoint), KILL after 15 s, then quit screen.
+# tpf_wait_group PGID TENTHS: wait up to TENTHS/10 s for the group to end;
+# 0 if it did.
+tpf_wait_group() {
+	tpf_i=0
+	while tpf_group_running "$1"; do
+		[ "$tpf_i" -ge "$2" ] && return 1
+		sleep 0.1
+		tpf_i=$((tpf_i + 1))
+	done
+	return 0
+}
+
+# Stop the session and every process of the job [tpf_stop REASON]: with a
+# REASON (a planned replacement or delete), $TPUFORM_DISRUPTION is written
+# first, as for a notice. Then the fleet's on_disruption signal (default
+# TERM) to the job's process group and on_disruption.grace
+# (TPUFORM_DISRUPTION_GRACE, default 15 s) for it to checkpoint and exit;
+# then TERM (when the signal was another) with 5 s more, then KILL; then
+# quit screen.
 tpf_stop() {
 	tpf_pg=$(tpf_read "$tpf_rundir/job.pid")
 	if tpf_is_number "$tpf_pg" && tpf_group_ours "$tpf_pg"; then
-		kill -s TERM -- "-$tpf_pg" 2>/dev/null
-		tpf_i=0
-		while tpf_group_running "$tpf_pg"; do
-			if [ "$tpf_i" -ge 150 ]; then
+		tpf_grace=${TPUFORM_DISRUPTION_GRACE:-15}
+		tpf_is_number "$tpf_grace" || tpf_grace=15
+		if [ -n "${1:-}" ]; then
+			tpf_disrupt "$tpf_pg" "$1" "$tpf_grace"
+		else
+			kill -s "$(tpf_dsig)" -- "-$tpf_pg" 2>/dev/null
+		fi
+		if ! tpf_wait_group "$tpf_pg" $((tpf_grace * 10)); then
+			if [ "$(tpf_dsig)" != TERM ]; then
+				kill -s TERM -- "-$tpf_pg" 2>/dev/null
+				tpf_wait_group "$tpf_pg" 50 && tpf_pg=
+			fi
+			if [ -n "$tpf_pg" ]; then
 				kill -s KILL -- "-$tpf_pg" 2>/dev/null
 				sleep 0.2
-				break
 			fi
-			sleep 0.1
-			tpf_i=$((tpf_i + 1))
-		done
+		fi
 	fi
 	tpf_i=0
 	while :; do
@@ -459,7 +482,9 @@ tpf_start() {
 			tpf_fail secrets 1 "$tpf_secrets does not match this script (expected $TPUFORM_SECRETS_HASH): run tpuform apply again"
 		fi
 	fi
-	tpf_stop
+	# A job still running is stopped by tpuform (a restart, a new
+	# script): it is told so, as for a notice.
+	tpf_stop restarted
 	rm -f -- "$tpf_rundir/script.sha256" "$tpf_rundir/exit_code" "$tpf_heartbeat"
 	tpf_preflight_tpu
 	tpf_source
@@ -486,11 +511,118 @@ tpf_start() {
 	tpf_say result=started
 }
 
+# ---- disruptions (issue 21): notices from the metadata server, passed on
+# to the job as $TPUFORM_DISRUPTION and a signal ------------------------
+
+# The signal the fleet chose (on_disruption.signal, default TERM), without
+# "SIG".
+tpf_dsig() {
+	tpf_s=${TPUFORM_DISRUPTION_SIGNAL:-TERM}
+	echo "${tpf_s#SIG}"
+}
+
+# tpf_disrupt PGID REASON SECONDS: tell the job in process group PGID that
+# its VM goes in SECONDS: write $TPUFORM_DISRUPTION (reason=, deadline=
+# in seconds since the epoch and RFC 3339, signal=), then send the chosen
+# signal to the group. The file comes first, so a job that reads it in
+# its handler finds it.
+tpf_disrupt() {
+	tpf_now=$(date +%s)
+	tpf_dl=$((tpf_now + $3))
+	tpf_dl3339=$(date -u -d "@$tpf_dl" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u -r "$tpf_dl" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+	printf 'reason=%s\ndeadline=%s\ndeadline_rfc3339=%s\nsignal=SIG%s\n' "$2" "$tpf_dl" \
+		"$tpf_dl3339" "$(tpf_dsig)" >"$tpf_rundir/disruption.tmp.$$" &&
+		mv -f -- "$tpf_rundir/disruption.tmp.$$" "$tpf_rundir/disruption"
+	kill -s "$(tpf_dsig)" -- "-$1" 2>/dev/null
+}
+
+# One value of the metadata server: GET $1 (e.g. instance/preempted) with
+# wait_for_change=true, as Google's docs describe
+# (https://cloud.google.com/compute/docs/metadata/querying-metadata#waitforchange,
+# https://cloud.google.com/compute/docs/instances/create-use-preemptible#detecting_if_an_instance_was_preempted,
+# https://cloud.google.com/compute/docs/instances/monitor-plan-host-maintenance-event):
+# the request returns when the value changes, or after timeout_sec with
+# the same value. $2 is the last value seen (the ETag is not kept: a value
+# that changed and changed back is missed, and only the transition to a
+# notice matters). For tests, TPUFORM_METADATA_DIR holds the values as
+# files (the local provider's ~/metadata), polled every 0.5 s.
+tpf_md_get() {
+	if [ -n "${TPUFORM_METADATA_DIR:-}" ]; then
+		sleep 0.5
+		tpf_read "$TPUFORM_METADATA_DIR/$1"
+		return 0
+	fi
+	curl -s -f -m 70 -H 'Metadata-Flavor: Google' \
+		"${TPUFORM_METADATA_URL:-http://metadata.google.internal/computeMetadata/v1}/$1?wait_for_change=true&timeout_sec=60&last_etag=NONE" 2>/dev/null
+}
+
+# Is a metadata server there to watch? The test directory, or one GET.
+tpf_md_here() {
+	[ -n "${TPUFORM_METADATA_DIR:-}" ] && return 0
+	command -v curl >/dev/null 2>&1 || return 1
+	curl -s -f -m 2 -H 'Metadata-Flavor: Google' \
+		"${TPUFORM_METADATA_URL:-http://metadata.google.internal/computeMetadata/v1}/instance/id" >/dev/null 2>&1
+}
+
+# tpf_notice_loop PGID KEY: until the job's group is gone, watch metadata
+# KEY and pass its notice on. instance/preempted turns TRUE when a spot or
+# preemptible VM is preempted (about 30 s before it stops);
+# instance/maintenance-event leaves NONE about 60 s before a host
+# maintenance event (MIGRATE_ON_HOST_MAINTENANCE, TERMINATE_ON_HOST_MAINTENANCE).
+tpf_notice_loop() {
+	tpf_fails=0
+	while kill -s 0 -- "-$1" 2>/dev/null; do
+		tpf_v=$(tpf_md_get "$2") || tpf_v=
+		if [ -z "$tpf_v" ]; then
+			tpf_fails=$((tpf_fails + 1))
+			[ "$tpf_fails" -lt 5 ] || sleep 10
+			continue
+		fi
+		tpf_fails=0
+		case $2:$tpf_v in
+		instance/preempted:TRUE)
+			tpf_disrupt "$1" preempted 30
+			return 0
+			;;
+		instance/maintenance-event:NONE) ;;
+		instance/maintenance-event:*)
+			tpf_disrupt "$1" "maintenance:$tpf_v" 60
+			return 0
+			;;
+		esac
+	done
+}
+
+# Start the notice watchers for the job in group $1, in the background,
+# when there is a metadata server to watch.
+tpf_notices() {
+	tpf_md_here || return 0
+	tpf_notice_loop "$1" instance/preempted </dev/null >/dev/null 2>&1 &
+	tpf_notice_loop "$1" instance/maintenance-event </dev/null >/dev/null 2>&1 &
+}
+
+# The job's last checkpoint on this VM: the newest of the file
+# $TPUFORM_CHECKPOINT_FILE (run/checkpoint, its first line) and the last
+# "TPUFORM_CHECKPOINT=<step or path>" line of the current log (its last
+# MiB). Nothing when there is none.
+tpf_checkpoint() {
+	tpf_c=$(tpf_read "$tpf_rundir/checkpoint")
+	if [ -z "$tpf_c" ] && [ -e "$tpf_logs/current.log" ]; then
+		tpf_c=$(tail -c 1048576 -- "$tpf_logs/current.log" 2>/dev/null |
+			sed -n 's/^TPUFORM_CHECKPOINT=\([^[:cntrl:]]*\)$/\1/p' | tail -n 1)
+	fi
+	printf '%s' "$tpf_c" | cut -c1-300
+}
+
 # Inside the screen session: run the job, log it, record its exit status.
 tpf_job() {
 	tpf_ts=$(date -u +%Y%m%dT%H%M%SZ)
 	tpf_name=run-$TPUFORM_RETRY-$tpf_ts.log
 	tpf_log=$tpf_logs/$tpf_name
+	# The checkpoint the last run on this VM reported (before current.log
+	# moves to the new run), unless tpuform handed one over.
+	tpf_last_ck=${TPUFORM_LAST_CHECKPOINT:-$(tpf_checkpoint)}
+	rm -f -- "$tpf_rundir/disruption" "$tpf_rundir/checkpoint"
 	# screen makes us a session and process group leader: $$ is the
 	# group that stop kills.
 	tpf_put "$tpf_rundir/job.pid" "$$"
@@ -507,11 +639,32 @@ tpf_job() {
 		# Touch it (e.g. every step) to show progress without printing:
 		# status counts a job stalled when neither it nor the log moves.
 		TPUFORM_HEARTBEAT=$tpf_heartbeat
-		export TPUFORM_HEARTBEAT
+		# Appears (reason=, deadline=) when the VM is about to go: a
+		# preemption or maintenance notice, or a stop by tpuform.
+		TPUFORM_DISRUPTION=$tpf_rundir/disruption
+		# Write where you checkpointed here (or print a line
+		# TPUFORM_CHECKPOINT=<step or path>): the next start gets it.
+		TPUFORM_CHECKPOINT_FILE=$tpf_rundir/checkpoint
+		TPUFORM_LAST_CHECKPOINT=$tpf_last_ck
+		# As a job in the foreground would: Ctrl-C in an attached screen.
+		trap - INT QUIT
+		export TPUFORM_HEARTBEAT TPUFORM_DISRUPTION TPUFORM_CHECKPOINT_FILE \
+			TPUFORM_LAST_CHECKPOINT
 		cd -P -- "$tpf_src" || exit 126
 		exec sh -c "$TPUFORM_RUN"
-	) </dev/null >>"$tpf_log" 2>&1
-	tpf_put "$tpf_rundir/exit_code" "$?"
+	) </dev/null >>"$tpf_log" 2>&1 &
+	tpf_jp=$!
+	# The disruption signal (and stop's) is for the job: this shell
+	# outlives it to record the exit status. A trap, not an ignore, so
+	# the job (already started) and the watchers keep the default.
+	trap ':' TERM "$(tpf_dsig)"
+	tpf_notices "$$"
+	while :; do
+		wait "$tpf_jp"
+		tpf_rc=$?
+		kill -s 0 "$tpf_jp" 2>/dev/null || break
+	done
+	tpf_put "$tpf_rundir/exit_code" "$tpf_rc"
 }
 
 tpf_last_log() {
@@ -572,6 +725,10 @@ tpf_status() {
 		tpf_stall=$(tpf_stalled_for)
 		[ -z "$tpf_stall" ] || tpf_say "stalled_for=$tpf_stall"
 	fi
+	tpf_ck=$(tpf_checkpoint)
+	[ -z "$tpf_ck" ] || tpf_say "checkpoint=$tpf_ck"
+	tpf_d=$(sed -n 's/^reason=//p' "$tpf_rundir/disruption" 2>/dev/null)
+	[ -z "$tpf_d" ] || tpf_say "disruption=$tpf_d"
 	tpf_say "script=$(tpf_read "$tpf_rundir/script.sha256")"
 	tpf_say "last_log=$(tpf_last_log)"
 }
@@ -615,8 +772,9 @@ start | restart)
 	;;
 stop)
 	tpf_lock
-	tpf_stop
-	rm -f -- "$tpf_rundir/script.sha256"
+	tpf_stop "${2:-}"
+	# The exit status the stopped job left is tpuform's doing, not its.
+	rm -f -- "$tpf_rundir/script.sha256" "$tpf_rundir/exit_code"
 	tpf_say result=stopped
 	;;
 status)

@@ -137,6 +137,10 @@ char *tpf_bootstrap_render_head(const struct tpf_bootstrap_params *p)
 	snprintf(num, sizeof(num), "%d", p->preflight_timeout > 0 ? p->preflight_timeout : 300);
 	add_assign(&b, 0, "TPUFORM_PREFLIGHT_TIMEOUT", num);
 	add_assign(&b, 0, "TPUFORM_REQUIRE_DEVICES", p->require_devices ? "1" : "0");
+	add_assign(&b, 0, "TPUFORM_DISRUPTION_SIGNAL",
+		   p->disruption_signal ? p->disruption_signal : "SIGTERM");
+	snprintf(num, sizeof(num), "%d", p->disruption_grace > 0 ? p->disruption_grace : 15);
+	add_assign(&b, 0, "TPUFORM_DISRUPTION_GRACE", num);
 	add_exports(&b, p->env);
 
 	tpf_buf_addch(&b, '\n');

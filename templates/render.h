@@ -50,6 +50,10 @@ struct tpf_bootstrap_params {
 	const char *preflight;
 	int preflight_timeout;
 	int require_devices;
+	/* on_disruption: TPUFORM_DISRUPTION_SIGNAL ("SIGTERM"; NULL: SIGTERM)
+	 * and TPUFORM_DISRUPTION_GRACE (whole seconds; <= 0: 15). */
+	const char *disruption_signal;
+	int disruption_grace;
 };
 
 /*

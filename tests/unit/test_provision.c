@@ -43,7 +43,7 @@ static size_t nhomes;
 
 static char **worker_env(const char *home)
 {
-	char **env = xcalloc(10, sizeof(*env));
+	char **env = xcalloc(12, sizeof(*env));
 	const char *path = getenv("PATH");
 	env[0] = xasprintf("PATH=%s", path && *path ? path : "/usr/bin:/bin");
 	env[1] = xasprintf("HOME=%s", home);
@@ -53,6 +53,7 @@ static char **worker_env(const char *home)
 	env[5] = xstrdup("LANG=C.UTF-8");
 	env[6] = xstrdup("USER=tpuform");
 	env[7] = xasprintf("TPUFORM_TPU_DEVICES=%s/dev/accel*", home);
+	env[8] = xasprintf("TPUFORM_METADATA_DIR=%s/metadata", home);
 	return env;
 }
 
@@ -710,6 +711,64 @@ static void test_provision__preflight(void)
 	free(home);
 }
 
+/* Disruptions (issue 21): a preemption notice on the (fake) metadata
+ * server reaches the job as $TPUFORM_DISRUPTION and the chosen signal; the
+ * checkpoint it printed is reported by status and handed to the next start
+ * as TPUFORM_LAST_CHECKPOINT; a stop with a reason writes the file too. */
+static void test_provision__disruption(void)
+{
+	char *home = make_home("w-disrupt");
+	char *md = home_path(home, "metadata/instance");
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	CHECK(tpf_mkdir_p(md, 0700, &d) == 0);
+	free(md);
+	struct tpf_kvlist env = TPF_KVLIST_INIT, sec = TPF_KVLIST_INIT;
+	struct tpf_bootstrap_params p = params(&env);
+	p.setup = NULL;
+	p.disruption_signal = "SIGUSR1";
+	p.run = "echo \"last=$TPUFORM_LAST_CHECKPOINT\" >>\"$HOME/lasts\"; "
+		"trap 'cat \"$TPUFORM_DISRUPTION\" >\"$HOME/saw\"; exit 7' USR1; "
+		"echo TPUFORM_CHECKPOINT=1200; : >\"$HOME/started\"; "
+		"while :; do sleep 0.1; done";
+	free(install(home, &p, &sec));
+	char *out = NULL;
+	CHECK_INT(verb(home, "start", &out), 0);
+	free(out);
+	CHECK(wait_file(home, "started", 30));
+	char *mdf = home_path(home, "metadata/instance/preempted");
+	CHECK(tpf_write_file_atomic(mdf, "TRUE\n", 5, 0600, &d) == 0);
+	free(mdf);
+	CHECK(wait_file(home, "saw", 10));
+	char *saw = slurp(home, "saw");
+	CHECKF(saw && strstr(saw, "reason=preempted\n") && strstr(saw, "deadline=") &&
+		       strstr(saw, "signal=SIGUSR1\n"),
+	       "disruption file: %s", saw ? saw : "(none)");
+	free(saw);
+	out = wait_session(home, "exited", 10);
+	CHECK(said_is(out, "exit_code", "7"));
+	CHECK(said_is(out, "checkpoint", "1200"));
+	CHECK(said_is(out, "disruption", "preempted"));
+	free(out);
+	/* The next start on this VM gets the checkpoint. */
+	rm(home, "metadata/instance/preempted");
+	rm(home, "started");
+	CHECK_INT(verb(home, "restart", &out), 0);
+	free(out);
+	CHECK(wait_file(home, "started", 30));
+	char *lasts = slurp(home, "lasts");
+	CHECKF(lasts && strstr(lasts, "last=\nlast=1200\n"), "lasts: %s", lasts ? lasts : "");
+	free(lasts);
+	/* A stop with a reason (a planned replacement) writes the file first. */
+	rm(home, "saw");
+	CHECK_INT(verb(home, "stop replaced", &out), 0);
+	free(out);
+	saw = slurp(home, "saw");
+	CHECKF(saw && strstr(saw, "reason=replaced\n"), "disruption file: %s", saw ? saw : "");
+	free(saw);
+	tpf_diags_release(&d);
+	free(home);
+}
+
 static void test_provision__stall_clock(void)
 {
 	char *home = make_home("w-stall");
@@ -1075,7 +1134,7 @@ static void test_provision__worker_via_transport(void)
 	CHECK_INT(changed, 1);
 	CHECK_INT(fk.put_sources, 2);
 
-	CHECK_INT(tpf_provision_stop(&t, &n, NULL, 0, &d), 0);
+	CHECK_INT(tpf_provision_stop(&t, &n, NULL, 0, NULL, &d), 0);
 	CHECK_INT(tpf_provision_probe(&t, &n, NULL, 0, 0, &r, &d), 0);
 	CHECK_STR(r.job_state, "none");
 	tpf_worker_report_release(&r);
@@ -1112,7 +1171,7 @@ static void test_provision__worker_via_transport(void)
 	CHECK_INT(tpf_provision_probe(&t2, &n, NULL, 0, 0, &r, &d), 0);
 	CHECK_STR(r.job_state, "none");
 	tpf_worker_report_release(&r);
-	CHECK_INT(tpf_provision_stop(&t2, &n, NULL, 0, &d), 0);
+	CHECK_INT(tpf_provision_stop(&t2, &n, NULL, 0, NULL, &d), 0);
 	CHECK_INT(d.n, 0);
 
 	/* Unreachable: provisioning fails, a probe just says so. */
@@ -1127,7 +1186,7 @@ static void test_provision__worker_via_transport(void)
 	CHECK_INT(d.n, 1);
 	tpf_worker_report_release(&r);
 	tpf_diags_release(&d);
-	CHECK(tpf_provision_stop(&t, &n, NULL, 0, &d) == TPF_EUNREACHABLE);
+	CHECK(tpf_provision_stop(&t, &n, NULL, 0, NULL, &d) == TPF_EUNREACHABLE);
 	CHECK_INT(tpf_diags_errors(&d), 1);
 	tpf_diags_release(&d);
 	fk.unreachable = 0;
@@ -1363,6 +1422,7 @@ int main(void)
 	RUN(test_provision__script_lifecycle);
 	RUN(test_provision__quick_job);
 	RUN(test_provision__preflight);
+	RUN(test_provision__disruption);
 	RUN(test_provision__stall_clock);
 	RUN(test_provision__source_modes);
 	RUN(test_provision__worker_via_transport);
