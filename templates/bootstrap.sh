@@ -7,7 +7,7 @@
 # single-quoted), the user's env exports, then this body unchanged
 # (templates/render.c). It is uploaded to ~/tpuform/bootstrap.sh and run as
 #
-#	sh tpuform/bootstrap.sh start|restart|status|logs N|setup-log N|stop
+#	sh tpuform/bootstrap.sh start|restart|status|wait TOKEN SECONDS|logs N|setup-log N|stop [REASON]
 #
 # printing "TPUFORM key=value" lines for tpuform (the protocol is in
 # engine/provision.h). "job" is the verb the screen session runs.
@@ -665,6 +665,7 @@ tpf_job() {
 		kill -s 0 "$tpf_jp" 2>/dev/null || break
 	done
 	tpf_put "$tpf_rundir/exit_code" "$tpf_rc"
+	tpf_wake
 }
 
 tpf_last_log() {
@@ -708,12 +709,14 @@ tpf_stalled_for() {
 
 tpf_status() {
 	tpf_code=-1
-	if tpf_alive; then
-		tpf_state=alive
-	elif [ -f "$tpf_rundir/exit_code" ]; then
+	# The exit status first: the wrapper writes it as the job ends, a
+	# moment before its screen session closes.
+	if [ -f "$tpf_rundir/exit_code" ]; then
 		tpf_state=exited
 		tpf_code=$(tpf_read "$tpf_rundir/exit_code")
 		tpf_is_number "$tpf_code" || tpf_code=-1
+	elif tpf_alive; then
+		tpf_state=alive
 	elif [ -f "$tpf_rundir/script.sha256" ]; then
 		tpf_state=dead
 	else
@@ -731,6 +734,73 @@ tpf_status() {
 	[ -z "$tpf_d" ] || tpf_say "disruption=$tpf_d"
 	tpf_say "script=$(tpf_read "$tpf_rundir/script.sha256")"
 	tpf_say "last_log=$(tpf_last_log)"
+}
+
+# ---- the wait verb (issue 21): tpuform learns of a job's end without a
+# periodic probe --------------------------------------------------------
+
+# The job's identity and state in one word, into tpf_tok, with builtins
+# only (it runs every second): "none" (never started, or stopped),
+# "PGID:alive", "PGID:exited:CODE" or "PGID:dead" (its process group is
+# gone without an exit status: the session was killed).
+tpf_token() {
+	tpf_tpg=
+	tpf_tcode=
+	{ read -r tpf_tpg <"$tpf_rundir/job.pid"; } 2>/dev/null
+	if { read -r tpf_tcode <"$tpf_rundir/exit_code"; } 2>/dev/null; then
+		tpf_tok=${tpf_tpg:-0}:exited:$tpf_tcode
+	elif ! tpf_is_number "$tpf_tpg"; then
+		tpf_tok=none
+	elif kill -s 0 -- "-$tpf_tpg" 2>/dev/null; then
+		tpf_tok=$tpf_tpg:alive
+	else
+		tpf_tok=$tpf_tpg:dead
+	fi
+}
+
+# Wake every waiter now (the job's wrapper calls it when the job ended).
+# Opening a FIFO read-write never blocks (Linux), so a waiter that is
+# gone costs nothing; one between two reads is woken by its next tick.
+tpf_wake() {
+	for tpf_f in "$tpf_rundir"/wait.*; do
+		if [ -p "$tpf_f" ]; then
+			printf x 1<>"$tpf_f" 2>/dev/null
+		fi
+	done
+}
+
+# tpf_wait TOKEN SECONDS: block until the job's token differs from TOKEN,
+# or SECONDS pass, then print the status and "TPUFORM token=...". The
+# wait sleeps in a read of a FIFO of its own, which the job's wrapper
+# writes to when the job ends (at once) and a ticker every second (a
+# session that died without its wrapper); without mkfifo it polls.
+tpf_wait() {
+	tpf_want=$1
+	tpf_left=${2:-10}
+	tpf_is_number "$tpf_left" || tpf_left=10
+	tpf_fifo=$tpf_rundir/wait.$$
+	rm -f -- "$tpf_fifo"
+	mkfifo -m 600 "$tpf_fifo" 2>/dev/null || tpf_fifo=
+	trap 'rm -f -- "${tpf_fifo:-/nonexistent}"' EXIT
+	trap 'exit 1' HUP INT TERM PIPE
+	tpf_token
+	while [ "$tpf_tok" = "$tpf_want" ] && [ "$tpf_left" -gt 0 ]; do
+		if [ -n "$tpf_fifo" ]; then
+			(
+				sleep 1
+				if [ -p "$tpf_fifo" ]; then
+					printf t 1<>"$tpf_fifo"
+				fi
+			) 2>/dev/null &
+			read -r _ <"$tpf_fifo"
+		else
+			sleep 1
+		fi
+		tpf_left=$((tpf_left - 1))
+		tpf_token
+	done
+	tpf_status
+	tpf_say "token=$tpf_tok"
 }
 
 # tpf_show_logs N FILE WHAT: the last N lines of FILE (0: all).
@@ -780,6 +850,9 @@ stop)
 status)
 	tpf_status
 	;;
+wait)
+	tpf_wait "${2:-}" "${3:-10}"
+	;;
 logs)
 	tpf_show_logs "${2:-0}" "$tpf_logs/current.log" "job log"
 	;;
@@ -790,7 +863,7 @@ job)
 	tpf_job
 	;;
 *)
-	printf 'usage: sh %s start|restart|status|logs N|setup-log N|stop\n' "$0" >&2
+	printf 'usage: sh %s start|restart|status|wait TOKEN SECONDS|logs N|setup-log N|stop [REASON]\n' "$0" >&2
 	exit 2
 	;;
 esac

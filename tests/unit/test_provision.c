@@ -769,6 +769,63 @@ static void test_provision__disruption(void)
 	free(home);
 }
 
+/* The wait verb (issue 21 part 4): returns at once with the job's token
+ * when it differs from the one given; blocks while it is the same, and
+ * returns as soon as the job exits (its wrapper wakes the waiter), long
+ * before its window ends; returns with the same token when the window ends. */
+static void test_provision__wait_verb(void)
+{
+	char *home = make_home("w-wait");
+	struct tpf_kvlist env = TPF_KVLIST_INIT, sec = TPF_KVLIST_INIT;
+	struct tpf_bootstrap_params p = params(&env);
+	p.setup = NULL;
+	p.run = ": >\"$HOME/started\"; while [ ! -f \"$HOME/go\" ]; do sleep 0.05; done; exit 5";
+	free(install(home, &p, &sec));
+	char *out = NULL;
+	CHECK_INT(verb(home, "wait none 5", &out), 0);
+	CHECK(said_is(out, "token", "none"));
+	CHECK(said_is(out, "session", "none"));
+	free(out);
+	CHECK_INT(verb(home, "start", &out), 0);
+	free(out);
+	CHECK(wait_file(home, "started", 30));
+	CHECK_INT(verb(home, "wait '' 5", &out), 0);
+	char *tok = said(out, "token");
+	free(out);
+	CHECKF(tok && strstr(tok, ":alive"), "token: %s", tok ? tok : "(none)");
+	if (tok) {
+		char *cmd = xasprintf("(sleep 0.5; : >\"$HOME/go\") & sh " TPF_REMOTE_SCRIPT
+				      " wait '%s' 20",
+				      tok);
+		struct tpf_buf b = TPF_BUF_INIT;
+		double t0 = tpf_now_mono();
+		CHECK_INT(run_in(home, cmd, &b, 30), 0);
+		double took = tpf_now_mono() - t0;
+		CHECKF(took < 2.0, "wait took %.2f s after the job ended", took);
+		CHECK(said_is(b.buf, "session", "exited"));
+		CHECK(said_is(b.buf, "exit_code", "5"));
+		char *pg = xstrndup(tok, strcspn(tok, ":"));
+		char *want = xasprintf("%s:exited:5", pg);
+		CHECK(said_is(b.buf, "token", want));
+		/* The same token again: the window (1 s) ends, same answer. */
+		free(cmd);
+		cmd = xasprintf("sh " TPF_REMOTE_SCRIPT " wait '%s' 1", want);
+		tpf_buf_release(&b);
+		t0 = tpf_now_mono();
+		CHECK_INT(run_in(home, cmd, &b, 30), 0);
+		took = tpf_now_mono() - t0;
+		CHECKF(took >= 0.9 && took < 3.0, "a 1 s window took %.2f s", took);
+		CHECK(said_is(b.buf, "token", want));
+		tpf_buf_release(&b);
+		free(cmd);
+		free(pg);
+		free(want);
+	}
+	free(tok);
+	CHECK_INT(verb(home, "stop", NULL), 0);
+	free(home);
+}
+
 static void test_provision__stall_clock(void)
 {
 	char *home = make_home("w-stall");
@@ -1423,6 +1480,7 @@ int main(void)
 	RUN(test_provision__quick_job);
 	RUN(test_provision__preflight);
 	RUN(test_provision__disruption);
+	RUN(test_provision__wait_verb);
 	RUN(test_provision__stall_clock);
 	RUN(test_provision__source_modes);
 	RUN(test_provision__worker_via_transport);
