@@ -446,6 +446,55 @@ done:
 
 /* ---- read-only verbs ----------------------------------------------------- */
 
+static double parse_number(const char *v, double min, double max, double fallback)
+{
+	if (!v || !*v)
+		return fallback;
+	char *end = NULL;
+	long x = strtol(v, &end, 10);
+	return !*end && x >= min && x <= max ? (double)x : fallback;
+}
+
+/* What the status (or wait) verb printed, with its exit status, into *r
+ * (job_state and the rest; *token_out, when not NULL, the wait verb's
+ * token, or NULL). An answer without a session line is an error. */
+static int fill_report(const char *out, int status, const char *node, int worker,
+		       struct tpf_worker_report *r, char **token_out, struct tpf_diags *d)
+{
+	struct script_said said;
+	parse_output(out, &said);
+	const char *session = tpf_kvlist_get(&said.kv, "session");
+	if (status != 0 || !session) {
+		char *tail = output_tail(said.text.buf, NULL);
+		int err = tpf_errorx(d, NULL, *tail ? tail : NULL,
+				     "status of worker '%s/w%d' failed (exit status %d): expected a "
+				     "line 'TPUFORM session=...'", node, worker, status);
+		free(tail);
+		said_release(&said);
+		return err;
+	}
+	r->job_state = xstrdup(session);
+	r->exit_code = (int)parse_number(tpf_kvlist_get(&said.kv, "exit_code"), -1, 255, -1);
+	r->stalled_for = parse_number(tpf_kvlist_get(&said.kv, "stalled_for"), 0, 1e12, -1);
+	const char *script = tpf_kvlist_get(&said.kv, "script");
+	if (script && *script)
+		r->script_hash = clean_text(script, 100);
+	const char *last = tpf_kvlist_get(&said.kv, "last_log");
+	if (last && *last)
+		r->last_log = clean_text(last, LAST_LOG_MAX);
+	const char *ck = tpf_kvlist_get(&said.kv, "checkpoint");
+	if (ck && *ck)
+		r->checkpoint = clean_text(ck, 300);
+	const char *dis = tpf_kvlist_get(&said.kv, "disruption");
+	if (dis && *dis)
+		r->disruption = clean_text(dis, 100);
+	const char *tok = tpf_kvlist_get(&said.kv, "token");
+	if (token_out && tok && *tok)
+		*token_out = clean_text(tok, 100);
+	said_release(&said);
+	return 0;
+}
+
 /*
  * Run `command` on the worker; on success out holds its output. soft: an
  * unreachable worker gives TPF_EUNREACHABLE with the reason as a warning
@@ -492,7 +541,6 @@ int tpf_provision_probe(struct tpf_transport *t, const struct tpf_state_node *n,
 			struct tpf_worker_report *r, struct tpf_diags *d)
 {
 	struct tpf_buf out = TPF_BUF_INIT;
-	struct script_said said;
 	int status = -1, reachable = 0;
 
 	memset(r, 0, sizeof(*r));
@@ -509,46 +557,41 @@ int tpf_provision_probe(struct tpf_transport *t, const struct tpf_state_node *n,
 	}
 	if (err)
 		goto done;
-	parse_output(out.buf, &said);
-	const char *session = tpf_kvlist_get(&said.kv, "session");
-	if (status != 0 || !session) {
-		char *tail = output_tail(said.text.buf, NULL);
-		err = tpf_errorx(d, NULL, *tail ? tail : NULL,
-				 "status of worker '%s/w%d' failed (exit status %d): expected a line "
-				 "'TPUFORM session=...'", n->name, worker, status);
-		free(tail);
-		said_release(&said);
-		goto done;
-	}
-	r->job_state = xstrdup(session);
-	const char *code = tpf_kvlist_get(&said.kv, "exit_code");
-	if (code && *code) {
-		char *end = NULL;
-		long v = strtol(code, &end, 10);
-		if (!*end && v >= -1 && v <= 255)
-			r->exit_code = (int)v;
-	}
-	const char *stalled = tpf_kvlist_get(&said.kv, "stalled_for");
-	if (stalled && *stalled) {
-		char *end = NULL;
-		long v = strtol(stalled, &end, 10);
-		if (!*end && v >= 0)
-			r->stalled_for = (double)v;
-	}
-	const char *script = tpf_kvlist_get(&said.kv, "script");
-	if (script && *script)
-		r->script_hash = clean_text(script, 100);
-	const char *last = tpf_kvlist_get(&said.kv, "last_log");
-	if (last && *last)
-		r->last_log = clean_text(last, LAST_LOG_MAX);
-	const char *ck = tpf_kvlist_get(&said.kv, "checkpoint");
-	if (ck && *ck)
-		r->checkpoint = clean_text(ck, 300);
-	const char *dis = tpf_kvlist_get(&said.kv, "disruption");
-	if (dis && *dis)
-		r->disruption = clean_text(dis, 100);
-	said_release(&said);
+	err = fill_report(out.buf, status, n->name, worker, r, NULL, d);
 done:
+	tpf_buf_release(&out);
+	return err;
+}
+
+int tpf_provision_connect(struct tpf_transport *t, const struct tpf_state_node *n,
+			  const struct tpf_live_node *live, int worker, struct tpf_conn **c,
+			  struct tpf_diags *d)
+{
+	return open_worker(t, n, live, worker, 1, 1, c, NULL, d);
+}
+
+int tpf_provision_wait(struct tpf_transport *t, struct tpf_conn *c, const char *node, int worker,
+		       const char *token, int window, struct tpf_worker_report *r, char **token_out,
+		       struct tpf_diags *d)
+{
+	struct tpf_buf out = TPF_BUF_INIT, cmd = TPF_BUF_INIT;
+	int status = -1;
+	memset(r, 0, sizeof(*r));
+	r->exit_code = -1;
+	r->stalled_for = -1;
+	*token_out = NULL;
+	tpf_buf_addf(&cmd, "if [ -f " TPF_REMOTE_SCRIPT " ]; then " SCRIPT_CMD " wait ");
+	tpf_shquote_buf(&cmd, token ? token : "");
+	tpf_buf_addf(&cmd, " %d; else echo 'TPUFORM session=none'; echo 'TPUFORM token=none'; fi",
+		     window > 0 ? window : 10);
+	/* The window, and the status probe's own time after it. */
+	int err = t->ops->exec(c, cmd.buf, &out, &status, (window > 0 ? window : 10) + PROBE_TIMEOUT,
+			       d);
+	if (!err) {
+		r->reachable = 1;
+		err = fill_report(out.buf, status, node, worker, r, token_out, d);
+	}
+	tpf_buf_release(&cmd);
 	tpf_buf_release(&out);
 	return err;
 }

@@ -95,6 +95,26 @@ int tpf_provision_probe(struct tpf_transport *t, const struct tpf_state_node *n,
 			const struct tpf_live_node *live, int worker, int once,
 			struct tpf_worker_report *r, struct tpf_diags *d);
 
+/*
+ * Watching a job without probing it (watch, issue 21): a connection held
+ * to worker `worker` (read-only, one attempt; the caller closes it with
+ * t->ops->close), on which tpf_provision_wait runs the bootstrap's wait
+ * verb: it blocks until the job's token (its process group and state:
+ * "none", "PGID:alive", "PGID:exited:CODE", "PGID:dead") differs from
+ * `token` ("" or NULL: answers at once), or `window` seconds pass, then
+ * fills *r as tpf_provision_probe does and *token_out with the new token
+ * (caller frees; NULL if the script printed none, e.g. an older script).
+ * The exec's timeout is window + the status probe's, so a silently
+ * dropped network ends the call. Errors: TPF_EUNREACHABLE (the connection
+ * broke: reconnect), TPF_ERROR (an answer without a session line).
+ */
+int tpf_provision_connect(struct tpf_transport *t, const struct tpf_state_node *n,
+			  const struct tpf_live_node *live, int worker, struct tpf_conn **c,
+			  struct tpf_diags *d);
+int tpf_provision_wait(struct tpf_transport *t, struct tpf_conn *c, const char *node, int worker,
+		       const char *token, int window, struct tpf_worker_report *r, char **token_out,
+		       struct tpf_diags *d);
+
 /* The last `lines` lines of the worker's job log (0: all), appended to out.
  * Errors (nothing appended): unreachable, never provisioned, no log yet. */
 int tpf_provision_logs(struct tpf_transport *t, const struct tpf_state_node *n,

@@ -545,11 +545,13 @@ tpf_disrupt() {
 # the same value. $2 is the last value seen (the ETag is not kept: a value
 # that changed and changed back is missed, and only the transition to a
 # notice matters). For tests, TPUFORM_METADATA_DIR holds the values as
-# files (the local provider's ~/metadata), polled every 0.5 s.
+# files (the local provider's ~/metadata), polled every second.
 tpf_md_get() {
 	if [ -n "${TPUFORM_METADATA_DIR:-}" ]; then
-		sleep 0.5
-		tpf_read "$TPUFORM_METADATA_DIR/$1"
+		sleep 1
+		tpf_mv=
+		{ read -r tpf_mv <"$TPUFORM_METADATA_DIR/$1"; } 2>/dev/null
+		printf '%s' "$tpf_mv"
 		return 0
 	fi
 	curl -s -f -m 70 -H 'Metadata-Flavor: Google' \
@@ -572,14 +574,15 @@ tpf_md_here() {
 tpf_notice_loop() {
 	tpf_fails=0
 	while kill -s 0 -- "-$1" 2>/dev/null; do
-		tpf_v=$(tpf_md_get "$2") || tpf_v=
-		if [ -z "$tpf_v" ]; then
+		if ! tpf_v=$(tpf_md_get "$2"); then
+			# The server did not answer: try again, slowly after 5 misses.
 			tpf_fails=$((tpf_fails + 1))
 			[ "$tpf_fails" -lt 5 ] || sleep 10
 			continue
 		fi
 		tpf_fails=0
 		case $2:$tpf_v in
+		*:) ;; # no value (the test directory has no such file yet)
 		instance/preempted:TRUE)
 			tpf_disrupt "$1" preempted 30
 			return 0
