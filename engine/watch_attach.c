@@ -9,8 +9,14 @@
  * dropped) is made again with a backoff (1 s doubling to 30 s); meanwhile
  * the periodic session check (-session-check) is the safety net, as for a
  * worker never attached.
+ *
+ * Open files: one socket per attached worker (ssh; the local transport's
+ * wait holds a pipe), beside what the probe and heals open for a moment.
+ * RLIMIT_NOFILE's soft limit is raised (up to its hard limit) to 3 per
+ * worker plus 256 when it is lower (README "Job waits").
  */
 #include <pthread.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +59,7 @@ struct tpf_attacher {
 	struct attach_worker **items;
 	size_t n, alloc;
 	unsigned long news;
+	int warned_nofile;
 };
 
 static void fact_clear(struct tpf_job_fact *f)
@@ -267,6 +274,31 @@ static int open_session(struct tpf_attacher *a)
 	return rc || !a->s.prov ? -1 : 0;
 }
 
+/* Raise the soft RLIMIT_NOFILE to what `workers` waits need (3 each and
+ * 256 for the rest), up to the hard limit; a warning when that is short. */
+static void fit_nofile(struct tpf_attacher *a, size_t workers)
+{
+	struct rlimit rl;
+	rlim_t need = (rlim_t)workers * 3 + 256;
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= need)
+		return;
+	rlim_t want = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
+	if (want > rl.rlim_cur) {
+		rl.rlim_cur = want;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (want < need && !a->warned_nofile) {
+		a->warned_nofile = 1;
+		char msg[300];
+		snprintf(msg, sizeof(msg),
+			 "job waits on %zu workers need about %llu open files, but RLIMIT_NOFILE "
+			 "allows %llu: raise it (ulimit -n, LimitNOFILE= in the systemd unit), or run "
+			 "watch -job-wait=false",
+			 workers, (unsigned long long)need, (unsigned long long)want);
+		tpf_watch_note(a->o, TPF_EVENT_WARNING, NULL, msg);
+	}
+}
+
 /* Workers that left: told to stop; those whose thread ended are freed. */
 static void reap(struct tpf_attacher *a, struct attach_worker ***gone, size_t *ngone)
 {
@@ -313,7 +345,9 @@ void tpf_attacher_sync(struct tpf_attacher *a, const struct tpf_session *s)
 		}
 	}
 	reap(a, &gone, &ngone);
+	size_t live = a->n;
 	pthread_mutex_unlock(&a->mu);
+	fit_nofile(a, live);
 	for (size_t i = 0; i < ngone; i++)
 		worker_free(gone[i]);
 	free(gone);

@@ -566,14 +566,14 @@ tpf_md_here() {
 		"${TPUFORM_METADATA_URL:-http://metadata.google.internal/computeMetadata/v1}/instance/id" >/dev/null 2>&1
 }
 
-# tpf_notice_loop PGID KEY: until the job's group is gone, watch metadata
+# tpf_notice_loop PGID KEY: until the job's wrapper (PGID) is gone, watch metadata
 # KEY and pass its notice on. instance/preempted turns TRUE when a spot or
 # preemptible VM is preempted (about 30 s before it stops);
 # instance/maintenance-event leaves NONE about 60 s before a host
 # maintenance event (MIGRATE_ON_HOST_MAINTENANCE, TERMINATE_ON_HOST_MAINTENANCE).
 tpf_notice_loop() {
 	tpf_fails=0
-	while kill -s 0 -- "-$1" 2>/dev/null; do
+	while kill -s 0 "$1" 2>/dev/null; do
 		if ! tpf_v=$(tpf_md_get "$2"); then
 			# The server did not answer: try again, slowly after 5 misses.
 			tpf_fails=$((tpf_fails + 1))
@@ -596,12 +596,15 @@ tpf_notice_loop() {
 	done
 }
 
-# Start the notice watchers for the job in group $1, in the background,
-# when there is a metadata server to watch.
+# Start the notice watchers for the job in group $1 (its wrapper's pid),
+# in the background, when there is a metadata server to watch. They end
+# with the wrapper.
 tpf_notices() {
-	tpf_md_here || return 0
-	tpf_notice_loop "$1" instance/preempted </dev/null >/dev/null 2>&1 &
-	tpf_notice_loop "$1" instance/maintenance-event </dev/null >/dev/null 2>&1 &
+	(
+		tpf_md_here || exit 0
+		tpf_notice_loop "$1" instance/maintenance-event &
+		tpf_notice_loop "$1" instance/preempted
+	) </dev/null >/dev/null 2>&1 &
 }
 
 # The job's last checkpoint on this VM: the newest of the file
@@ -784,17 +787,26 @@ tpf_wait() {
 	tpf_fifo=$tpf_rundir/wait.$$
 	rm -f -- "$tpf_fifo"
 	mkfifo -m 600 "$tpf_fifo" 2>/dev/null || tpf_fifo=
-	trap 'rm -f -- "${tpf_fifo:-/nonexistent}"' EXIT
+	tpf_ticker=
+	trap 'rm -f -- "${tpf_fifo:-/nonexistent}"; [ -z "$tpf_ticker" ] || kill "$tpf_ticker" 2>/dev/null' EXIT
 	trap 'exit 1' HUP INT TERM PIPE
 	tpf_token
-	while [ "$tpf_tok" = "$tpf_want" ] && [ "$tpf_left" -gt 0 ]; do
-		if [ -n "$tpf_fifo" ]; then
-			(
+	if [ "$tpf_tok" = "$tpf_want" ] && [ -n "$tpf_fifo" ]; then
+		# One ticker for the whole wait: a session killed with its
+		# wrapper wakes no one, so look once a second anyway.
+		(
+			while [ -p "$tpf_fifo" ]; do
 				sleep 1
 				if [ -p "$tpf_fifo" ]; then
 					printf t 1<>"$tpf_fifo"
 				fi
-			) 2>/dev/null &
+			done
+		) 2>/dev/null &
+		tpf_ticker=$!
+	fi
+	# Each pass is about a second (a tick), or ends the wait (a wake).
+	while [ "$tpf_tok" = "$tpf_want" ] && [ "$tpf_left" -gt 0 ]; do
+		if [ -n "$tpf_fifo" ]; then
 			read -r _ <"$tpf_fifo"
 		else
 			sleep 1
