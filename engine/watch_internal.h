@@ -4,7 +4,7 @@
  *
  *   watch.c (the loop) -> watch_heal.c -> watch_lease.c -> watch_emit.c
  *   watch.c -> watch_hooks.c -> watch_summary.c
- *   watch.c -> watch_probe.c, watch_unhealthy.c, watch_summary.c
+ *   watch.c -> watch_probe.c, watch_attach.c, watch_unhealthy.c, watch_summary.c
  *
  * and every file may call watch_emit.c, the leaf, which calls none.
  */
