@@ -363,6 +363,22 @@ unsigned long tpf_attacher_news(struct tpf_attacher *a)
 	return n;
 }
 
+/* Did tpuform itself end this job (a restart, a stop before a replacement
+ * or delete: the stop verb wrote the reason), or stop its session (none)?
+ * A wait that answered while a heal ran, but arrived after it ended,
+ * must not look like a failure of the job's own: the heal's restart would
+ * be restarted again. */
+static int tpuform_did(const struct tpf_job_fact *f)
+{
+	static const char *const ours[] = { "restarted", "replaced", "deleted", NULL };
+	if (f->job_state && !strcmp(f->job_state, "none"))
+		return 1;
+	for (size_t i = 0; f->disruption && ours[i]; i++)
+		if (!strcmp(f->disruption, ours[i]))
+			return 1;
+	return 0;
+}
+
 size_t tpf_attacher_take(struct tpf_attacher *a, struct tpf_job_facts *facts, double **at)
 {
 	*at = NULL;
@@ -374,6 +390,8 @@ size_t tpf_attacher_take(struct tpf_attacher *a, struct tpf_job_facts *facts, do
 		struct attach_worker *w = a->items[i];
 		if (!w->have || w->stop || !w->attached)
 			continue; /* detached: what it said may be old; the probe asks */
+		if (tpuform_did(&w->fact))
+			continue;
 		XGROW(facts->items, facts->n + 1, facts->alloc);
 		(*at)[facts->n] = w->at;
 		fact_copy(&facts->items[facts->n++], &w->fact);

@@ -147,7 +147,10 @@ unsigned long tpf_attacher_news(struct tpf_attacher *a);
  * entry; the caller releases it) and set *at to a new array (caller
  * frees) of the monotonic time of each fact's answer, index for index:
  * facts older than a heal of their node must be dropped
- * (tpf_healer_drop_stale_facts). Detached workers give nothing (the
+ * (tpf_healer_drop_stale_facts). Jobs tpuform itself stopped (session
+ * "none", or a disruption it gave: restarted, replaced, deleted) give
+ * nothing: a late answer from a heal's own stop is not a failure. Detached
+ * workers give nothing (the
  * periodic probe asks them). Returns the number of facts.
  */
 size_t tpf_attacher_take(struct tpf_attacher *a, struct tpf_job_facts *facts, double **at);
