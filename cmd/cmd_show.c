@@ -49,6 +49,14 @@ static json_t *show_worker(const struct tpf_session *s, const struct tpf_state_n
 		printf("    w%-5zu %-9s %-8s %-5s %-8d %s%s%s%s\n", w, reach, session, exitbuf,
 		       sw->restarts, or_dash(last), note ? "  [" : "", note ? note : "",
 		       note ? "]" : "");
+	if (!json && sf && (sf->checkpoint || sf->disruption))
+		printf("           %s%s%s%s%s\n", sf->checkpoint ? "last checkpoint: " : "",
+		       sf->checkpoint ? sf->checkpoint : "", sf->checkpoint && sf->disruption ? "; " : "",
+		       sf->disruption ? "told of a disruption: " : "",
+		       sf->disruption ? sf->disruption : "");
+	if (!json && sw->preflight_error)
+		printf("           preflight failed (%d in a row): %s\n", sw->preflight_failures,
+		       sw->preflight_error);
 	json_t *wj = json_pack("{s:i,s:s,s:i,s:s*,s:s*}", "index", (int)w, "session", session,
 			       "restarts", sw->restarts, "address", sw->address, "script_hash",
 			       sw->script_hash);
@@ -59,6 +67,14 @@ static json_t *show_worker(const struct tpf_session *s, const struct tpf_state_n
 		json_object_set_new(wj, "not_as_declared", json_string(tpf_unconverged_code(unconv)));
 	if (note)
 		json_object_set_new(wj, "note", json_string(note));
+	if (sf && sf->checkpoint)
+		json_object_set_new(wj, "checkpoint", json_string(sf->checkpoint));
+	if (sf && sf->disruption)
+		json_object_set_new(wj, "disruption", json_string(sf->disruption));
+	if (sw->preflight_error) {
+		json_object_set_new(wj, "preflight_failures", json_integer(sw->preflight_failures));
+		json_object_set_new(wj, "preflight_error", json_string(sw->preflight_error));
+	}
 	free(note);
 	return wj;
 }
@@ -113,6 +129,11 @@ static json_t *show_node(const struct tpf_session *s, const struct tpf_state_nod
 		       or_dash(sn->recipe.zone), tpf_recipe_scheduling(&sn->recipe), sn->generation,
 		       commit, or_dash(sn->id), queued, mark);
 		show_condition(ln);
+		if (sn->bad_host)
+			printf("    %s: %s\n",
+			       !strcmp(sn->status, TPF_NODE_BAD_HOST) ? "bad host (replaced next)"
+								     : "last bad host",
+			       sn->bad_host);
 		printf("    %-6s %-9s %-8s %-5s %-8s %s\n", "WORKER", "REACHABLE", "SESSION", "EXIT",
 		       "RESTARTS", "LAST LOG LINE");
 	}
@@ -128,6 +149,8 @@ static json_t *show_node(const struct tpf_session *s, const struct tpf_state_nod
 			       "zone", sn->recipe.zone, "commit", sn->job.commit, "workers", jw);
 	if (ln && ln->queued_state)
 		json_object_set_new(nj, "queued_state", json_string(ln->queued_state));
+	if (sn->bad_host)
+		json_object_set_new(nj, "bad_host", json_string(sn->bad_host));
 	if (ln && ln->health_description)
 		json_object_set_new(nj, "health_description", json_string(ln->health_description));
 	if (ln && ln->symptoms)

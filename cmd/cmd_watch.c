@@ -56,7 +56,12 @@ static void event_line(const struct tpf_event *ev)
 	}
 	default:
 		if (in->hook == TPF_HOOK_PROVISION) {
-			snprintf(buf, sizeof(buf), "w%d: %s", ev->worker, in->text);
+			/* A failed preflight carries the worker's own words (the
+			 * PID holding the TPU, the fix). */
+			snprintf(buf, sizeof(buf), "w%d: %s%s%s", ev->worker, in->text,
+				 ev->kind == TPF_EVENT_PREFLIGHT_FAILED && ev->message ? ": " : "",
+				 ev->kind == TPF_EVENT_PREFLIGHT_FAILED && ev->message ? ev->message
+										  : "");
 			text = buf;
 		}
 		break;
@@ -130,6 +135,7 @@ static struct tpf_watch_opts watch_o = {
 	.session_check = 60,
 	.unhealthy_timeout = 600,
 	.lease_ttl = 30,
+	.job_wait = 1,
 	.interrupted = &tpf_interrupted,
 	.on_event = on_watch_event,
 };
@@ -146,6 +152,9 @@ static const struct tpf_flag watch_flags[] = {
 	TPF_DUR("lease-ttl", &watch_o.lease_ttl,
 		"Cloud Storage state: a standby watch takes over when the leader has not "
 		"renewed its lease for this long"),
+	TPF_BOOL("job-wait", &watch_o.job_wait,
+		 "keep a connection per worker waiting for its job to end, to act on it at once "
+		 "(-job-wait=false: only the periodic -session-check)"),
 	TPF_BOOL("exit-when-done", &watch_o.exit_when_done,
 		 "exit when every node completed (0) or completed or failed (1)"),
 	TPF_FLAGS_END,

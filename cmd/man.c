@@ -296,6 +296,8 @@ static const char *const env_vars[][2] = {
 	{ "TPUFORM_SSH_PROGRAM", "the ssh(1) that tpuform ssh runs" },
 	{ "TPUFORM_HEARTBEAT", "how often a job's heartbeat is looked at (default 10s)" },
 	{ "TPUFORM_WAIT_TIMEOUT", "give up waiting for a node to be READY (default 20m)" },
+	{ "TPUFORM_ATTACH_WINDOW", "watch's job waits: seconds a wait blocks before it is asked "
+				   "again (default 10)" },
 	{ "TPUFORM_NOTIFY_BACKOFF", "first retry delay of a webhook notification" },
 	{ "TPUFORM_NOTIFY_DRAIN", "how long watch delivers queued notifications on exit (10s)" },
 	{ "TPUFORM_LEDGER", "off: write no run ledger" },

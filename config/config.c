@@ -469,6 +469,7 @@ done:
 
 static void release_group(struct tpf_group *g)
 {
+	tpf_job_policy_release(&g->policy);
 	free(g->name);
 	free(g->accelerator_type);
 	free(g->runtime_version);
@@ -522,6 +523,7 @@ void tpf_fleet_release(struct tpf_fleet *f)
 	free(f->setup);
 	free(f->run);
 	free(f->notify.webhook);
+	tpf_job_policy_release(&f->policy);
 	tpf_node_fields_release(&f->node);
 	for (size_t i = 0; i < f->ngroups; i++)
 		release_group(&f->groups[i]);

@@ -54,6 +54,10 @@ enum tpf_on_success { TPF_ON_SUCCESS_KEEP = 0, TPF_ON_SUCCESS_DELETE };
 
 /* What tpuform does with a running job: the keys that may be set fleet-wide
  * and per group (a group's value overrides the fleet's; config/config_job.c). */
+enum tpf_tpu_busy { TPF_TPU_BUSY_REFUSE = 0, TPF_TPU_BUSY_WAIT, TPF_TPU_BUSY_KILL };
+/* "refuse", "wait" or "kill": the bootstrap's TPUFORM_TPU_BUSY. */
+const char *tpf_tpu_busy_word(enum tpf_tpu_busy b);
+
 struct tpf_job_policy {
 	enum tpf_restart_scope scope; /* restart_scope, default AUTO */
 	/* restart_backoff, seconds (default 10): a unit's first restart is
@@ -66,7 +70,48 @@ struct tpf_job_policy {
 	 * long is stalled, and restarted as a failed one is. */
 	double stall_timeout;
 	enum tpf_on_success on_success; /* on_success, default keep */
+	/* restart_on_exit_codes / never_restart_on (config/config_job.c):
+	 * which exit codes of a job that ended call for a restart. A bit per
+	 * code 0..255 (bit c of byte c/8). exit_codes_set 0 (the default):
+	 * every code but 0 restarts, as before the key existed, so existing
+	 * fleets keep their behaviour (xpk's default is 42 and 127-255;
+	 * tpuform leaves that choice to the fleet file). A code not chosen
+	 * ends the run: the job counts as done, failed or succeeded as its
+	 * code says, and is not restarted. A dead session or a stall is not
+	 * an exit code and restarts whatever this says. */
+	int exit_codes_set;
+	unsigned char restart_codes[32];
+	/* The preflight before every start and restart (templates/bootstrap.sh
+	 * tpf_preflight_tpu, tpf_preflight_user; README "Preflight"):
+	 * tpu_busy: what a worker does when another process holds the libtpu
+	 * lock file (/tmp/libtpu_lockfile) or a TPU device file (/dev/accel*,
+	 * /dev/vfio/N): refuse (default: fail preflight naming its PID and
+	 * command line), wait for it (up to preflight_timeout), or kill it. */
+	enum tpf_tpu_busy tpu_busy;
+	char *preflight;           /* preflight: a user command, or NULL; owned */
+	double preflight_timeout;  /* seconds, default 300 */
+	int preflight_failures;    /* failed preflights in a row that make a bad host, default 2 */
+	int require_tpu_devices;   /* require_tpu_devices: a host with no device file fails */
+	/* on_disruption: { signal, grace } (README "Disruptions"): the signal a
+	 * job gets when its VM is about to go (a preemption or maintenance
+	 * notice on the metadata server, or a stop by tpuform) and how long
+	 * tpuform waits, after sending it, before SIGKILL when it stops the
+	 * job itself (a restart, a planned replacement or delete). */
+	int disruption_signal;     /* a signal number, default SIGTERM */
+	double disruption_grace;   /* seconds, default 15 */
 };
+#define TPF_PREFLIGHT_TIMEOUT_DEFAULT 300.0
+#define TPF_PREFLIGHT_FAILURES_DEFAULT 2
+#define TPF_DISRUPTION_GRACE_DEFAULT 15.0
+/* "SIGTERM" for a signal on_disruption accepts; "SIGTERM" otherwise. */
+const char *tpf_disruption_signal_name(int sig);
+/* Free what p owns (preflight); *p is left with its defaults' pointers NULL. */
+void tpf_job_policy_release(struct tpf_job_policy *p);
+/* A deep copy of src into dst (dst's old contents are not freed). */
+void tpf_job_policy_copy(struct tpf_job_policy *dst, const struct tpf_job_policy *src);
+/* Does exit code `code` call for a restart under p (no set: any code but 0)?
+ * Codes outside 0..255 (a signal's -1, unknown) restart. */
+int tpf_policy_restarts_on(const struct tpf_job_policy *p, int code);
 #define TPF_RESTART_BACKOFF_DEFAULT 10.0
 #define TPF_RESTART_BACKOFF_CAP 600.0
 
@@ -102,6 +147,8 @@ enum tpf_notify_event {
 	TPF_NOTIFY_RESTARTS_EXHAUSTED,
 	TPF_NOTIFY_QUOTA_DEFERRED,
 	TPF_NOTIFY_COMPLETED,
+	TPF_NOTIFY_PREFLIGHT_FAILED,
+	TPF_NOTIFY_BAD_HOST,
 	TPF_NOTIFY_NEVENTS
 };
 

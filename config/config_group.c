@@ -318,7 +318,7 @@ static void read_group(struct group_ctx *gc, struct tpf_group *g, yaml_node_t *v
 	read_place(c, &m, g, label);
 	read_labels(c, &m, g, label);
 	read_job(gc, &m, g, label);
-	g->policy = gc->f->policy;
+	tpf_job_policy_copy(&g->policy, &gc->f->policy);
 	cfg_read_job_policy(c, &m, &g->policy);
 	if (name_at)
 		check_node_name_length(gc, g, name_at);

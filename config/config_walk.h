@@ -114,7 +114,10 @@ void cfg_job_policy_defaults(struct tpf_job_policy *p);
 	"name", "accelerator_type", "runtime_version", "zones", "count", "preemptible",  \
 		"spot", "labels", "queued", "valid_until", "slices", "topology"
 #define CFG_SHARED_KEYS                                                                 \
-	"setup", "run", "env", "restart_scope", "restart_backoff", "stall_timeout", "on_success"
+	"setup", "run", "env", "restart_scope", "restart_backoff", "stall_timeout",          \
+		"on_success", "restart_on_exit_codes", "never_restart_on", "tpu_busy",         \
+		"preflight", "preflight_timeout", "preflight_failures", "require_tpu_devices", \
+		"on_disruption"
 #define CFG_TOP_ONLY_KEYS                                                               \
 	"fleet", "provider", "state", "quota", "source", "ssh", "secrets", "restart",      \
 		"max_restarts", "groups", "notify"

@@ -170,7 +170,7 @@ static int exec_update(struct exec *x, size_t ai, const struct tpf_live_node *ln
 	 * job of another in its collectives, or read a checkpoint that one is
 	 * still writing on SIGTERM. */
 	if (!rc && force && a->gang)
-		apply_stop_workers(x, a->node, ln, a->workers, a->nworkers);
+		apply_stop_workers(x, a->node, ln, a->workers, a->nworkers, "restarted");
 	if (!rc)
 		failed = apply_provision_workers(x, a->node, ln, a->workers, a->nworkers, force);
 	if (!rc && force)
@@ -253,6 +253,32 @@ static int wait_ready(struct exec *x, const struct tpf_action *a, struct tpf_liv
 	}
 }
 
+/* A planned delete or replacement of a node whose jobs run (not a lost,
+ * tainted or bad node, nor a completed one): its jobs are told first
+ * ($TPUFORM_DISRUPTION, the on_disruption signal) and get the grace to
+ * checkpoint before the VM goes (README "Disruptions"). */
+static void disrupt_planned(struct exec *x, const struct tpf_action *a,
+			    const struct tpf_live_node *ln)
+{
+	static const char *const planned[] = { "recipe", "api", "replace_by_request", "count",
+					       "not_in_config", NULL };
+	int is_planned = 0;
+	for (size_t i = 0; planned[i] && a->reason_code; i++)
+		is_planned |= !strcmp(planned[i], a->reason_code);
+	if (!is_planned || !ln || tpf_node_class(ln->state) != TPF_NODE_READY)
+		return;
+	pthread_mutex_lock(x->mu);
+	const struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
+	int n = sn ? (int)sn->nworkers : 0;
+	pthread_mutex_unlock(x->mu);
+	if (n <= 0)
+		return;
+	int *all = apply_all_workers(n);
+	apply_stop_workers(x, a->node, ln, all, (size_t)n,
+			   a->kind == TPF_ACT_DELETE ? "deleted" : "replaced");
+	free(all);
+}
+
 static int exec_action(struct exec *x, size_t ai)
 {
 	const struct tpf_action *a = &x->p->actions[ai];
@@ -260,6 +286,7 @@ static int exec_action(struct exec *x, size_t ai)
 	int rc = 0;
 	switch (a->kind) {
 	case TPF_ACT_DELETE:
+		disrupt_planned(x, a, ln);
 		rc = exec_delete_only(x, ai, !tpf_action_completes(a));
 		if (!rc && tpf_action_completes(a))
 			rc = record_completed(x, a);
@@ -282,6 +309,7 @@ static int exec_action(struct exec *x, size_t ai)
 		 * create remakes only the lost ones (a->keep_parts). */
 		if (a->keep_parts)
 			return apply_exec_create(x, ai);
+		disrupt_planned(x, a, ln);
 		rc = exec_delete_only(x, ai, 0);
 		if (rc)
 			return rc;

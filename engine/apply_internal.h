@@ -81,10 +81,11 @@ int apply_provision_workers(struct exec *x, const char *name, const struct tpf_l
 			    const int *workers, size_t nworkers, int force);
 /* {0, 1, ..., n-1}; caller frees. */
 int *apply_all_workers(int n);
-/* Stop the listed workers' jobs in parallel (TERM to each job's process
- * group, KILL after 15 s, as the stop verb does). */
+/* Stop the listed workers' jobs in parallel (the stop verb: the group's
+ * on_disruption signal to each job's process group, KILL after its grace;
+ * reason, when not NULL, is written to $TPUFORM_DISRUPTION first). */
 void apply_stop_workers(struct exec *x, const char *name, const struct tpf_live_node *ln,
-			const int *workers, size_t nworkers);
+			const int *workers, size_t nworkers, const char *reason);
 
 /* Carry out create action ai (engine/apply_create.c): 0, TPF_EDEFERRED,
  * TPF_EINTERRUPTED, or an error with diagnostics. */

@@ -66,15 +66,26 @@ static void provision_one(struct worker_job *wj, int w)
 	}
 
 	int changed = 0;
+	int before = copy->workers[w].preflight_failures;
 	int rc = tpf_provision_worker(x->t, x->f, copy, wj->live, w, wj->force, &changed, x->d);
+	const struct tpf_state_worker *sw = &copy->workers[w];
+	int preflight = rc && sw->preflight_failures > before;
 	enum tpf_event_kind result = rc == 0 ? (changed ? TPF_EVENT_JOB_STARTED : TPF_EVENT_JOB_RUNNING)
 				     : rc == TPF_EUNREACHABLE ? TPF_EVENT_UNREACHABLE
+				     : preflight		 ? TPF_EVENT_PREFLIGHT_FAILED
 							      : TPF_EVENT_PROVISION_FAILED;
+	/* A host whose TPU fails preflight again and again is bad: replace
+	 * the node rather than spend restarts on it (issue 21). */
+	int bad = preflight && sw->preflight_failures >=
+				       tpf_fleet_job_policy(x->f, copy->group)->preflight_failures;
 	char host[512];
 	snprintf(host, sizeof(host), "%s/w%d", wj->node, w);
 
 	pthread_mutex_lock(x->mu);
-	if (tpf_state_record_worker(x->st, wj->node, &copy->workers[w]))
+	int recorded = tpf_state_record_worker(x->st, wj->node, sw);
+	if (recorded && bad)
+		tpf_state_record_bad_host(x->st, wj->node, w, sw->preflight_error);
+	if (recorded)
 		apply_save_locked(x);
 	struct tpf_recap_entry *e = recap_entry(&x->res->recap, host);
 	if (rc == 0 && changed)
@@ -98,7 +109,21 @@ static void provision_one(struct worker_job *wj, int w)
 	ev.worker = w;
 	ev.generation = copy->generation;
 	ev.retry = copy->generation + copy->workers[w].restarts;
+	if (preflight)
+		ev.message = sw->preflight_error;
 	apply_emit_event(x, &ev);
+	if (bad) {
+		struct tpf_event bh = TPF_EVENT_INIT(TPF_EVENT_BAD_HOST);
+		bh.node = wj->node;
+		bh.id = copy->id;
+		bh.zone = copy->recipe.zone;
+		bh.group = copy->group;
+		bh.worker = w;
+		bh.generation = copy->generation;
+		bh.reason = "bad_host";
+		bh.message = sw->preflight_error;
+		apply_emit_event(x, &bh);
+	}
 	tpf_state_node_free(copy);
 }
 
@@ -146,6 +171,7 @@ struct stop_job {
 	const struct tpf_state_node *node; /* a private copy */
 	const struct tpf_live_node *live;
 	const int *workers;
+	const char *reason;
 };
 
 /* A tpf_pool_fn: stop the i-th listed worker's session and job. */
@@ -156,14 +182,14 @@ static void stop_item(size_t i, void *arg)
 	 * follows (the restart verb stops it first); its diagnostics are the
 	 * restart's to give. */
 	struct tpf_diags quiet = TPF_DIAGS_INIT;
-	tpf_provision_stop(sj->x->t, sj->node, sj->live, sj->workers[i], &quiet);
+	tpf_provision_stop(sj->x->t, sj->node, sj->live, sj->workers[i], sj->reason, &quiet);
 	tpf_diags_release(&quiet);
 }
 
 /* Stop the given workers of node `name` in parallel (TERM to each job's
  * process group, KILL after 15 s, as the stop verb does). */
 void apply_stop_workers(struct exec *x, const char *name, const struct tpf_live_node *ln,
-			 const int *workers, size_t nworkers)
+			 const int *workers, size_t nworkers, const char *reason)
 {
 	if (!x->t || !nworkers)
 		return;
@@ -173,7 +199,7 @@ void apply_stop_workers(struct exec *x, const char *name, const struct tpf_live_
 	pthread_mutex_unlock(x->mu);
 	if (!copy)
 		return;
-	struct stop_job sj = { .x = x, .node = copy, .live = ln, .workers = workers };
+	struct stop_job sj = { .x = x, .node = copy, .live = ln, .workers = workers, .reason = reason };
 	tpf_pool_run(nworkers, apply_parallelism(x), stop_item, &sj, NULL);
 	tpf_state_node_free(copy);
 }

@@ -45,6 +45,11 @@ enum tpf_event_kind {
 	TPF_EVENT_ZONE_BACKED_OFF, /* a zone is skipped: it refused recently */
 	TPF_EVENT_ZONE_REFUSED,    /* a zone refused (quota, capacity, unusable) */
 	TPF_EVENT_ZONE_FALLBACK,   /* the create tries the next zone (`zone`) */
+	TPF_EVENT_PREFLIGHT_FAILED, /* a worker failed its preflight: the job was not
+				     * started (message: the worker's words, e.g. the
+				     * PID holding the TPU) */
+	TPF_EVENT_BAD_HOST,   /* a worker failed preflight_failures preflights in a
+			       * row: the node is marked bad_host and replaced */
 	/* ---- the watch loop (engine/watch*.c): what a round saw ----------- */
 	TPF_EVENT_UNHEALTHY,  /* a READY node is not HEALTHY */
 	TPF_EVENT_WARNING,    /* a warning of the round (e.g. "deferred: quota") */

@@ -34,11 +34,13 @@ void tpf_worker_report_release(struct tpf_worker_report *r)
 	free(r->job_state);
 	free(r->script_hash);
 	free(r->last_log);
+	free(r->checkpoint);
+	free(r->disruption);
 	free(r->host_key);
 	memset(r, 0, sizeof(*r));
 	r->exit_code = -1;
 	r->stalled_for = -1;
-	r->step = r->checkpoint = -1;
+	r->step = r->checkpoint_step = -1;
 }
 
 static const struct tpf_endpoint *worker_endpoint(const struct tpf_live_node *live, int worker)
@@ -172,7 +174,8 @@ static void parse_output(const char *out, struct script_said *s)
 		if (!strncmp(l, "TPUFORM ", 8)) {
 			char *rest = l + 8;
 			char *eq = strchr(rest, '=');
-			if (eq && (!strncmp(rest, "last_log=", 9) || !strncmp(rest, "script=", 7))) {
+			if (eq && (!strncmp(rest, "last_log=", 9) || !strncmp(rest, "script=", 7) ||
+				   !strncmp(rest, "checkpoint=", 11))) {
 				*eq = '\0';
 				tpf_kvlist_set(&s->kv, rest, eq + 1);
 			} else {
@@ -399,6 +402,12 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 		const char *code = tpf_kvlist_get(&said.kv, "exit_code");
 		char *msg = message_line(&said, &f->secrets);
 		char *tail = output_tail(said.text.buf, &f->secrets);
+		if (step && !strcmp(step, "preflight")) {
+			/* The worker's own words, counted: in a row, they make a
+			 * bad host (engine/apply_workers.c). */
+			sw->preflight_failures++;
+			xstrset(&sw->preflight_error, msg ? msg : "preflight failed");
+		}
 		if (step)
 			err = tpf_errorx(d, addr, *tail ? tail : NULL,
 					 "bootstrap failed on worker '%s' at step '%s' (exit status %s)%s%s",
@@ -419,6 +428,8 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 	xstrset(&sw->session, session);
 	xstrset(&sw->status, "running");
 	sw->exit_code = -1;
+	sw->preflight_failures = 0;
+	xstrset(&sw->preflight_error, NULL);
 	if (started || !sw->provisioned_at) {
 		char now[40];
 		tpf_rfc3339(tpf_now_wall(), now, sizeof(now));
@@ -444,6 +455,58 @@ done:
 }
 
 /* ---- read-only verbs ----------------------------------------------------- */
+
+static double parse_number(const char *v, double min, double max, double fallback)
+{
+	if (!v || !*v)
+		return fallback;
+	char *end = NULL;
+	long x = strtol(v, &end, 10);
+	return !*end && x >= min && x <= max ? (double)x : fallback;
+}
+
+/* What the status (or wait) verb printed, with its exit status, into *r
+ * (job_state and the rest; *token_out, when not NULL, the wait verb's
+ * token, or NULL). An answer without a session line is an error. */
+static int fill_report(const char *out, int status, const char *node, int worker,
+		       struct tpf_worker_report *r, char **token_out, struct tpf_diags *d)
+{
+	struct script_said said;
+	parse_output(out, &said);
+	const char *session = tpf_kvlist_get(&said.kv, "session");
+	if (status != 0 || !session) {
+		char *tail = output_tail(said.text.buf, NULL);
+		int err = tpf_errorx(d, NULL, *tail ? tail : NULL,
+				     "status of worker '%s/w%d' failed (exit status %d): expected a "
+				     "line 'TPUFORM session=...'", node, worker, status);
+		free(tail);
+		said_release(&said);
+		return err;
+	}
+	r->job_state = xstrdup(session);
+	r->exit_code = (int)parse_number(tpf_kvlist_get(&said.kv, "exit_code"), -1, 255, -1);
+	r->stalled_for = parse_number(tpf_kvlist_get(&said.kv, "stalled_for"), 0, 1e12, -1);
+	const char *script = tpf_kvlist_get(&said.kv, "script");
+	if (script && *script)
+		r->script_hash = clean_text(script, 100);
+	const char *last = tpf_kvlist_get(&said.kv, "last_log");
+	if (last && *last)
+		r->last_log = clean_text(last, LAST_LOG_MAX);
+	/* The job's progress (docs/ledger.md): numbers, -1 when not said. */
+	r->step = said_number(&said, "step");
+	r->checkpoint_step = said_number(&said, "checkpoint_step");
+	const char *ck = tpf_kvlist_get(&said.kv, "checkpoint");
+	if (ck && *ck)
+		r->checkpoint = clean_text(ck, 300);
+	const char *dis = tpf_kvlist_get(&said.kv, "disruption");
+	if (dis && *dis)
+		r->disruption = clean_text(dis, 100);
+	const char *tok = tpf_kvlist_get(&said.kv, "token");
+	if (token_out && tok && *tok)
+		*token_out = clean_text(tok, 100);
+	said_release(&said);
+	return 0;
+}
 
 /*
  * Run `command` on the worker; on success out holds its output. soft: an
@@ -491,13 +554,12 @@ int tpf_provision_probe(struct tpf_transport *t, const struct tpf_state_node *n,
 			struct tpf_worker_report *r, struct tpf_diags *d)
 {
 	struct tpf_buf out = TPF_BUF_INIT;
-	struct script_said said;
 	int status = -1, reachable = 0;
 
 	memset(r, 0, sizeof(*r));
 	r->exit_code = -1;
 	r->stalled_for = -1;
-	r->step = r->checkpoint = -1;
+	r->step = r->checkpoint_step = -1;
 	int err = run_on_worker(t, n, live, worker,
 				"if [ -f " TPF_REMOTE_SCRIPT " ]; then " SCRIPT_CMD " status; "
 				"else echo 'TPUFORM session=none'; fi",
@@ -509,42 +571,41 @@ int tpf_provision_probe(struct tpf_transport *t, const struct tpf_state_node *n,
 	}
 	if (err)
 		goto done;
-	parse_output(out.buf, &said);
-	const char *session = tpf_kvlist_get(&said.kv, "session");
-	if (status != 0 || !session) {
-		char *tail = output_tail(said.text.buf, NULL);
-		err = tpf_errorx(d, NULL, *tail ? tail : NULL,
-				 "status of worker '%s/w%d' failed (exit status %d): expected a line "
-				 "'TPUFORM session=...'", n->name, worker, status);
-		free(tail);
-		said_release(&said);
-		goto done;
-	}
-	r->job_state = xstrdup(session);
-	const char *code = tpf_kvlist_get(&said.kv, "exit_code");
-	if (code && *code) {
-		char *end = NULL;
-		long v = strtol(code, &end, 10);
-		if (!*end && v >= -1 && v <= 255)
-			r->exit_code = (int)v;
-	}
-	const char *stalled = tpf_kvlist_get(&said.kv, "stalled_for");
-	if (stalled && *stalled) {
-		char *end = NULL;
-		long v = strtol(stalled, &end, 10);
-		if (!*end && v >= 0)
-			r->stalled_for = (double)v;
-	}
-	r->step = said_number(&said, "step");
-	r->checkpoint = said_number(&said, "checkpoint");
-	const char *script = tpf_kvlist_get(&said.kv, "script");
-	if (script && *script)
-		r->script_hash = clean_text(script, 100);
-	const char *last = tpf_kvlist_get(&said.kv, "last_log");
-	if (last && *last)
-		r->last_log = clean_text(last, LAST_LOG_MAX);
-	said_release(&said);
+	err = fill_report(out.buf, status, n->name, worker, r, NULL, d);
 done:
+	tpf_buf_release(&out);
+	return err;
+}
+
+int tpf_provision_connect(struct tpf_transport *t, const struct tpf_state_node *n,
+			  const struct tpf_live_node *live, int worker, struct tpf_conn **c,
+			  struct tpf_diags *d)
+{
+	return open_worker(t, n, live, worker, 1, 1, c, NULL, d);
+}
+
+int tpf_provision_wait(struct tpf_transport *t, struct tpf_conn *c, const char *node, int worker,
+		       const char *token, int window, struct tpf_worker_report *r, char **token_out,
+		       struct tpf_diags *d)
+{
+	struct tpf_buf out = TPF_BUF_INIT, cmd = TPF_BUF_INIT;
+	int status = -1;
+	memset(r, 0, sizeof(*r));
+	r->exit_code = -1;
+	r->stalled_for = -1;
+	*token_out = NULL;
+	tpf_buf_addf(&cmd, "if [ -f " TPF_REMOTE_SCRIPT " ]; then " SCRIPT_CMD " wait ");
+	tpf_shquote_buf(&cmd, token ? token : "");
+	tpf_buf_addf(&cmd, " %d; else echo 'TPUFORM session=none'; echo 'TPUFORM token=none'; fi",
+		     window > 0 ? window : 10);
+	/* The window, and the status probe's own time after it. */
+	int err = t->ops->exec(c, cmd.buf, &out, &status, (window > 0 ? window : 10) + PROBE_TIMEOUT,
+			       d);
+	if (!err) {
+		r->reachable = 1;
+		err = fill_report(out.buf, status, node, worker, r, token_out, d);
+	}
+	tpf_buf_release(&cmd);
 	tpf_buf_release(&out);
 	return err;
 }
@@ -601,15 +662,20 @@ int tpf_provision_setup_log(struct tpf_transport *t, const struct tpf_state_node
 }
 
 int tpf_provision_stop(struct tpf_transport *t, const struct tpf_state_node *n,
-		       const struct tpf_live_node *live, int worker, struct tpf_diags *d)
+		       const struct tpf_live_node *live, int worker, const char *reason,
+		       struct tpf_diags *d)
 {
 	struct tpf_buf out = TPF_BUF_INIT;
 	struct script_said said;
 	int status = -1, reachable = 0;
-	int err = run_on_worker(t, n, live, worker,
-				"if [ -f " TPF_REMOTE_SCRIPT " ]; then " SCRIPT_CMD " stop; "
-				"else echo 'TPUFORM result=stopped'; fi",
-				STOP_TIMEOUT, &out, &status, NULL, 0, 1, 0, &reachable, d);
+	/* The reason is one of tpuform's own words ([a-z_]), never user text. */
+	int word = reason && *reason && strspn(reason, "abcdefghijklmnopqrstuvwxyz_") == strlen(reason);
+	char *cmd = xasprintf("if [ -f " TPF_REMOTE_SCRIPT " ]; then " SCRIPT_CMD " stop %s; "
+			      "else echo 'TPUFORM result=stopped'; fi",
+			      word ? reason : "");
+	int err = run_on_worker(t, n, live, worker, cmd, STOP_TIMEOUT, &out, &status, NULL, 0, 1, 0,
+				&reachable, d);
+	free(cmd);
 	if (err)
 		goto done;
 	parse_output(out.buf, &said);

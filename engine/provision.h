@@ -11,15 +11,19 @@
  *   restart -> "TPUFORM result=started" (kills the session first)
  *   status  -> "TPUFORM session=alive|exited|dead|none", "TPUFORM exit_code=N",
  *              "TPUFORM script=sha256:<hex of the running script>", "TPUFORM last_log=<line>",
+ *              "TPUFORM checkpoint=<the job's last TPUFORM_CHECKPOINT>" and
+ *              "TPUFORM disruption=<reason>" when there are some,
  *              and while the session is alive "TPUFORM stalled_for=S": whole seconds
  *              since the job's log last grew or it last touched $TPUFORM_HEARTBEAT,
  *              whichever is later (the script reports, tpuform judges against
  *              stall_timeout: the timeout can change without re-provisioning)
- *   stop    -> "TPUFORM result=stopped"
+ *   stop [REASON] -> "TPUFORM result=stopped"; with a REASON (a planned
+ *              replacement or delete), $TPUFORM_DISRUPTION is written first;
+ *              the job gets on_disruption's signal and grace before SIGKILL
  *   logs N  -> the last N lines of the job log (0: all), no TPUFORM lines
  *   setup-log N -> the same for the setup log (setup.log)
  * A failing start/restart prints "TPUFORM result=failed step=STEP exit_code=N"
- * (STEP: lock, secrets, session, source, setup), preceded by a "tpuform: <why>"
+ * (STEP: lock, secrets, session, source, setup, preflight), preceded by a "tpuform: <why>"
  * line and the tail of the step's log, and exits 1. start/restart may also
  * print "TPUFORM warning=<word>" (libtpu-lockfile-in-use,
  * libtpu-lockfile-not-removed); provisioning turns them into warnings.
@@ -50,7 +54,9 @@ struct tpf_worker_report {
 	double stalled_for; /* seconds without output or heartbeat (alive only); -1 unknown */
 	/* The job's own progress (templates/bootstrap.sh status, docs/ledger.md):
 	 * its step and the step of its last checkpoint; -1 unknown. */
-	long step, checkpoint;
+	long step, checkpoint_step;
+	char *checkpoint;   /* the job's last TPUFORM_CHECKPOINT, may be NULL */
+	char *disruption;   /* the notice the job was given (reason=), may be NULL */
 };
 void tpf_worker_report_release(struct tpf_worker_report *r);
 
@@ -70,7 +76,10 @@ void tpf_job_facts_redact(struct tpf_job_facts *facts, const struct tpf_kvlist *
  * session, status "running", provisioned_at, host_key, address) and sets
  * *changed (0: already running this script, Ansible's "ok"). Errors:
  * TPF_EUNREACHABLE, TPF_EHOSTKEY, TPF_ERROR; n->workers[worker].status is
- * then "unreachable" or "failed".
+ * then "unreachable" or "failed". A failed preflight (step "preflight": a
+ * held or missing TPU, the group's preflight command) adds one to
+ * n->workers[worker].preflight_failures and keeps the script's message in
+ * preflight_error; a start that passes it sets them to 0 and NULL.
  */
 int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 			 struct tpf_state_node *n, const struct tpf_live_node *live, int worker,
@@ -89,6 +98,26 @@ int tpf_provision_probe(struct tpf_transport *t, const struct tpf_state_node *n,
 			const struct tpf_live_node *live, int worker, int once,
 			struct tpf_worker_report *r, struct tpf_diags *d);
 
+/*
+ * Watching a job without probing it (watch, issue 21): a connection held
+ * to worker `worker` (read-only, one attempt; the caller closes it with
+ * t->ops->close), on which tpf_provision_wait runs the bootstrap's wait
+ * verb: it blocks until the job's token (its process group and state:
+ * "none", "PGID:alive", "PGID:exited:CODE", "PGID:dead") differs from
+ * `token` ("" or NULL: answers at once), or `window` seconds pass, then
+ * fills *r as tpf_provision_probe does and *token_out with the new token
+ * (caller frees; NULL if the script printed none, e.g. an older script).
+ * The exec's timeout is window + the status probe's, so a silently
+ * dropped network ends the call. Errors: TPF_EUNREACHABLE (the connection
+ * broke: reconnect), TPF_ERROR (an answer without a session line).
+ */
+int tpf_provision_connect(struct tpf_transport *t, const struct tpf_state_node *n,
+			  const struct tpf_live_node *live, int worker, struct tpf_conn **c,
+			  struct tpf_diags *d);
+int tpf_provision_wait(struct tpf_transport *t, struct tpf_conn *c, const char *node, int worker,
+		       const char *token, int window, struct tpf_worker_report *r, char **token_out,
+		       struct tpf_diags *d);
+
 /* The last `lines` lines of the worker's job log (0: all), appended to out.
  * Errors (nothing appended): unreachable, never provisioned, no log yet. */
 int tpf_provision_logs(struct tpf_transport *t, const struct tpf_state_node *n,
@@ -104,10 +133,14 @@ int tpf_provision_setup_log(struct tpf_transport *t, const struct tpf_state_node
 			    const struct tpf_live_node *live, int worker, int lines,
 			    struct tpf_buf *out, struct tpf_diags *d);
 
-/* Stop the worker's session and job (SIGTERM to the job's process group,
- * SIGKILL after 15 s); used before delete where reachable. A worker never
- * provisioned counts as stopped. */
+/* Stop the worker's session and job: the group's on_disruption signal
+ * (default SIGTERM) to the job's process group, SIGKILL after its grace
+ * (default 15 s). reason (a word: "replaced", "deleted"; NULL: none)
+ * writes $TPUFORM_DISRUPTION first, as a preemption notice does; used
+ * before a planned replacement or delete of a running node, and for the
+ * members of a restart unit. A worker never provisioned counts as stopped. */
 int tpf_provision_stop(struct tpf_transport *t, const struct tpf_state_node *n,
-		       const struct tpf_live_node *live, int worker, struct tpf_diags *d);
+		       const struct tpf_live_node *live, int worker, const char *reason,
+		       struct tpf_diags *d);
 
 #endif

@@ -139,7 +139,9 @@ int tpf_probe_jobs(struct tpf_provider *prov, const struct tpf_state *st,
 			f->last_log = xstrdup(task->report.last_log);
 			f->have_progress = 1;
 			f->step = task->report.step;
-			f->checkpoint = task->report.checkpoint;
+			f->checkpoint_step = task->report.checkpoint_step;
+			f->checkpoint = xstrdup(task->report.checkpoint);
+			f->disruption = xstrdup(task->report.disruption);
 		}
 		tpf_worker_report_release(&task->report);
 	}

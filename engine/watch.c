@@ -41,6 +41,8 @@ struct loop {
 	const struct tpf_watch_opts *o;
 	struct tpf_healer *healer;
 	struct tpf_prober *prober; /* session probes, in the background */
+	struct tpf_attacher *attacher; /* job waits: a job's end seen at once; NULL: off */
+	unsigned long news_seen;       /* tpf_attacher_news when the last round began */
 	struct tpf_watch_hooks *hooks; /* notifications and metrics */
 	struct tpf_unhealthy_set sick;
 	/* "node/worker/kind" of the restart entries of the last probed round:
@@ -63,7 +65,8 @@ struct loop {
 static void nap(struct loop *w, double seconds)
 {
 	double end = tpf_now_mono() + seconds;
-	while (!stopped(w->o) && tpf_now_mono() < end) {
+	while (!stopped(w->o) && tpf_now_mono() < end &&
+	       tpf_attacher_news(w->attacher) == w->news_seen) {
 		if (w->lease && tpf_watch_lease_leading(w->lease) &&
 		    tpf_now_mono() >= tpf_watch_lease_due(w->lease, w->o->interval))
 			tpf_watch_lease_lead(w->lease);
@@ -291,6 +294,29 @@ static int take_probe(struct loop *w, struct tpf_session *s, double started, int
 	return got;
 }
 
+/* No probe answers this round: plan from what the job waits know instead
+ * (a job that ended is acted on at once, issue 21), each fact dropped
+ * when a heal of its node ended after it was learnt. 1 with facts. */
+static int take_waits(struct loop *w, struct tpf_session *s)
+{
+	double *at = NULL;
+	struct tpf_job_facts all;
+	memset(&all, 0, sizeof(all));
+	size_t n = tpf_attacher_take(w->attacher, &all, &at);
+	for (size_t i = 0; i < n; i++) {
+		/* A list of one, in place: dropped, its strings are freed. */
+		struct tpf_job_facts one = { &all.items[i], 1, 1 };
+		tpf_healer_drop_stale_facts(w->healer, &one, at[i]);
+		if (!one.n)
+			continue;
+		XGROW(s->facts.items, s->facts.n + 1, s->facts.alloc);
+		s->facts.items[s->facts.n++] = all.items[i];
+	}
+	free(all.items);
+	free(at);
+	return s->facts.n > 0;
+}
+
 /* One round: ROUND_FATAL when the first round could not load the fleet
  * file or another state owns a node of this fleet's name. */
 static enum round_outcome round_run(struct loop *w, int round, double started)
@@ -323,6 +349,14 @@ static enum round_outcome round_run(struct loop *w, int round, double started)
 		     : (round == 1 && !s.have_fleet) || refreshed == TPF_EFOREIGN ? ROUND_FATAL
 										   : ROUND_FAILED;
 	} else {
+		tpf_attacher_sync(w->attacher, &s);
+		if (!probed && lead == LEAD_YES && w->attacher && take_waits(w, &s)) {
+			probed = 1;
+			tpf_plan_release(&p);
+			memset(&p, 0, sizeof(p));
+			if (tpf_session_plan(&s, 0, &p))
+				probed = 0;
+		}
 		if (s.have_commit)
 			snprintf(w->pinned, sizeof(w->pinned), "%s", s.commit);
 		tpf_watch_hooks_seen(w->hooks, &s, probed, started);
@@ -350,9 +384,11 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 	double error_wait = o.interval;
 	int rc = 0;
 	long looked = 0; /* rounds begun, standby looks included: warnings count in them */
+	w.attacher = o.job_wait ? tpf_attacher_new(&o) : NULL;
 	for (int round = 1; !stopped(&o) && (!o.max_rounds || round <= o.max_rounds); round++) {
 		double started = tpf_now_mono();
 		tpf_watch_warnings_round(++looked);
+		w.news_seen = tpf_attacher_news(w.attacher);
 		enum round_outcome outcome = round_run(&w, round, started);
 		if (outcome == ROUND_FATAL) {
 			rc = TPF_ERROR;
@@ -391,6 +427,7 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 			       "interrupted: stopped after the step in flight; state saved, nothing "
 			       "deleted");
 	tpf_prober_free(w.prober); /* a probe in flight ends within its timeouts */
+	tpf_attacher_free(w.attacher); /* each wait ends within its window */
 	tpf_healer_finish(w.healer);
 	tpf_watch_lease_free(w.lease); /* after the heals: a clean exit hands over at once */
 	tpf_watch_hooks_free(w.hooks);

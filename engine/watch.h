@@ -115,6 +115,11 @@ struct tpf_watch_opts {
 	 * (state/lease.h) lasts without renewal; a standby watch takes over
 	 * after that (<= 0: 30). Local state has no lease. */
 	double lease_ttl;
+	/* Wait on every worker's job over a connection of its own, so that a
+	 * job's end or a dead session is acted on at once rather than at the
+	 * next -session-check (engine/watch_attach.c; docs/ARCHITECTURE.md
+	 * section 3). -job-wait, default on; 0: probes only. */
+	int job_wait;
 };
 
 /*

@@ -369,6 +369,8 @@ void tpf_healer_drop_stale_facts(struct tpf_healer *h, struct tpf_job_facts *f, 
 			free(sf->job_state);
 			free(sf->script_hash);
 			free(sf->last_log);
+			free(sf->checkpoint);
+			free(sf->disruption);
 			continue;
 		}
 		f->items[keep++] = *sf;

@@ -375,9 +375,9 @@ static void seen_progress(struct tpf_watch_hooks *h, const struct tpf_session *s
 	ev.worker = 0;
 	ev.generation = sn ? sn->generation : -1;
 	struct mark *k = mark_find(&h->ckpts, sf->node);
-	if (sf->checkpoint >= 0 && (!k || k->value != sf->checkpoint)) {
-		mark_set(&h->ckpts, sf->node, sf->checkpoint);
-		ev.step = sf->checkpoint;
+	if (sf->checkpoint_step >= 0 && (!k || k->value != sf->checkpoint_step)) {
+		mark_set(&h->ckpts, sf->node, sf->checkpoint_step);
+		ev.step = sf->checkpoint_step;
 		tpf_run_ledger_event(h->ledger, &ev);
 	}
 	long now = (long)(tpf_now_mono() * 1000);

@@ -4,7 +4,7 @@
  *
  *   watch.c (the loop) -> watch_heal.c -> watch_lease.c -> watch_emit.c
  *   watch.c -> watch_hooks.c -> watch_summary.c
- *   watch.c -> watch_probe.c, watch_unhealthy.c, watch_summary.c
+ *   watch.c -> watch_probe.c, watch_attach.c, watch_unhealthy.c, watch_summary.c
  *
  * and every file may call watch_emit.c, the leaf, which calls none.
  */
@@ -127,6 +127,47 @@ int tpf_prober_take(struct tpf_prober *p, double deadline, struct tpf_job_facts 
 
 /* Wait for a probe in flight (its timeouts bound it) and free p (NULL: no-op). */
 void tpf_prober_free(struct tpf_prober *p);
+
+/* ---- job waits: a job's end seen at once (engine/watch_attach.c) -------- */
+
+struct tpf_attacher;
+
+/* An attacher for the loop with options o (borrowed: must outlive it). Its
+ * wait window is TPUFORM_ATTACH_WINDOW seconds (default 10). */
+struct tpf_attacher *tpf_attacher_new(const struct tpf_watch_opts *o);
+
+/*
+ * Keep one waiting connection (a thread, engine/provision.h
+ * tpf_provision_wait) on every provisioned worker of every READY node of
+ * the refreshed session s, and stop those of workers that left (a new VM
+ * id is a new worker). The first call opens the attacher's own session
+ * (fleet file, state, provider; no lock) to connect with. NULL a: no-op.
+ */
+void tpf_attacher_sync(struct tpf_attacher *a, const struct tpf_session *s);
+
+/* A counter that goes up each time a wait learns that a job ended (exited,
+ * or its session died): the loop compares it with the value it last saw,
+ * and plans at once when it moved. 0 for NULL. */
+unsigned long tpf_attacher_news(struct tpf_attacher *a);
+
+/*
+ * Append what the waits of attached workers know to *facts (empty on
+ * entry; the caller releases it) and set *at to a new array (caller
+ * frees) of the monotonic time of each fact's answer, index for index:
+ * facts older than a heal of their node must be dropped
+ * (tpf_healer_drop_stale_facts). Jobs tpuform itself stopped (session
+ * "none", or a disruption it gave: restarted, replaced, deleted) give
+ * nothing: a late answer from a heal's own stop is not a failure. Detached
+ * workers give nothing (the
+ * periodic probe asks them). Returns the number of facts.
+ */
+size_t tpf_attacher_take(struct tpf_attacher *a, struct tpf_job_facts *facts, double **at);
+
+/* Workers waited on and, of them, those attached now (for the summary). */
+void tpf_attacher_counts(struct tpf_attacher *a, size_t *attached, size_t *workers);
+
+/* Stop every wait (each ends within its window) and free a (NULL: no-op). */
+void tpf_attacher_free(struct tpf_attacher *a);
 
 struct tpf_watch_lease; /* engine/watch_lease.c, below */
 

@@ -307,10 +307,12 @@ static void diff_absent(struct tpf_plan *p, const struct tpf_desired_node *dn,
 	}
 	a = node_action(p, TPF_ACT_CREATE, dn, sn, NULL);
 	describe_new(a, dn);
-	if (sn && !strcmp(sn->status, TPF_NODE_CREATED) && tpf_live_set_was_preempted(live, sn->id))
+	int was_created = sn && (!strcmp(sn->status, TPF_NODE_CREATED) ||
+				 !strcmp(sn->status, TPF_NODE_BAD_HOST));
+	if (was_created && tpf_live_set_was_preempted(live, sn->id))
 		set_reason(a, "preempted", "the node was preempted: Compute Engine deleted it "
 			   "(its termination action is DELETE)");
-	else if (sn && !strcmp(sn->status, TPF_NODE_CREATED))
+	else if (was_created)
 		set_reason(a, "missing", "the node is missing: it was deleted outside tpuform");
 	else if (sn)
 		set_reason(a, "interrupted", "an earlier create did not complete");
@@ -400,7 +402,8 @@ static int replace_lost_slices(struct tpf_plan *p, const struct tpf_desired_node
 }
 
 /* Replace when the node must go: its queued resource gave up, it is dead,
- * tainted, or a field that forces replacement changed. 1 if it did. */
+ * tainted, a bad host (state/state.h TPF_NODE_BAD_HOST), or a field that
+ * forces replacement changed. 1 if it did. */
 static int diff_replace(struct tpf_plan *p, const struct tpf_desired_node *dn,
 			const struct tpf_state_node *sn, const struct tpf_live_node *ln)
 {
@@ -421,15 +424,24 @@ static int diff_replace(struct tpf_plan *p, const struct tpf_desired_node *dn,
 	memset(&fields, 0, sizeof(fields));
 	int moved = plan_replace_fields(&fields, dn, ln, sn);
 	int tainted = sn && !strcmp(sn->status, TPF_NODE_TAINTED);
-	if (!tainted && !fields.nchanges) {
+	int bad = sn && !strcmp(sn->status, TPF_NODE_BAD_HOST);
+	if (!tainted && !bad && !fields.nchanges) {
 		tpf_action_release(&fields);
 		return 0;
 	}
 	struct tpf_action *a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
 	a->changes = fields.changes; /* moved */
 	a->nchanges = fields.nchanges;
-	if (tainted)
+	if (tainted) {
 		set_reason(a, "tainted", "is tainted, so must be replaced");
+	} else if (bad) {
+		/* Its TPU failed preflight again and again (templates/
+		 * bootstrap.sh): a new host, not another restart (issue 21). */
+		char *why = xasprintf("bad host: %s; replace the node",
+				      sn->bad_host ? sn->bad_host : "its TPU failed preflight");
+		set_reason(a, "bad_host", why);
+		free(why);
+	}
 	else if (moved)
 		set_reason(a, "api", "moving a group between APIs replaces its nodes");
 	else

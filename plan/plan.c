@@ -79,6 +79,8 @@ void tpf_job_facts_release(struct tpf_job_facts *s)
 		free(s->items[i].job_state);
 		free(s->items[i].script_hash);
 		free(s->items[i].last_log);
+		free(s->items[i].checkpoint);
+		free(s->items[i].disruption);
 	}
 	free(s->items);
 	memset(s, 0, sizeof(*s));

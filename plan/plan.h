@@ -81,7 +81,13 @@ struct tpf_job_fact {
 	/* The job's step and its last checkpoint's step, as it reported them
 	 * (engine/provision.h); only meaningful with have_progress. */
 	int have_progress;
-	long step, checkpoint;
+	long step, checkpoint_step;
+	/* The job's last checkpoint (a "TPUFORM_CHECKPOINT=<step or path>"
+	 * line of its log, or $TPUFORM_CHECKPOINT_FILE) and the disruption it
+	 * was told of ("preempted", "maintenance:...", "replaced"), as the
+	 * worker reported them; NULL: none. */
+	char *checkpoint;
+	char *disruption;
 };
 
 struct tpf_job_facts {
@@ -98,7 +104,9 @@ enum tpf_job_verdict {
 	TPF_JOB_FINE,          /* running, finished as the policy wants, or not known */
 	TPF_JOB_RESTART,       /* the policy restarts it now */
 	TPF_JOB_EXHAUSTED,     /* the policy would restart it, but max_restarts are used up */
-	TPF_JOB_NOT_RESTARTED, /* it failed or its session died, and `restart: never` */
+	TPF_JOB_NOT_RESTARTED, /* it failed or its session died, and `restart: never`; or
+				* it exited with a code restart_on_exit_codes does not
+				* choose (struct tpf_unit_verdict by_code) */
 	TPF_JOB_WAITING,       /* the policy restarts it once its backoff has passed */
 };
 
@@ -146,6 +154,10 @@ struct tpf_restart_unit {
 struct tpf_unit_verdict {
 	enum tpf_job_verdict verdict;
 	int trigger;    /* index in members of the job that calls for a restart; -1: none */
+	/* 1: NOT_RESTARTED because the trigger's exit code is not one the
+	 * policy restarts on (restart_on_exit_codes, never_restart_on): the
+	 * job ended its run on purpose, and failed. */
+	int by_code;
 	int restarts;   /* restarts of the unit so far: the most any member had */
 	double due;     /* TPF_JOB_WAITING: wall-clock seconds when the restart is due */
 	/* Why, for people, naming the trigger: "worker 2 job failed (exit 1)",
@@ -160,14 +172,22 @@ struct tpf_unit_verdict {
  * died, its job failed (or, with `restart: always`, exited), or it stalled
  * (alive, stalled_for >= policy->stall_timeout > 0); members that did not
  * answer count as nothing known. The first such member (by worker index)
- * is the trigger. Then, for the unit: `restart: never` gives
- * NOT_RESTARTED; restarts >= max_restarts gives EXHAUSTED; a restart
+ * is the trigger. A job that exited with a code the policy does not
+ * restart on (tpf_policy_restarts_on: restart_on_exit_codes, as xpk's
+ * restart-on-exit-codes; default any code but 0) ends the unit's run when
+ * no member calls for a restart: NOT_RESTARTED with by_code set. Then, for
+ * the unit: `restart: never` gives NOT_RESTARTED; restarts >= max_restarts gives EXHAUSTED; a restart
  * before its backoff (tpf_restart_backoff) from the unit's last restart
  * gives WAITING; else RESTART. Pure. *out is overwritten.
  */
 void tpf_unit_verdict(const struct tpf_fleet *f, const struct tpf_restart_unit *u, double now,
 		      struct tpf_unit_verdict *out);
 void tpf_unit_verdict_release(struct tpf_unit_verdict *v);
+
+/* Did sf's job exit with a failing code that policy pol does not restart
+ * on (restart_on_exit_codes), so its run ended on purpose? Pure. */
+int tpf_job_ended_by_code(const struct tpf_fleet *f, const struct tpf_job_policy *pol,
+			  const struct tpf_job_fact *sf);
 
 /*
  * Seconds a unit that has been restarted `restarts` times waits after its

@@ -53,21 +53,34 @@ int tpf_job_stalled(const struct tpf_job_policy *pol, const struct tpf_job_fact 
 	       sf->stalled_for >= pol->stall_timeout;
 }
 
-/* Does this job call for a restart under the fleet's `restart` (before
- * counting restarts)? Stalled and failed jobs and dead sessions do; a job
- * that exited 0 only with `restart: always`. */
+/* What this job's state calls for under the fleet's `restart` and the
+ * policy's exit codes (before counting restarts): JOB_CALLS_RESTART for a
+ * stalled job, a dead session, an exit code the policy restarts on
+ * (restart_on_exit_codes; default: any but 0) or any exit with `restart:
+ * always`; JOB_CALLS_END for a failed exit whose code is not chosen (the
+ * job ended its run on purpose: failed, not restarted); else nothing. */
+enum { JOB_CALLS_NOTHING = 0, JOB_CALLS_RESTART, JOB_CALLS_END };
 static int job_calls(const struct tpf_fleet *f, const struct tpf_job_policy *pol,
 		     const struct tpf_job_fact *sf)
 {
 	if (!sf || !sf->job_state)
-		return 0;
+		return JOB_CALLS_NOTHING;
 	if (tpf_job_stalled(pol, sf))
-		return 1;
+		return JOB_CALLS_RESTART;
 	int dead = !strcmp(sf->job_state, "dead");
 	int exited = !strcmp(sf->job_state, "exited");
 	if (!dead && !exited)
-		return 0; /* alive, or never started ("none": provisioning's) */
-	return f->restart == TPF_RESTART_ALWAYS || dead || sf->exit_code != 0;
+		return JOB_CALLS_NOTHING; /* alive, or never started ("none": provisioning's) */
+	if (dead || (f->restart == TPF_RESTART_ALWAYS && sf->exit_code == 0) ||
+	    tpf_policy_restarts_on(pol, sf->exit_code))
+		return JOB_CALLS_RESTART;
+	return sf->exit_code != 0 ? JOB_CALLS_END : JOB_CALLS_NOTHING;
+}
+
+int tpf_job_ended_by_code(const struct tpf_fleet *f, const struct tpf_job_policy *pol,
+			  const struct tpf_job_fact *sf)
+{
+	return job_calls(f, pol, sf) == JOB_CALLS_END;
 }
 
 char *tpf_job_what(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf,
@@ -89,6 +102,7 @@ void tpf_unit_verdict(const struct tpf_fleet *f, const struct tpf_restart_unit *
 {
 	memset(out, 0, sizeof(*out));
 	out->trigger = -1;
+	int ended = -1;
 	double last = 0;
 	for (size_t i = 0; i < u->n; i++) {
 		const struct tpf_unit_member *m = &u->members[i];
@@ -97,8 +111,17 @@ void tpf_unit_verdict(const struct tpf_fleet *f, const struct tpf_restart_unit *
 		double t = m->sw ? parse_time(m->sw->restarted_at) : 0;
 		if (t > last)
 			last = t;
-		if (out->trigger < 0 && job_calls(f, u->policy, m->sf))
+		int calls = job_calls(f, u->policy, m->sf);
+		if (out->trigger < 0 && calls == JOB_CALLS_RESTART)
 			out->trigger = (int)i;
+		if (ended < 0 && calls == JOB_CALLS_END)
+			ended = (int)i;
+	}
+	if (out->trigger < 0 && ended >= 0) {
+		/* Ended on purpose (an exit code not chosen): failed, and no
+		 * member's state asks for a restart. */
+		out->trigger = ended;
+		out->by_code = 1;
 	}
 	if (out->trigger < 0) {
 		out->verdict = TPF_JOB_FINE;
@@ -109,7 +132,7 @@ void tpf_unit_verdict(const struct tpf_fleet *f, const struct tpf_restart_unit *
 	out->why = xasprintf("worker %d %s", m->worker, what);
 	free(what);
 	double wait = tpf_restart_backoff(u->policy, out->restarts);
-	if (f->restart == TPF_RESTART_NEVER)
+	if (f->restart == TPF_RESTART_NEVER || out->by_code)
 		out->verdict = TPF_JOB_NOT_RESTARTED;
 	else if (out->restarts >= f->max_restarts)
 		out->verdict = TPF_JOB_EXHAUSTED;

@@ -57,6 +57,9 @@ char *tpf_job_verdict_reason(const struct tpf_fleet *f, const struct tpf_job_pol
 		char *wait = waiting_words(f, restarts, due, now, 1);
 		r = xasprintf("%s; %s", what, wait);
 		free(wait);
+	} else if (v == TPF_JOB_NOT_RESTARTED && tpf_job_ended_by_code(f, pol, sf)) {
+		r = xasprintf("%s; not restarted (exit %d is not in restart_on_exit_codes)", what,
+			      sf->exit_code);
 	} else if (v == TPF_JOB_NOT_RESTARTED) {
 		r = xasprintf("%s; not restarted (restart: never)", what);
 	} else if (restarts > 0) {
@@ -79,9 +82,10 @@ char *tpf_unit_verdict_reason(const struct tpf_fleet *f, const struct tpf_restar
 		return r;
 	}
 	if (v->verdict == TPF_JOB_NOT_RESTARTED)
-		return xasprintf("failed: %s; not restarted (restart: never); the node is kept for "
-				 "debugging",
-				 v->why);
+		return xasprintf("failed: %s; not restarted (%s); the node is kept for debugging",
+				 v->why,
+				 v->by_code ? "its exit code is not in restart_on_exit_codes"
+					    : "restart: never");
 	return xasprintf("failed: %s after %d restart%s of all %zu workers; restarts are used up "
 			 "(max_restarts: %d); the node is kept for debugging",
 			 v->why, v->restarts, v->restarts == 1 ? "" : "s", u->n, f->max_restarts);
@@ -92,7 +96,7 @@ static const struct {
 	const char *code, *mark;
 } kinds[] = {
 	{ TPF_UNCONV_RESTARTS_EXHAUSTED, "restarts_exhausted", "restarts exhausted" },
-	{ TPF_UNCONV_NOT_RESTARTED, "not_restarted", "not restarted (restart: never)" },
+	{ TPF_UNCONV_NOT_RESTARTED, "not_restarted", "not restarted" },
 	{ TPF_UNCONV_QUOTA, "quota", "waiting for quota" },
 	{ TPF_UNCONV_QUEUED, "queued", "waiting in its queued resource" },
 	{ TPF_UNCONV_UNREACHABLE, "unreachable", "unreachable" },

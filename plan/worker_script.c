@@ -83,6 +83,7 @@ static struct tpf_bootstrap_params worker_params(const struct tpf_fleet *f,
 {
 	int nworkers = tpf_node_worker_count(n);
 	const char *coordinator = NULL;
+	const struct tpf_job_policy *pol = tpf_fleet_job_policy(f, n->group);
 
 	if (live && live->nendpoints > 0 && nworkers > 1)
 		coordinator = live->endpoints[0].ip ? live->endpoints[0].ip
@@ -108,6 +109,12 @@ static struct tpf_bootstrap_params worker_params(const struct tpf_fleet *f,
 		.nslices = tpf_recipe_slices(&n->recipe),
 		.secrets_hash = secrets_hash,
 		.slice_worker = worker % tpf_recipe_slice_workers(&n->recipe),
+		.tpu_busy = tpf_tpu_busy_word(pol->tpu_busy),
+		.preflight = pol->preflight,
+		.preflight_timeout = (int)pol->preflight_timeout,
+		.require_devices = pol->require_tpu_devices,
+		.disruption_signal = tpf_disruption_signal_name(pol->disruption_signal),
+		.disruption_grace = (int)(pol->disruption_grace + 0.5),
 	};
 	return p;
 }

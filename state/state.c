@@ -48,6 +48,7 @@ static void worker_release(struct tpf_state_worker *w)
 	free(w->host_key);
 	free(w->provisioned_at);
 	free(w->restarted_at);
+	free(w->preflight_error);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -59,6 +60,7 @@ void tpf_state_node_release(struct tpf_state_node *n)
 	free(n->status);
 	free(n->created_at);
 	free(n->completed_at);
+	free(n->bad_host);
 	tpf_recipe_release(&n->recipe);
 	tpf_job_release(&n->job);
 	for (size_t i = 0; i < n->nworkers; i++)

@@ -40,6 +40,10 @@
 #define TPF_NODE_PENDING "pending" /* create about to be / was sent, not confirmed */
 #define TPF_NODE_CREATED "created" /* the provider confirmed the node */
 #define TPF_NODE_TAINTED "tainted" /* create failed half-way: replace next time */
+/* A worker failed its preflight (templates/bootstrap.sh: a held or missing
+ * TPU, a failing user preflight) preflight_failures times in a row: the
+ * host is bad, and the node is replaced next time, not restarted. */
+#define TPF_NODE_BAD_HOST "bad_host"
 /* on_success: delete: every worker's job exited 0, the node was deleted to
  * free its quota and is not created again (docs/design.md section 8). */
 #define TPF_NODE_COMPLETED "completed"
@@ -59,6 +63,11 @@ struct tpf_state_worker {
 	char *address;        /* last address used to reach it, may be NULL */
 	char *host_key;       /* pinned host key fingerprint "SHA256:..." (ssh), may be NULL */
 	char *provisioned_at; /* RFC 3339, may be NULL */
+	/* Failed preflights in a row on this node generation (0 after a
+	 * start that passed it), and the last one's words ("the TPU is in
+	 * use: pid 4242 (python3 train.py) holds /dev/accel0; ..."), or NULL. */
+	int preflight_failures;
+	char *preflight_error;
 };
 
 struct tpf_state_node {
@@ -75,6 +84,10 @@ struct tpf_state_node {
 	 * status (0); otherwise NULL and -1. */
 	char *completed_at;
 	int exit_code;
+	/* The last time this node was found a bad host: "zone Z, id I: worker
+	 * W failed preflight N times: <words>". Kept across its replacement,
+	 * so a report can tell bad hosts from bad jobs; NULL: never. */
+	char *bad_host;
 	struct tpf_state_worker *workers;
 	size_t nworkers;
 };
@@ -232,6 +245,12 @@ void tpf_state_record_not_created(struct tpf_state *st, const char *name, int ma
 /* Deleted because its job completed (on_success: delete): status
  * completed, no id, completed_at `at`, every worker exited 0. */
 void tpf_state_record_completed(struct tpf_state *st, const char *name, const char *at);
+/* Worker `worker` of node `name` failed its preflight too often in a row
+ * (its count is in the worker's record): status bad_host (the plan
+ * replaces it), bad_host the zone, id and `why`. Nothing when there is no
+ * such node or it is not created. */
+void tpf_state_record_bad_host(struct tpf_state *st, const char *name, int worker,
+			       const char *why);
 /*
  * The one "queued" adoption rule: a provider that cannot tell whether a
  * node was queued (local; ln says neither queued nor a queued state) gets

@@ -42,6 +42,9 @@ static json_t *worker_to_json(const struct tpf_state_worker *w)
 	put_str(o, "host_key", w->host_key);
 	put_str(o, "provisioned_at", w->provisioned_at);
 	put_str(o, "restarted_at", w->restarted_at);
+	if (w->preflight_failures > 0)
+		json_object_set_new(o, "preflight_failures", json_integer(w->preflight_failures));
+	put_str(o, "preflight_error", w->preflight_error);
 	return o;
 }
 
@@ -58,6 +61,7 @@ json_t *tpf_state_node_to_json(const struct tpf_state_node *n)
 	put_str(o, "completed_at", n->completed_at);
 	if (n->exit_code >= 0)
 		json_object_set_new(o, "exit_code", json_integer(n->exit_code));
+	put_str(o, "bad_host", n->bad_host);
 	json_object_set_new(o, "recipe", tpf_recipe_to_json(&n->recipe));
 	json_object_set_new(o, "job", tpf_job_to_json(&n->job));
 	json_t *ws = json_array();
@@ -325,7 +329,9 @@ static int parse_worker(const struct reader *r, json_t *o, const char *prefix, s
 	    get_str(r, o, prefix, "address", 0, &w->address) < 0 ||
 	    get_str(r, o, prefix, "host_key", 0, &w->host_key) < 0 ||
 	    get_str(r, o, prefix, "provisioned_at", 0, &w->provisioned_at) < 0 ||
-	    get_str(r, o, prefix, "restarted_at", 0, &w->restarted_at) < 0)
+	    get_str(r, o, prefix, "restarted_at", 0, &w->restarted_at) < 0 ||
+	    get_int32(r, o, prefix, "preflight_failures", 0, &w->preflight_failures) < 0 ||
+	    get_str(r, o, prefix, "preflight_error", 0, &w->preflight_error) < 0)
 		return TPF_ERROR;
 	return 0;
 }
@@ -344,6 +350,7 @@ static int parse_node(const struct reader *r, json_t *o, const char *prefix,
 	    get_str(r, o, prefix, "created_at", 0, &n->created_at) < 0 ||
 	    get_str(r, o, prefix, "completed_at", 0, &n->completed_at) < 0 ||
 	    get_int32(r, o, prefix, "exit_code", INT_MIN, &n->exit_code) < 0 ||
+	    get_str(r, o, prefix, "bad_host", 0, &n->bad_host) < 0 ||
 	    get_obj(r, o, prefix, "recipe", &recipe) < 0 ||
 	    get_obj(r, o, prefix, "job", &job) < 0)
 		return TPF_ERROR;

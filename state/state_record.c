@@ -22,6 +22,8 @@ static void worker_copy(struct tpf_state_worker *dst, const struct tpf_state_wor
 	xstrset(&dst->host_key, src->host_key);
 	xstrset(&dst->provisioned_at, src->provisioned_at);
 	xstrset(&dst->restarted_at, src->restarted_at);
+	dst->preflight_failures = src->preflight_failures;
+	xstrset(&dst->preflight_error, src->preflight_error);
 }
 
 struct tpf_state_node *tpf_state_node_clone(const struct tpf_state_node *src)
@@ -38,6 +40,7 @@ struct tpf_state_node *tpf_state_node_clone(const struct tpf_state_node *src)
 	n->created_at = xstrdup(src->created_at);
 	n->completed_at = xstrdup(src->completed_at);
 	n->exit_code = src->exit_code;
+	n->bad_host = xstrdup(src->bad_host);
 	tpf_state_node_set_workers(n, src->nworkers);
 	for (size_t i = 0; i < src->nworkers; i++)
 		worker_copy(&n->workers[i], &src->workers[i]);
@@ -257,6 +260,23 @@ void tpf_state_count_restart(struct tpf_state *st, const char *name, const int *
 		sw->restarts = gang ? unit + 1 : sw->restarts + 1;
 		xstrset(&sw->restarted_at, at);
 	}
+}
+
+void tpf_state_record_bad_host(struct tpf_state *st, const char *name, int worker,
+			       const char *why)
+{
+	struct tpf_state_node *sn = tpf_state_find(st, name);
+	if (!sn || !sn->status || (strcmp(sn->status, TPF_NODE_CREATED) &&
+				   strcmp(sn->status, TPF_NODE_BAD_HOST)))
+		return;
+	int n = worker >= 0 && (size_t)worker < sn->nworkers ? sn->workers[worker].preflight_failures
+							      : 0;
+	char *b = xasprintf("zone %s, id %s: worker %d failed preflight %d time%s: %s",
+			    sn->recipe.zone ? sn->recipe.zone : "?", sn->id ? sn->id : "?", worker, n,
+			    n == 1 ? "" : "s", why ? why : "?");
+	free(sn->bad_host);
+	sn->bad_host = b;
+	xstrset(&sn->status, TPF_NODE_BAD_HOST);
 }
 
 void tpf_state_stamp_restart(struct tpf_state *st, const char *name, const int *workers,

@@ -7,7 +7,7 @@
 # single-quoted), the user's env exports, then this body unchanged
 # (templates/render.c). It is uploaded to ~/tpuform/bootstrap.sh and run as
 #
-#	sh tpuform/bootstrap.sh start|restart|status|logs N|setup-log N|stop
+#	sh tpuform/bootstrap.sh start|restart|status|wait TOKEN SECONDS|logs N|setup-log N|stop [REASON]
 #
 # printing "TPUFORM key=value" lines for tpuform (the protocol is in
 # engine/provision.h). "job" is the verb the screen session runs.
@@ -29,6 +29,10 @@ tpf_secrets=$tpf_dir/secrets.env
 tpf_bundle=$tpf_dir/source.bundle
 tpf_heartbeat=$tpf_rundir/heartbeat
 tpf_lockfile=${TPUFORM_LIBTPU_LOCKFILE:-/tmp/libtpu_lockfile}
+# The TPU's device files, as glob patterns: /dev/accel* (v2-v4) or the
+# VFIO groups /dev/vfio/N (v5e and later). Tests point this at fake files
+# in the worker's home (the local provider does); nothing else sets it.
+tpf_devices=${TPUFORM_TPU_DEVICES:-/dev/accel* /dev/vfio/[0-9]*}
 
 tpf_say() {
 	printf 'TPUFORM %s\n' "$*"
@@ -130,22 +134,45 @@ tpf_group_ours() {
 	return 1
 }
 
-# Stop the session and every process of the job: TERM to the job's process
-# group (a job may save a checkpoint), KILL after 15 s, then quit screen.
+# tpf_wait_group PGID TENTHS: wait up to TENTHS/10 s for the group to end;
+# 0 if it did.
+tpf_wait_group() {
+	tpf_i=0
+	while tpf_group_running "$1"; do
+		[ "$tpf_i" -ge "$2" ] && return 1
+		sleep 0.1
+		tpf_i=$((tpf_i + 1))
+	done
+	return 0
+}
+
+# Stop the session and every process of the job [tpf_stop REASON]: with a
+# REASON (a planned replacement or delete), $TPUFORM_DISRUPTION is written
+# first, as for a notice. Then the fleet's on_disruption signal (default
+# TERM) to the job's process group and on_disruption.grace
+# (TPUFORM_DISRUPTION_GRACE, default 15 s) for it to checkpoint and exit;
+# then TERM (when the signal was another) with 5 s more, then KILL; then
+# quit screen.
 tpf_stop() {
 	tpf_pg=$(tpf_read "$tpf_rundir/job.pid")
 	if tpf_is_number "$tpf_pg" && tpf_group_ours "$tpf_pg"; then
-		kill -s TERM -- "-$tpf_pg" 2>/dev/null
-		tpf_i=0
-		while tpf_group_running "$tpf_pg"; do
-			if [ "$tpf_i" -ge 150 ]; then
+		tpf_grace=${TPUFORM_DISRUPTION_GRACE:-15}
+		tpf_is_number "$tpf_grace" || tpf_grace=15
+		if [ -n "${1:-}" ]; then
+			tpf_disrupt "$tpf_pg" "$1" "$tpf_grace"
+		else
+			kill -s "$(tpf_dsig)" -- "-$tpf_pg" 2>/dev/null
+		fi
+		if ! tpf_wait_group "$tpf_pg" $((tpf_grace * 10)); then
+			if [ "$(tpf_dsig)" != TERM ]; then
+				kill -s TERM -- "-$tpf_pg" 2>/dev/null
+				tpf_wait_group "$tpf_pg" 50 && tpf_pg=
+			fi
+			if [ -n "$tpf_pg" ]; then
 				kill -s KILL -- "-$tpf_pg" 2>/dev/null
 				sleep 0.2
-				break
 			fi
-			sleep 0.1
-			tpf_i=$((tpf_i + 1))
-		done
+		fi
 	fi
 	tpf_i=0
 	while :; do
@@ -167,25 +194,169 @@ tpf_stop() {
 	rm -f -- "$tpf_rundir/job.pid"
 }
 
-# A libtpu lock file left by a killed or preempted job makes the next one
-# fail with "TPU in use" (jax-ml/jax#10192). Our job is stopped by now; a
-# lock some other process still holds open is left alone.
-tpf_clear_lock() {
-	[ -e "$tpf_lockfile" ] || [ -L "$tpf_lockfile" ] || return 0
-	if command -v fuser >/dev/null 2>&1 && fuser -s "$tpf_lockfile" 2>/dev/null; then
-		printf 'tpuform: %s is held by a running process; left in place\n' "$tpf_lockfile"
-		tpf_say "warning=libtpu-lockfile-in-use"
-		return 0
+# The paths that make up the TPU here, one a line: the libtpu lock file
+# and every device file that exists.
+tpf_tpu_paths() {
+	printf '%s\n' "$tpf_lockfile"
+	# shellcheck disable=SC2086 # glob patterns, split and expanded on purpose
+	for tpf_g in $tpf_devices; do
+		if [ -e "$tpf_g" ]; then
+			printf '%s\n' "$tpf_g"
+		fi
+	done
+}
+
+# Processes holding any of the paths $1 (one a line) open: "PID PATH" a
+# line, one line per process. One `ls` over /proc/*/fd, as fuser(1) reads
+# it (fuser is not on every image). Nothing without /proc.
+tpf_holders() {
+	[ -d /proc/self ] || return 0
+	# shellcheck disable=SC2012 # the link targets are what we read
+	ls -l /proc/[0-9]*/fd 2>/dev/null | tpf_want=$1 tpf_me=$$ awk '
+		BEGIN {
+			n = split(ENVIRON["tpf_want"], w, "\n")
+			for (i = 1; i <= n; i++)
+				if (w[i] != "")
+					want[w[i]] = 1
+		}
+		/^\/proc\/[0-9]+\/fd:$/ { split($0, a, "/"); pid = a[3]; next }
+		{
+			k = index($0, " -> ")
+			if (!k || pid == ENVIRON["tpf_me"])
+				next
+			t = substr($0, k + 4)
+			if ((t in want) && !(pid in seen)) {
+				seen[pid] = 1
+				print pid, t
+			}
+		}'
+}
+
+# The command line of process $1, at most 200 bytes.
+tpf_cmdline() {
+	if [ -r "/proc/$1/cmdline" ]; then
+		tr '\000' ' ' <"/proc/$1/cmdline" 2>/dev/null | cut -c1-200
+	else
+		ps -o args= -p "$1" 2>/dev/null | cut -c1-200
 	fi
-	rm -f -- "$tpf_lockfile" 2>/dev/null
-	if [ -e "$tpf_lockfile" ] && command -v sudo >/dev/null 2>&1; then
-		sudo -n rm -f -- "$tpf_lockfile" >/dev/null 2>&1
+}
+
+# "pid 4242 (python3 train.py) holds /dev/accel0; ..." for holders $1.
+tpf_holders_words() {
+	tpf_words=
+	while read -r tpf_pid tpf_path; do
+		[ -n "$tpf_pid" ] || continue
+		tpf_c=$(tpf_cmdline "$tpf_pid")
+		tpf_words="${tpf_words:+$tpf_words; }pid $tpf_pid (${tpf_c% }) holds $tpf_path"
+	done <<EOF
+$1
+EOF
+	printf '%s' "$tpf_words"
+}
+
+# TERM every holder in $1, KILL after 10 s.
+tpf_kill_holders() {
+	tpf_pids=$(printf '%s\n' "$1" | awk '{ print $1 }')
+	for tpf_pid in $tpf_pids; do
+		kill -s TERM "$tpf_pid" 2>/dev/null
+	done
+	tpf_i=0
+	while [ "$tpf_i" -lt 100 ]; do
+		tpf_left=
+		for tpf_pid in $tpf_pids; do
+			if [ "$(tpf_proc_state "$tpf_pid")" != Z ] && kill -s 0 "$tpf_pid" 2>/dev/null; then
+				tpf_left=1
+			fi
+		done
+		[ -n "$tpf_left" ] || return 0
+		sleep 0.1
+		tpf_i=$((tpf_i + 1))
+	done
+	for tpf_pid in $tpf_pids; do
+		kill -s KILL "$tpf_pid" 2>/dev/null
+	done
+	sleep 0.2
+}
+
+# The TPU half of the preflight, before the source and setup: our own job
+# is stopped by now, so whatever still holds the libtpu lock file or a
+# device file is some other process, which would make the job fail at
+# start ("TPU in use", jax-ml/jax#10192). TPUFORM_TPU_BUSY says what to do
+# about it: refuse (fail, naming the process), wait for it to let go (up
+# to TPUFORM_PREFLIGHT_TIMEOUT seconds) or kill it. Then a lock file no
+# one holds, left by a killed or preempted job, is removed; and with
+# TPUFORM_REQUIRE_DEVICES=1 a host without a device file fails (its TPU
+# did not come up).
+tpf_preflight_tpu() {
+	tpf_paths=$(tpf_tpu_paths)
+	tpf_waited=0
+	while :; do
+		tpf_held=$(tpf_holders "$tpf_paths")
+		[ -n "$tpf_held" ] || break
+		tpf_who=$(tpf_holders_words "$tpf_held")
+		case ${TPUFORM_TPU_BUSY:-refuse} in
+		kill)
+			printf 'tpuform: the TPU is in use (%s): killing (tpu_busy: kill)\n' "$tpf_who"
+			tpf_kill_holders "$tpf_held"
+			tpf_held=$(tpf_holders "$tpf_paths")
+			[ -z "$tpf_held" ] && break
+			tpf_fail preflight 1 "the TPU is still in use after SIGKILL: $(tpf_holders_words "$tpf_held"); the host may need a reboot"
+			;;
+		wait)
+			if [ "$tpf_waited" -ge "${TPUFORM_PREFLIGHT_TIMEOUT:-300}" ]; then
+				tpf_fail preflight 1 "the TPU is in use: $tpf_who; waited ${tpf_waited}s (tpu_busy: wait, preflight_timeout): stop that process, or set tpu_busy: kill"
+			fi
+			sleep 1
+			tpf_waited=$((tpf_waited + 1))
+			;;
+		*)
+			tpf_pids=$(printf '%s\n' "$tpf_held" | awk '{ printf "%s%s", s, $1; s = " " }')
+			tpf_fail preflight 1 "the TPU is in use: $tpf_who; stop that process (kill $tpf_pids), or set tpu_busy: kill or tpu_busy: wait for this group"
+			;;
+		esac
+	done
+	if [ -e "$tpf_lockfile" ] || [ -L "$tpf_lockfile" ]; then
+		rm -f -- "$tpf_lockfile" 2>/dev/null
+		if [ -e "$tpf_lockfile" ] && command -v sudo >/dev/null 2>&1; then
+			sudo -n rm -f -- "$tpf_lockfile" >/dev/null 2>&1
+		fi
+		if [ -e "$tpf_lockfile" ]; then
+			printf 'tpuform: cannot remove stale %s\n' "$tpf_lockfile"
+			tpf_say "warning=libtpu-lockfile-not-removed"
+		fi
 	fi
-	if [ -e "$tpf_lockfile" ]; then
-		printf 'tpuform: cannot remove stale %s\n' "$tpf_lockfile"
-		tpf_say "warning=libtpu-lockfile-not-removed"
+	if [ "${TPUFORM_REQUIRE_DEVICES:-0}" = 1 ] && [ "$(printf '%s\n' "$tpf_paths" | wc -l)" -le 1 ]; then
+		tpf_fail preflight 1 "no TPU device on this host (looked for $tpf_devices): its TPU did not come up; tpuform replaces a node whose workers fail preflight_failures times in a row"
 	fi
 	return 0
+}
+
+# The user's preflight command (TPUFORM_PREFLIGHT, the group's
+# `preflight`), after source and setup, in src, with the secrets, within
+# TPUFORM_PREFLIGHT_TIMEOUT seconds. Its output goes to preflight.log.
+tpf_preflight_user() {
+	[ -n "${TPUFORM_PREFLIGHT:-}" ] || return 0
+	tpf_t=${TPUFORM_PREFLIGHT_TIMEOUT:-300}
+	(
+		if [ -f "$tpf_secrets" ]; then
+			# shellcheck source=/dev/null
+			. "$tpf_secrets"
+		fi
+		cd -P -- "$tpf_src" || exit 126
+		if command -v timeout >/dev/null 2>&1; then
+			exec timeout -k 5 "$tpf_t" sh -c "$TPUFORM_PREFLIGHT"
+		fi
+		exec sh -c "$TPUFORM_PREFLIGHT"
+	) </dev/null >"$tpf_logs/preflight.log" 2>&1 9>&-
+	tpf_code=$?
+	[ "$tpf_code" -eq 0 ] && return 0
+	printf 'tpuform: last lines of %s:\n' "$tpf_logs/preflight.log"
+	tail -n 20 -- "$tpf_logs/preflight.log" | sed 's/^/  | /'
+	tpf_last=$(grep -v '^[[:space:]]*$' "$tpf_logs/preflight.log" | tail -n 1 | cut -c1-200)
+	if [ "$tpf_code" -eq 124 ]; then
+		tpf_fail preflight "$tpf_code" "the preflight command did not finish within ${tpf_t}s (preflight_timeout)"
+	fi
+	tpf_fail preflight "$tpf_code" "the preflight command exited with status $tpf_code${tpf_last:+: $tpf_last}"
 }
 
 tpf_head() {
@@ -311,11 +482,14 @@ tpf_start() {
 			tpf_fail secrets 1 "$tpf_secrets does not match this script (expected $TPUFORM_SECRETS_HASH): run tpuform apply again"
 		fi
 	fi
-	tpf_stop
+	# A job still running is stopped by tpuform (a restart, a new
+	# script): it is told so, as for a notice.
+	tpf_stop restarted
 	rm -f -- "$tpf_rundir/script.sha256" "$tpf_rundir/exit_code" "$tpf_heartbeat"
-	tpf_clear_lock
+	tpf_preflight_tpu
 	tpf_source
 	tpf_setup
+	tpf_preflight_user
 	tpf_prune_logs
 	if ! tpf_put "$tpf_rundir/script.sha256" "$tpf_hash" ||
 		! tpf_put "$tpf_rundir/retry" "$TPUFORM_RETRY"; then
@@ -337,11 +511,124 @@ tpf_start() {
 	tpf_say result=started
 }
 
+# ---- disruptions (issue 21): notices from the metadata server, passed on
+# to the job as $TPUFORM_DISRUPTION and a signal ------------------------
+
+# The signal the fleet chose (on_disruption.signal, default TERM), without
+# "SIG".
+tpf_dsig() {
+	tpf_s=${TPUFORM_DISRUPTION_SIGNAL:-TERM}
+	echo "${tpf_s#SIG}"
+}
+
+# tpf_disrupt PGID REASON SECONDS: tell the job in process group PGID that
+# its VM goes in SECONDS: write $TPUFORM_DISRUPTION (reason=, deadline=
+# in seconds since the epoch and RFC 3339, signal=), then send the chosen
+# signal to the group. The file comes first, so a job that reads it in
+# its handler finds it.
+tpf_disrupt() {
+	tpf_now=$(date +%s)
+	tpf_dl=$((tpf_now + $3))
+	tpf_dl3339=$(date -u -d "@$tpf_dl" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u -r "$tpf_dl" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+	printf 'reason=%s\ndeadline=%s\ndeadline_rfc3339=%s\nsignal=SIG%s\n' "$2" "$tpf_dl" \
+		"$tpf_dl3339" "$(tpf_dsig)" >"$tpf_rundir/disruption.tmp.$$" &&
+		mv -f -- "$tpf_rundir/disruption.tmp.$$" "$tpf_rundir/disruption"
+	kill -s "$(tpf_dsig)" -- "-$1" 2>/dev/null
+}
+
+# One value of the metadata server: GET $1 (e.g. instance/preempted) with
+# wait_for_change=true, as Google's docs describe
+# (https://cloud.google.com/compute/docs/metadata/querying-metadata#waitforchange,
+# https://cloud.google.com/compute/docs/instances/create-use-preemptible#detecting_if_an_instance_was_preempted,
+# https://cloud.google.com/compute/docs/instances/monitor-plan-host-maintenance-event):
+# the request returns when the value changes, or after timeout_sec with
+# the same value. $2 is the last value seen (the ETag is not kept: a value
+# that changed and changed back is missed, and only the transition to a
+# notice matters). For tests, TPUFORM_METADATA_DIR holds the values as
+# files (the local provider's ~/metadata), polled every second.
+tpf_md_get() {
+	if [ -n "${TPUFORM_METADATA_DIR:-}" ]; then
+		sleep 1
+		tpf_mv=
+		{ read -r tpf_mv <"$TPUFORM_METADATA_DIR/$1"; } 2>/dev/null
+		printf '%s' "$tpf_mv"
+		return 0
+	fi
+	curl -s -f -m 70 -H 'Metadata-Flavor: Google' \
+		"${TPUFORM_METADATA_URL:-http://metadata.google.internal/computeMetadata/v1}/$1?wait_for_change=true&timeout_sec=60&last_etag=NONE" 2>/dev/null
+}
+
+# Is a metadata server there to watch? The test directory, or one GET.
+tpf_md_here() {
+	[ -n "${TPUFORM_METADATA_DIR:-}" ] && return 0
+	command -v curl >/dev/null 2>&1 || return 1
+	curl -s -f -m 2 -H 'Metadata-Flavor: Google' \
+		"${TPUFORM_METADATA_URL:-http://metadata.google.internal/computeMetadata/v1}/instance/id" >/dev/null 2>&1
+}
+
+# tpf_notice_loop PGID KEY: until the job's wrapper (PGID) is gone, watch metadata
+# KEY and pass its notice on. instance/preempted turns TRUE when a spot or
+# preemptible VM is preempted (about 30 s before it stops);
+# instance/maintenance-event leaves NONE about 60 s before a host
+# maintenance event (MIGRATE_ON_HOST_MAINTENANCE, TERMINATE_ON_HOST_MAINTENANCE).
+tpf_notice_loop() {
+	tpf_fails=0
+	while kill -s 0 "$1" 2>/dev/null; do
+		if ! tpf_v=$(tpf_md_get "$2"); then
+			# The server did not answer: try again, slowly after 5 misses.
+			tpf_fails=$((tpf_fails + 1))
+			[ "$tpf_fails" -lt 5 ] || sleep 10
+			continue
+		fi
+		tpf_fails=0
+		case $2:$tpf_v in
+		*:) ;; # no value (the test directory has no such file yet)
+		instance/preempted:TRUE)
+			tpf_disrupt "$1" preempted 30
+			return 0
+			;;
+		instance/maintenance-event:NONE) ;;
+		instance/maintenance-event:*)
+			tpf_disrupt "$1" "maintenance:$tpf_v" 60
+			return 0
+			;;
+		esac
+	done
+}
+
+# Start the notice watchers for the job in group $1 (its wrapper's pid),
+# in the background, when there is a metadata server to watch. They end
+# with the wrapper.
+tpf_notices() {
+	(
+		tpf_md_here || exit 0
+		tpf_notice_loop "$1" instance/maintenance-event &
+		tpf_notice_loop "$1" instance/preempted
+	) </dev/null >/dev/null 2>&1 &
+}
+
+# The job's last checkpoint on this VM: the newest of the file
+# $TPUFORM_CHECKPOINT_FILE (run/checkpoint, its first line) and the last
+# "TPUFORM_CHECKPOINT=<step or path>" line of the current log (its last
+# MiB). Nothing when there is none.
+tpf_checkpoint() {
+	tpf_c=$(tpf_read "$tpf_rundir/checkpoint")
+	if [ -z "$tpf_c" ] && [ -e "$tpf_logs/current.log" ]; then
+		tpf_c=$(tail -c 1048576 -- "$tpf_logs/current.log" 2>/dev/null |
+			sed -n 's/^TPUFORM_CHECKPOINT=\([^[:cntrl:]]*\)$/\1/p' | tail -n 1)
+	fi
+	printf '%s' "$tpf_c" | cut -c1-300
+}
+
 # Inside the screen session: run the job, log it, record its exit status.
 tpf_job() {
 	tpf_ts=$(date -u +%Y%m%dT%H%M%SZ)
 	tpf_name=run-$TPUFORM_RETRY-$tpf_ts.log
 	tpf_log=$tpf_logs/$tpf_name
+	# The checkpoint the last run on this VM reported (before current.log
+	# moves to the new run), unless tpuform handed one over.
+	tpf_last_ck=${TPUFORM_LAST_CHECKPOINT:-$(tpf_checkpoint)}
+	rm -f -- "$tpf_rundir/disruption" "$tpf_rundir/checkpoint"
 	# screen makes us a session and process group leader: $$ is the
 	# group that stop kills.
 	tpf_put "$tpf_rundir/job.pid" "$$"
@@ -358,11 +645,33 @@ tpf_job() {
 		# Touch it (e.g. every step) to show progress without printing:
 		# status counts a job stalled when neither it nor the log moves.
 		TPUFORM_HEARTBEAT=$tpf_heartbeat
-		export TPUFORM_HEARTBEAT
+		# Appears (reason=, deadline=) when the VM is about to go: a
+		# preemption or maintenance notice, or a stop by tpuform.
+		TPUFORM_DISRUPTION=$tpf_rundir/disruption
+		# Write where you checkpointed here (or print a line
+		# TPUFORM_CHECKPOINT=<step or path>): the next start gets it.
+		TPUFORM_CHECKPOINT_FILE=$tpf_rundir/checkpoint
+		TPUFORM_LAST_CHECKPOINT=$tpf_last_ck
+		# As a job in the foreground would: Ctrl-C in an attached screen.
+		trap - INT QUIT
+		export TPUFORM_HEARTBEAT TPUFORM_DISRUPTION TPUFORM_CHECKPOINT_FILE \
+			TPUFORM_LAST_CHECKPOINT
 		cd -P -- "$tpf_src" || exit 126
 		exec sh -c "$TPUFORM_RUN"
-	) </dev/null >>"$tpf_log" 2>&1
-	tpf_put "$tpf_rundir/exit_code" "$?"
+	) </dev/null >>"$tpf_log" 2>&1 &
+	tpf_jp=$!
+	# The disruption signal (and stop's) is for the job: this shell
+	# outlives it to record the exit status. A trap, not an ignore, so
+	# the job (already started) and the watchers keep the default.
+	trap ':' TERM "$(tpf_dsig)"
+	tpf_notices "$$"
+	while :; do
+		wait "$tpf_jp"
+		tpf_rc=$?
+		kill -s 0 "$tpf_jp" 2>/dev/null || break
+	done
+	tpf_put "$tpf_rundir/exit_code" "$tpf_rc"
+	tpf_wake
 }
 
 tpf_last_log() {
@@ -421,17 +730,19 @@ tpf_progress() {
 			sed -n 's/.*[Cc]heckpoint saved at step \([0-9][0-9]*\).*/\1/p' | tail -n 1)
 	fi
 	[ -z "$tpf_step" ] || tpf_say "step=$(printf '%.18s' "$tpf_step")"
-	[ -z "$tpf_ckpt" ] || tpf_say "checkpoint=$(printf '%.18s' "$tpf_ckpt")"
+	[ -z "$tpf_ckpt" ] || tpf_say "checkpoint_step=$(printf '%.18s' "$tpf_ckpt")"
 }
 
 tpf_status() {
 	tpf_code=-1
-	if tpf_alive; then
-		tpf_state=alive
-	elif [ -f "$tpf_rundir/exit_code" ]; then
+	# The exit status first: the wrapper writes it as the job ends, a
+	# moment before its screen session closes.
+	if [ -f "$tpf_rundir/exit_code" ]; then
 		tpf_state=exited
 		tpf_code=$(tpf_read "$tpf_rundir/exit_code")
 		tpf_is_number "$tpf_code" || tpf_code=-1
+	elif tpf_alive; then
+		tpf_state=alive
 	elif [ -f "$tpf_rundir/script.sha256" ]; then
 		tpf_state=dead
 	else
@@ -444,8 +755,88 @@ tpf_status() {
 		[ -z "$tpf_stall" ] || tpf_say "stalled_for=$tpf_stall"
 	fi
 	[ "$tpf_state" = none ] || tpf_progress
+	tpf_ck=$(tpf_checkpoint)
+	[ -z "$tpf_ck" ] || tpf_say "checkpoint=$tpf_ck"
+	tpf_d=$(sed -n 's/^reason=//p' "$tpf_rundir/disruption" 2>/dev/null)
+	[ -z "$tpf_d" ] || tpf_say "disruption=$tpf_d"
 	tpf_say "script=$(tpf_read "$tpf_rundir/script.sha256")"
 	tpf_say "last_log=$(tpf_last_log)"
+}
+
+# ---- the wait verb (issue 21): tpuform learns of a job's end without a
+# periodic probe --------------------------------------------------------
+
+# The job's identity and state in one word, into tpf_tok, with builtins
+# only (it runs every second): "none" (never started, or stopped),
+# "PGID:alive", "PGID:exited:CODE" or "PGID:dead" (its process group is
+# gone without an exit status: the session was killed).
+tpf_token() {
+	tpf_tpg=
+	tpf_tcode=
+	{ read -r tpf_tpg <"$tpf_rundir/job.pid"; } 2>/dev/null
+	if { read -r tpf_tcode <"$tpf_rundir/exit_code"; } 2>/dev/null; then
+		tpf_tok=${tpf_tpg:-0}:exited:$tpf_tcode
+	elif ! tpf_is_number "$tpf_tpg"; then
+		tpf_tok=none
+	elif kill -s 0 -- "-$tpf_tpg" 2>/dev/null; then
+		tpf_tok=$tpf_tpg:alive
+	else
+		tpf_tok=$tpf_tpg:dead
+	fi
+}
+
+# Wake every waiter now (the job's wrapper calls it when the job ended).
+# Opening a FIFO read-write never blocks (Linux), so a waiter that is
+# gone costs nothing; one between two reads is woken by its next tick.
+tpf_wake() {
+	for tpf_f in "$tpf_rundir"/wait.*; do
+		if [ -p "$tpf_f" ]; then
+			printf x 1<>"$tpf_f" 2>/dev/null
+		fi
+	done
+}
+
+# tpf_wait TOKEN SECONDS: block until the job's token differs from TOKEN,
+# or SECONDS pass, then print the status and "TPUFORM token=...". The
+# wait sleeps in a read of a FIFO of its own, which the job's wrapper
+# writes to when the job ends (at once) and a ticker every second (a
+# session that died without its wrapper); without mkfifo it polls.
+tpf_wait() {
+	tpf_want=$1
+	tpf_left=${2:-10}
+	tpf_is_number "$tpf_left" || tpf_left=10
+	tpf_fifo=$tpf_rundir/wait.$$
+	rm -f -- "$tpf_fifo"
+	mkfifo -m 600 "$tpf_fifo" 2>/dev/null || tpf_fifo=
+	tpf_ticker=
+	trap 'rm -f -- "${tpf_fifo:-/nonexistent}"; [ -z "$tpf_ticker" ] || kill "$tpf_ticker" 2>/dev/null' EXIT
+	trap 'exit 1' HUP INT TERM PIPE
+	tpf_token
+	if [ "$tpf_tok" = "$tpf_want" ] && [ -n "$tpf_fifo" ]; then
+		# One ticker for the whole wait: a session killed with its
+		# wrapper wakes no one, so look once a second anyway.
+		(
+			while [ -p "$tpf_fifo" ]; do
+				sleep 1
+				if [ -p "$tpf_fifo" ]; then
+					printf t 1<>"$tpf_fifo"
+				fi
+			done
+		) 2>/dev/null &
+		tpf_ticker=$!
+	fi
+	# Each pass is about a second (a tick), or ends the wait (a wake).
+	while [ "$tpf_tok" = "$tpf_want" ] && [ "$tpf_left" -gt 0 ]; do
+		if [ -n "$tpf_fifo" ]; then
+			read -r _ <"$tpf_fifo"
+		else
+			sleep 1
+		fi
+		tpf_left=$((tpf_left - 1))
+		tpf_token
+	done
+	tpf_status
+	tpf_say "token=$tpf_tok"
 }
 
 # tpf_show_logs N FILE WHAT: the last N lines of FILE (0: all).
@@ -487,12 +878,16 @@ start | restart)
 	;;
 stop)
 	tpf_lock
-	tpf_stop
-	rm -f -- "$tpf_rundir/script.sha256"
+	tpf_stop "${2:-}"
+	# The exit status the stopped job left is tpuform's doing, not its.
+	rm -f -- "$tpf_rundir/script.sha256" "$tpf_rundir/exit_code"
 	tpf_say result=stopped
 	;;
 status)
 	tpf_status
+	;;
+wait)
+	tpf_wait "${2:-}" "${3:-10}"
 	;;
 logs)
 	tpf_show_logs "${2:-0}" "$tpf_logs/current.log" "job log"
@@ -504,7 +899,7 @@ job)
 	tpf_job
 	;;
 *)
-	printf 'usage: sh %s start|restart|status|logs N|setup-log N|stop\n' "$0" >&2
+	printf 'usage: sh %s start|restart|status|wait TOKEN SECONDS|logs N|setup-log N|stop [REASON]\n' "$0" >&2
 	exit 2
 	;;
 esac

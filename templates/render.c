@@ -137,6 +137,16 @@ char *tpf_bootstrap_render_head(const struct tpf_bootstrap_params *p)
 	add_assign(&b, 0, "TPUFORM_SETUP", p->setup);
 	add_assign(&b, 0, "TPUFORM_RUN", p->run);
 	add_assign(&b, 0, "TPUFORM_SECRETS_HASH", p->secrets_hash);
+	add_assign(&b, 0, "TPUFORM_TPU_BUSY", p->tpu_busy ? p->tpu_busy : "refuse");
+	add_assign(&b, 0, "TPUFORM_PREFLIGHT", p->preflight);
+	char num[32];
+	snprintf(num, sizeof(num), "%d", p->preflight_timeout > 0 ? p->preflight_timeout : 300);
+	add_assign(&b, 0, "TPUFORM_PREFLIGHT_TIMEOUT", num);
+	add_assign(&b, 0, "TPUFORM_REQUIRE_DEVICES", p->require_devices ? "1" : "0");
+	add_assign(&b, 0, "TPUFORM_DISRUPTION_SIGNAL",
+		   p->disruption_signal ? p->disruption_signal : "SIGTERM");
+	snprintf(num, sizeof(num), "%d", p->disruption_grace > 0 ? p->disruption_grace : 15);
+	add_assign(&b, 0, "TPUFORM_DISRUPTION_GRACE", num);
 	add_exports(&b, p->env);
 
 	tpf_buf_addch(&b, '\n');

@@ -58,6 +58,18 @@ struct tpf_bootstrap_params {
 	 */
 	const char *slice_hostnames;
 	int slice_worker;
+	/* The preflight (config.h struct tpf_job_policy): TPUFORM_TPU_BUSY
+	 * ("refuse", "wait", "kill"; NULL: refuse), TPUFORM_PREFLIGHT (the
+	 * user's command, may be NULL), TPUFORM_PREFLIGHT_TIMEOUT (whole
+	 * seconds, <= 0: 300) and TPUFORM_REQUIRE_DEVICES (0 or 1). */
+	const char *tpu_busy;
+	const char *preflight;
+	int preflight_timeout;
+	int require_devices;
+	/* on_disruption: TPUFORM_DISRUPTION_SIGNAL ("SIGTERM"; NULL: SIGTERM)
+	 * and TPUFORM_DISRUPTION_GRACE (whole seconds; <= 0: 15). */
+	const char *disruption_signal;
+	int disruption_grace;
 };
 
 /*

@@ -35,7 +35,7 @@ static const char *env_or(const char *name, const char *fallback)
 char **tpf_local_env(const char *root, const char *home, const char *shell)
 {
 	const char *user = env_or("USER", env_or("LOGNAME", "tpuform"));
-	char **env = xcalloc(16, sizeof(*env));
+	char **env = xcalloc(20, sizeof(*env));
 	size_t n = 0;
 	env[n++] = xasprintf("PATH=%s", env_or("PATH", "/usr/local/bin:/usr/bin:/bin"));
 	env[n++] = xasprintf("HOME=%s", home);
@@ -49,6 +49,13 @@ char **tpf_local_env(const char *root, const char *home, const char *shell)
 	free(screendir);
 	env[n++] = xasprintf("TMPDIR=%s/tmp", home);
 	env[n++] = xasprintf("TPUFORM_LIBTPU_LOCKFILE=%s/tmp/libtpu_lockfile", home);
+	/* Fake TPU device files: a test creates ~/dev/accelN in a worker's
+	 * home and holds it open to play a stray process (the preflight). */
+	env[n++] = xasprintf("TPUFORM_TPU_DEVICES=%s/dev/accel*", home);
+	/* A fake metadata server: files instance/preempted and
+	 * instance/maintenance-event under ~/metadata, which a test writes
+	 * to play a spot preemption or a maintenance notice. */
+	env[n++] = xasprintf("TPUFORM_METADATA_DIR=%s/metadata", home);
 	env[n++] = xasprintf("TPUFORM_BUCKET=%s/bucket", root);
 	if (tpf_local_home_needs_screenrc(home))
 		env[n++] = xasprintf("SCREENRC=%s/.screenrc", home);

@@ -71,7 +71,7 @@ static void one_status(struct answer *a, struct tpf_fleet *f, struct tpf_state_n
 	int changed;
 	tpf_provision_probe(&t, n, NULL, 0, 0, &r, &d);
 	tpf_worker_report_release(&r);
-	tpf_provision_stop(&t, n, NULL, 0, &d);
+	tpf_provision_stop(&t, n, NULL, 0, NULL, &d);
 	tpf_provision_worker(&t, f, n, NULL, 0, a->status != 0, &changed, &d);
 	tpf_diags_release(&d);
 }

@@ -134,6 +134,25 @@ static const struct {
 	{ HEAD GROUP "stall_timeout: forever\n",
 	  "fleet.yaml:6:16: 'stall_timeout' must be a duration such as '30s', '500ms', '6h' or a "
 	  "number of seconds, got 'forever'" },
+	{ HEAD GROUP "restart_on_exit_codes: 42\n",
+	  "fleet.yaml:6:24: 'restart_on_exit_codes' must be a list of exit codes, got '42'" },
+	{ HEAD GROUP "restart_on_exit_codes: [42, 300]\n",
+	  "fleet.yaml:6:29: 'restart_on_exit_codes' must be exit codes 0-255 or ranges like "
+	  "128-255, got '300'" },
+	{ HEAD GROUP "never_restart_on: [9-3]\n",
+	  "fleet.yaml:6:20: 'never_restart_on' must be exit codes 0-255 or ranges like 128-255, "
+	  "got '9-3'" },
+	{ HEAD GROUP "restart_on_exit_codes: [42]\nnever_restart_on: [3]\n",
+	  "fleet.yaml:7:19: 'never_restart_on' cannot be given with 'restart_on_exit_codes'" },
+	{ HEAD GROUP "on_disruption: { signal: SIGKILL }\n",
+	  "fleet.yaml:6:26: 'on_disruption.signal' must be one of SIGTERM, SIGINT, SIGUSR1, SIGUSR2, "
+	  "SIGHUP or SIGQUIT, got 'SIGKILL'" },
+	{ HEAD GROUP "on_disruption: { grace: 5m }\n",
+	  "fleet.yaml:6:25: 'on_disruption.grace' must be between 1s and 100s" },
+	{ HEAD GROUP "tpu_busy: maybe\n",
+	  "fleet.yaml:6:11: 'tpu_busy' must be refuse, wait or kill, got 'maybe'" },
+	{ HEAD GROUP "preflight_failures: 0\n",
+	  "fleet.yaml:6:21: 'preflight_failures' must be a whole number >= 1, got '0'" },
 	{ HEAD GROUP "on_success: deleted\n",
 	  "fleet.yaml:6:13: 'on_success' must be keep or delete, got 'deleted'; did you mean "
 	  "'delete'?" },
@@ -809,6 +828,48 @@ static void test_config__job_policy(void)
 	CHECK(f.policy.stall_timeout == 0 && f.policy.restart_backoff == 10);
 	CHECK_INT(f.policy.on_success, TPF_ON_SUCCESS_KEEP);
 	CHECK_INT(f.policy.scope, TPF_SCOPE_AUTO);
+	/* No exit-code list: every code but 0 restarts (the behaviour before
+	 * the key), signals' unknown codes too. */
+	CHECK_INT(f.policy.exit_codes_set, 0);
+	CHECK(!tpf_policy_restarts_on(&f.policy, 0) && tpf_policy_restarts_on(&f.policy, 3) &&
+	      tpf_policy_restarts_on(&f.policy, 255) && tpf_policy_restarts_on(&f.policy, -1));
+	tpf_fleet_release(&f);
+	/* xpk's default spelled out; a group's list replaces the fleet's. */
+	const char *codes = HEAD "restart_on_exit_codes: [42, 127-255]\ngroups:\n"
+			    "  - { name: g, accelerator_type: v2-8, runtime_version: r, zones: [z], "
+			    "count: 1 }\n"
+			    "  - { name: h, accelerator_type: v2-8, runtime_version: r, zones: [z], "
+			    "count: 1, never_restart_on: [0, 3] }\n";
+	CHECK_INT(tpf_fleet_parse(&f, "fleet.yaml", codes, strlen(codes), &d), 0);
+	if (f.ngroups == 2) {
+		const struct tpf_job_policy *g = &f.groups[0].policy, *h = &f.groups[1].policy;
+		CHECK(tpf_policy_restarts_on(g, 42) && tpf_policy_restarts_on(g, 127) &&
+		      tpf_policy_restarts_on(g, 255));
+		CHECK(!tpf_policy_restarts_on(g, 1) && !tpf_policy_restarts_on(g, 126) &&
+		      !tpf_policy_restarts_on(g, 43) && !tpf_policy_restarts_on(g, 0));
+		CHECK(!tpf_policy_restarts_on(h, 3) && !tpf_policy_restarts_on(h, 0) &&
+		      tpf_policy_restarts_on(h, 1) && tpf_policy_restarts_on(h, 42));
+		/* the preflight and disruption defaults */
+		CHECK_INT(g->tpu_busy, TPF_TPU_BUSY_REFUSE);
+		CHECK_INT(g->preflight_failures, 2);
+		CHECK(g->preflight == NULL && g->preflight_timeout == 300);
+		CHECK_STR(tpf_disruption_signal_name(g->disruption_signal), "SIGTERM");
+		CHECK(g->disruption_grace == 15);
+	}
+	tpf_fleet_release(&f);
+	const char *pf = HEAD "preflight: nvidia-smi\ntpu_busy: kill\n"
+			 "on_disruption: { signal: USR1, grace: 30s }\ngroups:\n"
+			 "  - { name: g, accelerator_type: v2-8, runtime_version: r, zones: [z], "
+			 "count: 1, preflight: 'python3 -c 1', tpu_busy: wait }\n";
+	CHECK_INT(tpf_fleet_parse(&f, "fleet.yaml", pf, strlen(pf), &d), 0);
+	if (f.ngroups == 1) {
+		const struct tpf_job_policy *g = &f.groups[0].policy;
+		CHECK_STR(g->preflight, "python3 -c 1");
+		CHECK_STR(f.policy.preflight, "nvidia-smi");
+		CHECK_INT(g->tpu_busy, TPF_TPU_BUSY_WAIT);
+		CHECK_STR(tpf_disruption_signal_name(g->disruption_signal), "SIGUSR1");
+		CHECK(g->disruption_grace == 30);
+	}
 	tpf_fleet_release(&f);
 	tpf_diags_release(&d);
 }

@@ -43,6 +43,8 @@ static const struct want wants[] = {
 	{ TPF_EVENT_ZONE_BACKED_OFF, "zone_backed_off", "note", NULL },
 	{ TPF_EVENT_ZONE_REFUSED, "zone_refused", "note", NULL },
 	{ TPF_EVENT_ZONE_FALLBACK, "zone_fallback", "note", NULL },
+	{ TPF_EVENT_PREFLIGHT_FAILED, "preflight_failed", "preflight_failed", "preflight_failed" },
+	{ TPF_EVENT_BAD_HOST, "bad_host", "bad_host", "bad_host" },
 	{ TPF_EVENT_UNHEALTHY, "unhealthy", "unhealthy", NULL },
 	{ TPF_EVENT_WARNING, "warning", "warning", NULL },
 	{ TPF_EVENT_LOCKED, "locked", "locked", NULL },

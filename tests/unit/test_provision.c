@@ -43,7 +43,7 @@ static size_t nhomes;
 
 static char **worker_env(const char *home)
 {
-	char **env = xcalloc(10, sizeof(*env));
+	char **env = xcalloc(12, sizeof(*env));
 	const char *path = getenv("PATH");
 	env[0] = xasprintf("PATH=%s", path && *path ? path : "/usr/bin:/bin");
 	env[1] = xasprintf("HOME=%s", home);
@@ -52,6 +52,8 @@ static char **worker_env(const char *home)
 	env[4] = xasprintf("TPUFORM_LIBTPU_LOCKFILE=%s/tmp/libtpu_lockfile", home);
 	env[5] = xstrdup("LANG=C.UTF-8");
 	env[6] = xstrdup("USER=tpuform");
+	env[7] = xasprintf("TPUFORM_TPU_DEVICES=%s/dev/accel*", home);
+	env[8] = xasprintf("TPUFORM_METADATA_DIR=%s/metadata", home);
 	return env;
 }
 
@@ -632,6 +634,200 @@ static long stalled_for(const char *out)
 
 /* status reports how long a running job has shown no progress: the later
  * of its log's last growth and its $TPUFORM_HEARTBEAT touch. */
+/* A process holding a TPU device file open, as a stray job would: the
+ * child of a fork that opens home/rel and becomes `sleep 60`. */
+static pid_t hold(const char *home, const char *rel)
+{
+	char *path = home_path(home, rel);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open(path, O_RDONLY);
+		if (fd < 0)
+			_exit(1);
+		execl("/bin/sleep", "sleep", "60", (char *)NULL);
+		_exit(127);
+	}
+	free(path);
+	tpf_sleep(0.2); /* until the child has the file open */
+	return pid;
+}
+
+/* The preflight (issue 21): a held device file fails start with the
+ * holder's PID and command line; tpu_busy: kill ends the holder and starts;
+ * require_tpu_devices fails a host without devices; a failing user
+ * preflight command fails with its status and its last line. */
+static void test_provision__preflight(void)
+{
+	char *home = make_home("w-preflight");
+	char *dev = home_path(home, "dev");
+	mkdir(dev, 0700);
+	free(dev);
+	touch(home, "dev/accel0");
+	struct tpf_kvlist env = TPF_KVLIST_INIT, sec = TPF_KVLIST_INIT;
+	struct tpf_bootstrap_params p = params(&env);
+	p.setup = NULL;
+	free(install(home, &p, &sec));
+	pid_t holder = hold(home, "dev/accel0");
+	char *out = NULL;
+	CHECK_INT(verb(home, "start", &out), 1);
+	CHECK(said_is(out, "result", "failed"));
+	CHECK(said_is(out, "step", "preflight"));
+	char *want = xasprintf("pid %d (sleep 60) holds %s/dev/accel0", (int)holder, home);
+	CHECKF(strstr(out, want) != NULL, "output: %s", out);
+	CHECK(strstr(out, "set tpu_busy: kill or tpu_busy: wait") != NULL);
+	free(want);
+	free(out);
+	CHECK(!exists(home, "tpuform/run/job.pid"));
+
+	p.tpu_busy = "kill";
+	free(install(home, &p, &sec));
+	CHECK_INT(verb(home, "start", &out), 0);
+	CHECKF(said_is(out, "result", "started"), "output: %s", out);
+	free(out);
+	int st = 0;
+	CHECK_INT(waitpid(holder, &st, 0), holder);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+	CHECK_INT(verb(home, "stop", NULL), 0);
+
+	rm(home, "dev/accel0");
+	p.tpu_busy = NULL;
+	p.require_devices = 1;
+	free(install(home, &p, &sec));
+	CHECK_INT(verb(home, "start", &out), 1);
+	CHECK(said_is(out, "step", "preflight"));
+	CHECKF(strstr(out, "no TPU device on this host") != NULL, "output: %s", out);
+	free(out);
+
+	p.require_devices = 0;
+	p.preflight = "echo 'jax.device_count() is 4, expected 8'; exit 3";
+	free(install(home, &p, &sec));
+	CHECK_INT(verb(home, "start", &out), 1);
+	CHECK(said_is(out, "step", "preflight"));
+	CHECK(said_is(out, "exit_code", "3"));
+	CHECKF(strstr(out, "tpuform: the preflight command exited with status 3: jax.device_count() "
+			   "is 4, expected 8") != NULL,
+	       "output: %s", out);
+	free(out);
+	free(home);
+}
+
+/* Disruptions (issue 21): a preemption notice on the (fake) metadata
+ * server reaches the job as $TPUFORM_DISRUPTION and the chosen signal; the
+ * checkpoint it printed is reported by status and handed to the next start
+ * as TPUFORM_LAST_CHECKPOINT; a stop with a reason writes the file too. */
+static void test_provision__disruption(void)
+{
+	char *home = make_home("w-disrupt");
+	char *md = home_path(home, "metadata/instance");
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	CHECK(tpf_mkdir_p(md, 0700, &d) == 0);
+	free(md);
+	struct tpf_kvlist env = TPF_KVLIST_INIT, sec = TPF_KVLIST_INIT;
+	struct tpf_bootstrap_params p = params(&env);
+	p.setup = NULL;
+	p.disruption_signal = "SIGUSR1";
+	p.run = "echo \"last=$TPUFORM_LAST_CHECKPOINT\" >>\"$HOME/lasts\"; "
+		"trap 'cat \"$TPUFORM_DISRUPTION\" >\"$HOME/saw\"; exit 7' USR1; "
+		"echo TPUFORM_CHECKPOINT=1200; : >\"$HOME/started\"; "
+		"while :; do sleep 0.1; done";
+	free(install(home, &p, &sec));
+	char *out = NULL;
+	CHECK_INT(verb(home, "start", &out), 0);
+	free(out);
+	CHECK(wait_file(home, "started", 30));
+	char *mdf = home_path(home, "metadata/instance/preempted");
+	CHECK(tpf_write_file_atomic(mdf, "TRUE\n", 5, 0600, &d) == 0);
+	free(mdf);
+	CHECK(wait_file(home, "saw", 10));
+	char *saw = slurp(home, "saw");
+	CHECKF(saw && strstr(saw, "reason=preempted\n") && strstr(saw, "deadline=") &&
+		       strstr(saw, "signal=SIGUSR1\n"),
+	       "disruption file: %s", saw ? saw : "(none)");
+	free(saw);
+	out = wait_session(home, "exited", 10);
+	CHECK(said_is(out, "exit_code", "7"));
+	CHECK(said_is(out, "checkpoint", "1200"));
+	CHECK(said_is(out, "disruption", "preempted"));
+	free(out);
+	/* The next start on this VM gets the checkpoint. */
+	rm(home, "metadata/instance/preempted");
+	rm(home, "started");
+	CHECK_INT(verb(home, "restart", &out), 0);
+	free(out);
+	CHECK(wait_file(home, "started", 30));
+	char *lasts = slurp(home, "lasts");
+	CHECKF(lasts && strstr(lasts, "last=\nlast=1200\n"), "lasts: %s", lasts ? lasts : "");
+	free(lasts);
+	/* A stop with a reason (a planned replacement) writes the file first. */
+	rm(home, "saw");
+	CHECK_INT(verb(home, "stop replaced", &out), 0);
+	free(out);
+	saw = slurp(home, "saw");
+	CHECKF(saw && strstr(saw, "reason=replaced\n"), "disruption file: %s", saw ? saw : "");
+	free(saw);
+	tpf_diags_release(&d);
+	free(home);
+}
+
+/* The wait verb (issue 21 part 4): returns at once with the job's token
+ * when it differs from the one given; blocks while it is the same, and
+ * returns as soon as the job exits (its wrapper wakes the waiter), long
+ * before its window ends; returns with the same token when the window ends. */
+static void test_provision__wait_verb(void)
+{
+	char *home = make_home("w-wait");
+	struct tpf_kvlist env = TPF_KVLIST_INIT, sec = TPF_KVLIST_INIT;
+	struct tpf_bootstrap_params p = params(&env);
+	p.setup = NULL;
+	p.run = ": >\"$HOME/started\"; while [ ! -f \"$HOME/go\" ]; do sleep 0.05; done; exit 5";
+	free(install(home, &p, &sec));
+	char *out = NULL;
+	CHECK_INT(verb(home, "wait none 5", &out), 0);
+	CHECK(said_is(out, "token", "none"));
+	CHECK(said_is(out, "session", "none"));
+	free(out);
+	CHECK_INT(verb(home, "start", &out), 0);
+	free(out);
+	CHECK(wait_file(home, "started", 30));
+	CHECK_INT(verb(home, "wait '' 5", &out), 0);
+	char *tok = said(out, "token");
+	free(out);
+	CHECKF(tok && strstr(tok, ":alive"), "token: %s", tok ? tok : "(none)");
+	if (tok) {
+		char *cmd = xasprintf("(sleep 0.5; : >\"$HOME/go\") & sh " TPF_REMOTE_SCRIPT
+				      " wait '%s' 20",
+				      tok);
+		struct tpf_buf b = TPF_BUF_INIT;
+		double t0 = tpf_now_mono();
+		CHECK_INT(run_in(home, cmd, &b, 30), 0);
+		double took = tpf_now_mono() - t0;
+		/* Woken by the job's end, not by the window (20 s): the bound is
+		 * half the window, so a loaded machine does not fail it. */
+		CHECKF(took < 10.0, "wait took %.2f s after the job ended", took);
+		CHECK(said_is(b.buf, "session", "exited"));
+		CHECK(said_is(b.buf, "exit_code", "5"));
+		char *pg = xstrndup(tok, strcspn(tok, ":"));
+		char *want = xasprintf("%s:exited:5", pg);
+		CHECK(said_is(b.buf, "token", want));
+		/* The same token again: the window (1 s) ends, same answer. */
+		free(cmd);
+		cmd = xasprintf("sh " TPF_REMOTE_SCRIPT " wait '%s' 1", want);
+		tpf_buf_release(&b);
+		t0 = tpf_now_mono();
+		CHECK_INT(run_in(home, cmd, &b, 30), 0);
+		took = tpf_now_mono() - t0;
+		CHECKF(took >= 0.9 && took < 10.0, "a 1 s window took %.2f s", took);
+		CHECK(said_is(b.buf, "token", want));
+		tpf_buf_release(&b);
+		free(cmd);
+		free(pg);
+		free(want);
+	}
+	free(tok);
+	CHECK_INT(verb(home, "stop", NULL), 0);
+	free(home);
+}
+
 static void test_provision__stall_clock(void)
 {
 	char *home = make_home("w-stall");
@@ -997,7 +1193,7 @@ static void test_provision__worker_via_transport(void)
 	CHECK_INT(changed, 1);
 	CHECK_INT(fk.put_sources, 2);
 
-	CHECK_INT(tpf_provision_stop(&t, &n, NULL, 0, &d), 0);
+	CHECK_INT(tpf_provision_stop(&t, &n, NULL, 0, NULL, &d), 0);
 	CHECK_INT(tpf_provision_probe(&t, &n, NULL, 0, 0, &r, &d), 0);
 	CHECK_STR(r.job_state, "none");
 	tpf_worker_report_release(&r);
@@ -1034,7 +1230,7 @@ static void test_provision__worker_via_transport(void)
 	CHECK_INT(tpf_provision_probe(&t2, &n, NULL, 0, 0, &r, &d), 0);
 	CHECK_STR(r.job_state, "none");
 	tpf_worker_report_release(&r);
-	CHECK_INT(tpf_provision_stop(&t2, &n, NULL, 0, &d), 0);
+	CHECK_INT(tpf_provision_stop(&t2, &n, NULL, 0, NULL, &d), 0);
 	CHECK_INT(d.n, 0);
 
 	/* Unreachable: provisioning fails, a probe just says so. */
@@ -1049,7 +1245,7 @@ static void test_provision__worker_via_transport(void)
 	CHECK_INT(d.n, 1);
 	tpf_worker_report_release(&r);
 	tpf_diags_release(&d);
-	CHECK(tpf_provision_stop(&t, &n, NULL, 0, &d) == TPF_EUNREACHABLE);
+	CHECK(tpf_provision_stop(&t, &n, NULL, 0, NULL, &d) == TPF_EUNREACHABLE);
 	CHECK_INT(tpf_diags_errors(&d), 1);
 	tpf_diags_release(&d);
 	fk.unreachable = 0;
@@ -1320,6 +1516,9 @@ int main(void)
 	make_repo();
 	RUN(test_provision__script_lifecycle);
 	RUN(test_provision__quick_job);
+	RUN(test_provision__preflight);
+	RUN(test_provision__disruption);
+	RUN(test_provision__wait_verb);
 	RUN(test_provision__stall_clock);
 	RUN(test_provision__source_modes);
 	RUN(test_provision__worker_via_transport);

@@ -4,6 +4,7 @@
  * the queued rule, a re-created node's workers, gang restarts, deep copies.
  */
 #include "state/state.h"
+#include "state/state_priv.h"
 #include "tests/unit/unit.h"
 #include "util/xalloc.h"
 
@@ -115,6 +116,47 @@ static void test_state_record__adoption_and_new_id(void)
 	tpf_state_release(&st);
 }
 
+/* A bad host (issue 21): marked from the worker's preflight count, its zone,
+ * id and failure kept, in the JSON, through a clone, and across the
+ * replacement (pending again); a node not created is not marked. */
+static void test_state_record__bad_host(void)
+{
+	struct tpf_state st;
+	tpf_state_init(&st);
+	struct tpf_recipe r;
+	recipe(&r, 2, 0);
+	struct tpf_job job = { 0 };
+	tpf_state_record_pending(&st, "f-a-0", "a", 0, &r, &job);
+	tpf_state_record_bad_host(&st, "f-a-0", 1, "the TPU is in use");
+	CHECK_STR(tpf_state_find(&st, "f-a-0")->status, TPF_NODE_PENDING); /* not created: no */
+	tpf_state_record_created(&st, "f-a-0", "id-1", "2026-01-01T00:00:00Z");
+	struct tpf_state_worker w = { .index = 1, .exit_code = -1, .preflight_failures = 2 };
+	w.preflight_error = xstrdup("the TPU is in use: pid 42 (python3 t.py) holds /dev/accel0");
+	CHECK(tpf_state_record_worker(&st, "f-a-0", &w));
+	free(w.preflight_error);
+	tpf_state_record_bad_host(&st, "f-a-0", 1, tpf_state_find(&st, "f-a-0")->workers[1].preflight_error);
+	struct tpf_state_node *sn = tpf_state_find(&st, "f-a-0");
+	CHECK_STR(sn->status, TPF_NODE_BAD_HOST);
+	CHECK_STR(sn->bad_host, "zone z1, id id-1: worker 1 failed preflight 2 times: the TPU is in "
+				"use: pid 42 (python3 t.py) holds /dev/accel0");
+	json_t *j = tpf_state_node_to_json(sn);
+	CHECK_STR(json_string_value(json_object_get(j, "bad_host")), sn->bad_host);
+	json_t *wj = json_array_get(json_object_get(j, "workers"), 1);
+	CHECK_INT((int)json_integer_value(json_object_get(wj, "preflight_failures")), 2);
+	json_decref(j);
+	struct tpf_state_node *c = tpf_state_node_clone(sn);
+	CHECK_STR(c->bad_host, sn->bad_host);
+	CHECK_INT(c->workers[1].preflight_failures, 2);
+	tpf_state_node_free(c);
+	/* Replaced: a new generation, the bad host remembered, counts reset. */
+	sn = tpf_state_record_pending(&st, "f-a-0", "a", 0, &r, &job);
+	CHECK_STR(sn->status, TPF_NODE_PENDING);
+	CHECK(sn->bad_host && strstr(sn->bad_host, "id id-1"));
+	CHECK_INT(sn->workers[1].preflight_failures, 0);
+	tpf_recipe_release(&r);
+	tpf_state_release(&st);
+}
+
 static void test_state_record__gang_restart_and_clone(void)
 {
 	struct tpf_state st;
@@ -150,5 +192,6 @@ int main(void)
 	RUN(test_state_record__not_created);
 	RUN(test_state_record__adoption_and_new_id);
 	RUN(test_state_record__gang_restart_and_clone);
+	RUN(test_state_record__bad_host);
 	return unit_done();
 }

@@ -475,6 +475,79 @@ static void test_unconverged__codes(void)
 	BASE "max_restarts: 3\n" extra "groups:\n  - { name: a, accelerator_type: v4-16, "      \
 	     "runtime_version: rt, zones: [z1], count: 1 }\n"
 
+/* restart_on_exit_codes (xpk's restart-on-exit-codes): a chosen code
+ * restarts the unit, any other failing code ends its run as failed; a dead
+ * session still restarts; no list keeps the old rule (any code but 0). */
+static void test_unconverged__exit_codes(void)
+{
+	static const struct {
+		const char *keys;
+		int code;
+		const char *want; /* "restart", or the unconverged entries */
+	} cases[] = {
+		{ "restart_on_exit_codes: [42]\n", 42, "restart" },
+		{ "restart_on_exit_codes: [42]\n", 3, "not_restarted:f-a-0(exit 3)" },
+		{ "restart_on_exit_codes: [42, 128-255]\n", 137, "restart" },
+		{ "restart_on_exit_codes: [42, 128-255]\n", 127, "not_restarted:f-a-0(exit 127)" },
+		{ "never_restart_on: [3]\n", 3, "not_restarted:f-a-0(exit 3)" },
+		{ "never_restart_on: [3]\n", 4, "restart" },
+		{ "restart_on_exit_codes: []\n", 1, "not_restarted:f-a-0(exit 1)" },
+		{ "", 3, "restart" },
+		{ "", 0, "" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct world w;
+		world_init(&w);
+		w.now = 1800000000;
+		add_node2(&w, "f-a-0", 0, 0, 3600);
+		add_fact_w(&w, "f-a-0", 0, "alive", -1, 1);
+		add_fact_w(&w, "f-a-0", 1, "exited", cases[i].code, -1);
+		char yaml[512];
+		snprintf(yaml, sizeof(yaml), V416("%s"), cases[i].keys);
+		CHECK_INT(plan_world(&w, yaml, NULL), 0);
+		char *got = w.p.n == 1 && w.p.actions[0].kind == TPF_ACT_RESTART ? xstrdup("restart")
+										  : entries(&w.p);
+		if (strcmp(got, cases[i].want))
+			printf("# case %zu: %s exit %d\n", i, cases[i].keys, cases[i].code);
+		CHECK_STR(got, cases[i].want);
+		if (!strcmp(cases[i].want, "not_restarted:f-a-0(exit 3)") && w.p.nunconverged == 1) {
+			CHECK_STR(w.p.unconverged[0].reason,
+				  "failed: worker 1 job failed (exit 3); not restarted (its exit code "
+				  "is not in restart_on_exit_codes); the node is kept for debugging");
+			const struct tpf_state_node *sn = tpf_state_find(&w.st, "f-a-0");
+			CHECK_STR(tpf_node_outcome(&w.f, sn, &w.facts, w.now), "failed");
+		}
+		free(got);
+		world_release(&w);
+	}
+	/* A dead session is not an exit code: it restarts whatever the list. */
+	struct world w;
+	world_init(&w);
+	add_node(&w, "f-a-0", "z1", 0);
+	add_fact(&w, "f-a-0", "dead", -1);
+	CHECK_INT(plan_world(&w, BASE "restart_on_exit_codes: [42]\ngroups:\n  - { name: a, "
+				      "accelerator_type: v2-8, runtime_version: rt, zones: [z1], "
+				      "count: 1 }\n",
+			     NULL),
+		  0);
+	CHECK_INT(w.p.n, 1);
+	world_release(&w);
+	/* A unit of one names the code in its reason. */
+	world_init(&w);
+	add_node(&w, "f-a-0", "z1", 0);
+	add_fact(&w, "f-a-0", "exited", 3);
+	CHECK_INT(plan_world(&w, BASE "groups:\n  - { name: a, accelerator_type: v2-8, "
+				      "runtime_version: rt, zones: [z1], count: 1, "
+				      "restart_on_exit_codes: [42] }\n",
+			     NULL),
+		  0);
+	CHECK_INT(w.p.n, 0);
+	if (w.p.nunconverged == 1)
+		CHECK_STR(w.p.unconverged[0].reason,
+			  "job failed (exit 3); not restarted (exit 3 is not in restart_on_exit_codes)");
+	world_release(&w);
+}
+
 static void test_unconverged__gang_restart(void)
 {
 	struct world w;
@@ -745,6 +818,7 @@ int main(void)
 	RUN(test_unconverged__render_with_changes);
 	RUN(test_unconverged__saved_plan);
 	RUN(test_unconverged__codes);
+	RUN(test_unconverged__exit_codes);
 	RUN(test_unconverged__gang_restart);
 	RUN(test_unconverged__gang_failed);
 	RUN(test_unconverged__backoff_waits);

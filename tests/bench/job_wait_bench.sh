@@ -1,0 +1,166 @@
+#!/bin/sh
+# Benchmark of job waits (issue 21 part 4): how soon `watch`, at its default
+# settings (-interval 10s, -session-check 60s, job waits on), has every
+# worker of a unit running again after one worker's job exits, on WORKERS
+# sshd workers (v4-16 nodes: units of 2 workers) of the Cloud TPU API
+# emulator; its CPU while nothing happens; its open files.
+#
+#   sh tests/bench/job_wait_bench.sh [WORKERS] [TRIALS] [IDLE_SECONDS]
+#   defaults: 64 workers, 20 trials, 30 s idle
+#
+# A trial kills worker 1's job on a node picked in turn (each job writes its
+# shell's pid, then execs sleep) and waits until both workers of that node
+# wrote a new start line; the latency is from the kill to the later of the
+# two starts, as the jobs' own clocks stamp them. The workers: ONE sshd on
+# every loopback address with a ForceCommand that gives each address a home
+# of its own (tests/bench/watch_round_bench.sh), so 256 workers cost one
+# daemon plus one sshd child per connection.
+set -u
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+WORKERS=${1:-64}
+TRIALS=${2:-20}
+IDLE=${3:-30}
+NODES=$((WORKERS / 2))
+BASE=127.0.90.1
+T=$TOP/tpuform
+TPF_ROOT=$TOP
+. "$TOP/tests/e2e/fakegcp.sh"
+W=$(mktemp -d "${TMPDIR:-/tmp}/tpuform-wait-bench.XXXXXX")
+cd "$W" || exit 1
+SSHD=
+WATCH=
+trap '[ -n "$WATCH" ] && kill "$WATCH" 2>/dev/null; [ -n "$SSHD" ] && kill "$SSHD" 2>/dev/null
+	fakegcp_stop >/dev/null 2>&1; cd /; [ -n "${BENCH_KEEP:-}" ] || rm -rf "$W"' EXIT
+export NO_COLOR=1 TPUFORM_ACCESS_TOKEN=bench TPUFORM_GCP_POLL_MIN=0.2 TPUFORM_GCP_POLL_MAX=1
+unset SSH_AUTH_SOCK
+
+if [ "$(id -u)" != 0 ] || [ ! -x /usr/sbin/sshd ]; then
+	echo "job_wait_bench: needs root and /usr/sbin/sshd: skipped"
+	exit 0
+fi
+mkdir -p /run/sshd homes ev
+chmod 700 homes
+ssh-keygen -q -t ed25519 -N '' -f key && ssh-keygen -q -t ed25519 -N '' -f hostkey || exit 1
+# shellcheck disable=SC2016 # expanded by the wrapper's own sh, per login
+printf '%s\n' '#!/bin/sh' \
+	'd='"$W"'/homes/$(echo "$SSH_CONNECTION" | cut -d" " -f3)' \
+	'mkdir -p "$d/screen" && chmod 700 "$d" "$d/screen" || exit 1' \
+	'export HOME="$d" SCREENDIR="$d/screen" TPUFORM_LIBTPU_LOCKFILE="$d/libtpu_lockfile" TPUFORM_METADATA_URL=http://127.0.0.1:9/none' \
+	'cd "$d" || exit 1' \
+	'case $SSH_ORIGINAL_COMMAND in' \
+	'*sftp-server* | sftp | internal-sftp) exec /usr/lib/openssh/sftp-server -d "$d" ;;' \
+	'esac' \
+	'exec sh -c "$SSH_ORIGINAL_COMMAND"' >wrap.sh
+chmod 755 wrap.sh
+mkdir -p roothome && cp key.pub authorized_keys && chmod 600 authorized_keys
+PORT=
+for try in 1 2 3 4 5; do
+	PORT=$((30000 + ($$ * 7 + try * 997) % 20000))
+	cat >sshd_config <<EOF
+ListenAddress 0.0.0.0:$PORT
+HostKey $W/hostkey
+PidFile none
+AuthorizedKeysFile $W/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+UseDNS no
+MaxStartups 600:30:1200
+MaxSessions 50
+LogLevel ERROR
+ForceCommand $W/wrap.sh
+Subsystem sftp /usr/lib/openssh/sftp-server
+EOF
+	# shellcheck disable=SC2016 # $1 is for the inner sh
+	unshare --mount --propagation private sh -c 'mount --bind "$1/roothome" /root &&
+		exec /usr/sbin/sshd -D -f "$1/sshd_config" -E "$1/sshd.log"' sh "$W" &
+	SSHD=$!
+	sleep 0.5
+	kill -0 "$SSHD" 2>/dev/null && break
+	SSHD=
+done
+[ -n "$SSHD" ] || { echo "job_wait_bench: sshd did not start: $(tail -n 2 sshd.log)"; exit 1; }
+i=0
+while [ "$i" -lt "$((WORKERS + 16))" ]; do
+	mkdir -p "agent/w$i" && cp hostkey.pub "agent/w$i/hostkey.pub" || exit 1
+	i=$((i + 1))
+done
+fakegcp_start --project bench-project --latency-ms 20 --op-seconds 0.5 --page-size 50 \
+	--worker-ip-base "$BASE" --worker-port "$PORT" --worker-dir "$W/agent" \
+	--log "$W/requests.jsonl" >/dev/null || exit 1
+cat >fleet.yaml <<YAML
+fleet: wb
+provider:
+  gcp: { project: bench-project }
+ssh: { user: root, private_key: "$W/key", port: $PORT }
+run: |
+  e=$W/ev/\$TPUFORM_NODE-\$TPUFORM_WORKER_ID
+  echo \$\$ >"\$e.pid"
+  date +%s.%N >>"\$e.starts"
+  exec sleep 100000
+max_restarts: 1000000
+groups:
+  - { name: a, accelerator_type: v4-16, runtime_version: tpu-ubuntu2204-base, zones: [z1, z2], count: $NODES }
+YAML
+echo "== job waits: $WORKERS workers ($NODES v4-16 nodes), watch at its defaults, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+t0=$(date +%s)
+"$T" apply -f fleet.yaml -auto-approve -parallelism="${PARALLELISM:-50}" >apply.out 2>&1
+echo "setup: $(grep -c '^changed: ' apply.out) workers provisioned in $(($(date +%s) - t0)) s"
+"$T" watch -f fleet.yaml -parallelism="${PARALLELISM:-50}" >watch.out 2>&1 &
+WATCH=$!
+# Attached: a wait FIFO in the run directory of (nearly) every worker; a
+# wait between two windows has none for a moment.
+attached() { find homes -path '*/tpuform/run/wait.*' 2>/dev/null | wc -l; }
+i=0
+until [ "$(attached)" -ge "$((WORKERS * 9 / 10))" ]; do
+	sleep 0.5
+	i=$((i + 1))
+	[ "$i" -lt 600 ] || { echo "only $(attached) of $WORKERS workers attached in 300 s"; tail -n 5 watch.out; exit 1; }
+done
+echo "attached: $(attached) of $WORKERS workers waited on, $(awk "BEGIN { printf \"%.1f\", $i / 2 }") s after watch started"
+sleep 10
+
+# Idle: nothing happens for IDLE seconds.
+tck=$(getconf CLK_TCK)
+cpu() { awk '{ print $14 + $15 }' "/proc/$WATCH/stat"; }
+c0=$(cpu)
+a=$(date +%s.%N)
+sleep "$IDLE"
+c1=$(cpu)
+b=$(date +%s.%N)
+fds=$(find "/proc/$WATCH/fd" -mindepth 1 -maxdepth 1 | wc -l)
+threads=$(awk '/^Threads:/ { print $2 }' "/proc/$WATCH/status")
+rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$WATCH/status")
+echo "idle ${IDLE} s: watch CPU $(echo "$c0 $c1 $tck $a $b" | awk '{ printf "%.2f%%", 100 * ($2 - $1) / $3 / ($5 - $4) }') of one core   [aim: < 2% at 256 workers]"
+echo "open files: $fds (limit $(awk '/Max open files/ { print $4 }' "/proc/$WATCH/limits")), threads: $threads, RSS: $((rss / 1024)) MiB"
+
+# Trials: kill worker 1's job of node k, wait for both workers' new starts.
+: >lat.txt
+k=0
+while [ "$k" -lt "$TRIALS" ]; do
+	node=wb-a-$((k % NODES))
+	n0=$(wc -l <"ev/$node-0.starts")
+	n1=$(wc -l <"ev/$node-1.starts")
+	t=$(date +%s.%N)
+	kill "$(cat "ev/$node-1.pid")"
+	i=0
+	while [ "$(wc -l <"ev/$node-0.starts")" -le "$n0" ] || [ "$(wc -l <"ev/$node-1.starts")" -le "$n1" ]; do
+		sleep 0.05
+		i=$((i + 1))
+		[ "$i" -lt 1200 ] || break
+	done
+	e=$(tail -n 1 "ev/$node-0.starts")
+	f=$(tail -n 1 "ev/$node-1.starts")
+	echo "$t $e $f" | awk '{ m = $2 > $3 ? $2 : $3; printf "%.3f\n", m - $1 }' >>lat.txt
+	k=$((k + 1))
+	# Let the restarted unit settle (its waits re-attach) before the next.
+	sleep 1
+done
+sort -n lat.txt | awk -v n="$TRIALS" '{ v[NR] = $1 } END {
+	p50 = v[int((NR + 1) * 0.5)]; i99 = int(NR * 0.99 + 0.999); if (i99 > NR) i99 = NR;
+	printf "job exit -> both workers of its unit running again: %d trials, p50 %.2f s, p99 %.2f s, max %.2f s   [aim: p99 < 3 s at 64, < 5 s at 256]\n", NR, p50, v[i99], v[NR] }'
+kill -TERM "$WATCH"
+wait "$WATCH"
+WATCH=
