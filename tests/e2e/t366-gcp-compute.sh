@@ -76,6 +76,8 @@ admin "requests:clear" >/dev/null
 ok "then no changes" tpuform plan -f fleet.yaml -detailed-exitcode
 is "a quiet plan lists, never asks per node" \
 	"$(requests | jq -r '[.[] | select(.path | test("/instances/[^/]+$"))] | length')" "0"
+is "a fleet all on Compute Engine sends no Cloud TPU API request" \
+	"$(requests | jq '[.[] | select(.path | startswith("/v2/"))] | length')" "0"
 is "preemptions are read in one aggregated call, not per node" \
 	"$(requests | jq -r '[.[] | select(.path | test("operations"))] | map(.path | sub(".*/projects/test-project/"; "")) | join(" ")')" \
 	"aggregated/operations"
