@@ -9,7 +9,7 @@
  * hold the TPU). So the command runs under setsid(1) in a session and
  * process group of its own, the group's id is written to a file, and a
  * cancel opens a second channel on the same connection that runs
- * `kill -INT -- -PGID` (then -KILL). Without setsid(1) only the shell's pid
+ * `kill -INT -PGID` (then -KILL). Without setsid(1) only the shell's pid
  * is recorded and signalled.
  */
 #include "providers/ssh/ssh_internal.h"
@@ -26,10 +26,12 @@
 
 /*
  * The command line for the channel. $0 of the inner shell is the pgid
- * file and $1 the command. POSIX gives an asynchronous list /dev/null as
- * stdin unless redirected: fd 3 carries the real one past it. setsid(1)
- * does not fork when its caller is not a group leader (a background job of
- * a shell without job control is not), so $$ inside is the new group's id.
+ * file and $1 the command. It runs in the foreground: a shell without job
+ * control starts background jobs with SIGINT ignored, for good (POSIX
+ * 2.11), and then Ctrl-C could never reach the command. setsid(1) does not
+ * fork when its caller is not a group leader (a child of the shell is
+ * not), so it is waited for as any command, and $$ inside is the new
+ * group's id.
  */
 static char *wrapped(const char *command, const char *pgid_file)
 {
@@ -38,16 +40,13 @@ static char *wrapped(const char *command, const char *pgid_file)
 	tpf_shquote_buf(&w, pgid_file);
 	tpf_buf_adds(&w, "; c=");
 	tpf_shquote_buf(&w, command);
-	tpf_buf_adds(&w, "\nexec 3<&0\n"
-			 "if command -v setsid >/dev/null 2>&1; then\n"
-			 "  setsid /bin/sh -c 'echo \"-$$\" >\"$0\"; exec 3<&-; exec /bin/sh -c \"$1\"' "
-			 "\"$f\" \"$c\" <&3 &\n"
+	tpf_buf_adds(&w, "\nif command -v setsid >/dev/null 2>&1; then\n"
+			 "  setsid /bin/sh -c 'echo \"-$$\" >\"$0\"; exec /bin/sh -c \"$1\"' "
+			 "\"$f\" \"$c\"\n"
 			 "else\n"
-			 "  /bin/sh -c 'echo \"$$\" >\"$0\"; exec 3<&-; exec /bin/sh -c \"$1\"' "
-			 "\"$f\" \"$c\" <&3 &\n"
+			 "  /bin/sh -c 'echo \"$$\" >\"$0\"; exec /bin/sh -c \"$1\"' \"$f\" \"$c\"\n"
 			 "fi\n"
-			 "exec 3<&- 0</dev/null\n"
-			 "wait $!; s=$?; rm -f -- \"$f\"; exit $s\n");
+			 "s=$?; rm -f -- \"$f\"; exit $s\n");
 	tpf_buf_adds(&line, "exec /bin/sh -c ");
 	tpf_shquote_buf(&line, w.buf);
 	tpf_buf_release(&w);
@@ -62,7 +61,7 @@ static int send_signal(struct tpf_conn *c, const char *pgid_file, int level)
 	int st = -1;
 	tpf_buf_adds(&cmd, "f=");
 	tpf_shquote_buf(&cmd, pgid_file);
-	tpf_buf_addf(&cmd, "; [ -s \"$f\" ] && kill -%s -- $(cat -- \"$f\")",
+	tpf_buf_addf(&cmd, "; [ -s \"$f\" ] && kill -%s $(cat -- \"$f\")",
 		     level >= 2 ? "KILL" : "INT");
 	int err = tpf_ssh_exec(c, cmd.buf, NULL, &st, 10, &ignored);
 	tpf_diags_release(&ignored);
