@@ -233,7 +233,9 @@ static int connect_to(const char *host, int port)
 static int relay(int from, int to)
 {
 	char buf[16384];
-	ssize_t n = recv(from, buf, sizeof(buf), 0);
+	ssize_t n = recv(from, buf, sizeof(buf), MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 1;
 	if (n <= 0)
 		return 0;
 	for (ssize_t off = 0; off < n;) {
@@ -264,6 +266,7 @@ int tpf_local_forward(struct tpf_conn *c, const struct tpf_forward *fw, size_t n
 		}
 		if (poll(p, k, 100) <= 0)
 			continue;
+		size_t polled = np; /* pairs accepted below have no slot yet */
 		for (size_t i = 0; i < n; i++) {
 			if (!(p[i].revents & POLLIN))
 				continue;
@@ -276,7 +279,7 @@ int tpf_local_forward(struct tpf_conn *c, const struct tpf_forward *fw, size_t n
 			} else if (a >= 0)
 				pairs[np++] = (struct pair){ a, b };
 		}
-		for (size_t i = 0; i < np; i++) {
+		for (size_t i = 0; i < polled; i++) {
 			size_t j = n + 2 * i;
 			int ok = 1;
 			if (p[j].revents & (POLLIN | POLLHUP | POLLERR))

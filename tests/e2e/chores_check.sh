@@ -79,4 +79,30 @@ X'
 	is "and leaves no process behind" "$(pgrep -fc '^sleep 471')" 0
 	unlike "the command never went on" "$(cat int.out)" "never"
 	is "the job kept its PID through all of it" "$(_ch_jobs "$_n1")" "$jobs_before"
+
+	# ---- ssh -- CMD, ssh -L ------------------------------------------------
+	fails "ssh -- CMD returns the command's exit status" 5 tpuform ssh -f "$_f" "$_n1" -worker 1 -- \
+		'echo "on $TPUFORM_WORKER_ID"; exit 5'
+	like "and prints its output" "$(cat last.out)" "^on 1$"
+	is "ssh -- CMD takes stdin" "$(echo piped | tpuform ssh -f "$_f" "$_n1" -- 'cat')" piped
+	ok "an HTTP server on worker 1" tpuform exec -f "$_f" "$_n1" -worker 1 -- \
+		'mkdir -p www && echo "served by $TPUFORM_WORKER_ID" >www/index.html && cd www &&
+		 { setsid python3 -m http.server 18470 --bind 127.0.0.1 </dev/null >/dev/null 2>&1 & echo $! >../www.pid; } &&
+		 for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.3; python3 -c "import urllib.request as u; u.urlopen(\"http://127.0.0.1:18470/\")" 2>/dev/null && exit 0; done; exit 1' </dev/null
+	lp=$(( 20000 + $$ % 20000 ))
+	got=$(tpuform ssh -f "$_f" "$_n1" -worker 1 -L "$lp:127.0.0.1:18470" -- \
+		"python3 -c 'import urllib.request as u; print(u.urlopen(\"http://127.0.0.1:$lp/index.html\").read().decode().strip())'" </dev/null 2>&1)
+	is "ssh -L forwards an HTTP request to worker 1 (while the command runs)" "$got" \
+		"Forwarding localhost:$lp -> 127.0.0.1:18470 on $_n1/w1
+served by 1"
+	"$TPUFORM" ssh -f "$_f" "$_n1" -worker 1 -L "$((lp + 1)):localhost:18470" </dev/null >fwd.out 2>&1 &
+	fp=$!
+	wait_for 10 grep -q "Ctrl-C" fwd.out
+	is "ssh -L alone forwards until Ctrl-C" "$(curl -s "http://127.0.0.1:$((lp + 1))/index.html")" "served by 1"
+	kill -INT "$fp"
+	wait "$fp"
+	is "and stops on it" "$?" 0
+	fails "a bad -L says the syntax" 1 tpuform ssh -f "$_f" "$_n1" -L 8080:nope -- true
+	like "as ssh -L does" "$(cat last.out)" "bad port forward '8080:nope'"
+	ok "the server stops" tpuform exec -f "$_f" "$_n1" -worker 1 -- 'kill "$(cat www.pid)"'
 }
