@@ -46,7 +46,7 @@ mkdir -p "$HOME/.ssh"
 printf 'Host other\n  User me\n' >"$HOME/.ssh/config"
 ok "ssh-config -install" tpuform ssh-config -f fleet.yaml -install
 ok "twice" tpuform ssh-config -f fleet.yaml -install
-is "~/.ssh/config includes it once, at the top" \
+is "the user config includes it once, at the top" \
 	"$(grep -c '^Include' "$HOME/.ssh/config") $(grep -n '^Include' "$HOME/.ssh/config" | cut -d: -f1)" "1 2"
 like "and keeps what was there" "$(cat "$HOME/.ssh/config")" "^Host other$"
 # ssh(1) reads the passwd entry's ~/.ssh/config, not $HOME's: name it
