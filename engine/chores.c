@@ -65,7 +65,8 @@ int tpf_chore_connect(const struct tpf_chore_target *t, struct tpf_conn **c, str
 		.endpoint = (size_t)t->worker < t->ln->nendpoints ? &t->ln->endpoints[t->worker]
 								   : NULL,
 		.host_key = t->sn->workers[t->worker].host_key,
-		.read_only = 1,
+		/* not read_only: like gcloud's ssh and scp, a chore puts the
+		 * login key back on a node that lost it */
 	};
 	return t->t->ops->connect(t->t, &ref, c, NULL, d);
 }
