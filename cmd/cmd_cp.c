@@ -56,12 +56,20 @@ static void on_progress(void *arg, size_t i, unsigned long long bytes)
 	double now = tpf_now_mono();
 	if (now - p->last >= 0.2) {
 		p->last = now;
+		/* Each worker's bytes while they fit on a line, else the total. */
+		struct tpf_buf line = TPF_BUF_INIT;
 		unsigned long long total = 0;
-		for (size_t k = 0; k < p->n; k++)
-			total += p->bytes[k];
 		char b[32];
-		fprintf(stderr, "\r\033[Kcopying: %s over %zu worker%s", tpf_fmt_bytes((size_t)total, b),
-			p->n, p->n == 1 ? "" : "s");
+		for (size_t k = 0; k < p->n; k++) {
+			total += p->bytes[k];
+			if (p->n <= 4)
+				tpf_buf_addf(&line, "%s%s/w%d %s", k ? ", " : "", p->t[k].sn->name,
+					     p->t[k].worker, tpf_fmt_bytes((size_t)p->bytes[k], b));
+		}
+		if (p->n > 4)
+			tpf_buf_addf(&line, "%s over %zu workers", tpf_fmt_bytes((size_t)total, b), p->n);
+		fprintf(stderr, "\r\033[Kcopying: %s", line.buf);
+		tpf_buf_release(&line);
 		fflush(stderr);
 	}
 	pthread_mutex_unlock(&p->mu);
