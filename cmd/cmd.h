@@ -113,6 +113,7 @@ enum tpf_cmd_needs {
 	TPF_CMD_REFRESH = 1 << 7,     /* takes -refresh=false */
 	TPF_CMD_PARALLELISM = 1 << 8, /* takes -parallelism=N */
 	TPF_CMD_REST = 1 << 9,        /* takes words after "--" (rest_name, at least one) */
+	TPF_CMD_REST_OPTIONAL = 1 << 10, /* with TPF_CMD_REST: the words may be left out */
 };
 
 /* What SIGINT and SIGTERM do while the command runs (cmd/signals.c). */
@@ -121,6 +122,9 @@ enum tpf_cmd_signals {
 	TPF_SIG_STOP,     /* read-only: the first one ends the process */
 	TPF_SIG_GRACEFUL, /* mutating: the first one sets tpf_interrupted (start
 			   * nothing new, record state), the second exits 1 at once */
+	TPF_SIG_FORWARD,  /* remote commands (exec, ssh -- CMD, ssh -L): each one
+			   * raises tpf_interrupted (1: send SIGINT to the remote
+			   * commands, 2: SIGKILL), the third exits 130 at once */
 };
 
 struct tpf_cmd_ctx;
@@ -173,7 +177,11 @@ struct tpf_cmd_ctx {
 extern const struct tpf_cmd tpf_cmd_validate, tpf_cmd_plan, tpf_cmd_apply, tpf_cmd_destroy,
 	tpf_cmd_watch, tpf_cmd_show, tpf_cmd_logs, tpf_cmd_exec, tpf_cmd_ssh, tpf_cmd_state,
 	tpf_cmd_import, tpf_cmd_local, tpf_cmd_version, tpf_cmd_help, tpf_cmd_force_unlock,
-	tpf_cmd_accelerators, tpf_cmd_report;
+	tpf_cmd_accelerators, tpf_cmd_report, tpf_cmd_cp, tpf_cmd_ssh_config;
+
+/* The words after "--" joined with spaces, as ssh(1) joins its command
+ * (cmd/cmd_exec.c). Caller frees. */
+char *tpf_cmd_rest_command(struct tpf_cmd_ctx *ctx);
 
 /* Every top-level command, in help order, NULL-ended (cmd/commands.c). */
 extern const struct tpf_cmd *const tpf_commands[];

@@ -8,6 +8,7 @@
  *   Apply failed: 1 added, 0 changed, 0 destroyed; 1 action failed, 2 not started.
  */
 #include "cmd/cmd.h"
+#include "engine/chores.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -114,6 +115,9 @@ int tpf_run_apply(struct tpf_cmd_ctx *ctx, struct tpf_plan *p, int auto_approve,
 	int interrupted = tpf_interrupted != 0;
 	int ok = !res.failed_actions && !res.not_started && !tpf_diags_errors(&s->d) &&
 		 !interrupted;
+	/* ssh-config -install: its entries follow replaced nodes. */
+	if (res.added || res.changed || res.destroyed)
+		tpf_ssh_config_refresh_installed(s);
 	/* The error boxes first, then what was and was not done. */
 	tpf_cmd_print_diags(ctx);
 	say_closing(&res, destroy, ok, interrupted);

@@ -1,49 +1,155 @@
 /*
- * tpuform ssh NODE: an interactive shell on one of the node's workers
- * (ssh for gcp nodes; a shell in the worker's home for local ones).
+ * tpuform ssh NODE [-worker N] [-L [bind:]port:host:hostport ...]
+ * [-- COMMAND]: an interactive shell on one of the node's workers (ssh(1)
+ * with the pinned host key for gcp nodes; a shell in the worker's home for
+ * local ones); with -L, port forwards through the same pinned connection
+ * (engine/forward.c); with a COMMAND, that command, its exit status
+ * returned as ssh(1) returns it.
  */
 #include "cmd/cmd.h"
+#include "engine/chores.h"
 #include "engine/refresh.h"
+#include "util/xalloc.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 static struct {
 	int worker;
+	struct tpf_flag_list forwards;
 } ssh_o;
 
 static const struct tpf_flag ssh_flags[] = {
 	TPF_INT("worker", 0, 4095, &ssh_o.worker, "the worker to log in to"),
+	TPF_LIST("L", "[BIND:]PORT:HOST:HOSTPORT", &ssh_o.forwards,
+		 "forward local PORT to HOST:HOSTPORT as the worker sees it (ssh -L)"),
 	TPF_FLAGS_END,
 };
+
+struct fwd {
+	const struct tpf_chore_target *t;
+	struct tpf_forward_spec *specs;
+	size_t n;
+	volatile int stop;
+	const volatile int *outer_stop; /* -L alone: Ctrl-C */
+	int rc;
+	struct tpf_diags d;
+};
+
+static void on_ready(void *arg)
+{
+	struct fwd *f = arg;
+	for (size_t i = 0; i < f->n; i++)
+		tpf_ui_say("Forwarding %s:%d -> %s:%d on %s/w%d\n",
+			   f->specs[i].bind ? f->specs[i].bind : "localhost", f->specs[i].port,
+			   f->specs[i].host, f->specs[i].hostport, f->t->sn->name, f->t->worker);
+	if (f->outer_stop)
+		tpf_ui_say("Press Ctrl-C to stop.\n");
+}
+
+static void *fwd_main(void *arg)
+{
+	struct fwd *f = arg;
+	f->rc = tpf_chore_forward(f->t, f->specs, f->n, f->outer_stop ? f->outer_stop : &f->stop,
+				  on_ready, f, &f->d);
+	return NULL;
+}
+
+static void on_output(void *arg, size_t i, const char *data, size_t len)
+{
+	(void)arg;
+	(void)i;
+	fwrite(data, 1, len, stdout);
+	fflush(stdout);
+}
+
+/* The command, with the forwards (if any) open while it runs. */
+static int run_command(struct tpf_cmd_ctx *ctx, const struct tpf_chore_target *t, struct fwd *f)
+{
+	pthread_t th;
+	int started = f->n && !pthread_create(&th, NULL, fwd_main, f);
+	char *command = tpf_cmd_rest_command(ctx);
+	struct tpf_exec_opts o = {
+		.command = command, .in_fd = isatty(STDIN_FILENO) ? -1 : STDIN_FILENO,
+		.out = on_output, .raw = 1, .cancel = &tpf_interrupted,
+	};
+	int status = TPF_CHORE_STATUS_FAILED;
+	tpf_chore_exec(t, 1, &o, &status, ctx->d);
+	if (started) {
+		f->stop = 1;
+		pthread_join(th, NULL);
+	}
+	free(command);
+	return status > 255 ? 255 : status;
+}
 
 static int run_ssh(struct tpf_cmd_ctx *ctx)
 {
 	struct tpf_session *s = &ctx->s;
-	struct tpf_state_node *sn;
-	const struct tpf_live_node *ln;
-	struct tpf_transport *t;
+	struct tpf_chore_target *t = NULL;
+	size_t n = 0;
+	struct fwd f = { .n = ssh_o.forwards.n };
+	int code = TPF_EXIT_ERROR;
+	tpf_diags_init(&f.d);
+	f.specs = xcalloc(f.n ? f.n : 1, sizeof(*f.specs));
+	for (size_t i = 0; i < f.n; i++)
+		if (tpf_forward_spec_parse(ssh_o.forwards.items[i], &f.specs[i], ctx->d))
+			goto done;
 	if (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d) ||
-	    tpf_session_target_worker(s, ctx->args[0], ssh_o.worker, &sn, &ln, &t))
-		return TPF_EXIT_ERROR;
-	int w = ssh_o.worker;
-	struct tpf_worker_ref ref = {
-		.node = sn->name, .node_id = sn->id, .worker = w,
-		.nworkers = (int)sn->nworkers,
-		.endpoint = (size_t)w < ln->nendpoints ? &ln->endpoints[w] : NULL,
-		.host_key = sn->workers[w].host_key,
-	};
-	t->ops->interactive(t, &ref, &s->d); /* returns only on failure */
-	return TPF_EXIT_ERROR;
+	    tpf_chore_targets(s, ctx->args[0], ssh_o.worker < 0 ? 0 : ssh_o.worker, &t, &n))
+		goto done;
+	f.t = t;
+	if (ctx->nrest) {
+		code = run_command(ctx, t, &f);
+	} else if (f.n) {
+		/* -L alone: forward until Ctrl-C, as ssh -N -L does. */
+		f.outer_stop = &tpf_interrupted;
+		fwd_main(&f);
+		code = f.rc ? TPF_EXIT_ERROR : TPF_EXIT_OK;
+	} else {
+		struct tpf_worker_ref ref = {
+			.node = t->sn->name, .node_id = t->sn->id, .worker = t->worker,
+			.nworkers = (int)t->sn->nworkers,
+			.endpoint = (size_t)t->worker < t->ln->nendpoints ? &t->ln->endpoints[t->worker]
+									   : NULL,
+			.host_key = t->sn->workers[t->worker].host_key,
+		};
+		t->t->ops->interactive(t->t, &ref, &s->d); /* returns only on failure */
+	}
+done:
+	tpf_diags_move(ctx->d, &f.d);
+	tpf_diags_release(&f.d);
+	for (size_t i = 0; i < f.n; i++)
+		tpf_forward_spec_release(&f.specs[i]);
+	free(f.specs);
+	free(t);
+	return code;
 }
 
 const struct tpf_cmd tpf_cmd_ssh = {
 	.name = "ssh",
-	.summary = "Open a shell on a worker",
-	.description = "  Open an interactive shell on worker 0 of NODE (or -worker N). The job\n"
-		       "  runs in a screen session there: 'screen -ls' lists it.\n",
+	.summary = "Open a shell on a worker, run a command there, or forward ports",
+	.description =
+		"  Open an interactive shell on worker 0 of NODE (or -worker N). The job\n"
+		"  runs in a screen session there: 'screen -ls' lists it. With a command\n"
+		"  after \"--\", run it instead (stdin, unless a terminal, goes to it; Ctrl-C\n"
+		"  interrupts it) and exit with its status. -L forwards a local port to the\n"
+		"  worker, as ssh -L does, over the connection whose host key is pinned:\n"
+		"  while the command runs, or, without one, until Ctrl-C (as ssh -N -L).\n",
+	.footer = "Examples:\n"
+		  "  tpuform ssh my-node -worker 1\n"
+		  "  tpuform ssh my-node -L 6006:localhost:6006\n"
+		  "  tpuform ssh my-node -- nproc\n\n"
+		  "Exit status: the command's (255 when it could not be run), else 0, or 1\n"
+		  "for errors.\n",
 	.flags = ssh_flags,
 	.min_args = 1,
 	.max_args = 1,
 	.args_name = "NODE",
-	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_PROVIDER,
-	.signals = TPF_SIG_STOP,
+	.rest_name = "COMMAND...",
+	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_PROVIDER | TPF_CMD_REST |
+		 TPF_CMD_REST_OPTIONAL,
+	.signals = TPF_SIG_FORWARD,
 	.run = run_ssh,
 };

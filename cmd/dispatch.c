@@ -117,7 +117,7 @@ static int check_args(const struct tpf_cmd *c, const char *path, const struct tp
 		free(hint);
 		return TPF_ERROR;
 	}
-	if (p->nargs < c->min_args || ((c->needs & TPF_CMD_REST) && !p->nrest)) {
+	if (p->nargs < c->min_args || ((c->needs & TPF_CMD_REST) && !(c->needs & TPF_CMD_REST_OPTIONAL) && !p->nrest)) {
 		const char *missing = p->nargs < c->min_args ? c->args_name : c->rest_name;
 		char *hint = xasprintf("Usage: %s", usage);
 		tpf_errorx(d, NULL, hint, "Not enough command line arguments: 'tpuform %s' needs %s",

@@ -58,10 +58,11 @@ struct tpf_flag *tpf_cmd_flags(const struct tpf_cmd *c, struct tpf_common_opts *
 
 void tpf_help_usage_line(const struct tpf_cmd *c, const char *path, char *buf, size_t len)
 {
-	snprintf(buf, len, "tpuform %s%s [options]%s%s%s%s", path, c->subs ? " <subcommand>" : "",
+	snprintf(buf, len, "tpuform %s%s [options]%s%s%s%s%s", path, c->subs ? " <subcommand>" : "",
 		 c->args_name ? " " : "", c->args_name ? c->args_name : "",
-		 (c->needs & TPF_CMD_REST) ? " -- " : "",
-		 (c->needs & TPF_CMD_REST) ? c->rest_name : "");
+		 (c->needs & TPF_CMD_REST_OPTIONAL) ? " [-- " : (c->needs & TPF_CMD_REST) ? " -- " : "",
+		 (c->needs & TPF_CMD_REST) ? c->rest_name : "",
+		 (c->needs & TPF_CMD_REST_OPTIONAL) ? "]" : "");
 }
 
 static void list_commands(FILE *out, const struct tpf_cmd *const *cmds)

@@ -43,6 +43,23 @@ static void on_graceful(int sig)
 	say(first, sizeof(first) - 1);
 }
 
+/* exec, ssh -- CMD: Ctrl-C goes to the remote commands (engine/chores.h). */
+static void on_forward(int sig)
+{
+	static const char first[] = "\nInterrupt: sending SIGINT to the remote command "
+				    "(again: SIGKILL)\n";
+	static const char second[] = "\nInterrupt: sending SIGKILL to the remote command "
+				     "(again: exit at once)\n";
+	(void)sig;
+	if (tpf_interrupted >= 2)
+		_exit(130);
+	tpf_interrupted++;
+	if (tpf_interrupted == 1)
+		say(first, sizeof(first) - 1);
+	else
+		say(second, sizeof(second) - 1);
+}
+
 void tpf_signals_install(enum tpf_cmd_signals kind)
 {
 	if (kind == TPF_SIG_NONE)
@@ -52,7 +69,9 @@ void tpf_signals_install(enum tpf_cmd_signals kind)
 	sigemptyset(&sa.sa_mask);
 	/* The default action even where the parent ignored the signals (a
 	 * script's background job starts with SIGINT ignored). */
-	sa.sa_handler = kind == TPF_SIG_GRACEFUL ? on_graceful : SIG_DFL;
+	sa.sa_handler = kind == TPF_SIG_GRACEFUL ? on_graceful
+			: kind == TPF_SIG_FORWARD ? on_forward
+						  : SIG_DFL;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 }

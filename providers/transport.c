@@ -50,3 +50,22 @@ int tpf_transport_output_too_large(const char *address, size_t limit, struct tpf
 			  "command on worker '%s' printed more than %s: it was stopped", address,
 			  tpf_fmt_bytes(limit, lim));
 }
+
+int tpf_remote_file_path_check(const char *path, const char *address, struct tpf_diags *d)
+{
+	const char *why = NULL;
+	if (!path || !*path)
+		why = "it is empty";
+	else if (strlen(path) > TPF_REMOTE_PATH_MAX)
+		why = "it is too long";
+	for (const char *p = path; !why && *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			why = "it holds a control character";
+	if (!why)
+		return 0;
+	return tpf_errorx(d, address, NULL,
+			  "path '%.*s%s' on worker '%s' is not valid (%s): expected a path of at "
+			  "most %d bytes without control characters",
+			  100, path ? path : "", path && strlen(path) > 100 ? "..." : "",
+			  address ? address : "", why, TPF_REMOTE_PATH_MAX);
+}

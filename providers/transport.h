@@ -48,6 +48,41 @@ struct tpf_worker_ref {
 #define TPF_REMOTE_PATH_MAX 1024
 
 struct tpf_conn; /* opaque, per implementation */
+
+/* Called during a transfer with the bytes moved so far (by the thread that
+ * moves them). */
+typedef void (*tpf_progress_fn)(void *arg, unsigned long long bytes);
+
+/* What a remote path is (file_stat). */
+struct tpf_remote_stat {
+	int is_dir, is_reg;
+	mode_t mode;              /* permission bits */
+	unsigned long long size;  /* bytes */
+};
+
+/* The command's input, output and cancellation (exec_stream). */
+struct tpf_exec_io {
+	int in_fd;                 /* stdin, read to end of file; -1: none */
+	void (*out)(void *arg, const char *data, size_t len);
+	void *arg;
+	const volatile int *cancel; /* may be NULL; 1: SIGINT, 2: SIGKILL */
+};
+
+/* One local port forward (forward). */
+struct tpf_forward {
+	int listen_fd;    /* a listening socket */
+	const char *host; /* as the worker resolves it ("localhost") */
+	int port;
+};
+
+/* ssh_info: what an ssh_config(5) Host entry needs. Borrowed. */
+struct tpf_ssh_info {
+	const char *host, *user, *known_line; /* known_line: "TYPE BASE64" */
+	int port;
+	const char *identity_file;             /* NULL: the agent */
+	const char *jump_host, *jump_user, *jump_known_line; /* NULL: direct */
+	int jump_port;
+};
 struct tpf_transport;
 
 struct tpf_transport_ops {
@@ -108,6 +143,64 @@ struct tpf_transport_ops {
 	 * keep.
 	 */
 	void (*sync_state)(struct tpf_transport *t, struct tpf_state *st);
+
+	/*
+	 * The everyday chores (`tpuform cp`, `exec`, `ssh -L`, `ssh-config`;
+	 * engine/chores.h). Paths given to the file ops are absolute, or
+	 * relative to the worker's home, as scp's and sftp's are; they are
+	 * checked with tpf_remote_file_path_check, not the stricter rule of
+	 * put(), because a user names them. Every op returns 0, or TPF_ERROR /
+	 * TPF_EUNREACHABLE with a diagnostic naming the worker and the path.
+	 */
+
+	/* What path is: TPF_ENOTFOUND (no diagnostic) when nothing is there.
+	 * Symbolic links are followed (SFTP STAT, stat(2)). */
+	int (*file_stat)(struct tpf_conn *c, const char *path, struct tpf_remote_stat *st,
+			 struct tpf_diags *d);
+	/* The names in directory path, without "." and "..", sorted; the
+	 * caller frees each and the array. */
+	int (*file_list)(struct tpf_conn *c, const char *path, char ***names, size_t *n,
+			 struct tpf_diags *d);
+	/* mkdir path with mode; an existing directory is success. */
+	int (*file_mkdir)(struct tpf_conn *c, const char *path, mode_t mode, struct tpf_diags *d);
+	/* Copy everything readable from fd to file path (mode as given),
+	 * replacing it atomically (temporary file + rename: a job that has
+	 * the old file open keeps reading it). progress (may be NULL) is
+	 * called with the bytes sent so far. */
+	int (*file_send)(struct tpf_conn *c, int fd, const char *path, mode_t mode,
+			 tpf_progress_fn progress, void *arg, struct tpf_diags *d);
+	/* Copy file path into fd; progress as for file_send. */
+	int (*file_recv)(struct tpf_conn *c, const char *path, int fd, tpf_progress_fn progress,
+			 void *arg, struct tpf_diags *d);
+
+	/*
+	 * Run command as exec() does, streaming: io->out gets stdout and
+	 * stderr as they arrive (merged, no cap: nothing is kept); the
+	 * command's stdin is io->in_fd read until end of file (-1: end of
+	 * file at once). The command runs in a process group of its own
+	 * (setsid), so that when *io->cancel rises to 1 the group gets
+	 * SIGINT, and at 2 SIGKILL (ssh: over a second channel of the same
+	 * connection, by the pgid the command recorded). *status as exec().
+	 */
+	int (*exec_stream)(struct tpf_conn *c, const char *command, const struct tpf_exec_io *io,
+			   int *status, struct tpf_diags *d);
+
+	/*
+	 * Serve local port forwards (OpenSSH's -L) until *stop is set or the
+	 * listeners fail: every connection accepted on fw[i].listen_fd is
+	 * relayed to fw[i].host port fw[i].port as the worker sees it (ssh:
+	 * a direct-tcpip channel, RFC 4254 section 7.2, over this connection,
+	 * so through the same pinned host key; local: a TCP connection from
+	 * this machine, where the worker lives). The listening sockets stay
+	 * the caller's.
+	 */
+	int (*forward)(struct tpf_conn *c, const struct tpf_forward *fw, size_t n,
+		       const volatile int *stop, struct tpf_diags *d);
+
+	/* How ssh(1) reaches this connection's worker (ssh-config); borrowed
+	 * from c. TPF_ERROR (with a diagnostic) when it is not reached over
+	 * SSH (the local provider). */
+	int (*ssh_info)(struct tpf_conn *c, struct tpf_ssh_info *info, struct tpf_diags *d);
 };
 
 struct tpf_transport {
@@ -126,6 +219,14 @@ struct tpf_transport {
  * diagnostic naming the worker `address` and the path.
  */
 int tpf_remote_path_check(const char *path, const char *address, struct tpf_diags *d);
+
+/*
+ * The rule for paths a user names (tpuform cp NODE:PATH): not empty, no
+ * control character, at most TPF_REMOTE_PATH_MAX bytes. Absolute paths and
+ * ".." are the user's to use, as with scp. Returns 0, or TPF_ERROR with a
+ * diagnostic naming the worker `address` and the path.
+ */
+int tpf_remote_file_path_check(const char *path, const char *address, struct tpf_diags *d);
 
 /*
  * The diagnostic for a command whose output passed `limit` bytes on worker

@@ -23,6 +23,36 @@ struct tpf_local {
 /* local_transport.c */
 extern const struct tpf_transport_ops tpf_local_transport_ops;
 
+/* A connection to a local worker (local_transport.c). */
+struct tpf_conn {
+	char *root;
+	char *node;
+	char *home;
+	int worker;
+	char *address; /* "<node>/w<i>", for messages */
+	char **env;
+};
+
+/* 0 while c's node is READY and its home there, else TPF_EUNREACHABLE /
+ * TPF_ERROR with a diagnostic (an SSH session dies with its VM too). */
+int tpf_local_still_reachable(struct tpf_conn *c, struct tpf_diags *d);
+
+/* local_chores.c: the transport's chore ops (providers/transport.h). */
+int tpf_local_file_stat(struct tpf_conn *c, const char *path, struct tpf_remote_stat *st,
+			struct tpf_diags *d);
+int tpf_local_file_list(struct tpf_conn *c, const char *path, char ***names, size_t *n,
+			struct tpf_diags *d);
+int tpf_local_file_mkdir(struct tpf_conn *c, const char *path, mode_t mode, struct tpf_diags *d);
+int tpf_local_file_send(struct tpf_conn *c, int fd, const char *path, mode_t mode,
+			tpf_progress_fn progress, void *arg, struct tpf_diags *d);
+int tpf_local_file_recv(struct tpf_conn *c, const char *path, int fd, tpf_progress_fn progress,
+			void *arg, struct tpf_diags *d);
+int tpf_local_exec_stream(struct tpf_conn *c, const char *command, const struct tpf_exec_io *io,
+			  int *status, struct tpf_diags *d);
+int tpf_local_forward(struct tpf_conn *c, const struct tpf_forward *fw, size_t n,
+		      const volatile int *stop, struct tpf_diags *d);
+int tpf_local_ssh_info(struct tpf_conn *c, struct tpf_ssh_info *info, struct tpf_diags *d);
+
 /* node.json in memory. */
 struct tpf_local_node {
 	char *name;
@@ -161,6 +191,12 @@ void tpf_local_env_free(char **env);
  * does not hold the caller. Output past TPF_TRANSPORT_OUTPUT_MAX (when out
  * is not NULL) kills the process group too: TPF_ERROR, out unchanged.
  */
+/* tpf_local_run streaming (transport.h exec_stream): stdin from io->in_fd,
+ * output to io->out as it comes, the command in a session of its own whose
+ * group gets SIGINT / SIGKILL as *io->cancel rises. */
+int tpf_local_run_stream(const char *home, char *const envp[], const char *command,
+			 const struct tpf_exec_io *io, int *status, const char *address,
+			 struct tpf_diags *d);
 int tpf_local_run(const char *home, char *const envp[], const char *command,
 		  struct tpf_buf *out, int *status, double timeout, const char *address,
 		  struct tpf_diags *d);

@@ -77,7 +77,7 @@ void tpf_local_env_free(char **env)
  * threads may have held locks (malloc's) at the time of the fork.
  */
 static void __attribute__((noreturn))
-child_exec(const char *home, char *const argv[], char *const envp[], int out_fd,
+child_exec(const char *home, char *const argv[], char *const envp[], int in_fd, int out_fd,
 	   const char *chdir_msg, size_t chdir_msg_len)
 {
 	setpgid(0, 0);
@@ -92,7 +92,7 @@ child_exec(const char *home, char *const argv[], char *const envp[], int out_fd,
 	for (int s = 1; s < NSIG; s++)
 		sigaction(s, &dfl, NULL);
 
-	int null_fd = open("/dev/null", O_RDONLY);
+	int null_fd = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY);
 	if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0)
 		_exit(127);
 	/* Other threads' pipes and sockets must not leak into jobs: a
@@ -159,7 +159,7 @@ int tpf_local_run(const char *home, char *const envp[], const char *command,
 		goto done;
 	}
 	if (pid == 0)
-		child_exec(home, argv, envp, fds[1], chdir_msg, strlen(chdir_msg));
+		child_exec(home, argv, envp, -1, fds[1], chdir_msg, strlen(chdir_msg));
 	/* Also in the parent, so that a kill(-pid) right away cannot miss. */
 	setpgid(pid, pid);
 	close(fds[1]);
@@ -232,6 +232,73 @@ done:
 	if (out && !tpf_buf_overflowed(&got) && tpf_buf_take(out, &got) < 0 && !err)
 		err = tpf_transport_output_too_large(address, tpf_buf_max(out), d);
 	tpf_buf_release(&got);
+	return err;
+}
+
+/* Signal the command's group when *cancel rose past *sent. */
+static void forward_cancel(pid_t pid, const volatile int *cancel, int *sent)
+{
+	int want = cancel ? *cancel : 0;
+	if (pid <= 0 || want <= *sent)
+		return;
+	kill(-pid, want >= 2 ? SIGKILL : SIGINT);
+	*sent = want;
+}
+
+int tpf_local_run_stream(const char *home, char *const envp[], const char *command,
+			 const struct tpf_exec_io *io, int *status, const char *address,
+			 struct tpf_diags *d)
+{
+	char *const argv[] = { "/bin/sh", "-c", (char *)command, NULL };
+	char *chdir_msg = xasprintf("tpuform: cannot enter worker home '%s'\n", home);
+	int fds[2] = { -1, -1 };
+	int err = 0, wstatus = 0, eof = 0, sent = 0;
+	pid_t pid = -1;
+
+	*status = -1;
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		err = tpf_errorx(d, address, NULL, "cannot create a pipe: %s", strerror(errno));
+		goto done;
+	}
+	pid = fork();
+	if (pid < 0) {
+		err = tpf_errorx(d, address, NULL, "cannot fork: %s", strerror(errno));
+		goto done;
+	}
+	if (pid == 0) {
+		/* A session of its own, as setsid(1) gives it on a VM. */
+		setsid();
+		child_exec(home, argv, envp, io->in_fd, fds[1], chdir_msg, strlen(chdir_msg));
+	}
+	setpgid(pid, pid);
+	close(fds[1]);
+	fds[1] = -1;
+	/* The output ends when every process of the command closed it; a
+	 * daemon it left behind may keep it open, so the exit ends it too
+	 * (after a short grace for what is still in the pipe). */
+	double exit_time = 0;
+	while (!(exit_time && (eof || tpf_now_mono() - exit_time >= DRAIN_GRACE))) {
+		forward_cancel(exit_time ? -1 : pid, io->cancel, &sent);
+		struct pollfd p = { .fd = eof ? -1 : fds[0], .events = POLLIN };
+		int r = poll(&p, 1, 50);
+		if (r > 0) {
+			char chunk[8192];
+			ssize_t n = read(fds[0], chunk, sizeof(chunk));
+			if (n > 0 && io->out)
+				io->out(io->arg, chunk, (size_t)n);
+			else if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+				eof = 1;
+		}
+		if (!exit_time && waitpid(pid, &wstatus, WNOHANG) == pid)
+			exit_time = tpf_now_mono();
+	}
+	*status = exit_status(wstatus);
+done:
+	if (fds[0] >= 0)
+		close(fds[0]);
+	if (fds[1] >= 0)
+		close(fds[1]);
+	free(chdir_msg);
 	return err;
 }
 

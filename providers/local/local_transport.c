@@ -15,14 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-struct tpf_conn {
-	char *root;
-	char *node;
-	char *home;
-	int worker;
-	char *address; /* "<node>/w<i>", for messages */
-	char **env;
-};
 
 /*
  * Check that worker w->worker of node w->node can be reached now; on
@@ -110,7 +102,7 @@ done:
 }
 
 /* An open connection dies with its node, as an SSH session would. */
-static int still_reachable(struct tpf_conn *c, struct tpf_diags *d)
+int tpf_local_still_reachable(struct tpf_conn *c, struct tpf_diags *d)
 {
 	char *home = NULL;
 	int err = locate(c->root, c->node, c->worker, c->address, &home, d);
@@ -123,7 +115,7 @@ static int local_put(struct tpf_conn *c, const char *path, const void *data, siz
 {
 	if (tpf_remote_path_check(path, c->address, d) < 0)
 		return TPF_ERROR;
-	int err = still_reachable(c, d);
+	int err = tpf_local_still_reachable(c, d);
 	if (err < 0)
 		return err;
 	char *full = xasprintf("%s/%s", c->home, path);
@@ -139,7 +131,7 @@ static int local_put(struct tpf_conn *c, const char *path, const void *data, siz
 static int local_exec(struct tpf_conn *c, const char *command, struct tpf_buf *out, int *status,
 		      double timeout, struct tpf_diags *d)
 {
-	int err = still_reachable(c, d);
+	int err = tpf_local_still_reachable(c, d);
 	if (err < 0)
 		return err;
 	return tpf_local_run(c->home, c->env, command, out, status, timeout, c->address, d);
@@ -150,7 +142,7 @@ static int local_put_source(struct tpf_conn *c, const char *repo, const char *co
 {
 	if (tpf_remote_path_check(dest, c->address, d) < 0)
 		return TPF_ERROR;
-	int err = still_reachable(c, d);
+	int err = tpf_local_still_reachable(c, d);
 	if (err < 0)
 		return err;
 	char *full = xasprintf("%s/%s", c->home, dest);
@@ -220,4 +212,12 @@ const struct tpf_transport_ops tpf_local_transport_ops = {
 	.put_source = local_put_source,
 	.close = local_close,
 	.interactive = local_interactive,
+	.file_stat = tpf_local_file_stat,
+	.file_list = tpf_local_file_list,
+	.file_mkdir = tpf_local_file_mkdir,
+	.file_send = tpf_local_file_send,
+	.file_recv = tpf_local_file_recv,
+	.exec_stream = tpf_local_exec_stream,
+	.forward = tpf_local_forward,
+	.ssh_info = tpf_local_ssh_info,
 };

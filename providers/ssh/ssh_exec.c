@@ -27,6 +27,15 @@ static int signal_status(const char *name)
 	return 255;
 }
 
+int tpf_ssh_channel_status(struct tpf_conn *c, LIBSSH2_CHANNEL *ch)
+{
+	char *sig = NULL;
+	libssh2_channel_get_exit_signal(ch, &sig, NULL, NULL, NULL, NULL, NULL);
+	int st = sig ? signal_status(sig) : libssh2_channel_get_exit_status(ch);
+	libssh2_free(c->s, sig);
+	return st;
+}
+
 /* The error for a failed libssh2 call: unreachable when the network or
  * a deadline is to blame. */
 static int fail(struct tpf_conn *c, int rc, const char *doing, double timeout, struct tpf_diags *d)
@@ -138,10 +147,7 @@ int tpf_ssh_exec(struct tpf_conn *c, const char *command, struct tpf_buf *out, i
 		err = fail(c, rc, "closing a channel", 0, d);
 		goto done;
 	}
-	char *sig = NULL;
-	libssh2_channel_get_exit_signal(ch, &sig, NULL, NULL, NULL, NULL, NULL);
-	int st = sig ? signal_status(sig) : libssh2_channel_get_exit_status(ch);
-	libssh2_free(c->s, sig);
+	int st = tpf_ssh_channel_status(c, ch);
 	if (status)
 		*status = st;
 done:

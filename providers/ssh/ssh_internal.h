@@ -131,6 +131,37 @@ int tpf_ssh_connect_retry(struct tpf_ssh *t, const struct tpf_worker_ref *w,
 			  const struct tpf_ssh_access *a, int authenticate, struct tpf_conn **out,
 			  struct tpf_diags *d);
 
+/* ssh_sftp.c, shared with ssh_files.c: the SFTP subsystem (opened once
+ * per connection), the error for a failed SFTP call (TPF_EUNREACHABLE when
+ * the network is to blame), replacing path with tmp where SFTP's rename
+ * will not (mv -f over an exec channel), and the deadline of one I/O step
+ * (now + ssh io_timeout). */
+int tpf_ssh_sftp_open(struct tpf_conn *c, struct tpf_diags *d);
+int tpf_ssh_sftp_fail(struct tpf_conn *c, int rc, const char *what, const char *path,
+		      struct tpf_diags *d);
+int tpf_ssh_rename_over(struct tpf_conn *c, const char *tmp, const char *path,
+			struct tpf_diags *d);
+double tpf_ssh_io_deadline(struct tpf_conn *c);
+
+/* Chore ops (providers/transport.h): ssh_files.c, ssh_stream.c,
+ * ssh_forward.c. */
+int tpf_ssh_file_stat(struct tpf_conn *c, const char *path, struct tpf_remote_stat *st,
+		      struct tpf_diags *d);
+int tpf_ssh_file_list(struct tpf_conn *c, const char *path, char ***names, size_t *n,
+		      struct tpf_diags *d);
+int tpf_ssh_file_mkdir(struct tpf_conn *c, const char *path, mode_t mode, struct tpf_diags *d);
+int tpf_ssh_file_send(struct tpf_conn *c, int fd, const char *path, mode_t mode,
+		      tpf_progress_fn progress, void *arg, struct tpf_diags *d);
+int tpf_ssh_file_recv(struct tpf_conn *c, const char *path, int fd, tpf_progress_fn progress,
+		      void *arg, struct tpf_diags *d);
+int tpf_ssh_exec_stream(struct tpf_conn *c, const char *command, const struct tpf_exec_io *io,
+			int *status, struct tpf_diags *d);
+int tpf_ssh_forward(struct tpf_conn *c, const struct tpf_forward *fw, size_t n,
+		    const volatile int *stop, struct tpf_diags *d);
+int tpf_ssh_info(struct tpf_conn *c, struct tpf_ssh_info *info, struct tpf_diags *d);
+/* The exit status of a finished channel (a signal's as a shell says it). */
+int tpf_ssh_channel_status(struct tpf_conn *c, LIBSSH2_CHANNEL *ch);
+
 /* "NODE/wN" for w; caller frees. */
 char *tpf_ssh_where(const struct tpf_worker_ref *w);
 

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int sftp_fail(struct tpf_conn *c, int rc, const char *what, const char *path,
+int tpf_ssh_sftp_fail(struct tpf_conn *c, int rc, const char *what, const char *path,
 		     struct tpf_diags *d)
 {
 	int code = rc;
@@ -43,21 +43,21 @@ static int sftp_fail(struct tpf_conn *c, int rc, const char *what, const char *p
 			  c->where, msg);
 }
 
-static double io_deadline(struct tpf_conn *c)
+double tpf_ssh_io_deadline(struct tpf_conn *c)
 {
 	return tpf_now_mono() + c->t->o.io_timeout;
 }
 
-static int open_sftp(struct tpf_conn *c, struct tpf_diags *d)
+int tpf_ssh_sftp_open(struct tpf_conn *c, struct tpf_diags *d)
 {
 	if (c->sftp)
 		return 0;
-	double deadline = io_deadline(c);
+	double deadline = tpf_ssh_io_deadline(c);
 	while (!(c->sftp = libssh2_sftp_init(c->s)) &&
 	       tpf_ssh_again(c, libssh2_session_last_errno(c->s), deadline))
 		;
 	if (!c->sftp)
-		return sftp_fail(c, libssh2_session_last_errno(c->s), "starting SFTP for", "upload", d);
+		return tpf_ssh_sftp_fail(c, libssh2_session_last_errno(c->s), "starting SFTP for", "upload", d);
 	return 0;
 }
 
@@ -75,7 +75,7 @@ static int make_parents(struct tpf_conn *c, const char *path, struct tpf_diags *
 		if (*p && *p != '/')
 			continue;
 		unsigned int len = (unsigned int)(p - dir);
-		double deadline = io_deadline(c);
+		double deadline = tpf_ssh_io_deadline(c);
 		do
 			rc = libssh2_sftp_mkdir_ex(c->sftp, dir, len, 0700);
 		while (tpf_ssh_again(c, rc, deadline));
@@ -96,7 +96,7 @@ static int make_parents(struct tpf_conn *c, const char *path, struct tpf_diags *
 			}
 		}
 		if (rc) {
-			err = sftp_fail(c, rc, "creating the directory for", path, d);
+			err = tpf_ssh_sftp_fail(c, rc, "creating the directory for", path, d);
 			goto done;
 		}
 		if (!*p)
@@ -112,23 +112,23 @@ static int write_all(struct tpf_conn *c, LIBSSH2_SFTP_HANDLE *h, const char *dat
 		     const char *path, struct tpf_diags *d)
 {
 	size_t off = 0;
-	double deadline = io_deadline(c);
+	double deadline = tpf_ssh_io_deadline(c);
 	while (off < len) {
 		ssize_t n = libssh2_sftp_write(h, data + off, len - off);
 		if (n > 0) {
 			off += (size_t)n;
-			deadline = io_deadline(c); /* progress */
+			deadline = tpf_ssh_io_deadline(c); /* progress */
 			continue;
 		}
 		if (tpf_ssh_again(c, (int)n, deadline))
 			continue;
-		return sftp_fail(c, (int)n, "writing", path, d);
+		return tpf_ssh_sftp_fail(c, (int)n, "writing", path, d);
 	}
 	return 0;
 }
 
 /* Replace `path` with `tmp` when SFTP's rename would not. */
-static int rename_over(struct tpf_conn *c, const char *tmp, const char *path, struct tpf_diags *d)
+int tpf_ssh_rename_over(struct tpf_conn *c, const char *tmp, const char *path, struct tpf_diags *d)
 {
 	struct tpf_buf cmd = TPF_BUF_INIT, out = TPF_BUF_INIT;
 	int status = -1;
@@ -160,7 +160,7 @@ int tpf_ssh_put(struct tpf_conn *c, const char *path, const void *data, size_t l
 		return tpf_errorx(d, c->where, "connect again", "cannot upload '%s' to worker '%s': "
 				  "the connection was lost or timed out earlier", path, c->where);
 	c->timed_out = 0;
-	if ((err = open_sftp(c, d)) || (err = make_parents(c, path, d)))
+	if ((err = tpf_ssh_sftp_open(c, d)) || (err = make_parents(c, path, d)))
 		return err;
 
 	unsigned char rnd[6];
@@ -168,14 +168,14 @@ int tpf_ssh_put(struct tpf_conn *c, const char *path, const void *data, size_t l
 		memset(rnd, 0, sizeof(rnd));
 	tmp = xasprintf("%s.tmp-%02x%02x%02x%02x%02x%02x", path, rnd[0], rnd[1], rnd[2], rnd[3],
 			rnd[4], rnd[5]);
-	double deadline = io_deadline(c);
+	double deadline = tpf_ssh_io_deadline(c);
 	while (!(h = libssh2_sftp_open_ex(c->sftp, tmp, (unsigned)strlen(tmp),
 					  LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_EXCL,
 					  (long)(mode & 07777), LIBSSH2_SFTP_OPENFILE)) &&
 	       tpf_ssh_again(c, libssh2_session_last_errno(c->s), deadline))
 		;
 	if (!h) {
-		err = sftp_fail(c, libssh2_session_last_errno(c->s), "creating", tmp, d);
+		err = tpf_ssh_sftp_fail(c, libssh2_session_last_errno(c->s), "creating", tmp, d);
 		goto done;
 	}
 	created = 1;
@@ -184,12 +184,12 @@ int tpf_ssh_put(struct tpf_conn *c, const char *path, const void *data, size_t l
 	/* The server's umask may have narrowed the mode: set it exactly. */
 	LIBSSH2_SFTP_ATTRIBUTES a = { .flags = LIBSSH2_SFTP_ATTR_PERMISSIONS,
 				      .permissions = mode & 07777 };
-	deadline = io_deadline(c);
+	deadline = tpf_ssh_io_deadline(c);
 	do
 		rc = libssh2_sftp_fsetstat(h, &a);
 	while (tpf_ssh_again(c, rc, deadline));
 	if (rc) {
-		err = sftp_fail(c, rc, "setting the mode of", path, d);
+		err = tpf_ssh_sftp_fail(c, rc, "setting the mode of", path, d);
 		goto done;
 	}
 	do
@@ -197,7 +197,7 @@ int tpf_ssh_put(struct tpf_conn *c, const char *path, const void *data, size_t l
 	while (tpf_ssh_again(c, rc, deadline));
 	h = NULL;
 	if (rc) {
-		err = sftp_fail(c, rc, "writing", path, d);
+		err = tpf_ssh_sftp_fail(c, rc, "writing", path, d);
 		goto done;
 	}
 	do
@@ -207,21 +207,21 @@ int tpf_ssh_put(struct tpf_conn *c, const char *path, const void *data, size_t l
 						    LIBSSH2_SFTP_RENAME_NATIVE);
 	while (tpf_ssh_again(c, rc, deadline));
 	if (rc == LIBSSH2_ERROR_SFTP_PROTOCOL)
-		err = rename_over(c, tmp, path, d);
+		err = tpf_ssh_rename_over(c, tmp, path, d);
 	else if (rc)
-		err = sftp_fail(c, rc, "renaming", path, d);
+		err = tpf_ssh_sftp_fail(c, rc, "renaming", path, d);
 	if (!err)
 		created = 0;
 done:
 	if (h) {
-		deadline = io_deadline(c);
+		deadline = tpf_ssh_io_deadline(c);
 		while (!c->broken && (rc = libssh2_sftp_close_handle(h)) == LIBSSH2_ERROR_EAGAIN &&
 		       tpf_ssh_again(c, rc, deadline))
 			;
 	}
 	if (created && !c->broken) {
 		/* Best effort: no stray temporary files in the home. */
-		deadline = io_deadline(c);
+		deadline = tpf_ssh_io_deadline(c);
 		while ((rc = libssh2_sftp_unlink_ex(c->sftp, tmp, (unsigned)strlen(tmp))) ==
 			       LIBSSH2_ERROR_EAGAIN &&
 		       tpf_ssh_again(c, rc, deadline))

@@ -203,6 +203,14 @@ static const struct tpf_transport_ops ssh_ops = {
 	.close = ssh_close,
 	.interactive = tpf_ssh_interactive,
 	.sync_state = ssh_sync_state,
+	.file_stat = tpf_ssh_file_stat,
+	.file_list = tpf_ssh_file_list,
+	.file_mkdir = tpf_ssh_file_mkdir,
+	.file_send = tpf_ssh_file_send,
+	.file_recv = tpf_ssh_file_recv,
+	.exec_stream = tpf_ssh_exec_stream,
+	.forward = tpf_ssh_forward,
+	.ssh_info = tpf_ssh_info,
 };
 
 struct tpf_transport *tpf_ssh_transport_new_opts(const struct tpf_ssh_options *o)

@@ -6,6 +6,8 @@
 # (TESTS=BIN:CASE), and -j's checks.
 . "$(dirname "$0")/lib.sh"
 setup_dir t012
+# The fake tree is run whole: a TESTS of the outer run must not filter it.
+unset TESTS UNIT_CASES
 
 T=$W/tree
 mkdir -p "$T/tests/unit" "$T/tests/e2e" "$T/marks"

@@ -10,7 +10,7 @@
 . "$TOP/tests/e2e/gcp_workers.sh"
 setup_dir t315
 export TPUFORM_ACCESS_TOKEN=test-token TPUFORM_SSH_RETRY=2
-gcp_workers_start 4 127.0.47.1 --project test-project --op-seconds 0.2
+gcp_workers_start 4 127.0.49.1 --project test-project --op-seconds 0.2
 API="$FAKEGCP_URL/v2/projects/test-project/locations"
 node_json() { curl -s "$FAKEGCP_URL/__admin/nodes" | jq -c '.[] | select(.name | endswith("/dup-a-0"))'; }
 

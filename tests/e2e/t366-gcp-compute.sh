@@ -19,7 +19,7 @@
 setup_dir t366
 export TPUFORM_SSH_RETRY=3
 # Each instance the emulator makes takes the next worker address.
-gcp_workers_start 14 127.0.36.1 --op-seconds 0.1 --compute-stage-seconds 0.1
+gcp_workers_start 14 127.0.50.1 --op-seconds 0.1 --compute-stage-seconds 0.1
 requests() { curl -s "$FAKEGCP_URL/__admin/requests"; }
 admin() { curl -s -X POST "$FAKEGCP_URL/__admin/$1"; }
 world() { curl -s "$FAKEGCP_URL/__admin/compute"; }

@@ -13,7 +13,7 @@
 . "$TOP/tests/e2e/gcp_workers.sh"
 setup_dir t367
 export TPUFORM_SSH_RETRY=3
-gcp_workers_start 12 127.0.36.101 --op-seconds 0.1 --compute-stage-seconds 0.1
+gcp_workers_start 12 127.0.51.1 --op-seconds 0.1 --compute-stage-seconds 0.1
 requests() { curl -s "$FAKEGCP_URL/__admin/requests"; }
 admin() { curl -s -X POST "$FAKEGCP_URL/__admin/$1"; }
 world() { curl -s "$FAKEGCP_URL/__admin/compute"; }

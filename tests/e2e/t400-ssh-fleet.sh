@@ -113,7 +113,7 @@ for n in sf-a-0 sf-a-1; do
 		like "exec: $n/w$w's status" "$ex" "^$n/w$w : exit=0$"
 	done
 done
-fails "exec: a failing command exits 1" 1 tpuform exec -f fleet.yaml sf-a-0 -worker 1 -- 'echo oops >&2; exit 7'
+fails "exec: a failing command exits with its status (the worst worker's)" 7 tpuform exec -f fleet.yaml sf-a-0 -worker 1 -- 'echo oops >&2; exit 7'
 like "with that worker's status and output" "$(cat last.out)" "sf-a-0/w1 \| oops"
 like "and status 7" "$(cat last.out)" "sf-a-0/w1 : exit=7"
 
