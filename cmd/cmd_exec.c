@@ -33,14 +33,18 @@ static void on_line(void *arg, size_t i, const char *data, size_t len)
 }
 
 /* One status line per worker; the exit code is the worst status. */
-static int report(const struct tpf_chore_target *t, size_t n, const int *status)
+static int report(const struct tpf_chore_target *t, size_t n, const int *status,
+		  const int *failure)
 {
 	int worst = 0;
 	tpf_ui_say("\n");
 	for (size_t i = 0; i < n; i++) {
 		if (status[i] == TPF_CHORE_STATUS_FAILED)
-			tpf_ui_say("%s/w%d : failed or unreachable (see below)\n", t[i].sn->name,
-				   t[i].worker);
+			tpf_ui_say("%s/w%d : %s\n", t[i].sn->name, t[i].worker,
+				   failure[i] == TPF_EUNREACHABLE ? "unreachable (see below)"
+				   : failure[i] == TPF_EHOSTKEY
+					   ? "refused: host key changed (see below)"
+					   : "failed (see below)");
 		else
 			tpf_ui_say("%s/w%d : exit=%d\n", t[i].sn->name, t[i].worker, status[i]);
 		if (status[i] > worst)
@@ -85,9 +89,11 @@ static int run_exec(struct tpf_cmd_ctx *ctx)
 		.in_fd = isatty(STDIN_FILENO) ? -1 : STDIN_FILENO,
 		.out = on_line, .arg = t, .cancel = &tpf_interrupted,
 	};
-	int *status = xcalloc(n, sizeof(*status));
+	int *status = xcalloc(n, sizeof(*status)), *failure = xcalloc(n, sizeof(*failure));
+	o.failure = failure;
 	tpf_chore_exec(t, n, &o, status, &s->d);
-	int code = report(t, n, status);
+	int code = report(t, n, status, failure);
+	free(failure);
 	free(status);
 	free(command);
 	free(t);

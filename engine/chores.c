@@ -196,6 +196,7 @@ struct exec_task {
 	int in_fd;
 	struct tpf_buf line;
 	int status;
+	int rc; /* why it failed, when status is TPF_CHORE_STATUS_FAILED */
 	struct tpf_diags d;
 };
 
@@ -237,16 +238,20 @@ static void exec_one(size_t i, void *arg)
 	struct exec_task *e = &run->tasks[i];
 	struct tpf_conn *c = NULL;
 	e->status = TPF_CHORE_STATUS_FAILED;
+	e->rc = TPF_ERROR;
 	const struct tpf_transport_ops *ops = e->t->t->ops;
 	if (!ops->exec_stream) {
 		tpf_errorx(&e->d, e->t->sn->name, NULL,
 			   "this provider's transport cannot run an interactive command");
-	} else if (!tpf_chore_connect(e->t, &c, &e->d)) {
+	} else if (!(e->rc = tpf_chore_connect(e->t, &c, &e->d))) {
 		struct tpf_exec_io io = { .in_fd = e->in_fd, .out = on_output, .arg = e,
 					  .cancel = e->o->cancel };
 		int st = -1;
-		if (!ops->exec_stream(c, run->command, &io, &st, &e->d))
+		e->rc = ops->exec_stream(c, run->command, &io, &st, &e->d);
+		if (!e->rc)
 			e->status = st < 0 ? TPF_CHORE_STATUS_FAILED : st;
+		if (!e->rc && st < 0)
+			e->rc = TPF_ERROR;
 		ops->close(c);
 	}
 	if (!e->o->raw)
@@ -334,6 +339,9 @@ done:
 	for (size_t i = 0; i < n; i++) {
 		struct exec_task *e = &run.tasks[i];
 		status[i] = pumping || o->in_fd < 0 ? e->status : TPF_CHORE_STATUS_FAILED;
+		if (o->failure)
+			o->failure[i] = status[i] != TPF_CHORE_STATUS_FAILED ? 0
+					: e->rc ? e->rc : TPF_ERROR;
 		if (status[i] > worst)
 			worst = status[i];
 		if (e->in_fd >= 0)

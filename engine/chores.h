@@ -55,6 +55,10 @@ struct tpf_exec_opts {
 	void *arg;
 	int raw;
 	const volatile int *cancel; /* 1: SIGINT to every command, 2: SIGKILL */
+	/* Caller-allocated, one per target, or NULL: why a target whose status
+	 * is TPF_CHORE_STATUS_FAILED failed (TPF_EUNREACHABLE, TPF_EHOSTKEY:
+	 * refused for a changed host key, TPF_ERROR), else 0. */
+	int *failure;
 };
 
 /*
