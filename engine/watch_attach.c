@@ -401,19 +401,6 @@ size_t tpf_attacher_take(struct tpf_attacher *a, struct tpf_job_facts *facts, do
 	return n;
 }
 
-void tpf_attacher_counts(struct tpf_attacher *a, size_t *attached, size_t *workers)
-{
-	*attached = *workers = 0;
-	if (!a)
-		return;
-	pthread_mutex_lock(&a->mu);
-	for (size_t i = 0; i < a->n; i++) {
-		*workers += !a->items[i]->stop;
-		*attached += !a->items[i]->stop && a->items[i]->attached;
-	}
-	pthread_mutex_unlock(&a->mu);
-}
-
 void tpf_attacher_free(struct tpf_attacher *a)
 {
 	if (!a)
