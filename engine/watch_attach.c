@@ -120,6 +120,22 @@ static void pause_for(struct attach_worker *w, double seconds)
 		tpf_sleep(0.1);
 }
 
+/* Did tpuform itself end this job (a restart, a stop before a replacement
+ * or delete: the stop verb wrote the reason), or stop its session (none)?
+ * A wait that answered while a heal ran, but arrived after it ended,
+ * must not look like a failure of the job's own: the heal's restart would
+ * be restarted again. */
+static int tpuform_did(const struct tpf_job_fact *f)
+{
+	static const char *const ours[] = { "restarted", "replaced", "deleted", NULL };
+	if (f->job_state && !strcmp(f->job_state, "none"))
+		return 1;
+	for (size_t i = 0; f->disruption && ours[i]; i++)
+		if (!strcmp(f->disruption, ours[i]))
+			return 1;
+	return 0;
+}
+
 /* Keep the answer of one wait; news when it ends a job (a token that
  * changed to a state other than alive). a->mu taken here. */
 static void record(struct attach_worker *w, const struct tpf_worker_report *r, int changed)
@@ -138,7 +154,7 @@ static void record(struct attach_worker *w, const struct tpf_worker_report *r, i
 	w->fact.disruption = xstrdup(r->disruption);
 	w->have = 1;
 	w->at = tpf_now_mono();
-	if (changed && r->job_state && strcmp(r->job_state, "alive"))
+	if (changed && r->job_state && strcmp(r->job_state, "alive") && !tpuform_did(&w->fact))
 		a->news++;
 	pthread_mutex_unlock(&a->mu);
 }
@@ -363,22 +379,6 @@ unsigned long tpf_attacher_news(struct tpf_attacher *a)
 	return n;
 }
 
-/* Did tpuform itself end this job (a restart, a stop before a replacement
- * or delete: the stop verb wrote the reason), or stop its session (none)?
- * A wait that answered while a heal ran, but arrived after it ended,
- * must not look like a failure of the job's own: the heal's restart would
- * be restarted again. */
-static int tpuform_did(const struct tpf_job_fact *f)
-{
-	static const char *const ours[] = { "restarted", "replaced", "deleted", NULL };
-	if (f->job_state && !strcmp(f->job_state, "none"))
-		return 1;
-	for (size_t i = 0; f->disruption && ours[i]; i++)
-		if (!strcmp(f->disruption, ours[i]))
-			return 1;
-	return 0;
-}
-
 size_t tpf_attacher_take(struct tpf_attacher *a, struct tpf_job_facts *facts, double **at)
 {
 	*at = NULL;
@@ -399,19 +399,6 @@ size_t tpf_attacher_take(struct tpf_attacher *a, struct tpf_job_facts *facts, do
 	size_t n = facts->n;
 	pthread_mutex_unlock(&a->mu);
 	return n;
-}
-
-void tpf_attacher_counts(struct tpf_attacher *a, size_t *attached, size_t *workers)
-{
-	*attached = *workers = 0;
-	if (!a)
-		return;
-	pthread_mutex_lock(&a->mu);
-	for (size_t i = 0; i < a->n; i++) {
-		*workers += !a->items[i]->stop;
-		*attached += !a->items[i]->stop && a->items[i]->attached;
-	}
-	pthread_mutex_unlock(&a->mu);
 }
 
 void tpf_attacher_free(struct tpf_attacher *a)

@@ -163,9 +163,6 @@ unsigned long tpf_attacher_news(struct tpf_attacher *a);
  */
 size_t tpf_attacher_take(struct tpf_attacher *a, struct tpf_job_facts *facts, double **at);
 
-/* Workers waited on and, of them, those attached now (for the summary). */
-void tpf_attacher_counts(struct tpf_attacher *a, size_t *attached, size_t *workers);
-
 /* Stop every wait (each ends within its window) and free a (NULL: no-op). */
 void tpf_attacher_free(struct tpf_attacher *a);
 
