@@ -103,7 +103,11 @@ end=$(date +%s%N)
 is "state in Cloud Storage: only the groups, no network" "$names" "$(printf 'far-g\tgroup')"
 ms=$(((end - start) / 1000000))
 echo "# complete-names took $ms ms"
-ok "and within 100 ms ($ms ms)" test "$ms" -lt 100
+# Not a speed test (the figure above is printed for the record; it is
+# about 10 ms unloaded): a completion that asked the endpoint would spend
+# the client's retries on it, seconds, so a bound of 1 s tells the two apart
+# without failing on a loaded machine.
+ok "and asks no endpoint ($ms ms, under 1 s)" test "$ms" -lt 1000
 is "a missing fleet file: no names, no error" "$(tpuform help -complete-names=nothing.yaml 2>&1)" ""
 
 if command -v zsh >/dev/null 2>&1; then
