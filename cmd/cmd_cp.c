@@ -116,10 +116,11 @@ static int parse_paths(struct tpf_cmd_ctx *ctx, struct tpf_copy_opts *o, char **
 	}
 	if (!*o->dest)
 		return tpf_errorx(d, NULL, usage, "empty destination in '%s'", ctx->args[ctx->nargs - 1]);
-	if (cp_o.all && **node)
+	const char *named = *node ? *node : "";
+	if (cp_o.all && *named)
 		return tpf_errorx(d, NULL, "with -all, write remote paths as ':PATH'",
-				  "-all copies to every node, but '%s:' names one", *node);
-	if (!cp_o.all && !**node)
+				  "-all copies to every node, but '%s:' names one", named);
+	if (!cp_o.all && !*named)
 		return tpf_errorx(d, NULL, "name the node (NODE:PATH), or add -all for every node",
 				  "a remote path needs a node");
 	return 0;
@@ -130,12 +131,12 @@ static int report(const struct tpf_chore_target *t, size_t n, struct tpf_copy_re
 {
 	int code = TPF_EXIT_OK;
 	for (size_t i = 0; i < n; i++) {
-		char b[32];
 		if (res[i].rc) {
 			tpf_ui_say("%s/w%d : %s\n", t[i].sn->name, t[i].worker,
 				   res[i].rc == TPF_EUNREACHABLE ? "unreachable" : "failed (see below)");
 			code = TPF_EXIT_ERROR;
 		} else {
+			char b[32];
 			tpf_ui_say("%s/w%d : %s %zu file%s, %s\n", t[i].sn->name, t[i].worker,
 				   download ? "received" : "sent", res[i].files,
 				   res[i].files == 1 ? "" : "s", tpf_fmt_bytes((size_t)res[i].bytes, b));

@@ -109,7 +109,7 @@ static int up_dir(struct copy_task *k, const char *local, const char *remote, mo
 		return note(k, tpf_errorx(&k->r->d, NULL, NULL, "cannot list '%s': %s", local,
 					  strerror(errno)));
 	struct dirent *e;
-	while ((e = readdir(dir)) && !(err && err == TPF_EUNREACHABLE)) {
+	while ((e = readdir(dir)) && err != TPF_EUNREACHABLE) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		char *l = tpf_path_join(local, e->d_name);

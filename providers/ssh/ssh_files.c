@@ -162,10 +162,12 @@ static int send_data(struct tpf_conn *c, int fd, LIBSSH2_SFTP_HANDLE *h, const c
 		ssize_t n = read(fd, buf, CHUNK);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0)
+		if (n < 0) {
 			err = tpf_errorx(d, c->where, NULL, "cannot read the file to copy to '%s': %s",
 					 path, strerror(errno));
-		if (n <= 0 || (err = write_all(c, h, buf, (size_t)n, path, d)))
+			break;
+		}
+		if (n == 0 || (err = write_all(c, h, buf, (size_t)n, path, d)))
 			break;
 		total += (unsigned long long)n;
 		if (progress)
