@@ -93,9 +93,11 @@ static int check_args(const struct tpf_cmd *c, const char *path, const struct tp
 		stray = p->args[c->max_args];
 	else if (!(c->needs & TPF_CMD_REST) && p->nrest)
 		stray = p->rest[0];
-	/* `apply FLEET.yaml`: a fleet file where a saved plan goes. */
+	/* `apply FLEET.yaml`: a fleet file where a saved plan or a node name
+	 * goes. Not where a file is the argument (cp copies YAML files too). */
 	size_t n0 = p->nargs ? strlen(p->args[0]) : 0;
-	if (!stray && (c->needs & TPF_CMD_FLEET) && n0 &&
+	int named = c->args_name && (strstr(c->args_name, "PLANFILE") || strstr(c->args_name, "NODE"));
+	if (!stray && named && (c->needs & TPF_CMD_FLEET) && n0 &&
 	    ((n0 > 5 && !strcmp(p->args[0] + n0 - 5, ".yaml")) ||
 	     (n0 > 4 && !strcmp(p->args[0] + n0 - 4, ".yml")))) {
 		char what[64];

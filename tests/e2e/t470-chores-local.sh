@@ -15,5 +15,8 @@ groups:
 YAML
 ok "apply" tpuform apply -f fleet.yaml -auto-approve
 chores_checks ch-a-0
+# A YAML file is a file to copy, not a fleet file given by mistake.
+ok "cp of a YAML file" tpuform cp -f fleet.yaml fleet.yaml ch-a-0:cfg.yaml
+like "reaches the workers" "$(cat "$W/last.out")" "ch-a-0/w1 : sent 1 file"
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
 finish
