@@ -273,6 +273,11 @@ struct tpf_run_ledger *tpf_run_ledger_open(const struct tpf_fleet *f, const stru
 	struct tpf_ledger_where w;
 	struct tpf_backend_gcs_config gcs;
 	tpf_fleet_ledger_where(f, &w, &gcs);
+	/* A fleet with no state location (a unit test's hand-built fleet) has
+	 * nowhere beside its state for a ledger: none is written, rather than
+	 * a file named after a null path in the working directory. */
+	if (!w.gcs && !w.state_path)
+		return NULL;
 	struct tpf_diags od = TPF_DIAGS_INIT;
 	struct tpf_ledger *store = NULL;
 	if (tpf_ledger_open(&store, &w, &od)) {

@@ -52,6 +52,8 @@ static char *gcs_base(const struct tpf_backend_gcs_config *c)
 int tpf_ledger_open(struct tpf_ledger **out, const struct tpf_ledger_where *w, struct tpf_diags *d)
 {
 	*out = NULL;
+	if (!w->gcs && !w->state_path)
+		return tpf_error(d, "the run ledger has no location: neither a state file nor a bucket");
 	struct tpf_ledger *l = xcalloc(1, sizeof(*l));
 	pthread_mutex_init(&l->mu, NULL);
 	tpf_buf_init(&l->seg);

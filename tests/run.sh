@@ -53,6 +53,16 @@ case $jobs in '' | *[!0-9]* | 0)
 esac
 
 mkdir -p "$out"
+# The tests must leave the checkout as they found it: a file a test writes
+# into the source tree (a ledger named after an unset path did) is a bug,
+# and it dirties the repo that the demo and e2e tests deploy from. Only a
+# full run checks (a partial one may be running beside a build).
+tree_before=""
+in_git=""
+if [ -z "${TESTS:-}" ] && git rev-parse --git-dir >/dev/null 2>&1; then
+	in_git=1
+	tree_before=$(git status --porcelain --untracked-files=all 2>/dev/null)
+fi
 passed=0
 failed=0
 skipped=0
@@ -221,6 +231,17 @@ awk '!seen[$1]++' "$times_new" "$out/.times" >"$times_new.all" 2>/dev/null
 mv "$times_new.all" "$out/.times"
 rm -f "$times_new"
 
+if [ -n "$in_git" ]; then
+	tree_after=$(git status --porcelain --untracked-files=all 2>/dev/null)
+	if [ "$tree_before" = "$tree_after" ]; then
+		echo "ok - the tests left the checkout as they found it"
+		passed=$((passed + 1))
+	else
+		echo "not ok - the tests changed the checkout (git status before and after):"
+		printf '%s\n' "$tree_after" | grep -vxF -e "$tree_before" | sed 's/^/#   /' | head -20
+		failed=$((failed + 1))
+	fi
+fi
 [ -n "$crashed" ] && echo "# crashed or failed outside a check:$crashed"
 [ -n "$skipped_names" ] && echo "# skipped (not run here, see above):$skipped_names"
 echo "$passed passed, $failed failed, $skipped skipped"
