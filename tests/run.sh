@@ -238,7 +238,9 @@ if [ -n "$in_git" ]; then
 		passed=$((passed + 1))
 	else
 		echo "not ok - the tests changed the checkout (git status before and after):"
-		printf '%s\n' "$tree_after" | grep -vxF -e "$tree_before" | sed 's/^/#   /' | head -20
+		printf '%s\n' "$tree_before" >"$out/.tree.before"
+		printf '%s\n' "$tree_after" | grep -vxF -f "$out/.tree.before" | sed 's/^/#   /' | head -20
+		rm -f "$out/.tree.before"
 		failed=$((failed + 1))
 	fi
 fi
