@@ -20,6 +20,9 @@
  *   stop [REASON] -> "TPUFORM result=stopped"; with a REASON (a planned
  *              replacement or delete), $TPUFORM_DISRUPTION is written first;
  *              the job gets on_disruption's signal and grace before SIGKILL
+ *   wait TOKEN SECONDS -> blocks until the job's token differs from TOKEN or
+ *              SECONDS pass, then what status prints and "TPUFORM token=..."
+ *              (tpf_provision_wait below)
  *   logs N  -> the last N lines of the job log (0: all), no TPUFORM lines
  *   setup-log N -> the same for the setup log (setup.log)
  * A failing start/restart prints "TPUFORM result=failed step=STEP exit_code=N"

@@ -99,17 +99,18 @@ tpf_proc_state() {
 tpf_group_running() {
 	kill -s 0 -- "-$1" 2>/dev/null || return 1
 	[ -d /proc/self ] || return 0
-	tpf_want=$1
-	for tpf_f in /proc/[0-9]*/stat; do
-		{ read -r tpf_line <"$tpf_f"; } 2>/dev/null || continue
-		# After the command name: state, ppid, pgrp, ...
-		# shellcheck disable=SC2086 # numbers and a state letter
-		set -- ${tpf_line##*) }
-		if [ "${3:-}" = "$tpf_want" ] && [ "$1" != Z ]; then
-			return 0
-		fi
-	done
-	return 1
+	# One awk over every /proc/PID/stat (a shell loop over a busy host's
+	# processes costs a second). After the command name: state, ppid,
+	# pgrp, ...
+	cat /proc/[0-9]*/stat 2>/dev/null | tpf_want=$1 awk '
+		{
+			sub(/.*\) /, "")
+			if ($3 == ENVIRON["tpf_want"] && $1 != "Z") {
+				found = 1
+				exit
+			}
+		}
+		END { exit !found }'
 }
 
 # Is process group $1 the job this script started? The kernel does not
@@ -174,6 +175,24 @@ tpf_stop() {
 			fi
 		fi
 	fi
+	# The screen daemon ends with the job's wrapper. When the one we
+	# started has gone, `screen -ls` would only meet its dying socket
+	# (and sleep a second on it): wipe in the background instead.
+	tpf_sp=$(tpf_read "$tpf_rundir/screen.pid")
+	tpf_i=0
+	while tpf_is_number "$tpf_sp" && [ "$tpf_i" -lt 40 ] && kill -s 0 "$tpf_sp" 2>/dev/null &&
+		[ "$(tpf_proc_state "$tpf_sp")" != Z ]; do
+		sleep 0.05
+		tpf_i=$((tpf_i + 1))
+	done
+	if tpf_is_number "$tpf_sp" && { ! kill -s 0 "$tpf_sp" 2>/dev/null ||
+		[ "$(tpf_proc_state "$tpf_sp")" = Z ]; }; then
+		if command -v screen >/dev/null 2>&1; then
+			(screen -wipe </dev/null >/dev/null 2>&1 &) 9>&-
+		fi
+		rm -f -- "$tpf_rundir/job.pid" "$tpf_rundir/screen.pid"
+		return 0
+	fi
 	tpf_i=0
 	while :; do
 		tpf_list=$(tpf_sessions)
@@ -191,7 +210,7 @@ tpf_stop() {
 	if command -v screen >/dev/null 2>&1; then
 		screen -wipe >/dev/null 2>&1
 	fi
-	rm -f -- "$tpf_rundir/job.pid"
+	rm -f -- "$tpf_rundir/job.pid" "$tpf_rundir/screen.pid"
 }
 
 # The paths that make up the TPU here, one a line: the libtpu lock file
@@ -500,12 +519,16 @@ tpf_start() {
 	screen -dmS "$TPUFORM_SESSION" sh "$tpf_self" job </dev/null >/dev/null 2>&1 9>&-
 	tpf_code=$?
 	[ "$tpf_code" -eq 0 ] || tpf_fail session "$tpf_code" "screen -dmS $TPUFORM_SESSION failed"
+	# The job's wrapper writes job.pid first thing: proof the session
+	# runs, without `screen -ls`, which sleeps a second on a socket that
+	# is not answering yet.
 	tpf_i=0
-	until tpf_alive || [ -f "$tpf_rundir/exit_code" ]; do
-		if [ "$tpf_i" -ge 50 ]; then
+	until [ -f "$tpf_rundir/job.pid" ] || [ -f "$tpf_rundir/exit_code" ]; do
+		if [ "$tpf_i" -ge 100 ]; then
+			tpf_alive && break
 			tpf_fail session 1 "screen session $TPUFORM_SESSION did not appear"
 		fi
-		sleep 0.1
+		sleep 0.05
 		tpf_i=$((tpf_i + 1))
 	done
 	tpf_say result=started
@@ -631,6 +654,7 @@ tpf_job() {
 	rm -f -- "$tpf_rundir/disruption" "$tpf_rundir/checkpoint"
 	# screen makes us a session and process group leader: $$ is the
 	# group that stop kills.
+	tpf_put "$tpf_rundir/screen.pid" "$PPID"
 	tpf_put "$tpf_rundir/job.pid" "$$"
 	printf '# tpuform: node %s worker %s retry %s commit %s started %s\n' \
 		"$TPUFORM_NODE" "$TPUFORM_WORKER_ID" "$TPUFORM_RETRY" \

@@ -108,7 +108,7 @@ echo "== job waits: $WORKERS workers ($NODES v4-16 nodes), watch at its defaults
 t0=$(date +%s)
 "$T" apply -f fleet.yaml -auto-approve -parallelism="${PARALLELISM:-50}" >apply.out 2>&1
 echo "setup: $(grep -c '^changed: ' apply.out) workers provisioned in $(($(date +%s) - t0)) s"
-"$T" watch -f fleet.yaml -parallelism="${PARALLELISM:-50}" >watch.out 2>&1 &
+"$T" watch -f fleet.yaml -parallelism="${PARALLELISM:-50}" -json >watch.out 2>&1 &
 WATCH=$!
 # Attached: a wait FIFO in the run directory of (nearly) every worker; a
 # wait between two windows has none for a moment.
