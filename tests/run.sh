@@ -59,7 +59,7 @@ mkdir -p "$out"
 # full run checks (a partial one may be running beside a build).
 tree_before=""
 in_git=""
-if [ -z "${TESTS:-}" ] && git rev-parse --git-dir >/dev/null 2>&1; then
+if [ -z "${TESTS:-}" ] && [ "$(git rev-parse --show-toplevel 2>/dev/null)" = "$(pwd -P)" ]; then
 	in_git=1
 	tree_before=$(git status --porcelain --untracked-files=all 2>/dev/null)
 fi

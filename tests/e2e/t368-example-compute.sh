@@ -21,7 +21,13 @@ parts() {
 	world | jq -r '[(.instanceGroupManagers[]? | "mig:\(.name)"), (.instanceTemplates[]? | "tmpl:\(.name)"),
 		(.resourcePolicies[]? | "wp:\(.name)")] | sort | join(" ")'
 }
-body_of() { requests | jq -c --arg p "$1" '[.[] | select(.method == "POST" and (.path | test($p)))][0].body'; }
+# The body of the first POST to a path matching $1 whose body matches $2
+# (default: any): the groups are created in parallel, so "the first
+# template" may be any group's.
+body_of() {
+	requests | jq -c --arg p "$1" --arg b "${2:-}" \
+		'[.[] | select(.method == "POST" and (.path | test($p)) and ((.body | tostring) | test($b)))][0].body'
+}
 
 # The job's repository: a sweep trial finishes (exit 0), the rest keep running.
 mkdir repo repo/configs
@@ -66,7 +72,7 @@ is "no node was looked for zone by zone: refresh and create told the access laye
 	"$(requests | jq -r '[.[] | select(.status == 404 and (.path | test("/(instances|nodes)/[^/]+$"))) | .path] | unique | join(";")')" ""
 is "the slices' parts: one MIG, template and policy per slice" "$(parts)" \
 	"mig:ironwood-multi-0-0 mig:ironwood-multi-0-1 mig:ironwood-pretrain-0 tmpl:ironwood-multi-0-0-t tmpl:ironwood-multi-0-1-t tmpl:ironwood-pretrain-0-t wp:ironwood-multi-0-0-wp wp:ironwood-multi-0-1-wp wp:ironwood-pretrain-0-wp"
-tb=$(body_of '/instanceTemplates$')
+tb=$(body_of '/instanceTemplates$' '"name":"ironwood-pretrain-0-t"')
 like "the template: the reservation" "$tb" '"consumeReservationType":"SPECIFIC_RESERVATION"'
 like "the template: the 500 GB boot disk" "$tb" '"diskSizeGb":"500"'
 like "the template: tags" "$tb" '"tags":\{"items":\["tpu","allow-ssh"\]\}'
