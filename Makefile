@@ -18,6 +18,11 @@
 #   tests/unit/test_*.c                                   -> one binary each
 #   tests/fakegcp/*.c                                     -> tests/fakegcp/fakegcp
 
+# `make` with no target builds the binary: the included files below define
+# rules of their own (.build-info), and the first rule read would otherwise
+# be the default goal.
+.DEFAULT_GOAL := all
+
 # The version, commit and build date (VERSION, COMMIT, BUILD_DATE), from
 # git or from a release tarball's .tarball-version; `make install`, `make
 # dist` and `make deb` (dist/install.mk).

@@ -9,6 +9,9 @@
 . "$(dirname "$0")/lib.sh"
 setup_dir t720
 
+# README: "`make` (build `./tpuform`)". An included makefile's rule came
+# first once and plain `make` built only .build-info.
+like "plain make's goal is all (the binary)" "$(make -pn -C "$TOP" 2>/dev/null | grep "^\.DEFAULT_GOAL")" "^\.DEFAULT_GOAL := all$"
 ok "generate the man pages and completions" sh "$TOP/dist/gen.sh" "$TPUFORM" "$W/gen"
 # shellcheck disable=SC2317 # called below
 inst() {
