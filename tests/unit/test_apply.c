@@ -96,7 +96,7 @@ static void delete_all(const char *fleet)
 	if (open_planned(&s, fleet, &p) == 0)
 		for (size_t i = 0; i < s.live.n; i++)
 			s.prov->ops->remove(s.prov, s.live.nodes[i].recipe.zone, s.live.nodes[i].name,
-					    &s.d);
+					    NULL, &s.d);
 	CHECK_INT(tpf_diags_errors(&s.d), 0);
 	tpf_plan_release(&p);
 	tpf_session_close(&s);

@@ -552,7 +552,7 @@ static void test_compute__metadata_fingerprint_and_delete(void)
 	/* delete: an instance already gone is success */
 	struct step del[] = { { 404, "{\"error\":{\"code\":404,\"message\":\"not found\"}}" } };
 	script(del, 1);
-	CHECK_INT(tpf_compute_delete(cc, "us-central1-c", "f-g-0", &d), 0);
+	CHECK_INT(tpf_compute_delete(cc, "us-central1-c", "f-g-0", NULL, &d), 0);
 	CHECK_STR(srv.seen[0].method, "DELETE");
 	/* host keys */
 	struct step hk[] = {
@@ -589,7 +589,8 @@ static void test_compute__slice_create_and_delete(void)
 	};
 	script(steps, 6);
 	struct tpf_diags d = TPF_DIAGS_INIT;
-	int rc = tpf_compute_create_slice(cc, "f-g-0", &r, NULL, &d);
+	unsigned ours = 0;
+	int rc = tpf_compute_create_slice(cc, "f-g-0", &r, NULL, &ours, &d);
 	CHECKF(rc == 0, "created: %s", d.n ? d.items[0].summary : "");
 	CHECK_INT(srv.n, 6);
 	CHECK_STR(srv.seen[0].path, "/compute/v1/projects/p/global/instanceTemplates");
@@ -704,7 +705,7 @@ static void test_compute__slice_create_and_delete(void)
 		{ 200, OP_RUNNING }, { 200, OP_DONE },
 	};
 	script(del, 5);
-	CHECK_INT(tpf_compute_delete_slice(cc, "us-central1-c", "f-g-0", &d), 0);
+	CHECK_INT(tpf_compute_delete_slice(cc, "us-central1-c", "f-g-0", TPF_SLICE_ALL, NULL, &d), 0);
 	CHECK_INT(srv.n, 5);
 	CHECK_STR(srv.seen[0].path,
 		  "/compute/v1/projects/p/zones/us-central1-c/instanceGroupManagers/f-g-0");
