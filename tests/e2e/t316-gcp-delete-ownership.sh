@@ -2,11 +2,13 @@
 # Ownership at delete time (docs/design.md section 4, providers/provider.h
 # tpf_delete_check; docs/compute-engine.md "Undo and ownership of a slice's
 # parts"): "ownership must mean this state, not this name".
-#   a. state one saves a plan that deletes its Cloud TPU node and a destroy
-#      plan; the node is then deleted behind its back and state two (same
-#      fleet file, another directory) makes a node of the same name. Both
-#      saved plans, applied, refuse the delete with two's lineage in the
-#      message, and two's node survives with the same id.
+#   a. state one's destroy has refreshed and planned, and waits for its
+#      "yes"; meanwhile its node is deleted behind its back and state two
+#      (same fleet file, another directory) makes a node of the same name.
+#      Approved, the destroy reads the node again and refuses the delete
+#      with two's lineage in the message; two's node survives with the
+#      same id. A delete plan one saved before, applied now, refuses too
+#      (its refresh sees two's node), and so does a fresh destroy.
 #   b. a Compute Engine slice whose instance template name is taken by
 #      another state's template (two's slice, its MIG gone): one's create
 #      fails, naming the template and its lineage, and deletes nothing of
@@ -31,6 +33,7 @@ parts() {
 part_of() { world | jq -c --arg k "$1" --arg n "$2" '.[$k][]? | select(.name == $n)'; }
 api() { curl -s -X "$1" -H "Authorization: Bearer $TPUFORM_ACCESS_TOKEN" "$2"; }
 lineage_of() { jq -r .lineage "$1" | tr -d - | cut -c1-16; }
+# The state of fleet ds is ds.state.json (a state file holds one fleet).
 cp "$SSHD_KEY" "$W/key"
 chmod 600 "$W/key"
 cat >fleet.yaml <<YAML
@@ -42,7 +45,7 @@ run: exec sleep 300
 groups:
   - { name: a, accelerator_type: v2-8, runtime_version: tpu-ubuntu2204-base, zones: [z-ok], count: 1 }
 YAML
-sed 's/fleet: dd/fleet: ds/; /name: a,/d' fleet.yaml >slice.yaml
+sed 's/fleet: dd/fleet: ds\nstate: { path: ds.state.json }/; /name: a,/d' fleet.yaml >slice.yaml
 cat >>slice.yaml <<'YAML'
   - { name: big, machine_type: tpu7x-standard-4t, topology: 2x2x2, zones: [us-central1-c], count: 1 }
 YAML
@@ -50,7 +53,7 @@ mkdir one two
 cp fleet.yaml slice.yaml one/
 cp fleet.yaml slice.yaml two/
 
-# ---- a. saved plans of a delete meet a node another state made -------------------
+# ---- a. a delete meets a node another state made since the refresh ---------------
 cd one || exit 1
 ok "one applies fleet dd" tpuform apply -f fleet.yaml -auto-approve
 lin1=$(lineage_of tpuform.state.json)
@@ -58,9 +61,16 @@ id1=$(node_json | jq -r .id)
 sed 's/count: 1 }/count: 0 }/' fleet.yaml >shrunk.yaml
 ok "one saves a plan that deletes its node" tpuform plan -f shrunk.yaml -out=shrink.plan
 like "the plan destroys dd-a-0" "$(cat "$W/last.out")" "dd-a-0 will be destroyed"
-ok "and a destroy plan" tpuform plan -f fleet.yaml -destroy -out=destroy.plan
-cp tpuform.state.json state.saved
 
+# destroy refreshes, plans and asks; while it waits for the answer, the node
+# is deleted behind its back and two makes one of the same name.
+# The prompt needs a terminal: script(1) gives it one, fed from a FIFO.
+mkfifo answer
+script -qfec "'$TPUFORM' destroy -f fleet.yaml" /dev/null <answer >destroy.out 2>&1 &
+pid=$!
+exec 3>answer
+ok "one's destroy asks for its approval" wait_for 120 grep -q "Enter a value" destroy.out
+like "having planned on its own node" "$(cat destroy.out)" "dd-a-0 will be destroyed"
 curl -s -X POST "$FAKEGCP_URL/__admin/nodes/z-ok/dd-a-0:delete" >/dev/null
 wait_for 10 sh -c "[ -z \"\$(curl -s '$FAKEGCP_URL/__admin/nodes' | jq -c '.[] | select(.name | endswith(\"/dd-a-0\"))')\" ]"
 is "the node is deleted behind one's back" "$(node_json)" ""
@@ -68,31 +78,38 @@ cd ../two || exit 1
 ok "two makes a node of the same name" tpuform apply -f fleet.yaml -auto-approve
 lin2=$(lineage_of tpuform.state.json)
 id2=$(node_json | jq -r .id)
-is "it carries two's lineage, a new id" "$(node_json | jq -r '.labels["tpuform-lineage"]')" "$lin2"
+is "it carries two's lineage" "$(node_json | jq -r '.labels["tpuform-lineage"]')" "$lin2"
+is "and a new id" "$([ "$id1" != "$id2" ] && echo differs)" differs
 cd ../one || exit 1
-
-fails "one's saved delete plan refuses the delete" 1 tpuform apply shrink.plan
-out=$(cat "$W/last.out")
-like "naming the node, its zone and two's lineage" "$out" \
+curl -s -X POST "$FAKEGCP_URL/__admin/requests:clear" >/dev/null
+echo yes >&3
+exec 3>&-
+wait $pid
+is "one's destroy, approved now, fails" "$?" 1
+out=$(cat destroy.out)
+like "refusing the delete, naming the node, its zone and two's lineage" "$out" \
 	"refusing to delete node 'dd-a-0' in zone 'z-ok': it belongs to another state: it carries tpuform-lineage=$lin2, and this state's is $lin1"
 like "with the fix" "$out" "Run 'tpuform plan' again"
+is "it read the node and sent no delete" \
+	"$(curl -s "$FAKEGCP_URL/__admin/requests" | jq -r '[.[] | select(.path | endswith("/nodes/dd-a-0")) | .method] | join(" ")')" "GET"
 is "two's node survives: same id, READY" "$(node_json | jq -r '"\(.id) \(.state)"')" "$id2 READY"
-cp state.saved tpuform.state.json
-fails "one's saved destroy plan refuses it too" 1 tpuform apply destroy.plan
-like "with two's lineage" "$(cat "$W/last.out")" "refusing to delete node 'dd-a-0'.*tpuform-lineage=$lin2"
-is "two's node survives: same id, READY" "$(node_json | jq -r '"\(.id) \(.state)"')" "$id2 READY"
-is "no delete request reached the API" \
-	"$(curl -s "$FAKEGCP_URL/__admin/requests" | jq '[.[] | select(.method == "DELETE")] | length')" 0
-fails "a fresh destroy from one stops at the refresh" 1 tpuform destroy -f fleet.yaml -auto-approve
+
+fails "one's saved delete plan, applied later, refuses too (at its refresh)" 1 \
+	tpuform apply -f shrunk.yaml shrink.plan
+like "as another state's node" "$(cat "$W/last.out")" \
+	"node 'dd-a-0' in zone 'z-ok' belongs to another state: it carries tpuform-lineage=$lin2"
+fails "a fresh destroy from one refuses too" 1 tpuform destroy -f fleet.yaml -auto-approve
 like "as another state's node" "$(cat "$W/last.out")" "belongs to another state"
-is "two's node still survives" "$(node_json | jq -r .id)" "$id2"
-is "one's node was not this one" "$([ "$id1" != "$id2" ] && echo differs)" differs
+is "two's node still survives" "$(node_json | jq -r '"\(.id) \(.state)"')" "$id2 READY"
+is "no delete request ever reached the API" \
+	"$(curl -s "$FAKEGCP_URL/__admin/requests" | jq '[.[] | select(.method == "DELETE")] | length')" 0
 cd ../two || exit 1
 ok "two destroys its own node" tpuform destroy -f fleet.yaml -auto-approve
 is "it is gone" "$(node_json)" ""
 
 # ---- b. a slice create meets another state's template --------------------------
 ok "two applies a slice" tpuform apply -f slice.yaml -auto-approve
+lin2=$(lineage_of ds.state.json)
 is "its parts" "$(parts)" "mig:ds-big-0 tmpl:ds-big-0-t wp:ds-big-0-wp"
 tid=$(part_of instanceTemplates ds-big-0-t | jq -r .id)
 wid=$(part_of resourcePolicies ds-big-0-wp | jq -r .id)
@@ -106,6 +123,7 @@ is "two's MIG is gone; its template and policy stay" "$(parts)" "tmpl:ds-big-0-t
 cd ../one || exit 1
 curl -s -X POST "$FAKEGCP_URL/__admin/requests:clear" >/dev/null
 fails "one's slice create fails on two's template" 1 tpuform apply -f slice.yaml -auto-approve
+lin1=$(lineage_of ds.state.json)
 out=$(cat "$W/last.out")
 like "naming the template and two's lineage" "$out" \
 	"its instance template 'ds-big-0-t' already exists and is not this state's: it carries tpuform-lineage=$lin2, and this state's is $lin1"
