@@ -105,8 +105,7 @@ char *tpf_compute_policy_description(const char *slice, const struct tpf_recipe 
 	return s;
 }
 
-/* The parts, in the order they are made; deleted in the reverse order
- * (the MIG first: it deletes its members, and refers to the others). */
+/* The parts, in the order they are made. */
 struct part {
 	unsigned bit;
 	const char *kind;   /* for people */
@@ -267,7 +266,11 @@ int tpf_compute_delete_slice(struct tpf_compute_client *cc, const char *zone, co
 	char *what = xasprintf("delete slice '%s' in zone '%s'", name, zone);
 	int rc = 0, legacy_policy = 0;
 	parts_of(parts, zone, name);
-	for (int i = 2; i >= 0 && rc == 0; i--) {
+	/* The MIG first (it deletes its members, and refers to the others),
+	 * then the template, then the policy, as gcloud would be run. */
+	static const int order[3] = { 2, 0, 1 };
+	for (int k = 0; k < 3 && rc == 0; k++) {
+		int i = order[k];
 		if (!(which & parts[i].bit))
 			continue;
 		char *path = xasprintf("%s/%s", parts[i].path, parts[i].pname);

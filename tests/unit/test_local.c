@@ -1125,6 +1125,54 @@ done:
 	tpf_provider_free(p);
 }
 
+/* Ownership at delete time (providers/provider.h): remove reads the node
+ * under its lock and deletes it only for the state whose lineage it
+ * carries, or, unlabelled, for the state that recorded its id. */
+static void test_local__remove_checks_ownership(void)
+{
+	struct tpf_fleet f = fleet_named("alpha");
+	struct tpf_provider *p = NULL;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct tpf_live_node live = { 0 };
+	CHECK_INT(tpf_provider_open(&p, &f, &d), 0);
+	struct tpf_recipe r = recipe("alpha", "us-central2-b", 1);
+	tpf_kvlist_set(&r.labels, "tpuform-lineage", "fedcba9876543210");
+	CHECK_INT(p->ops->create(p, "alpha-g-7", &r, &live, &d), 0);
+	struct tpf_delete_guard mine = { "0123456789abcdef", live.id };
+	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-7", &mine, &d), TPF_EFOREIGN);
+	CHECK(diags_contain(&d, "refusing to delete node 'alpha-g-7' in zone 'us-central2-b': it "
+				"belongs to another state: it carries tpuform-lineage=fedcba9876543210"));
+	tpf_diags_release(&d);
+	struct tpf_live_set set = { 0 };
+	CHECK_INT(refresh_zone(p, "us-central2-b", &set, &d), 0);
+	const struct tpf_live_node *still = tpf_live_set_find(&set, "alpha-g-7");
+	CHECK(still && live.id && still->id && !strcmp(still->id, live.id));
+	CHECK(still && !strcmp(still->state, "READY"));
+	tpf_live_set_release(&set);
+	struct tpf_delete_guard theirs = { "fedcba9876543210", NULL };
+	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-7", &theirs, &d), 0);
+	CHECK_INT(refresh_zone(p, "us-central2-b", &set, &d), 0);
+	CHECK(tpf_live_set_find(&set, "alpha-g-7") == NULL);
+	tpf_live_set_release(&set);
+	tpf_live_node_release(&live);
+	/* Unlabelled (an earlier tpuform): only the recorded id proves it. */
+	tpf_kvlist_unset(&r.labels, "tpuform-lineage");
+	CHECK_INT(p->ops->create(p, "alpha-g-7", &r, &live, &d), 0);
+	struct tpf_delete_guard stale = { "0123456789abcdef", "not-its-id" };
+	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-7", &stale, &d), TPF_EFOREIGN);
+	CHECK(diags_contain(&d, "carries no tpuform-lineage label"));
+	tpf_diags_release(&d);
+	struct tpf_delete_guard same = { "0123456789abcdef", live.id };
+	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-7", &same, &d), 0);
+	/* Gone already is success, checked or not. */
+	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-7", &same, &d), 0);
+	CHECK_INT(tpf_diags_errors(&d), 0);
+	tpf_diags_release(&d);
+	tpf_live_node_release(&live);
+	tpf_recipe_release(&r);
+	tpf_provider_free(p);
+}
+
 static void test_local__remove(void)
 {
 	struct tpf_fleet f = fleet_named("alpha");
@@ -1398,6 +1446,7 @@ int main(void)
 	RUN(test_local__set_labels);
 	RUN(test_local__preempt);
 	RUN(test_local__remove);
+	RUN(test_local__remove_checks_ownership);
 	RUN(test_local__failure_injection);
 	RUN(test_local__parallel);
 	RUN(test_local__put_source);
