@@ -53,11 +53,28 @@ static void *heartbeat_thread(void *arg)
 
 /* ---- node actions ------------------------------------------------------------ */
 
+/*
+ * Delete a node, but only the one this state owns (docs/design.md section
+ * 4, "Ownership at delete time"): the provider reads it again just before
+ * the delete and refuses (TPF_EFOREIGN) a node that another state made
+ * under the same name since the refresh. The id is the plan's (what the
+ * refresh saw), else the state's record.
+ */
 static int exec_delete_only(struct exec *x, size_t ai, int forget_state)
 {
 	const struct tpf_action *a = &x->p->actions[ai];
+	char mine[TPF_LINEAGE_LABEL_LEN + 1];
+	char *id = xstrdup(a->id);
+	pthread_mutex_lock(x->mu);
+	const struct tpf_state_node *sn = id ? NULL : tpf_state_find(x->st, a->node);
+	if (sn)
+		id = xstrdup(sn->id);
+	struct tpf_delete_guard guard = { tpf_lineage_label(x->st->lineage, mine), NULL };
+	pthread_mutex_unlock(x->mu);
+	guard.id = id;
 	apply_fl_begin(x, ai, TPF_EVENT_DELETING, a->id);
-	int rc = x->prov->ops->remove(x->prov, a->zone, a->node, x->d);
+	int rc = x->prov->ops->remove(x->prov, a->zone, a->node, &guard, x->d);
+	free(id);
 	double el = apply_fl_end(x, ai);
 	if (rc == TPF_EINTERRUPTED) {
 		/* Not a failure: the node stays in the state until a refresh

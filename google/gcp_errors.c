@@ -92,6 +92,15 @@ static void fill_from_status(struct tpf_gcp_error *e, json_t *st)
 	if (s && *s)
 		e->status = xstrdup(s);
 	parse_details(e, json_object_get(st, "details"));
+	/* The legacy shape of Google's older APIs (Compute Engine, Cloud
+	 * Storage JSON): "errors": [{"domain", "reason": "quotaExceeded",
+	 * "message"}] beside code and message, and no ErrorInfo detail
+	 * (https://cloud.google.com/compute/docs/reference/rest/v1 "Errors";
+	 * docs/compute-engine.md reference section 3.3). */
+	const char *lr = json_string_value(json_object_get(json_array_get(json_object_get(st,
+		"errors"), 0), "reason"));
+	if (lr && *lr && !e->reason)
+		e->reason = xstrdup(lr);
 }
 
 static char *first_line(const char *body, size_t len)
@@ -192,6 +201,14 @@ static int is_rate_limit(const struct tpf_gcp_error *e)
 			  !strcmp(e->reason, "rateLimitExceeded")))
 		return 1;
 	return e->message && (strcasestr(e->message, "per minute") || strstr(e->message, "PerMinute"));
+}
+
+int tpf_gcp_error_quota_exceeded(const struct tpf_gcp_error *e)
+{
+	const char *r = e->reason, *m = e->message;
+	return e->http == 403 &&
+	       ((r && (!strcmp(r, "quotaExceeded") || !strcmp(r, "QUOTA_EXCEEDED"))) ||
+		(m && !strncmp(m, "Quota '", 7) && strstr(m, "' exceeded")));
 }
 
 /* The real wording (quoted in SkyPilot's failover handler, see the header). */

@@ -5,7 +5,9 @@
  *  - an HTTP error body {"error":{"code","message","status","details"}}
  *    (the OAuth2 token endpoint uses {"error","error_description"});
  *  - an operation's bare google.rpc.Status {"code","message","details"},
- *    which carries no "status" string.
+ *    which carries no "status" string;
+ *  - Compute Engine's: the HTTP shape with the legacy "errors" array
+ *    (reason quotaExceeded, ...), and its Operation's error.errors[].
  * The class decides what the client does: retry inside the client
  * (transient), move on to the group's next zone (quota, capacity), or give
  * up with the API's own words (permanent).
@@ -34,7 +36,7 @@ struct tpf_gcp_error {
 	int code;         /* google.rpc.Code, 0 if the body had none */
 	char *status;     /* "RESOURCE_EXHAUSTED"; derived from code/http if absent */
 	char *message;    /* the API's message; never NULL after parsing */
-	char *reason;     /* ErrorInfo.reason, may be NULL */
+	char *reason;     /* ErrorInfo.reason, else the legacy errors[0].reason; may be NULL */
 	int quota_failure; /* a google.rpc.QuotaFailure detail was present */
 	double retry_delay; /* RetryInfo.retryDelay in seconds, -1 if absent */
 };
@@ -85,6 +87,17 @@ void tpf_gcp_error_release(struct tpf_gcp_error *e);
  * too, but only the create knows that: providers/gcp/gcp_api.c.)
  */
 enum tpf_gcp_class tpf_gcp_error_classify(const struct tpf_gcp_error *e);
+
+/*
+ * 1 when e is Compute Engine's refusal of a request for quota: HTTP 403
+ * with reason quotaExceeded (legacy errors[].reason, which the parse
+ * keeps when there is no ErrorInfo) or QUOTA_EXCEEDED, or a message
+ * "Quota 'METRIC' exceeded.  Limit: N in region R." (reference section
+ * 3.3 of docs/compute-engine.md; the API's own 403 body). Not part of
+ * tpf_gcp_error_classify, whose 403 stays PERMANENT for every other API:
+ * the Compute Engine create asks for this by itself.
+ */
+int tpf_gcp_error_quota_exceeded(const struct tpf_gcp_error *e);
 
 /* TPF_EQUOTA, TPF_ECAPACITY, TPF_EZONE, TPF_ENOTFOUND, TPF_ETRANSIENT, TPF_ESTALE or TPF_ERROR. */
 int tpf_gcp_class_rc(enum tpf_gcp_class c);

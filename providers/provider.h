@@ -21,6 +21,23 @@
 struct tpf_provider;
 struct tpf_transport;
 
+/*
+ * What a delete must find before it deletes (docs/design.md section 4,
+ * "Ownership at delete time"): the lesson "ownership must mean this state,
+ * not this name".
+ */
+struct tpf_delete_guard {
+	/* This state's tpuform-lineage label value (model/recipe.h
+	 * tpf_lineage_label, borrowed); NULL or "": a state without a lineage,
+	 * which owns only unlabelled nodes of the recorded id. */
+	const char *lineage;
+	/* The provider id this state records for the node (Node.id of Cloud
+	 * TPU, Instance.id or InstanceGroupManager.id of Compute Engine;
+	 * borrowed), NULL when it records none. Used only for nodes that carry
+	 * no lineage label (made before the label existed). */
+	const char *id;
+};
+
 struct tpf_provider_ops {
 	const char *name; /* "local", "gcp" */
 
@@ -51,11 +68,24 @@ struct tpf_provider_ops {
 	int (*create)(struct tpf_provider *p, const char *name, const struct tpf_recipe *r,
 		      struct tpf_live_node *out, struct tpf_diags *d);
 
-	/* Delete node `name` in `zone` and wait until it is gone. A node that
+	/*
+	 * Delete node `name` in `zone` and wait until it is gone. A node that
 	 * is already gone is success. TPF_EINTERRUPTED (no diagnostic) as for
-	 * create: the delete may still complete. */
+	 * create: the delete may still complete.
+	 *
+	 * Ownership at delete time (docs/design.md section 4): the provider
+	 * reads the node (every resource it is made of: instance, MIG,
+	 * template, workload policy, queued resource) just before deleting it
+	 * and deletes only what tpf_delete_check allows for `guard`; a node
+	 * that another state made under the same name since the refresh is
+	 * TPF_EFOREIGN with a diagnostic naming its lineage, and is left as it
+	 * is. Neither API offers a precondition on delete (no etag or id on
+	 * nodes.delete or instances.delete), so a read then a delete is the
+	 * check; its window is one request long. guard NULL: no check (unit
+	 * tests of the providers only; engine/apply.c always passes one).
+	 */
 	int (*remove)(struct tpf_provider *p, const char *zone, const char *name,
-		      struct tpf_diags *d);
+		      const struct tpf_delete_guard *guard, struct tpf_diags *d);
 
 	/* Replace the node's labels (nodes.patch updateMask=labels). */
 	int (*set_labels)(struct tpf_provider *p, const char *zone, const char *name,
@@ -101,6 +131,24 @@ struct tpf_provider {
 	 */
 	volatile int *interrupted;
 };
+
+/*
+ * May the resource just read be deleted under guard g? `kind` and `name`
+ * name it for people ("node", "instance", "slice", "instance template"),
+ * `zone` may be NULL (a global or regional part); `found_lineage` is its
+ * tpuform-lineage label (or the lineage its description records), NULL or
+ * "" when it has none; `found_id` its provider id, may be NULL.
+ *   - g NULL: 0 (no check asked).
+ *   - a lineage label: 0 when it is g's, else TPF_EFOREIGN.
+ *   - no lineage label: 0 only when g->id is set and equals found_id (a
+ *     node made before the label existed, and the very one this state
+ *     recorded); else TPF_EFOREIGN: a name alone never proves ownership.
+ * TPF_EFOREIGN comes with one error diagnostic (address `name`) that
+ * names the owning lineage, this state's, and the fix. Pure.
+ */
+int tpf_delete_check(const struct tpf_delete_guard *g, const char *kind, const char *name,
+		     const char *zone, const char *found_lineage, const char *found_id,
+		     struct tpf_diags *d);
 
 /* 1 when p's interrupt flag is set (a signal asked to stop waiting). */
 int tpf_provider_interrupted(const struct tpf_provider *p);

@@ -24,6 +24,7 @@
 #include "model/live.h"
 #include "model/recipe.h"
 #include "providers/gcp/gcp_api.h"
+#include "providers/provider.h"
 #include "util/diag.h"
 
 struct tpf_compute_client;
@@ -144,9 +145,12 @@ int tpf_compute_create(struct tpf_compute_client *cc, const char *name,
 		       const struct tpf_recipe *r, json_t *metadata, struct tpf_live_node *out,
 		       struct tpf_diags *d);
 
-/* instances.delete of `name` in `zone` and wait; gone already is 0. */
+/* instances.delete of `name` in `zone` and wait; gone already is 0. With
+ * a guard, the instance is read first (instances.get: instances.delete
+ * has no precondition) and a refusal of tpf_delete_check is TPF_EFOREIGN,
+ * nothing deleted. */
 int tpf_compute_delete(struct tpf_compute_client *cc, const char *zone, const char *name,
-		       struct tpf_diags *d);
+		       const struct tpf_delete_guard *guard, struct tpf_diags *d);
 
 /*
  * Every instance of `zone` labelled tpuform-fleet=fleet, appended to out
@@ -224,16 +228,38 @@ json_t *tpf_compute_template_body(const char *name, const struct tpf_recipe *r, 
  * DO_NOTHING, updatePolicy.type OPPORTUNISTIC. */
 json_t *tpf_compute_mig_body(const char *name, const struct tpf_recipe *r, const char *project);
 
+/* The parts of a slice, as bits (providers/gcp/compute_slice_parts.c). */
+#define TPF_SLICE_TEMPLATE 1u /* instance template N-t (global) */
+#define TPF_SLICE_POLICY 2u   /* workload policy N-wp (regional) */
+#define TPF_SLICE_MIG 4u      /* the MIG N (zonal) */
+#define TPF_SLICE_ALL 7u
+
 /*
  * Create slice N: the template, the workload policy (regions/R,
- * {type HIGH_THROUGHPUT, acceleratorTopology r->node.topology}) and the
- * MIG, each with a requestId and its operation waited for. 0, or the
- * failing step's code with its diagnostic; the parts made stay (the
- * caller deletes them with tpf_compute_delete_slice: the state's pending
- * record covers them).
+ * {type HIGH_THROUGHPUT, acceleratorTopology r->node.topology},
+ * description tpf_compute_policy_description) and the MIG, each with a
+ * requestId and its operation waited for. A part that already exists
+ * (409) is reused when it carries r's tpuform-lineage (an apply that
+ * stopped half-way made it), else the create stops with TPF_EFOREIGN and a
+ * diagnostic naming the part and its lineage, leaving it as it is.
+ * *ours: the TPF_SLICE_* bits of the parts that are this state's now,
+ * made by this call or reused as ours (set on every return; never a part
+ * it refused). 0, or the failing step's code with its diagnostic; the
+ * parts stay: the caller's undo deletes exactly *ours with
+ * tpf_compute_delete_slice (docs/compute-engine.md "Undo and ownership of
+ * a slice's parts").
  */
 int tpf_compute_create_slice(struct tpf_compute_client *cc, const char *name,
-			     const struct tpf_recipe *r, json_t *metadata, struct tpf_diags *d);
+			     const struct tpf_recipe *r, json_t *metadata, unsigned *ours,
+			     struct tpf_diags *d);
+/* A workload policy's description (a resource policy has no labels):
+ * JSON {tpuform-fleet, tpuform-lineage (r's labels), tpuform-slice}
+ * (caller frees). */
+char *tpf_compute_policy_description(const char *slice, const struct tpf_recipe *r);
+/* The tpuform-lineage a slice part records: properties.labels of a
+ * template, else the JSON of its description (a MIG, a policy); NULL when
+ * none (caller frees). */
+char *tpf_compute_part_lineage(json_t *part);
 /*
  * Wait for slice N to be READY (MIG stable, every member RUNNING, the
  * applied topology ACTIVE), at most the client's op_timeout (then *out is
@@ -250,9 +276,20 @@ int tpf_compute_wait_slice(struct tpf_compute_client *cc, const char *name,
 int tpf_compute_read_slice(struct tpf_compute_client *cc, const char *name,
 			   const struct tpf_recipe *r, struct tpf_live_node *out,
 			   struct tpf_diags *d);
-/* Delete MIG N (and its members), template N-t, policy N-wp, in that
- * order, each waited for; parts already gone are skipped. */
+/*
+ * Delete the parts `which` (TPF_SLICE_* bits) of slice N in `zone`: MIG N
+ * (and its members), template N-t, policy N-wp, in that order, each waited
+ * for; parts already gone are skipped. With a guard, each part is read
+ * just before its delete (no delete method takes a precondition): a MIG
+ * that tpf_delete_check refuses stops the delete with TPF_EFOREIGN and
+ * nothing deleted; a template or policy that is not provably this state's
+ * is left, with a warning (they cost nothing without the MIG). A policy
+ * without a lineage (made before policies carried one) goes when this
+ * state's MIG, read in the same call, referred to it. guard NULL: no
+ * reads (tests).
+ */
 int tpf_compute_delete_slice(struct tpf_compute_client *cc, const char *zone, const char *name,
+			     unsigned which, const struct tpf_delete_guard *guard,
 			     struct tpf_diags *d);
 /*
  * Slice node from its MIG and its members (sorted here by name: the
@@ -316,8 +353,11 @@ int tpf_compute_create_unit(struct tpf_compute_client *cc, const char *name,
 			    const struct tpf_recipe *r, json_t *md, struct tpf_live_node *out,
 			    struct tpf_diags *d);
 /* Delete slices NODE-0 .. NODE-(nslices-1) (tpf_compute_delete_slice
- * each); gone already is 0. */
+ * each, every part, under guard); gone already is 0. The guard's id is the
+ * node's (its first slice's MIG id): the other slices prove ownership by
+ * their lineage alone. */
 int tpf_compute_delete_unit(struct tpf_compute_client *cc, const char *zone, const char *name,
-			    int nslices, struct tpf_diags *d);
+			    int nslices, const struct tpf_delete_guard *guard,
+			    struct tpf_diags *d);
 
 #endif

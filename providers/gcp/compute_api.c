@@ -68,19 +68,11 @@ static int wait_op(struct tpf_compute_client *cc, json_t *op, const char *what,
 	return tpf_gapi_wait(tpf_gcp_client_api(cc->c), &how, op, what, address, &failed, d);
 }
 
-/*
- * A 403 quotaExceeded (reference section 3.3: HTTP 403, errors[].reason
- * quotaExceeded, message "Quota 'METRIC' exceeded.  Limit: N in region
- * R.") is quota: the zone fallback and quota deferral act on TPF_EQUOTA.
- * google/gcp_errors.c reads the reason of Google's newer details[] shape
- * only, so the legacy errors[] shape is recognised by its message too.
- */
+/* A 403 quotaExceeded is quota: the zone fallback and quota deferral act
+ * on TPF_EQUOTA (google/gcp_errors.h tpf_gcp_error_quota_exceeded). */
 static int quota_rc(int rc, const struct tpf_gcp_outcome *res)
 {
-	const char *r = res->err.reason, *m = res->err.message;
-	if (rc < 0 && res->api_error && res->err.http == 403 &&
-	    ((r && (!strcmp(r, "quotaExceeded") || !strcmp(r, "QUOTA_EXCEEDED"))) ||
-	     (m && !strncmp(m, "Quota '", 7) && strstr(m, "' exceeded"))))
+	if (rc < 0 && res->api_error && tpf_gcp_error_quota_exceeded(&res->err))
 		return TPF_EQUOTA;
 	return rc;
 }
@@ -198,14 +190,36 @@ int tpf_compute_create(struct tpf_compute_client *cc, const char *name,
 	return rc;
 }
 
-int tpf_compute_delete(struct tpf_compute_client *cc, const char *zone, const char *name,
-		       struct tpf_diags *d)
+/* Is instance `name` (still) this state's? Read just before its delete:
+ * 0 yes, TPF_ENOTFOUND gone, TPF_EFOREIGN (tpf_delete_check) or an error. */
+static int owned_now(struct tpf_compute_client *cc, const char *zone, const char *name,
+		     const struct tpf_delete_guard *guard, struct tpf_diags *d)
 {
+	struct tpf_live_node now = { 0 };
+	int rc = tpf_compute_get(cc, zone, name, &now, d);
+	if (rc == 0)
+		rc = tpf_delete_check(guard, "instance", name, zone,
+				      tpf_kvlist_get(&now.recipe.labels, TPF_LABEL_LINEAGE), now.id, d);
+	tpf_live_node_release(&now);
+	return rc;
+}
+
+int tpf_compute_delete(struct tpf_compute_client *cc, const char *zone, const char *name,
+		       const struct tpf_delete_guard *guard, struct tpf_diags *d)
+{
+	/* instances.delete takes only requestId: no etag or id precondition
+	 * (https://cloud.google.com/compute/docs/reference/rest/v1/instances/delete),
+	 * so the check is a read right before. */
+	int rc = guard ? owned_now(cc, zone, name, guard, d) : 0;
+	if (rc == TPF_ENOTFOUND)
+		return 0; /* gone already */
+	if (rc < 0)
+		return rc;
 	char *url = instance_url(cc, zone, name, NULL);
 	char *what = xasprintf("delete instance '%s' in zone '%s'", name, zone);
 	json_t *op = NULL;
-	int rc = tpf_gcp_call(cc->c, "DELETE", url, NULL, what, name,
-			      TPF_GCP_QUIET(TPF_GCP_NOTFOUND) | TPF_GCP_REQUEST_ID, &op, NULL, d);
+	rc = tpf_gcp_call(cc->c, "DELETE", url, NULL, what, name,
+			  TPF_GCP_QUIET(TPF_GCP_NOTFOUND) | TPF_GCP_REQUEST_ID, &op, NULL, d);
 	if (rc == 0)
 		rc = wait_op(cc, op, what, name, d);
 	if (rc == TPF_ENOTFOUND)

@@ -30,42 +30,6 @@ char *tpf_compute_slice_part(const char *node, const char *suffix)
 	return xasprintf("%s-%s", node, suffix);
 }
 
-/* POST body to <base><path>?requestId=..., then wait for its operation. */
-static int insert(struct tpf_compute_client *cc, const char *path, json_t *body,
-		  const char *what, const char *address, struct tpf_diags *d)
-{
-	char *url = xasprintf("%s/%s", cc->base, path);
-	json_t *op = NULL;
-	int rc = tpf_gcp_call(cc->c, "POST", url, body, what, address, TPF_GCP_REQUEST_ID, &op,
-			      NULL, d);
-	if (rc == 0) {
-		struct tpf_gapi_op how = { .shape = TPF_GAPI_OP_COMPUTE, .root = NULL };
-		int failed = 0;
-		rc = tpf_gapi_wait(tpf_gcp_client_api(cc->c), &how, op, what, address, &failed, d);
-	}
-	json_decref(op);
-	free(url);
-	return rc;
-}
-
-/* DELETE <base>/<path> and wait; gone already is 0. */
-static int delete_path(struct tpf_compute_client *cc, const char *path, const char *what,
-		       const char *address, struct tpf_diags *d)
-{
-	char *url = xasprintf("%s/%s", cc->base, path);
-	json_t *op = NULL;
-	int rc = tpf_gcp_call(cc->c, "DELETE", url, NULL, what, address,
-			      TPF_GCP_QUIET(TPF_GCP_NOTFOUND) | TPF_GCP_REQUEST_ID, &op, NULL, d);
-	if (rc == 0) {
-		struct tpf_gapi_op how = { .shape = TPF_GAPI_OP_COMPUTE, .root = NULL };
-		int failed = 0;
-		rc = tpf_gapi_wait(tpf_gcp_client_api(cc->c), &how, op, what, address, &failed, d);
-	}
-	json_decref(op);
-	free(url);
-	return rc == TPF_ENOTFOUND ? 0 : rc;
-}
-
 char *tpf_compute_mig_description(const char *name, const struct tpf_recipe *r)
 {
 	json_t *o = json_object();
@@ -135,62 +99,6 @@ json_t *tpf_compute_mig_body(const char *name, const struct tpf_recipe *r, const
 	free(tmpl);
 	free(region);
 	return b;
-}
-
-int tpf_compute_create_slice(struct tpf_compute_client *cc, const char *name,
-			     const struct tpf_recipe *r, json_t *metadata, struct tpf_diags *d)
-{
-	const char *project = tpf_gcp_client_project(cc->c);
-	char *region = tpf_compute_region(r->zone);
-	char *what = xasprintf("create slice '%s' (%d x %s, topology %s) in zone '%s'", name,
-			       tpf_recipe_slice_workers(r), r->compute.machine_type,
-			       r->node.topology ? r->node.topology : "?", r->zone);
-	json_t *tb = tpf_compute_template_body(name, r, metadata, tpf_gcp_client_external_ips(cc->c));
-	int rc = insert(cc, "global/instanceTemplates", tb, what, name, d);
-	json_decref(tb);
-	if (rc == 0) {
-		char *wpname = tpf_compute_slice_part(name, "wp");
-		json_t *wb = json_pack("{s:s, s:s, s:{s:s, s:s}}", "name", wpname, "region", region,
-				       "workloadPolicy", "type", "HIGH_THROUGHPUT",
-				       "acceleratorTopology", r->node.topology ? r->node.topology : "");
-		char *path = xasprintf("regions/%s/resourcePolicies", region);
-		rc = insert(cc, path, wb, what, name, d);
-		free(path);
-		json_decref(wb);
-		free(wpname);
-	}
-	if (rc == 0) {
-		json_t *mb = tpf_compute_mig_body(name, r, project);
-		char *path = xasprintf("zones/%s/instanceGroupManagers", r->zone);
-		rc = insert(cc, path, mb, what, name, d);
-		free(path);
-		json_decref(mb);
-	}
-	free(what);
-	free(region);
-	return rc;
-}
-
-int tpf_compute_delete_slice(struct tpf_compute_client *cc, const char *zone, const char *name,
-			     struct tpf_diags *d)
-{
-	char *region = tpf_compute_region(zone);
-	char *what = xasprintf("delete slice '%s' in zone '%s'", name, zone);
-	/* The MIG first (it deletes its members), then what it refers to. */
-	char *p1 = xasprintf("zones/%s/instanceGroupManagers/%s", zone, name);
-	char *p2 = xasprintf("global/instanceTemplates/%s-t", name);
-	char *p3 = xasprintf("regions/%s/resourcePolicies/%s-wp", region, name);
-	int rc = delete_path(cc, p1, what, name, d);
-	if (rc == 0)
-		rc = delete_path(cc, p2, what, name, d);
-	if (rc == 0)
-		rc = delete_path(cc, p3, what, name, d);
-	free(p1);
-	free(p2);
-	free(p3);
-	free(what);
-	free(region);
-	return rc;
 }
 
 void tpf_compute_seen_slice(struct tpf_compute_client *cc, const char *zone, const char *name,

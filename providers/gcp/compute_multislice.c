@@ -102,27 +102,33 @@ int tpf_compute_unit_merge(const char *unit, struct tpf_live_node *sl, int n,
 
 /*
  * Make slice k of unit `name` unless it runs: a lost one (dead, or a
- * member gone) is deleted first. *made: 1 when this call sent a create.
+ * member gone) is deleted first. One that carries another state's lineage
+ * is not this node's slice: TPF_EFOREIGN, untouched. *made: the parts
+ * this call's create made or reused as ours (TPF_SLICE_* bits), which a
+ * failed create deletes again.
  */
 static int ensure_slice(struct tpf_compute_client *cc, const char *sname,
-			const struct tpf_recipe *r, json_t *md, int *made, struct tpf_diags *d)
+			const struct tpf_recipe *r, json_t *md, unsigned *made, struct tpf_diags *d)
 {
 	struct tpf_live_node now = { 0 };
+	const char *want = tpf_kvlist_get(&r->labels, TPF_LABEL_LINEAGE);
+	struct tpf_delete_guard guard = { want, NULL };
 	int rc = tpf_compute_read_slice(cc, sname, r, &now, d);
 	*made = 0;
+	if (rc == 0)
+		rc = tpf_delete_check(&guard, "slice", sname, r->zone,
+				      tpf_kvlist_get(&now.recipe.labels, TPF_LABEL_LINEAGE), NULL, d);
 	if (rc == 0 && tpf_node_class(now.state) != TPF_NODE_DEAD) {
 		tpf_live_node_release(&now);
 		return 0; /* running, or on its way: kept */
 	}
 	tpf_live_node_release(&now);
 	if (rc == 0) /* lost: its parts go, then it is made again */
-		rc = tpf_compute_delete_slice(cc, r->zone, sname, d);
+		rc = tpf_compute_delete_slice(cc, r->zone, sname, TPF_SLICE_ALL, &guard, d);
 	else if (rc == TPF_ENOTFOUND)
 		rc = 0;
-	if (rc == 0) {
-		*made = 1;
-		rc = tpf_compute_create_slice(cc, sname, r, md, d);
-	}
+	if (rc == 0)
+		rc = tpf_compute_create_slice(cc, sname, r, md, made, d);
 	return rc;
 }
 
@@ -166,7 +172,8 @@ int tpf_compute_create_unit(struct tpf_compute_client *cc, const char *name,
 {
 	int n = tpf_recipe_slices(r), rc = 0;
 	struct tpf_live_node *sl = xcalloc((size_t)n, sizeof(*sl));
-	int *made = xcalloc((size_t)n, sizeof(*made));
+	unsigned *made = xcalloc((size_t)n, sizeof(*made));
+	struct tpf_delete_guard guard = { tpf_kvlist_get(&r->labels, TPF_LABEL_LINEAGE), NULL };
 	/* Every slice is asked for before any is waited for: they boot
 	 * together. */
 	for (int k = 0; k < n && rc == 0; k++) {
@@ -186,11 +193,13 @@ int tpf_compute_create_unit(struct tpf_compute_client *cc, const char *name,
 	if (rc < 0 && rc != TPF_EINTERRUPTED) {
 		/* What this call made goes again (the template names are
 		 * global, and the next zone reuses them); slices that ran
-		 * before are kept. */
+		 * before, and parts that existed (ours, reused; or another
+		 * state's, refused), are kept. */
 		for (int k = 0; k < n; k++) {
 			char *sname = tpf_compute_unit_slice(name, k);
 			struct tpf_diags undo = TPF_DIAGS_INIT;
-			if (made[k] && tpf_compute_delete_slice(cc, r->zone, sname, &undo) < 0)
+			if (made[k] &&
+			    tpf_compute_delete_slice(cc, r->zone, sname, made[k], &guard, &undo) < 0)
 				tpf_diags_move(d, &undo);
 			tpf_diags_release(&undo);
 			free(sname);
@@ -204,12 +213,13 @@ int tpf_compute_create_unit(struct tpf_compute_client *cc, const char *name,
 }
 
 int tpf_compute_delete_unit(struct tpf_compute_client *cc, const char *zone, const char *name,
-			    int nslices, struct tpf_diags *d)
+			    int nslices, const struct tpf_delete_guard *guard,
+			    struct tpf_diags *d)
 {
 	int rc = 0;
 	for (int k = 0; k < nslices && rc == 0; k++) {
 		char *sname = tpf_compute_unit_slice(name, k);
-		rc = tpf_compute_delete_slice(cc, zone, sname, d);
+		rc = tpf_compute_delete_slice(cc, zone, sname, TPF_SLICE_ALL, guard, d);
 		free(sname);
 	}
 	return rc;

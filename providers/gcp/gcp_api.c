@@ -87,8 +87,17 @@ static int wait_node_settled(struct tpf_gcp_client *c, const char *zone, const c
  * code 3). Delete it (it holds quota until deleted, docs/cloud-tpu-api.md
  * section 4) and return TPF_ECAPACITY so that the next zone is tried.
  */
+/* Is node n this create's (it carries the recipe's lineage `want`)? The
+ * undo of a failed create deletes only that (docs/design.md section 4). */
+static int made_by_us(const struct tpf_live_node *n, const char *want)
+{
+	const char *got = tpf_kvlist_get(&n->recipe.labels, TPF_LABEL_LINEAGE);
+	return !want || (got && !strcmp(got, want));
+}
+
 static int lost_while_creating(struct tpf_gcp_client *c, const char *zone, const char *name,
-			       const char *what, struct tpf_live_node *out, struct tpf_diags *d)
+			       const char *want, const char *what, struct tpf_live_node *out,
+			       struct tpf_diags *d)
 {
 	if (!out->state || (strcmp(out->state, "PREEMPTED") && strcmp(out->state, "TERMINATED")))
 		return 0;
@@ -96,7 +105,7 @@ static int lost_while_creating(struct tpf_gcp_client *c, const char *zone, const
 		   "or retry later",
 		   "%s: the node was %s before it was ever READY", what, out->state);
 	struct tpf_diags tmp = TPF_DIAGS_INIT;
-	if (tpf_gcp_delete_node(c, zone, name, &tmp) < 0)
+	if (made_by_us(out, want) && tpf_gcp_delete_node(c, zone, name, &tmp) < 0)
 		for (size_t i = 0; i < tmp.n; i++)
 			tpf_warn(d, name, "cleanup after the lost create: %s", tmp.items[i].summary);
 	tpf_diags_release(&tmp);
@@ -170,7 +179,8 @@ int tpf_gcp_create_node(struct tpf_gcp_client *c, const char *name, const struct
 			struct tpf_diags tmp = TPF_DIAGS_INIT;
 			struct tpf_live_node left = { 0 };
 			int got = tpf_gcp_get_node(c, zone, name, &left, &tmp) == 0;
-			if (got && tpf_gcp_delete_node(c, zone, name, &tmp) < 0) {
+			if (got && made_by_us(&left, tpf_kvlist_get(&r->labels, TPF_LABEL_LINEAGE)) &&
+			    tpf_gcp_delete_node(c, zone, name, &tmp) < 0) {
 				for (size_t i = 0; i < tmp.n; i++)
 					tpf_warn(d, name, "cleanup after the failed create: %s",
 						 tmp.items[i].summary);
@@ -191,7 +201,8 @@ int tpf_gcp_create_node(struct tpf_gcp_client *c, const char *name, const struct
 		rc = tpf_errorx(d, name, NULL, "%s: the operation succeeded but the node is not there",
 				what);
 	else if (rc == 0)
-		rc = lost_while_creating(c, zone, name, what, out, d);
+		rc = lost_while_creating(c, zone, name, tpf_kvlist_get(&r->labels, TPF_LABEL_LINEAGE),
+					 what, out, d);
 done:
 	tpf_gcp_error_release(&res.err);
 	json_decref(body);

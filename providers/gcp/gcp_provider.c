@@ -518,10 +518,12 @@ static int unit_create(struct gcp_impl *g, const char *name, const struct tpf_re
 			elsewhere[n++] = xstrdup(g->facts[i].zone);
 		}
 	pthread_mutex_unlock(&g->mu);
+	/* Only this state's slices go (r carries its lineage). */
+	struct tpf_delete_guard guard = { tpf_kvlist_get(&r->labels, TPF_LABEL_LINEAGE), NULL };
 	for (size_t i = 0; i < n; i++) {
 		if (rc == 0)
 			rc = tpf_compute_delete_unit(g->compute, elsewhere[i], name,
-						     tpf_recipe_slices(r), d);
+						     tpf_recipe_slices(r), &guard, d);
 		if (rc == 0) {
 			pthread_mutex_lock(&g->mu);
 			fact_set_compute(g, elsewhere[i], name, 0, 0);
@@ -549,12 +551,21 @@ static int compute_create(struct gcp_impl *g, const char *name, const struct tpf
 		return rc;
 	if (!slice)
 		return tpf_compute_create(g->compute, name, r, md, out, d);
-	rc = tpf_compute_create_slice(g->compute, name, r, md, d);
+	unsigned ours = 0;
+	rc = tpf_compute_create_slice(g->compute, name, r, md, &ours, d);
 	if (rc == 0)
 		rc = tpf_compute_wait_slice(g->compute, name, r, out, d);
 	if (rc < 0 && rc != TPF_EINTERRUPTED && r->zone) {
+		/* The undo deletes the parts this create made or proved ours
+		 * (so that the next zone can take the names: the template is
+		 * global), and never one it refused as another state's
+		 * (docs/compute-engine.md "Undo and ownership of a slice's
+		 * parts"); each is read again before its delete. */
+		struct tpf_delete_guard guard = { tpf_kvlist_get(&r->labels, TPF_LABEL_LINEAGE),
+						  NULL };
 		struct tpf_diags undo = TPF_DIAGS_INIT;
-		if (tpf_compute_delete_slice(g->compute, r->zone, name, &undo) < 0)
+		if (ours && tpf_compute_delete_slice(g->compute, r->zone, name, ours, &guard,
+						     &undo) < 0)
 			tpf_diags_move(d, &undo); /* what is left behind, and why */
 		tpf_diags_release(&undo);
 	}
@@ -598,6 +609,61 @@ static int gcp_create(struct tpf_provider *p, const char *name, const struct tpf
 	return rc;
 }
 
+/* A Compute Engine node: a slice, or a node not known to be either:
+ * every part it may have (a crash between a slice's steps leaks nothing);
+ * every slice of a multislice node. Each part is read before its delete
+ * and checked against the guard (compute.h). */
+static int compute_remove(struct tpf_provider *p, const char *zone, const char *name,
+			  const struct tpf_delete_guard *guard, struct tpf_diags *d)
+{
+	struct gcp_impl *g = p->impl;
+	enum compute_shape shape = SHAPE_UNKNOWN;
+	int rc = 0;
+	is_compute(p, zone, name, &shape);
+	int ns = compute_slices(p, zone, name);
+	if (ns > 1)
+		rc = tpf_compute_delete_unit(g->compute, zone, name, ns, guard, d);
+	if (rc == 0 && (shape == SHAPE_UNKNOWN || (shape == SHAPE_SLICE && ns <= 1)))
+		rc = tpf_compute_delete_slice(g->compute, zone, name, TPF_SLICE_ALL, guard, d);
+	if (rc == 0 && shape != SHAPE_SLICE)
+		rc = tpf_compute_delete(g->compute, zone, name, guard, d);
+	if (rc == 0) {
+		pthread_mutex_lock(&g->mu);
+		fact_set_compute(g, zone, name, 0, 0);
+		pthread_mutex_unlock(&g->mu);
+	}
+	return rc;
+}
+
+/*
+ * Is Cloud TPU node `name` (or its queued resource `qr`, NULL: none) this
+ * state's now? Read just before the delete, since nodes.delete and
+ * queuedResources.delete take no precondition (tests/fakegcp/
+ * tpu.v2.discovery.json: `name` is their only parameter, besides force).
+ * The node decides when it exists; a queued resource whose node is not
+ * made yet is judged by the labels of its node spec (it has no id).
+ * 0: delete; TPF_ENOTFOUND: neither exists; TPF_EFOREIGN or an error.
+ */
+static int tpu_owned_now(struct tpf_gcp_client *c, const char *zone, const char *name,
+			 const char *qr, const struct tpf_delete_guard *guard, struct tpf_diags *d)
+{
+	struct tpf_live_node n = { 0 };
+	int rc = tpf_gcp_get_node(c, zone, name, &n, d);
+	if (rc == 0)
+		rc = tpf_delete_check(guard, "node", name, zone,
+				      tpf_kvlist_get(&n.recipe.labels, TPF_LABEL_LINEAGE), n.id, d);
+	tpf_live_node_release(&n);
+	if (rc != TPF_ENOTFOUND || !qr)
+		return rc;
+	struct tpf_gcp_qr q = { 0 };
+	rc = tpf_gcp_get_qr(c, zone, qr, &q, d);
+	if (rc == 0)
+		rc = tpf_delete_check(guard, "queued resource", qr, zone,
+				      tpf_kvlist_get(&q.recipe.labels, TPF_LABEL_LINEAGE), NULL, d);
+	tpf_gcp_qr_release(&q);
+	return rc;
+}
+
 /*
  * A node requested through a queued resource goes with it: delete the
  * queued resource with force=true. Which it is comes from this provider's
@@ -605,30 +671,13 @@ static int gcp_create(struct tpf_provider *p, const char *name, const struct tpf
  * were not listed, costs one queuedResources.get.
  */
 static int gcp_remove(struct tpf_provider *p, const char *zone, const char *name,
-		      struct tpf_diags *d)
+		      const struct tpf_delete_guard *guard, struct tpf_diags *d)
 {
 	struct gcp_impl *g = p->impl;
 	char *qr = NULL;
 	int known = 0, rc = 0;
-	enum compute_shape shape = SHAPE_UNKNOWN;
-	if (is_compute(p, zone, name, &shape)) {
-		/* A slice, or a node not known to be either: every part it may
-		 * have (a crash between a slice's steps leaks nothing); every
-		 * slice of a multislice node. */
-		int ns = compute_slices(p, zone, name);
-		if (ns > 1)
-			rc = tpf_compute_delete_unit(g->compute, zone, name, ns, d);
-		if (rc == 0 && (shape == SHAPE_UNKNOWN || (shape == SHAPE_SLICE && ns <= 1)))
-			rc = tpf_compute_delete_slice(g->compute, zone, name, d);
-		if (rc == 0 && shape != SHAPE_SLICE)
-			rc = tpf_compute_delete(g->compute, zone, name, d);
-		if (rc == 0) {
-			pthread_mutex_lock(&g->mu);
-			fact_set_compute(g, zone, name, 0, 0);
-			pthread_mutex_unlock(&g->mu);
-		}
-		return rc;
-	}
+	if (is_compute(p, zone, name, NULL))
+		return compute_remove(p, zone, name, guard, d);
 	pthread_mutex_lock(&g->mu);
 	struct qr_fact *f = fact_find(g, zone, name);
 	if (f) {
@@ -647,7 +696,14 @@ static int gcp_remove(struct tpf_provider *p, const char *zone, const char *name
 		if (rc == TPF_ENOTFOUND)
 			rc = 0;
 	}
-	if (rc == 0)
+	int gone = 0;
+	if (rc == 0 && guard) {
+		rc = tpu_owned_now(client_of(p), zone, name, qr, guard, d);
+		gone = rc == TPF_ENOTFOUND;
+		if (gone)
+			rc = 0;
+	}
+	if (rc == 0 && !gone)
 		rc = qr ? tpf_gcp_delete_qr(client_of(p), zone, qr, name, d)
 			: tpf_gcp_delete_node(client_of(p), zone, name, d);
 	if (rc == 0) {

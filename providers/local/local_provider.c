@@ -379,7 +379,7 @@ static int stop_workers(const char *root, const struct tpf_local_node *n, struct
 }
 
 static int local_remove(struct tpf_provider *p, const char *zone, const char *name,
-			struct tpf_diags *d)
+			const struct tpf_delete_guard *guard, struct tpf_diags *d)
 {
 	struct tpf_local *l = impl_of(p);
 	struct tpf_local_node node = { 0 };
@@ -405,6 +405,11 @@ static int local_remove(struct tpf_provider *p, const char *zone, const char *na
 	}
 	if (zone && strcmp(zone, node.recipe.zone))
 		goto done; /* a node by that name in another zone: 404 there, as on GCP */
+	/* Read under the node's lock: whoever made it cannot swap it now. */
+	err = tpf_delete_check(guard, "node", name, node.recipe.zone,
+			       tpf_kvlist_get(&node.recipe.labels, TPF_LABEL_LINEAGE), node.id, d);
+	if (err < 0)
+		goto done;
 
 	xstrset(&node.state, "DELETING");
 	xstrset(&node.health, NULL);

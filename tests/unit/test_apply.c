@@ -96,7 +96,7 @@ static void delete_all(const char *fleet)
 	if (open_planned(&s, fleet, &p) == 0)
 		for (size_t i = 0; i < s.live.n; i++)
 			s.prov->ops->remove(s.prov, s.live.nodes[i].recipe.zone, s.live.nodes[i].name,
-					    &s.d);
+					    NULL, &s.d);
 	CHECK_INT(tpf_diags_errors(&s.d), 0);
 	tpf_plan_release(&p);
 	tpf_session_close(&s);
@@ -266,11 +266,79 @@ static void test_apply__session_worker_target(void)
 	free(fleet);
 }
 
+/*
+ * Ownership at delete time (docs/design.md section 4): between the
+ * refresh that planned a destroy and the delete, the node is deleted and
+ * made again under its name by another state. The executor passes the
+ * state's lineage and the node's id down to remove, which reads the node
+ * again and refuses: the other state's node survives, with its id.
+ */
+static void test_apply__delete_refuses_another_states_node(void)
+{
+	fresh_dir();
+	char *fleet = write_fleet("own", 1, "0");
+	struct tpf_session s;
+	struct tpf_plan p;
+	struct tpf_apply_opts o = { .parallelism = 1, .heartbeat = 3600 };
+	struct tpf_apply_result res;
+	CHECK_INT(open_planned(&s, fleet, &p), 0);
+	CHECK_INT(tpf_session_apply(&s, &p, &o, &res), 0);
+	tpf_apply_result_release(&res);
+	tpf_plan_release(&p);
+	tpf_session_close(&s);
+
+	struct tpf_session_opts so = TPF_SESSION_OPTS_INIT;
+	so.file = fleet;
+	memset(&p, 0, sizeof(p));
+	int rc = tpf_session_open(&s, &so, "OperationTypeApply");
+	if (!rc)
+		rc = tpf_session_refresh(&s, 0);
+	if (!rc)
+		rc = tpf_session_plan(&s, 1, &p); /* destroy */
+	CHECK_INT(rc, 0);
+	CHECK_INT(p.destroyed, 1);
+	/* Behind its back: deleted, and made again by another state. */
+	struct tpf_live_node *was = s.live.n ? &s.live.nodes[0] : NULL;
+	struct tpf_live_node now = { 0 };
+	CHECK(was != NULL);
+	if (!was)
+		goto done;
+	struct tpf_recipe r = { 0 };
+	tpf_recipe_copy(&r, &was->recipe);
+	tpf_kvlist_set(&r.labels, "tpuform-lineage", "fedcba9876543210");
+	CHECK_INT(s.prov->ops->remove(s.prov, "z1", "own-a-0", NULL, &s.d), 0);
+	CHECK_INT(s.prov->ops->create(s.prov, "own-a-0", &r, &now, &s.d), 0);
+	tpf_recipe_release(&r);
+	CHECK_INT(tpf_diags_errors(&s.d), 0);
+
+	rc = tpf_session_apply(&s, &p, &o, &res);
+	CHECK(rc < 0);
+	CHECK_INT(res.failed_actions, 1);
+	CHECK(diags_contain(&s.d, "refusing to delete node 'own-a-0' in zone 'z1': it belongs to "
+				  "another state: it carries tpuform-lineage=fedcba9876543210"));
+	tpf_apply_result_release(&res);
+	struct tpf_live_node after = { 0 };
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	CHECK_INT(s.prov->ops->get(s.prov, "z1", "own-a-0", &after, &d), 0);
+	CHECK(after.id && now.id && !strcmp(after.id, now.id));
+	CHECK_STR(tpf_kvlist_get(&after.recipe.labels, "tpuform-lineage"), "fedcba9876543210");
+	tpf_live_node_release(&after);
+	/* The test's own cleanup, unchecked. */
+	CHECK_INT(s.prov->ops->remove(s.prov, "z1", "own-a-0", NULL, &d), 0);
+	tpf_diags_release(&d);
+done:
+	tpf_live_node_release(&now);
+	tpf_plan_release(&p);
+	tpf_session_close(&s);
+	free(fleet);
+}
+
 int main(void)
 {
 	RUN(test_apply__interrupt_stops_a_create);
 	RUN(test_apply__interrupt_counts);
 	RUN(test_apply__session_worker_target);
+	RUN(test_apply__delete_refuses_another_states_node);
 	free(dir);
 	return unit_done();
 }

@@ -155,7 +155,7 @@ static void test_apply_gcp__interrupted_waits(void)
 	/* A delete waits on its operation the same way: still set, it
 	 * returns at its first look. */
 	double t0 = tpf_now_mono();
-	CHECK_INT(p->ops->remove(p, ZONE, "ig-a-0", &d), TPF_EINTERRUPTED);
+	CHECK_INT(p->ops->remove(p, ZONE, "ig-a-0", NULL, &d), TPF_EINTERRUPTED);
 	CHECKF(tpf_now_mono() - t0 < 1.0, "delete took %.2fs", tpf_now_mono() - t0);
 	CHECK_INT(tpf_diags_errors(&d), 0);
 

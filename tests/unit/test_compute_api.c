@@ -552,7 +552,7 @@ static void test_compute__metadata_fingerprint_and_delete(void)
 	/* delete: an instance already gone is success */
 	struct step del[] = { { 404, "{\"error\":{\"code\":404,\"message\":\"not found\"}}" } };
 	script(del, 1);
-	CHECK_INT(tpf_compute_delete(cc, "us-central1-c", "f-g-0", &d), 0);
+	CHECK_INT(tpf_compute_delete(cc, "us-central1-c", "f-g-0", NULL, &d), 0);
 	CHECK_STR(srv.seen[0].method, "DELETE");
 	/* host keys */
 	struct step hk[] = {
@@ -589,7 +589,8 @@ static void test_compute__slice_create_and_delete(void)
 	};
 	script(steps, 6);
 	struct tpf_diags d = TPF_DIAGS_INIT;
-	int rc = tpf_compute_create_slice(cc, "f-g-0", &r, NULL, &d);
+	unsigned ours = 0;
+	int rc = tpf_compute_create_slice(cc, "f-g-0", &r, NULL, &ours, &d);
 	CHECKF(rc == 0, "created: %s", d.n ? d.items[0].summary : "");
 	CHECK_INT(srv.n, 6);
 	CHECK_STR(srv.seen[0].path, "/compute/v1/projects/p/global/instanceTemplates");
@@ -611,6 +612,11 @@ static void test_compute__slice_create_and_delete(void)
 	CHECK_STR(json_string_value(json_object_get(json_object_get(wp, "workloadPolicy"),
 						    "acceleratorTopology")),
 		  "2x2x2");
+	CHECK_INT(ours, TPF_SLICE_ALL);
+	/* a resource policy has no labels: its description records the lineage */
+	json_t *wdesc = json_loads(json_string_value(json_object_get(wp, "description")), 0, NULL);
+	CHECK_STR(json_string_value(json_object_get(wdesc, "tpuform-lineage")), "0123456789abcdef");
+	json_decref(wdesc);
 	json_decref(wp);
 	json_t *m = json_loads(srv.seen[4].body, 0, NULL);
 	CHECK_STR(json_string_value(json_object_get(m, "name")), "f-g-0");
@@ -704,7 +710,7 @@ static void test_compute__slice_create_and_delete(void)
 		{ 200, OP_RUNNING }, { 200, OP_DONE },
 	};
 	script(del, 5);
-	CHECK_INT(tpf_compute_delete_slice(cc, "us-central1-c", "f-g-0", &d), 0);
+	CHECK_INT(tpf_compute_delete_slice(cc, "us-central1-c", "f-g-0", TPF_SLICE_ALL, NULL, &d), 0);
 	CHECK_INT(srv.n, 5);
 	CHECK_STR(srv.seen[0].path,
 		  "/compute/v1/projects/p/zones/us-central1-c/instanceGroupManagers/f-g-0");
@@ -714,6 +720,129 @@ static void test_compute__slice_create_and_delete(void)
 	CHECK_INT(d.n, 0);
 	tpf_recipe_release(&r);
 	tpf_diags_release(&d);
+}
+
+#define NOT_FOUND "{\"error\":{\"code\":404,\"message\":\"not found\"}}"
+#define CONFLICT                                                                          \
+	"{\"error\":{\"code\":409,\"message\":\"The resource 'projects/p/global/"          \
+	"instanceTemplates/f-g-0-t' already exists\",\"errors\":[{\"reason\":\"alreadyExists\"}]}}"
+#define OTHER_INSTANCE                                                                    \
+	"{\"name\":\"f-g-0\",\"id\":\"999\",\"status\":\"RUNNING\","                     \
+	"\"labels\":{\"tpuform-fleet\":\"f\",\"tpuform-lineage\":\"fedcba9876543210\"}}"
+#define TEMPLATE_OF(lin)                                                                  \
+	"{\"name\":\"f-g-0-t\",\"id\":\"7\",\"properties\":{\"labels\":"                 \
+	"{\"tpuform-fleet\":\"f\",\"tpuform-lineage\":\"" lin "\"}}}"
+#define MIG_OF(lin)                                                                       \
+	"{\"name\":\"f-g-0\",\"id\":\"55\",\"description\":\"{\\\"tpuform-fleet\\\":\\\"f\\\"," \
+	"\\\"tpuform-lineage\\\":\\\"" lin "\\\"}\",\"resourcePolicies\":{\"workloadPolicy\":"  \
+	"\"projects/p/regions/us-central1/resourcePolicies/f-g-0-wp\"}}"
+
+static int count_method(const char *method)
+{
+	int n = 0;
+	for (int i = 0; i < srv.n; i++)
+		n += !strcmp(srv.seen[i].method, method);
+	return n;
+}
+
+/* Ownership at delete time (providers/provider.h tpf_delete_check): each
+ * resource is read just before its delete, and only this state's goes. */
+static void test_compute__delete_checks_ownership(void)
+{
+	struct tpf_delete_guard mine = { "0123456789abcdef", "123" };
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	/* an instance another state made under the name: read, not deleted */
+	struct step other[] = { { 200, OTHER_INSTANCE } };
+	script(other, 1);
+	CHECK_INT(tpf_compute_delete(cc, "us-central1-c", "f-g-0", &mine, &d), TPF_EFOREIGN);
+	CHECK_INT(srv.n, 1);
+	CHECK_STR(srv.seen[0].method, "GET");
+	CHECK(d.n == 1 && strstr(d.items[0].summary, "refusing to delete instance 'f-g-0' in zone "
+					     "'us-central1-c': it belongs to another state: it "
+					     "carries tpuform-lineage=fedcba9876543210, and this "
+					     "state's is 0123456789abcdef"));
+	tpf_diags_release(&d);
+	/* ours: read, then deleted */
+	struct step own[] = { { 200, INSTANCE }, { 200, OP_RUNNING }, { 200, OP_DONE } };
+	script(own, 3);
+	CHECK_INT(tpf_compute_delete(cc, "us-central1-c", "f-g-0", &mine, &d), 0);
+	CHECK_INT(srv.n, 3);
+	CHECK_STR(srv.seen[1].method, "DELETE");
+	/* gone already: one read, no delete */
+	struct step gone[] = { { 404, NOT_FOUND } };
+	script(gone, 1);
+	CHECK_INT(tpf_compute_delete(cc, "us-central1-c", "f-g-0", &mine, &d), 0);
+	CHECK_INT(count_method("DELETE"), 0);
+	CHECK_INT(d.n, 0);
+	/* a slice whose MIG is another state's: nothing of it is deleted */
+	struct step omig[] = { { 200, MIG_OF("fedcba9876543210") } };
+	script(omig, 1);
+	CHECK_INT(tpf_compute_delete_slice(cc, "us-central1-c", "f-g-0", TPF_SLICE_ALL, &mine, &d),
+		  TPF_EFOREIGN);
+	CHECK_INT(srv.n, 1);
+	CHECK(d.n == 1 && strstr(d.items[0].summary, "refusing to delete slice 'f-g-0'"));
+	tpf_diags_release(&d);
+	/* our MIG goes; a template another state made under our name is left
+	 * (a warning); a policy without a lineage, which our MIG named (made
+	 * before policies carried one), goes */
+	struct step mix[] = {
+		{ 200, MIG_OF("0123456789abcdef") }, { 200, OP_RUNNING }, { 200, OP_DONE },
+		{ 200, TEMPLATE_OF("fedcba9876543210") },
+		{ 200, "{\"name\":\"f-g-0-wp\",\"id\":\"8\"}" }, { 200, OP_RUNNING }, { 200, OP_DONE },
+	};
+	script(mix, 7);
+	CHECK_INT(tpf_compute_delete_slice(cc, "us-central1-c", "f-g-0", TPF_SLICE_ALL, &mine, &d), 0);
+	CHECK_INT(srv.n, 7);
+	CHECK_STR(srv.seen[1].method, "DELETE");
+	CHECK_STR(srv.seen[1].path,
+		  "/compute/v1/projects/p/zones/us-central1-c/instanceGroupManagers/f-g-0");
+	CHECK_STR(srv.seen[3].method, "GET");
+	CHECK_STR(srv.seen[5].method, "DELETE");
+	CHECK_STR(srv.seen[5].path,
+		  "/compute/v1/projects/p/regions/us-central1/resourcePolicies/f-g-0-wp");
+	CHECK_INT(count_method("DELETE"), 2);
+	CHECK(d.n == 1 && d.items[0].severity == TPF_SEV_WARNING &&
+	      strstr(d.items[0].summary, "instance template 'f-g-0-t'") &&
+	      strstr(d.items[0].summary, "it is left as it is"));
+	CHECK_INT(tpf_diags_errors(&d), 0);
+	tpf_diags_release(&d);
+}
+
+/* A slice create whose part names are taken (409): another state's part is
+ * refused and nothing is reported ours; our own (a crashed apply's) is
+ * reused. */
+static void test_compute__slice_create_existing_parts(void)
+{
+	struct tpf_recipe r;
+	recipe_spot(&r);
+	r.workers = 2;
+	xstrset(&r.node.topology, "2x2x2");
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	unsigned ours = 99;
+	struct step foreign[] = { { 409, CONFLICT }, { 200, TEMPLATE_OF("fedcba9876543210") } };
+	script(foreign, 2);
+	CHECK_INT(tpf_compute_create_slice(cc, "f-g-0", &r, NULL, &ours, &d), TPF_EFOREIGN);
+	CHECK_INT(ours, 0);
+	CHECK_INT(srv.n, 2);
+	CHECK_STR(srv.seen[1].path, "/compute/v1/projects/p/global/instanceTemplates/f-g-0-t");
+	CHECK(d.n == 1 && strstr(d.items[0].summary, "its instance template 'f-g-0-t' already "
+					     "exists and is not this state's: it carries "
+					     "tpuform-lineage=fedcba9876543210"));
+	CHECK(d.n == 1 && d.items[0].detail && strstr(d.items[0].detail, "neither reuses nor deletes"));
+	tpf_diags_release(&d);
+	struct step own[] = {
+		{ 409, CONFLICT }, { 200, TEMPLATE_OF("0123456789abcdef") },
+		{ 200, OP_RUNNING }, { 200, OP_DONE }, /* workload policy */
+		{ 200, OP_RUNNING }, { 200, OP_DONE }, /* MIG */
+	};
+	script(own, 6);
+	int rc = tpf_compute_create_slice(cc, "f-g-0", &r, NULL, &ours, &d);
+	CHECKF(rc == 0, "reused: %s", d.n ? d.items[0].summary : "");
+	CHECK_INT(ours, TPF_SLICE_ALL);
+	CHECK_INT(srv.n, 6);
+	CHECK_INT(d.n, 0);
+	tpf_diags_release(&d);
+	tpf_recipe_release(&r);
 }
 
 int main(void)
@@ -740,6 +869,8 @@ int main(void)
 	RUN(test_compute__list_and_states);
 		RUN(test_compute__metadata_fingerprint_and_delete);
 		RUN(test_compute__slice_create_and_delete);
+		RUN(test_compute__delete_checks_ownership);
+		RUN(test_compute__slice_create_existing_parts);
 	}
 	tpf_compute_client_free(cc);
 	tpf_gcp_client_free(client);

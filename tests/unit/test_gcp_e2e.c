@@ -540,12 +540,12 @@ static void test_gcp_e2e__lifecycle(void)
 	tpf_kvlist_release(&labels);
 
 	/* delete waits until the node is gone */
-	CHECK_INT(p->ops->remove(p, zones[0], "f1-a-0", &d), 0);
+	CHECK_INT(p->ops->remove(p, zones[0], "f1-a-0", NULL, &d), 0);
 	CHECK_INT(emu_node_count(&e, "f1-a-0"), 0);
 	CHECK_INT(tpf_gcp_get_node(c, zones[0], "f1-a-0", &got, &d), TPF_ENOTFOUND);
 	CHECK(count_requests(&e, "GET", "/operations/", NULL, 200) >= 1);
 	/* deleting what is already gone is success */
-	CHECK_INT(p->ops->remove(p, zones[0], "f1-a-0", &d), 0);
+	CHECK_INT(p->ops->remove(p, zones[0], "f1-a-0", NULL, &d), 0);
 	/* and deleting it out of band is seen by the next refresh */
 	json_decref(emu_call(&e, "POST", "/__admin/nodes/europe-west4-a/f1-b-0:delete"));
 	CHECK_INT(p->ops->refresh(p, zones, 2, &live, &d), 0);
@@ -745,7 +745,7 @@ static void test_gcp_e2e__transient_faults(void)
 	/* exactly one node per name: no duplicate from a retried create */
 	for (int i = 0; i < N; i++)
 		CHECKF(emu_node_count(&e, jobs[i].name) == 1, "%s exists once", jobs[i].name);
-	CHECK_INT(p->ops->remove(p, "z1", "tf-a-0", &d), 0);
+	CHECK_INT(p->ops->remove(p, "z1", "tf-a-0", NULL, &d), 0);
 	CHECK_INT(emu_node_count(&e, "tf-a-0"), 0);
 	int faults = count_faults(&e);
 	CHECKF(faults > 0, "faults were injected: %d", faults);

@@ -304,8 +304,51 @@ static void test_gcp_errors__settings_env(void)
 	tpf_diags_release(&d);
 }
 
+/* Compute Engine's 403 quotaExceeded (its legacy errors[] shape): the one
+ * home of that rule (tpf_gcp_error_quota_exceeded), which the Compute
+ * Engine create turns into TPF_EQUOTA for the zone fallback. */
+static void test_gcp_errors__compute_quota_exceeded(void)
+{
+	struct tpf_gcp_error e = TPF_GCP_ERROR_INIT;
+	const char *legacy = "{\"error\":{\"code\":403,\"message\":\"Quota 'TPUS_PER_TPU_FAMILY' "
+			     "exceeded.  Limit: 0.0 in region us-central1.\",\"errors\":[{\"reason\":"
+			     "\"quotaExceeded\",\"domain\":\"usageLimits\",\"message\":\"Quota "
+			     "exceeded\"}]}}";
+	tpf_gcp_error_parse_http(&e, 403, legacy, strlen(legacy));
+	CHECK_STR(e.reason, "quotaExceeded"); /* the legacy errors[0].reason is kept */
+	CHECK_INT(tpf_gcp_error_quota_exceeded(&e), 1);
+	/* 403 stays PERMANENT for every other API: only the create asks */
+	CHECK_INT(tpf_gcp_error_classify(&e), TPF_GCP_PERMANENT);
+	/* by the reason alone */
+	const char *bare = "{\"error\":{\"code\":403,\"message\":\"no\",\"errors\":[{\"reason\":"
+			   "\"quotaExceeded\"}]}}";
+	tpf_gcp_error_parse_http(&e, 403, bare, strlen(bare));
+	CHECK_INT(tpf_gcp_error_quota_exceeded(&e), 1);
+	/* by the message alone */
+	const char *msg = "{\"error\":{\"code\":403,\"message\":\"Quota 'CPUS' exceeded.  Limit: 8.0 "
+			  "in region us-east5.\"}}";
+	tpf_gcp_error_parse_http(&e, 403, msg, strlen(msg));
+	CHECK_INT(tpf_gcp_error_quota_exceeded(&e), 1);
+	/* an ErrorInfo reason wins over the legacy array */
+	const char *both = "{\"error\":{\"code\":403,\"message\":\"denied\",\"errors\":[{\"reason\":"
+			   "\"quotaExceeded\"}],\"details\":[{\"@type\":\"type.googleapis.com/"
+			   "google.rpc.ErrorInfo\",\"reason\":\"ACCESS_DENIED\"}]}}";
+	tpf_gcp_error_parse_http(&e, 403, both, strlen(both));
+	CHECK_STR(e.reason, "ACCESS_DENIED");
+	CHECK_INT(tpf_gcp_error_quota_exceeded(&e), 0);
+	/* not a quota: a permission 403, and a quotaExceeded that is not a 403 */
+	const char *perm = "{\"error\":{\"code\":403,\"message\":\"Required 'compute.instances.create' "
+			   "permission\",\"errors\":[{\"reason\":\"forbidden\"}]}}";
+	tpf_gcp_error_parse_http(&e, 403, perm, strlen(perm));
+	CHECK_INT(tpf_gcp_error_quota_exceeded(&e), 0);
+	tpf_gcp_error_parse_http(&e, 429, bare, strlen(bare));
+	CHECK_INT(tpf_gcp_error_quota_exceeded(&e), 0);
+	tpf_gcp_error_release(&e);
+}
+
 int main(void)
 {
+	RUN(test_gcp_errors__compute_quota_exceeded);
 	RUN(test_gcp_errors__http_table);
 	RUN(test_gcp_errors__details);
 	RUN(test_gcp_errors__operation_table);

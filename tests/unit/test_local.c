@@ -292,12 +292,12 @@ static void test_local__fleet_and_zone_filter(void)
 	CHECK_INT(refresh_zone(pa, "us-central2-b", &set, &d), 0);
 	CHECK(tpf_live_set_find(&set, "unlabelled") == NULL);
 	tpf_live_set_release(&set);
-	CHECK_INT(pa->ops->remove(pa, "us-central2-b", "unlabelled", &d), 0);
+	CHECK_INT(pa->ops->remove(pa, "us-central2-b", "unlabelled", NULL, &d), 0);
 	tpf_live_node_release(&live);
 	tpf_recipe_release(&r);
 
-	CHECK_INT(pb->ops->remove(pb, "us-central2-b", "beta-g-0", &d), 0);
-	CHECK_INT(pa->ops->remove(pa, "europe-west4-a", "alpha-g-1", &d), 0);
+	CHECK_INT(pb->ops->remove(pb, "us-central2-b", "beta-g-0", NULL, &d), 0);
+	CHECK_INT(pa->ops->remove(pa, "europe-west4-a", "alpha-g-1", NULL, &d), 0);
 	CHECK_INT(tpf_diags_errors(&d), 0);
 	tpf_diags_release(&d);
 	tpf_provider_free(pa);
@@ -405,7 +405,7 @@ static void test_local__corrupt_node_file(void)
 	tpf_diags_release(&d);
 
 	/* Deleting a node whose file is unreadable is refused, not guessed. */
-	CHECK_INT(p->ops->remove(p, "us-central2-b", "broken", &d), TPF_ERROR);
+	CHECK_INT(p->ops->remove(p, "us-central2-b", "broken", NULL, &d), TPF_ERROR);
 	tpf_diags_release(&d);
 	CHECK_INT(tpf_remove_tree(dir, &d), 0);
 	CHECK_INT(refresh_zone(p, "us-central2-b", &set, &d), 0);
@@ -794,7 +794,7 @@ static void test_local__screendir_placement(void)
 		CHECKF(strstr(out.buf, sess) != NULL, "screen -ls: %s", out.buf);
 		tpf_buf_reset(&out);
 		t->ops->close(c);
-		CHECK_INT(p->ops->remove(p, "us-central2-b", "s-0", &d), 0);
+		CHECK_INT(p->ops->remove(p, "us-central2-b", "s-0", NULL, &d), 0);
 next:
 		CHECK_INT(tpf_diags_errors(&d), 0);
 		free(home);
@@ -890,8 +890,8 @@ static void test_local__interrupted_create(void)
 	CHECK_INT(create_node(p, "alpha-i-1", "us-central2-b", 1, &d), TPF_EINTERRUPTED);
 	CHECKF(tpf_now_mono() - t0 < 1.0, "took %.2fs", tpf_now_mono() - t0);
 
-	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-i-0", &d), 0);
-	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-i-1", &d), 0);
+	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-i-0", NULL, &d), 0);
+	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-i-1", NULL, &d), 0);
 	CHECK_INT(tpf_diags_errors(&d), 0);
 	tpf_diags_release(&d);
 	tpf_provider_free(p);
@@ -964,7 +964,7 @@ static void test_local__removed_directory(void)
 		CHECK_INT(tpf_diags_errors(&d), 0);
 		tpf_diags_release(&d);
 		if (i == 1)
-			CHECK_INT(p->ops->remove(p, "us-central2-b", name, &d), 0);
+			CHECK_INT(p->ops->remove(p, "us-central2-b", name, NULL, &d), 0);
 		free(sd);
 		free(home);
 	}
@@ -1125,6 +1125,54 @@ done:
 	tpf_provider_free(p);
 }
 
+/* Ownership at delete time (providers/provider.h): remove reads the node
+ * under its lock and deletes it only for the state whose lineage it
+ * carries, or, unlabelled, for the state that recorded its id. */
+static void test_local__remove_checks_ownership(void)
+{
+	struct tpf_fleet f = fleet_named("alpha");
+	struct tpf_provider *p = NULL;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct tpf_live_node live = { 0 };
+	CHECK_INT(tpf_provider_open(&p, &f, &d), 0);
+	struct tpf_recipe r = recipe("alpha", "us-central2-b", 1);
+	tpf_kvlist_set(&r.labels, "tpuform-lineage", "fedcba9876543210");
+	CHECK_INT(p->ops->create(p, "alpha-g-7", &r, &live, &d), 0);
+	struct tpf_delete_guard mine = { "0123456789abcdef", live.id };
+	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-7", &mine, &d), TPF_EFOREIGN);
+	CHECK(diags_contain(&d, "refusing to delete node 'alpha-g-7' in zone 'us-central2-b': it "
+				"belongs to another state: it carries tpuform-lineage=fedcba9876543210"));
+	tpf_diags_release(&d);
+	struct tpf_live_set set = { 0 };
+	CHECK_INT(refresh_zone(p, "us-central2-b", &set, &d), 0);
+	const struct tpf_live_node *still = tpf_live_set_find(&set, "alpha-g-7");
+	CHECK(still && live.id && still->id && !strcmp(still->id, live.id));
+	CHECK(still && !strcmp(still->state, "READY"));
+	tpf_live_set_release(&set);
+	struct tpf_delete_guard theirs = { "fedcba9876543210", NULL };
+	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-7", &theirs, &d), 0);
+	CHECK_INT(refresh_zone(p, "us-central2-b", &set, &d), 0);
+	CHECK(tpf_live_set_find(&set, "alpha-g-7") == NULL);
+	tpf_live_set_release(&set);
+	tpf_live_node_release(&live);
+	/* Unlabelled (an earlier tpuform): only the recorded id proves it. */
+	tpf_kvlist_unset(&r.labels, "tpuform-lineage");
+	CHECK_INT(p->ops->create(p, "alpha-g-7", &r, &live, &d), 0);
+	struct tpf_delete_guard stale = { "0123456789abcdef", "not-its-id" };
+	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-7", &stale, &d), TPF_EFOREIGN);
+	CHECK(diags_contain(&d, "carries no tpuform-lineage label"));
+	tpf_diags_release(&d);
+	struct tpf_delete_guard same = { "0123456789abcdef", live.id };
+	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-7", &same, &d), 0);
+	/* Gone already is success, checked or not. */
+	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-7", &same, &d), 0);
+	CHECK_INT(tpf_diags_errors(&d), 0);
+	tpf_diags_release(&d);
+	tpf_live_node_release(&live);
+	tpf_recipe_release(&r);
+	tpf_provider_free(p);
+}
+
 static void test_local__remove(void)
 {
 	struct tpf_fleet f = fleet_named("alpha");
@@ -1163,10 +1211,10 @@ static void test_local__remove(void)
 	CHECK(lstat(sd, &st) == 0 && S_ISLNK(st.st_mode));
 
 	/* Another zone's delete does not find it (404 there). */
-	CHECK_INT(p->ops->remove(p, "europe-west4-a", "alpha-g-2", &d), 0);
+	CHECK_INT(p->ops->remove(p, "europe-west4-a", "alpha-g-2", NULL, &d), 0);
 	CHECK(access(home, F_OK) == 0);
 
-	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-2", &d), 0);
+	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-2", NULL, &d), 0);
 	CHECK(access(home, F_OK) != 0);
 	CHECK(lstat(sd, &st) != 0); /* the short SCREENDIR link went too */
 	free(sd);
@@ -1176,10 +1224,10 @@ static void test_local__remove(void)
 	CHECK(tpf_live_set_find(&set, "alpha-g-2") == NULL);
 	tpf_live_set_release(&set);
 	/* Deleting what is gone is success. */
-	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-2", &d), 0);
+	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-2", NULL, &d), 0);
 	/* The name can be used again, with a new id. */
 	CHECK_INT(create_node(p, "alpha-g-2", "us-central2-b", 1, &d), 0);
-	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-2", &d), 0);
+	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-2", NULL, &d), 0);
 done:
 	if (c)
 		t->ops->close(c);
@@ -1204,7 +1252,7 @@ static void test_local__failure_injection(void)
 	free(dir);
 	tpf_diags_release(&d);
 	CHECK_INT(create_node(p, "alpha-x-10", "us-central2-b", 1, &d), 0); /* exact names only */
-	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-x-10", &d), 0);
+	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-x-10", NULL, &d), 0);
 	unsetenv("TPUFORM_LOCAL_FAIL_CREATE");
 
 	setenv("TPUFORM_LOCAL_NO_CAPACITY", "us-central1-f,us-central2-b", 1);
@@ -1214,7 +1262,7 @@ static void test_local__failure_injection(void)
 			       "https://cloud.google.com/tpu/docs/regions)"));
 	tpf_diags_release(&d);
 	CHECK_INT(create_node(p, "alpha-x-2", "europe-west4-a", 1, &d), 0);
-	CHECK_INT(p->ops->remove(p, "europe-west4-a", "alpha-x-2", &d), 0);
+	CHECK_INT(p->ops->remove(p, "europe-west4-a", "alpha-x-2", NULL, &d), 0);
 	unsetenv("TPUFORM_LOCAL_NO_CAPACITY");
 
 	setenv("TPUFORM_LOCAL_NO_QUOTA", "us-central2-b", 1);
@@ -1251,7 +1299,7 @@ static void *par_create(void *arg)
 		a->err = -100;
 	tpf_live_set_release(&set);
 	if (!a->err)
-		a->err = a->p->ops->remove(a->p, "us-central2-b", a->name, &d);
+		a->err = a->p->ops->remove(a->p, "us-central2-b", a->name, NULL, &d);
 	tpf_diags_release(&d);
 	return NULL;
 }
@@ -1321,7 +1369,7 @@ static void test_local__put_source(void)
 	}
 	if (c)
 		t->ops->close(c);
-	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-s-0", &d), 0);
+	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-s-0", NULL, &d), 0);
 	CHECK_INT(tpf_diags_errors(&d), 0);
 	free(cmd);
 	free(repo);
@@ -1362,7 +1410,7 @@ static void cleanup(void)
 		if (tpf_provider_open(&p, &f, &d) == 0) {
 			p->ops->refresh(p, zones, 2, &set, &d);
 			for (size_t k = 0; k < set.n; k++)
-				p->ops->remove(p, set.nodes[k].recipe.zone, set.nodes[k].name, &d);
+				p->ops->remove(p, set.nodes[k].recipe.zone, set.nodes[k].name, NULL, &d);
 			tpf_live_set_release(&set);
 			p->ops->refresh(p, zones, 2, &set, &d);
 			CHECKF(set.n == 0, "%zu nodes of %s left", set.n, fleets[i]);
@@ -1398,6 +1446,7 @@ int main(void)
 	RUN(test_local__set_labels);
 	RUN(test_local__preempt);
 	RUN(test_local__remove);
+	RUN(test_local__remove_checks_ownership);
 	RUN(test_local__failure_injection);
 	RUN(test_local__parallel);
 	RUN(test_local__put_source);
