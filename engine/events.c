@@ -86,6 +86,8 @@ static const struct tpf_event_info table[TPF_EVENT_NKINDS] = {
 				NULL },
 	[TPF_EVENT_METRICS] = { "metrics", "metrics", "serving metrics", N, TPF_METRIC_NONE,
 				TPF_HOOK_NONE, NULL },
+	[TPF_EVENT_SSH_CONFIG] = { "ssh_config", "ssh_config", "ssh config rewritten", N,
+				   TPF_METRIC_NONE, TPF_HOOK_NONE, NULL },
 	[TPF_EVENT_NOTIFY_PROBLEM] = { "notify_problem", "notify", "webhook delivery problem", N,
 				       TPF_METRIC_NONE, TPF_HOOK_NONE, NULL },
 	[TPF_EVENT_DONE] = { "done", "done", "done", N, TPF_METRIC_NONE, TPF_HOOK_NONE, NULL },

@@ -62,6 +62,7 @@ enum tpf_event_kind {
 	TPF_EVENT_ROUND_FAILED, /* the round failed and is retried */
 	TPF_EVENT_STOPPED,    /* interrupted: the loop ends */
 	TPF_EVENT_METRICS,    /* where metrics are served */
+	TPF_EVENT_SSH_CONFIG, /* the installed ssh config was rewritten (new nodes) */
 	TPF_EVENT_NOTIFY_PROBLEM, /* a webhook delivery problem */
 	TPF_EVENT_DONE,       /* exit_when_done: every node completed or failed */
 	/* the plan's restart entries (plan/plan.h tpf_unconverged_code), once

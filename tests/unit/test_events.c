@@ -56,6 +56,7 @@ static const struct want wants[] = {
 	{ TPF_EVENT_ROUND_FAILED, "round_failed", "error", NULL },
 	{ TPF_EVENT_STOPPED, "stopped", "stopped", NULL },
 	{ TPF_EVENT_METRICS, "metrics", "metrics", NULL },
+	{ TPF_EVENT_SSH_CONFIG, "ssh_config", "ssh_config", NULL },
 	{ TPF_EVENT_NOTIFY_PROBLEM, "notify_problem", "notify", NULL },
 	{ TPF_EVENT_DONE, "done", "done", NULL },
 	{ TPF_EVENT_RESTARTS_USED_UP, "restarts_used_up", "restarts_exhausted", NULL },
