@@ -1,7 +1,7 @@
 /*
  * The one table of event kinds (engine/events.c): every kind has a unique
  * name and maps to the `watch -json` code and webhook event users rely on
- * (README.md "watch" and "Notifications"; tests/e2e/t510 and t530 read
+ * (docs/watch.md "watch" and "Notifications"; tests/e2e/t510 and t530 read
  * them), and to the metric and apply line it stands for. The expected
  * words are written out here on purpose: changing a user-visible word in
  * the table must fail this test.
