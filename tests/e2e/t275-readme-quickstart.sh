@@ -28,11 +28,13 @@ block() {
 }
 
 # ---- links -------------------------------------------------------------------
+# shellcheck disable=SC2016 # $1 is the inner shell's
 ok "every relative link in README.md and docs/*.md resolves" \
 	sh -c 'cd "$1" && python3 tests/e2e/md_links.py README.md docs/*.md' _ "$TOP"
 like "and they were checked" "$(cat last.out)" "^[1-9][0-9]* relative links checked, 0 broken"
 # The checker itself: a missing file and a missing heading are caught.
 mkdir links
+# shellcheck disable=SC2016 # backquotes of Markdown
 printf '# Top\n## A heading: `code`, too\n[ok](#a-heading-code-too) [file](b.md#top)\n' >links/a.md
 printf '# Top\n[bad file](nope.md) [bad anchor](a.md#nowhere) [fine](a.md#top)\n' >links/b.md
 fails "a broken link fails the check" 1 python3 "$TOP/tests/e2e/md_links.py" links/a.md links/b.md
@@ -47,6 +49,7 @@ like "README has the local quick start" "$(cat local.sh)" "^tpuform apply"
 like "and what it prints" "$(cat local.expect)" "^Apply complete!"
 mkdir bin local
 ln -s "$TPUFORM" bin/tpuform
+# shellcheck disable=SC2016 # $1 is the inner shell's
 ok "the local quick start runs, every command succeeding" \
 	sh -c 'cd local && PATH="$1:$PATH" sh -ex ../local.sh' _ "$W/bin"
 cp last.out local.out
@@ -76,7 +79,7 @@ while IFS= read -r cmd; do
 	case $cmd in
 	"tpuform apply" | "tpuform destroy") cmd="$cmd -auto-approve" ;;
 	esac
-	# shellcheck disable=SC2086 # README's words, split as a shell would
+	# shellcheck disable=SC2016 # $1 is the inner shell's
 	ok "README: $cmd" sh -c 'cd gcp && PATH="$1:$PATH" '"$cmd" _ "$W/bin"
 	cp last.out "gcp.$(echo "$cmd" | cut -d' ' -f2).out"
 done <gcp.cmds

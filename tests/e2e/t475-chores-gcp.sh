@@ -69,6 +69,7 @@ ok "apply -replace" tpuform apply -f fleet.yaml -auto-approve -replace cg-a-0
 like "apply rewrote the installed config" "$(cat "$HOME/.ssh/tpuform/cg.config")" "^Host cg-a-0-w1$"
 after=$(entry cg-a-0-w1)
 like "w1's entry now names the new worker's address" "$after" "^127\.0\.47\.4 $SSHD_PORT ssh-"
+# shellcheck disable=SC2317 # called through ok
 isnt_key() { [ "$(printf '%s' "$1" | cut -d' ' -f3-)" != "$(printf '%s' "$2" | cut -d' ' -f3-)" ]; }
 ok "and its known_hosts key is the new worker's" isnt_key "$before" "$after"
 ok "ssh (StrictHostKeyChecking yes) reaches the new node with it" \
@@ -79,6 +80,7 @@ is "the files stay private" "$(stat -c %a "$HOME/.ssh/tpuform/cg.config" "$HOME/
 curl -s -o /dev/null -X POST "$FAKEGCP_URL/__admin/nodes/z1/cg-a-0:preempt"
 "$TPUFORM" watch -f fleet.yaml -interval 1s -session-check 1s >watch.out 2>&1 &
 wpid=$!
+# shellcheck disable=SC2317 # called through wait_for
 moved() { entry cg-a-0-w1 | grep -q '^127\.0\.47\.6 '; }
 ok "watch replaces the node and rewrites the installed config" wait_for 120 moved
 kill "$wpid" 2>/dev/null
