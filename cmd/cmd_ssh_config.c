@@ -21,7 +21,7 @@ static const struct tpf_flag sc_flags[] = {
 	TPF_STR("out", "FILE", &sc_o.out, "write the entries to FILE (its host keys to "
 					  "FILE.known_hosts) instead of printing them"),
 	TPF_BOOL("install", &sc_o.install, "write ~/.ssh/tpuform/FLEET.config (or -out FILE), "
-					   "Include it from ~/.ssh/config once; apply keeps it current"),
+					   "Include it from ~/.ssh/config once; apply and watch keep it current"),
 	TPF_FLAGS_END,
 };
 
@@ -84,7 +84,8 @@ const struct tpf_cmd tpf_cmd_ssh_config = {
 		"  its own (StrictHostKeyChecking yes) and the bastion (ssh.proxy_jump) as\n"
 		"  ProxyJump, so that ssh, scp and VSCode Remote-SSH connect as tpuform\n"
 		"  does. -install writes ~/.ssh/tpuform/FLEET.config and adds an Include\n"
-		"  line to ~/.ssh/config once; apply then rewrites it when nodes change.\n",
+		"  line to ~/.ssh/config once; apply, and watch after it replaces nodes,\n"
+		"  then rewrite it and its known_hosts (not a file named with -out).\n",
 	.footer = "Examples:\n"
 		  "  tpuform ssh-config -install && ssh my-node-w1\n"
 		  "  tpuform ssh-config -out fleet.sshconfig && ssh -F fleet.sshconfig my-node-w0\n",

@@ -376,7 +376,7 @@ static void overview_page(FILE *out)
 		put(out, (*c)->name);
 		raw(out, c[1] ? " (1),\n" : " (1)\n");
 	}
-	raw(out, ".PP\nThe README of the project, and /usr/share/doc/tpuform/examples.\n");
+	raw(out, ".PP\nThe README of the project, its reference pages under\n/usr/share/doc/tpuform/docs, and /usr/share/doc/tpuform/examples.\n");
 }
 
 void tpf_man_page(FILE *out, const struct tpf_cmd *c)

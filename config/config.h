@@ -1,7 +1,7 @@
 /*
  * The fleet file: YAML (libyaml) -> struct tpf_fleet.
  *
- * Contract: docs/design.md section 4, "The fleet file", and README.md's reference.
+ * Contract: docs/design.md section 4, "The fleet file", and docs/fleet-file.md.
  * Every error is a diagnostic whose summary is "FILE:LINE:COL: message"
  * (line and column 1-based, from libyaml's marks) and says what was
  * expected; unknown keys get "did you mean 'x'?" when a known key is within
@@ -12,7 +12,7 @@
 #define TPF_CONFIG_H
 
 /*
- * Input limits of the fleet file (README.md "Limits"). A file over the size
+ * Input limits of the fleet file (docs/fleet-file.md "Limits"). A file over the size
  * is refused before parsing; nesting deeper than the depth is refused at
  * the first too-deep collection, so hostile input costs milliseconds.
  */
@@ -82,7 +82,7 @@ struct tpf_job_policy {
 	int exit_codes_set;
 	unsigned char restart_codes[32];
 	/* The preflight before every start and restart (templates/bootstrap.sh
-	 * tpf_preflight_tpu, tpf_preflight_user; README "Preflight"):
+	 * tpf_preflight_tpu, tpf_preflight_user; docs/recovery.md "Preflight"):
 	 * tpu_busy: what a worker does when another process holds the libtpu
 	 * lock file (/tmp/libtpu_lockfile) or a TPU device file (/dev/accel*,
 	 * /dev/vfio/N): refuse (default: fail preflight naming its PID and
@@ -92,7 +92,7 @@ struct tpf_job_policy {
 	double preflight_timeout;  /* seconds, default 300 */
 	int preflight_failures;    /* failed preflights in a row that make a bad host, default 2 */
 	int require_tpu_devices;   /* require_tpu_devices: a host with no device file fails */
-	/* on_disruption: { signal, grace } (README "Disruptions"): the signal a
+	/* on_disruption: { signal, grace } (docs/recovery.md "Disruptions"): the signal a
 	 * job gets when its VM is about to go (a preemption or maintenance
 	 * notice on the metadata server, or a stop by tpuform) and how long
 	 * tpuform waits, after sending it, before SIGKILL when it stops the
@@ -136,8 +136,8 @@ struct tpf_secret_ref {
 	int line, column;
 };
 
-/* Notifications (config/config_notify.c, README.md "Notifications"): the
- * events a watch posts to a webhook. The order is the README's. */
+/* Notifications (config/config_notify.c, docs/watch.md "Notifications"): the
+ * events a watch posts to a webhook. The order is docs/watch.md's. */
 enum tpf_notify_event {
 	TPF_NOTIFY_PREEMPTED,
 	TPF_NOTIFY_REPLACED,

@@ -1,5 +1,5 @@
 /*
- * Groups on Compute Engine (issue 18; README.md "Compute Engine";
+ * Groups on Compute Engine (issue 18; docs/fleet-file.md "Compute Engine";
  * docs/compute-engine.md): the API choice (`api`, fleet-wide under
  * provider.gcp), machine_type and topology checked against the one table of
  * model/compute.h, the boot image, provisioning (spot with

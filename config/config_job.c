@@ -2,7 +2,7 @@
  * The job policy keys, fleet-wide and per group (config/config.h struct
  * tpf_job_policy): restart_scope, restart_backoff, stall_timeout,
  * on_success and restart_on_exit_codes / never_restart_on. What they do is docs/design.md section 5 ("Restart units",
- * "Stalled jobs", "Completion") and README.md's fleet-file table.
+ * "Stalled jobs", "Completion") and docs/fleet-file.md's key table.
  */
 #include "config/config_walk.h"
 #include "util/xalloc.h"

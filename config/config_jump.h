@@ -1,6 +1,6 @@
 /*
  * Private to config/config*.c: ssh.proxy_jump and ssh.proxy_jump_host_key
- * (README.md "Private workers through a bastion"), read by
+ * (docs/providers.md "Private workers through a bastion"), read by
  * config/config_jump.c.
  */
 #ifndef TPF_CONFIG_JUMP_H

@@ -1,5 +1,5 @@
 /*
- * The node fields of the fleet file (issue 10 point 3; README.md "Node
+ * The node fields of the fleet file (issue 10 point 3; docs/fleet-file.md "Node
  * fields"): network, subnetwork, enable_external_ips, can_ip_forward, tags,
  * service_account, metadata, data_disks, shielded_instance, reserved,
  * reservation -- fleet-wide defaults that a group's own keys override

@@ -101,7 +101,7 @@ void cfg_job_policy_defaults(struct tpf_job_policy *p);
 		"reservation"
 
 /*
- * The one key list of each level of the fleet file (README "The fleet
+ * The one key list of each level of the fleet file (docs/fleet-file.md "The fleet
  * file"), as comma-separated string literals for a NULL-terminated array:
  *   CFG_GROUP_ONLY_KEYS   only a group takes (at top level they are refused
  *                         with "belongs in a group", which says more than

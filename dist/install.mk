@@ -1,5 +1,4 @@
-# Installing and packaging (included by the Makefile; docs: README.md,
-# "Installing").
+# Installing and packaging (included by the Makefile; docs: docs/install.md).
 #
 #   make gen          man pages and completions from the binary (dist/gen.sh) into gen/
 #   make install      PREFIX=/usr/local DESTDIR= BINDIR= MANDIR= DOCDIR=

@@ -10,7 +10,7 @@
 #   BINDIR         $PREFIX/bin
 #   DATADIR        $PREFIX/share
 #   MANDIR         $DATADIR/man
-#   DOCDIR         $DATADIR/doc/tpuform (README, examples/)
+#   DOCDIR         $DATADIR/doc/tpuform (README, docs/, examples/)
 #   BASHCOMPDIR    $DATADIR/bash-completion/completions
 #   ZSHCOMPDIR     $DATADIR/zsh/vendor-completions
 #   FISHCOMPDIR    $DATADIR/fish/vendor_completions.d
@@ -47,6 +47,10 @@ do_install() {
 	install -m 0644 "$GEN/completion/_tpuform" "$D$ZSHCOMPDIR/_tpuform"
 	install -m 0644 "$GEN/completion/tpuform.fish" "$D$FISHCOMPDIR/tpuform.fish"
 	install -m 0644 README.md "$D$DOCDIR/README.md"
+	# The reference pages README.md links to, at the same relative place.
+	for f in docs/*.md; do
+		install -D -m 0644 "$f" "$D$DOCDIR/$f"
+	done
 	# The examples, as a tree (git ls-files would need git; find does not).
 	(cd examples && find . -type f ! -name '*.state.json*' ! -name '.*' ! -path '*/.tpuform/*') |
 		while IFS= read -r f; do

@@ -273,7 +273,7 @@ static int wait_ready(struct exec *x, const struct tpf_action *a, struct tpf_liv
 /* A planned delete or replacement of a node whose jobs run (not a lost,
  * tainted or bad node, nor a completed one): its jobs are told first
  * ($TPUFORM_DISRUPTION, the on_disruption signal) and get the grace to
- * checkpoint before the VM goes (README "Disruptions"). */
+ * checkpoint before the VM goes (docs/recovery.md "Disruptions"). */
 static void disrupt_planned(struct exec *x, const struct tpf_action *a,
 			    const struct tpf_live_node *ln)
 {

@@ -94,7 +94,7 @@ static void zone_refused(struct exec *x, const struct tpf_desired_node *dn, cons
  * The planned zone first, then the group's other zones in order, each only
  * if not backed off and within quota, until a create succeeds or fails for
  * another reason than quota, capacity (a stockout, also one reported while
- * creating) or a zone the project cannot use (README.md, zone fallback). An
+ * creating) or a zone the project cannot use (docs/providers.md, zone fallback). An
  * interrupt tries no further zone. Returns the last result (TPF_ERROR when no create was sent).
  */
 static int create_in_zones(struct exec *x, const struct tpf_desired_node *dn, struct create_try *ct)

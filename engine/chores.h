@@ -173,9 +173,23 @@ char *tpf_ssh_config_installed_path(const char *fleet, const char *ext);
 int tpf_chore_ssh_config_write(struct tpf_session *s, const char *config_path,
 			       const char *known_hosts_path, struct tpf_diags *d);
 
-/* `apply` and `watch`: rewrite the installed file of the fleet, if there is
- * one (ssh-config -install). Problems are warnings. */
+/*
+ * `apply`: rewrite the installed files of the fleet (FLEET.config and
+ * FLEET.known_hosts), if `ssh-config -install` made them: the config file
+ * must exist, it is never created here. The session's live nodes are
+ * refreshed first (apply may have replaced some). Each file is replaced
+ * atomically (util/fs.h). Problems are warnings in s->d: apply's outcome
+ * stands.
+ */
 void tpf_ssh_config_refresh_installed(struct tpf_session *s);
+
+/*
+ * `watch`: the same, from a session that is already refreshed (a round's),
+ * without a new refresh. Returns 1 when the files were rewritten, 0 when
+ * none is installed, -1 when they could not be (warnings in d, which the
+ * caller owns).
+ */
+int tpf_ssh_config_rewrite_installed(struct tpf_session *s, struct tpf_diags *d);
 
 /* Add "Include FILE" to ~/.ssh/config (created 0600 if missing) at its top,
  * unless the line is there already. *added: 1 if it was added. */

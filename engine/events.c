@@ -1,8 +1,8 @@
 /*
  * The one table of event kinds (engine/events.h): what each kind is
  * called, shown as, posted as and counted as. The user-visible words are
- * the interface: `watch -json` codes (README.md "watch"), webhook events
- * (README.md "Notifications"), metric families (engine/metrics.h).
+ * the interface: `watch -json` codes (docs/watch.md "watch"), webhook events
+ * (docs/watch.md "Notifications"), metric families (engine/metrics.h).
  */
 #include "engine/events.h"
 #include "config/config.h"
@@ -86,6 +86,8 @@ static const struct tpf_event_info table[TPF_EVENT_NKINDS] = {
 				NULL },
 	[TPF_EVENT_METRICS] = { "metrics", "metrics", "serving metrics", N, TPF_METRIC_NONE,
 				TPF_HOOK_NONE, NULL },
+	[TPF_EVENT_SSH_CONFIG] = { "ssh_config", "ssh_config", "ssh config rewritten", N,
+				   TPF_METRIC_NONE, TPF_HOOK_NONE, NULL },
 	[TPF_EVENT_NOTIFY_PROBLEM] = { "notify_problem", "notify", "webhook delivery problem", N,
 				       TPF_METRIC_NONE, TPF_HOOK_NONE, NULL },
 	[TPF_EVENT_DONE] = { "done", "done", "done", N, TPF_METRIC_NONE, TPF_HOOK_NONE, NULL },

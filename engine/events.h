@@ -12,7 +12,7 @@
  *
  * Adding a kind: a value below and a row in engine/events.c (the row's
  * place is checked: tests/unit/test_events.c); its user-visible names are
- * part of the interface (README.md "watch", "Notifications", "Metrics").
+ * part of the interface (docs/watch.md "watch", "Notifications", "Metrics").
  */
 #ifndef TPF_ENGINE_EVENTS_H
 #define TPF_ENGINE_EVENTS_H
@@ -62,6 +62,7 @@ enum tpf_event_kind {
 	TPF_EVENT_ROUND_FAILED, /* the round failed and is retried */
 	TPF_EVENT_STOPPED,    /* interrupted: the loop ends */
 	TPF_EVENT_METRICS,    /* where metrics are served */
+	TPF_EVENT_SSH_CONFIG, /* the installed ssh config was rewritten (new nodes) */
 	TPF_EVENT_NOTIFY_PROBLEM, /* a webhook delivery problem */
 	TPF_EVENT_DONE,       /* exit_when_done: every node completed or failed */
 	/* the plan's restart entries (plan/plan.h tpf_unconverged_code), once
@@ -115,7 +116,7 @@ enum tpf_event_metric {
 /* The one table's row for a kind. Every string is static. */
 struct tpf_event_info {
 	const char *name;     /* unique, stable name of the kind ("ready") */
-	/* `watch -json` watch_event "event" code (README.md "watch"); some
+	/* `watch -json` watch_event "event" code (docs/watch.md "watch"); some
 	 * kinds share one. NULL: watch shows no line for it. */
 	const char *code;
 	/* watch's line when the event carries no message ("creating") */

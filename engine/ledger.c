@@ -233,6 +233,7 @@ static int written_kind(enum tpf_event_kind k)
 	case TPF_EVENT_LOCKED:
 	case TPF_EVENT_REPLAN:
 	case TPF_EVENT_METRICS:
+	case TPF_EVENT_SSH_CONFIG:
 	case TPF_EVENT_NOTIFY_PROBLEM:
 	case TPF_EVENT_NKINDS:
 		return 0;

@@ -1,5 +1,5 @@
 /*
- * Webhook notifications (README.md "Notifications"): one JSON document per
+ * Webhook notifications (docs/watch.md "Notifications"): one JSON document per
  * event, POSTed with libcurl from a thread of its own, so that a slow or
  * failing receiver never holds up the watch loop or its heals.
  *
@@ -107,7 +107,7 @@ void tpf_notifier_free(struct tpf_notifier *n, double drain);
 
 /*
  * The payload of ev as posted (new reference): for tests and for the
- * README's examples. fleet may be NULL; secrets as for configure (may be
+ * docs/watch.md's examples. fleet may be NULL; secrets as for configure (may be
  * NULL); text_only: payload: text.
  */
 json_t *tpf_notify_payload(const struct tpf_notify_event_data *ev, const char *fleet,

@@ -153,28 +153,64 @@ int tpf_chore_ssh_config_write(struct tpf_session *s, const char *config_path,
 	return err;
 }
 
-void tpf_ssh_config_refresh_installed(struct tpf_session *s)
+/* The first error's summary in d, for a warning that says why. */
+static const char *first_error(const struct tpf_diags *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (d->items[i].severity == TPF_SEV_ERROR)
+			return d->items[i].summary;
+	return "unknown error";
+}
+
+/* Rewrite the installed files when the config exists; refresh first when
+ * asked. 1 rewritten, 0 none installed, -1 failed (diagnostics in d). */
+static int rewrite_installed(struct tpf_session *s, int refresh, struct tpf_diags *d)
 {
 	char *cfg = tpf_ssh_config_installed_path(s->fleet.name, "config");
 	char *kh = tpf_ssh_config_installed_path(s->fleet.name, "known_hosts");
-	struct tpf_diags d = TPF_DIAGS_INIT;
-	/* The nodes as they are now: apply may have replaced some (the
-	 * refresh fills a set, it does not replace one). */
-	if (cfg && kh && !access(cfg, F_OK))
-		tpf_live_set_release(&s->live);
-	if (cfg && kh && !access(cfg, F_OK) &&
-	    (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &d) ||
-	     tpf_chore_ssh_config_write(s, cfg, kh, &d))) {
-		tpf_warn(&s->d, NULL, "the ssh config '%s' could not be rewritten: run "
-			 "'tpuform ssh-config -install' again", cfg);
+	int rc = 0;
+	/* Only a file -install made is kept current: never create one. */
+	if (cfg && kh && !access(cfg, F_OK)) {
+		rc = 1;
+		if (refresh) {
+			/* The nodes as they are now: apply may have replaced
+			 * some (the refresh fills a set, it does not replace one). */
+			tpf_live_set_release(&s->live);
+			if (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, d))
+				rc = -1;
+		}
+		if (rc == 1 && tpf_chore_ssh_config_write(s, cfg, kh, d))
+			rc = -1;
+		if (rc < 0)
+			tpf_warn(d, NULL, "the ssh config '%s' could not be rewritten (%s): run "
+				 "'tpuform ssh-config -install' again", cfg, first_error(d));
 	}
-	/* Why a worker was left out, as warnings: apply's outcome stands. */
+	free(cfg);
+	free(kh);
+	return rc;
+}
+
+void tpf_ssh_config_refresh_installed(struct tpf_session *s)
+{
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	rewrite_installed(s, 1, &d);
+	/* Why a worker was left out, and why the files were not written, as
+	 * warnings: apply's outcome stands. */
 	for (size_t i = 0; i < d.n; i++)
 		if (d.items[i].severity == TPF_SEV_WARNING)
 			tpf_warn(&s->d, d.items[i].address, "%s", d.items[i].summary);
 	tpf_diags_release(&d);
-	free(cfg);
-	free(kh);
+}
+
+int tpf_ssh_config_rewrite_installed(struct tpf_session *s, struct tpf_diags *d)
+{
+	struct tpf_diags mine = TPF_DIAGS_INIT;
+	int rc = rewrite_installed(s, 0, &mine);
+	for (size_t i = 0; i < mine.n; i++)
+		if (mine.items[i].severity == TPF_SEV_WARNING)
+			tpf_warn(d, mine.items[i].address, "%s", mine.items[i].summary);
+	tpf_diags_release(&mine);
+	return rc;
 }
 
 int tpf_ssh_config_include(const char *file, int *added, struct tpf_diags *d)

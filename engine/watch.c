@@ -2,6 +2,7 @@
  * The watch loop (engine/watch.h): one session per round, heals in the
  * background (engine/watch_heal.c), a summary per round.
  */
+#include "engine/chores.h"
 #include "engine/watch_internal.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -317,6 +318,26 @@ static int take_waits(struct loop *w, struct tpf_session *s)
 	return s->facts.n > 0;
 }
 
+/*
+ * After heals that created or replaced nodes, rewrite the ssh config that
+ * `ssh-config -install` made, from this round's session, whose state and
+ * live nodes were read after those heals ended (issue 19 item 4). After
+ * act(), so the round's own heals are started first; the workers are asked
+ * for their host keys here, in parallel, once per change. A failure is a
+ * warning. opened: monotonic seconds when s was opened.
+ */
+static void keep_ssh_config(struct loop *w, struct tpf_session *s, double opened)
+{
+	if (!tpf_healer_take_nodes_changed(w->healer, opened))
+		return;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	if (tpf_ssh_config_rewrite_installed(s, &d) == 1)
+		tpf_watch_note(w->o, TPF_EVENT_SSH_CONFIG, NULL,
+			       "ssh config rewritten: ~/.ssh/tpuform/ entries follow the new nodes");
+	tpf_watch_diags(w->o, &d);
+	tpf_diags_release(&d);
+}
+
 /* One round: ROUND_FATAL when the first round could not load the fleet
  * file or another state owns a node of this fleet's name. */
 static enum round_outcome round_run(struct loop *w, int round, double started)
@@ -361,6 +382,8 @@ static enum round_outcome round_run(struct loop *w, int round, double started)
 			snprintf(w->pinned, sizeof(w->pinned), "%s", s.commit);
 		tpf_watch_hooks_seen(w->hooks, &s, probed, started);
 		act(w, &s, &p, round, started, since, probed && s.o.refresh);
+		if (lead == LEAD_YES)
+			keep_ssh_config(w, &s, started);
 	}
 	tpf_plan_release(&p);
 	tpf_session_close(&s);

@@ -13,7 +13,7 @@
  * Open files: one socket per attached worker (ssh; the local transport's
  * wait holds a pipe), beside what the probe and heals open for a moment.
  * RLIMIT_NOFILE's soft limit is raised (up to its hard limit) to 3 per
- * worker plus 256 when it is lower (README "Job waits").
+ * worker plus 256 when it is lower (docs/watch.md "Job waits").
  */
 #include <pthread.h>
 #include <sys/resource.h>

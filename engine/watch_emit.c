@@ -34,8 +34,8 @@ void tpf_watch_note(const struct tpf_watch_opts *o, enum tpf_event_kind kind, co
 /*
  * The warnings said so far, with the last round each was seen in: a watch
  * that runs for weeks says a standing warning once, and again only when
- * its text changes or it comes back after a round without it (README
- * "Watch"). Process-wide: one watch runs per process.
+ * its text changes or it comes back after a round without it (docs/watch.md
+ * "Keeping the fleet alive"). Process-wide: one watch runs per process.
  */
 #define WARNINGS_MAX 1024 /* remembered at most; the oldest go first */
 static struct said {

@@ -54,6 +54,10 @@ struct tpf_healer {
 	} **threads;
 	size_t nthreads, threads_alloc;
 	struct tpf_backoff *backoff;
+	/* A heal created or deleted nodes (tpf_healer_take_nodes_changed):
+	 * when the last such heal ended, monotonic seconds. */
+	int nodes_changed;
+	double nodes_changed_at;
 	struct tpf_watch_lease *lease; /* Cloud Storage state: the leader lease; else NULL */
 };
 
@@ -158,11 +162,16 @@ static void *heal_thread(void *arg)
 	};
 	struct tpf_apply_result res;
 	tpf_apply(&job->plan, &h->s.fleet, h->s.prov, &job->live, &h->s.state, &opts, &res, &d);
+	int changed = res.added || res.destroyed;
 	tpf_apply_result_release(&res);
 	tpf_watch_diags(h->o, &d);
 	tpf_diags_release(&d);
 
 	pthread_mutex_lock(&h->mu);
+	if (changed) {
+		h->nodes_changed = 1;
+		h->nodes_changed_at = tpf_now_mono();
+	}
 	for (size_t i = 0; i < job->plan.n; i++) {
 		busy_remove(h, job->plan.actions[i].node);
 		healed_now(h, job->plan.actions[i].node);
@@ -392,6 +401,16 @@ int tpf_healer_running(struct tpf_healer *h)
 	int n = h->running;
 	pthread_mutex_unlock(&h->mu);
 	return n;
+}
+
+int tpf_healer_take_nodes_changed(struct tpf_healer *h, double since)
+{
+	pthread_mutex_lock(&h->mu);
+	int take = h->nodes_changed && !h->running && h->nodes_changed_at < since;
+	if (take)
+		h->nodes_changed = 0;
+	pthread_mutex_unlock(&h->mu);
+	return take;
 }
 
 void tpf_healer_finish(struct tpf_healer *h)

@@ -7,7 +7,7 @@
  * moments below from several events and sessions (typed events of their
  * own, posted, counted and passed on), each once.
  *
- * Where each notification comes from (README.md "Notifications"):
+ * Where each notification comes from (docs/watch.md "Notifications"):
  *   preempted        a replace the plan made for a lost node (reason codes
  *                    in lost_reasons), sent when its delete starts: once
  *                    per replacement, however many rounds reported it
@@ -429,7 +429,7 @@ static void exhausted(struct tpf_watch_hooks *h, const struct tpf_session *s,
 }
 
 /* A running job that stalled past its stall_timeout, with no restart left:
- * restarts_exhausted too (README "Watch", webhooks), as for a failure. */
+ * restarts_exhausted too (docs/watch.md "Watch", webhooks), as for a failure. */
 static void seen_stall(struct tpf_watch_hooks *h, const struct tpf_session *s,
 		       const struct tpf_job_fact *sf, const struct tpf_state_node *sn)
 {

@@ -93,6 +93,16 @@ void tpf_healer_drop_stale_facts(struct tpf_healer *h, struct tpf_job_facts *f, 
 /* Number of heals in flight now. */
 int tpf_healer_running(struct tpf_healer *h);
 
+/*
+ * Did heals that created or deleted nodes (a replacement is both) all end
+ * before `since` (monotonic seconds: when this round's session was opened,
+ * so its state and live nodes include them), with no heal in flight now?
+ * Then 1, once: the flag is cleared, and the caller rewrites the ssh config
+ * `ssh-config -install` made (issue 19 item 4). Otherwise 0, and the flag
+ * waits for a later round.
+ */
+int tpf_healer_take_nodes_changed(struct tpf_healer *h, double since);
+
 /* Wait for every heal in flight, unlock the state and free h (NULL: no-op). */
 void tpf_healer_finish(struct tpf_healer *h);
 

@@ -44,7 +44,7 @@ enum tpf_gcp_cred_url {
 
 /*
  * Check a URL taken from a credentials file, so that a file cannot send
- * tokens anywhere else (README.md, "Google Cloud credentials"):
+ * tokens anywhere else (docs/providers.md, "Google Cloud credentials"):
  *  - everything tpf_gcp_endpoint_check refuses is refused here too (plain
  *    http except to loopback, user:password parts, fragments), and so is a
  *    query, except in a credential source URL (GitHub's has one);

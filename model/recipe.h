@@ -70,7 +70,7 @@ struct tpf_job {
 #define TPF_LABEL_GROUP "tpuform-group"
 #define TPF_LABEL_INDEX "tpuform-index"
 /*
- * Ownership (docs/design.md section 4, README "What a fleet owns"): the
+ * Ownership (docs/design.md section 4, docs/state.md "What a fleet owns"): the
  * first 16 hex digits of the lineage of the state that created the node.
  * A fleet name is not unique in a project; a state's lineage is (a UUID v4
  * set once, state/state.h). Label values allow [a-z0-9_-], at most 63

@@ -555,7 +555,7 @@ static int stale_workers(struct tpf_action *a, const struct tpf_diff_input *in,
 		/* Render and hash the desired script only when the answer hangs
 		 * on it: a worker the state has no script for (never provisioned,
 		 * adopted) is provisioned whatever that hash is. At 10,000 adopted
-		 * nodes this was most of a plan's CPU (README, Measured figures). */
+		 * nodes this was most of a plan's CPU (docs/figures.md). */
 		int stale = !sw || !sw->script_hash || never || new_vm;
 		if (!stale) {
 			char *h = desired_hash(in->fleet, sn, dn, ln, w);

@@ -2,7 +2,7 @@
  * The diff of a node's fields (model/node_fields.h): which change patches
  * in place and which replaces the node.
  *
- * Rule (docs/cloud-tpu-api.md section 8; README.md "Node fields"): what
+ * Rule (docs/cloud-tpu-api.md section 8; docs/fleet-file.md "Node fields"): what
  * nodes.patch supports -- tags, metadata, network_config.enable_external_ips
  * (and labels, in diff.c) -- is updated in place with one patch whose
  * updateMask lists them; any other field forces replacement, and the plan

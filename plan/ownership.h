@@ -1,5 +1,5 @@
 /*
- * What a state owns (README "What a fleet owns", docs/design.md section 4).
+ * What a state owns (docs/state.md "What a fleet owns", docs/design.md section 4).
  *
  * A fleet name is not unique in a project: two researchers may both pick
  * `fleet: llm`. So a node belongs to this state only when it carries this

@@ -117,7 +117,7 @@ enum tpf_job_verdict {
 int tpf_job_stalled(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf);
 
 /*
- * The fleet's `restart` and `max_restarts` (README.md, "The fleet file")
+ * The fleet's `restart` and `max_restarts` (docs/fleet-file.md, "The fleet file")
  * applied to one worker: sf is what the worker reported (NULL or an
  * unreachable worker: TPF_JOB_FINE, nothing is known), sw its state (NULL:
  * no restarts yet). A dead session is restarted unless `never`; a job that
@@ -225,7 +225,7 @@ void tpf_unit_of(struct tpf_restart_unit *u, const char *node, int nworkers, int
  * action can change now. These are not actions: apply does nothing about
  * them. `plan` lists them in a section of their own ("Not as declared"),
  * and with -detailed-exitcode exits 3 when they are all there is
- * (README.md, "Exit codes").
+ * (docs/commands.md, "Exit codes").
  */
 enum tpf_unconverged_kind {
 	TPF_UNCONV_RESTARTS_EXHAUSTED, /* worker: TPF_JOB_EXHAUSTED */
@@ -428,7 +428,7 @@ int tpf_plan_has_changes(const struct tpf_plan *p);
 int tpf_plan_converged(const struct tpf_plan *p);
 
 /*
- * The fleet is done (`watch -exit-when-done`, README.md): the plan changes
+ * The fleet is done (`watch -exit-when-done`, docs/watch.md): the plan changes
  * nothing and every desired node of ds has completed (p->completed) or
  * failed (its node-wide restarts are used up, or `restart: never`: a
  * worker -1 entry; or, for a node of one worker, that worker's entry).

@@ -3,7 +3,7 @@
  * (plan/desired.c) and by the executor before every create and during zone
  * fallback (engine/apply.c). Pure: counters only, no I/O.
  *
- * The rule (README.md, "The fleet file", key quota[]):
+ * The rule (docs/fleet-file.md, "The fleet file", key quota[]):
  * - A rule {zone, accelerator_type (or "*"), preemptible, spot, on_demand}
  *   caps each scheduling class separately: `preemptible: 2, spot: 1`
  *   allows two preemptible nodes and one spot node at the same time. A

@@ -21,7 +21,7 @@
 #ifndef TPF_STATE_H
 #define TPF_STATE_H
 
-/* The largest state file tpuform reads (README.md "Limits"): 64 MiB, about
+/* The largest state file tpuform reads (docs/fleet-file.md "Limits"): 64 MiB, about
  * 20,000 nodes of 8 workers each. A larger one is refused, never rewritten. */
 #define TPF_STATE_FILE_MAX ((size_t)64 << 20)
 

@@ -11,7 +11,7 @@
 #include "util/diag.h"
 
 /* The largest file tpf_read_file reads: 64 MiB. Fleet files, state files
- * and saved plans have their own, documented limits (README.md "Limits"). */
+ * and saved plans have their own, documented limits (docs/fleet-file.md "Limits"). */
 #define TPF_READ_FILE_MAX ((size_t)64 << 20)
 
 /* Read a whole file into out (appended), at most TPF_READ_FILE_MAX bytes

@@ -159,7 +159,7 @@ char *tpf_ssh_public_key_of_blob(const unsigned char *blob, size_t len);
 char *tpf_ssh_key_fingerprint(const char *key);
 
 /*
- * The bastion's pin (ssh.proxy_jump; README.md "Private workers through a
+ * The bastion's pin (ssh.proxy_jump; docs/providers.md "Private workers through a
  * bastion"). Workers behind it are each reached over a bastion connection
  * of their own, so one process holds one pin for all of them: this
  * process-wide pair ("host:port", "SHA256:..."), guarded by a mutex. The

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Benchmark of watch failover (issue 11, README.md "Failover"): two watches
+# Benchmark of watch failover (issue 11, docs/watch.md "Failover"): two watches
 # of one fleet whose state is in Cloud Storage (the emulator, tests/fakegcp)
 # and whose nodes come from the local provider. Each repetition SIGKILLs
 # the leader and preempts a node at the same moment, then measures, from

@@ -8,7 +8,7 @@
 #     request: time until every node is created, against the serial figure
 #     (100 x 2 s) and Terraform's default -parallelism=10 figure.
 #
-# Measured (2-core machine shared with other work; README "Measured
+# Measured (2-core machine shared with other work; docs/figures.md "Measured
 # figures"), part 1 at 10,000 nodes, 8 zones, two runs each:
 #   before this round: 1.27-1.64 s wall, 0.90-1.09 s CPU, 66 MB, 200 requests
 #   after:             1.06-1.46 s wall, 0.71-0.92 s CPU, 66 MB, 200 requests

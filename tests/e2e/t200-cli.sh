@@ -6,7 +6,7 @@
 # must not destroy ./tpuform.yaml's fleet); applies end honestly; the first
 # interrupt stops an apply gracefully and a second one at once, leaving a
 # consistent state; global flags before the command; messages that say
-# why; README's defaults match the code; `logs -setup`.
+# why; docs/commands.md's defaults match the code; `logs -setup`.
 . "$(dirname "$0")/lib.sh"
 setup_dir t200
 make_repo
@@ -117,8 +117,8 @@ like "with a hint to put the command after --" "$(cat last.out)" 'Put the comman
 ok "'exec NODE -- COMMAND' runs" tpuform exec cli-a-0 -- echo hi
 like "on the worker" "$(cat last.out)" "cli-a-0/w0 \| hi"
 
-# --- README's Commands table shows the code's defaults -----------------------
-readme="$TOP/README.md"
+# --- docs/commands.md's command table shows the code's defaults -------------
+readme="$TOP/docs/commands.md"
 while IFS='	' read -r path min max kind; do
 	[ "$kind" = group ] && continue
 	# shellcheck disable=SC2086
@@ -126,7 +126,7 @@ while IFS='	' read -r path min max kind; do
 	row=$(grep -E "^\| \`tpuform ${path%% *}[ \`]" "$readme" || true)
 	while read -r flag def; do
 		case "$row" in
-		*"-$flag="*) like "README: $path -$flag defaults to $def" "$row" "-$flag=$def\`" ;;
+		*"-$flag="*) like "docs/commands.md: $path -$flag defaults to $def" "$row" "-$flag=$def\`" ;;
 		esac
 	done <defaults.txt
 done <table.txt

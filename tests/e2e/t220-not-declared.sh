@@ -2,7 +2,7 @@
 # What is not as declared and no action can change is said plainly, never
 # as "No changes. Your infrastructure matches the configuration.": a job
 # whose restarts are used up, and a node that no zone has quota for. With
-# -detailed-exitcode such a plan exits 3 (README.md, "Exit codes"), so a
+# -detailed-exitcode such a plan exits 3 (docs/commands.md, "Exit codes"), so a
 # pipeline can tell "nothing to do" (0) from "cannot converge" (3).
 . "$(dirname "$0")/lib.sh"
 setup_dir t220

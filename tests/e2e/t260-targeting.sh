@@ -1,5 +1,5 @@
 #!/bin/sh
-# The targeted operations Terraform users reach for (README.md "Commands",
+# The targeted operations Terraform users reach for (docs/commands.md "Commands",
 # docs/terraform-behaviour.md section 5), on the local provider:
 # -target on plan, apply and destroy, and a saved plan that carries it;
 # -replace (generation + 1, TPUFORM_RETRY=1); -refresh-only on plan and

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Ownership is this state, not this name (README "What a fleet owns",
+# Ownership is this state, not this name (docs/state.md "What a fleet owns",
 # plan/ownership.h). Two directories hold the same fleet file (fleet `dup`)
 # with two states. The first applies; the second's plan, apply and destroy
 # must stop with the lineage error and touch nothing of the first. Then the

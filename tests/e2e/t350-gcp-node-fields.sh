@@ -1,5 +1,5 @@
 #!/bin/sh
-# The node fields (README.md "Node fields", docs/cloud-tpu-api.md section 4)
+# The node fields (docs/fleet-file.md "Node fields", docs/cloud-tpu-api.md section 4)
 # end to end against the emulator (tests/fakegcp) with sshd workers: a fleet
 # with every field applies; the emulator's request log holds the exact
 # nodes.create and queuedResources.create bodies, which it validated

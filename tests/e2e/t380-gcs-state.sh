@@ -1,5 +1,5 @@
 #!/bin/sh
-# State in Cloud Storage (README.md "Cloud Storage state"): a fleet taken
+# State in Cloud Storage (docs/state.md "Cloud Storage state"): a fleet taken
 # through apply, change, apply and destroy with its state only in the
 # emulated bucket; the lock object (held, waited for, force-unlocked after
 # a SIGKILL); a writer that skipped the lock detected by the generation

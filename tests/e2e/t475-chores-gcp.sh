@@ -1,15 +1,18 @@
 #!/bin/sh
 # The everyday chores on a gcp 2-worker node whose workers are sshd VMs
-# (tests/e2e/gcp_workers.sh; 4, for the replacement), over libssh2: cp up and back over SFTP, exec
+# (tests/e2e/gcp_workers.sh; 8: the node, its replacements by apply -replace
+# (twice) and by watch), over libssh2: cp up and back over SFTP, exec
 # with stdin, streaming and Ctrl-C (setsid and a kill over a second
 # channel), ssh -L over direct-tcpip channels, ssh -- CMD, and ssh-config
-# for a plain ssh(1) (tests/e2e/chores_check.sh).
+# for a plain ssh(1) (tests/e2e/chores_check.sh); ssh-config -install
+# kept current by apply and watch when the node is replaced (docs/commands.md,
+# "ssh-config").
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/e2e/gcp_workers.sh"
 . "$TOP/tests/e2e/chores_check.sh"
 setup_dir t475
 export TPUFORM_SSH_RETRY=3
-gcp_workers_start 4 127.0.47.1 --op-seconds 0.1
+gcp_workers_start 8 127.0.47.1 --op-seconds 0.1
 cp "$SSHD_KEY" "$W/key"
 chmod 600 "$W/key"
 cat >fleet.yaml <<YAML
@@ -52,9 +55,43 @@ is "the user config includes it once, at the top" \
 like "and keeps what was there" "$(cat "$HOME/.ssh/config")" "^Host other$"
 # ssh(1) reads the passwd entry's ~/.ssh/config, not $HOME's: name it
 ok "ssh with ~/.ssh/config finds the entry" ssh -F "$HOME/.ssh/config" -o BatchMode=yes cg-a-0-w0 true
+# What one worker's entry says: its HostName and Port, and its known_hosts key.
+entry() {
+	awk -v h="Host $1" '$0 == h {on = 1; next} /^Host / {on = 0} on && /HostName|Port/ {printf "%s ", $2}' \
+		"$HOME/.ssh/tpuform/cg.config"
+	grep "^$1 " "$HOME/.ssh/tpuform/cg.known_hosts" | cut -d' ' -f2-
+}
+before=$(entry cg-a-0-w1)
+like "the installed entry names w1's address and port" "$before" "^127\.0\.47\.2 $SSHD_PORT ssh-"
 rm "$HOME/.ssh/tpuform/cg.known_hosts"
 printf '# stale\n' >"$HOME/.ssh/tpuform/cg.config"
 ok "apply -replace" tpuform apply -f fleet.yaml -auto-approve -replace cg-a-0
 like "apply rewrote the installed config" "$(cat "$HOME/.ssh/tpuform/cg.config")" "^Host cg-a-0-w1$"
-ok "and ssh reaches the new node with it" ssh -F "$HOME/.ssh/config" -o BatchMode=yes cg-a-0-w1 true
+after=$(entry cg-a-0-w1)
+like "w1's entry now names the new worker's address" "$after" "^127\.0\.47\.4 $SSHD_PORT ssh-"
+# shellcheck disable=SC2317 # called through ok
+isnt_key() { [ "$(printf '%s' "$1" | cut -d' ' -f3-)" != "$(printf '%s' "$2" | cut -d' ' -f3-)" ]; }
+ok "and its known_hosts key is the new worker's" isnt_key "$before" "$after"
+ok "ssh (StrictHostKeyChecking yes) reaches the new node with it" \
+	ssh -F "$HOME/.ssh/config" -o BatchMode=yes -o StrictHostKeyChecking=yes cg-a-0-w1 true
+is "the files stay private" "$(stat -c %a "$HOME/.ssh/tpuform/cg.config" "$HOME/.ssh/tpuform/cg.known_hosts" | tr '\n' ' ')" "600 600 "
+
+# ---- watch keeps it current when it replaces a preempted node --------------
+curl -s -o /dev/null -X POST "$FAKEGCP_URL/__admin/nodes/z1/cg-a-0:preempt"
+"$TPUFORM" watch -f fleet.yaml -interval 1s -session-check 1s >watch.out 2>&1 &
+wpid=$!
+# shellcheck disable=SC2317 # called through wait_for
+moved() { entry cg-a-0-w1 | grep -q '^127\.0\.47\.6 '; }
+ok "watch replaces the node and rewrites the installed config" wait_for 120 moved
+kill "$wpid" 2>/dev/null
+wait "$wpid"
+like "watch said so" "$(cat watch.out)" "ssh config rewritten"
+ok "ssh reaches the watch's replacement with it" \
+	ssh -F "$HOME/.ssh/config" -o BatchMode=yes -o StrictHostKeyChecking=yes cg-a-0-w1 true
+unlike "no ssh config warning" "$(cat watch.out)" "could not be rewritten"
+
+# ---- no installed config: apply and watch create none ----------------------
+rm -r "$HOME/.ssh/tpuform"
+ok "apply -replace without an installed config" tpuform apply -f fleet.yaml -auto-approve -replace cg-a-0
+ok "creates no ssh config" test ! -e "$HOME/.ssh/tpuform/cg.config"
 finish

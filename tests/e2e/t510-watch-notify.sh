@@ -1,6 +1,6 @@
 #!/bin/sh
 # serial: watch rounds of a fraction of a second, timed detection
-# Webhook notifications (README.md "Notifications"): tpuform watch posts one
+# Webhook notifications (docs/watch.md "Notifications"): tpuform watch posts one
 # JSON document per event to a local listener (tests/e2e/webhook_listener.py)
 # that answers 503 twice before it accepts anything. Checked: every event
 # kind the local provider can produce arrives once, preempted before

@@ -1,6 +1,6 @@
 #!/bin/sh
 # serial: watch rounds of a fraction of a second, timed detection
-# tpuform watch -metrics-addr (README.md "Metrics"): the Prometheus text
+# tpuform watch -metrics-addr (docs/watch.md "Metrics"): the Prometheus text
 # exposition format, scraped while `watch -rounds N` runs and parsed with
 # Debian's python3-prometheus-client (tests/e2e/metrics_check.py). Also:
 # only explicit IP addresses are served, and the server goes with watch.

@@ -1,7 +1,7 @@
 #!/bin/sh
 # serial: watch rounds of a fraction of a second, timed detection
 # shellcheck disable=SC2317 # the helpers are called through ok, is, wait_for and the EXIT trap
-# watch fails over between machines (README.md "Failover"): two watches of
+# watch fails over between machines (docs/watch.md "Failover"): two watches of
 # one fleet whose state is in the emulated bucket, in two directories, elect
 # one leader through the lease object <prefix>/<fleet>.tfleader. Only the
 # leader heals; after a SIGKILL of the leader the standby takes over within

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Secrets stay secret (README.md "Security"), on the local provider, whose
+# Secrets stay secret (docs/security.md "Security"), on the local provider, whose
 # workers are real processes on this machine. A distinctive secret value is
 # in no process's argv at any moment of an apply and a watch (sampled from
 # /proc/*/cmdline, which every local user can read), in no -json stream

@@ -1,5 +1,5 @@
 #!/bin/sh
-# TLS verification cannot be turned off (README.md "Security"): tpuform
+# TLS verification cannot be turned off (docs/security.md "Security"): tpuform
 # speaks https to every Google endpoint and webhook, and plain http only to
 # loopback hosts (an emulator, a local receiver). With every knob a user
 # might reach for set (TPUFORM_INSECURE, CURL_INSECURE, GIT_SSL_NO_VERIFY,

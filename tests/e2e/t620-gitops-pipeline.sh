@@ -1,5 +1,5 @@
 #!/bin/sh
-# The shipped GitOps pipeline (examples/gitops, README.md "GitOps") run as
+# The shipped GitOps pipeline (examples/gitops, docs/gitops.md "GitOps") run as
 # shipped against the emulators: the GitHub Actions workflow's steps in
 # order (tests/e2e/ci_runner.py: `run:` lines through bash -e, `uses:`
 # replaced by what they do: a throwaway clone per runner, the keyless

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Secrets stay secret over SSH (README.md "Security"): the gcp provider
+# Secrets stay secret over SSH (docs/security.md "Security"): the gcp provider
 # against the Cloud TPU emulator, whose workers are real sshd "VMs" on this
 # machine (tests/e2e/gcp_workers.sh). During plan -out and apply, under
 # umask 000, a distinctive secret is in no process's argv, here or on the

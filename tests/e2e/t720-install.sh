@@ -30,6 +30,8 @@ ok "bash completion" test -s "$r/usr/share/bash-completion/completions/tpuform"
 ok "zsh completion" test -s "$r/usr/share/zsh/vendor-completions/_tpuform"
 ok "fish completion" test -s "$r/usr/share/fish/vendor_completions.d/tpuform.fish"
 ok "the examples under share/doc/tpuform" test -s "$r/usr/share/doc/tpuform/examples/local.yaml"
+ok "the reference pages README.md links to, under share/doc/tpuform/docs" \
+	test -s "$r/usr/share/doc/tpuform/docs/fleet-file.md"
 ok "the systemd unit" test -s "$r/lib/systemd/system/tpuform-watch@.service"
 like "which runs the installed binary" "$(cat "$r/lib/systemd/system/tpuform-watch@.service")" \
 	"^ExecStart=/usr/bin/tpuform "

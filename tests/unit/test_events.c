@@ -1,7 +1,7 @@
 /*
  * The one table of event kinds (engine/events.c): every kind has a unique
  * name and maps to the `watch -json` code and webhook event users rely on
- * (README.md "watch" and "Notifications"; tests/e2e/t510 and t530 read
+ * (docs/watch.md "watch" and "Notifications"; tests/e2e/t510 and t530 read
  * them), and to the metric and apply line it stands for. The expected
  * words are written out here on purpose: changing a user-visible word in
  * the table must fail this test.
@@ -56,6 +56,7 @@ static const struct want wants[] = {
 	{ TPF_EVENT_ROUND_FAILED, "round_failed", "error", NULL },
 	{ TPF_EVENT_STOPPED, "stopped", "stopped", NULL },
 	{ TPF_EVENT_METRICS, "metrics", "metrics", NULL },
+	{ TPF_EVENT_SSH_CONFIG, "ssh_config", "ssh_config", NULL },
 	{ TPF_EVENT_NOTIFY_PROBLEM, "notify_problem", "notify", NULL },
 	{ TPF_EVENT_DONE, "done", "done", NULL },
 	{ TPF_EVENT_RESTARTS_USED_UP, "restarts_used_up", "restarts_exhausted", NULL },

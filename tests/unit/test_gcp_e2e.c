@@ -956,7 +956,7 @@ static char *write_json(const char *name, json_t *j)
 	char *p = xasprintf("%s/%s", tmpdir, name);
 	json_dump_file(j, p, 0);
 	/* 0600, as gcloud writes credentials: a readable one is warned about
-	 * (README.md "Security"), and these tests expect no diagnostics. */
+	 * (docs/security.md "Security"), and these tests expect no diagnostics. */
 	chmod(p, 0600);
 	json_decref(j);
 	return p;

@@ -3,7 +3,7 @@
 # already has it (a self-hosted runner, or a cached build). Otherwise, in
 # order of preference:
 #   - TPUFORM_DEB: a tpuform_<version>_<arch>.deb (a path or an https URL;
-#     `make deb` builds it, README "Installing"), installed with apt, which
+#     `make deb` builds it, docs/install.md "Installing"), installed with apt, which
 #     brings the library packages it depends on: no compiler, seconds;
 #   - build it from TPUFORM_REPO at TPUFORM_REF with Debian/Ubuntu's
 #     packages, as tpuform's README "Set-up on a fresh Debian machine" does.
