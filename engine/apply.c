@@ -56,6 +56,7 @@ static void *heartbeat_thread(void *arg)
 static int exec_delete_only(struct exec *x, size_t ai, int forget_state)
 {
 	const struct tpf_action *a = &x->p->actions[ai];
+	apply_keep_logs(x, a);
 	apply_fl_begin(x, ai, TPF_EVENT_DELETING, a->id);
 	int rc = x->prov->ops->remove(x->prov, a->zone, a->node, x->d);
 	double el = apply_fl_end(x, ai);
