@@ -68,4 +68,29 @@ is "five generations are kept" "$(dir_names k.state.json.logs/lk-a-0 | tr '\n' '
 	"g2-w0.log g3-w0.log g4-w0.log g5-w0.log g6-w0.log "
 unlike "the oldest ones are gone" "$prev" "retry=[01]$"
 like "-generation picks one" "$(tpuform logs -f keep.yaml lk-a-0 -previous -generation 3 2>&1)" "^lk-a-0/w0 \| run of retry=3$"
+# State in Cloud Storage (the emulator, tests/fakegcp): the logs are kept
+# as objects beside the state, with the state's credentials.
+TPF_ROOT=$TOP
+. "$TOP/tests/e2e/fakegcp.sh"
+if fakegcp_start --project test-project --bucket tpf-state; then
+	trap 'fakegcp_stop >/dev/null 2>&1' EXIT
+	export TPUFORM_STORAGE_ENDPOINT="$FAKEGCP_URL" TPUFORM_ACCESS_TOKEN=test-token
+	mkdir -p gcs && cd gcs || exit 1
+	sed 's/^fleet: lp/fleet: lg/; s/root: nodes/root: gnodes/' ../fleet.yaml >fleet.yaml
+	printf 'state:\n  gcs: { bucket: tpf-state, prefix: fleets/team/ }\n' >>fleet.yaml
+	ok "gcs: watch runs the job to its completion" \
+		timeout 120 "$TPUFORM" watch -f fleet.yaml -interval 0.3s -session-check 0.3s -exit-when-done
+	is "gcs: the logs are objects beside the state" \
+		"$(curl -s "$FAKEGCP_URL/__admin/storage" | jq -r '.buckets[0].objects[].name' | grep '\.logs/' | sort | tr '\n' ' ')" \
+		"fleets/team/lg.logs/lg-a-0/g0-w0.log fleets/team/lg.logs/lg-a-0/g0-w1.log "
+	ok "gcs: nothing kept on local disk" test ! -e tpuform.state.json.logs
+	like "gcs: logs -previous reads them" "$(tpuform logs -f fleet.yaml lg-a-0 -previous 2>&1)" \
+		"^lg-a-0/w1 \| job of lg-a-0/1 retry=0$"
+	fails "gcs: the node itself cannot be read now" 1 tpuform logs -f fleet.yaml lg-a-0
+	like "gcs: the message names the objects' place" "$(cat "$W/last.out")" \
+		"gs://tpf-state/fleets/team/lg.logs/lg-a-0/: 'tpuform logs lg-a-0 -previous' shows them"
+	cd .. || exit 1
+else
+	ok "the emulator starts" false
+fi
 finish
