@@ -8,6 +8,7 @@
 #include "engine/state_store.h"
 #include "google/gcs.h"
 #include "util/fs.h"
+#include "util/pool.h"
 #include "util/xalloc.h"
 
 #include <dirent.h>
@@ -252,34 +253,65 @@ static void prune(struct tpf_kept_store *ks, const char *node, struct tpf_diags 
 	tpf_kept_free(k, n);
 }
 
+/* The workers' fetches, run in parallel: an unreachable worker costs a
+ * connect timeout, and the delete (and its bill) waits for the slowest. */
+struct fetch {
+	struct tpf_transport *t;
+	const struct tpf_state_node *sn;
+	const struct tpf_live_node *ln;
+	struct tpf_buf *logs;
+	struct tpf_diags *diags;
+	int *rc;
+};
+
+static void fetch_one(size_t w, void *arg)
+{
+	struct fetch *f = arg;
+	f->rc[w] = f->sn->workers[w].script_hash
+			   ? tpf_provision_logs(f->t, f->sn, f->ln, (int)w, TPF_KEPT_LINES, &f->logs[w],
+						&f->diags[w])
+			   : 1; /* never provisioned: no job, no log */
+}
+
 int tpf_kept_keep(struct tpf_kept_store *ks, struct tpf_transport *t,
 		  const struct tpf_state_node *sn, const struct tpf_live_node *ln,
 		  struct tpf_diags *d)
 {
+	size_t n = sn->nworkers;
+	struct fetch f = { t, sn, ln, xcalloc(n + 1, sizeof(struct tpf_buf)),
+			   xcalloc(n + 1, sizeof(struct tpf_diags)), xcalloc(n + 1, sizeof(int)) };
+	for (size_t w = 0; w < n; w++)
+		tpf_diags_init(&f.diags[w]);
+	tpf_pool_run(n, 16, fetch_one, &f, NULL);
 	int kept = 0;
-	for (size_t w = 0; w < sn->nworkers; w++) {
-		if (!sn->workers[w].script_hash)
-			continue; /* never provisioned: no job, no log */
-		struct tpf_diags wd = TPF_DIAGS_INIT;
-		struct tpf_buf log = TPF_BUF_INIT;
+	/* Written one at a time: one store client, one thread. */
+	for (size_t w = 0; w < n; w++) {
+		if (f.rc[w] == 1)
+			continue;
 		char *name = xasprintf("g%d-w%zu.log", sn->generation, w);
-		size_t len;
-		int rc = tpf_provision_logs(t, sn, ln, (int)w, TPF_KEPT_LINES, &log, &wd);
+		int rc = f.rc[w];
 		if (!rc) {
-			const char *tail = tail_of(log.buf ? log.buf : "", log.len, &len);
-			rc = store_put(ks, sn->name, name, tail, len, &wd);
+			size_t len;
+			const char *tail = tail_of(f.logs[w].buf ? f.logs[w].buf : "", f.logs[w].len, &len);
+			rc = store_put(ks, sn->name, name, tail, len, &f.diags[w]);
 		}
 		if (rc) {
 			char *where = tpf_kept_where(ks, sn->name);
 			tpf_warn(d, sn->name, "the log of worker '%s/w%zu' was not kept in %s: %s",
-				 sn->name, w, where, wd.n ? wd.items[0].summary : "unknown error");
+				 sn->name, w, where,
+				 f.diags[w].n ? f.diags[w].items[0].summary : "unknown error");
 			free(where);
 		} else
 			kept++;
 		free(name);
-		tpf_buf_release(&log);
-		tpf_diags_release(&wd);
 	}
+	for (size_t w = 0; w < n; w++) {
+		tpf_buf_release(&f.logs[w]);
+		tpf_diags_release(&f.diags[w]);
+	}
+	free(f.logs);
+	free(f.diags);
+	free(f.rc);
 	struct tpf_diags pd = TPF_DIAGS_INIT;
 	prune(ks, sn->name, &pd);
 	if (pd.n)

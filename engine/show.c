@@ -114,9 +114,9 @@ void tpf_show_row(const struct tpf_session *s, const struct tpf_state_node *sn, 
 	r->zone = sn->recipe.zone && *sn->recipe.zone ? sn->recipe.zone : "-";
 	r->class = tpf_recipe_scheduling(&sn->recipe);
 	double created = tpf_parse_rfc3339(sn->created_at);
-	r->age = created < 0 || !strcmp(sn->status, TPF_NODE_COMPLETED) ? -1 : now - created;
-	if (r->age < -1)
-		r->age = 0; /* a clock a little behind the provider's */
+	r->age = created < 0 || !strcmp(sn->status, TPF_NODE_COMPLETED) ? -1
+		 : now > created ? now - created
+				 : 0; /* a clock a little behind the provider's */
 	r->total = (int)sn->nworkers;
 	for (size_t w = 0; w < sn->nworkers; w++)
 		if (sn->workers[w].restarts > r->restarts)
