@@ -1,9 +1,11 @@
 /*
  * tpuform logs NODE: the job log (or with -setup the setup log) of a
  * node's workers, each line prefixed "NODE/wN | ". -follow re-reads the
- * logs every second and prints the lines not shown yet.
+ * logs every second and prints the lines not shown yet. -previous prints
+ * the logs kept before tpuform deleted the node (engine/kept_logs.h).
  */
 #include "cmd/cmd.h"
+#include "engine/kept_logs.h"
 #include "engine/provision.h"
 #include "engine/refresh.h"
 #include "util/timeutil.h"
@@ -13,8 +15,8 @@
 #include <string.h>
 
 static struct {
-	int worker, lines, follow, setup;
-} logs_o = { -1, 20, 0, 0 };
+	int worker, lines, follow, setup, previous, generation;
+} logs_o = { -1, 20, 0, 0, 0, -1 };
 
 static const struct tpf_flag logs_flags[] = {
 	TPF_INT("worker", 0, 4095, &logs_o.worker, "only this worker, else every worker"),
@@ -22,6 +24,11 @@ static const struct tpf_flag logs_flags[] = {
 	TPF_BOOL("follow", &logs_o.follow, "keep printing new lines until interrupted"),
 	TPF_BOOL("setup", &logs_o.setup,
 		 "the output of the group's setup script (~/tpuform/logs/setup.log) instead"),
+	TPF_BOOL("previous", &logs_o.previous,
+		 "the logs kept before tpuform deleted the node (completed, replaced or "
+		 "destroyed), newest generation first"),
+	TPF_INT("generation", -1, 1000000000, &logs_o.generation,
+		"with -previous: only this generation of the node (-1: every kept one)"),
 	TPF_FLAGS_END,
 };
 
@@ -90,13 +97,106 @@ static int read_round(const struct target *tg, int round, size_t *seen, struct t
 	return failed;
 }
 
+/* The last `lines` lines of text (0: all). */
+static const char *last_lines(const char *text, int lines)
+{
+	size_t n = count_lines(text);
+	return lines > 0 && n > (size_t)lines ? line_start(text, n - (size_t)lines) : text;
+}
+
+/* -previous: the kept logs of node, newest generation first, a line
+ * naming each generation before its workers' lines. */
+static int show_previous(struct tpf_cmd_ctx *ctx, struct tpf_kept_store *ks, const char *node)
+{
+	struct tpf_kept_log *k;
+	size_t n, shown = 0;
+	if (tpf_kept_list(ks, node, &k, &n, ctx->d))
+		return TPF_EXIT_ERROR;
+	int gen = -1, failed = 0;
+	for (size_t i = 0; i < n; i++) {
+		if ((logs_o.worker >= 0 && k[i].worker != logs_o.worker) ||
+		    (logs_o.generation >= 0 && k[i].generation != logs_o.generation))
+			continue;
+		struct tpf_buf text = TPF_BUF_INIT;
+		if (tpf_kept_read(ks, node, &k[i], &text, ctx->d)) {
+			failed++;
+			tpf_buf_release(&text);
+			continue;
+		}
+		if (k[i].generation != gen)
+			printf("%s==> %s generation %d (kept before its delete) <==\n", shown ? "\n" : "",
+			       node, k[i].generation);
+		gen = k[i].generation;
+		tpf_ui_prefixed(node, k[i].worker, last_lines(text.buf ? text.buf : "", logs_o.lines));
+		tpf_buf_release(&text);
+		shown++;
+	}
+	tpf_kept_free(k, n);
+	if (shown || failed)
+		return failed ? TPF_EXIT_ERROR : TPF_EXIT_OK;
+	char *where = tpf_kept_where(ks, node);
+	tpf_errorx(ctx->d, NULL,
+		   "Logs are kept when tpuform deletes a node whose workers it can reach "
+		   "(docs/commands.md \"logs\").",
+		   "no logs of node '%s'%s were kept in %s", node,
+		   logs_o.worker >= 0 || logs_o.generation >= 0 ? " (for that -worker or -generation)"
+								: "",
+		   where);
+	free(where);
+	return TPF_EXIT_ERROR;
+}
+
+static int run_previous(struct tpf_cmd_ctx *ctx)
+{
+	if (logs_o.follow || logs_o.setup) {
+		tpf_errorx(ctx->d, NULL, "Kept logs do not grow, and only job logs are kept.",
+			   "-previous cannot be used with %s", logs_o.follow ? "-follow" : "-setup");
+		return TPF_EXIT_ERROR;
+	}
+	struct tpf_kept_store *ks;
+	if (tpf_kept_open(&ks, &ctx->s.fleet, ctx->d))
+		return TPF_EXIT_ERROR;
+	int rc = show_previous(ctx, ks, ctx->args[0]);
+	tpf_kept_close(ks);
+	return rc;
+}
+
+/* A node that cannot be read now (not READY, missing, not in state): the
+ * error also says where its kept logs are. */
+static void point_at_previous(struct tpf_session *s, const char *node)
+{
+	struct tpf_diag *last = s->d.n ? &s->d.items[s->d.n - 1] : NULL;
+	struct tpf_kept_store *ks;
+	struct tpf_diags quiet = TPF_DIAGS_INIT;
+	if (!last || (!strstr(last->summary, "not READY") && !strstr(last->summary, "not in the state")) ||
+	    tpf_kept_open(&ks, &s->fleet, &quiet)) {
+		tpf_diags_release(&quiet);
+		return;
+	}
+	char *where = tpf_kept_where(ks, node);
+	char *detail = xasprintf("%s%sLogs kept before tpuform deleted it are in %s: "
+				 "'tpuform logs %s -previous' shows them.",
+				 last->detail ? last->detail : "", last->detail ? "\n" : "", where,
+				 node);
+	free(last->detail);
+	last->detail = detail;
+	free(where);
+	tpf_kept_close(ks);
+	tpf_diags_release(&quiet);
+}
+
 static int run_logs(struct tpf_cmd_ctx *ctx)
 {
 	struct tpf_session *s = &ctx->s;
 	struct target tg;
-	if (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d) ||
-	    tpf_session_target_worker(s, ctx->args[0], logs_o.worker, &tg.sn, &tg.ln, &tg.t))
+	if (logs_o.previous)
+		return run_previous(ctx);
+	if (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d))
 		return TPF_EXIT_ERROR;
+	if (tpf_session_target_worker(s, ctx->args[0], logs_o.worker, &tg.sn, &tg.ln, &tg.t)) {
+		point_at_previous(s, ctx->args[0]);
+		return TPF_EXIT_ERROR;
+	}
 	size_t *seen = xcalloc(tg.sn->nworkers ? tg.sn->nworkers : 1, sizeof(size_t));
 	int failed = 0;
 	for (int round = 0; !failed; round++) {
@@ -114,7 +214,9 @@ const struct tpf_cmd tpf_cmd_logs = {
 	.summary = "Print the job log (or setup log) of a node's workers",
 	.description = "  Print the job log of the node's workers, each line prefixed NODE/wN |.\n"
 		       "  With -setup, print what the group's setup script wrote instead: where to\n"
-		       "  look when provisioning failed at step \"setup\".\n",
+		       "  look when provisioning failed at step \"setup\". With -previous, print\n"
+		       "  the logs tpuform kept before it deleted the node (the last 1000 lines,\n"
+		       "  at most 64 KiB, per worker; the newest 5 generations), beside the state.\n",
 	.footer = "Ctrl-C ends -follow (exit status 130).\n",
 	.flags = logs_flags,
 	.min_args = 1,

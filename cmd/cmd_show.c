@@ -1,174 +1,144 @@
 /*
- * tpuform show: nodes, workers, commits, session status and the last log
- * line of each worker, from the state plus a live refresh. Human text, or
- * with -json one JSON document.
+ * tpuform show: the fleet at a glance, one line per node (engine/show.h
+ * computes each row), or with NODE (or -detail) per worker: reachable,
+ * session, exit status, restarts and last log line, from the state plus a
+ * live refresh. Human text, or with -json one JSON document
+ * (docs/commands.md "show").
  */
 #include "cmd/cmd.h"
+#include "cmd/cmd_show.h"
 #include "engine/provision.h"
 #include "engine/refresh.h"
 #include "engine/saved_plan.h"
+#include "engine/show.h"
 #include "plan/plan_json.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static struct {
+	int detail;
+} show_o;
+
+static const struct tpf_flag show_flags[] = {
+	TPF_BOOL("detail", &show_o.detail,
+		 "per-worker detail for every node (what 'show NODE' prints for one)"),
+	TPF_FLAGS_END,
+};
 
 static const char *or_dash(const char *s)
 {
 	return s && *s ? s : "-";
 }
 
-static const char *bold(void)
+/* ---- the table ------------------------------------------------------------- */
+
+enum { C_NODE, C_STATE, C_TYPE, C_ZONE, C_CLASS, C_AGE, C_WORKERS, C_RESTARTS, C_PREEMPT, C_JOB,
+       C_LOG, NCOLS };
+static const char *const headers[NCOLS] = { "NODE",	"STATE",    "TYPE",	   "ZONE",
+					    "CLASS",	"AGE",	    "WORKERS",	   "RESTARTS",
+					    "PREEMPTED", "JOB",	    "LAST LOG LINE" };
+
+struct table {
+	char *(*rows)[NCOLS];
+	size_t n, alloc;
+};
+
+static void table_add(struct table *t, const char *const cells[NCOLS])
 {
-	return tpf_ui.color ? "\033[1m" : "";
+	XGROW(t->rows, t->n + 1, t->alloc);
+	for (int c = 0; c < NCOLS; c++)
+		t->rows[t->n][c] = xstrdup(cells[c] ? cells[c] : "-");
+	t->n++;
 }
 
-static const char *reset(void)
+/* Room for the last log line: what the terminal leaves after the other
+ * columns (at least 20), or 40 characters when stdout is not one. */
+static size_t log_room(size_t used)
 {
-	return tpf_ui.color ? "\033[0m" : "";
+	struct winsize ws;
+	if (!isatty(STDOUT_FILENO) || ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) || !ws.ws_col)
+		return 40;
+	return ws.ws_col > used + 20 ? ws.ws_col - used : 20;
 }
 
-/* One worker: a table row (human) and its JSON object. */
-static json_t *show_worker(const struct tpf_session *s, const struct tpf_state_node *sn, size_t w,
-			   int json)
+/* text cut to at most max bytes, ending "..." when cut, never inside a
+ * UTF-8 sequence. New string. */
+static char *cut(const char *text, size_t max)
 {
-	const struct tpf_state_worker *sw = &sn->workers[w];
-	const struct tpf_job_fact *sf = tpf_job_facts_find(&s->facts, sn->name, (int)w);
-	const char *reach = !sf ? "?" : sf->job_state ? "yes" : "no";
-	const char *session = sf && sf->job_state ? sf->job_state : or_dash(sw->status);
-	int code = sf && sf->job_state ? sf->exit_code : sw->exit_code;
-	char exitbuf[16] = "-";
-	if (code >= 0)
-		snprintf(exitbuf, sizeof(exitbuf), "%d", code);
-	const char *last = sf ? sf->last_log : NULL;
-	/* Not as declared, stalled, waiting: the plan's own rules (plan/plan.h). */
-	char *note = NULL;
-	int unconv = tpf_worker_note(&s->fleet, sn, (int)w, &s->facts, tpf_now_wall(), &note);
-	if (!json)
-		printf("    w%-5zu %-9s %-8s %-5s %-8d %s%s%s%s\n", w, reach, session, exitbuf,
-		       sw->restarts, or_dash(last), note ? "  [" : "", note ? note : "",
-		       note ? "]" : "");
-	if (!json && sf && (sf->checkpoint || sf->disruption))
-		printf("           %s%s%s%s%s\n", sf->checkpoint ? "last checkpoint: " : "",
-		       sf->checkpoint ? sf->checkpoint : "", sf->checkpoint && sf->disruption ? "; " : "",
-		       sf->disruption ? "told of a disruption: " : "",
-		       sf->disruption ? sf->disruption : "");
-	if (!json && sw->preflight_error)
-		printf("           preflight failed (%d in a row): %s\n", sw->preflight_failures,
-		       sw->preflight_error);
-	json_t *wj = json_pack("{s:i,s:s,s:i,s:s*,s:s*}", "index", (int)w, "session", session,
-			       "restarts", sw->restarts, "address", sw->address, "script_hash",
-			       sw->script_hash);
-	json_object_set_new(wj, "reachable", sf ? json_boolean(sf->job_state != NULL) : json_null());
-	json_object_set_new(wj, "exit_code", code >= 0 ? json_integer(code) : json_null());
-	json_object_set_new(wj, "last_log", last ? json_string(last) : json_null());
-	if (unconv >= 0)
-		json_object_set_new(wj, "not_as_declared", json_string(tpf_unconverged_code(unconv)));
-	if (note)
-		json_object_set_new(wj, "note", json_string(note));
-	if (sf && sf->checkpoint)
-		json_object_set_new(wj, "checkpoint", json_string(sf->checkpoint));
-	if (sf && sf->disruption)
-		json_object_set_new(wj, "disruption", json_string(sf->disruption));
-	if (sw->preflight_error) {
-		json_object_set_new(wj, "preflight_failures", json_integer(sw->preflight_failures));
-		json_object_set_new(wj, "preflight_error", json_string(sw->preflight_error));
+	size_t n = strlen(text);
+	if (n <= max || max < 4)
+		return xstrdup(text);
+	size_t keep = max - 3;
+	while (keep && ((unsigned char)text[keep] & 0xC0) == 0x80)
+		keep--;
+	return xasprintf("%.*s...", (int)keep, text);
+}
+
+static void table_print(struct table *t)
+{
+	size_t width[NCOLS];
+	for (int c = 0; c < NCOLS; c++) {
+		width[c] = strlen(headers[c]);
+		for (size_t r = 0; r < t->n; r++)
+			if (c != C_LOG && strlen(t->rows[r][c]) > width[c])
+				width[c] = strlen(t->rows[r][c]);
 	}
-	free(note);
-	return wj;
-}
-
-/* The plan's word on a node (plan/plan.h tpf_node_outcome): "completed"
- * (mark "  [completed: exit 0 at TIME]"), "succeeded", "failed" (mark
- * "  [failed]"), or NULL (mark ""). */
-static const char *node_outcome(const struct tpf_session *s, const struct tpf_state_node *sn,
-				char *mark, size_t len)
-{
-	const char *outcome = tpf_node_outcome(&s->fleet, sn, &s->facts, tpf_now_wall());
-	if (outcome && !strcmp(outcome, "completed"))
-		snprintf(mark, len, "  [completed: exit %d at %s]", sn->exit_code,
-			 or_dash(sn->completed_at));
-	else
-		snprintf(mark, len, "%s%s%s", outcome ? "  [" : "", outcome ? outcome : "",
-			 outcome ? "]" : "");
-	return outcome;
-}
-
-/* What the provider says of the node's condition (Node.healthDescription,
- * symptoms, upcomingMaintenance; model/live.h), one line each. */
-static void show_condition(const struct tpf_live_node *ln)
-{
-	if (ln && ln->health_description)
-		printf("    health: %s\n", ln->health_description);
-	if (ln && ln->symptoms)
-		printf("    symptoms: %s\n", ln->symptoms);
-	if (ln && ln->maintenance)
-		printf("    upcoming maintenance: %s\n", ln->maintenance);
-}
-
-/* One node of the state with its workers. */
-static json_t *show_node(const struct tpf_session *s, const struct tpf_state_node *sn, int json)
-{
-	const struct tpf_live_node *ln = tpf_live_set_find(&s->live, sn->name);
-	char mark[128];
-	const char *outcome = node_outcome(s, sn, mark, sizeof(mark));
-	const char *live_state = ln ? ln->state
-			       : !strcmp(sn->status, TPF_NODE_COMPLETED) ? "COMPLETED"
-			       : s->o.refresh ? "MISSING" : "UNKNOWN";
-	/* "queued=WAITING_FOR_RESOURCES" or "queued=ACTIVE" beside the node's state */
-	char queued[64] = "";
-	if (ln && ln->queued_state)
-		snprintf(queued, sizeof(queued), "  queued=%s", ln->queued_state);
-	char commit[13] = "-";
-	if (sn->job.commit)
-		snprintf(commit, sizeof(commit), "%.12s", sn->job.commit);
-	if (!json) {
-		printf("%s%s%s  %s  %s  %s  %s  generation=%d  commit=%s  id=%s%s%s\n", bold(),
-		       sn->name, reset(), live_state, or_dash(sn->recipe.accelerator_type),
-		       or_dash(sn->recipe.zone), tpf_recipe_scheduling(&sn->recipe), sn->generation,
-		       commit, or_dash(sn->id), queued, mark);
-		show_condition(ln);
-		if (sn->bad_host)
-			printf("    %s: %s\n",
-			       !strcmp(sn->status, TPF_NODE_BAD_HOST) ? "bad host (replaced next)"
-								     : "last bad host",
-			       sn->bad_host);
-		printf("    %-6s %-9s %-8s %-5s %-8s %s\n", "WORKER", "REACHABLE", "SESSION", "EXIT",
-		       "RESTARTS", "LAST LOG LINE");
+	size_t used = 0;
+	for (int c = 0; c < C_LOG; c++)
+		used += width[c] + 2;
+	size_t room = log_room(used);
+	for (int c = 0; c < C_LOG; c++)
+		printf("%-*s  ", (int)width[c], headers[c]);
+	printf("%s\n", headers[C_LOG]);
+	for (size_t r = 0; r < t->n; r++) {
+		for (int c = 0; c < C_LOG; c++)
+			printf("%-*s  ", (int)width[c], t->rows[r][c]);
+		char *log = cut(t->rows[r][C_LOG], room);
+		printf("%s\n", log);
+		free(log);
+		for (int c = 0; c < NCOLS; c++)
+			free(t->rows[r][c]);
 	}
-	json_t *jw = json_array();
-	for (size_t w = 0; w < sn->nworkers; w++)
-		json_array_append_new(jw, show_worker(s, sn, w, json));
-	if (!json)
-		printf("\n");
-	json_t *nj = json_pack("{s:s,s:s,s:s*,s:s*,s:s*,s:s,s:i,s:s*,s:s*,s:o}", "name", sn->name,
-			       "group", or_dash(sn->group), "id", sn->id, "state", live_state,
-			       "accelerator_type", sn->recipe.accelerator_type, "scheduling",
-			       tpf_recipe_scheduling(&sn->recipe), "generation", sn->generation,
-			       "zone", sn->recipe.zone, "commit", sn->job.commit, "workers", jw);
-	if (ln && ln->queued_state)
-		json_object_set_new(nj, "queued_state", json_string(ln->queued_state));
-	if (sn->bad_host)
-		json_object_set_new(nj, "bad_host", json_string(sn->bad_host));
-	if (ln && ln->health_description)
-		json_object_set_new(nj, "health_description", json_string(ln->health_description));
-	if (ln && ln->symptoms)
-		json_object_set_new(nj, "symptoms", json_string(ln->symptoms));
-	if (ln && ln->maintenance)
-		json_object_set_new(nj, "upcoming_maintenance", json_string(ln->maintenance));
-	json_object_set_new(nj, "outcome", outcome ? json_string(outcome) : json_null());
-	return nj;
+	free(t->rows);
+	memset(t, 0, sizeof(*t));
 }
+
+/* A node of the state as one row (engine/show.h decides every cell). */
+static void table_node(struct table *t, const struct tpf_session *s, const struct tpf_state_node *sn)
+{
+	struct tpf_show_row r;
+	tpf_show_row(s, sn, tpf_now_wall(), &r);
+	char age[32], workers[32], restarts[16], preempt[16];
+	tpf_show_fmt_age(r.age, age, sizeof(age));
+	snprintf(workers, sizeof(workers), "%d/%d", r.up, r.total);
+	snprintf(restarts, sizeof(restarts), "%d", r.restarts);
+	snprintf(preempt, sizeof(preempt), "%d", r.preemptions);
+	const char *cells[NCOLS] = { sn->name, r.state, r.type,	   r.zone, r.class,    age,
+				     workers,  restarts, preempt, r.job,  r.last_log };
+	table_add(t, cells);
+}
+
+/* ---- nodes that are not in the state ---------------------------------------- */
 
 /* Nodes that carry the fleet's labels but are not in state. */
-static void show_unmanaged(struct tpf_session *s, json_t *jnodes, int json)
+static void show_unmanaged(struct tpf_session *s, json_t *jnodes, int json, struct table *t)
 {
 	for (size_t i = 0; i < s->live.n; i++) {
 		const struct tpf_live_node *ln = &s->live.nodes[i];
 		if (tpf_state_find(&s->state, ln->name))
 			continue;
-		if (!json)
+		if (t) {
+			const char *cells[NCOLS] = { ln->name, ln->state, NULL, NULL, NULL, NULL,
+						     NULL,     NULL,	  NULL, "not in state",
+						     "'tpuform plan' shows what happens to it" };
+			table_add(t, cells);
+		} else if (!json)
 			printf("%s  %s  (not in state: labelled for this fleet; 'tpuform plan' shows "
 			       "what will happen to it)\n\n",
 			       ln->name, or_dash(ln->state));
@@ -179,7 +149,8 @@ static void show_unmanaged(struct tpf_session *s, json_t *jnodes, int json)
 
 /* Declared nodes that wait for quota: not created, so in no state and
  * not live. Printed (or added to jnodes); returns how many. */
-static size_t show_waiting_for_quota(struct tpf_session *s, int json, json_t *jnodes)
+static size_t show_waiting_for_quota(struct tpf_session *s, int json, json_t *jnodes,
+				     struct table *t)
 {
 	struct tpf_diags quiet = TPF_DIAGS_INIT; /* the plan warns; show only lists */
 	tpf_desired_compute(&s->desired, &s->fleet, NULL, &s->state, &quiet);
@@ -191,7 +162,12 @@ static size_t show_waiting_for_quota(struct tpf_session *s, int json, json_t *jn
 		    tpf_state_find(&s->state, dn->name))
 			continue;
 		waiting++;
-		if (!json)
+		if (t) {
+			const char *cells[NCOLS] = { dn->name, "NOT CREATED", NULL, NULL, NULL,
+						     NULL,     NULL,	      NULL, NULL, "waiting",
+						     dn->waiting };
+			table_add(t, cells);
+		} else if (!json)
 			printf("%s  NOT CREATED  [%s]\n\n", dn->name, dn->waiting);
 		json_array_append_new(jnodes, json_pack("{s:s,s:b,s:s,s:s}", "name", dn->name,
 							"in_state", 0, "not_as_declared", "quota",
@@ -200,17 +176,26 @@ static size_t show_waiting_for_quota(struct tpf_session *s, int json, json_t *jn
 	return waiting;
 }
 
-/* The last round of a `tpuform watch`, if one ran (engine/watch.c). */
+/* ---- the watch line and the document ---------------------------------------- */
+
+/* The last round of a `tpuform watch`, if one ran (engine/show.h): who
+ * ran it and how long ago, so a watch that stopped shows. */
 static json_t *load_watch(const struct tpf_session *s, int json)
 {
-	char *wpath = xasprintf("%s.watch.json", s->fleet.state_path);
-	json_t *watch = json_load_file(wpath, 0, NULL);
-	free(wpath);
-	if (watch && !json)
-		printf("Watch: %s (round %lld at %s)\n",
-		       json_string_value(json_object_get(watch, "summary")),
-		       (long long)json_integer_value(json_object_get(watch, "round")),
-		       json_string_value(json_object_get(watch, "time")));
+	double age;
+	json_t *watch = tpf_show_watch_load(s, tpf_now_wall(), &age);
+	if (watch && age >= 0)
+		json_object_set_new(watch, "age_seconds", json_integer((json_int_t)age));
+	if (!watch || json)
+		return watch;
+	const char *leader = json_string_value(json_object_get(watch, "leader"));
+	char ago[32] = "?";
+	if (age >= 0)
+		tpf_fmt_duration(age, ago, sizeof(ago));
+	printf("Watch: %s%s%slast round %s ago (round %lld: %s)\n", leader ? "leader " : "",
+	       leader ? leader : "", leader ? ", " : "", ago,
+	       (long long)json_integer_value(json_object_get(watch, "round")),
+	       or_dash(json_string_value(json_object_get(watch, "summary"))));
 	return watch;
 }
 
@@ -265,12 +250,103 @@ done:
 	return code;
 }
 
+/* show NODE with a NODE that is not in the state: did you mean, and
+ * what else the argument could have been. */
+static int unknown_node(struct tpf_cmd_ctx *ctx, const char *name)
+{
+	struct tpf_session *s = &ctx->s;
+	const char *near = tpf_show_suggest_node(s, name);
+	char *detail = xasprintf("'tpuform show' lists the fleet's nodes. To show a saved plan, "
+				 "name its file: there is no file '%s'.",
+				 name);
+	if (near)
+		tpf_errorx(ctx->d, NULL, detail,
+			   "node '%s' is not in the state of fleet '%s'; did you mean '%s'?", name,
+			   s->fleet.name, near);
+	else
+		tpf_errorx(ctx->d, NULL, detail, "node '%s' is not in the state of fleet '%s'", name,
+			   s->fleet.name);
+	free(detail);
+	return TPF_EXIT_ERROR;
+}
+
+/* The argument is a node's name (in the state), a saved plan (a file), or
+ * a node that does not exist (no file, and a name with no '.' or '/', or
+ * one close to a node's): *only gets the node. 1: show the plan. */
+static int plan_or_node(struct tpf_cmd_ctx *ctx, const char *arg,
+			const struct tpf_state_node **only)
+{
+	struct stat st;
+	*only = tpf_state_find(&ctx->s.state, arg);
+	if (*only)
+		return 0;
+	if (!stat(arg, &st) ||
+	    ((strchr(arg, '.') || strchr(arg, '/')) && !tpf_show_suggest_node(&ctx->s, arg)))
+		return 1;
+	return -1;
+}
+
+/* The fleet file's order: by group, then index (f-a-2 before f-a-10),
+ * not the state's sort by name. */
+static int by_group_index(const void *pa, const void *pb)
+{
+	const struct tpf_state_node *a = *(const struct tpf_state_node *const *)pa;
+	const struct tpf_state_node *b = *(const struct tpf_state_node *const *)pb;
+	int g = strcmp(a->group ? a->group : "", b->group ? b->group : "");
+	if (g)
+		return g;
+	return a->index != b->index ? (a->index < b->index ? -1 : 1) : strcmp(a->name, b->name);
+}
+
+static void show_nodes(struct tpf_session *s, const struct tpf_state_node *only, int json,
+		       json_t *jnodes)
+{
+	struct table t = { 0 };
+	int glance = !json && !only && !show_o.detail;
+	if (glance && s->state.nnodes)
+		printf("Fleet %s: %zu node%s in state (serial %ld, lineage %s)\n", s->fleet.name,
+		       s->state.nnodes, s->state.nnodes == 1 ? "" : "s", s->state.serial,
+		       s->state.lineage);
+	else if (!json && !only)
+		printf("Fleet %s: %zu node%s in state (serial %ld, lineage %s)\n\n", s->fleet.name,
+		       s->state.nnodes, s->state.nnodes == 1 ? "" : "s", s->state.serial,
+		       s->state.lineage);
+	const struct tpf_state_node **order = xcalloc(s->state.nnodes + 1, sizeof(*order));
+	for (size_t i = 0; i < s->state.nnodes; i++)
+		order[i] = &s->state.nodes[i];
+	qsort(order, s->state.nnodes, sizeof(*order), by_group_index);
+	for (size_t i = 0; i < s->state.nnodes; i++) {
+		const struct tpf_state_node *sn = order[i];
+		if (only && sn != only)
+			continue;
+		if (glance)
+			table_node(&t, s, sn);
+		json_array_append_new(jnodes, tpf_show_node(s, sn, !json && !glance));
+	}
+	free(order);
+	size_t waiting = 0;
+	if (!only) {
+		show_unmanaged(s, jnodes, json, glance ? &t : NULL);
+		waiting = show_waiting_for_quota(s, json, jnodes, glance ? &t : NULL);
+	}
+	if (t.n)
+		table_print(&t);
+	if (!json && !only && !s->state.nnodes && !waiting)
+		printf("No nodes. Run 'tpuform apply' to create them.\n");
+}
+
 static int run_show(struct tpf_cmd_ctx *ctx)
 {
 	struct tpf_session *s = &ctx->s;
 	int json = ctx->o.json;
-	if (ctx->nargs)
-		return show_plan(ctx, ctx->args[0]);
+	const struct tpf_state_node *only = NULL;
+	if (ctx->nargs) {
+		int what = plan_or_node(ctx, ctx->args[0], &only);
+		if (what > 0)
+			return show_plan(ctx, ctx->args[0]);
+		if (what < 0)
+			return unknown_node(ctx, ctx->args[0]);
+	}
 	/* Opened here, not by the dispatcher: showing a saved plan needs no
 	 * provider (nor its credentials). */
 	if (tpf_provider_open(&s->prov, &s->fleet, &s->d))
@@ -286,20 +362,12 @@ static int run_show(struct tpf_cmd_ctx *ctx)
 	if (!s->fleet.secrets_resolved && tpf_fleet_resolve_secrets(&s->fleet, &unset) == 0)
 		tpf_job_facts_redact(&s->facts, &s->fleet.secrets);
 	tpf_diags_release(&unset);
-	json_t *watch = load_watch(s, json);
-	if (!json)
-		printf("Fleet %s%s%s: %zu node%s in state (serial %ld, lineage %s)\n\n", bold(),
-		       s->fleet.name, reset(), s->state.nnodes, s->state.nnodes == 1 ? "" : "s",
-		       s->state.serial, s->state.lineage);
 	json_t *jnodes = json_array();
-	for (size_t i = 0; i < s->state.nnodes; i++)
-		json_array_append_new(jnodes, show_node(s, &s->state.nodes[i], json));
-	show_unmanaged(s, jnodes, json);
-	size_t waiting = show_waiting_for_quota(s, json, jnodes);
+	show_nodes(s, only, json, jnodes);
+	/* The watch line ends the table: what keeps these nodes as they are. */
+	json_t *watch = only ? NULL : load_watch(s, json);
 	if (json)
 		print_document(s, jnodes, watch);
-	else if (!s->state.nnodes && !waiting)
-		printf("No nodes. Run 'tpuform apply' to create them.\n");
 	json_decref(jnodes);
 	json_decref(watch);
 	return TPF_EXIT_OK;
@@ -307,15 +375,18 @@ static int run_show(struct tpf_cmd_ctx *ctx)
 
 const struct tpf_cmd tpf_cmd_show = {
 	.name = "show",
-	.summary = "Show nodes, workers, commits and job status",
-	.description = "  List the fleet's nodes and, per worker, whether it is reachable, its\n"
-		       "  session, its job's exit status, restarts and last log line. With\n"
-		       "  PLANFILE (from 'tpuform plan -out=FILE'), show that saved plan instead;\n"
-		       "  with -json as Terraform's 'show -json' prints a plan (format_version,\n"
-		       "  resource_changes with their actions).\n",
-	.flags = NULL,
+	.summary = "Show the fleet at a glance, a node's workers, or a saved plan",
+	.description = "  List the fleet's nodes, one line each: state, type, zone, class, age,\n"
+		       "  workers up, restarts, preemptions, the job's state and its last log\n"
+		       "  line; then the last round of 'tpuform watch' and how old it is. With\n"
+		       "  NODE, per worker: whether it is reachable, its session, its job's exit\n"
+		       "  status, restarts and last log line (-detail: that for every node).\n"
+		       "  With PLANFILE (from 'tpuform plan -out=FILE'), show that saved plan\n"
+		       "  instead; with -json as Terraform's 'show -json' prints a plan\n"
+		       "  (format_version, resource_changes with their actions).\n",
+	.flags = show_flags,
 	.max_args = 1,
-	.args_name = "[PLANFILE]",
+	.args_name = "[NODE | PLANFILE]",
 	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_JSON | TPF_CMD_REFRESH |
 		 TPF_CMD_PARALLELISM,
 	.signals = TPF_SIG_STOP,

@@ -63,6 +63,7 @@ static void *heartbeat_thread(void *arg)
 static int exec_delete_only(struct exec *x, size_t ai, int forget_state)
 {
 	const struct tpf_action *a = &x->p->actions[ai];
+	apply_keep_logs(x, a);
 	char mine[TPF_LINEAGE_LABEL_LEN + 1];
 	char *id = xstrdup(a->id);
 	pthread_mutex_lock(x->mu);
@@ -296,6 +297,19 @@ static void disrupt_planned(struct exec *x, const struct tpf_action *a,
 	free(all);
 }
 
+/* A preempted node's replacement starts: the node's count goes up (the
+ * state's one owner, state/state_record.c); the create's pending record
+ * saves it. A plain create of a preempted spot VM is one too (plan/diff.c
+ * gives both the reason code "preempted"). */
+static void count_preemption(struct exec *x, const struct tpf_action *a)
+{
+	if (!a->reason_code || strcmp(a->reason_code, "preempted"))
+		return;
+	pthread_mutex_lock(x->mu);
+	tpf_state_record_preempted(x->st, a->node);
+	pthread_mutex_unlock(x->mu);
+}
+
 static int exec_action(struct exec *x, size_t ai)
 {
 	const struct tpf_action *a = &x->p->actions[ai];
@@ -335,6 +349,7 @@ static int exec_action(struct exec *x, size_t ai)
 		pthread_mutex_unlock(x->mu);
 		/* fall through */
 	case TPF_ACT_CREATE:
+		count_preemption(x, a);
 		rc = apply_exec_create(x, ai);
 		if (!rc || rc == TPF_ERROR) {
 			/* The node exists even if a worker failed. */

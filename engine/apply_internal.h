@@ -51,6 +51,9 @@ struct exec {
 	int done;            /* stops the heartbeat thread */
 };
 
+/* Before node a->node is deleted: keep the tail of its workers' job logs
+ * (engine/apply_keep.c, engine/kept_logs.h). Warnings only, in x->d. */
+void apply_keep_logs(struct exec *x, const struct tpf_action *a);
 /* Deliver ev to opts->on_event, if any. */
 void apply_emit_event(struct exec *x, const struct tpf_event *ev);
 /* Report a step (kind) of the action that `action` started (engine/events.h):

@@ -126,7 +126,8 @@ struct tpf_watch_opts {
  * Run the loop until *interrupted or max_rounds. A failed round is reported
  * (TPF_WATCH_DIAGS, then a NOTE "error") and retried after a wait that
  * doubles up to 5 minutes. Each round's summary is also written to
- * "<state path>.watch.json", which `tpuform show` reads. Returns 0, or
+ * "<state path>.watch.json" (with "leader": HOST:PID of the writer), which
+ * `tpuform show` reads. Returns 0, or
  * TPF_ERROR when the very first round could not load the fleet file or
  * the metrics address cannot be served (nothing to watch; the diagnostics
  * were an event).

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *tpf_watch_node_condition(const struct tpf_desired_node *dn,
 				     const struct tpf_live_node *ln)
@@ -67,6 +68,13 @@ void tpf_watch_save_summary(const struct tpf_session *s, const struct tpf_watch_
 			      sum->dead, "missing", sum->missing, "queued", sum->queued, "completed",
 			      sum->completed, "round", sum->round, "pending_changes",
 			      (json_int_t)sum->pending);
+	/* Who wrote it, for `show`'s "Watch: leader HOST:PID" line: the host
+	 * and process to look at when the round's age says it stopped. */
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	char *leader = xasprintf("%s:%ld", *host ? host : "localhost", (long)getpid());
+	json_object_set_new(j, "leader", json_string(leader));
+	free(leader);
 	char *text = json_dumps(j, JSON_INDENT(2));
 	char *path = xasprintf("%s.watch.json", s->fleet.state_path);
 	struct tpf_diags d = TPF_DIAGS_INIT;

@@ -88,6 +88,11 @@ struct tpf_state_node {
 	 * W failed preflight N times: <words>". Kept across its replacement,
 	 * so a report can tell bad hosts from bad jobs; NULL: never. */
 	char *bad_host;
+	/* Times this node (its name, whatever VM holds it) was preempted and
+	 * replaced by tpuform: counted by tpf_state_record_preempted when the
+	 * replacement starts, kept across every replacement, so `show` can
+	 * tell a node that keeps being preempted. 0: never (omitted). */
+	int preemptions;
 	struct tpf_state_worker *workers;
 	size_t nworkers;
 };
@@ -245,6 +250,12 @@ void tpf_state_record_not_created(struct tpf_state *st, const char *name, int ma
 /* Deleted because its job completed (on_success: delete): status
  * completed, no id, completed_at `at`, every worker exited 0. */
 void tpf_state_record_completed(struct tpf_state *st, const char *name, const char *at);
+/* Node `name` was preempted (the plan's reason code "preempted": its
+ * state PREEMPTED, or a spot VM Compute Engine deleted) and its
+ * replacement starts now: preemptions += 1. Called once per replacement,
+ * before tpf_state_record_pending, whose save records it. Nothing when
+ * the state has no such node. */
+void tpf_state_record_preempted(struct tpf_state *st, const char *name);
 /* Worker `worker` of node `name` failed its preflight too often in a row
  * (its count is in the worker's record): status bad_host (the plan
  * replaces it), bad_host the zone, id and `why`. Nothing when there is no

@@ -41,6 +41,7 @@ struct tpf_state_node *tpf_state_node_clone(const struct tpf_state_node *src)
 	n->completed_at = xstrdup(src->completed_at);
 	n->exit_code = src->exit_code;
 	n->bad_host = xstrdup(src->bad_host);
+	n->preemptions = src->preemptions;
 	tpf_state_node_set_workers(n, src->nworkers);
 	for (size_t i = 0; i < src->nworkers; i++)
 		worker_copy(&n->workers[i], &src->workers[i]);
@@ -133,6 +134,13 @@ void tpf_state_record_completed(struct tpf_state *st, const char *name, const ch
 		xstrset(&sn->workers[i].status, "exited");
 		sn->workers[i].exit_code = 0;
 	}
+}
+
+void tpf_state_record_preempted(struct tpf_state *st, const char *name)
+{
+	struct tpf_state_node *sn = tpf_state_find(st, name);
+	if (sn)
+		sn->preemptions++;
 }
 
 void tpf_state_adopt_queued(struct tpf_recipe *recorded, const struct tpf_live_node *ln,

@@ -51,7 +51,7 @@ out=$(tpuform logs -f fleet.yaml lc-a-1)
 like "the job's output is visible with worker prefixes" "$out" "^lc-a-1/w1 \| job on lc-a-1/1 of 2 retry=0 commit=$(git -C repo rev-parse main)"
 like "env reaches the job" "$out" "lc-a-1/w0 \| greeting=hello world"
 
-out=$(tpuform show -f fleet.yaml)
+out=$(tpuform show -detail -f fleet.yaml)
 like "show lists every worker with a live session" "$out" "w1 +yes +alive"
 is "show: 5 alive sessions" "$(printf '%s\n' "$out" | grep -c ' alive ')" 5
 

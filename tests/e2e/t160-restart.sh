@@ -32,7 +32,7 @@ ok "apply" tpuform apply -f fleet.yaml -auto-approve
 wait_for 10 sh -c '[ "$(wc -l < nodes/bucket/starts)" -ge 4 ]'
 # The short jobs must have finished (exit codes recorded) before we look.
 # shellcheck disable=SC2317 # called through wait_for
-exited() { "$TPUFORM" show -f fleet.yaml | grep -c ' exited ' | grep -qx "$1"; }
+exited() { "$TPUFORM" show -detail -f fleet.yaml | grep -c ' exited ' | grep -qx "$1"; }
 wait_for 10 exited 2
 home=nodes/nodes/rs-long-0/workers/1
 SCREENDIR=$home/.screen screen -ls | awk '/\t/ {print $1}' | while read -r s; do SCREENDIR=$home/.screen screen -S "$s" -X quit; done
@@ -43,7 +43,7 @@ like "naming the worker" "$out" "worker 1 has a dead session: restart it"
 like "the failed job is restarted" "$out" "rs-bad-0.*|worker 0 job failed"
 like "with its retry counter going up" "$out" "~ w0.retry = 0 -> 1"
 unlike "the finished job is left alone" "$out" "rs-ok-0 will be"
-show=$(tpuform show -f fleet.yaml)
+show=$(tpuform show -detail -f fleet.yaml)
 like "show: the finished job exited 0" "$show" "w0 +yes +exited +0 "
 like "show: the failed job exited 3" "$show" "w0 +yes +exited +3 "
 like "show: the killed session is dead" "$show" "w1 +yes +dead "

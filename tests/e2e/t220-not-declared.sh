@@ -21,7 +21,7 @@ groups:
 YAML
 # w0's session: exited with status 1 after RESTARTS restarts.
 # shellcheck disable=SC2317 # called through wait_for
-failed_after() { "$TPUFORM" show -f fleet.yaml | grep -qE "^ +w0 +yes +exited +1 +$1 "; }
+failed_after() { "$TPUFORM" show -detail -f fleet.yaml | grep -qE "^ +w0 +yes +exited +1 +$1 "; }
 ok "apply" tpuform apply -f fleet.yaml -auto-approve
 ok "the job failed" wait_for 10 failed_after 0
 fails "first failure: a restart is planned (exit 2)" 2 tpuform plan -f fleet.yaml -detailed-exitcode
@@ -45,7 +45,7 @@ is "-json: an unconverged message per entry" \
 is "-json: change_summary counts it" \
 	"$(printf '%s\n' "$out" | jq -c 'select(.type == "change_summary") | [.changes.unconverged, .changes.add, .changes.change]')" \
 	'[1,0,0]'
-like "show marks the worker" "$(tpuform show -f fleet.yaml)" "^ +w0 +yes +exited +1 +1 .*\[restarts exhausted\]$"
+like "show marks the worker" "$(tpuform show -detail -f fleet.yaml)" "^ +w0 +yes +exited +1 +1 .*\[restarts exhausted\]$"
 like "show -json too" "$(tpuform show -f fleet.yaml -json)" '"not_as_declared": "restarts_exhausted"'
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
 cd .. || exit 1
@@ -72,7 +72,7 @@ like "the plan says the node waits for quota, naming the rule" "$out" \
 unlike "and never says it matches the configuration" "$out" "matches the configuration"
 ok "apply creates nothing" tpuform apply -f fleet.yaml -auto-approve
 ok "no node exists" test ! -d nodes/nodes/nq-a-0
-show=$(tpuform show -f fleet.yaml)
+show=$(tpuform show -detail -f fleet.yaml)
 like "show marks the node" "$show" "^nq-a-0  NOT CREATED  \[waiting for quota: on_demand cap 0 in local-a"
 unlike "and does not suggest apply" "$show" "Run 'tpuform apply' to create them"
 write_fleet 1

@@ -36,7 +36,7 @@ wait_for 10 sh -c '[ "$(wc -l <nodes/bucket/starts)" -ge 4 ]'
 kill_job gg-a-0 1
 kill_job gg-b-0 1
 # shellcheck disable=SC2016 # expanded by the inner sh
-wait_for 10 sh -c '[ "$("$0" show -f fleet.yaml | grep -c "exited *137")" -eq 2 ]' "$TPUFORM"
+wait_for 10 sh -c '[ "$("$0" show -detail -f fleet.yaml | grep -c "exited *137")" -eq 2 ]' "$TPUFORM"
 out=$(tpuform plan -f fleet.yaml 2>&1)
 like "plan: one action restarts the whole node" "$out" \
 	"# \(restart all 2 workers of gg-a-0: worker 1 job failed \(exit 137\)\)"
@@ -55,7 +55,7 @@ is "gang: worker 0 started again with TPUFORM_RETRY=1" "$(starts gg-a-0/0 1)" 1
 is "gang: worker 1 started again with TPUFORM_RETRY=1" "$(starts gg-a-0/1 1)" 1
 is "worker scope: worker 1 started again with TPUFORM_RETRY=1" "$(starts gg-b-0/1 1)" 1
 is "worker scope: worker 0 kept its first start" "$(grep -c '^gg-b-0/0 ' nodes/bucket/starts)" 1
-show=$(tpuform show -f fleet.yaml)
+show=$(tpuform show -detail -f fleet.yaml)
 like "show: the node's workers count one restart each" "$show" "w1 +yes +alive +- +1 "
 ok "the state remembers when" grep -q '"restarted_at"' tpuform.state.json
 
@@ -101,6 +101,6 @@ ok "the failed node is kept" test -d nodes/nodes/gg-a-0
 fails "plan -detailed-exitcode: nothing to change, not as declared (3)" 3 \
 	tpuform plan -f fleet.yaml -detailed-exitcode
 like "plan says why" "$(cat "$W/last.out")" "^  - gg-a-0: failed: worker 1 job failed \(exit 137\) after 3 restarts"
-like "show marks the node failed" "$(tpuform show -f fleet.yaml)" "^gg-a-0  READY .*\[failed\]$"
+like "show marks the node failed" "$(tpuform show -detail -f fleet.yaml)" "^gg-a-0  READY .*\[failed\]$"
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
 finish

@@ -33,7 +33,7 @@ YAML
 ok "apply" tpuform apply -f fleet.yaml -auto-approve
 # Past the timeout: the quiet jobs are stalled; plan and show say so.
 sleep 4.5
-show=$(tpuform show -f fleet.yaml)
+show=$(tpuform show -detail -f fleet.yaml)
 like "show marks the quiet job stalled" "$show" "^ +w0 .*printed once  \[stalled: no output for ([4-9]|[1-9][0-9]+)s\]$"
 unlike "but not the steady one" "$(printf '%s\n' "$show" | grep -A2 '^st-steady-0')" "stalled"
 unlike "nor the one that touches its heartbeat" "$(printf '%s\n' "$show" | grep -A2 '^st-beat-0')" "stalled"

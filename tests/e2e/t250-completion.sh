@@ -41,7 +41,7 @@ out=$(cat last.out)
 like "plan lists them as completed with exit 0" "$out" \
 	"^  - sw-trial-0: completed with exit 0 at [0-9-]+T[0-9:]+Z; deleted, not created again \(on_success: delete\)$"
 unlike "not missing, not created" "$out" "will be created|missing"
-like "show lists them" "$(tpuform show -f fleet.yaml)" \
+like "show lists them" "$(tpuform show -detail -f fleet.yaml)" \
 	"^sw-trial-1  COMPLETED  v4-16  z1  on-demand .*\[completed: exit 0 at [0-9-]+T[0-9:]+Z\]$"
 ok "apply creates nothing" tpuform apply -f fleet.yaml -auto-approve
 is "no node exists" "$(dir_names nodes/nodes | wc -l | tr -d ' ')" 0
@@ -82,6 +82,6 @@ ok "keep: watch -exit-when-done exits 0" \
 ok "the node is kept" test -d keepnodes/nodes/sk-trial-0
 like "plan lists it as completed and kept" "$(tpuform plan -f keep.yaml)" \
 	"^  - sk-trial-0: completed with exit 0; the node is kept \(on_success: keep\)$"
-like "show marks it" "$(tpuform show -f keep.yaml)" "^sk-trial-0  READY .*\[succeeded\]$"
+like "show marks it" "$(tpuform show -detail -f keep.yaml)" "^sk-trial-0  READY .*\[succeeded\]$"
 ok "destroy the kept fleet" tpuform destroy -f keep.yaml -auto-approve
 finish

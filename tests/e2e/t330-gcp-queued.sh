@@ -103,7 +103,7 @@ out=$(tpuform plan -f fleet.yaml -detailed-exitcode 2>&1)
 is "plan while waiting: no changes, but not as declared (exit 3)" "$?" 3
 like "plan lists the waiting queued resources" "$out" "  - gq-a-1: waiting in its queued resource, which is WAITING_FOR_RESOURCES"
 like "plan notes the waiting queued resources" "$out" "queued: node 'gq-a-1' waits: its queued resource is WAITING_FOR_RESOURCES"
-out=$(tpuform show -f fleet.yaml 2>&1)
+out=$(tpuform show -detail -f fleet.yaml 2>&1)
 like "show: the node's state is its queued resource's" "$out" "gq-a-0  WAITING_FOR_RESOURCES  v2-8  zq  spot .* queued=WAITING_FOR_RESOURCES"
 ok "watch does not block on waiting queued resources" \
 	tpuform watch -f fleet.yaml -rounds 1 -interval 1s -session-check 1s
@@ -124,7 +124,7 @@ out=$(cat last.out)
 like "worker of gq-a-0 changed" "$out" "changed: \[gq-a-0/w0\]"
 like "worker of gq-a-1 changed" "$out" "changed: \[gq-a-1/w0\]"
 ok "then no changes" tpuform plan -f fleet.yaml -detailed-exitcode
-out=$(tpuform show -f fleet.yaml 2>&1)
+out=$(tpuform show -detail -f fleet.yaml 2>&1)
 like "show: READY, with the queued resource ACTIVE, session alive" "$out" "gq-a-1  READY .* queued=ACTIVE"
 like "show: the session runs" "$out" "w0 +yes +alive"
 

@@ -150,7 +150,7 @@ is "a patch of a field nodes.patch does not support is refused" "$code" 400
 ok "inject a symptom" admin "nodes/us-central2-b/nf-a-0:symptom?value=OUT_OF_MEMORY&worker=0&details=HBM%20full"
 ok "inject upcoming maintenance" admin "nodes/us-central2-b/nf-a-0:maintenance?value=SCHEDULED&status=PENDING&start=2030-01-01T00:00:00Z&end=2030-01-01T04:00:00Z"
 ok "an unknown symptom type is refused" sh -c "! admin 'nodes/us-central2-b/nf-a-0:symptom?value=BAD' | grep -q '^ok'"
-out=$(tpuform show -f fleet.yaml 2>&1)
+out=$(tpuform show -detail -f fleet.yaml 2>&1)
 like "show: symptoms" "$out" "symptoms: OUT_OF_MEMORY \(worker 0\): HBM full"
 like "show: maintenance" "$out" "upcoming maintenance: SCHEDULED maintenance PENDING, window 2030-01-01T00:00:00Z to 2030-01-01T04:00:00Z"
 out=$(tpuform plan -f fleet.yaml -detailed-exitcode 2>&1)

@@ -33,8 +33,9 @@ groups:
   - { name: a, accelerator_type: v2-8, runtime_version: rt, zones: [z1], count: $1 }
 YAML
 }
-# The state's objects; the run ledger's (docs/ledger.md) are counted apart.
-objects() { curl -s "$FAKEGCP_URL/__admin/storage" | jq -r '.buckets[0].objects[].name' | grep -v '\.ledger/' | sort | tr '\n' ' '; }
+# The state's objects; the run ledger's (docs/ledger.md) and the kept logs
+# (docs/commands.md "logs") are counted apart.
+objects() { curl -s "$FAKEGCP_URL/__admin/storage" | jq -r '.buckets[0].objects[].name' | grep -v '\.ledger/' | grep -v '\.logs/' | sort | tr '\n' ' '; }
 ledger_objects() { curl -s "$FAKEGCP_URL/__admin/storage" | jq -r '.buckets[0].objects[].name' | grep -c '\.ledger/'; }
 requests() { curl -s "$FAKEGCP_URL/__admin/requests"; }
 clear_requests() { curl -s -o /dev/null -X POST "$FAKEGCP_URL/__admin/requests:clear"; }

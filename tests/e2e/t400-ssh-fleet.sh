@@ -95,7 +95,7 @@ like "changes nothing" "$(cat last.out)" "No changes\."
 ok "plan is clean" tpuform plan -f fleet.yaml -detailed-exitcode
 is "no job was started twice" "$(cat "$W"/workers/w*/home/starts | wc -l | tr -d ' ')" 4
 
-show=$(tpuform show -f fleet.yaml 2>&1)
+show=$(tpuform show -detail -f fleet.yaml 2>&1)
 like "show: every worker reachable and alive" "$(printf '%s\n' "$show" | grep -cE '^ +w[01] +yes +alive ')" "^4$"
 like "show: the last log line" "$show" "w1 +yes +alive +- +0 +step 2 on sf-a-1/1"
 

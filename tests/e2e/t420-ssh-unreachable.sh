@@ -35,7 +35,7 @@ done
 ok "nothing reached worker 2" test ! -e "$W/workers/w2/home/tpuform"
 is "the state says so" "$(jq -r '.nodes[0].workers[2].status' tpuform.state.json)" unreachable
 
-show=$(tpuform show -f fleet.yaml 2>&1)
+show=$(tpuform show -detail -f fleet.yaml 2>&1)
 like "show: worker 2 is unreachable" "$show" "w2 +[?] +unreachable "
 like "show: the others are" "$(printf '%s\n' "$show" | grep -cE '^ +w[013] +yes +alive ')" "^3$"
 plan=$(tpuform plan -f fleet.yaml 2>&1)

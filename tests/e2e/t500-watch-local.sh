@@ -53,7 +53,7 @@ start_watch -rounds 2
 wait $wpid
 ok "a changed runtime version is reported as pending, not applied" grep -q "pending, not healing" watch.out
 ok "no node was replaced" sh -c "! grep -q 'deleting' watch.out"
-ok "show reads the last watch summary" sh -c "\"$TPUFORM\" show -f fleet.yaml | grep -q '^Watch: alive 3/4'"
+ok "show reads the last watch summary" sh -c "\"$TPUFORM\" show -f fleet.yaml | grep -q '^Watch: leader .*, last round .* ago (round [0-9]*: alive 3/4'"
 : >watch.out
 start_watch -rounds 3 -apply-all
 wait $wpid

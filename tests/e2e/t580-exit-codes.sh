@@ -24,7 +24,7 @@ groups:
 YAML
 ok "apply" tpuform apply -f fleet.yaml -auto-approve
 # shellcheck disable=SC2317 # called through wait_for
-exited() { "$TPUFORM" show -f fleet.yaml | grep -c ' exited ' | grep -qx "$1"; }
+exited() { "$TPUFORM" show -detail -f fleet.yaml | grep -c ' exited ' | grep -qx "$1"; }
 wait_for 10 exited 2
 out=$(tpuform plan -f fleet.yaml)
 like "exit 42 is restarted" "$out" "ec-again-0 will be updated in-place"
@@ -34,7 +34,7 @@ ok "apply restarts the exit-42 job" tpuform apply -f fleet.yaml -auto-approve
 wait_for 10 grep -q "ec-again-0 retry=1" nodes/bucket/starts
 ok "it ran again with TPUFORM_RETRY=1" grep -q "ec-again-0 retry=1" nodes/bucket/starts
 is "the exit-3 job ran once" "$(grep -c ec-stop-0 nodes/bucket/starts)" 1
-show=$(tpuform show -f fleet.yaml)
+show=$(tpuform show -detail -f fleet.yaml)
 like "show: the exit-3 node failed" "$show" "ec-stop-0.*failed"
 fails "plan -detailed-exitcode: not as declared" 3 tpuform plan -f fleet.yaml -detailed-exitcode
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve

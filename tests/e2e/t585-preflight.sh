@@ -42,7 +42,7 @@ SCREENDIR=$home/.screen screen -ls | awk '/\t/ {print $1}' | while read -r s; do
 gen0=$(jq '.nodes[0].generation' tpuform.state.json)
 fails "apply: the restart fails its preflight" 1 tpuform apply -f fleet.yaml -auto-approve
 like "apply names the holder and the fix" "$(cat "$W/last.out")" "at step 'preflight' \(exit status 1\): the TPU is in use: pid $holder \(sleep 300\) holds $home/dev/accel0; stop that process \(kill $holder\), or set tpu_busy: kill"
-like "show: the worker's preflight failure with the PID" "$(tpuform show -f fleet.yaml)" "preflight failed \(1 in a row\): the TPU is in use: pid $holder \(sleep 300\)"
+like "show: the worker's preflight failure with the PID" "$(tpuform show -detail -f fleet.yaml)" "preflight failed \(1 in a row\): the TPU is in use: pid $holder \(sleep 300\)"
 ok "the job did not start" test ! -e "$home/tpuform/run/job.pid"
 
 TPUFORM_NOTIFY_BACKOFF=0.2s "$TPUFORM" watch -f fleet.yaml -interval 0.3s -session-check 0.5s \
@@ -62,6 +62,6 @@ is "one bad_host webhook" "$(grep -c '"bad_host"' hook/events.jsonl)" 1
 like "bad_host says the zone and the failure" "$(jq -r .nodes[0].bad_host tpuform.state.json)" "^zone z1, id [^:]*: worker 0 failed preflight 2 times: the TPU is in use: pid $holder"
 ok "the node was replaced (a new generation), not restarted" test "$(jq '.nodes[0].generation' tpuform.state.json)" -gt "$gen0"
 is "its restarts were not spent" "$(jq '.nodes[0].workers[0].restarts' tpuform.state.json)" 0
-like "the new node runs its job" "$(tpuform show -f fleet.yaml)" "w0 +yes +alive"
+like "the new node runs its job" "$(tpuform show -detail -f fleet.yaml)" "w0 +yes +alive"
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
 finish

@@ -26,8 +26,8 @@ YAML
 ok "apply" tpuform apply -f fleet.yaml -auto-approve
 wait_for 10 grep -q "start retry=0" nodes/bucket/starts
 home=$W/nodes/nodes/dr-a-0/workers/0
-wait_for 10 sh -c "\"$TPUFORM\" show -f fleet.yaml | grep -q 'last checkpoint: 1200'"
-like "show: the job's last checkpoint" "$(tpuform show -f fleet.yaml)" "last checkpoint: 1200"
+wait_for 10 sh -c "\"$TPUFORM\" show -detail -f fleet.yaml | grep -q 'last checkpoint: 1200'"
+like "show: the job's last checkpoint" "$(tpuform show -detail -f fleet.yaml)" "last checkpoint: 1200"
 mkdir -p "$home/metadata/instance" && echo TRUE >"$home/metadata/instance/preempted"
 wait_for 15 grep -q "reason=preempted" nodes/bucket/told
 like "the notice reached the job as SIGTERM with \$TPUFORM_DISRUPTION" "$(cat nodes/bucket/told)" "signal retry=0
@@ -37,9 +37,9 @@ deadline_rfc3339=[0-9T:Z-]+
 signal=SIGTERM"
 rm -f "$home/metadata/instance/preempted"
 # shellcheck disable=SC2317 # called through wait_for
-exited() { "$TPUFORM" show -f fleet.yaml | grep -q ' exited '; }
+exited() { "$TPUFORM" show -detail -f fleet.yaml | grep -q ' exited '; }
 wait_for 10 exited
-like "show: the job was told of the preemption" "$(tpuform show -f fleet.yaml)" "told of a disruption: preempted"
+like "show: the job was told of the preemption" "$(tpuform show -detail -f fleet.yaml)" "told of a disruption: preempted"
 ok "apply restarts the job" tpuform apply -f fleet.yaml -auto-approve
 wait_for 10 grep -q "start retry=1" nodes/bucket/starts
 like "the restart starts with TPUFORM_LAST_CHECKPOINT=1200" "$(cat nodes/bucket/starts)" "start retry=1 last=1200"

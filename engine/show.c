@@ -1,0 +1,171 @@
+/*
+ * `tpuform show` at a glance (engine/show.h): one row per node, so a
+ * fleet of 20 fits a screen, and the facts behind each cell decided here,
+ * not in the printer. Issue 19 item 7.
+ */
+#include "engine/show.h"
+#include "config/config_yaml.h"
+#include "model/node_state.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *tpf_show_dead_reason(const struct tpf_session *s, const struct tpf_state_node *sn)
+{
+	const struct tpf_live_node *ln = tpf_live_set_find(&s->live, sn->name);
+	if (!strcmp(sn->status, TPF_NODE_COMPLETED))
+		return NULL; /* deleted on purpose: its workers' exits are known */
+	if (!ln) {
+		if (!s->o.refresh)
+			return NULL; /* not asked: the state's word stands */
+		return sn->id ? "node missing" : "node not created";
+	}
+	switch (tpf_node_class(ln->state)) {
+	case TPF_NODE_DEAD:
+		if (ln->state && !strcmp(ln->state, "PREEMPTED"))
+			return "node preempted";
+		if (ln->state && !strcmp(ln->state, "TERMINATED"))
+			return "node terminated";
+		return "node stopped";
+	case TPF_NODE_GOING:
+		return "node being deleted";
+	default:
+		return NULL;
+	}
+}
+
+void tpf_show_fmt_age(double seconds, char *out, size_t outlen)
+{
+	long s = (long)seconds;
+	if (seconds < 0)
+		snprintf(out, outlen, "-");
+	else if (s < 60)
+		snprintf(out, outlen, "%lds", s);
+	else if (s < 3600)
+		snprintf(out, outlen, "%ldm", s / 60);
+	else if (s < 86400)
+		snprintf(out, outlen, "%ldh%ldm", s / 3600, (s / 60) % 60);
+	else
+		snprintf(out, outlen, "%ldd%ldh", s / 86400, (s / 3600) % 24);
+}
+
+/* What the probes say of the node's jobs (no dead node here). */
+static void job_from_facts(const struct tpf_session *s, const struct tpf_state_node *sn,
+			   struct tpf_show_row *r)
+{
+	int alive = 0, exited = 0, dead = 0, none = 0, unreach = 0, code = 0, probed = 0;
+	for (size_t w = 0; w < sn->nworkers; w++) {
+		const struct tpf_job_fact *f = tpf_job_facts_find(&s->facts, sn->name, (int)w);
+		if (!f)
+			continue;
+		probed++;
+		const char *js = f->job_state;
+		if (!js) {
+			unreach++;
+			continue;
+		}
+		r->up++;
+		alive += !strcmp(js, "alive");
+		none += !strcmp(js, "none");
+		dead += !strcmp(js, "dead");
+		if (!strcmp(js, "exited")) {
+			exited++;
+			if (f->exit_code != 0 && code == 0)
+				code = f->exit_code; /* the first failure says most */
+		}
+		if (!r->last_log && f->last_log && *f->last_log)
+			r->last_log = f->last_log;
+	}
+	int n = (int)sn->nworkers;
+	if (!probed) {
+		/* Not probed now (-refresh=false, or never provisioned): the
+		 * state's last word, marked as such. */
+		const char *st = n ? sn->workers[0].status : NULL;
+		snprintf(r->job, sizeof(r->job), "%s%s", st ? st : "-", st ? "?" : "");
+	} else if (alive == n)
+		snprintf(r->job, sizeof(r->job), "running");
+	else if (alive)
+		snprintf(r->job, sizeof(r->job), "running %d/%d", alive, n);
+	else if (exited)
+		snprintf(r->job, sizeof(r->job), "exited %d", code);
+	else if (dead)
+		snprintf(r->job, sizeof(r->job), "dead");
+	else if (none)
+		snprintf(r->job, sizeof(r->job), "not started");
+	else
+		snprintf(r->job, sizeof(r->job), "unreachable");
+}
+
+void tpf_show_row(const struct tpf_session *s, const struct tpf_state_node *sn, double now,
+		  struct tpf_show_row *r)
+{
+	memset(r, 0, sizeof(*r));
+	const struct tpf_live_node *ln = tpf_live_set_find(&s->live, sn->name);
+	r->sn = sn;
+	r->state = ln && ln->state ? ln->state
+		 : !strcmp(sn->status, TPF_NODE_COMPLETED) ? "COMPLETED"
+		 : s->o.refresh ? "MISSING" : "UNKNOWN";
+	const char *type = sn->recipe.accelerator_type;
+	if (!type || !*type)
+		type = sn->recipe.compute.machine_type;
+	r->type = type && *type ? type : "-";
+	r->zone = sn->recipe.zone && *sn->recipe.zone ? sn->recipe.zone : "-";
+	r->class = tpf_recipe_scheduling(&sn->recipe);
+	double created = tpf_parse_rfc3339(sn->created_at);
+	r->age = created < 0 || !strcmp(sn->status, TPF_NODE_COMPLETED) ? -1
+		 : now > created ? now - created
+				 : 0; /* a clock a little behind the provider's */
+	r->total = (int)sn->nworkers;
+	for (size_t w = 0; w < sn->nworkers; w++)
+		if (sn->workers[w].restarts > r->restarts)
+			r->restarts = sn->workers[w].restarts;
+	r->preemptions = sn->preemptions;
+	r->dead = tpf_show_dead_reason(s, sn);
+	const char *outcome = tpf_node_outcome(&s->fleet, sn, &s->facts, now);
+	if (r->dead)
+		snprintf(r->job, sizeof(r->job), "unknown: %s", r->dead);
+	else if (outcome)
+		snprintf(r->job, sizeof(r->job), "%s", outcome);
+	else
+		job_from_facts(s, sn, r);
+	if (!r->dead && outcome) {
+		/* Still count the workers up and take a last line. */
+		struct tpf_show_row tmp = *r;
+		job_from_facts(s, sn, &tmp);
+		r->up = tmp.up;
+		r->last_log = tmp.last_log;
+	}
+}
+
+const char *tpf_show_suggest_node(const struct tpf_session *s, const char *name)
+{
+	size_t n = s->state.nnodes + s->live.n;
+	const char **known = xcalloc(n + 1, sizeof(*known));
+	size_t k = 0;
+	for (size_t i = 0; i < s->state.nnodes; i++)
+		known[k++] = s->state.nodes[i].name;
+	for (size_t i = 0; i < s->live.n; i++)
+		if (s->live.nodes[i].name)
+			known[k++] = s->live.nodes[i].name;
+	const char *best = cfg_suggest(name, known);
+	free(known);
+	return best;
+}
+
+json_t *tpf_show_watch_load(const struct tpf_session *s, double now, double *age)
+{
+	char *wpath = xasprintf("%s.watch.json", s->fleet.state_path);
+	json_t *watch = json_load_file(wpath, 0, NULL);
+	free(wpath);
+	*age = -1;
+	if (!json_is_object(watch)) {
+		json_decref(watch);
+		return NULL;
+	}
+	double t = tpf_parse_rfc3339(json_string_value(json_object_get(watch, "time")));
+	if (t >= 0)
+		*age = now > t ? now - t : 0;
+	return watch;
+}
