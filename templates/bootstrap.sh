@@ -485,7 +485,7 @@ tpf_mount_failed() {
 	printf 'tpuform: last lines of %s:\n' "$tpf_logs/mount.log"
 	tail -n 20 -- "$tpf_logs/mount.log" | sed 's/^/  | /'
 	tpf_last=$(grep -v '^[[:space:]]*$' "$tpf_logs/mount.log" | tail -n 1 | cut -c1-300)
-	tpf_fail mount "$1" "$2 $tpf_m_url at $tpf_m_path failed (exit status $1)${tpf_last:+: $tpf_last}"
+	tpf_fail mount "$1" "$2 $tpf_m_url at $tpf_m_path failed (exit status $1)${tpf_last:+: $tpf_last}; check that the bucket exists and that the VM's service account may read it (roles/storage.objectViewer; objectUser to write)"
 }
 
 # mode: mount with gcsfuse and its documented flags
