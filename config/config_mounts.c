@@ -287,6 +287,10 @@ static int check_overlap(struct cfg *c, yaml_node_t *v, const struct tpf_mount *
 			 const struct tpf_mount *m)
 {
 	for (size_t i = 0; i < n; i++) {
+		/* Kept mounts have a path (read_mount succeeded); the analyzer
+		 * cannot tell. */
+		if (!ms[i].path)
+			continue;
 		if (!strcmp(ms[i].path, m->path)) {
 			cfg_error(c, v, "give each directory one bucket",
 				  "duplicate mount path '%s' (first at line %d)", m->path, ms[i].line);

@@ -496,7 +496,6 @@ tpf_mount_failed() {
 # user owns and can write what it sees. gcsfuse runs in the background
 # once mounted; its output before that goes to mount.log.
 tpf_mount_fuse() {
-	tpf_unmount_one "$tpf_m_at"
 	set -- --implicit-dirs --uid "$(id -u)" --gid "$(id -g)" --file-mode 664 --dir-mode 775
 	if [ -n "$tpf_m_prefix" ]; then
 		set -- "$@" --only-dir "$tpf_m_prefix"
@@ -508,6 +507,7 @@ tpf_mount_fuse() {
 	gcsfuse "$@" "$tpf_m_bucket" "$tpf_m_at" </dev/null >>"$tpf_logs/mount.log" 2>&1 9>&-
 	tpf_code=$?
 	[ "$tpf_code" -eq 0 ] || tpf_mount_failed "$tpf_code" "mounting"
+	printf '%s\n' "$tpf_m_at" >>"$tpf_rundir/mounts"
 }
 
 # mode: copy: the prefix's objects into the path, one way (files the job
@@ -558,6 +558,7 @@ tpf_mounts() {
 		mkdir -p -- "$TPUFORM_CHECKPOINT_DIR" ||
 			tpf_fail mount 1 "cannot create $TPUFORM_CHECKPOINT_DIR (checkpoint_dir)"
 	fi
+	tpf_unmount_all
 	tpf_n=${TPUFORM_MOUNTS:-0}
 	[ "$tpf_n" -gt 0 ] || return 0
 	: >"$tpf_logs/mount.log"
@@ -568,6 +569,7 @@ tpf_mounts() {
 			tpf_mount_local
 		else
 			[ "$tpf_m_mode" = copy ] || tpf_gcsfuse_install
+			tpf_unmount_one "$tpf_m_at"
 			tpf_mkdir_ours "$tpf_m_at"
 			if [ "$tpf_m_mode" = copy ]; then
 				[ "$tpf_m_ro" != 1 ] || chmod -R u+w -- "$tpf_m_at" 2>/dev/null
@@ -586,15 +588,16 @@ tpf_mounts() {
 	done
 }
 
-# On stop: the FUSE mounts go with the job.
+# The FUSE mounts this script made, as run/mounts lists them (one path a
+# line: paths have no newlines), go on stop and before the next start's
+# mounts, so a mount the fleet file no longer names does not linger.
 tpf_unmount_all() {
-	[ -z "${TPUFORM_LOCAL_GCS:-}" ] || return 0
-	tpf_i=1
-	while [ "$tpf_i" -le "${TPUFORM_MOUNTS:-0}" ]; do
-		tpf_mount_get "$tpf_i"
-		[ "$tpf_m_mode" = copy ] || tpf_unmount_one "$tpf_m_at"
-		tpf_i=$((tpf_i + 1))
-	done
+	[ -f "$tpf_rundir/mounts" ] || return 0
+	while read -r tpf_p; do
+		# stdin is the list: the unmount commands must not read it
+		[ -z "$tpf_p" ] || tpf_unmount_one "$tpf_p" </dev/null
+	done <"$tpf_rundir/mounts"
+	rm -f -- "$tpf_rundir/mounts"
 }
 
 tpf_head() {

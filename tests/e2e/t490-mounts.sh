@@ -73,8 +73,10 @@ mkdir -p "$W/fakebin" "$W/gcs/my-data/sets" "$W/gcs/my-data/models"
 echo "hello over fuse" >"$W/gcs/my-data/sets/hello.txt"
 echo "weights by rsync" >"$W/gcs/my-data/models/w.bin"
 # gcsfuse FLAGS... BUCKET MOUNT_POINT: records its arguments in the
-# worker's home, then plays the mount with a copy of the bucket's
-# --only-dir; bucket "no-such-bucket" fails as gcsfuse does.
+# worker's home, then plays the mount with a bind mount of the bucket's
+# --only-dir (in the worker VM's own mount namespace: tests/e2e/sshd.sh),
+# which the bootstrap's unmount really unmounts; bucket "no-such-bucket"
+# fails as gcsfuse does.
 cat >"$W/fakebin/gcsfuse" <<EOF
 #!/bin/sh
 printf '%s\n' "\$*" >>"\$HOME/gcsfuse.args"
@@ -88,7 +90,7 @@ if [ "\$1" = no-such-bucket ]; then
 	exit 1
 fi
 [ -d "\$2" ] || { echo "mount point \$2 is missing" >&2; exit 1; }
-cp -R "$W/gcs/\$1/\$only/." "\$2/"
+mount --bind "$W/gcs/\$1/\$only" "\$2"
 EOF
 # gcloud storage rsync --recursive gs://B/P DIR
 cat >"$W/fakebin/gcloud" <<EOF
@@ -99,6 +101,8 @@ src=\${4#gs://}
 cp -R "$W/gcs/\$src/." "\$5/"
 EOF
 chmod +x "$W/fakebin/gcsfuse" "$W/fakebin/gcloud"
+all="  - { path: /root/all, bucket: gs://my-data }"
+mounted() { sshd_in "$1" awk '{ print $2 }' /proc/mounts | grep '^/root/' | sort | tr '\n' ' '; }
 write_gcp() {
 	cat >gcp.yaml <<YAML
 fleet: mg
@@ -111,13 +115,13 @@ env: { PATH: "$W/fakebin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin
 mounts:
   - { path: /root/data, bucket: gs://$1/sets, read_only: true }
   - { path: /root/models, bucket: gs://my-data/models, mode: copy }
-  - { path: /root/all, bucket: gs://my-data }
+$2
 run: 'echo "ckpt=\$TPUFORM_CHECKPOINT_DIR root=[\$TPUFORM_MOUNT_ROOT]" >~/job.env; cat /root/data/hello.txt /root/models/w.bin >~/job.seen; exec sleep 3000'
 groups:
   - { name: a, accelerator_type: v4-16, runtime_version: tpu-ubuntu2204-base, zones: [z1], count: 1 }
 YAML
 }
-write_gcp my-data
+write_gcp my-data "$all"
 ok "gcp: apply" tpuform apply -f gcp.yaml -auto-approve
 h0=$(sshd_home 0)
 h1=$(sshd_home 1)
@@ -135,14 +139,22 @@ weights by rsync"
 like "gcp: the worker's log names each mount" "$(cat "$h0/tpuform/logs/mount.log")" \
 	'^\$ gcsfuse --implicit-dirs .* my-data /root/all$'
 ok "gcp: plan: no changes" tpuform plan -f gcp.yaml -detailed-exitcode
+is "gcp: both FUSE mounts are there on each worker" "$(mounted 0)|$(mounted 1)" \
+	"/root/all /root/data |/root/all /root/data "
 
 # A mount that fails fails the start, with gcsfuse's own message.
-write_gcp no-such-bucket
+write_gcp no-such-bucket "$all"
 fails "gcp: apply with a bucket gcsfuse cannot mount fails" 1 tpuform apply -f gcp.yaml -auto-approve
 out=$(cat "$W/last.out")
 like "gcp: the failure names the mount" "$out" "mounting gs://no-such-bucket/sets at /root/data failed \(exit status 1\)"
 like "gcp: with gcsfuse's own error" "$out" 'bucket "no-such-bucket" does not exist'
-write_gcp my-data
+write_gcp my-data "$all"
+is "gcp: a failed start leaves no mount behind" "$(mounted 0)" ""
 ok "gcp: apply with the mount fixed" tpuform apply -f gcp.yaml -auto-approve
+is "gcp: mounted again" "$(mounted 0)" "/root/all /root/data "
+write_gcp my-data ""
+ok "gcp: apply without the /root/all mount" tpuform apply -f gcp.yaml -auto-approve
+is "gcp: the mount the fleet file no longer names is unmounted" "$(mounted 0)|$(mounted 1)" \
+	"/root/data |/root/data "
 ok "gcp: destroy" tpuform destroy -f gcp.yaml -auto-approve
 finish
