@@ -102,6 +102,7 @@ cp -R "$W/gcs/\$src/." "\$5/"
 EOF
 chmod +x "$W/fakebin/gcsfuse" "$W/fakebin/gcloud"
 all="  - { path: /root/all, bucket: gs://my-data }"
+# shellcheck disable=SC2016 # awk's field, not the shell's
 mounted() { sshd_in "$1" awk '{ print $2 }' /proc/mounts | grep '^/root/' | sort | tr '\n' ' '; }
 write_gcp() {
 	cat >gcp.yaml <<YAML
@@ -138,6 +139,7 @@ is "gcp: and read the mounted and the copied file" "$(cat "$h0/job.seen")" "hell
 weights by rsync"
 like "gcp: the worker's log names each mount" "$(cat "$h0/tpuform/logs/mount.log")" \
 	'^\$ gcsfuse --implicit-dirs .* my-data /root/all$'
+ok "gcp: gcsfuse on PATH: nothing installed" test ! -e "$h0/tpuform/logs/gcsfuse-install.log"
 ok "gcp: plan: no changes" tpuform plan -f gcp.yaml -detailed-exitcode
 is "gcp: both FUSE mounts are there on each worker" "$(mounted 0)|$(mounted 1)" \
 	"/root/all /root/data |/root/all /root/data "
@@ -156,5 +158,12 @@ write_gcp my-data ""
 ok "gcp: apply without the /root/all mount" tpuform apply -f gcp.yaml -auto-approve
 is "gcp: the mount the fleet file no longer names is unmounted" "$(mounted 0)|$(mounted 1)" \
 	"/root/data |/root/data "
+# install_gcsfuse: false on a worker without gcsfuse: no install (it would
+# change this machine's apt sources), a clear failure instead.
+sed -e "s|$W/fakebin:||" -e 's/^checkpoint_dir:/install_gcsfuse: false\ncheckpoint_dir:/' gcp.yaml >nofuse.yaml
+mv nofuse.yaml gcp.yaml
+fails "gcp: no gcsfuse and install_gcsfuse: false fails the start" 1 tpuform apply -f gcp.yaml -auto-approve
+like "gcp: saying so" "$(cat "$W/last.out")" "'gcsfuse' not found on the worker and install_gcsfuse is false"
+ok "gcp: and installed nothing" test ! -e "$h0/tpuform/logs/gcsfuse-install.log"
 ok "gcp: destroy" tpuform destroy -f gcp.yaml -auto-approve
 finish
