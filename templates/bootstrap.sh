@@ -565,6 +565,11 @@ tpf_mounts() {
 	tpf_i=1
 	while [ "$tpf_i" -le "$tpf_n" ]; do
 		tpf_mount_get "$tpf_i"
+		# A read-only copy's files, made writable for this start's copy
+		# to replace them (cp and a non-root rsync would be refused).
+		if [ "$tpf_m_mode" = copy ] && [ "$tpf_m_ro" = 1 ] && [ -d "$tpf_m_at" ] && [ ! -L "$tpf_m_at" ]; then
+			chmod -R u+w -- "$tpf_m_at" 2>/dev/null
+		fi
 		if [ -n "${TPUFORM_LOCAL_GCS:-}" ]; then
 			tpf_mount_local
 		else
@@ -572,7 +577,6 @@ tpf_mounts() {
 			tpf_unmount_one "$tpf_m_at"
 			tpf_mkdir_ours "$tpf_m_at"
 			if [ "$tpf_m_mode" = copy ]; then
-				[ "$tpf_m_ro" != 1 ] || chmod -R u+w -- "$tpf_m_at" 2>/dev/null
 				tpf_mount_copy
 			else
 				tpf_mount_fuse
@@ -583,7 +587,6 @@ tpf_mounts() {
 		if [ "$tpf_m_mode" = copy ] && [ "$tpf_m_ro" = 1 ]; then
 			find "$tpf_m_at" -type f -exec chmod a-w {} + 2>/dev/null
 		fi
-		tpf_say "mount=$tpf_m_path"
 		tpf_i=$((tpf_i + 1))
 	done
 }
