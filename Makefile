@@ -26,6 +26,9 @@
 # The version, commit and build date (VERSION, COMMIT, BUILD_DATE), from
 # git or from a release tarball's .tarball-version; `make install`, `make
 # dist` and `make deb` (dist/install.mk).
+# version.mk has rules: without this its .build-info would be the default goal
+# and a bare `make` would build nothing else.
+.DEFAULT_GOAL := all
 include dist/version.mk
 
 PKGS      := libcurl yaml-0.1 jansson libgit2 libssh2 libcrypto libmicrohttpd

@@ -377,6 +377,7 @@ static void read_fleet(struct cfg *c, struct tpf_fleet *f, yaml_node_t *root)
 	cfg_read_notify(c, f, cfg_map_get(&m, "notify"));
 	cfg_read_job_policy(c, &m, &f->policy);
 	cfg_read_node_fields(c, &m, &f->node);
+	cfg_read_storage(c, &m, &f->storage);
 	groups = cfg_map_require(&m, "groups",
 				 "e.g. groups: [{ name: main, accelerator_type: v2-8, runtime_version: "
 				 "tpu-ubuntu2204-base, zones: [us-central1-f], count: 1 }]");
@@ -470,6 +471,7 @@ done:
 static void release_group(struct tpf_group *g)
 {
 	tpf_job_policy_release(&g->policy);
+	tpf_storage_release(&g->storage);
 	free(g->name);
 	free(g->accelerator_type);
 	free(g->runtime_version);
@@ -524,6 +526,7 @@ void tpf_fleet_release(struct tpf_fleet *f)
 	free(f->run);
 	free(f->notify.webhook);
 	tpf_job_policy_release(&f->policy);
+	tpf_storage_release(&f->storage);
 	tpf_node_fields_release(&f->node);
 	for (size_t i = 0; i < f->ngroups; i++)
 		release_group(&f->groups[i]);

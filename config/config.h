@@ -162,6 +162,51 @@ struct tpf_notify_config {
  * ("preempted", "job_failed", ...); static; NULL when out of range. */
 const char *tpf_notify_event_name(enum tpf_notify_event e);
 
+/*
+ * Cloud Storage for data and checkpoints (config/config_mounts.c,
+ * docs/storage.md): the `mounts`, `checkpoint_dir` and `install_gcsfuse`
+ * keys, fleet-wide and per group. A group's `mounts` list replaces the
+ * fleet's whole (write `mounts: []` to drop them); its checkpoint_dir and
+ * install_gcsfuse override the fleet's.
+ */
+#define TPF_MOUNTS_MAX 16          /* mounts per list */
+#define TPF_MOUNT_PATH_MAX 256     /* bytes of a mount's path */
+#define TPF_GCS_PREFIX_MAX 512     /* bytes of the object prefix of a gs:// URL */
+enum tpf_mount_mode { TPF_MOUNT_FUSE = 0, TPF_MOUNT_COPY };
+struct tpf_mount {
+	char *path;    /* absolute, no trailing '/', no '.' or '..' parts */
+	char *bucket;  /* a valid bucket name */
+	char *prefix;  /* object prefix without leading or trailing '/'; NULL: the whole bucket */
+	enum tpf_mount_mode mode; /* mode: mount (gcsfuse, default) or copy (rsync at start) */
+	int read_only; /* read_only: true */
+	int line, column;
+};
+struct tpf_storage {
+	struct tpf_mount *mounts;
+	size_t nmounts;
+	char *checkpoint_dir; /* "gs://BUCKET[/PREFIX]" as normalised, or NULL */
+	int no_gcsfuse_install; /* install_gcsfuse: false (default: install where missing) */
+};
+/* "mount" or "copy" (static). */
+const char *tpf_mount_mode_word(enum tpf_mount_mode m);
+/* A deep copy of src into dst (dst's old contents are not freed). */
+void tpf_storage_copy(struct tpf_storage *dst, const struct tpf_storage *src);
+/* Free what st owns and zero it. */
+void tpf_storage_release(struct tpf_storage *st);
+/*
+ * Split "gs://BUCKET[/PREFIX]" (Cloud Storage's URL form, as gcloud storage
+ * writes it) into a bucket and a prefix (caller frees both; *prefix NULL
+ * when there is none; trailing '/' dropped). The bucket must follow
+ * Google's naming rules (https://cloud.google.com/storage/docs/buckets#naming:
+ * 3-63 of a-z 0-9 - _ ., up to 222 with dots and 63 per dot-separated part,
+ * starting and ending with a letter or digit, not an IPv4 address, not
+ * starting with "goog", not containing "google" or "g00gle"); the prefix
+ * at most TPF_GCS_PREFIX_MAX bytes, no control characters, no empty, "."
+ * or ".." parts (the local provider maps it to a directory). Returns 0, or
+ * -1 with *why (static text) and nothing allocated.
+ */
+int tpf_gs_url_parse(const char *url, char **bucket, char **prefix, const char **why);
+
 struct tpf_group {
 	char *name;             /* [a-z][a-z0-9-]* */
 	char *accelerator_type; /* validated against model/accel.h */
@@ -190,6 +235,7 @@ struct tpf_group {
 	 * NULL for a compute group, node.topology its slice topology and
 	 * workers its VMs per slice. */
 	struct tpf_compute compute;
+	struct tpf_storage storage; /* effective: the fleet's, then the group's keys */
 	int line, column;       /* where the group starts in the file */
 };
 
@@ -268,6 +314,7 @@ struct tpf_fleet {
 	struct tpf_job_policy policy; /* fleet-wide; groups start from it */
 	struct tpf_notify_config notify;
 	struct tpf_node_fields node; /* fleet-wide node-field defaults (config/config_node.c) */
+	struct tpf_storage storage;  /* fleet-wide mounts and checkpoint_dir (config/config_mounts.c) */
 
 	struct tpf_group *groups;
 	size_t ngroups;
@@ -333,6 +380,10 @@ enum tpf_restart_scope tpf_group_restart_scope(const struct tpf_group *g);
 /* The job policy of group `name` (borrowed), or the fleet-wide one when
  * no group has that name. */
 const struct tpf_job_policy *tpf_fleet_job_policy(const struct tpf_fleet *f, const char *group);
+
+/* The storage of group `name` (borrowed), or the fleet-wide one when no
+ * group has that name. */
+const struct tpf_storage *tpf_fleet_storage(const struct tpf_fleet *f, const char *group);
 
 /* Borrowed pointer to the group named name, or NULL. */
 const struct tpf_group *tpf_fleet_group(const struct tpf_fleet *f, const char *name);

@@ -91,6 +91,11 @@ void cfg_check_job_policy(struct cfg *c, const struct tpf_fleet *f, yaml_node_t 
 /* The defaults of struct tpf_job_policy. */
 void cfg_job_policy_defaults(struct tpf_job_policy *p);
 
+/* The storage keys (mounts, checkpoint_dir, install_gcsfuse) of mapping m
+ * over *st (the fleet's values for a group: a `mounts` list given replaces
+ * the fleet's). config/config_mounts.c. */
+void cfg_read_storage(struct cfg *c, const struct cfg_map *m, struct tpf_storage *st);
+
 /* ---- node fields (config/config_node.c) ---- */
 
 /* The node-field keys, fleet-wide and per group (topology is per group
@@ -117,7 +122,7 @@ void cfg_job_policy_defaults(struct tpf_job_policy *p);
 	"setup", "run", "env", "restart_scope", "restart_backoff", "stall_timeout",          \
 		"on_success", "restart_on_exit_codes", "never_restart_on", "tpu_busy",         \
 		"preflight", "preflight_timeout", "preflight_failures", "require_tpu_devices", \
-		"on_disruption"
+		"on_disruption", "mounts", "checkpoint_dir", "install_gcsfuse"
 #define CFG_TOP_ONLY_KEYS                                                               \
 	"fleet", "provider", "state", "quota", "source", "ssh", "secrets", "restart",      \
 		"max_restarts", "groups", "notify"

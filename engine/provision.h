@@ -26,16 +26,17 @@
  *   logs N  -> the last N lines of the job log (0: all), no TPUFORM lines
  *   setup-log N -> the same for the setup log (setup.log)
  * A failing start/restart prints "TPUFORM result=failed step=STEP exit_code=N"
- * (STEP: lock, secrets, session, source, setup, preflight), preceded by a "tpuform: <why>"
+ * (STEP: lock, secrets, session, source, setup, preflight, mount: docs/storage.md), preceded by a "tpuform: <why>"
  * line and the tail of the step's log, and exits 1. start/restart may also
  * print "TPUFORM warning=<word>" (libtpu-lockfile-in-use,
  * libtpu-lockfile-not-removed); provisioning turns them into warnings.
  *
  * Files on the worker (under ~/tpuform/, see templates/render.h):
  * bootstrap.sh, secrets.env, src/, source.bundle, run/ (script.sha256,
- * exit_code, job.pid, retry, heartbeat, setup.<hash> markers, lock) and logs/
- * (run-<retry>-<UTC time>.log, current.log -> the newest, setup.log,
- * source.log).
+ * exit_code, job.pid, retry, heartbeat, setup.<hash> markers, lock, mounts:
+ * the FUSE mounts to unmount) and logs/ (run-<retry>-<UTC time>.log,
+ * current.log -> the newest, setup.log, source.log, mount.log,
+ * gcsfuse-install.log).
  */
 #ifndef TPF_PROVISION_H
 #define TPF_PROVISION_H

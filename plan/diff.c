@@ -543,7 +543,7 @@ static void diff_busy(struct tpf_plan *p, const struct tpf_desired_node *dn,
  */
 static int stale_workers(struct tpf_action *a, const struct tpf_diff_input *in,
 			 const struct tpf_desired_node *dn, const struct tpf_state_node *sn,
-			 const struct tpf_live_node *ln)
+			 const struct tpf_live_node *ln, int *script_changed)
 {
 	int recreated = 0;
 	for (int w = 0; w < dn->recipe.workers; w++) {
@@ -560,6 +560,10 @@ static int stale_workers(struct tpf_action *a, const struct tpf_diff_input *in,
 		if (!stale) {
 			char *h = desired_hash(in->fleet, sn, dn, ln, w);
 			stale = strcmp(sw->script_hash, h) != 0;
+			/* A worker running an older script: whatever made it
+			 * differ (the job, mounts, preflight, ...), its job is
+			 * restarted with the new one. */
+			*script_changed |= stale;
 			free(h);
 		}
 		if (stale)
@@ -612,8 +616,9 @@ static int diff_update(struct tpf_plan *p, const struct tpf_diff_input *in,
 		job_changed = describe_job(a, &sn->job, &dn->job);
 	else
 		describe_new(a, dn);
-	int recreated = stale_workers(a, in, dn, sn, ln);
-	update_reason(a, job_changed, recreated);
+	int script_changed = 0;
+	int recreated = stale_workers(a, in, dn, sn, ln, &script_changed);
+	update_reason(a, job_changed || (script_changed && !recreated), recreated);
 	if (a->nworkers || a->update_labels || a->patch || a->adopt)
 		return 1;
 	tpf_action_release(a);

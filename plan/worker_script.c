@@ -116,7 +116,28 @@ static struct tpf_bootstrap_params worker_params(const struct tpf_fleet *f,
 		.disruption_signal = tpf_disruption_signal_name(pol->disruption_signal),
 		.disruption_grace = (int)(pol->disruption_grace + 0.5),
 	};
+	const struct tpf_storage *st = tpf_fleet_storage(f, n->group);
+	p.nmounts = st->nmounts;
+	p.no_gcsfuse_install = st->no_gcsfuse_install;
+	p.checkpoint_url = st->checkpoint_dir;
 	return p;
+}
+
+/* The mounts of the node's group (or the fleet's) as the script takes
+ * them; caller frees the array (its strings are f's). NULL when none. */
+static struct tpf_bootstrap_mount *script_mounts(const struct tpf_storage *st)
+{
+	if (!st->nmounts)
+		return NULL;
+	struct tpf_bootstrap_mount *ms = xcalloc(st->nmounts, sizeof(*ms));
+	for (size_t i = 0; i < st->nmounts; i++) {
+		ms[i].path = st->mounts[i].path;
+		ms[i].bucket = st->mounts[i].bucket;
+		ms[i].prefix = st->mounts[i].prefix;
+		ms[i].copy = st->mounts[i].mode == TPF_MOUNT_COPY;
+		ms[i].read_only = st->mounts[i].read_only;
+	}
+	return ms;
 }
 
 /* The hash of the secrets file (tpf_secrets_render) the script records. */
@@ -135,8 +156,11 @@ char *tpf_provision_render(const struct tpf_fleet *f, const struct tpf_state_nod
 	char *secrets_hash = script_secrets_hash(f);
 	struct tpf_bootstrap_params p = worker_params(f, n, live, worker, session, secrets_hash);
 	char *hosts = slice_hostnames(n, live, worker);
+	struct tpf_bootstrap_mount *mounts = script_mounts(tpf_fleet_storage(f, n->group));
 	p.slice_hostnames = hosts;
+	p.mounts = mounts;
 	char *script = tpf_bootstrap_render(&p);
+	free(mounts);
 	if (hash_out)
 		*hash_out = tpf_sha256_tagged(script, strlen(script));
 	free(hosts);
@@ -152,11 +176,14 @@ char *tpf_provision_hash(const struct tpf_fleet *f, const struct tpf_state_node 
 	char *secrets_hash = script_secrets_hash(f);
 	struct tpf_bootstrap_params p = worker_params(f, n, live, worker, session, secrets_hash);
 	char *hosts = slice_hostnames(n, live, worker);
+	struct tpf_bootstrap_mount *mounts = script_mounts(tpf_fleet_storage(f, n->group));
 	p.slice_hostnames = hosts;
+	p.mounts = mounts;
 	/* The script is the head and the fixed body (render.h): hash them in
 	 * turn rather than copy the body behind each head. */
 	char *head = tpf_bootstrap_render_head(&p);
 	free(hosts);
+	free(mounts);
 	char *hash = tpf_sha256_tagged2(head, strlen(head), tpf_template_bootstrap_sh,
 					strlen(tpf_template_bootstrap_sh));
 	free(head);

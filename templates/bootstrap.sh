@@ -378,6 +378,231 @@ tpf_preflight_user() {
 	tpf_fail preflight "$tpf_code" "the preflight command exited with status $tpf_code${tpf_last:+: $tpf_last}"
 }
 
+# ---- Cloud Storage (docs/storage.md): the fleet's `mounts` and
+# `checkpoint_dir`, set up before setup and the job ---------------------
+
+# The local provider stands in for Cloud Storage with directories:
+# TPUFORM_LOCAL_GCS/BUCKET/PREFIX for gs://BUCKET/PREFIX, and mount paths
+# under TPUFORM_LOCAL_MOUNT_ROOT (a worker there cannot create /data).
+# Elsewhere neither is set: the real thing.
+tpf_mroot=${TPUFORM_LOCAL_MOUNT_ROOT:-}
+
+# What the job sees: TPUFORM_CHECKPOINT_DIR (the gs:// URL, or its local
+# directory) and, with mounts, TPUFORM_MOUNT_ROOT (empty but on the local
+# provider: a job reads "$TPUFORM_MOUNT_ROOT/data" to run on both).
+tpf_storage_env() {
+	if [ -n "${TPUFORM_CHECKPOINT_URL:-}" ]; then
+		if [ -n "${TPUFORM_LOCAL_GCS:-}" ]; then
+			TPUFORM_CHECKPOINT_DIR=$TPUFORM_LOCAL_GCS/${TPUFORM_CHECKPOINT_URL#gs://}
+		else
+			TPUFORM_CHECKPOINT_DIR=$TPUFORM_CHECKPOINT_URL
+		fi
+		export TPUFORM_CHECKPOINT_DIR
+	fi
+	if [ "${TPUFORM_MOUNTS:-0}" -gt 0 ]; then
+		TPUFORM_MOUNT_ROOT=$tpf_mroot
+		export TPUFORM_MOUNT_ROOT
+	fi
+}
+
+# Mount $1 (1-based) into tpf_m_*: path as given, where it goes here
+# (tpf_m_at), bucket, prefix, mode, read-only, and its URL. The names are
+# ours and $1 a number, so the eval expands nothing else.
+tpf_mount_get() {
+	tpf_m_path='' tpf_m_bucket='' tpf_m_prefix='' tpf_m_mode='' tpf_m_ro=''
+	eval "tpf_m_path=\${TPUFORM_MOUNT_$1_PATH} tpf_m_bucket=\${TPUFORM_MOUNT_$1_BUCKET}"
+	eval "tpf_m_prefix=\${TPUFORM_MOUNT_$1_PREFIX} tpf_m_mode=\${TPUFORM_MOUNT_$1_MODE}"
+	eval "tpf_m_ro=\${TPUFORM_MOUNT_$1_RO}"
+	tpf_m_url=gs://$tpf_m_bucket${tpf_m_prefix:+/$tpf_m_prefix}
+	tpf_m_at=$tpf_mroot$tpf_m_path
+}
+
+# A command as root: itself when we are root, else through sudo -n (a TPU
+# VM's login user has passwordless sudo).
+tpf_root() {
+	if [ "$(id -u)" = 0 ]; then
+		"$@"
+	else
+		sudo -n "$@"
+	fi
+}
+
+# Directory $1, made if missing and owned by us, so the job can write it.
+tpf_mkdir_ours() {
+	[ -d "$1" ] && [ -w "$1" ] && return 0
+	mkdir -p -- "$1" 2>/dev/null && return 0
+	if ! tpf_root mkdir -p -- "$1" || ! tpf_root chown "$(id -u):$(id -g)" "$1"; then
+		tpf_fail mount 1 "cannot create mount point $1 (as $(id -un), nor with sudo -n)"
+	fi
+}
+
+# Is $1 a mount point? /proc/mounts' second field (mount paths have no
+# spaces: config/config_mounts.c refuses them).
+tpf_is_mounted() {
+	[ -r /proc/mounts ] || return 1
+	tpf_want=$1 awk '$2 == ENVIRON["tpf_want"] { found = 1 } END { exit !found }' /proc/mounts
+}
+
+# Unmount the FUSE mount at $1 if there is one (a mount left by an earlier
+# start, whose flags may differ, or a stop).
+tpf_unmount_one() {
+	tpf_is_mounted "$1" || return 0
+	fusermount -u "$1" 2>/dev/null || fusermount3 -u "$1" 2>/dev/null ||
+		tpf_root umount "$1" 2>/dev/null ||
+		printf 'tpuform: cannot unmount %s\n' "$1"
+}
+
+# Cloud Storage FUSE where it is missing, by Google's steps for Debian and
+# Ubuntu (https://cloud.google.com/storage/docs/cloud-storage-fuse/install):
+# the gcsfuse-CODENAME apt repository signed by Google's key, then
+# `apt-get install fuse gcsfuse`. install_gcsfuse: false skips it.
+tpf_gcsfuse_install() {
+	command -v gcsfuse >/dev/null 2>&1 && return 0
+	if [ "${TPUFORM_GCSFUSE_INSTALL:-1}" != 1 ]; then
+		tpf_fail mount 127 "'gcsfuse' not found on the worker and install_gcsfuse is false: put Cloud Storage FUSE in the image (https://cloud.google.com/storage/docs/cloud-storage-fuse/install)"
+	fi
+	printf 'tpuform: installing Cloud Storage FUSE (log: %s)\n' "$tpf_logs/gcsfuse-install.log"
+	(
+		set -e
+		# shellcheck disable=SC1091 # the worker's file, read there
+		tpf_cn=$(lsb_release -c -s 2>/dev/null || (. /etc/os-release && echo "$VERSION_CODENAME"))
+		echo "deb [signed-by=/usr/share/keyrings/cloud.google.asc] https://packages.cloud.google.com/apt gcsfuse-$tpf_cn main" |
+			tpf_root tee /etc/apt/sources.list.d/gcsfuse.list >/dev/null
+		curl -fsSL https://packages.cloud.google.com/apt/doc/apt-key.gpg |
+			tpf_root tee /usr/share/keyrings/cloud.google.asc >/dev/null
+		tpf_root apt-get update -q
+		tpf_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q fuse gcsfuse
+	) </dev/null >"$tpf_logs/gcsfuse-install.log" 2>&1 9>&-
+	if ! command -v gcsfuse >/dev/null 2>&1; then
+		tail -n 20 -- "$tpf_logs/gcsfuse-install.log" | sed 's/^/  | /'
+		tpf_fail mount 127 "cannot install Cloud Storage FUSE (gcsfuse): see $tpf_logs/gcsfuse-install.log, or install it in the image and set install_gcsfuse: false"
+	fi
+}
+
+# The last lines of mount.log and a failed step naming the mount: $1 the
+# exit status, $2 what failed.
+tpf_mount_failed() {
+	printf 'tpuform: last lines of %s:\n' "$tpf_logs/mount.log"
+	tail -n 20 -- "$tpf_logs/mount.log" | sed 's/^/  | /'
+	tpf_last=$(grep -v '^[[:space:]]*$' "$tpf_logs/mount.log" | tail -n 1 | cut -c1-300)
+	tpf_fail mount "$1" "$2 $tpf_m_url at $tpf_m_path failed (exit status $1)${tpf_last:+: $tpf_last}; check that the bucket exists and that the VM's service account may read it (roles/storage.objectViewer; objectUser to write)"
+}
+
+# mode: mount with gcsfuse and its documented flags
+# (https://cloud.google.com/storage/docs/cloud-storage-fuse/cli-options):
+# --implicit-dirs (prefixes without directory objects show as
+# directories), --only-dir PREFIX (the prefix, not the whole bucket), -o ro
+# (read_only), and --uid/--gid/--file-mode/--dir-mode so that the job's
+# user owns and can write what it sees. gcsfuse runs in the background
+# once mounted; its output before that goes to mount.log.
+tpf_mount_fuse() {
+	set -- --implicit-dirs --uid "$(id -u)" --gid "$(id -g)" --file-mode 664 --dir-mode 775
+	if [ -n "$tpf_m_prefix" ]; then
+		set -- "$@" --only-dir "$tpf_m_prefix"
+	fi
+	if [ "$tpf_m_ro" = 1 ]; then
+		set -- "$@" -o ro
+	fi
+	printf '$ gcsfuse %s %s %s\n' "$*" "$tpf_m_bucket" "$tpf_m_at" >>"$tpf_logs/mount.log"
+	gcsfuse "$@" "$tpf_m_bucket" "$tpf_m_at" </dev/null >>"$tpf_logs/mount.log" 2>&1 9>&-
+	tpf_code=$?
+	[ "$tpf_code" -eq 0 ] || tpf_mount_failed "$tpf_code" "mounting"
+	printf '%s\n' "$tpf_m_at" >>"$tpf_rundir/mounts"
+}
+
+# mode: copy: the prefix's objects into the path, one way (files the job
+# wrote there stay: no --delete-unmatched-destination-objects). gcloud
+# storage rsync where gcloud is
+# (https://cloud.google.com/sdk/gcloud/reference/storage/rsync), else
+# gsutil -m rsync -r (https://cloud.google.com/storage/docs/gsutil/commands/rsync).
+tpf_mount_copy() {
+	if command -v gcloud >/dev/null 2>&1; then
+		set -- gcloud storage rsync --recursive "$tpf_m_url" "$tpf_m_at"
+	elif command -v gsutil >/dev/null 2>&1; then
+		set -- gsutil -m rsync -r "$tpf_m_url" "$tpf_m_at"
+	else
+		tpf_fail mount 127 "mode: copy of $tpf_m_url needs gcloud or gsutil on the worker: install the Google Cloud CLI, or use mode: mount"
+	fi
+	printf '$ %s\n' "$*" >>"$tpf_logs/mount.log"
+	"$@" </dev/null >>"$tpf_logs/mount.log" 2>&1 9>&-
+	tpf_code=$?
+	[ "$tpf_code" -eq 0 ] || tpf_mount_failed "$tpf_code" "copying"
+}
+
+# The local provider: the bucket's directory, linked (mount) or copied.
+# read_only is not enforced by a link.
+tpf_mount_local() {
+	tpf_m_dir=$TPUFORM_LOCAL_GCS/$tpf_m_bucket${tpf_m_prefix:+/$tpf_m_prefix}
+	mkdir -p -- "$tpf_m_dir" "$(dirname -- "$tpf_m_at")" ||
+		tpf_fail mount 1 "cannot create $tpf_m_dir (the local stand-in for $tpf_m_url)"
+	if [ "$tpf_m_mode" = copy ]; then
+		[ -L "$tpf_m_at" ] && rm -f -- "$tpf_m_at"
+		if ! mkdir -p -- "$tpf_m_at" || ! cp -R -- "$tpf_m_dir/." "$tpf_m_at/"; then
+			tpf_fail mount 1 "copying $tpf_m_url ($tpf_m_dir) to $tpf_m_at failed"
+		fi
+		return 0
+	fi
+	if [ -d "$tpf_m_at" ] && [ ! -L "$tpf_m_at" ]; then
+		rmdir -- "$tpf_m_at" 2>/dev/null ||
+			tpf_fail mount 1 "$tpf_m_at is a directory with files in it: cannot mount $tpf_m_url there"
+	fi
+	ln -sfn -- "$tpf_m_dir" "$tpf_m_at" ||
+		tpf_fail mount 1 "cannot link $tpf_m_at to $tpf_m_dir (the local stand-in for $tpf_m_url)"
+}
+
+# Every mount, in the fleet file's order, and the local checkpoint
+# directory. A failure ends the start (step=mount) with the tool's own
+# last line.
+tpf_mounts() {
+	if [ -n "${TPUFORM_CHECKPOINT_DIR:-}" ] && [ -n "${TPUFORM_LOCAL_GCS:-}" ]; then
+		mkdir -p -- "$TPUFORM_CHECKPOINT_DIR" ||
+			tpf_fail mount 1 "cannot create $TPUFORM_CHECKPOINT_DIR (checkpoint_dir)"
+	fi
+	tpf_unmount_all
+	tpf_n=${TPUFORM_MOUNTS:-0}
+	[ "$tpf_n" -gt 0 ] || return 0
+	: >"$tpf_logs/mount.log"
+	tpf_i=1
+	while [ "$tpf_i" -le "$tpf_n" ]; do
+		tpf_mount_get "$tpf_i"
+		# A read-only copy's files, made writable for this start's copy
+		# to replace them (cp and a non-root rsync would be refused).
+		if [ "$tpf_m_mode" = copy ] && [ "$tpf_m_ro" = 1 ] && [ -d "$tpf_m_at" ] && [ ! -L "$tpf_m_at" ]; then
+			chmod -R u+w -- "$tpf_m_at" 2>/dev/null
+		fi
+		if [ -n "${TPUFORM_LOCAL_GCS:-}" ]; then
+			tpf_mount_local
+		else
+			[ "$tpf_m_mode" = copy ] || tpf_gcsfuse_install
+			tpf_unmount_one "$tpf_m_at"
+			tpf_mkdir_ours "$tpf_m_at"
+			if [ "$tpf_m_mode" = copy ]; then
+				tpf_mount_copy
+			else
+				tpf_mount_fuse
+			fi
+		fi
+		# read_only copy: the files, not the directories (the next
+		# start's sync writes into them).
+		if [ "$tpf_m_mode" = copy ] && [ "$tpf_m_ro" = 1 ]; then
+			find "$tpf_m_at" -type f -exec chmod a-w {} + 2>/dev/null
+		fi
+		tpf_i=$((tpf_i + 1))
+	done
+}
+
+# The FUSE mounts this script made, as run/mounts lists them (one path a
+# line: paths have no newlines), go on stop and before the next start's
+# mounts, so a mount the fleet file no longer names does not linger.
+tpf_unmount_all() {
+	[ -f "$tpf_rundir/mounts" ] || return 0
+	while read -r tpf_p; do
+		# stdin is the list: the unmount commands must not read it
+		[ -z "$tpf_p" ] || tpf_unmount_one "$tpf_p" </dev/null
+	done <"$tpf_rundir/mounts"
+	rm -f -- "$tpf_rundir/mounts"
+}
+
 tpf_head() {
 	if command -v git >/dev/null 2>&1; then
 		git -C "$tpf_src" rev-parse --verify --quiet 'HEAD^{commit}' 2>/dev/null
@@ -506,6 +731,7 @@ tpf_start() {
 	tpf_stop restarted
 	rm -f -- "$tpf_rundir/script.sha256" "$tpf_rundir/exit_code" "$tpf_heartbeat"
 	tpf_preflight_tpu
+	tpf_mounts
 	tpf_source
 	tpf_setup
 	tpf_preflight_user
@@ -895,6 +1121,8 @@ mkdir -p -- "$tpf_rundir" "$tpf_logs" || {
 	exit 2
 }
 
+tpf_storage_env
+
 case ${1:-} in
 start | restart)
 	tpf_lock
@@ -903,6 +1131,7 @@ start | restart)
 stop)
 	tpf_lock
 	tpf_stop "${2:-}"
+	tpf_unmount_all
 	# The exit status the stopped job left is tpuform's doing, not its.
 	rm -f -- "$tpf_rundir/script.sha256" "$tpf_rundir/exit_code"
 	tpf_say result=stopped

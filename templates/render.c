@@ -104,6 +104,32 @@ static void add_exports(struct tpf_buf *b, const struct tpf_kvlist *l)
 	tpf_kvlist_release(&sorted);
 }
 
+/* The storage settings (render.h); nothing when there are none. */
+static void add_storage(struct tpf_buf *b, const struct tpf_bootstrap_params *p)
+{
+	char name[48];
+	if (p->checkpoint_url)
+		add_assign(b, 0, "TPUFORM_CHECKPOINT_URL", p->checkpoint_url);
+	if (!p->nmounts)
+		return;
+	snprintf(name, sizeof(name), "%zu", p->nmounts);
+	add_assign(b, 0, "TPUFORM_MOUNTS", name);
+	add_assign(b, 0, "TPUFORM_GCSFUSE_INSTALL", p->no_gcsfuse_install ? "0" : "1");
+	for (size_t i = 0; i < p->nmounts; i++) {
+		const struct tpf_bootstrap_mount *m = &p->mounts[i];
+		snprintf(name, sizeof(name), "TPUFORM_MOUNT_%zu_PATH", i + 1);
+		add_assign(b, 0, name, m->path);
+		snprintf(name, sizeof(name), "TPUFORM_MOUNT_%zu_BUCKET", i + 1);
+		add_assign(b, 0, name, m->bucket);
+		snprintf(name, sizeof(name), "TPUFORM_MOUNT_%zu_PREFIX", i + 1);
+		add_assign(b, 0, name, m->prefix);
+		snprintf(name, sizeof(name), "TPUFORM_MOUNT_%zu_MODE", i + 1);
+		add_assign(b, 0, name, m->copy ? "copy" : "mount");
+		snprintf(name, sizeof(name), "TPUFORM_MOUNT_%zu_RO", i + 1);
+		add_assign(b, 0, name, m->read_only ? "1" : "0");
+	}
+}
+
 char *tpf_bootstrap_render_head(const struct tpf_bootstrap_params *p)
 {
 	struct tpf_buf b = TPF_BUF_INIT;
@@ -147,6 +173,7 @@ char *tpf_bootstrap_render_head(const struct tpf_bootstrap_params *p)
 		   p->disruption_signal ? p->disruption_signal : "SIGTERM");
 	snprintf(num, sizeof(num), "%d", p->disruption_grace > 0 ? p->disruption_grace : 15);
 	add_assign(&b, 0, "TPUFORM_DISRUPTION_GRACE", num);
+	add_storage(&b, p);
 	add_exports(&b, p->env);
 
 	tpf_buf_addch(&b, '\n');

@@ -17,6 +17,16 @@
 #define TPF_REMOTE_SRC "tpuform/src"                 /* source checkout */
 #define TPF_REMOTE_BUNDLE "tpuform/source.bundle"    /* transfer: bundle */
 
+/* A Cloud Storage mount as the script takes it (config/config.h struct
+ * tpf_mount, turned into this by plan/worker_script.c; docs/storage.md). */
+struct tpf_bootstrap_mount {
+	const char *path;   /* absolute directory on the worker */
+	const char *bucket; /* bucket name */
+	const char *prefix; /* object prefix, NULL: the whole bucket */
+	int copy;           /* 1: copy at start (rsync); 0: mount with gcsfuse */
+	int read_only;
+};
+
 struct tpf_bootstrap_params {
 	const char *fleet;
 	const char *node;
@@ -70,6 +80,17 @@ struct tpf_bootstrap_params {
 	 * and TPUFORM_DISRUPTION_GRACE (whole seconds; <= 0: 15). */
 	const char *disruption_signal;
 	int disruption_grace;
+	/* Cloud Storage (docs/storage.md): with nmounts > 0, TPUFORM_MOUNTS=N
+	 * and TPUFORM_MOUNT_<i>_{PATH,BUCKET,PREFIX,MODE,RO} for i = 1..N, and
+	 * TPUFORM_GCSFUSE_INSTALL (0 or 1, from install_gcsfuse); with
+	 * checkpoint_url, TPUFORM_CHECKPOINT_URL, which the script exports to
+	 * the job as TPUFORM_CHECKPOINT_DIR (a directory on the local
+	 * provider). None of these is written when unset, so scripts without
+	 * them stay byte for byte what they were. */
+	const struct tpf_bootstrap_mount *mounts;
+	size_t nmounts;
+	int no_gcsfuse_install;
+	const char *checkpoint_url;
 };
 
 /*

@@ -23,6 +23,11 @@
  *                               homes over 2048 bytes are refused at create
  *   bucket/                     shared by every node, standing in for a GCS
  *                               bucket: checkpoints survive re-creation
+ *   gcs/<bucket>/<prefix>/      what a gs:// URL of `mounts` or
+ *                               `checkpoint_dir` stands for here
+ *                               (docs/storage.md); a mount's path P is
+ *                               <worker home>/mnt/P, a symbolic link to it
+ *                               (mode: mount) or a copy (mode: copy)
  *   locks/<name>.lock           flock(2) per node name, serialising
  *                               read-modify-write of node.json between
  *                               threads and processes

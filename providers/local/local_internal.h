@@ -176,7 +176,8 @@ int tpf_local_reap_orphans(const char *root, const char *only, int locked, struc
  * The environment a worker's commands get (NULL-terminated, caller frees
  * with tpf_local_env_free): PATH (inherited), HOME, USER, LOGNAME, SHELL,
  * LANG=C.UTF-8, TERM=xterm, SCREENDIR, TMPDIR, TPUFORM_LIBTPU_LOCKFILE,
- * TPUFORM_BUCKET.
+ * TPUFORM_BUCKET, TPUFORM_LOCAL_GCS (<root>/gcs: gs://B/P is its B/P) and
+ * TPUFORM_LOCAL_MOUNT_ROOT (<home>/mnt: where mounts go; docs/storage.md).
  */
 char **tpf_local_env(const char *root, const char *home, const char *shell);
 void tpf_local_env_free(char **env);

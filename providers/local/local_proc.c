@@ -57,6 +57,12 @@ char **tpf_local_env(const char *root, const char *home, const char *shell)
 	 * to play a spot preemption or a maintenance notice. */
 	env[n++] = xasprintf("TPUFORM_METADATA_DIR=%s/metadata", home);
 	env[n++] = xasprintf("TPUFORM_BUCKET=%s/bucket", root);
+	/* Cloud Storage stand-ins (docs/storage.md): gs://B/P is the
+	 * directory <root>/gcs/B/P, shared by every node as a bucket is, and
+	 * a mount's path /data is <home>/mnt/data (the job finds it under
+	 * $TPUFORM_MOUNT_ROOT), since a worker here cannot create /data. */
+	env[n++] = xasprintf("TPUFORM_LOCAL_GCS=%s/gcs", root);
+	env[n++] = xasprintf("TPUFORM_LOCAL_MOUNT_ROOT=%s/mnt", home);
 	if (tpf_local_home_needs_screenrc(home))
 		env[n++] = xasprintf("SCREENRC=%s/.screenrc", home);
 	env[n] = NULL;
