@@ -159,6 +159,11 @@ struct tpf_event {
 	 * type, chips, VMs and scheduling class from it (model/chips.h). */
 	const struct tpf_recipe *recipe;
 	long step;            /* JOB_STEP, CHECKPOINT: the job's step; else -1 */
+	/* CHECKPOINT: the job's last TPUFORM_CHECKPOINT as the state now
+	 * records it (engine/checkpoints.h); MAINTENANCE: the window's start
+	 * (RFC 3339). NULL otherwise. */
+	const char *checkpoint;
+	const char *deadline;
 };
 
 #define TPF_EVENT_INIT(k)                                                                   \

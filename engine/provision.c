@@ -340,6 +340,25 @@ static int send_source(struct tpf_transport *t, struct tpf_conn *c, const char *
 	return err;
 }
 
+/*
+ * The start (or restart) command. The node's last checkpoint the state
+ * records goes in its environment, TPUFORM_SAVED_CHECKPOINT, which the
+ * job gets as TPUFORM_LAST_CHECKPOINT when its VM has none of its own (a
+ * replacement VM: templates/bootstrap.sh tpf_job). On the command line,
+ * not in the script: a new checkpoint must not change the script's hash,
+ * which would restart the job (plan/diff.c compares hashes).
+ */
+static char *start_command(const struct tpf_state_node *n, int force)
+{
+	const char *verb = force ? " restart" : " start";
+	if (!n->last_checkpoint || !*n->last_checkpoint)
+		return xasprintf(SCRIPT_CMD "%s", verb);
+	char *q = tpf_shquote(n->last_checkpoint);
+	char *cmd = xasprintf("TPUFORM_SAVED_CHECKPOINT=%s " SCRIPT_CMD "%s", q, verb);
+	free(q);
+	return cmd;
+}
+
 int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 			 struct tpf_state_node *n, const struct tpf_live_node *live, int worker,
 			 int force, int *changed, struct tpf_diags *d)
@@ -381,8 +400,9 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 	    (err = t->ops->put(c, TPF_REMOTE_SECRETS, secrets, strlen(secrets), 0600, d)) < 0 ||
 	    (err = t->ops->put(c, TPF_REMOTE_SCRIPT, script, strlen(script), 0700, d)) < 0)
 		goto done;
-	err = t->ops->exec(c, force ? SCRIPT_CMD " restart" : SCRIPT_CMD " start", &out, &status,
-			   START_TIMEOUT, d);
+	char *cmd = start_command(n, force);
+	err = t->ops->exec(c, cmd, &out, &status, START_TIMEOUT, d);
+	free(cmd);
 	if (err) {
 		new_status = err == TPF_EUNREACHABLE ? "unreachable" : "failed";
 		goto done;

@@ -212,6 +212,8 @@ static void act(struct loop *w, struct tpf_session *s, struct tpf_plan *p, int r
 		emit_actions(o, &rest, 1);
 	if (p->n)
 		tpf_healer_heal(w->healer, s, p);
+	if (probed)
+		tpf_healer_record_checkpoints(w->healer, s);
 	struct tpf_watch_summary sum;
 	tpf_watch_summarise(s, &sum, round, rest.n, tpf_now_wall());
 	struct tpf_watch_event ev = { .kind = TPF_WATCH_SUMMARY, .summary = &sum };

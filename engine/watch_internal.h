@@ -90,6 +90,17 @@ void tpf_healer_drop_busy(struct tpf_healer *h, struct tpf_plan *p, double since
  * facts is planned as not probed. */
 void tpf_healer_drop_stale_facts(struct tpf_healer *h, struct tpf_job_facts *f, double since);
 
+/*
+ * Record in the state the checkpoints s's facts report that its state
+ * does not have yet (engine/checkpoints.h), and emit a CHECKPOINT event
+ * for each. Heals in flight: into the state they share, under its lock;
+ * none: the lock is taken for the write (held elsewhere: nothing, the next
+ * round tries again). Call after this round's heals started (a write
+ * before them would move the serial under their plan). Errors are
+ * events.
+ */
+void tpf_healer_record_checkpoints(struct tpf_healer *h, const struct tpf_session *s);
+
 /* Number of heals in flight now. */
 int tpf_healer_running(struct tpf_healer *h);
 

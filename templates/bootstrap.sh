@@ -649,8 +649,11 @@ tpf_job() {
 	tpf_name=run-$TPUFORM_RETRY-$tpf_ts.log
 	tpf_log=$tpf_logs/$tpf_name
 	# The checkpoint the last run on this VM reported (before current.log
-	# moves to the new run), unless tpuform handed one over.
-	tpf_last_ck=${TPUFORM_LAST_CHECKPOINT:-$(tpf_checkpoint)}
+	# moves to the new run); on a VM without one (a replacement: its disk
+	# is new), the one tpuform's state recorded for the node, which start
+	# was given as TPUFORM_SAVED_CHECKPOINT (docs/recovery.md).
+	tpf_last_ck=$(tpf_checkpoint)
+	[ -n "$tpf_last_ck" ] || tpf_last_ck=${TPUFORM_SAVED_CHECKPOINT:-}
 	rm -f -- "$tpf_rundir/disruption" "$tpf_rundir/checkpoint"
 	# screen makes us a session and process group leader: $$ is the
 	# group that stop kills.
