@@ -151,6 +151,10 @@ static json_t *show_node(const struct tpf_session *s, const struct tpf_state_nod
 		json_object_set_new(nj, "queued_state", json_string(ln->queued_state));
 	if (sn->bad_host)
 		json_object_set_new(nj, "bad_host", json_string(sn->bad_host));
+	if (sn->last_checkpoint)
+		json_object_set_new(nj, "last_checkpoint", json_string(sn->last_checkpoint));
+	if (sn->checkpoint_at)
+		json_object_set_new(nj, "checkpoint_at", json_string(sn->checkpoint_at));
 	if (ln && ln->health_description)
 		json_object_set_new(nj, "health_description", json_string(ln->health_description));
 	if (ln && ln->symptoms)
