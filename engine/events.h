@@ -87,6 +87,9 @@ enum tpf_event_kind {
 	TPF_EVENT_JOB_STEP,   /* the job reached step `step` (worker) */
 	TPF_EVENT_CHECKPOINT, /* the job saved a checkpoint at step `step` */
 	TPF_EVENT_PLANNED,    /* `plan` made a plan (message: its summary line) */
+	/* watch told a node's jobs of its upcoming maintenance window
+	 * (deadline: the window's start; docs/recovery.md) */
+	TPF_EVENT_MAINTENANCE,
 	TPF_EVENT_NKINDS
 };
 

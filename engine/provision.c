@@ -712,3 +712,43 @@ done:
 	tpf_buf_release(&out);
 	return err;
 }
+
+int tpf_provision_disrupt(struct tpf_transport *t, const struct tpf_state_node *n,
+			  const struct tpf_live_node *live, int worker, const char *reason,
+			  long deadline, char **result, struct tpf_diags *d)
+{
+	struct tpf_buf out = TPF_BUF_INIT;
+	struct script_said said;
+	int status = -1, reachable = 0;
+	*result = NULL;
+	/* tpuform's own words only ([a-z_]): the script writes it to a file
+	 * the job reads. */
+	if (!reason || !*reason || strspn(reason, "abcdefghijklmnopqrstuvwxyz_") != strlen(reason))
+		return tpf_error(d, "this is a bug: disruption reason '%s' is not a word",
+				 reason ? reason : "");
+	char *cmd = xasprintf("if [ -f " TPF_REMOTE_SCRIPT " ]; then " SCRIPT_CMD " disrupt %s %ld; "
+			      "else echo 'TPUFORM result=no_job'; fi",
+			      reason, deadline);
+	int err = run_on_worker(t, n, live, worker, cmd, PROBE_TIMEOUT, &out, &status, NULL, 0, 1,
+				0, &reachable, d);
+	free(cmd);
+	if (err)
+		goto done;
+	parse_output(out.buf, &said);
+	const char *r = tpf_kvlist_get(&said.kv, "result");
+	if (status != 0 || !r) {
+		/* A script of an older tpuform has no such verb. */
+		char *tail = output_tail(said.text.buf, NULL);
+		err = tpf_errorx(d, NULL, *tail ? tail : NULL,
+				 "cannot pass the %s notice to worker '%s/w%d' (exit status %d): "
+				 "its bootstrap may predate the disrupt verb (apply re-provisions it)",
+				 reason, n->name, worker, status);
+		free(tail);
+	} else {
+		*result = xstrdup(r);
+	}
+	said_release(&said);
+done:
+	tpf_buf_release(&out);
+	return err;
+}

@@ -4,7 +4,8 @@
  *
  *   watch.c (the loop) -> watch_heal.c -> watch_lease.c -> watch_emit.c
  *   watch.c -> watch_hooks.c -> watch_summary.c
- *   watch.c -> watch_probe.c, watch_attach.c, watch_unhealthy.c, watch_summary.c
+ *   watch.c -> watch_probe.c, watch_attach.c, watch_unhealthy.c, watch_summary.c,
+ *              watch_maint.c
  *
  * and every file may call watch_emit.c, the leaf, which calls none.
  */
@@ -249,6 +250,27 @@ void tpf_unhealthy_release(struct tpf_unhealthy_set *u);
 void tpf_watch_check_unhealthy(struct tpf_unhealthy_set *u, const struct tpf_session *s,
 			       struct tpf_plan *p, double timeout, double now,
 			       const struct tpf_watch_opts *o);
+
+/* ---- upcoming maintenance to the jobs (engine/watch_maint.c) ----------- */
+
+struct tpf_maint;
+
+/* The windows told of so far: none. Free with tpf_maint_free (NULL ok). */
+struct tpf_maint *tpf_maint_new(void);
+void tpf_maint_free(struct tpf_maint *m);
+
+/*
+ * For each READY node of s whose live node has a maintenance window
+ * (model/live.h maintenance_start) not told of yet: tell its provisioned
+ * workers' jobs (engine/provision.h tpf_provision_disrupt: reason
+ * maintenance, deadline the window's start) and emit TPF_EVENT_MAINTENANCE
+ * (ledger, webhook "maintenance", a watch line). A window is told once
+ * per watch, and once per job even across watches (the verb says a
+ * notice twice only once); a worker that could not be told is tried again
+ * next round. Blocks for the workers' connections (a window is rare).
+ */
+void tpf_maint_check(struct tpf_maint *m, const struct tpf_session *s,
+		     const struct tpf_watch_opts *o);
 
 /* ---- notifications and metrics (engine/watch_hooks.c) ------------------ */
 

@@ -433,6 +433,9 @@ int fg_metadata_serve(struct fg_req *r);
 int fg_guest_md_serve(struct fg_req *r);
 /* POST /__admin/guest-metadata?worker=IP&key=KEY&value=V. */
 void fg_guest_md_admin(struct fg_req *r);
+/* End every wait_for_change now, and the ones that come later at once
+ * (the server is stopping and joins its connection threads). */
+void fg_guest_md_stop(void);
 
 /* ---- fg_agent.c: the guest agent of the workers (authorized_keys, host keys) ---- */
 /* Write the authorized_keys of n's workers from its metadata (or OS Login's

@@ -54,6 +54,7 @@ static pthread_mutex_t md_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t md_changed = PTHREAD_COND_INITIALIZER;
 static struct md_value md_values[MD_MAX];
 static size_t md_n;
+static int md_stopping; /* fg_guest_md_stop: no more waiting */
 
 /* The keys served, with the value a fresh VM has. */
 static const char *default_value(const char *key)
@@ -139,7 +140,7 @@ static void md_get(struct fg_req *r, const char *worker, const char *key)
 	char want[32];
 	snprintf(want, sizeof(want), "%s", last ? last : etag);
 	double until = tpf_now_mono() + timeout;
-	while (waiting && !strcmp(etag, want) && tpf_now_mono() < until) {
+	while (waiting && !md_stopping && !strcmp(etag, want) && tpf_now_mono() < until) {
 		md_wait(until);
 		md_etag(v, etag);
 	}
@@ -213,4 +214,12 @@ void fg_guest_md_admin(struct fg_req *r)
 		return;
 	}
 	fg_reply_json(r, 200, json_pack("{s:b}", "ok", 1));
+}
+
+void fg_guest_md_stop(void)
+{
+	pthread_mutex_lock(&md_mu);
+	md_stopping = 1;
+	pthread_cond_broadcast(&md_changed);
+	pthread_mutex_unlock(&md_mu);
 }
