@@ -10,7 +10,11 @@
 #     reaches both jobs through watch: reason=maintenance, the window's
 #     start as the deadline, nothing stopped; a second watch does not tell
 #     them again; the ledger has the maintenance event;
-#   - the node is then preempted and watch replaces it.
+#   - the node is then preempted and watch replaces it: the preemption
+#     webhook says the job's last checkpoint (700), which the new VM's jobs
+#     start with as TPUFORM_LAST_CHECKPOINT;
+#   - the bootstrap's metadata waits keep the ETag: a handful of requests,
+#     not a spinning loop.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/e2e/gcp_workers.sh"
 setup_dir t592
@@ -18,14 +22,22 @@ export TPUFORM_SSH_RETRY=3
 GCP_WORKERS_METADATA=1 gcp_workers_start 4 127.0.57.1 --op-seconds 0.1
 cp "$SSHD_KEY" "$W/key"
 chmod 600 "$W/key"
+PY=$(command -v /usr/bin/python3 || command -v python3)
+mkdir hook
+"$PY" "$TOP/tests/e2e/webhook_listener.py" hook 0 &
+lpid=$!
+GCP_WORKERS_CLEANUP="kill $lpid"
+wait_for 10 test -s hook/port
 cat >fleet.yaml <<YAML
 fleet: gd
 provider:
   gcp: { project: test-project, endpoint: "$FAKEGCP_URL" }
 ssh: { user: root, private_key: "$W/key", port: $SSHD_PORT }
 on_disruption: { signal: SIGTERM, grace: 5s }
+notify: { webhook: "http://127.0.0.1:$(cat hook/port)/hook", events: [preempted, maintenance] }
 run: |
-  echo "start retry=\$TPUFORM_RETRY" >>"\$HOME/starts"
+  echo "start retry=\$TPUFORM_RETRY last=\$TPUFORM_LAST_CHECKPOINT" >>"\$HOME/starts"
+  [ "\$TPUFORM_RETRY" != 0 ] || echo TPUFORM_CHECKPOINT=700
   trap '{ echo "signal w=\$TPUFORM_WORKER_ID"; cat "\$TPUFORM_DISRUPTION"; } >>"\$HOME/told"' TERM
   while :; do sleep 0.2; done
 groups:
@@ -74,7 +86,7 @@ deadline=$epoch
 deadline_rfc3339=$start
 signal=SIGTERM"
 done
-is "nothing was restarted" "$(cat "$h0/starts" "$h1/starts" | sort | uniq -c | tr -s ' ')" " 2 start retry=0"
+is "nothing was restarted" "$(cat "$h0/starts" "$h1/starts" | sort | uniq -c | tr -s ' ')" " 2 start retry=0 last="
 like "the ledger has the maintenance event with its deadline" \
 	"$(grep '"event":"maintenance"' tpuform.state.json.ledger.jsonl)" "\"deadline\":\"$start\""
 ok "a second watch" tpuform watch -f fleet.yaml -interval 0.3s -rounds 2
@@ -83,6 +95,16 @@ is "does not tell the jobs again" "$(grep -c 'reason=maintenance' "$h0/told")" 1
 # ---- the node goes: watch replaces it --------------------------------------
 ok "the node is preempted" curl -s -f -X POST "$FAKEGCP_URL/__admin/nodes/us-central2-b/gd-a-0:preempt"
 ok "watch replaces it" tpuform watch -f fleet.yaml -interval 0.3s -rounds 3
-like "the new node's jobs started" "$(cat "$SSHD_DIR"/w*/home/starts)" "start retry=1"
+like "the new node's jobs started from the old one's checkpoint" \
+	"$(cat "$SSHD_DIR"/w*/home/starts)" "start retry=1 last=700"
+wait_for 10 grep -q '"event": *"preempted"' hook/events.jsonl
+like "the webhook: the maintenance event with the deadline" "$(cat hook/events.jsonl)" \
+	'"event": *"maintenance".*jobs told \(deadline '"$start"'\)'
+like "the webhook: the preemption with the last checkpoint and its age" "$(cat hook/events.jsonl)" \
+	'"event": *"preempted".*last checkpoint 700, [0-9]+[smh] ago'
+# Each job's two watchers ask once, then wait 60 s per request: without
+# the ETag each request would answer at once and they would spin.
+n=$(curl -s "$FAKEGCP_URL/__admin/requests" | jq "[.[] | select(.path | startswith(\"/__worker/$(addr_of 0)/\"))] | length")
+ok "the metadata watchers did not spin ($n requests)" test "$n" -lt 40
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
 finish
