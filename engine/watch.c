@@ -243,6 +243,7 @@ static int heal_nodes_first(struct loop *w, struct tpf_session *s, double starte
 	tpf_diags_init(&s->d);
 	int rc = tpf_session_plan(s, 0, &p);
 	if (!rc) {
+		tpf_watch_hooks_ready(w->hooks, s);
 		healing_actions(w, &p, &rest, started);
 		if (p.n)
 			tpf_healer_heal(w->healer, s, &p);

@@ -656,11 +656,11 @@ static void ledger_metrics(struct tpf_watch_hooks *h, const struct tpf_session *
 	tpf_diags_release(&d);
 }
 
-void tpf_watch_hooks_seen(struct tpf_watch_hooks *h, const struct tpf_session *s, int probed,
-			  double started)
+/* Where events go and what they say of a node, from s (h->mu held): the
+ * webhook, the run ledger (opened at the first call), each node's last
+ * checkpoint. */
+static void hooks_open(struct tpf_watch_hooks *h, const struct tpf_session *s)
 {
-	pthread_mutex_lock(&h->mu);
-	h->round_started = started;
 	configure_notifier(h, s);
 	if (!h->ledger_tried) {
 		struct tpf_diags d = TPF_DIAGS_INIT;
@@ -671,8 +671,23 @@ void tpf_watch_hooks_seen(struct tpf_watch_hooks *h, const struct tpf_session *s
 	} else {
 		tpf_run_ledger_learn(h->ledger, &s->state);
 	}
-	seen_quota(h, s);
 	seen_checkpoints(h, s);
+}
+
+void tpf_watch_hooks_ready(struct tpf_watch_hooks *h, const struct tpf_session *s)
+{
+	pthread_mutex_lock(&h->mu);
+	hooks_open(h, s);
+	pthread_mutex_unlock(&h->mu);
+}
+
+void tpf_watch_hooks_seen(struct tpf_watch_hooks *h, const struct tpf_session *s, int probed,
+			  double started)
+{
+	pthread_mutex_lock(&h->mu);
+	h->round_started = started;
+	hooks_open(h, s);
+	seen_quota(h, s);
 	for (size_t i = 0; probed && i < s->facts.n; i++) {
 		seen_job(h, s, &s->facts.items[i]);
 		seen_progress(h, s, &s->facts.items[i]);

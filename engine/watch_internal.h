@@ -264,7 +264,8 @@ void tpf_maint_free(struct tpf_maint *m);
  * (model/live.h maintenance_start) not told of yet: tell its provisioned
  * workers' jobs (engine/provision.h tpf_provision_disrupt: reason
  * maintenance, deadline the window's start) and emit TPF_EVENT_MAINTENANCE
- * (ledger, webhook "maintenance", a watch line). A window is told once
+ * (ledger, webhook "maintenance", a watch line) when a job was told now
+ * (not when each already had this notice). A window is told once
  * per watch, and once per job even across watches (the verb says a
  * notice twice only once); a worker that could not be told is tried again
  * next round. Blocks for the workers' connections (a window is rare).
@@ -297,6 +298,16 @@ struct tpf_watch_hooks *tpf_watch_hooks_new(struct tpf_watch_opts *o);
  */
 void tpf_watch_hooks_seen(struct tpf_watch_hooks *h, const struct tpf_session *s, int probed,
 			  double started);
+
+/*
+ * Ready the hooks for s's fleet before a heal starts: the webhook
+ * configured, the run ledger open, each node's last checkpoint known (a
+ * preemption's event says it). tpf_watch_hooks_seen does this too; a
+ * round that heals before it (a preemption found by the first round of a
+ * watch) calls this first, or that heal's events would reach neither the
+ * webhook nor the ledger.
+ */
+void tpf_watch_hooks_ready(struct tpf_watch_hooks *h, const struct tpf_session *s);
 
 /* Deliver queued notifications for up to TPUFORM_NOTIFY_DRAIN seconds (10),
  * stop serving metrics and free h (NULL: no-op). After every heal ended. */

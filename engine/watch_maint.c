@@ -112,15 +112,16 @@ void tpf_maint_check(struct tpf_maint *m, const struct tpf_session *s,
 		tell_workers(t, sn, ln, (long)start, &told, &failed, &d);
 		tpf_watch_diags(o, &d);
 		tpf_diags_release(&d);
+		/* An event only when a job was told now: a watch that restarted
+		 * finds them told already (the verb says "unchanged"). */
+		if (told)
+			maint_event(o, ln, told, failed);
 		if (failed) {
 			/* Tried again next round: a worker may come back. */
 			free(key);
-			if (told)
-				maint_event(o, ln, told, failed);
 			continue;
 		}
 		XGROW(m->told, m->n + 1, m->alloc);
 		m->told[m->n++] = key;
-		maint_event(o, ln, told, 0);
 	}
 }

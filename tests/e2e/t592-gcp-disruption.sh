@@ -46,7 +46,8 @@ YAML
 ok "apply" tpuform apply -f fleet.yaml -auto-approve
 # The sshd worker behind each of the node's workers, from the state.
 addr_of() { jq -r --argjson w "$1" '.nodes[0].workers[$w].address' tpuform.state.json | sed 's/:.*//'; }
-w0=$(sshd_index "$(addr_of 0)")
+a0=$(addr_of 0)
+w0=$(sshd_index "$a0")
 w1=$(sshd_index "$(addr_of 1)")
 h0=$(sshd_home "$w0")
 h1=$(sshd_home "$w1")
@@ -100,11 +101,14 @@ like "the new node's jobs started from the old one's checkpoint" \
 wait_for 10 grep -q '"event": *"preempted"' hook/events.jsonl
 like "the webhook: the maintenance event with the deadline" "$(cat hook/events.jsonl)" \
 	'"event": *"maintenance".*jobs told \(deadline '"$start"'\)'
+is "one maintenance webhook: the second watch told no one" \
+	"$(grep -c '"event": *"maintenance"' hook/events.jsonl)" 1
 like "the webhook: the preemption with the last checkpoint and its age" "$(cat hook/events.jsonl)" \
 	'"event": *"preempted".*last checkpoint 700, [0-9]+[smh] ago'
-# Each job's two watchers ask once, then wait 60 s per request: without
+# The first node's worker 0, up all along: its job's two watchers ask
+# once, then wait 60 s per request; without
 # the ETag each request would answer at once and they would spin.
-n=$(curl -s "$FAKEGCP_URL/__admin/requests" | jq "[.[] | select(.path | startswith(\"/__worker/$(addr_of 0)/\"))] | length")
+n=$(curl -s "$FAKEGCP_URL/__admin/requests" | jq "[.[] | select(.path | startswith(\"/__worker/$a0/\"))] | length")
 ok "the metadata watchers did not spin ($n requests)" test "$n" -lt 40
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
 finish
