@@ -20,9 +20,7 @@
 
 # The version, commit and build date (VERSION, COMMIT, BUILD_DATE), from
 # git or from a release tarball's .tarball-version; `make install`, `make
-# dist` and `make deb` (dist/install.mk). Its .build-info rule comes
-# first in the file: without this, a plain `make` would build only that.
-.DEFAULT_GOAL := all
+# dist` and `make deb` (dist/install.mk).
 include dist/version.mk
 
 PKGS      := libcurl yaml-0.1 jansson libgit2 libssh2 libcrypto libmicrohttpd
