@@ -85,14 +85,6 @@ struct tpf_state_node {
 	struct tpf_recipe recipe;
 	struct tpf_job job;   /* what the workers were last provisioned with */
 	char *created_at; /* RFC 3339 */
-	/* TPF_NODE_COMPLETED: when it completed (RFC 3339) and its job's exit
-	 * status (0); otherwise NULL and -1. */
-	char *completed_at;
-	int exit_code;
-	/* The last time this node was found a bad host: "zone Z, id I: worker
-	 * W failed preflight N times: <words>". Kept across its replacement,
-	 * so a report can tell bad hosts from bad jobs; NULL: never. */
-	char *bad_host;
 	/* The job's last checkpoint as a worker reported it (a line
 	 * TPUFORM_CHECKPOINT=<step or path> of its log, or
 	 * $TPUFORM_CHECKPOINT_FILE; templates/bootstrap.sh), at most
@@ -102,6 +94,14 @@ struct tpf_state_node {
 	 * (TPUFORM_LAST_CHECKPOINT, docs/recovery.md). NULL: none seen. */
 	char *last_checkpoint;
 	char *checkpoint_at;
+	/* TPF_NODE_COMPLETED: when it completed (RFC 3339) and its job's exit
+	 * status (0); otherwise NULL and -1. */
+	char *completed_at;
+	int exit_code;
+	/* The last time this node was found a bad host: "zone Z, id I: worker
+	 * W failed preflight N times: <words>". Kept across its replacement,
+	 * so a report can tell bad hosts from bad jobs; NULL: never. */
+	char *bad_host;
 	struct tpf_state_worker *workers;
 	size_t nworkers;
 };

@@ -59,12 +59,12 @@ json_t *tpf_state_node_to_json(const struct tpf_state_node *n)
 	put_str(o, "status", n->status);
 	json_object_set_new(o, "generation", json_integer(n->generation));
 	put_str(o, "created_at", n->created_at);
+	put_str(o, "last_checkpoint", n->last_checkpoint);
+	put_str(o, "checkpoint_at", n->checkpoint_at);
 	put_str(o, "completed_at", n->completed_at);
 	if (n->exit_code >= 0)
 		json_object_set_new(o, "exit_code", json_integer(n->exit_code));
 	put_str(o, "bad_host", n->bad_host);
-	put_str(o, "last_checkpoint", n->last_checkpoint);
-	put_str(o, "checkpoint_at", n->checkpoint_at);
 	json_object_set_new(o, "recipe", tpf_recipe_to_json(&n->recipe));
 	json_object_set_new(o, "job", tpf_job_to_json(&n->job));
 	json_t *ws = json_array();
@@ -365,12 +365,12 @@ static int parse_node(const struct reader *r, json_t *o, const char *prefix,
 	    get_str(r, o, prefix, "status", 0, &n->status) < 0 ||
 	    get_int32(r, o, prefix, "generation", 0, &n->generation) < 0 ||
 	    get_str(r, o, prefix, "created_at", 0, &n->created_at) < 0 ||
-	    get_str(r, o, prefix, "completed_at", 0, &n->completed_at) < 0 ||
-	    get_int32(r, o, prefix, "exit_code", INT_MIN, &n->exit_code) < 0 ||
-	    get_str(r, o, prefix, "bad_host", 0, &n->bad_host) < 0 ||
 	    get_bounded_str(r, o, prefix, "last_checkpoint", TPF_STATE_CHECKPOINT_MAX,
 			    &n->last_checkpoint) < 0 ||
 	    get_str(r, o, prefix, "checkpoint_at", 0, &n->checkpoint_at) < 0 ||
+	    get_str(r, o, prefix, "completed_at", 0, &n->completed_at) < 0 ||
+	    get_int32(r, o, prefix, "exit_code", INT_MIN, &n->exit_code) < 0 ||
+	    get_str(r, o, prefix, "bad_host", 0, &n->bad_host) < 0 ||
 	    get_obj(r, o, prefix, "recipe", &recipe) < 0 ||
 	    get_obj(r, o, prefix, "job", &job) < 0)
 		return TPF_ERROR;

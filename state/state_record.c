@@ -38,11 +38,11 @@ struct tpf_state_node *tpf_state_node_clone(const struct tpf_state_node *src)
 	tpf_recipe_copy(&n->recipe, &src->recipe);
 	tpf_job_copy(&n->job, &src->job);
 	n->created_at = xstrdup(src->created_at);
+	n->last_checkpoint = xstrdup(src->last_checkpoint);
+	n->checkpoint_at = xstrdup(src->checkpoint_at);
 	n->completed_at = xstrdup(src->completed_at);
 	n->exit_code = src->exit_code;
 	n->bad_host = xstrdup(src->bad_host);
-	n->last_checkpoint = xstrdup(src->last_checkpoint);
-	n->checkpoint_at = xstrdup(src->checkpoint_at);
 	tpf_state_node_set_workers(n, src->nworkers);
 	for (size_t i = 0; i < src->nworkers; i++)
 		worker_copy(&n->workers[i], &src->workers[i]);
