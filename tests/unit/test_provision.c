@@ -727,7 +727,10 @@ static void test_provision__disruption(void)
 	p.setup = NULL;
 	p.disruption_signal = "SIGUSR1";
 	p.run = "echo \"last=$TPUFORM_LAST_CHECKPOINT\" >>\"$HOME/lasts\"; "
-		"trap 'cat \"$TPUFORM_DISRUPTION\" >\"$HOME/saw\"; exit 7' USR1; "
+		/* Written aside, then renamed: the test waits for "saw" to
+		 * exist, and must not read it half-written. */
+		"trap 'cat \"$TPUFORM_DISRUPTION\" >\"$HOME/saw.tmp\"; mv \"$HOME/saw.tmp\" "
+		"\"$HOME/saw\"; exit 7' USR1; "
 		"echo TPUFORM_CHECKPOINT=1200; : >\"$HOME/started\"; "
 		"while :; do sleep 0.1; done";
 	free(install(home, &p, &sec));
