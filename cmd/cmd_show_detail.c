@@ -165,6 +165,14 @@ json_t *tpf_show_node(const struct tpf_session *s, const struct tpf_state_node *
 			       !strcmp(sn->status, TPF_NODE_BAD_HOST) ? "bad host (replaced next)"
 								     : "last bad host",
 			       sn->bad_host);
+		if (sn->last_checkpoint) {
+			/* Recorded by watch and apply; it outlives the VM (issue 21). */
+			double at = sn->checkpoint_at ? tpf_parse_rfc3339(sn->checkpoint_at) : -1;
+			char ck_age[32] = "?";
+			if (at > 0)
+				tpf_show_fmt_age(tpf_now_wall() - at, ck_age, sizeof(ck_age));
+			printf("    last checkpoint: %s (seen %s ago)\n", sn->last_checkpoint, ck_age);
+		}
 		printf("    %-6s %-9s %-8s %-5s %-8s %s\n", "WORKER", "REACHABLE", "SESSION", "EXIT",
 		       "RESTARTS", "LAST LOG LINE");
 	}
@@ -182,6 +190,10 @@ json_t *tpf_show_node(const struct tpf_session *s, const struct tpf_state_node *
 		json_object_set_new(nj, "queued_state", json_string(ln->queued_state));
 	if (sn->bad_host)
 		json_object_set_new(nj, "bad_host", json_string(sn->bad_host));
+	if (sn->last_checkpoint)
+		json_object_set_new(nj, "last_checkpoint", json_string(sn->last_checkpoint));
+	if (sn->checkpoint_at)
+		json_object_set_new(nj, "checkpoint_at", json_string(sn->checkpoint_at));
 	if (ln && ln->health_description)
 		json_object_set_new(nj, "health_description", json_string(ln->health_description));
 	if (ln && ln->symptoms)

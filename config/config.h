@@ -149,6 +149,7 @@ enum tpf_notify_event {
 	TPF_NOTIFY_COMPLETED,
 	TPF_NOTIFY_PREFLIGHT_FAILED,
 	TPF_NOTIFY_BAD_HOST,
+	TPF_NOTIFY_MAINTENANCE, /* watch told a node's jobs of upcoming maintenance */
 	TPF_NOTIFY_NEVENTS
 };
 

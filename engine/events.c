@@ -124,6 +124,9 @@ static const struct tpf_event_info table[TPF_EVENT_NKINDS] = {
 				   TPF_HOOK_NONE, NULL },
 	[TPF_EVENT_PLANNED] = { "planned", NULL, "planned", N, TPF_METRIC_NONE, TPF_HOOK_NONE,
 				NULL },
+	[TPF_EVENT_MAINTENANCE] = { "maintenance", "maintenance",
+				    "upcoming maintenance: its jobs were told",
+				    TPF_NOTIFY_MAINTENANCE, TPF_METRIC_NONE, TPF_HOOK_NONE, NULL },
 };
 
 const struct tpf_event_info *tpf_event_info(enum tpf_event_kind k)

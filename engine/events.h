@@ -88,6 +88,9 @@ enum tpf_event_kind {
 	TPF_EVENT_JOB_STEP,   /* the job reached step `step` (worker) */
 	TPF_EVENT_CHECKPOINT, /* the job saved a checkpoint at step `step` */
 	TPF_EVENT_PLANNED,    /* `plan` made a plan (message: its summary line) */
+	/* watch told a node's jobs of its upcoming maintenance window
+	 * (deadline: the window's start; docs/recovery.md) */
+	TPF_EVENT_MAINTENANCE,
 	TPF_EVENT_NKINDS
 };
 
@@ -160,6 +163,11 @@ struct tpf_event {
 	 * type, chips, VMs and scheduling class from it (model/chips.h). */
 	const struct tpf_recipe *recipe;
 	long step;            /* JOB_STEP, CHECKPOINT: the job's step; else -1 */
+	/* CHECKPOINT: the job's last TPUFORM_CHECKPOINT as the state now
+	 * records it (engine/checkpoints.h); MAINTENANCE: the window's start
+	 * (RFC 3339). NULL otherwise. */
+	const char *checkpoint;
+	const char *deadline;
 };
 
 #define TPF_EVENT_INIT(k)                                                                   \

@@ -210,6 +210,8 @@ static json_t *line_locked(struct tpf_run_ledger *r, const struct tpf_event *ev,
 		json_object_set_new(o, "elapsed", json_real((double)(long)(ev->elapsed * 1000) / 1000));
 	set_str(o, "reason", ev->reason);
 	set_int(o, "step", ev->step);
+	set_str(o, "checkpoint", ev->checkpoint);
+	set_str(o, "deadline", ev->deadline);
 	if (ev->message) {
 		size_t n = strnlen(ev->message, MESSAGE_MAX);
 		json_object_set_new(o, "message", json_stringn_nocheck(ev->message, n));

@@ -340,6 +340,25 @@ static int send_source(struct tpf_transport *t, struct tpf_conn *c, const char *
 	return err;
 }
 
+/*
+ * The start (or restart) command. The node's last checkpoint the state
+ * records goes in its environment, TPUFORM_SAVED_CHECKPOINT, which the
+ * job gets as TPUFORM_LAST_CHECKPOINT when its VM has none of its own (a
+ * replacement VM: templates/bootstrap.sh tpf_job). On the command line,
+ * not in the script: a new checkpoint must not change the script's hash,
+ * which would restart the job (plan/diff.c compares hashes).
+ */
+static char *start_command(const struct tpf_state_node *n, int force)
+{
+	const char *verb = force ? " restart" : " start";
+	if (!n->last_checkpoint || !*n->last_checkpoint)
+		return xasprintf(SCRIPT_CMD "%s", verb);
+	char *q = tpf_shquote(n->last_checkpoint);
+	char *cmd = xasprintf("TPUFORM_SAVED_CHECKPOINT=%s " SCRIPT_CMD "%s", q, verb);
+	free(q);
+	return cmd;
+}
+
 int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 			 struct tpf_state_node *n, const struct tpf_live_node *live, int worker,
 			 int force, int *changed, struct tpf_diags *d)
@@ -381,8 +400,9 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 	    (err = t->ops->put(c, TPF_REMOTE_SECRETS, secrets, strlen(secrets), 0600, d)) < 0 ||
 	    (err = t->ops->put(c, TPF_REMOTE_SCRIPT, script, strlen(script), 0700, d)) < 0)
 		goto done;
-	err = t->ops->exec(c, force ? SCRIPT_CMD " restart" : SCRIPT_CMD " start", &out, &status,
-			   START_TIMEOUT, d);
+	char *cmd = start_command(n, force);
+	err = t->ops->exec(c, cmd, &out, &status, START_TIMEOUT, d);
+	free(cmd);
 	if (err) {
 		new_status = err == TPF_EUNREACHABLE ? "unreachable" : "failed";
 		goto done;
@@ -686,6 +706,46 @@ int tpf_provision_stop(struct tpf_transport *t, const struct tpf_state_node *n,
 				 "cannot stop the session on worker '%s/w%d' (exit status %d)",
 				 n->name, worker, status);
 		free(tail);
+	}
+	said_release(&said);
+done:
+	tpf_buf_release(&out);
+	return err;
+}
+
+int tpf_provision_disrupt(struct tpf_transport *t, const struct tpf_state_node *n,
+			  const struct tpf_live_node *live, int worker, const char *reason,
+			  long deadline, char **result, struct tpf_diags *d)
+{
+	struct tpf_buf out = TPF_BUF_INIT;
+	struct script_said said;
+	int status = -1, reachable = 0;
+	*result = NULL;
+	/* tpuform's own words only ([a-z_]): the script writes it to a file
+	 * the job reads. */
+	if (!reason || !*reason || strspn(reason, "abcdefghijklmnopqrstuvwxyz_") != strlen(reason))
+		return tpf_error(d, "this is a bug: disruption reason '%s' is not a word",
+				 reason ? reason : "");
+	char *cmd = xasprintf("if [ -f " TPF_REMOTE_SCRIPT " ]; then " SCRIPT_CMD " disrupt %s %ld; "
+			      "else echo 'TPUFORM result=no_job'; fi",
+			      reason, deadline);
+	int err = run_on_worker(t, n, live, worker, cmd, PROBE_TIMEOUT, &out, &status, NULL, 0, 1,
+				0, &reachable, d);
+	free(cmd);
+	if (err)
+		goto done;
+	parse_output(out.buf, &said);
+	const char *r = tpf_kvlist_get(&said.kv, "result");
+	if (status != 0 || !r) {
+		/* A script of an older tpuform has no such verb. */
+		char *tail = output_tail(said.text.buf, NULL);
+		err = tpf_errorx(d, NULL, *tail ? tail : NULL,
+				 "cannot pass the %s notice to worker '%s/w%d' (exit status %d): "
+				 "its bootstrap may predate the disrupt verb (apply re-provisions it)",
+				 reason, n->name, worker, status);
+		free(tail);
+	} else {
+		*result = xstrdup(r);
 	}
 	said_release(&said);
 done:

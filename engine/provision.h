@@ -20,6 +20,12 @@
  *   stop [REASON] -> "TPUFORM result=stopped"; with a REASON (a planned
  *              replacement or delete), $TPUFORM_DISRUPTION is written first;
  *              the job gets on_disruption's signal and grace before SIGKILL
+ *   disrupt REASON DEADLINE -> "TPUFORM result=told|unchanged|no_job": a
+ *              notice tpuform learnt from the API (upcoming maintenance) passed
+ *              to the running job as a metadata notice is: $TPUFORM_DISRUPTION
+ *              (reason=, deadline=DEADLINE) and on_disruption's signal, once
+ *              per reason and deadline (unchanged: said already); nothing is
+ *              stopped (tpf_provision_disrupt below)
  *   wait TOKEN SECONDS -> blocks until the job's token differs from TOKEN or
  *              SECONDS pass, then what status prints and "TPUFORM token=..."
  *              (tpf_provision_wait below)
@@ -146,5 +152,18 @@ int tpf_provision_setup_log(struct tpf_transport *t, const struct tpf_state_node
 int tpf_provision_stop(struct tpf_transport *t, const struct tpf_state_node *n,
 		       const struct tpf_live_node *live, int worker, const char *reason,
 		       struct tpf_diags *d);
+
+/*
+ * Tell the job on worker `worker` that its VM is disrupted at `deadline`
+ * (seconds since the epoch) for `reason` (a word of tpuform's: [a-z_],
+ * e.g. "maintenance"), with the bootstrap's disrupt verb: it writes
+ * $TPUFORM_DISRUPTION and sends on_disruption's signal, and stops nothing.
+ * *result (caller frees): "told", "unchanged" (the job had this notice)
+ * or "no_job". Errors: TPF_EUNREACHABLE (a warning in d), TPF_ERROR (a
+ * script without the verb, or a reason that is not a word: a bug).
+ */
+int tpf_provision_disrupt(struct tpf_transport *t, const struct tpf_state_node *n,
+			  const struct tpf_live_node *live, int worker, const char *reason,
+			  long deadline, char **result, struct tpf_diags *d);
 
 #endif

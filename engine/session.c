@@ -3,6 +3,7 @@
  * provider -> refresh -> pin source -> desired -> diff.
  */
 #include "engine/session.h"
+#include "engine/checkpoints.h"
 #include "engine/ledger.h"
 #include "engine/provision.h"
 #include "engine/refresh.h"
@@ -236,6 +237,16 @@ int tpf_session_apply_env(struct tpf_session *s, struct tpf_apply_opts *opts)
 	return 0;
 }
 
+/* A changed checkpoint, as a CHECKPOINT event through the apply's chain. */
+static void checkpoint_event(const struct tpf_state_node *sn, void *ctx)
+{
+	struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_CHECKPOINT);
+	ev.node = sn->name;
+	ev.generation = sn->generation;
+	ev.checkpoint = sn->last_checkpoint;
+	tpf_run_ledger_chain(&ev, ctx);
+}
+
 int tpf_session_apply(struct tpf_session *s, const struct tpf_plan *p,
 		      const struct tpf_apply_opts *opts, struct tpf_apply_result *res)
 {
@@ -249,6 +260,12 @@ int tpf_session_apply(struct tpf_session *s, const struct tpf_plan *p,
 	};
 	o.on_event = tpf_run_ledger_chain;
 	o.ctx = &chain;
+	/* The checkpoints the refresh's probe learnt go into the state the
+	 * apply saves (engine/checkpoints.h): a node replaced now hands its
+	 * job's last one to the new VM. */
+	char now[40];
+	tpf_rfc3339(tpf_now_wall(), now, sizeof(now));
+	tpf_checkpoints_record(&s->state, &s->facts, now, checkpoint_event, &chain);
 	int rc = tpf_apply(p, &s->fleet, s->prov, &s->live, &s->state, &o, res, &s->d);
 	tpf_run_ledger_close(chain.r, &s->d);
 	return rc;

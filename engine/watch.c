@@ -46,6 +46,7 @@ struct loop {
 	unsigned long news_seen;       /* tpf_attacher_news when the last round began */
 	struct tpf_watch_hooks *hooks; /* notifications and metrics */
 	struct tpf_unhealthy_set sick;
+	struct tpf_maint *maint; /* maintenance windows told to the jobs */
 	/* "node/worker/kind" of the restart entries of the last probed round:
 	 * each is reported once, when it appears. */
 	char **reported;
@@ -213,6 +214,9 @@ static void act(struct loop *w, struct tpf_session *s, struct tpf_plan *p, int r
 		emit_actions(o, &rest, 1);
 	if (p->n)
 		tpf_healer_heal(w->healer, s, p);
+	if (probed)
+		tpf_healer_record_checkpoints(w->healer, s);
+	tpf_maint_check(w->maint, s, o);
 	struct tpf_watch_summary sum;
 	tpf_watch_summarise(s, &sum, round, rest.n, tpf_now_wall());
 	struct tpf_watch_event ev = { .kind = TPF_WATCH_SUMMARY, .summary = &sum };
@@ -240,6 +244,7 @@ static int heal_nodes_first(struct loop *w, struct tpf_session *s, double starte
 	tpf_diags_init(&s->d);
 	int rc = tpf_session_plan(s, 0, &p);
 	if (!rc) {
+		tpf_watch_hooks_ready(w->hooks, s);
 		healing_actions(w, &p, &rest, started);
 		if (p.n)
 			tpf_healer_heal(w->healer, s, &p);
@@ -403,6 +408,7 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 	if (!w.hooks)
 		return TPF_ERROR;
 	w.healer = tpf_healer_new(&o);
+	w.maint = tpf_maint_new();
 	w.prober = tpf_prober_new(&o);
 	double error_wait = o.interval;
 	int rc = 0;
@@ -456,6 +462,7 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 	tpf_watch_hooks_free(w.hooks);
 	tpf_watch_warnings_forget();
 	tpf_unhealthy_release(&w.sick);
+	tpf_maint_free(w.maint);
 	reported_release(&w);
 	if (w.done && o.done)
 		*o.done = w.done;

@@ -10,6 +10,7 @@
  * "busy" and left out of later rounds' plans until it is done. The state
  * lock is held exactly while any heal runs.
  */
+#include "engine/checkpoints.h"
 #include "engine/watch_internal.h"
 #include "engine/state_store.h"
 #include "plan/backoff.h"
@@ -138,6 +139,14 @@ static void busy_remove(struct tpf_healer *h, const char *node)
 	}
 }
 
+/* Release the state lock (h->mu held) and take it out of the lease. */
+static void unlock_state(struct tpf_healer *h)
+{
+	tpf_lock_release(&h->s.lock);
+	if (h->lease) /* no request: the next renewal drops it */
+		tpf_watch_lease_note_lock(h->lease, NULL, 0, NULL);
+}
+
 /* engine/apply.h events of a heal, passed on as TPF_WATCH_EVENT. */
 static void forward_apply_event(const struct tpf_event *ev, void *ctx)
 {
@@ -177,9 +186,7 @@ static void *heal_thread(void *arg)
 		healed_now(h, job->plan.actions[i].node);
 	}
 	if (--h->running == 0) {
-		tpf_lock_release(&h->s.lock);
-		if (h->lease) /* no request: the next renewal drops it */
-			tpf_watch_lease_note_lock(h->lease, NULL, 0, NULL);
+		unlock_state(h);
 		pthread_cond_broadcast(&h->idle);
 	}
 	tpf_plan_release(&job->plan);
@@ -217,55 +224,68 @@ static int reload_fleet(struct tpf_healer *h, const struct tpf_session *s, struc
 	return hs->prov ? 0 : -1;
 }
 
+/* Call with h->mu held and no heal running: take the state lock (quiet:
+ * a lock held elsewhere is no news) and load the state into h->s.
+ * Returns 0, or -1 with the lock not held (diagnostics emitted). */
+static int lock_and_load(struct tpf_healer *h, const struct tpf_session *s, int quiet,
+			 struct tpf_diags *d)
+{
+	struct tpf_session *hs = &h->s;
+	if (!hs->backend && tpf_fleet_backend_open(&hs->backend, &s->fleet, d) == 0 && h->lease)
+		tpf_watch_lease_fence(h->lease, hs->backend);
+	int rc = hs->backend ? tpf_backend_lock(hs->backend, &hs->lock, "OperationTypeApply", 0, d)
+			     : TPF_ERROR;
+	if (rc) {
+		/* Only a conflict is "locked"; say why otherwise (a state
+		 * backend that cannot be opened, a full disk that cannot take
+		 * the lock-info file). */
+		if (rc == TPF_ELOCKED && !quiet)
+			tpf_watch_note(h->o, TPF_EVENT_LOCKED, NULL,
+				       "the state is locked by another tpuform: healing waits for "
+				       "the next round");
+		else if (rc != TPF_ELOCKED)
+			tpf_watch_diags(h->o, d);
+		return -1;
+	}
+	/* Name the lock in the lease at once: a successor that finds this
+	 * process dead removes it (engine/watch_lease.c). */
+	if (h->lease && tpf_watch_lease_note_lock(h->lease, hs->lock.id, 1, d)) {
+		tpf_watch_diags(h->o, d);
+		tpf_lock_release(&hs->lock);
+		return -1;
+	}
+	if (hs->have_state)
+		tpf_state_release(&hs->state);
+	hs->have_state = 0;
+	rc = tpf_backend_load(hs->backend, &hs->state, d);
+	hs->have_state = 1;
+	if (rc) {
+		tpf_watch_diags(h->o, d);
+		unlock_state(h);
+		return -1;
+	}
+	return 0;
+}
+
 /* Call with h->mu held and no heal running: take the lock, load the state
  * (and the fleet, when it changed) that heals will share. */
 static int healer_start(struct tpf_healer *h, const struct tpf_session *s)
 {
 	struct tpf_diags d = TPF_DIAGS_INIT;
-	struct tpf_session *hs = &h->s;
-	int rc = 0;
-	if (!hs->backend && tpf_fleet_backend_open(&hs->backend, &s->fleet, &d) == 0 && h->lease)
-		tpf_watch_lease_fence(h->lease, hs->backend);
-	rc = hs->backend ? tpf_backend_lock(hs->backend, &hs->lock, "OperationTypeApply", 0, &d)
-			 : TPF_ERROR;
-	if (rc) {
-		/* Only a conflict is "locked"; say why otherwise (a state
-		 * backend that cannot be opened, a full disk that cannot take
-		 * the lock-info file). */
-		if (rc == TPF_ELOCKED)
-			tpf_watch_note(h->o, TPF_EVENT_LOCKED, NULL,
-				       "the state is locked by another tpuform: healing waits for "
-				       "the next round");
-		else
-			tpf_watch_diags(h->o, &d);
-		rc = -1;
+	int rc = lock_and_load(h, s, 0, &d);
+	if (rc)
 		goto done;
-	}
-	/* Name the lock in the lease at once: a successor that finds this
-	 * process dead removes it (engine/watch_lease.c). */
-	if (h->lease && tpf_watch_lease_note_lock(h->lease, hs->lock.id, 1, &d)) {
-		tpf_watch_diags(h->o, &d);
-		tpf_lock_release(&hs->lock);
-		rc = -1;
-		goto done;
-	}
-	if (hs->have_state)
-		tpf_state_release(&hs->state);
-	hs->have_state = 0;
-	rc = tpf_backend_load(hs->backend, &hs->state, &d);
-	hs->have_state = 1;
-	if (rc || hs->state.serial != s->state.serial) {
-		if (!rc)
-			tpf_watch_note(h->o, TPF_EVENT_REPLAN, NULL,
-				       "the state changed since this round's refresh: planning again "
-				       "next round");
+	if (h->s.state.serial != s->state.serial) {
+		tpf_watch_note(h->o, TPF_EVENT_REPLAN, NULL,
+			       "the state changed since this round's refresh: planning again "
+			       "next round");
 		rc = -1;
 	} else {
 		rc = reload_fleet(h, s, &d);
 	}
 	if (rc) {
 		tpf_watch_diags(h->o, &d);
-		tpf_lock_release(&hs->lock);
+		unlock_state(h);
 	}
 done:
 	tpf_diags_release(&d);
@@ -357,6 +377,41 @@ void tpf_healer_heal(struct tpf_healer *h, const struct tpf_session *s, struct t
 	XGROW(h->threads, h->nthreads + 1, h->threads_alloc);
 	h->threads[h->nthreads++] = t;
 	pthread_mutex_unlock(&h->mu);
+}
+
+/* A node's recorded checkpoint changed: a CHECKPOINT event carries it to
+ * the run ledger (engine/watch_hooks.c). */
+static void checkpoint_event(const struct tpf_state_node *sn, void *ctx)
+{
+	struct tpf_healer *h = ctx;
+	struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_CHECKPOINT);
+	ev.node = sn->name;
+	ev.generation = sn->generation;
+	ev.checkpoint = sn->last_checkpoint;
+	tpf_watch_event(h->o, &ev);
+}
+
+void tpf_healer_record_checkpoints(struct tpf_healer *h, const struct tpf_session *s)
+{
+	if (!tpf_checkpoints_news(&s->state, &s->facts))
+		return;
+	char now[40];
+	tpf_rfc3339(tpf_now_wall(), now, sizeof(now));
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	pthread_mutex_lock(&h->mu);
+	/* Heals in flight hold the lock and share h->s.state: record there.
+	 * Else take the lock for this one write; held elsewhere, the next
+	 * round tries again (the facts still differ from the state). */
+	int own = h->running == 0;
+	if (!own || lock_and_load(h, s, 1, &d) == 0) {
+		if (tpf_checkpoints_record(&h->s.state, &s->facts, now, checkpoint_event, h) &&
+		    tpf_state_save(&h->s.state, &d))
+			tpf_watch_diags(h->o, &d);
+		if (own)
+			unlock_state(h);
+	}
+	pthread_mutex_unlock(&h->mu);
+	tpf_diags_release(&d);
 }
 
 void tpf_healer_set_lease(struct tpf_healer *h, struct tpf_watch_lease *wl)

@@ -25,6 +25,7 @@
  * is reported once per watch process; a new watch reports a job that is
  * still exited once more.
  */
+#include "engine/checkpoints.h"
 #include "engine/ledger.h"
 #include "engine/metrics.h"
 #include "engine/notify.h"
@@ -57,6 +58,12 @@ struct marks {
 	size_t n, alloc;
 };
 
+/* A node's last checkpoint as the round's state recorded it, for the
+ * words of its preemption (engine/checkpoints.h). */
+struct ckpt_seen {
+	char *node, *checkpoint, *at;
+};
+
 struct lost_node {
 	char *node, *code, *reason;
 	double seen; /* monotonic: the start of the round that first saw it */
@@ -87,6 +94,8 @@ struct tpf_watch_hooks {
 				 * replacement ended */
 	struct marks steps;     /* node -> monotonic ms of its last job_step line */
 	struct marks ckpts;     /* node -> step of its last checkpoint line */
+	struct ckpt_seen *ck;   /* every node with a last_checkpoint, last round */
+	size_t nck, ck_alloc;
 };
 
 /* At most one job_step line per node this often: a 1,000-node fleet adds
@@ -260,11 +269,53 @@ static void on_actions(struct tpf_watch_hooks *h, const struct tpf_plan *p)
 	}
 }
 
-/* A lost node's delete started: it is being replaced. */
+static void ckpt_forget(struct tpf_watch_hooks *h)
+{
+	for (size_t i = 0; i < h->nck; i++) {
+		free(h->ck[i].node);
+		free(h->ck[i].checkpoint);
+		free(h->ck[i].at);
+	}
+	h->nck = 0;
+}
+
+/* Keep each node's last checkpoint of s's state (h->mu held). */
+static void seen_checkpoints(struct tpf_watch_hooks *h, const struct tpf_session *s)
+{
+	ckpt_forget(h);
+	for (size_t i = 0; i < s->state.nnodes; i++) {
+		const struct tpf_state_node *sn = &s->state.nodes[i];
+		if (!sn->last_checkpoint)
+			continue;
+		XGROW(h->ck, h->nck + 1, h->ck_alloc);
+		h->ck[h->nck].node = xstrdup(sn->name);
+		h->ck[h->nck].checkpoint = xstrdup(sn->last_checkpoint);
+		h->ck[h->nck++].at = xstrdup(sn->checkpoint_at);
+	}
+}
+
+/* "last checkpoint 1200, 4m ago" for node (caller frees; h->mu held). */
+static char *ckpt_words(struct tpf_watch_hooks *h, const char *node)
+{
+	struct tpf_state_node sn;
+	memset(&sn, 0, sizeof(sn));
+	for (size_t i = 0; i < h->nck; i++) {
+		if (!strcmp(h->ck[i].node, node)) {
+			sn.last_checkpoint = h->ck[i].checkpoint;
+			sn.checkpoint_at = h->ck[i].at;
+		}
+	}
+	return tpf_checkpoint_words(&sn, tpf_now_wall());
+}
+
+/* A lost node's delete started: it is being replaced. The words say how
+ * much work the new VM's job starts from (docs/recovery.md). */
 static void replacement_started(struct tpf_watch_hooks *h, struct lost_node *l)
 {
 	l->announced = 1;
-	char *msg = xasprintf("%s: replacing it", l->reason);
+	char *words = ckpt_words(h, l->node);
+	char *msg = xasprintf("%s: replacing it; %s", l->reason, words);
+	free(words);
 	struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_PREEMPTED);
 	ev.node = l->node;
 	ev.reason = l->code;
@@ -605,11 +656,11 @@ static void ledger_metrics(struct tpf_watch_hooks *h, const struct tpf_session *
 	tpf_diags_release(&d);
 }
 
-void tpf_watch_hooks_seen(struct tpf_watch_hooks *h, const struct tpf_session *s, int probed,
-			  double started)
+/* Where events go and what they say of a node, from s (h->mu held): the
+ * webhook, the run ledger (opened at the first call), each node's last
+ * checkpoint. */
+static void hooks_open(struct tpf_watch_hooks *h, const struct tpf_session *s)
 {
-	pthread_mutex_lock(&h->mu);
-	h->round_started = started;
 	configure_notifier(h, s);
 	if (!h->ledger_tried) {
 		struct tpf_diags d = TPF_DIAGS_INIT;
@@ -620,6 +671,22 @@ void tpf_watch_hooks_seen(struct tpf_watch_hooks *h, const struct tpf_session *s
 	} else {
 		tpf_run_ledger_learn(h->ledger, &s->state);
 	}
+	seen_checkpoints(h, s);
+}
+
+void tpf_watch_hooks_ready(struct tpf_watch_hooks *h, const struct tpf_session *s)
+{
+	pthread_mutex_lock(&h->mu);
+	hooks_open(h, s);
+	pthread_mutex_unlock(&h->mu);
+}
+
+void tpf_watch_hooks_seen(struct tpf_watch_hooks *h, const struct tpf_session *s, int probed,
+			  double started)
+{
+	pthread_mutex_lock(&h->mu);
+	h->round_started = started;
+	hooks_open(h, s);
 	seen_quota(h, s);
 	for (size_t i = 0; probed && i < s->facts.n; i++) {
 		seen_job(h, s, &s->facts.items[i]);
@@ -699,6 +766,8 @@ void tpf_watch_hooks_free(struct tpf_watch_hooks *h)
 	marks_release(&h->settled);
 	marks_release(&h->steps);
 	marks_release(&h->ckpts);
+	ckpt_forget(h);
+	free(h->ck);
 	pthread_mutex_destroy(&h->mu);
 	free(h);
 }

@@ -4,7 +4,8 @@
  *
  *   watch.c (the loop) -> watch_heal.c -> watch_lease.c -> watch_emit.c
  *   watch.c -> watch_hooks.c -> watch_summary.c
- *   watch.c -> watch_probe.c, watch_attach.c, watch_unhealthy.c, watch_summary.c
+ *   watch.c -> watch_probe.c, watch_attach.c, watch_unhealthy.c, watch_summary.c,
+ *              watch_maint.c
  *
  * and every file may call watch_emit.c, the leaf, which calls none.
  */
@@ -89,6 +90,17 @@ void tpf_healer_drop_busy(struct tpf_healer *h, struct tpf_plan *p, double since
  * they describe jobs that heal stopped or replaced, and a node without
  * facts is planned as not probed. */
 void tpf_healer_drop_stale_facts(struct tpf_healer *h, struct tpf_job_facts *f, double since);
+
+/*
+ * Record in the state the checkpoints s's facts report that its state
+ * does not have yet (engine/checkpoints.h), and emit a CHECKPOINT event
+ * for each. Heals in flight: into the state they share, under its lock;
+ * none: the lock is taken for the write (held elsewhere: nothing, the next
+ * round tries again). Call after this round's heals started (a write
+ * before them would move the serial under their plan). Errors are
+ * events.
+ */
+void tpf_healer_record_checkpoints(struct tpf_healer *h, const struct tpf_session *s);
 
 /* Number of heals in flight now. */
 int tpf_healer_running(struct tpf_healer *h);
@@ -249,6 +261,28 @@ void tpf_watch_check_unhealthy(struct tpf_unhealthy_set *u, const struct tpf_ses
 			       struct tpf_plan *p, double timeout, double now,
 			       const struct tpf_watch_opts *o);
 
+/* ---- upcoming maintenance to the jobs (engine/watch_maint.c) ----------- */
+
+struct tpf_maint;
+
+/* The windows told of so far: none. Free with tpf_maint_free (NULL ok). */
+struct tpf_maint *tpf_maint_new(void);
+void tpf_maint_free(struct tpf_maint *m);
+
+/*
+ * For each READY node of s whose live node has a maintenance window
+ * (model/live.h maintenance_start) not told of yet: tell its provisioned
+ * workers' jobs (engine/provision.h tpf_provision_disrupt: reason
+ * maintenance, deadline the window's start) and emit TPF_EVENT_MAINTENANCE
+ * (ledger, webhook "maintenance", a watch line) when a job was told now
+ * (not when each already had this notice). A window is told once
+ * per watch, and once per job even across watches (the verb says a
+ * notice twice only once); a worker that could not be told is tried again
+ * next round. Blocks for the workers' connections (a window is rare).
+ */
+void tpf_maint_check(struct tpf_maint *m, const struct tpf_session *s,
+		     const struct tpf_watch_opts *o);
+
 /* ---- notifications and metrics (engine/watch_hooks.c) ------------------ */
 
 /*
@@ -274,6 +308,16 @@ struct tpf_watch_hooks *tpf_watch_hooks_new(struct tpf_watch_opts *o);
  */
 void tpf_watch_hooks_seen(struct tpf_watch_hooks *h, const struct tpf_session *s, int probed,
 			  double started);
+
+/*
+ * Ready the hooks for s's fleet before a heal starts: the webhook
+ * configured, the run ledger open, each node's last checkpoint known (a
+ * preemption's event says it). tpf_watch_hooks_seen does this too; a
+ * round that heals before it (a preemption found by the first round of a
+ * watch) calls this first, or that heal's events would reach neither the
+ * webhook nor the ledger.
+ */
+void tpf_watch_hooks_ready(struct tpf_watch_hooks *h, const struct tpf_session *s);
 
 /* Deliver queued notifications for up to TPUFORM_NOTIFY_DRAIN seconds (10),
  * stop serving metrics and free h (NULL: no-op). After every heal ended. */

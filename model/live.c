@@ -19,6 +19,7 @@ void tpf_live_node_release(struct tpf_live_node *n)
 	free(n->health_description);
 	free(n->symptoms);
 	free(n->maintenance);
+	free(n->maintenance_start);
 	free(n->lost_slices);
 	tpf_recipe_release(&n->recipe);
 	for (size_t i = 0; i < n->nendpoints; i++) {
@@ -43,6 +44,7 @@ void tpf_live_node_copy(struct tpf_live_node *dst, const struct tpf_live_node *s
 		.health_description = xstrdup(src->health_description),
 		.symptoms = xstrdup(src->symptoms),
 		.maintenance = xstrdup(src->maintenance),
+		.maintenance_start = xstrdup(src->maintenance_start),
 		.capacity_wait = src->capacity_wait,
 		.lost_slices = xstrdup(src->lost_slices),
 	};

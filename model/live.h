@@ -56,6 +56,12 @@ struct tpf_live_node {
 	char *health_description;
 	char *symptoms;
 	char *maintenance;
+	/* The upcoming maintenance window's start as the API gives it (RFC
+	 * 3339: UpcomingMaintenance.windowStartTime of the Cloud TPU Node, or
+	 * of a Compute Engine instance's resourceStatus), NULL when none is
+	 * scheduled or it has no start. watch passes it to the node's jobs
+	 * as their disruption's deadline (docs/recovery.md). */
+	char *maintenance_start;
 	/*
 	 * 1: a flex-start node waiting for capacity (docs/compute-engine.md
 	 * "Flex-start"): a Compute Engine FLEX_START instance still PENDING,

@@ -36,6 +36,11 @@
  * again, so it must refuse the file; version 1 files load as they are. */
 #define TPF_STATE_VERSION 2
 
+/* The longest last_checkpoint kept, bytes (docs/recovery.md): a step
+ * number or a path. A longer report is cut at a character boundary; a
+ * state file with a longer one is refused. */
+#define TPF_STATE_CHECKPOINT_MAX 256
+
 /* Node status in state (Terraform's instance status, plus pending). */
 #define TPF_NODE_PENDING "pending" /* create about to be / was sent, not confirmed */
 #define TPF_NODE_CREATED "created" /* the provider confirmed the node */
@@ -80,6 +85,15 @@ struct tpf_state_node {
 	struct tpf_recipe recipe;
 	struct tpf_job job;   /* what the workers were last provisioned with */
 	char *created_at; /* RFC 3339 */
+	/* The job's last checkpoint as a worker reported it (a line
+	 * TPUFORM_CHECKPOINT=<step or path> of its log, or
+	 * $TPUFORM_CHECKPOINT_FILE; templates/bootstrap.sh), at most
+	 * TPF_STATE_CHECKPOINT_MAX bytes, and when tpuform first saw that value
+	 * (RFC 3339). Kept across the node's replacement: it belongs to the
+	 * node's name, and a new VM's job starts from it
+	 * (TPUFORM_LAST_CHECKPOINT, docs/recovery.md). NULL: none seen. */
+	char *last_checkpoint;
+	char *checkpoint_at;
 	/* TPF_NODE_COMPLETED: when it completed (RFC 3339) and its job's exit
 	 * status (0); otherwise NULL and -1. */
 	char *completed_at;
@@ -305,6 +319,20 @@ void tpf_state_record_refreshed(struct tpf_state *st, const char *name, const ch
  * state's lock: 1 if recorded, 0 when the node or worker is gone. */
 int tpf_state_record_worker(struct tpf_state *st, const char *name,
 			    const struct tpf_state_worker *w);
+/*
+ * A worker of node `name` reported its job's last checkpoint `ck`: kept as
+ * the node's last_checkpoint (cut to TPF_STATE_CHECKPOINT_MAX bytes at a
+ * UTF-8 character boundary), with checkpoint_at = at (RFC 3339) when the
+ * value differs from the one recorded. Returns 1 when the record changed,
+ * 0 when it already said so, the node is gone, or ck is NULL or empty.
+ * Changes nothing else: a checkpoint is a fact about the job, not a change
+ * to what runs (it never enters a script's hash).
+ */
+int tpf_state_record_checkpoint(struct tpf_state *st, const char *name, const char *ck,
+				const char *at);
+/* Would tpf_state_record_checkpoint(.., sn's name, ck, ..) change sn (NULL:
+ * no)? Pure. */
+int tpf_state_checkpoint_differs(const struct tpf_state_node *sn, const char *ck);
 /* Labels and/or node fields were patched in place (NULL: not patched). */
 void tpf_state_record_patched(struct tpf_state *st, const char *name,
 			      const struct tpf_kvlist *labels, const struct tpf_node_fields *fields);

@@ -8,6 +8,7 @@
 #include "util/xalloc.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +59,8 @@ json_t *tpf_state_node_to_json(const struct tpf_state_node *n)
 	put_str(o, "status", n->status);
 	json_object_set_new(o, "generation", json_integer(n->generation));
 	put_str(o, "created_at", n->created_at);
+	put_str(o, "last_checkpoint", n->last_checkpoint);
+	put_str(o, "checkpoint_at", n->checkpoint_at);
 	put_str(o, "completed_at", n->completed_at);
 	if (n->exit_code >= 0)
 		json_object_set_new(o, "exit_code", json_integer(n->exit_code));
@@ -188,6 +191,20 @@ static int get_str(const struct reader *r, json_t *o, const char *prefix, const 
 		return field_error(r, prefix, key, required ? "a non-empty string" : "a string", v);
 	*out = xstrdup(json_string_value(v));
 	return 0;
+}
+
+/* An optional string of at most max bytes (tpuform never writes a longer
+ * one: a longer one was edited in by hand). */
+static int get_bounded_str(const struct reader *r, json_t *o, const char *prefix,
+			   const char *key, size_t max, char **out)
+{
+	json_t *v = json_object_get(o, key);
+	if (v && json_is_string(v) && json_string_length(v) > max) {
+		char what[64];
+		snprintf(what, sizeof(what), "a string of at most %zu bytes", max);
+		return field_error(r, prefix, key, what, v);
+	}
+	return get_str(r, o, prefix, key, 0, out);
 }
 
 static int get_int(const struct reader *r, json_t *o, const char *prefix, const char *key,
@@ -350,6 +367,9 @@ static int parse_node(const struct reader *r, json_t *o, const char *prefix,
 	    get_str(r, o, prefix, "status", 0, &n->status) < 0 ||
 	    get_int32(r, o, prefix, "generation", 0, &n->generation) < 0 ||
 	    get_str(r, o, prefix, "created_at", 0, &n->created_at) < 0 ||
+	    get_bounded_str(r, o, prefix, "last_checkpoint", TPF_STATE_CHECKPOINT_MAX,
+			    &n->last_checkpoint) < 0 ||
+	    get_str(r, o, prefix, "checkpoint_at", 0, &n->checkpoint_at) < 0 ||
 	    get_str(r, o, prefix, "completed_at", 0, &n->completed_at) < 0 ||
 	    get_int32(r, o, prefix, "exit_code", INT_MIN, &n->exit_code) < 0 ||
 	    get_str(r, o, prefix, "bad_host", 0, &n->bad_host) < 0 ||

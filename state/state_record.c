@@ -38,6 +38,8 @@ struct tpf_state_node *tpf_state_node_clone(const struct tpf_state_node *src)
 	tpf_recipe_copy(&n->recipe, &src->recipe);
 	tpf_job_copy(&n->job, &src->job);
 	n->created_at = xstrdup(src->created_at);
+	n->last_checkpoint = xstrdup(src->last_checkpoint);
+	n->checkpoint_at = xstrdup(src->checkpoint_at);
 	n->completed_at = xstrdup(src->completed_at);
 	n->exit_code = src->exit_code;
 	n->bad_host = xstrdup(src->bad_host);
@@ -294,4 +296,39 @@ void tpf_state_stamp_restart(struct tpf_state *st, const char *name, const int *
 	for (size_t i = 0; sn && i < nworkers; i++)
 		if ((size_t)workers[i] < sn->nworkers)
 			xstrset(&sn->workers[workers[i]].restarted_at, at);
+}
+
+/* The length of s cut to at most max bytes without splitting a UTF-8
+ * sequence (continuation bytes are 10xxxxxx). */
+static size_t utf8_cut(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+	if (n <= max)
+		return n;
+	n = max;
+	while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+		n--;
+	return n;
+}
+
+int tpf_state_checkpoint_differs(const struct tpf_state_node *sn, const char *ck)
+{
+	if (!sn || !ck || !*ck)
+		return 0;
+	size_t n = utf8_cut(ck, TPF_STATE_CHECKPOINT_MAX);
+	return !sn->last_checkpoint || strlen(sn->last_checkpoint) != n ||
+	       memcmp(sn->last_checkpoint, ck, n);
+}
+
+int tpf_state_record_checkpoint(struct tpf_state *st, const char *name, const char *ck,
+				const char *at)
+{
+	struct tpf_state_node *sn = tpf_state_find(st, name);
+	if (!tpf_state_checkpoint_differs(sn, ck))
+		return 0;
+	size_t n = utf8_cut(ck, TPF_STATE_CHECKPOINT_MAX);
+	free(sn->last_checkpoint);
+	sn->last_checkpoint = xstrndup(ck, n);
+	xstrset(&sn->checkpoint_at, at);
+	return 1;
 }

@@ -7,7 +7,7 @@
 # single-quoted), the user's env exports, then this body unchanged
 # (templates/render.c). It is uploaded to ~/tpuform/bootstrap.sh and run as
 #
-#	sh tpuform/bootstrap.sh start|restart|status|wait TOKEN SECONDS|logs N|setup-log N|stop [REASON]
+#	sh tpuform/bootstrap.sh start|restart|status|wait TOKEN SECONDS|disrupt REASON DEADLINE|logs N|setup-log N|stop [REASON]
 #
 # printing "TPUFORM key=value" lines for tpuform (the protocol is in
 # engine/provision.h). "job" is the verb the screen session runs.
@@ -770,14 +770,15 @@ tpf_dsig() {
 	echo "${tpf_s#SIG}"
 }
 
-# tpf_disrupt PGID REASON SECONDS: tell the job in process group PGID that
-# its VM goes in SECONDS: write $TPUFORM_DISRUPTION (reason=, deadline=
+# tpf_disrupt PGID REASON SECONDS [DEADLINE]: tell the job in process group
+# PGID that its VM goes in SECONDS (or at DEADLINE, seconds since the
+# epoch): write $TPUFORM_DISRUPTION (reason=, deadline=
 # in seconds since the epoch and RFC 3339, signal=), then send the chosen
 # signal to the group. The file comes first, so a job that reads it in
 # its handler finds it.
 tpf_disrupt() {
 	tpf_now=$(date +%s)
-	tpf_dl=$((tpf_now + $3))
+	tpf_dl=${4:-$((tpf_now + $3))}
 	tpf_dl3339=$(date -u -d "@$tpf_dl" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u -r "$tpf_dl" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
 	printf 'reason=%s\ndeadline=%s\ndeadline_rfc3339=%s\nsignal=SIG%s\n' "$2" "$tpf_dl" \
 		"$tpf_dl3339" "$(tpf_dsig)" >"$tpf_rundir/disruption.tmp.$$" &&
@@ -785,26 +786,36 @@ tpf_disrupt() {
 	kill -s "$(tpf_dsig)" -- "-$1" 2>/dev/null
 }
 
-# One value of the metadata server: GET $1 (e.g. instance/preempted) with
-# wait_for_change=true, as Google's docs describe
+# One value of the metadata server, into tpf_md_val (and its ETag into
+# tpf_md_etag): GET $1 (e.g. instance/preempted); when tpf_md_etag is set,
+# with wait_for_change=true and last_etag, as Google's docs describe
 # (https://cloud.google.com/compute/docs/metadata/querying-metadata#waitforchange,
 # https://cloud.google.com/compute/docs/instances/create-use-preemptible#detecting_if_an_instance_was_preempted,
 # https://cloud.google.com/compute/docs/instances/monitor-plan-host-maintenance-event):
-# the request returns when the value changes, or after timeout_sec with
-# the same value. $2 is the last value seen (the ETag is not kept: a value
-# that changed and changed back is missed, and only the transition to a
-# notice matters). For tests, TPUFORM_METADATA_DIR holds the values as
-# files (the local provider's ~/metadata), polled every second.
+# the request returns when the value's ETag is no longer the one given
+# (at once if it changed since), or after timeout_sec with the same value.
+# The first call (no ETag yet) does not wait: a notice already there is
+# seen at once. For tests, TPUFORM_METADATA_DIR holds the values as files
+# (the local provider's ~/metadata), polled every second.
 tpf_md_get() {
 	if [ -n "${TPUFORM_METADATA_DIR:-}" ]; then
 		sleep 1
-		tpf_mv=
-		{ read -r tpf_mv <"$TPUFORM_METADATA_DIR/$1"; } 2>/dev/null
-		printf '%s' "$tpf_mv"
+		tpf_md_val=
+		{ read -r tpf_md_val <"$TPUFORM_METADATA_DIR/$1"; } 2>/dev/null
 		return 0
 	fi
-	curl -s -f -m 70 -H 'Metadata-Flavor: Google' \
-		"${TPUFORM_METADATA_URL:-http://metadata.google.internal/computeMetadata/v1}/$1?wait_for_change=true&timeout_sec=60&last_etag=NONE" 2>/dev/null
+	tpf_md_q=
+	[ -z "${tpf_md_etag:-}" ] ||
+		tpf_md_q="?wait_for_change=true&timeout_sec=60&last_etag=$tpf_md_etag"
+	# -i: the ETag header, then a blank line, then the value.
+	tpf_md_out=$(curl -s -f -i -m 70 -H 'Metadata-Flavor: Google' \
+		"${TPUFORM_METADATA_URL:-http://metadata.google.internal/computeMetadata/v1}/$1$tpf_md_q" 2>/dev/null |
+		tr -d '\r')
+	[ -n "$tpf_md_out" ] || return 1
+	tpf_md_etag=$(printf '%s\n' "$tpf_md_out" | sed -n 's/^[Ee][Tt][Aa][Gg]: *//p' | head -n 1)
+	tpf_md_val=$(printf '%s\n' "$tpf_md_out" | sed '1,/^$/d' | head -n 1)
+	[ -n "$tpf_md_etag" ] || sleep 1 # a server without ETags: do not spin
+	return 0
 }
 
 # Is a metadata server there to watch? The test directory, or one GET.
@@ -822,15 +833,16 @@ tpf_md_here() {
 # maintenance event (MIGRATE_ON_HOST_MAINTENANCE, TERMINATE_ON_HOST_MAINTENANCE).
 tpf_notice_loop() {
 	tpf_fails=0
+	tpf_md_etag=
 	while kill -s 0 "$1" 2>/dev/null; do
-		if ! tpf_v=$(tpf_md_get "$2"); then
+		if ! tpf_md_get "$2"; then
 			# The server did not answer: try again, slowly after 5 misses.
 			tpf_fails=$((tpf_fails + 1))
 			[ "$tpf_fails" -lt 5 ] || sleep 10
 			continue
 		fi
 		tpf_fails=0
-		case $2:$tpf_v in
+		case $2:$tpf_md_val in
 		*:) ;; # no value (the test directory has no such file yet)
 		instance/preempted:TRUE)
 			tpf_disrupt "$1" preempted 30
@@ -838,11 +850,35 @@ tpf_notice_loop() {
 			;;
 		instance/maintenance-event:NONE) ;;
 		instance/maintenance-event:*)
-			tpf_disrupt "$1" "maintenance:$tpf_v" 60
+			tpf_disrupt "$1" "maintenance:$tpf_md_val" 60
 			return 0
 			;;
 		esac
 	done
+}
+
+# tpf_tell REASON DEADLINE (the disrupt verb): a notice tpuform learnt
+# from the API rather than the VM (Node.upcomingMaintenance: reason
+# maintenance, DEADLINE the window's start in seconds since the epoch),
+# passed on as the metadata server's are. The same notice twice (a watch
+# that restarted) is said once: result=unchanged. No job running:
+# result=no_job.
+tpf_tell() {
+	tpf_is_number "$2" || tpf_fail disrupt 2 "disrupt: expected a deadline in seconds since the epoch, got '$2'"
+	tpf_pg=$(tpf_read "$tpf_rundir/job.pid")
+	if ! tpf_is_number "$tpf_pg" || [ -f "$tpf_rundir/exit_code" ] || ! tpf_group_running "$tpf_pg"; then
+		tpf_say result=no_job
+		return 0
+	fi
+	if [ "$(sed -n 's/^reason=//p' "$tpf_rundir/disruption" 2>/dev/null)" = "$1" ] &&
+		[ "$(sed -n 's/^deadline=//p' "$tpf_rundir/disruption" 2>/dev/null)" = "$2" ]; then
+		tpf_say result=unchanged
+		return 0
+	fi
+	tpf_left=$(($2 - $(date +%s)))
+	[ "$tpf_left" -ge 0 ] || tpf_left=0
+	tpf_disrupt "$tpf_pg" "$1" "$tpf_left" "$2"
+	tpf_say result=told
 }
 
 # Start the notice watchers for the job in group $1 (its wrapper's pid),
@@ -875,8 +911,11 @@ tpf_job() {
 	tpf_name=run-$TPUFORM_RETRY-$tpf_ts.log
 	tpf_log=$tpf_logs/$tpf_name
 	# The checkpoint the last run on this VM reported (before current.log
-	# moves to the new run), unless tpuform handed one over.
-	tpf_last_ck=${TPUFORM_LAST_CHECKPOINT:-$(tpf_checkpoint)}
+	# moves to the new run); on a VM without one (a replacement: its disk
+	# is new), the one tpuform's state recorded for the node, which start
+	# was given as TPUFORM_SAVED_CHECKPOINT (docs/recovery.md).
+	tpf_last_ck=$(tpf_checkpoint)
+	[ -n "$tpf_last_ck" ] || tpf_last_ck=${TPUFORM_SAVED_CHECKPOINT:-}
 	rm -f -- "$tpf_rundir/disruption" "$tpf_rundir/checkpoint"
 	# screen makes us a session and process group leader: $$ is the
 	# group that stop kills.
@@ -1142,6 +1181,9 @@ status)
 wait)
 	tpf_wait "${2:-}" "${3:-10}"
 	;;
+disrupt)
+	tpf_tell "${2:-}" "${3:-}"
+	;;
 logs)
 	tpf_show_logs "${2:-0}" "$tpf_logs/current.log" "job log"
 	;;
@@ -1152,7 +1194,7 @@ job)
 	tpf_job
 	;;
 *)
-	printf 'usage: sh %s start|restart|status|wait TOKEN SECONDS|logs N|setup-log N|stop [REASON]\n' "$0" >&2
+	printf 'usage: sh %s start|restart|status|wait TOKEN SECONDS|disrupt REASON DEADLINE|logs N|setup-log N|stop [REASON]\n' "$0" >&2
 	exit 2
 	;;
 esac

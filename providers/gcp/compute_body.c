@@ -288,6 +288,9 @@ int tpf_compute_instance_parse(json_t *inst, const char *zone, int ssh_port,
 	out->name = xstrdup(name);
 	out->id = str_of(inst, "id");
 	out->create_time = str_of(inst, "creationTimestamp");
+	tpf_gcp_maintenance_parse(json_object_get(json_object_get(inst, "resourceStatus"),
+						  "upcomingMaintenance"),
+				  out);
 	r->zone = last_of(inst, "zone");
 	if (!r->zone)
 		r->zone = xstrdup(zone);

@@ -73,6 +73,16 @@ json_t *tpf_gcp_tags_json(const struct tpf_node_fields *nf);
 json_t *tpf_gcp_declared_metadata(const struct tpf_recipe *r);
 void tpf_gcp_node_fields_parse(json_t *node, struct tpf_node_fields *nf);
 void tpf_gcp_node_notes_parse(json_t *node, struct tpf_live_node *out);
+/*
+ * An UpcomingMaintenance object (the Cloud TPU Node's upcomingMaintenance,
+ * or a Compute Engine instance's resourceStatus.upcomingMaintenance:
+ * https://cloud.google.com/compute/docs/reference/rest/v1/instances, the
+ * same fields type, maintenanceStatus, windowStartTime, windowEndTime,
+ * canReschedule) into out->maintenance (text for people) and
+ * out->maintenance_start (windowStartTime), replacing what they held;
+ * both NULL when m is not a non-empty object.
+ */
+void tpf_gcp_maintenance_parse(json_t *m, struct tpf_live_node *out);
 
 /* {"labels":{...}} for nodes.patch?updateMask=labels (new reference). */
 json_t *tpf_gcp_labels_body(const struct tpf_kvlist *labels);

@@ -210,9 +210,18 @@ static char *maintenance_text(json_t *m)
 	return tpf_buf_detach(&b, NULL);
 }
 
+void tpf_gcp_maintenance_parse(json_t *m, struct tpf_live_node *out)
+{
+	free(out->maintenance);
+	free(out->maintenance_start);
+	out->maintenance = maintenance_text(m);
+	const char *start = json_string_value(json_object_get(m, "windowStartTime"));
+	out->maintenance_start = out->maintenance && start && *start ? xstrdup(start) : NULL;
+}
+
 void tpf_gcp_node_notes_parse(json_t *node, struct tpf_live_node *out)
 {
 	out->health_description = str_of(node, "healthDescription");
 	out->symptoms = symptoms_text(json_object_get(node, "symptoms"));
-	out->maintenance = maintenance_text(json_object_get(node, "upcomingMaintenance"));
+	tpf_gcp_maintenance_parse(json_object_get(node, "upcomingMaintenance"), out);
 }

@@ -14,6 +14,13 @@
 #       Everything stops on exit, plus GCP_WORKERS_CLEANUP (commands) if set.
 #       The client is pointed at the emulator with a ready token; quick
 #       polling and retries; TPUFORM_SSH_RETRY defaults to 2.
+#       GCP_WORKERS_METADATA=1: each worker's sessions get
+#       TPUFORM_METADATA_URL, its own metadata server in the emulator
+#       (tests/fakegcp/fg_guest_md.c), from ~/.ssh/environment (sshd.sh
+#       permits that one variable); the bootstrap watches it for notices.
+#   gcp_worker_notice IP KEY VALUE
+#       Sets KEY (instance/preempted, instance/maintenance-event) on the
+#       metadata server of the worker at IP.
 TPF_ROOT=$TOP
 . "$TOP/tests/e2e/fakegcp.sh"
 . "$TOP/tests/e2e/sshd.sh"
@@ -47,4 +54,15 @@ gcp_workers_start() {
 		echo "1..1"
 		exit 1
 	fi
+	[ "${GCP_WORKERS_METADATA:-}" = 1 ] || return 0
+	_gw_i=0
+	while [ "$_gw_i" -lt "$_gw_n" ]; do
+		echo "TPUFORM_METADATA_URL=$FAKEGCP_URL/__worker/$(sshd_addr "$_gw_i")/computeMetadata/v1" \
+			>"$SSHD_DIR/w$_gw_i/home/.ssh/environment"
+		_gw_i=$((_gw_i + 1))
+	done
+}
+
+gcp_worker_notice() {
+	curl -s -f -X POST "$FAKEGCP_URL/__admin/guest-metadata?worker=$1&key=$2&value=$3" >/dev/null
 }

@@ -101,6 +101,7 @@ MaxStartups 200:30:400
 MaxSessions 50
 LogLevel INFO
 Subsystem sftp /usr/lib/openssh/sftp-server
+PermitUserEnvironment TPUFORM_METADATA_URL
 EOF
 }
 

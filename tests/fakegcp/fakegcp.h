@@ -427,6 +427,16 @@ json_t *fg_jwt_verify(const char *jwt, void *const *keys, size_t nkeys, char *er
 /* 1 if path belongs to the metadata server (and r is answered). */
 int fg_metadata_serve(struct fg_req *r);
 
+/* ---- fg_guest_md.c: a metadata server per worker VM (issue 21) ---- */
+/* 1 if the path is a worker's metadata (/__worker/IP/computeMetadata/v1/...)
+ * and r is answered; may block while a wait_for_change request waits. */
+int fg_guest_md_serve(struct fg_req *r);
+/* POST /__admin/guest-metadata?worker=IP&key=KEY&value=V. */
+void fg_guest_md_admin(struct fg_req *r);
+/* End every wait_for_change now, and the ones that come later at once
+ * (the server is stopping and joins its connection threads). */
+void fg_guest_md_stop(void);
+
 /* ---- fg_agent.c: the guest agent of the workers (authorized_keys, host keys) ---- */
 /* Write the authorized_keys of n's workers from its metadata (or OS Login's
  * keys), when n is READY and --worker-dir is set. Lock held. */

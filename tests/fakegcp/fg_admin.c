@@ -237,6 +237,8 @@ void fg_admin_serve(struct fg_req *r)
 		fg_compute_admin(r, p);
 	} else if (!strcmp(p, "oslogin")) {
 		fg_oslogin_admin(r);
+	} else if (post && !strcmp(p, "guest-metadata")) {
+		fg_guest_md_admin(r);
 	} else if (get && !strcmp(p, "health")) {
 		ok(r);
 	} else if (post && !strcmp(p, "shutdown")) {

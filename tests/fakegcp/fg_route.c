@@ -145,6 +145,8 @@ void fg_route(struct fg_req *r)
 		fg_token_endpoint(r);
 	} else if (fg_sts_serve(r) || fg_iam_serve(r)) {
 		/* answered: STS, IAM Credentials (fg_sts.c, fg_iam.c) */
+	} else if (fg_guest_md_serve(r)) {
+		/* answered: a worker's own metadata server (fg_guest_md.c) */
 	} else if (fg_metadata_serve(r)) {
 		/* answered */
 	} else if (fg_compute_serve(r)) {

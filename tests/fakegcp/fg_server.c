@@ -189,6 +189,8 @@ int fg_req_local_port(struct fg_req *r)
 
 void fg_server_stop(void)
 {
+	/* Waiting metadata requests answer now: the daemon joins their threads. */
+	fg_guest_md_stop();
 	if (daemon_handle)
 		MHD_stop_daemon(daemon_handle);
 	daemon_handle = NULL;

@@ -2,6 +2,7 @@
  * Cloud TPU client: Node JSON -> live node, fleet label filter, create and
  * patch bodies. Node bodies follow docs/cloud-tpu-api.md section 4.
  */
+#include "providers/gcp/compute.h"
 #include "providers/gcp/gcp_node.h"
 #include "tests/unit/unit.h"
 
@@ -168,11 +169,47 @@ static void test_gcp_node__create_body(void)
 	tpf_kvlist_release(&r.labels);
 }
 
+/* The maintenance window's start (issue 21, docs/recovery.md): from the
+ * Cloud TPU node's upcomingMaintenance and from a Compute Engine
+ * instance's resourceStatus.upcomingMaintenance (the same message); none
+ * without a window, and a copy keeps it. */
+static void test_gcp_node__maintenance_start(void)
+{
+	json_t *j = json_pack("{s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s}}", "name",
+			      "projects/p/locations/z1/nodes/tpu-a", "state", "READY",
+			      "acceleratorType", "v4-16", "upcomingMaintenance", "type", "SCHEDULED",
+			      "maintenanceStatus", "PENDING", "windowStartTime",
+			      "2030-01-01T00:00:00Z", "windowEndTime", "2030-01-01T04:00:00Z");
+	struct tpf_live_node n = { 0 };
+	CHECK_INT(tpf_gcp_node_parse(j, "z1", 22, &n), 0);
+	CHECK_STR(n.maintenance_start, "2030-01-01T00:00:00Z");
+	CHECK_STR(n.maintenance,
+		  "SCHEDULED maintenance PENDING, window 2030-01-01T00:00:00Z to 2030-01-01T04:00:00Z");
+	struct tpf_live_node c = { 0 };
+	tpf_live_node_copy(&c, &n);
+	CHECK_STR(c.maintenance_start, "2030-01-01T00:00:00Z");
+	tpf_live_node_release(&c);
+	json_object_del(j, "upcomingMaintenance");
+	CHECK_INT(tpf_gcp_node_parse(j, "z1", 22, &n), 0);
+	CHECK(n.maintenance_start == NULL && n.maintenance == NULL);
+	json_decref(j);
+	json_t *inst = json_pack("{s:s, s:s, s:s, s:{s:{s:s, s:s}}}", "name", "vm-a", "status",
+				 "RUNNING", "machineType",
+				 "projects/p/zones/z1/machineTypes/ct5lp-hightpu-4t", "resourceStatus",
+				 "upcomingMaintenance", "type", "SCHEDULED", "windowStartTime",
+				 "2030-02-01T00:00:00Z");
+	CHECK_INT(tpf_compute_instance_parse(inst, "z1", 22, &n), 0);
+	CHECK_STR(n.maintenance_start, "2030-02-01T00:00:00Z");
+	tpf_live_node_release(&n);
+	json_decref(inst);
+}
+
 int main(void)
 {
 	RUN(test_gcp_node__parse_preempted);
 	RUN(test_gcp_node__parse_creating);
 	RUN(test_gcp_node__names);
 	RUN(test_gcp_node__create_body);
+	RUN(test_gcp_node__maintenance_start);
 	return unit_done();
 }

@@ -727,7 +727,10 @@ static void test_provision__disruption(void)
 	p.setup = NULL;
 	p.disruption_signal = "SIGUSR1";
 	p.run = "echo \"last=$TPUFORM_LAST_CHECKPOINT\" >>\"$HOME/lasts\"; "
-		"trap 'cat \"$TPUFORM_DISRUPTION\" >\"$HOME/saw\"; exit 7' USR1; "
+		/* Written aside, then renamed: the test waits for "saw" to
+		 * exist, and must not read it half-written. */
+		"trap 'cat \"$TPUFORM_DISRUPTION\" >\"$HOME/saw.tmp\"; mv \"$HOME/saw.tmp\" "
+		"\"$HOME/saw\"; exit 7' USR1; "
 		"echo TPUFORM_CHECKPOINT=1200; : >\"$HOME/started\"; "
 		"while :; do sleep 0.1; done";
 	free(install(home, &p, &sec));
@@ -766,6 +769,41 @@ static void test_provision__disruption(void)
 	CHECKF(saw && strstr(saw, "reason=replaced\n"), "disruption file: %s", saw ? saw : "");
 	free(saw);
 	tpf_diags_release(&d);
+	free(home);
+}
+
+/* A replacement VM has no checkpoint of its own: the one tpuform's state
+ * recorded (start's TPUFORM_SAVED_CHECKPOINT, engine/provision.c) becomes
+ * the job's TPUFORM_LAST_CHECKPOINT; once the VM's own job reported one,
+ * that one wins (it is at least as new). */
+static void test_provision__saved_checkpoint(void)
+{
+	char *home = make_home("w-saved-ck");
+	struct tpf_kvlist env = TPF_KVLIST_INIT, sec = TPF_KVLIST_INIT;
+	struct tpf_bootstrap_params p = params(&env);
+	p.setup = NULL;
+	p.run = "echo \"last=$TPUFORM_LAST_CHECKPOINT\" >>\"$HOME/lasts\"; "
+		"echo TPUFORM_CHECKPOINT=1300; : >\"$HOME/started\"; "
+		"while :; do sleep 0.1; done";
+	free(install(home, &p, &sec));
+	struct tpf_buf b = TPF_BUF_INIT;
+	CHECK_INT(run_in(home, "TPUFORM_SAVED_CHECKPOINT='step 900' sh " TPF_REMOTE_SCRIPT " start",
+			 &b, 120), 0);
+	CHECK(wait_file(home, "started", 30));
+	char *out = wait_session(home, "alive", 10);
+	free(out);
+	rm(home, "started");
+	tpf_buf_release(&b);
+	CHECK_INT(run_in(home, "TPUFORM_SAVED_CHECKPOINT='step 900' sh " TPF_REMOTE_SCRIPT
+			 " restart", &b, 120), 0);
+	tpf_buf_release(&b);
+	CHECK(wait_file(home, "started", 30));
+	char *lasts = slurp(home, "lasts");
+	CHECKF(lasts && !strcmp(lasts, "last=step 900\nlast=1300\n"), "lasts: %s",
+	       lasts ? lasts : "");
+	free(lasts);
+	CHECK_INT(verb(home, "stop", &out), 0);
+	free(out);
 	free(home);
 }
 
@@ -1518,6 +1556,7 @@ int main(void)
 	RUN(test_provision__quick_job);
 	RUN(test_provision__preflight);
 	RUN(test_provision__disruption);
+	RUN(test_provision__saved_checkpoint);
 	RUN(test_provision__wait_verb);
 	RUN(test_provision__stall_clock);
 	RUN(test_provision__source_modes);

@@ -186,6 +186,78 @@ static void test_state_record__gang_restart_and_clone(void)
 	tpf_state_release(&st);
 }
 
+/* A job's checkpoint (issue 21) belongs to the node's name: recorded when
+ * it differs (checkpoint_at then), cut at 256 bytes on a UTF-8 boundary,
+ * kept through JSON, a clone and the node's replacement (pending again,
+ * a new id); a state file with a longer one is refused. */
+static void test_state_record__checkpoint(void)
+{
+	struct tpf_state st;
+	tpf_state_init(&st);
+	xstrset(&st.fleet, "f");
+	struct tpf_recipe r;
+	recipe(&r, 2, 0);
+	struct tpf_job job = { 0 };
+	tpf_state_record_pending(&st, "f-a-0", "a", 0, &r, &job);
+	tpf_state_record_created(&st, "f-a-0", "id-1", "2026-01-01T00:00:00Z");
+	CHECK_INT(tpf_state_record_checkpoint(&st, "f-a-0", NULL, "t0"), 0);
+	CHECK_INT(tpf_state_record_checkpoint(&st, "f-a-0", "", "t0"), 0);
+	CHECK_INT(tpf_state_record_checkpoint(&st, "gone", "1", "t0"), 0);
+	CHECK_INT(tpf_state_record_checkpoint(&st, "f-a-0", "1200", "2026-01-01T01:00:00Z"), 1);
+	/* The same value again: no change, the first sighting's time kept. */
+	CHECK_INT(tpf_state_record_checkpoint(&st, "f-a-0", "1200", "2026-01-01T02:00:00Z"), 0);
+	struct tpf_state_node *sn = tpf_state_find(&st, "f-a-0");
+	CHECK_STR(sn->last_checkpoint, "1200");
+	CHECK_STR(sn->checkpoint_at, "2026-01-01T01:00:00Z");
+	CHECK(!tpf_state_checkpoint_differs(sn, "1200"));
+	CHECK(tpf_state_checkpoint_differs(sn, "1300"));
+	/* Cut at 256 bytes, never inside a character: 255 'x' and a 2-byte
+	 * e-acute would end at 257, so the cut is at 255. */
+	char big[300];
+	memset(big, 'x', 255);
+	strcpy(big + 255, "\xc3\xa9tail");
+	CHECK_INT(tpf_state_record_checkpoint(&st, "f-a-0", big, "t1"), 1);
+	CHECK_INT((int)strlen(sn->last_checkpoint), 255);
+	CHECK(!tpf_state_checkpoint_differs(sn, big));
+	CHECK_INT(tpf_state_record_checkpoint(&st, "f-a-0", "1200", "2026-01-01T03:00:00Z"), 1);
+	/* JSON and back. */
+	json_t *j = tpf_state_to_json(&st);
+	struct tpf_state back;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	CHECK_INT(tpf_state_from_json(&back, j, "mem", &d), 0);
+	CHECK_STR(tpf_state_find(&back, "f-a-0")->last_checkpoint, "1200");
+	CHECK_STR(tpf_state_find(&back, "f-a-0")->checkpoint_at, "2026-01-01T03:00:00Z");
+	tpf_state_release(&back);
+	/* A hand-edited one past the limit is refused, naming the field. */
+	json_t *nodes = json_object_get(j, "nodes");
+	json_t *nj = json_is_array(nodes) ? json_array_get(nodes, 0) : json_object_get(nodes, "f-a-0");
+	CHECK(nj != NULL);
+	char huge[400];
+	memset(huge, '7', 300);
+	huge[300] = 0;
+	json_object_set_new(nj, "last_checkpoint", json_string(huge));
+	CHECK(tpf_state_from_json(&back, j, "mem", &d) != 0);
+	CHECKF(d.n && strstr(d.items[d.n - 1].summary, "last_checkpoint") &&
+		       strstr(d.items[d.n - 1].summary, "at most 256 bytes"),
+	       "%s", d.n ? d.items[d.n - 1].summary : "(none)");
+	tpf_state_release(&back);
+	tpf_diags_release(&d);
+	json_decref(j);
+	/* A clone has it; a replacement (pending, then a new id) keeps it. */
+	struct tpf_state_node *c = tpf_state_node_clone(sn);
+	CHECK_STR(c->last_checkpoint, "1200");
+	CHECK_STR(c->checkpoint_at, "2026-01-01T03:00:00Z");
+	tpf_state_node_free(c);
+	tpf_state_record_pending(&st, "f-a-0", "a", 0, &r, &job);
+	tpf_state_record_created(&st, "f-a-0", "id-2", "2026-01-02T00:00:00Z");
+	sn = tpf_state_find(&st, "f-a-0");
+	CHECK_STR(sn->last_checkpoint, "1200");
+	tpf_state_record_refreshed(&st, "f-a-0", "id-3", "z1", NULL);
+	CHECK_STR(tpf_state_find(&st, "f-a-0")->last_checkpoint, "1200");
+	tpf_recipe_release(&r);
+	tpf_state_release(&st);
+}
+
 int main(void)
 {
 	RUN(test_state_record__pending_generation);
@@ -193,5 +265,6 @@ int main(void)
 	RUN(test_state_record__adoption_and_new_id);
 	RUN(test_state_record__gang_restart_and_clone);
 	RUN(test_state_record__bad_host);
+	RUN(test_state_record__checkpoint);
 	return unit_done();
 }
