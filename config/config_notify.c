@@ -16,7 +16,8 @@ static const char *const payload_words[] = { "full", "text", NULL };
 /* Indexed by enum tpf_notify_event; NULL-terminated for cfg_suggest. */
 static const char *const event_names[] = {
 	"preempted", "replaced", "job_failed", "job_succeeded", "stalled",
-	"restarts_exhausted", "quota_deferred", "completed", "preflight_failed", "bad_host", NULL,
+	"restarts_exhausted", "quota_deferred", "completed", "preflight_failed", "bad_host",
+	"budget_reached", NULL,
 };
 
 const char *tpf_notify_event_name(enum tpf_notify_event e)

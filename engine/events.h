@@ -87,6 +87,10 @@ enum tpf_event_kind {
 	TPF_EVENT_JOB_STEP,   /* the job reached step `step` (worker) */
 	TPF_EVENT_CHECKPOINT, /* the job saved a checkpoint at step `step` */
 	TPF_EVENT_PLANNED,    /* `plan` made a plan (message: its summary line) */
+	/* a watch hook's conclusion (engine/watch_hooks.c): a budget's spend
+	 * reached its amount in the current period (`group`, NULL: the
+	 * fleet's; once per period and scope; docs/ledger.md "Budgets") */
+	TPF_EVENT_BUDGET_REACHED,
 	TPF_EVENT_NKINDS
 };
 

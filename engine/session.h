@@ -19,6 +19,7 @@
 
 #include "config/config.h"
 #include "engine/apply.h"
+#include "plan/budget.h"
 #include "plan/plan.h"
 #include "providers/provider.h"
 #include "providers/registry/registry.h"
@@ -89,6 +90,10 @@ struct tpf_session {
 	char commit[41];           /* the pinned source commit, when have_commit */
 	int have_commit;
 	struct tpf_desired_set desired; /* after refresh */
+	/* The fleet file's budgets and their spend this period (after
+	 * refresh; engine/budget.h), already applied to desired. Owned. */
+	struct tpf_budget_status *budgets;
+	size_t nbudgets;
 	struct tpf_diags d;        /* everything that went wrong or deserves a warning */
 };
 
@@ -112,7 +117,8 @@ int tpf_session_open(struct tpf_session *s, const struct tpf_session_opts *o, co
  * Fill s->live from the provider (or from the state with o.refresh 0), ask
  * every worker for its session when `probe` is set (and refresh is on),
  * pin the source commit (unless o.no_source) and compute the desired
- * nodes. A failed refresh is an error: nothing may be planned from it.
+ * nodes, deferring those of scopes over their budget (s->budgets,
+ * measured from the run ledger unless o.no_source). A failed refresh is an error: nothing may be planned from it.
  * TPF_EFOREIGN when another state owns a node named as this fleet's
  * (engine/refresh.h); TPF_ERROR for any other failure.
  */

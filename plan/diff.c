@@ -3,6 +3,7 @@
  * The lifecycle rules are docs/design.md sections 6 and 8 ("Node lifecycle").
  */
 #include "model/node_state.h"
+#include "plan/ownership.h"
 #include "plan/plan.h"
 #include "plan/plan_internal.h"
 #include "plan/worker_script.h"
@@ -754,6 +755,28 @@ static void diff_completed(struct tpf_plan *p, const struct tpf_desired_node *dn
 		   "completed: its job completed, so it is not created again (on_success: delete)");
 }
 
+/* on_budget: delete (plan/budget.h): the budget of the node's scope is
+ * reached, so its node is deleted through the ordinary delete, only when
+ * this state made it (it carries this state's lineage label and the state
+ * lists it): money is at stake, and a node of unknown origin is never
+ * deleted for a budget. Returns 1 when the node is handled. */
+static int diff_over_budget(struct tpf_plan *p, const struct tpf_diff_input *in,
+			    const struct tpf_desired_node *dn, const struct tpf_state_node *sn,
+			    const struct tpf_live_node *ln)
+{
+	if (dn->over_budget != TPF_OVER_BUDGET_DELETE || !sn ||
+	    tpf_owner_of(ln, in->state) != TPF_OWNER_THIS)
+		return 0;
+	struct tpf_action *a = node_action(p, TPF_ACT_DELETE, NULL, sn, ln);
+	char *why = xasprintf("%s (on_budget: delete)", dn->waiting ? dn->waiting : "budget reached");
+	set_reason(a, "budget", why);
+	free(why);
+	tpf_plan_add_unconverged(p, TPF_UNCONV_QUOTA, dn->name, -1,
+				 dn->waiting ? dn->waiting : "budget reached");
+	p->deferred++;
+	return 1;
+}
+
 /* The rules for one desired node, in order of precedence (docs/design.md "Node
  * lifecycle the diff must handle"). */
 static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
@@ -769,6 +792,8 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 		diff_absent(p, dn, sn, in->live);
 		return;
 	}
+	if (diff_over_budget(p, in, dn, sn, ln))
+		return;
 	tpf_diff_node_notes(ln, d);
 	if (diff_replace(p, dn, sn, ln))
 		return;

@@ -72,6 +72,7 @@ static const struct want wants[] = {
 	{ TPF_EVENT_JOB_STEP, "job_step", NULL, NULL },
 	{ TPF_EVENT_CHECKPOINT, "checkpoint", NULL, NULL },
 	{ TPF_EVENT_PLANNED, "planned", NULL, NULL },
+	{ TPF_EVENT_BUDGET_REACHED, "budget_reached", NULL, "budget_reached" },
 };
 
 _Static_assert(sizeof(wants) / sizeof(wants[0]) == TPF_EVENT_NKINDS,
