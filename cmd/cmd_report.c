@@ -178,8 +178,8 @@ static int run_report(struct tpf_cmd_ctx *ctx)
 			 TPF_LEDGER_READ_MAX >> 20, dropped);
 	struct tpf_prices prices;
 	tpf_prices_from_fleet(&s->fleet, &prices);
-	struct tpf_report r = { .want_spans = report_o.html != NULL, .prices = &prices };
-	tpf_report_compute(records, since, now, report_o.group, &r);
+	struct tpf_report r = { .want_spans = report_o.html != NULL };
+	tpf_report_compute_priced(records, since, now, report_o.group, &prices, &r);
 	r.skipped += (long)skipped;
 	json_t *doc = tpf_report_to_json(&r);
 	json_object_set_new(doc, "fleet", json_string(s->fleet.name));

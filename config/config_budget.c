@@ -51,30 +51,17 @@ static int want_amount(struct cfg *c, yaml_node_t *v, const char *name, double m
 	return 0;
 }
 
-void cfg_read_budget(struct cfg *c, yaml_node_t *v, const char *owner, struct tpf_budget *b)
+/* The keys of an open budget mapping m into *b (cfg_read_budget). */
+static void read_budget_keys(struct cfg *c, yaml_node_t *v, struct cfg_map *m, struct tpf_budget *b)
 {
-	struct cfg_map m;
-	memset(b, 0, sizeof(*b));
-	if (!v)
-		return;
-	char *where = xasprintf("in budget of %s", owner);
-	char *who = xasprintf("budget of %s", owner);
-	int rc = cfg_map_open(&m, c, v, "'budget'",
-			      "a mapping such as { chip_hours: 100, per: week } or { usd: 500, per: "
-			      "month }",
-			      budget_keys, where, who);
-	free(where);
-	free(who);
-	if (rc < 0 || !m.node)
-		return;
-	yaml_node_t *ch = cfg_map_get(&m, "chip_hours"), *usd = cfg_map_get(&m, "usd"), *x;
+	yaml_node_t *ch = cfg_map_get(m, "chip_hours"), *usd = cfg_map_get(m, "usd"), *x;
 	if (ch && usd) {
 		cfg_error(c, usd, "a budget counts either chip-hours or dollars; keep one",
 			  "'budget' takes exactly one of 'chip_hours' and 'usd', got both");
 		return;
 	}
 	if (!ch && !usd) {
-		if (!m.unknown)
+		if (!m->unknown)
 			cfg_error(c, v, "e.g. budget: { chip_hours: 100, per: week }",
 				  "'budget' needs one of 'chip_hours' and 'usd'");
 		return;
@@ -87,7 +74,7 @@ void cfg_read_budget(struct cfg *c, yaml_node_t *v, const char *owner, struct tp
 			       "a number of US dollars > 0 such as 500", &amount) < 0)
 		return;
 	int per = 0;
-	if (!(x = cfg_map_require(&m, "per", "per: day, per: week (from Monday, UTC) or per: month")))
+	if (!(x = cfg_map_require(m, "per", "per: day, per: week (from Monday, UTC) or per: month")))
 		return;
 	if (cfg_want_enum(c, x, "per", per_words, "one of day, week or month", &per) < 0)
 		return;
@@ -96,6 +83,25 @@ void cfg_read_budget(struct cfg *c, yaml_node_t *v, const char *owner, struct tp
 	b->per = (enum tpf_budget_per)per;
 	b->line = (int)v->start_mark.line + 1;
 	b->column = (int)v->start_mark.column + 1;
+}
+
+void cfg_read_budget(struct cfg *c, yaml_node_t *v, const char *owner, struct tpf_budget *b)
+{
+	struct cfg_map m;
+	memset(b, 0, sizeof(*b));
+	if (!v)
+		return;
+	/* m keeps these for its messages: freed after the last lookup. */
+	char *where = xasprintf("in budget of %s", owner);
+	char *who = xasprintf("budget of %s", owner);
+	if (cfg_map_open(&m, c, v, "'budget'",
+			 "a mapping such as { chip_hours: 100, per: week } or { usd: 500, per: "
+			 "month }",
+			 budget_keys, where, who) == 0 &&
+	    m.node)
+		read_budget_keys(c, v, &m, b);
+	free(where);
+	free(who);
 }
 
 void cfg_read_on_budget(struct cfg *c, yaml_node_t *v, enum tpf_on_budget *out)

@@ -55,8 +55,8 @@ void tpf_budget_spend(const struct tpf_fleet *f, json_t *records, double now,
 	for (size_t i = 0; i < n; i++) {
 		/* report's own replay, windowed to the period: a node up since
 		 * before it counts from its start, one still up counts to now. */
-		struct tpf_report r = { .prices = &prices };
-		tpf_report_compute(records, v[i].period_start, now, v[i].group, &r);
+		struct tpf_report r = { .want_spans = 0 };
+		tpf_report_compute_priced(records, v[i].period_start, now, v[i].group, &prices, &r);
 		double ch = 0, usd = 0;
 		long unpriced = 0;
 		tpf_report_spend(&r, &ch, &usd, &unpriced);

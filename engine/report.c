@@ -426,8 +426,13 @@ static struct rec *sorted(json_t *records, struct tpf_report *r, size_t *n)
 void tpf_report_compute(json_t *records, double since, double until, const char *group,
 			struct tpf_report *r)
 {
+	tpf_report_compute_priced(records, since, until, group, NULL, r);
+}
+
+void tpf_report_compute_priced(json_t *records, double since, double until, const char *group,
+			       const struct tpf_prices *prices, struct tpf_report *r)
+{
 	int want_spans = r->want_spans;
-	const struct tpf_prices *prices = r->prices;
 	memset(r, 0, sizeof(*r));
 	r->want_spans = want_spans;
 	r->prices = prices;

@@ -129,8 +129,8 @@ struct tpf_report {
 	/* Set want_spans before tpf_report_compute to get these (bounded:
 	 * TPF_REPORT_SPANS_MAX spans; later ones are counted in spans_dropped). */
 	int want_spans;
-	/* Set before tpf_report_compute too: the fleet file's prices (NULL:
-	 * the built-in table only); borrowed. */
+	/* The fleet file's prices the rows were priced with (NULL: the
+	 * built-in table only); borrowed; set by tpf_report_compute_priced. */
 	const struct tpf_prices *prices;
 	struct tpf_report_unit *units;
 	size_t nunits;
@@ -142,7 +142,7 @@ struct tpf_report {
 #define TPF_REPORT_SPANS_MAX ((size_t)4 << 20)
 
 /*
- * Compute the report (r->want_spans and r->prices are read first; the rest of *r is
+ * Compute the report (r->want_spans is read first; the rest of *r is
  * overwritten) from ledger records (a JSON array of objects, as
  * state/ledger.h tpf_ledger_read gives; sorted here by time, then writer
  * and seq) for the window [since, until] (wall seconds; since < 0: from
@@ -153,6 +153,11 @@ struct tpf_report {
  */
 void tpf_report_compute(json_t *records, double since, double until, const char *group,
 			struct tpf_report *r);
+/* The same, with rows priced from prices (the fleet file's over the
+ * built-in table, tpf_prices_find; NULL: built-in only), borrowed until
+ * tpf_report_release. */
+void tpf_report_compute_priced(json_t *records, double since, double until, const char *group,
+			       const struct tpf_prices *prices, struct tpf_report *r);
 void tpf_report_release(struct tpf_report *r);
 
 /* Billed chip-hours of a row: every bucket (goodput + badput). */
