@@ -78,7 +78,7 @@ void tpf_budget_describe(const struct tpf_budget_status *s, const char *fleet,
 	if (b->unit == TPF_BUDGET_USD)
 		tpf_buf_addf(out, "$%.2f of $%.2f", s->spent, b->amount);
 	else
-		tpf_buf_addf(out, "%.1f of %g chip-hours", s->spent, b->amount);
+		tpf_buf_addf(out, "%.2f of %g chip-hours", s->spent, b->amount);
 	tpf_buf_addf(out, " %s (%.0f%%)", tpf_budget_per_words(b->per), pct);
 	if (b->unit == TPF_BUDGET_USD && s->unpriced > 0)
 		tpf_buf_addf(out, "; %ld ledger row%s without a price not counted", s->unpriced,

@@ -777,6 +777,21 @@ static int diff_over_budget(struct tpf_plan *p, const struct tpf_diff_input *in,
 	return 1;
 }
 
+/* A replace creates a node: over budget, the dead or changed node is left
+ * as it is (a dead node is not billed) and the replace waits for the next
+ * period, said as for a deferred create. */
+static void drop_replace_for_budget(struct tpf_plan *p, const struct tpf_desired_node *dn)
+{
+	struct tpf_action *a = p->n ? &p->actions[p->n - 1] : NULL;
+	if (!a || a->kind != TPF_ACT_REPLACE || strcmp(a->node, dn->name))
+		return;
+	tpf_action_release(a);
+	p->n--;
+	tpf_plan_add_unconverged(p, TPF_UNCONV_QUOTA, dn->name, -1,
+				 dn->waiting ? dn->waiting : "budget reached");
+	p->deferred++;
+}
+
 /* The rules for one desired node, in order of precedence (docs/design.md "Node
  * lifecycle the diff must handle"). */
 static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
@@ -795,8 +810,11 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 	if (diff_over_budget(p, in, dn, sn, ln))
 		return;
 	tpf_diff_node_notes(ln, d);
-	if (diff_replace(p, dn, sn, ln))
+	if (diff_replace(p, dn, sn, ln)) {
+		if (dn->over_budget)
+			drop_replace_for_budget(p, dn);
 		return;
+	}
 	const char *qstate = queued_state(ln);
 	if (qstate) {
 		diff_queued_waiting(p, dn, sn, ln, qstate, d);

@@ -196,7 +196,7 @@ static void test_budget__spend_from_the_ledger(void)
 	CHECK(v[1].reported && !v[0].reported);
 	struct tpf_buf b = TPF_BUF_INIT;
 	tpf_budget_describe(&v[1], f.name, &b);
-	CHECK_STR(b.buf, "group 'a': 4.0 of 12.5 chip-hours this week (32%)");
+	CHECK_STR(b.buf, "group 'a': 4.00 of 12.5 chip-hours this week (32%)");
 	tpf_buf_reset(&b);
 	tpf_budget_describe(&v[0], f.name, &b);
 	CHECK_STR(b.buf, "fleet 'f': $24.00 of $100.00 this week (24%)");
@@ -250,7 +250,7 @@ static void test_budget__defer(void)
 		CHECK(ds.nodes[i].over_budget == (in_a ? TPF_OVER_BUDGET_STOP : 0));
 		if (in_a)
 			CHECK_STR(ds.nodes[i].waiting,
-				  "budget reached: group 'a': 12.5 of 12.5 chip-hours this week (100%)");
+				  "budget reached: group 'a': 12.50 of 12.5 chip-hours this week (100%)");
 	}
 	CHECK(d.n == 1 && d.items[0].severity == TPF_SEV_WARNING &&
 	      strstr(d.items[0].summary, "until 2026-11-30 00:00 UTC"));
