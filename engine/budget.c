@@ -107,3 +107,72 @@ int tpf_budget_measure(const struct tpf_fleet *f, double now, struct tpf_budget_
 	*n = k;
 	return 0;
 }
+
+void tpf_budget_cache_release(struct tpf_budget_cache *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		free(c->groups[i]);
+	free(c->groups);
+	free(c->v);
+	free(c->budgets);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Does c hold the spend of exactly the scopes v[0..n)? */
+static int cache_fits(const struct tpf_budget_cache *c, const struct tpf_budget_status *v,
+		      size_t n)
+{
+	if (!c->at || c->n != n)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct tpf_budget *a = &c->budgets[i], *b = v[i].budget;
+		if (strcmp(c->groups[i], v[i].group ? v[i].group : "") || a->unit != b->unit ||
+		    a->amount != b->amount || a->per != b->per ||
+		    c->v[i].period_start != v[i].period_start)
+			return 0;
+	}
+	return 1;
+}
+
+static void cache_store(struct tpf_budget_cache *c, const struct tpf_budget_status *v, size_t n,
+			double now_mono)
+{
+	tpf_budget_cache_release(c);
+	c->at = now_mono > 0 ? now_mono : 1e-9;
+	c->n = n;
+	c->groups = xcalloc(n ? n : 1, sizeof(*c->groups));
+	c->v = xcalloc(n ? n : 1, sizeof(*c->v));
+	c->budgets = xcalloc(n ? n : 1, sizeof(*c->budgets));
+	for (size_t i = 0; i < n; i++) {
+		c->groups[i] = xstrdup(v[i].group ? v[i].group : "");
+		c->budgets[i] = *v[i].budget;
+		c->v[i] = v[i];
+		c->v[i].group = NULL;
+		c->v[i].budget = NULL;
+	}
+}
+
+int tpf_budget_measure_cached(const struct tpf_fleet *f, double now, double now_mono,
+			      double every, struct tpf_budget_cache *c,
+			      struct tpf_budget_status **out, size_t *n, struct tpf_diags *d)
+{
+	if (!c)
+		return tpf_budget_measure(f, now, out, n, d);
+	struct tpf_budget_status *v = NULL;
+	size_t k = tpf_budget_scopes(f, now, &v);
+	if (k && now_mono - c->at < every && cache_fits(c, v, k)) {
+		for (size_t i = 0; i < k; i++) {
+			v[i].spent = c->v[i].spent;
+			v[i].unpriced = c->v[i].unpriced;
+			v[i].reported = c->v[i].reported;
+		}
+		*out = v;
+		*n = k;
+		return 0;
+	}
+	free(v);
+	int rc = tpf_budget_measure(f, now, out, n, d);
+	if (!rc && *n)
+		cache_store(c, *out, *n, now_mono);
+	return rc;
+}

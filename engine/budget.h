@@ -38,4 +38,30 @@ void tpf_budget_spend(const struct tpf_fleet *f, json_t *records, double now,
 int tpf_budget_measure(const struct tpf_fleet *f, double now, struct tpf_budget_status **out,
 		       size_t *n, struct tpf_diags *d);
 
+/*
+ * What a long-running caller (watch: a new session each round) keeps
+ * between measures, so that a quiet round does not read the whole ledger:
+ * the spend of each scope, measured at most every `every` seconds
+ * ($TPUFORM_BUDGET_REFRESH, default 60 s; docs/ledger.md "Budgets").
+ * Between measures the spend is the last one measured (it may lag the
+ * fleet's burn by up to `every`). A change of the scopes, their amounts or
+ * their period measures again at once. Zero it to start; release with
+ * tpf_budget_cache_release.
+ */
+struct tpf_budget_cache {
+	double at;       /* monotonic seconds of the last measure; 0: never */
+	size_t n;
+	char **groups;   /* owned copies ("" for the fleet) */
+	struct tpf_budget_status *v; /* group and budget pointers not kept */
+	struct tpf_budget *budgets;  /* owned copies, to compare */
+};
+void tpf_budget_cache_release(struct tpf_budget_cache *c);
+
+/* tpf_budget_measure through cache c (NULL: measure now): reuses c's
+ * spend when it is younger than `every` seconds (monotonic now_mono) and
+ * the scopes are the same. */
+int tpf_budget_measure_cached(const struct tpf_fleet *f, double now, double now_mono,
+			      double every, struct tpf_budget_cache *c,
+			      struct tpf_budget_status **out, size_t *n, struct tpf_diags *d);
+
 #endif

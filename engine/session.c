@@ -158,9 +158,13 @@ static int session_budgets(struct tpf_session *s)
 	free(s->budgets);
 	s->budgets = NULL;
 	s->nbudgets = 0;
-	if (s->o.no_source)
+	if (s->o.no_source || s->o.no_budgets)
 		return 0;
-	if (tpf_budget_measure(&s->fleet, tpf_now_wall(), &s->budgets, &s->nbudgets, &s->d))
+	double every = 60;
+	if (s->o.budget_cache && tpf_env_seconds("TPUFORM_BUDGET_REFRESH", &every, &s->d))
+		return TPF_ERROR;
+	if (tpf_budget_measure_cached(&s->fleet, tpf_now_wall(), tpf_now_mono(), every,
+				      s->o.budget_cache, &s->budgets, &s->nbudgets, &s->d))
 		return TPF_ERROR;
 	tpf_budget_defer(&s->desired, s->budgets, s->nbudgets, s->fleet.name, &s->d);
 	return 0;

@@ -46,6 +46,7 @@ struct tpf_session_progress {
 /* Called on the thread that called the session function. */
 typedef void (*tpf_session_progress_fn)(const struct tpf_session_progress *ev, void *ctx);
 
+struct tpf_budget_cache; /* engine/budget.h */
 struct tpf_session_opts {
 	const char *file;    /* the fleet file (borrowed; must outlive the session) */
 	int no_lock;         /* -lock=false: never take the state lock */
@@ -72,8 +73,14 @@ struct tpf_session_opts {
 	/* Probe each pinned worker once, with no retry budget (watch: it asks
 	 * again at the next session check). */
 	int probe_once;
+	/* Budgets (engine/budget.h): NULL measures them from the ledger at
+	 * every refresh; watch passes its cache, so a quiet round does not
+	 * read the whole ledger. no_budgets: do not measure (watch's session
+	 * prober, which wants job facts only). */
+	struct tpf_budget_cache *budget_cache;
+	int no_budgets;
 };
-#define TPF_SESSION_OPTS_INIT { "tpuform.yaml", 0, 0, 1, 10, 0, NULL, NULL, NULL, 0, 0, 0 }
+#define TPF_SESSION_OPTS_INIT { "tpuform.yaml", 0, 0, 1, 10, 0, NULL, NULL, NULL, 0, 0, 0, NULL, 0 }
 
 struct tpf_session {
 	struct tpf_session_opts o; /* a copy of what open was given */

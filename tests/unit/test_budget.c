@@ -8,12 +8,15 @@
 #include "tests/unit/unit.h"
 #include "config/config.h"
 #include "engine/budget.h"
+#include "engine/ledger.h"
 #include "engine/report.h"
 #include "plan/budget.h"
 #include "util/timeutil.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define T(s) tpf_parse_rfc3339(s)
 
@@ -262,6 +265,56 @@ static void test_budget__defer(void)
 	tpf_diags_release(&d);
 }
 
+/* watch's cache: the ledger is read again only after `every` seconds, or
+ * at once when the scopes change. */
+static void test_budget__cache(void)
+{
+	struct tpf_fleet f;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	CHECK_INT(parse(&f, "", &d), 0);
+	char dir[] = "/tmp/tpf-budget-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	char state[256], ledger[300];
+	snprintf(state, sizeof(state), "%s/tpuform.state.json", dir);
+	snprintf(ledger, sizeof(ledger), "%s.ledger.jsonl", state);
+	free(f.state_path);
+	f.state_path = strdup(state);
+	double now = tpf_now_wall();
+	char t0[40], t1[40];
+	tpf_ledger_time(now - 3600, t0, sizeof(t0));
+	tpf_ledger_time(now - 1800, t1, sizeof(t1));
+	json_t *a = json_array();
+	line(a, t0, "creating", "f-a-0", "a", 1);
+	line(a, t0, "ready", "f-a-0", "a", 2);
+	line(a, t1, "deleted", "f-a-0", "a", 3);
+	FILE *fp = fopen(ledger, "w");
+	size_t i;
+	json_t *o;
+	json_array_foreach(a, i, o) {
+		json_dumpf(o, fp, JSON_COMPACT);
+		fputc('\n', fp);
+	}
+	fclose(fp);
+	struct tpf_budget_cache c = { 0 };
+	struct tpf_budget_status *v = NULL;
+	size_t n = 0;
+	CHECK_INT(tpf_budget_measure_cached(&f, now, 100, 60, &c, &v, &n, &d), 0);
+	CHECK(n == 1 && v[0].spent > 1.99 && v[0].spent < 2.01); /* half an hour, 4 chips */
+	free(v);
+	unlink(ledger); /* spent nothing now, but the cache is 10 s old */
+	CHECK_INT(tpf_budget_measure_cached(&f, now, 110, 60, &c, &v, &n, &d), 0);
+	CHECK(n == 1 && v[0].spent > 1.99);
+	free(v);
+	CHECK_INT(tpf_budget_measure_cached(&f, now, 161, 60, &c, &v, &n, &d), 0);
+	CHECK(n == 1 && v[0].spent == 0); /* 61 s: read again */
+	free(v);
+	tpf_budget_cache_release(&c);
+	rmdir(dir);
+	json_decref(a);
+	tpf_fleet_release(&f);
+	tpf_diags_release(&d);
+}
+
 int main(void)
 {
 	RUN(test_budget__periods);
@@ -270,5 +323,6 @@ int main(void)
 	RUN(test_budget__spend_from_the_ledger);
 	RUN(test_budget__prices_override);
 	RUN(test_budget__defer);
+	RUN(test_budget__cache);
 	return unit_done();
 }
