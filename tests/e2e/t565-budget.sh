@@ -75,13 +75,13 @@ hook_budget() { grep -q '"event": *"budget_reached"' hook/events.jsonl 2>/dev/nu
 ok "watch posts budget_reached to the webhook" wait_for 30 hook_budget
 like "naming the scope and the spend" "$(grep budget_reached hook/events.jsonl)" \
 	"budget reached: group 'a': 1\.[0-9]* of 1 chip-hours today"
-ok "and records it in the ledger" grep -q '"event":"budget_reached".*"group":"a"' $L
+ok "and records it in the ledger" grep -q '"event":"budget_reached".*"group":"a"' "$L"
 ok "a node of group a is preempted" tpuform local preempt -f fleet.yaml bg-a-1
 ok "a node of group b is preempted" tpuform local preempt -f fleet.yaml bg-b-0
-b_back() { [ "$(grep -c '"event":"creating".*"node":"bg-b-0"' $L)" -ge 2 ]; }
+b_back() { [ "$(grep -c '"event":"creating".*"node":"bg-b-0"' "$L")" -ge 2 ]; }
 ok "watch replaces b's node (b has no budget)" wait_for 30 b_back
 sleep 2 # a few more rounds
-is "but not a's: no second create of bg-a-1" "$(grep -c '"event":"creating".*"node":"bg-a-1"' $L)" 1
+is "but not a's: no second create of bg-a-1" "$(grep -c '"event":"creating".*"node":"bg-a-1"' "$L")" 1
 is "budget_reached was posted once" "$(grep -c budget_reached hook/events.jsonl)" 1
 like "watch says why" "$(cat watch.out)" "budget reached: group 'a'"
 kill -TERM $wpid
@@ -107,7 +107,7 @@ ok "apply" tpuform apply -f fleet.yaml -auto-approve
 unlike "group a's nodes are gone from the state" "$(cat state.txt)" "bg-a-[012]"
 like "group b's node is still there" "$(cat state.txt)" "bg-b-0"
 ok "through the ordinary delete (deleting, deleted in the ledger)" \
-	grep -q '"event":"deleted".*"node":"bg-a-0"' $L
+	grep -q '"event":"deleted".*"node":"bg-a-0"' "$L"
 
 # ---- prices: in the fleet file ----------------------------------------------------
 ok "report" tpuform report -f fleet.yaml -json
