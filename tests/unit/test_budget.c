@@ -12,6 +12,7 @@
 #include "engine/report.h"
 #include "plan/budget.h"
 #include "util/timeutil.h"
+#include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -315,6 +316,86 @@ static void test_budget__cache(void)
 	tpf_diags_release(&d);
 }
 
+#define MINE "0f1e2d3c-4b5a-4697-8877-665544332211"
+
+static void live_node(struct tpf_live_set *live, const char *name, const char *state,
+		      const char *lineage)
+{
+	struct tpf_live_node *ln = tpf_live_set_add(live);
+	ln->name = xstrdup(name);
+	ln->id = xstrdup("1");
+	ln->state = xstrdup(state);
+	ln->recipe.zone = xstrdup("us-central1-f");
+	ln->recipe.accelerator_type = xstrdup("v2-8");
+	ln->recipe.runtime_version = xstrdup("tpu-vm-base");
+	tpf_kvlist_set(&ln->recipe.labels, TPF_LABEL_FLEET, "f");
+	char lin[TPF_LINEAGE_LABEL_LEN + 1];
+	if (tpf_lineage_label(lineage, lin))
+		tpf_kvlist_set(&ln->recipe.labels, TPF_LABEL_LINEAGE, lin);
+}
+
+static const struct tpf_action *action_of(const struct tpf_plan *p, const char *node)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (!strcmp(p->actions[i].node, node))
+			return &p->actions[i];
+	return NULL;
+}
+
+/* Over budget, the diff creates nothing (a dead node is not replaced);
+ * with on_budget: delete it deletes the scope's nodes this state made,
+ * and only those. */
+static void test_budget__diff(void)
+{
+	struct tpf_fleet f;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	CHECK_INT(parse(&f, "", &d), 0);
+	struct tpf_state st;
+	tpf_state_init(&st);
+	xstrset(&st.lineage, MINE);
+	st.serial = 1;
+	const char *names[] = { "f-a-0", "f-a-1", "f-b-0" };
+	for (int i = 0; i < 3; i++) {
+		struct tpf_state_node *sn = tpf_state_add(&st, names[i]);
+		xstrset(&sn->status, TPF_NODE_CREATED);
+		xstrset(&sn->group, i < 2 ? "a" : "b");
+		xstrset(&sn->recipe.zone, "us-central1-f");
+	}
+	struct tpf_live_set live = { 0 };
+	live_node(&live, "f-a-0", "PREEMPTED", MINE); /* dead: a replace would create */
+	live_node(&live, "f-a-1", "READY", NULL);     /* an earlier tpuform's: no lineage label */
+	live_node(&live, "f-b-0", "PREEMPTED", MINE); /* b has no budget */
+	struct tpf_desired_set ds;
+	CHECK_INT(tpf_desired_compute(&ds, &f, NULL, &st, &d), 0);
+	struct tpf_budget_status v[1] = { { .group = "a", .budget = &f.groups[0].budget,
+					    .on_budget = TPF_ON_BUDGET_STOP, .spent = 13 } };
+	tpf_budget_defer(&ds, v, 1, f.name, &d);
+	struct tpf_diff_input in = { .fleet = &f, .desired = &ds, .state = &st, .live = &live };
+	struct tpf_plan p;
+	CHECK_INT(tpf_diff(&p, &in, &d), 0);
+	CHECK(action_of(&p, "f-a-0") == NULL); /* not replaced */
+	CHECK(action_of(&p, "f-b-0") && action_of(&p, "f-b-0")->kind == TPF_ACT_REPLACE);
+	CHECK(p.deferred >= 1);
+	tpf_plan_release(&p);
+	tpf_desired_release(&ds);
+
+	CHECK_INT(tpf_desired_compute(&ds, &f, NULL, &st, &d), 0);
+	v[0].on_budget = TPF_ON_BUDGET_DELETE;
+	tpf_budget_defer(&ds, v, 1, f.name, &d);
+	CHECK_INT(tpf_diff(&p, &in, &d), 0);
+	const struct tpf_action *a = action_of(&p, "f-a-0");
+	CHECK(a && a->kind == TPF_ACT_DELETE && a->reason_code && !strcmp(a->reason_code, "budget"));
+	CHECK(a && tpf_action_is_healing(a)); /* watch does it */
+	a = action_of(&p, "f-a-1");
+	CHECK(!a || a->kind != TPF_ACT_DELETE); /* no lineage label: never deleted for a budget */
+	tpf_plan_release(&p);
+	tpf_desired_release(&ds);
+	tpf_live_set_release(&live);
+	tpf_state_release(&st);
+	tpf_fleet_release(&f);
+	tpf_diags_release(&d);
+}
+
 int main(void)
 {
 	RUN(test_budget__periods);
@@ -324,5 +405,6 @@ int main(void)
 	RUN(test_budget__prices_override);
 	RUN(test_budget__defer);
 	RUN(test_budget__cache);
+	RUN(test_budget__diff);
 	return unit_done();
 }
