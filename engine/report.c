@@ -530,11 +530,11 @@ void tpf_report_spend(const struct tpf_report *r, double *chip_hours, double *us
 	double ch = 0, dollars = 0;
 	long none = 0;
 	for (size_t i = 0; i < r->nrows; i++) {
-		double billed = tpf_report_row_billed(&r->rows[i]);
-		ch += billed;
+		double row_billed = tpf_report_row_billed(&r->rows[i]);
+		ch += row_billed;
 		if (r->rows[i].price)
-			dollars += billed * r->rows[i].price->usd_per_chip_hour;
-		else if (billed > 0)
+			dollars += row_billed * r->rows[i].price->usd_per_chip_hour;
+		else if (row_billed > 0)
 			none++;
 	}
 	*chip_hours = ch;
