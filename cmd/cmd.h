@@ -251,6 +251,9 @@ void tpf_ui_event(const struct tpf_event *ev, void *ctx);
 void tpf_ui_recap(const struct tpf_recap *r);
 /* Print a plan: human text, or planned_change + change_summary lines. */
 void tpf_ui_plan(const struct tpf_plan *p);
+/* One "Budget: ..." line per budget of the session (plan/budget.h
+ * tpf_budget_describe), or a "budget" JSON line each under -json. */
+void tpf_ui_budgets(const struct tpf_session *s);
 /* Ask for "yes" on the terminal. Returns 1 only for "yes". */
 int tpf_ui_confirm(const char *question, const char *explain);
 

@@ -34,6 +34,7 @@ static int make_plan(struct tpf_cmd_ctx *ctx, struct tpf_plan *p)
 	if (!ctx->o.json)
 		tpf_ui_say("\n");
 	tpf_ui_plan(p);
+	tpf_ui_budgets(s);
 	if (p->ntargets) {
 		/* Before the prompt, as Terraform. */
 		tpf_cmd_warn_targeting(ctx);

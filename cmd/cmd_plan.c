@@ -43,6 +43,7 @@ static int run_plan(struct tpf_cmd_ctx *ctx)
 	if (!ctx->o.json)
 		tpf_ui_say("\n");
 	tpf_ui_plan(&p);
+	tpf_ui_budgets(s);
 	if (p.ntargets) {
 		/* Right after the plan, before what to run next, as Terraform. */
 		tpf_cmd_warn_targeting(ctx);

@@ -87,6 +87,26 @@ static void say_rows(json_t *rows)
 	}
 }
 
+/* Which prices came from the fleet file, and which built-in ones no
+ * source confirmed (docs/ledger.md "Prices"). */
+static void say_price_notes(json_t *prices)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(prices, "from_fleet_file"), i, e) {
+		const char *region = json_string_value(json_object_get(e, "region"));
+		tpf_ui_say("Price from the fleet file: %s %s%s%s $%g per chip-hour\n",
+			   json_string_value(json_object_get(e, "chip")),
+			   json_string_value(json_object_get(e, "class")), region ? " in " : "",
+			   region ? region : "", num(e, "usd_per_chip_hour"));
+	}
+	json_array_foreach(json_object_get(prices, "unverified"), i, e)
+		tpf_ui_say("Unverified built-in price: %s %s $%g per chip-hour (no source confirmed "
+			   "it; give prices: in the fleet file)\n",
+			   json_string_value(json_object_get(e, "chip")),
+			   json_string_value(json_object_get(e, "class")), num(e, "usd_per_chip_hour"));
+}
+
 static void say_totals(json_t *doc)
 {
 	json_t *t = json_object_get(doc, "totals"), *bad = json_object_get(t, "badput");
@@ -115,6 +135,7 @@ static void say_totals(json_t *doc)
 	tpf_ui_say("Estimated cost: $%.2f at list prices of %s (%s); an estimate, not a bill.\n",
 		   num(t, "cost_usd_estimate"), json_string_value(json_object_get(prices, "date")),
 		   json_string_value(json_object_get(prices, "source")));
+	say_price_notes(prices);
 	long long unpriced = json_integer_value(json_object_get(t, "rows_without_price"));
 	if (unpriced)
 		tpf_ui_say("%lld row%s had no built-in price (spot prices change with supply) and "
@@ -155,8 +176,10 @@ static int run_report(struct tpf_cmd_ctx *ctx)
 			 "the run ledger is larger than the report reads (%zu MiB): %zu bytes of "
 			 "its oldest segments were left out",
 			 TPF_LEDGER_READ_MAX >> 20, dropped);
+	struct tpf_prices prices;
+	tpf_prices_from_fleet(&s->fleet, &prices);
 	struct tpf_report r = { .want_spans = report_o.html != NULL };
-	tpf_report_compute(records, since, now, report_o.group, &r);
+	tpf_report_compute_priced(records, since, now, report_o.group, &prices, &r);
 	r.skipped += (long)skipped;
 	json_t *doc = tpf_report_to_json(&r);
 	json_object_set_new(doc, "fleet", json_string(s->fleet.name));
@@ -179,6 +202,7 @@ static int run_report(struct tpf_cmd_ctx *ctx)
 		tpf_ui_say("\nWrote the report's page to %s\n", report_o.html);
 	json_decref(doc);
 	tpf_report_release(&r);
+	tpf_prices_release(&prices);
 	json_decref(records);
 	return code;
 }

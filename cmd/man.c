@@ -301,6 +301,7 @@ static const char *const env_vars[][2] = {
 	{ "TPUFORM_NOTIFY_BACKOFF", "first retry delay of a webhook notification" },
 	{ "TPUFORM_NOTIFY_DRAIN", "how long watch delivers queued notifications on exit (10s)" },
 	{ "TPUFORM_LEDGER", "off: write no run ledger" },
+	{ "TPUFORM_BUDGET_REFRESH", "how often watch measures the budgets' spend from the run ledger (60s)" },
 	{ "TPUFORM_LEDGER_REFRESH", "how often watch -metrics-addr rebuilds the ledger's metrics and page (5m)" },
 	{ "TPUFORM_LEDGER_SEGMENT_BYTES", "bytes of one local run ledger segment (default 16 MiB)" },
 	{ "TPUFORM_LOCAL_NO_QUOTA", "local provider, for tests: zones that refuse for quota" },

@@ -331,6 +331,30 @@ void tpf_ui_recap(const struct tpf_recap *r)
 	}
 }
 
+void tpf_ui_budgets(const struct tpf_session *s)
+{
+	for (size_t i = 0; i < s->nbudgets; i++) {
+		const struct tpf_budget_status *b = &s->budgets[i];
+		struct tpf_buf line = TPF_BUF_INIT;
+		tpf_budget_describe(b, s->fleet.name, &line);
+		int reached = tpf_budget_reached(b);
+		if (reached)
+			tpf_buf_adds(&line, b->on_budget == TPF_ON_BUDGET_DELETE
+						    ? ": reached, its nodes are deleted (on_budget: delete)"
+						    : ": reached, nothing more is created this period");
+		if (tpf_ui.json)
+			tpf_ui_json("info", "budget", line.buf,
+				    json_pack("{s:{s:o,s:s,s:f,s:f,s:b}}", "budget", "group",
+					      b->group ? json_string(b->group) : json_null(), "unit",
+					      b->budget->unit == TPF_BUDGET_USD ? "usd" : "chip_hours",
+					      "spent", b->spent, "amount", b->budget->amount,
+					      "reached", reached));
+		else
+			tpf_ui_say("%sBudget: %s\n", i ? "" : "\n", line.buf);
+		tpf_buf_release(&line);
+	}
+}
+
 void tpf_ui_plan(const struct tpf_plan *p)
 {
 	if (!tpf_ui.json) {

@@ -375,6 +375,10 @@ static void read_fleet(struct cfg *c, struct tpf_fleet *f, yaml_node_t *root)
 	if ((x = cfg_map_get(&m, "max_restarts")))
 		cfg_want_uint(c, x, "max_restarts", "a whole number >= 0", 0, INT_MAX, &f->max_restarts);
 	cfg_read_notify(c, f, cfg_map_get(&m, "notify"));
+	/* Before the groups: they take on_budget from the fleet. */
+	cfg_read_budget(c, cfg_map_get(&m, "budget"), "the fleet", &f->budget);
+	cfg_read_on_budget(c, cfg_map_get(&m, "on_budget"), &f->on_budget);
+	cfg_read_prices(c, f, cfg_map_get(&m, "prices"));
 	cfg_read_job_policy(c, &m, &f->policy);
 	cfg_read_node_fields(c, &m, &f->node);
 	cfg_read_storage(c, &m, &f->storage);
@@ -531,6 +535,7 @@ void tpf_fleet_release(struct tpf_fleet *f)
 	for (size_t i = 0; i < f->ngroups; i++)
 		release_group(&f->groups[i]);
 	free(f->groups);
+	tpf_fleet_prices_release(f);
 	memset(f, 0, sizeof(*f));
 }
 

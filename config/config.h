@@ -126,6 +126,37 @@ struct tpf_quota_rule {
 	int line, column;
 };
 
+/* A budget (config/config_budget.c, docs/ledger.md "Budgets"): at most
+ * `amount` chip-hours or US dollars per period, fleet-wide (top level)
+ * or per group. Spend is what `report` computes from the run ledger. */
+enum tpf_budget_unit { TPF_BUDGET_NONE = 0, TPF_BUDGET_CHIP_HOURS, TPF_BUDGET_USD };
+/* UTC calendar day, ISO week (from Monday 00:00 UTC), calendar month. */
+enum tpf_budget_per { TPF_BUDGET_DAY = 0, TPF_BUDGET_WEEK, TPF_BUDGET_MONTH };
+/* What reaching it does: stop creating (the default), or also delete
+ * the scope's nodes (on_budget: delete). */
+enum tpf_on_budget { TPF_ON_BUDGET_STOP = 0, TPF_ON_BUDGET_DELETE };
+struct tpf_budget {
+	enum tpf_budget_unit unit; /* TPF_BUDGET_NONE: no budget */
+	double amount;             /* > 0, at most TPF_BUDGET_*_MAX */
+	enum tpf_budget_per per;
+	int line, column;
+};
+#define TPF_BUDGET_CHIP_HOURS_MAX 1e7 /* ten million chip-hours a period */
+#define TPF_BUDGET_USD_MAX 1e9        /* a billion dollars a period */
+
+/* A price of the fleet file's `prices:` (config/config_budget.c): it
+ * replaces the built-in list price (engine/prices.c) of a chip generation
+ * and scheduling class, in one region or (region NULL) everywhere. */
+struct tpf_price_override {
+	char *chip;   /* a ledger chip key: v2 v3 v4 v5e v5p v6e tpu7x */
+	char *class;  /* on-demand, preemptible, spot, flex-start */
+	char *region; /* "us-central1", or NULL: every region */
+	double usd_per_chip_hour; /* >= 0, at most TPF_PRICE_MAX */
+	int line, column;
+};
+#define TPF_PRICE_MAX 1000.0 /* USD per chip-hour: beyond any list price */
+#define TPF_PRICES_MAX 256   /* entries of prices: */
+
 /* A secret as the fleet file writes it. Its value is taken from tpuform's
  * environment only by tpf_fleet_resolve_secrets, which plan, apply and
  * watch call (they render bootstrap scripts); show, logs, exec, state and
@@ -150,6 +181,7 @@ enum tpf_notify_event {
 	TPF_NOTIFY_PREFLIGHT_FAILED,
 	TPF_NOTIFY_BAD_HOST,
 	TPF_NOTIFY_MAINTENANCE, /* watch told a node's jobs of upcoming maintenance */
+	TPF_NOTIFY_BUDGET_REACHED, /* docs/ledger.md "Budgets" */
 	TPF_NOTIFY_NEVENTS
 };
 
@@ -237,6 +269,10 @@ struct tpf_group {
 	 * workers its VMs per slice. */
 	struct tpf_compute compute;
 	struct tpf_storage storage; /* effective: the fleet's, then the group's keys */
+	/* The group's own budget (not the fleet's: that one is fleet-wide),
+	 * and on_budget: the group's, else the fleet's. */
+	struct tpf_budget budget;
+	enum tpf_on_budget on_budget;
 	int line, column;       /* where the group starts in the file */
 };
 
@@ -319,6 +355,11 @@ struct tpf_fleet {
 
 	struct tpf_group *groups;
 	size_t ngroups;
+
+	struct tpf_budget budget;      /* fleet-wide: every group's spend together */
+	enum tpf_on_budget on_budget;  /* for the fleet's budget; the groups' default */
+	struct tpf_price_override *prices; /* prices:, in file order */
+	size_t nprices;
 };
 
 /*

@@ -322,6 +322,9 @@ static void read_group(struct group_ctx *gc, struct tpf_group *g, yaml_node_t *v
 	cfg_read_job_policy(c, &m, &g->policy);
 	tpf_storage_copy(&g->storage, &gc->f->storage);
 	cfg_read_storage(c, &m, &g->storage);
+	cfg_read_budget(c, cfg_map_get(&m, "budget"), owner, &g->budget);
+	g->on_budget = gc->f->on_budget;
+	cfg_read_on_budget(c, cfg_map_get(&m, "on_budget"), &g->on_budget);
 	if (name_at)
 		check_node_name_length(gc, g, name_at);
 	free(label);

@@ -16,7 +16,8 @@ static const char *const payload_words[] = { "full", "text", NULL };
 /* Indexed by enum tpf_notify_event; NULL-terminated for cfg_suggest. */
 static const char *const event_names[] = {
 	"preempted", "replaced", "job_failed", "job_succeeded", "stalled",
-	"restarts_exhausted", "quota_deferred", "completed", "preflight_failed", "bad_host", "maintenance", NULL,
+	"restarts_exhausted", "quota_deferred", "completed", "preflight_failed", "bad_host",
+	"maintenance", "budget_reached", NULL,
 };
 
 const char *tpf_notify_event_name(enum tpf_notify_event e)
@@ -79,9 +80,14 @@ static int check_webhook(struct cfg *c, yaml_node_t *v, const char *url)
 /* The events list v into *mask; 0 or -1 after errors. */
 static int read_events(struct cfg *c, yaml_node_t *v, unsigned *mask)
 {
-	static const char expect[] =
-		"a list of events from: preempted, replaced, job_failed, job_succeeded, "
-		"stalled, restarts_exhausted, quota_deferred, completed";
+	/* Built from the one table of names, so a new event is never missing
+	 * from the message (it once listed 8 of 12). */
+	char expect[512] = "a list of events from: ";
+	for (size_t i = 0; event_names[i]; i++) {
+		if (i)
+			strncat(expect, ", ", sizeof(expect) - strlen(expect) - 1);
+		strncat(expect, event_names[i], sizeof(expect) - strlen(expect) - 1);
+	}
 	if (v->type != YAML_SEQUENCE_NODE) {
 		cfg_type_error(c, v, "events", expect, NULL);
 		return -1;

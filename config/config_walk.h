@@ -95,6 +95,17 @@ void cfg_job_policy_defaults(struct tpf_job_policy *p);
  * over *st (the fleet's values for a group: a `mounts` list given replaces
  * the fleet's). config/config_mounts.c. */
 void cfg_read_storage(struct cfg *c, const struct cfg_map *m, struct tpf_storage *st);
+/* ---- budgets and prices (config/config_budget.c) ---- */
+
+/* `budget: { chip_hours: N | usd: N, per: day | week | month }` (v may be
+ * NULL: absent) into *b; owner names it in messages ("group 'a'"). */
+void cfg_read_budget(struct cfg *c, yaml_node_t *v, const char *owner, struct tpf_budget *b);
+/* `on_budget: stop | delete` (v may be NULL) into *out. */
+void cfg_read_on_budget(struct cfg *c, yaml_node_t *v, enum tpf_on_budget *out);
+/* `prices: [{accelerator, class, region, usd_per_chip_hour}]` into f. */
+void cfg_read_prices(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v);
+/* Free f->prices (tpf_fleet_release). */
+void tpf_fleet_prices_release(struct tpf_fleet *f);
 
 /* ---- node fields (config/config_node.c) ---- */
 
@@ -122,10 +133,10 @@ void cfg_read_storage(struct cfg *c, const struct cfg_map *m, struct tpf_storage
 	"setup", "run", "env", "restart_scope", "restart_backoff", "stall_timeout",          \
 		"on_success", "restart_on_exit_codes", "never_restart_on", "tpu_busy",         \
 		"preflight", "preflight_timeout", "preflight_failures", "require_tpu_devices", \
-		"on_disruption", "mounts", "checkpoint_dir", "install_gcsfuse"
+		"on_disruption", "mounts", "checkpoint_dir", "install_gcsfuse", "budget", "on_budget"
 #define CFG_TOP_ONLY_KEYS                                                               \
 	"fleet", "provider", "state", "quota", "source", "ssh", "secrets", "restart",      \
-		"max_restarts", "groups", "notify"
+		"max_restarts", "groups", "notify", "prices"
 
 /* The node-field keys of mapping m over *nf (the fleet's values for a
  * group: a key given replaces the fleet's value, metadata merges key by

@@ -127,6 +127,9 @@ static const struct tpf_event_info table[TPF_EVENT_NKINDS] = {
 	[TPF_EVENT_MAINTENANCE] = { "maintenance", "maintenance",
 				    "upcoming maintenance: its jobs were told",
 				    TPF_NOTIFY_MAINTENANCE, TPF_METRIC_NONE, TPF_HOOK_NONE, NULL },
+	[TPF_EVENT_BUDGET_REACHED] = { "budget_reached", NULL, "budget reached",
+				       TPF_NOTIFY_BUDGET_REACHED, TPF_METRIC_NONE, TPF_HOOK_NONE,
+				       NULL },
 };
 
 const struct tpf_event_info *tpf_event_info(enum tpf_event_kind k)

@@ -91,6 +91,10 @@ enum tpf_event_kind {
 	/* watch told a node's jobs of its upcoming maintenance window
 	 * (deadline: the window's start; docs/recovery.md) */
 	TPF_EVENT_MAINTENANCE,
+	/* a watch hook's conclusion (engine/watch_hooks.c): a budget's spend
+	 * reached its amount in the current period (`group`, NULL: the
+	 * fleet's; once per period and scope; docs/ledger.md "Budgets") */
+	TPF_EVENT_BUDGET_REACHED,
 	TPF_EVENT_NKINDS
 };
 

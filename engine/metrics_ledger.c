@@ -133,8 +133,10 @@ void tpf_metrics_ledger_refresh(struct tpf_metrics *m, const struct tpf_fleet *f
 	json_t *records = NULL;
 	if (tpf_ledger_read(&w, &records, NULL, NULL, d))
 		return;
+	struct tpf_prices prices;
+	tpf_prices_from_fleet(f, &prices);
 	struct tpf_report r = { .want_spans = 1 };
-	tpf_report_compute(records, -1, tpf_now_wall(), NULL, &r);
+	tpf_report_compute_priced(records, -1, tpf_now_wall(), NULL, &prices, &r);
 	json_t *doc = tpf_report_to_json(&r);
 	json_object_set_new(doc, "fleet", json_string(f->name));
 	struct tpf_buf page = TPF_BUF_INIT;
@@ -143,5 +145,6 @@ void tpf_metrics_ledger_refresh(struct tpf_metrics *m, const struct tpf_fleet *f
 	tpf_buf_release(&page);
 	json_decref(doc);
 	tpf_report_release(&r);
+	tpf_prices_release(&prices);
 	json_decref(records);
 }

@@ -113,7 +113,7 @@ static size_t row_of(struct calc *c, json_t *o)
 	row->zone = z ? xstrdup(z) : NULL;
 	row->cls = cls ? xstrdup(cls) : NULL;
 	row->chip = chip ? xstrdup(chip) : NULL;
-	row->price = tpf_price_find(chip, cls);
+	row->price = tpf_prices_find(r->prices, chip, cls, z);
 	return r->nrows++;
 }
 
@@ -426,9 +426,16 @@ static struct rec *sorted(json_t *records, struct tpf_report *r, size_t *n)
 void tpf_report_compute(json_t *records, double since, double until, const char *group,
 			struct tpf_report *r)
 {
+	tpf_report_compute_priced(records, since, until, group, NULL, r);
+}
+
+void tpf_report_compute_priced(json_t *records, double since, double until, const char *group,
+			       const struct tpf_prices *prices, struct tpf_report *r)
+{
 	int want_spans = r->want_spans;
 	memset(r, 0, sizeof(*r));
 	r->want_spans = want_spans;
+	r->prices = prices;
 	r->since = since;
 	r->until = until;
 	r->first = r->last = -1;
@@ -508,4 +515,29 @@ double tpf_report_percentile(double *v, size_t n, double p)
 		rank++; /* nearest rank: the ceiling */
 	size_t i = rank < 1 ? 0 : rank - 1;
 	return v[i < n ? i : n - 1];
+}
+
+double tpf_report_row_billed(const struct tpf_report_row *row)
+{
+	double s = 0;
+	for (int b = 0; b < TPF_RB_N; b++)
+		s += row->chip_hours[b];
+	return s;
+}
+
+void tpf_report_spend(const struct tpf_report *r, double *chip_hours, double *usd, long *unpriced)
+{
+	double ch = 0, dollars = 0;
+	long none = 0;
+	for (size_t i = 0; i < r->nrows; i++) {
+		double row_billed = tpf_report_row_billed(&r->rows[i]);
+		ch += row_billed;
+		if (r->rows[i].price)
+			dollars += row_billed * r->rows[i].price->usd_per_chip_hour;
+		else if (row_billed > 0)
+			none++;
+	}
+	*chip_hours = ch;
+	*usd = dollars;
+	*unpriced = none;
 }

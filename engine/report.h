@@ -46,8 +46,11 @@ struct tpf_price {
 	const char *chip;   /* "v5e", "v6e", ... */
 	const char *class;  /* "on-demand", "spot", "preemptible", "flex-start" */
 	double usd_per_chip_hour;
-	const char *source; /* URL */
-	const char *date;   /* when it was read, YYYY-MM-DD */
+	const char *source; /* URL, or "the fleet file" */
+	const char *date;   /* when it was read, YYYY-MM-DD; NULL for the fleet file's */
+	const char *region; /* "us-central1", NULL: every region */
+	int from_fleet;     /* 1: the fleet file's `prices:` */
+	int unverified;     /* 1: a built-in row no source read confirmed (docs/ledger.md) */
 };
 
 /* The built-in table's price for chip and class, or NULL (static row).
@@ -56,6 +59,26 @@ struct tpf_price {
 const struct tpf_price *tpf_price_find(const char *chip, const char *cls);
 /* The date of the built-in table (its newest row). */
 const char *tpf_prices_date(void);
+
+/* The fleet file's prices over the built-in table. */
+struct tpf_prices {
+	struct tpf_price *over; /* owned array; strings borrowed from the fleet */
+	size_t nover;
+};
+struct tpf_fleet;
+/* f's `prices:` (config/config.h) into *out (f may be NULL: none); the
+ * strings are borrowed from f, which must outlive *out. Release with
+ * tpf_prices_release. */
+void tpf_prices_from_fleet(const struct tpf_fleet *f, struct tpf_prices *out);
+void tpf_prices_release(struct tpf_prices *p);
+/*
+ * The price of chip and class in zone's region (zone may be NULL): the
+ * fleet file's for that region, else the fleet file's for every region,
+ * else the built-in one (tpf_price_find), else NULL. p may be NULL.
+ * Borrowed.
+ */
+const struct tpf_price *tpf_prices_find(const struct tpf_prices *p, const char *chip,
+					const char *cls, const char *zone);
 
 /* A node's phases on the timeline (report -html). */
 enum tpf_report_phase {
@@ -106,6 +129,9 @@ struct tpf_report {
 	/* Set want_spans before tpf_report_compute to get these (bounded:
 	 * TPF_REPORT_SPANS_MAX spans; later ones are counted in spans_dropped). */
 	int want_spans;
+	/* The fleet file's prices the rows were priced with (NULL: the
+	 * built-in table only); borrowed; set by tpf_report_compute_priced. */
+	const struct tpf_prices *prices;
 	struct tpf_report_unit *units;
 	size_t nunits;
 	struct tpf_report_span *spans;
@@ -127,7 +153,22 @@ struct tpf_report {
  */
 void tpf_report_compute(json_t *records, double since, double until, const char *group,
 			struct tpf_report *r);
+/* The same, with rows priced from prices (the fleet file's over the
+ * built-in table, tpf_prices_find; NULL: built-in only), borrowed until
+ * tpf_report_release. */
+void tpf_report_compute_priced(json_t *records, double since, double until, const char *group,
+			       const struct tpf_prices *prices, struct tpf_report *r);
 void tpf_report_release(struct tpf_report *r);
+
+/* Billed chip-hours of a row: every bucket (goodput + badput). */
+double tpf_report_row_billed(const struct tpf_report_row *row);
+/*
+ * What r's window cost: billed chip-hours, and their price in US dollars
+ * (rows priced as r->prices said), with *unpriced the rows billed but
+ * without a price (left out of *usd). What `report` totals and what
+ * budgets count (engine/budget.h).
+ */
+void tpf_report_spend(const struct tpf_report *r, double *chip_hours, double *usd, long *unpriced);
 
 /*
  * The report as JSON (new reference): window, totals {billed_chip_hours,

@@ -23,10 +23,13 @@ static json_t *hours(double h)
 
 static double billed_of(const struct tpf_report_row *row)
 {
-	double s = 0;
-	for (int b = 0; b < TPF_RB_N; b++)
-		s += row->chip_hours[b];
-	return s;
+	return tpf_report_row_billed(row);
+}
+
+/* Where a row's price came from, for people. */
+static const char *price_source(const struct tpf_price *p)
+{
+	return p->from_fleet ? "fleet file" : p->unverified ? "built-in, unverified" : "built-in";
 }
 
 static json_t *row_json(const struct tpf_report_row *row)
@@ -50,6 +53,7 @@ static json_t *row_json(const struct tpf_report_row *row)
 		json_object_set_new(o, "usd_per_chip_hour", json_real(row->price->usd_per_chip_hour));
 		json_object_set_new(o, "cost_usd_estimate",
 				    json_real(rounded(billed * row->price->usd_per_chip_hour, 100)));
+		json_object_set_new(o, "price_source", json_string(price_source(row->price)));
 	} else {
 		json_object_set_new(o, "usd_per_chip_hour", json_null());
 		json_object_set_new(o, "cost_usd_estimate", json_null());
@@ -69,16 +73,37 @@ static void add_up(const struct tpf_report *r, struct totals *t)
 		const struct tpf_report_row *row = &r->rows[i];
 		for (int b = 0; b < TPF_RB_N; b++)
 			t->by[b] += row->chip_hours[b];
-		double billed = billed_of(row);
-		t->billed += billed;
 		t->node_hours += row->node_hours;
 		t->preemptions += row->preemptions;
 		t->restarts += row->restarts;
-		if (row->price)
-			t->usd += billed * row->price->usd_per_chip_hour;
-		else if (billed > 0)
-			t->unpriced++;
 	}
+	tpf_report_spend(r, &t->billed, &t->usd, &t->unpriced);
+}
+
+/* The prices the rows used that came from the fleet file, and the
+ * built-in ones no source confirmed, each once. */
+static json_t *prices_json(const struct tpf_report *r)
+{
+	json_t *o = json_pack("{s:s,s:s,s:s}", "date", tpf_prices_date(), "source",
+			      "https://cloud.google.com/tpu/pricing", "note",
+			      "an estimate from list prices, not a bill");
+	json_t *fleet = json_array(), *unverified = json_array();
+	for (size_t i = 0; i < r->nrows; i++) {
+		const struct tpf_price *p = r->rows[i].price;
+		int seen = 0;
+		for (size_t j = 0; p && j < i; j++)
+			seen |= r->rows[j].price == p;
+		if (!p || seen || (!p->from_fleet && !p->unverified))
+			continue;
+		json_t *e = json_pack("{s:s,s:s,s:f}", "chip", p->chip, "class", p->class,
+				      "usd_per_chip_hour", p->usd_per_chip_hour);
+		if (p->from_fleet)
+			json_object_set_new(e, "region", p->region ? json_string(p->region) : json_null());
+		json_array_append_new(p->from_fleet ? fleet : unverified, e);
+	}
+	json_object_set_new(o, "from_fleet_file", fleet);
+	json_object_set_new(o, "unverified", unverified);
+	return o;
 }
 
 static json_t *totals_json(const struct tpf_report *r, const struct totals *t)
@@ -143,9 +168,6 @@ json_t *tpf_report_to_json(const struct tpf_report *r)
 	for (size_t i = 0; i < r->nrows; i++)
 		json_array_append_new(rows, row_json(&r->rows[i]));
 	json_object_set_new(o, "rows", rows);
-	json_object_set_new(o, "prices",
-			    json_pack("{s:s,s:s,s:s}", "date", tpf_prices_date(), "source",
-				      "https://cloud.google.com/tpu/pricing", "note",
-				      "an estimate from list prices, not a bill"));
+	json_object_set_new(o, "prices", prices_json(r));
 	return o;
 }

@@ -4,6 +4,7 @@
  */
 #include "engine/session.h"
 #include "engine/checkpoints.h"
+#include "engine/budget.h"
 #include "engine/ledger.h"
 #include "engine/provision.h"
 #include "engine/refresh.h"
@@ -150,6 +151,26 @@ static int pin_source(struct tpf_session *s)
 	return 0;
 }
 
+/* The engine measures each budget's spend from the ledger; the plan's rule
+ * (plan/budget.h) defers what is over. Not for destroy or -refresh-only
+ * (no_source), which create nothing. */
+static int session_budgets(struct tpf_session *s)
+{
+	free(s->budgets);
+	s->budgets = NULL;
+	s->nbudgets = 0;
+	if (s->o.no_source || s->o.no_budgets)
+		return 0;
+	double every = 60;
+	if (s->o.budget_cache && tpf_env_seconds("TPUFORM_BUDGET_REFRESH", &every, &s->d))
+		return TPF_ERROR;
+	if (tpf_budget_measure_cached(&s->fleet, tpf_now_wall(), tpf_now_mono(), every,
+				      s->o.budget_cache, &s->budgets, &s->nbudgets, &s->d))
+		return TPF_ERROR;
+	tpf_budget_defer(&s->desired, s->budgets, s->nbudgets, s->fleet.name, &s->d);
+	return 0;
+}
+
 int tpf_session_refresh(struct tpf_session *s, int probe)
 {
 	for (size_t i = 0; i < s->state.nnodes; i++)
@@ -171,8 +192,10 @@ int tpf_session_refresh(struct tpf_session *s, int probe)
 	tpf_job_facts_redact(&s->facts, &s->fleet.secrets);
 	if (pin_source(s))
 		return TPF_ERROR;
-	return tpf_desired_compute(&s->desired, &s->fleet, s->have_commit ? s->commit : NULL,
-				   &s->state, &s->d);
+	if (tpf_desired_compute(&s->desired, &s->fleet, s->have_commit ? s->commit : NULL,
+				&s->state, &s->d))
+		return TPF_ERROR;
+	return session_budgets(s);
 }
 
 int tpf_session_probe(struct tpf_session *s)
@@ -309,6 +332,9 @@ void tpf_session_close(struct tpf_session *s)
 	tpf_live_set_release(&s->live);
 	tpf_job_facts_release(&s->facts);
 	tpf_desired_release(&s->desired);
+	free(s->budgets);
+	s->budgets = NULL;
+	s->nbudgets = 0;
 	if (s->have_state)
 		tpf_state_release(&s->state);
 	if (s->have_fleet)

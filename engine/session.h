@@ -19,6 +19,7 @@
 
 #include "config/config.h"
 #include "engine/apply.h"
+#include "plan/budget.h"
 #include "plan/plan.h"
 #include "providers/provider.h"
 #include "providers/registry/registry.h"
@@ -45,6 +46,7 @@ struct tpf_session_progress {
 /* Called on the thread that called the session function. */
 typedef void (*tpf_session_progress_fn)(const struct tpf_session_progress *ev, void *ctx);
 
+struct tpf_budget_cache; /* engine/budget.h */
 struct tpf_session_opts {
 	const char *file;    /* the fleet file (borrowed; must outlive the session) */
 	int no_lock;         /* -lock=false: never take the state lock */
@@ -71,8 +73,14 @@ struct tpf_session_opts {
 	/* Probe each pinned worker once, with no retry budget (watch: it asks
 	 * again at the next session check). */
 	int probe_once;
+	/* Budgets (engine/budget.h): NULL measures them from the ledger at
+	 * every refresh; watch passes its cache, so a quiet round does not
+	 * read the whole ledger. no_budgets: do not measure (watch's session
+	 * prober, which wants job facts only). */
+	struct tpf_budget_cache *budget_cache;
+	int no_budgets;
 };
-#define TPF_SESSION_OPTS_INIT { "tpuform.yaml", 0, 0, 1, 10, 0, NULL, NULL, NULL, 0, 0, 0 }
+#define TPF_SESSION_OPTS_INIT { "tpuform.yaml", 0, 0, 1, 10, 0, NULL, NULL, NULL, 0, 0, 0, NULL, 0 }
 
 struct tpf_session {
 	struct tpf_session_opts o; /* a copy of what open was given */
@@ -89,6 +97,10 @@ struct tpf_session {
 	char commit[41];           /* the pinned source commit, when have_commit */
 	int have_commit;
 	struct tpf_desired_set desired; /* after refresh */
+	/* The fleet file's budgets and their spend this period (after
+	 * refresh; engine/budget.h), already applied to desired. Owned. */
+	struct tpf_budget_status *budgets;
+	size_t nbudgets;
 	struct tpf_diags d;        /* everything that went wrong or deserves a warning */
 };
 
@@ -112,7 +124,8 @@ int tpf_session_open(struct tpf_session *s, const struct tpf_session_opts *o, co
  * Fill s->live from the provider (or from the state with o.refresh 0), ask
  * every worker for its session when `probe` is set (and refresh is on),
  * pin the source commit (unless o.no_source) and compute the desired
- * nodes. A failed refresh is an error: nothing may be planned from it.
+ * nodes, deferring those of scopes over their budget (s->budgets,
+ * measured from the run ledger unless o.no_source). A failed refresh is an error: nothing may be planned from it.
  * TPF_EFOREIGN when another state owns a node named as this fleet's
  * (engine/refresh.h); TPF_ERROR for any other failure.
  */

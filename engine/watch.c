@@ -4,6 +4,7 @@
  */
 #include "engine/chores.h"
 #include "engine/watch_internal.h"
+#include "engine/budget.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -45,6 +46,7 @@ struct loop {
 	struct tpf_attacher *attacher; /* job waits: a job's end seen at once; NULL: off */
 	unsigned long news_seen;       /* tpf_attacher_news when the last round began */
 	struct tpf_watch_hooks *hooks; /* notifications and metrics */
+	struct tpf_budget_cache budgets; /* spend between ledger reads (engine/budget.h) */
 	struct tpf_unhealthy_set sick;
 	struct tpf_maint *maint; /* maintenance windows told to the jobs */
 	/* "node/worker/kind" of the restart entries of the last probed round:
@@ -353,6 +355,7 @@ static enum round_outcome round_run(struct loop *w, int round, double started)
 	so.file = o->file;
 	so.parallelism = o->parallelism;
 	so.pinned = !due && w->pinned[0] ? w->pinned : NULL;
+	so.budget_cache = &w->budgets;
 	struct tpf_session s;
 	struct tpf_plan p;
 	memset(&p, 0, sizeof(p));
@@ -460,6 +463,7 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 	tpf_healer_finish(w.healer);
 	tpf_watch_lease_free(w.lease); /* after the heals: a clean exit hands over at once */
 	tpf_watch_hooks_free(w.hooks);
+	tpf_budget_cache_release(&w.budgets);
 	tpf_watch_warnings_forget();
 	tpf_unhealthy_release(&w.sick);
 	tpf_maint_free(w.maint);

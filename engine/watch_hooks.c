@@ -96,6 +96,7 @@ struct tpf_watch_hooks {
 	struct marks ckpts;     /* node -> step of its last checkpoint line */
 	struct ckpt_seen *ck;   /* every node with a last_checkpoint, last round */
 	size_t nck, ck_alloc;
+	struct marks budgets;   /* "budget:" + group ("" the fleet) -> period start reported */
 };
 
 /* At most one job_step line per node this often: a 1,000-node fleet adds
@@ -579,7 +580,8 @@ static void seen_quota(struct tpf_watch_hooks *h, const struct tpf_session *s)
 		const struct tpf_group *gr = &s->fleet.groups[g];
 		long waiting = 0;
 		for (size_t i = 0; i < s->desired.n; i++)
-			waiting += s->desired.nodes[i].deferred && !strcmp(s->desired.nodes[i].group, gr->name);
+			waiting += s->desired.nodes[i].deferred && !s->desired.nodes[i].over_budget &&
+				   !strcmp(s->desired.nodes[i].group, gr->name);
 		struct mark *k = mark_find(&h->deferred, gr->name);
 		if (!waiting) {
 			mark_remove(&h->deferred, gr->name);
@@ -596,6 +598,36 @@ static void seen_quota(struct tpf_watch_hooks *h, const struct tpf_session *s)
 		ev.message = msg;
 		conclude(h, &ev);
 		free(msg);
+	}
+}
+
+/* budget_reached once per period and scope: not when the ledger already
+ * holds one for this period (another watch, or this one before a
+ * restart, said it), nor twice from this process. */
+static void seen_budget(struct tpf_watch_hooks *h, const struct tpf_session *s)
+{
+	for (size_t i = 0; i < s->nbudgets; i++) {
+		const struct tpf_budget_status *b = &s->budgets[i];
+		if (!tpf_budget_reached(b) || b->reported)
+			continue;
+		char *key = xasprintf("budget:%s", b->group ? b->group : "");
+		struct mark *k = mark_find(&h->budgets, key);
+		if (!k || k->value != (long)b->period_start) {
+			mark_set(&h->budgets, key, (long)b->period_start);
+			struct tpf_buf msg = TPF_BUF_INIT;
+			tpf_buf_adds(&msg, "budget reached: ");
+			tpf_budget_describe(b, s->fleet.name, &msg);
+			tpf_buf_adds(&msg, b->on_budget == TPF_ON_BUDGET_DELETE
+						   ? ": deleting its nodes (on_budget: delete)"
+						   : ": creating no more nodes this period");
+			struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_BUDGET_REACHED);
+			ev.group = b->group;
+			ev.reason = "budget";
+			ev.message = msg.buf;
+			conclude(h, &ev);
+			tpf_buf_release(&msg);
+		}
+		free(key);
 	}
 }
 
@@ -688,6 +720,7 @@ void tpf_watch_hooks_seen(struct tpf_watch_hooks *h, const struct tpf_session *s
 	h->round_started = started;
 	hooks_open(h, s);
 	seen_quota(h, s);
+	seen_budget(h, s);
 	for (size_t i = 0; probed && i < s->facts.n; i++) {
 		seen_job(h, s, &s->facts.items[i]);
 		seen_progress(h, s, &s->facts.items[i]);
@@ -763,6 +796,7 @@ void tpf_watch_hooks_free(struct tpf_watch_hooks *h)
 	marks_release(&h->exhausted);
 	marks_release(&h->completed);
 	marks_release(&h->deferred);
+	marks_release(&h->budgets);
 	marks_release(&h->settled);
 	marks_release(&h->steps);
 	marks_release(&h->ckpts);

@@ -50,6 +50,7 @@ static void *probe_thread(void *arg)
 	so.parallelism = p->o->parallelism;
 	so.pinned = p->pinned[0] ? p->pinned : NULL;
 	so.probe_once = 1; /* a worker that is down is asked again next check */
+	so.no_budgets = 1; /* the round measures them; this thread wants job facts */
 	struct tpf_session s;
 	int rc = tpf_session_open(&s, &so, NULL) || tpf_session_refresh(&s, 0) ||
 		 tpf_session_probe(&s);

@@ -259,6 +259,7 @@ void tpf_desired_node_copy(struct tpf_desired_node *dst, const struct tpf_desire
 	dst->deferred = src->deferred;
 	dst->completed = src->completed;
 	dst->waiting = xstrdup(src->waiting);
+	dst->over_budget = src->over_budget;
 }
 
 const struct tpf_desired_node *tpf_desired_find(const struct tpf_desired_set *s, const char *name)

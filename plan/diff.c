@@ -3,6 +3,7 @@
  * The lifecycle rules are docs/design.md sections 6 and 8 ("Node lifecycle").
  */
 #include "model/node_state.h"
+#include "plan/ownership.h"
 #include "plan/plan.h"
 #include "plan/plan_internal.h"
 #include "plan/worker_script.h"
@@ -759,6 +760,43 @@ static void diff_completed(struct tpf_plan *p, const struct tpf_desired_node *dn
 		   "completed: its job completed, so it is not created again (on_success: delete)");
 }
 
+/* on_budget: delete (plan/budget.h): the budget of the node's scope is
+ * reached, so its node is deleted through the ordinary delete, only when
+ * this state made it (it carries this state's lineage label and the state
+ * lists it): money is at stake, and a node of unknown origin is never
+ * deleted for a budget. Returns 1 when the node is handled. */
+static int diff_over_budget(struct tpf_plan *p, const struct tpf_diff_input *in,
+			    const struct tpf_desired_node *dn, const struct tpf_state_node *sn,
+			    const struct tpf_live_node *ln)
+{
+	if (dn->over_budget != TPF_OVER_BUDGET_DELETE || !sn ||
+	    tpf_owner_of(ln, in->state) != TPF_OWNER_THIS)
+		return 0;
+	struct tpf_action *a = node_action(p, TPF_ACT_DELETE, NULL, sn, ln);
+	char *why = xasprintf("%s (on_budget: delete)", dn->waiting ? dn->waiting : "budget reached");
+	set_reason(a, "budget", why);
+	free(why);
+	tpf_plan_add_unconverged(p, TPF_UNCONV_QUOTA, dn->name, -1,
+				 dn->waiting ? dn->waiting : "budget reached");
+	p->deferred++;
+	return 1;
+}
+
+/* A replace creates a node: over budget, the dead or changed node is left
+ * as it is (a dead node is not billed) and the replace waits for the next
+ * period, said as for a deferred create. */
+static void drop_replace_for_budget(struct tpf_plan *p, const struct tpf_desired_node *dn)
+{
+	struct tpf_action *a = p->n ? &p->actions[p->n - 1] : NULL;
+	if (!a || a->kind != TPF_ACT_REPLACE || strcmp(a->node, dn->name))
+		return;
+	tpf_action_release(a);
+	p->n--;
+	tpf_plan_add_unconverged(p, TPF_UNCONV_QUOTA, dn->name, -1,
+				 dn->waiting ? dn->waiting : "budget reached");
+	p->deferred++;
+}
+
 /* The rules for one desired node, in order of precedence (docs/design.md "Node
  * lifecycle the diff must handle"). */
 static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
@@ -774,9 +812,14 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 		diff_absent(p, dn, sn, in->live);
 		return;
 	}
-	tpf_diff_node_notes(ln, d);
-	if (diff_replace(p, dn, sn, ln))
+	if (diff_over_budget(p, in, dn, sn, ln))
 		return;
+	tpf_diff_node_notes(ln, d);
+	if (diff_replace(p, dn, sn, ln)) {
+		if (dn->over_budget)
+			drop_replace_for_budget(p, dn);
+		return;
+	}
 	const char *qstate = queued_state(ln);
 	if (qstate) {
 		diff_queued_waiting(p, dn, sn, ln, qstate, d);

@@ -28,8 +28,10 @@ int tpf_action_is_healing(const struct tpf_action *a)
 	case TPF_ACT_UPDATE:
 		return reason_is(a, "adopt") || reason_is(a, "provision");
 	case TPF_ACT_DELETE:
-		/* Orphans, and nodes whose job completed (on_success: delete). */
-		return reason_is(a, "orphan") || reason_is(a, "completed");
+		/* Orphans, nodes whose job completed (on_success: delete), and
+		 * the nodes of a scope over its budget (on_budget: delete). */
+		return reason_is(a, "orphan") || reason_is(a, "completed") ||
+		       reason_is(a, "budget");
 	}
 	return 0;
 }

@@ -35,7 +35,13 @@ struct tpf_desired_node {
 	/* When deferred: why, for people, naming each zone's full rule:
 	 * "waiting for quota: on_demand cap 0 in z1 (quota[0], v2-8)". */
 	char *waiting;
+	/* Deferred because its scope's budget is reached (plan/budget.h):
+	 * TPF_OVER_BUDGET_STOP, or _DELETE with on_budget: delete (the diff
+	 * then deletes the live node). 0: not over budget. */
+	int over_budget;
 };
+#define TPF_OVER_BUDGET_STOP 1
+#define TPF_OVER_BUDGET_DELETE 2
 
 struct tpf_desired_set {
 	struct tpf_desired_node *nodes;

@@ -16,6 +16,8 @@ args() { # bench -> its arguments
 	1:job_wait_bench) echo "256 20 30" ;;
 	*:job_wait_bench) echo "64 20 30" ;;
 	1:watch_round_bench) echo "1000 60" ;;
+	1:ledger_bench) echo "1000 60 30" ;;
+	*:ledger_bench) echo "200 40 7" ;;
 	*:watch_round_bench) echo "200 30" ;;
 	esac
 }

@@ -14,6 +14,10 @@
 # workers cost one daemon. The job is `true` with restart: never, so no
 # thousand jobs run; -session-check is an hour, so the measured rounds do
 # not probe sessions (the first round, which does, is left out).
+#
+# For tests/bench/ledger_bench.sh: BENCH_FLEET_EXTRA is added to the fleet
+# file's top level (a budget:), BENCH_LEDGER_SEED is copied in as the run
+# ledger before the apply (a ledger of some history).
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 NODES=${1:-1000}
@@ -101,9 +105,11 @@ provider:
 ssh: { user: root, private_key: "$W/key", port: $PORT }
 run: sleep 20
 restart: never
+${BENCH_FLEET_EXTRA:-}
 groups:
   - { name: a, accelerator_type: v2-8, runtime_version: tpu-ubuntu2204-base, zones: [z1, z2, z3, z4], count: $NODES }
 YAML
+[ -n "${BENCH_LEDGER_SEED:-}" ] && cp "$BENCH_LEDGER_SEED" tpuform.state.json.ledger.jsonl
 echo "== watch round: $NODES nodes in 4 zones, every worker provisioned, -interval ${INTERVAL}s, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 t0=$(date +%s)
 "$T" apply -f fleet.yaml -auto-approve -parallelism="${PARALLELISM:-50}" >apply.out 2>&1

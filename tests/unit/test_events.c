@@ -74,6 +74,7 @@ static const struct want wants[] = {
 	{ TPF_EVENT_CHECKPOINT, "checkpoint", NULL, NULL },
 	{ TPF_EVENT_PLANNED, "planned", NULL, NULL },
 	{ TPF_EVENT_MAINTENANCE, "maintenance", "maintenance", "maintenance" },
+	{ TPF_EVENT_BUDGET_REACHED, "budget_reached", NULL, "budget_reached" },
 };
 
 _Static_assert(sizeof(wants) / sizeof(wants[0]) == TPF_EVENT_NKINDS,

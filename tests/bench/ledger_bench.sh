@@ -1,0 +1,86 @@
+#!/bin/sh
+# What the run ledger costs (issue 20, docs/ledger.md "What it costs").
+#
+# 1. A `plan` writes one `planned` line: with the state in Cloud Storage
+#    (the emulator, tests/fakegcp) that is one object upload; this counts
+#    the requests and bytes of each plan with the ledger on and off.
+# 2. A quiet `watch` round of NODES nodes (default 200; BENCH_FULL=1 or
+#    the first argument: 1,000) on the emulator, through
+#    tests/bench/watch_round_bench.sh: CPU per round with TPUFORM_LEDGER=off,
+#    with the ledger on, and with the ledger on, a budget declared and a
+#    ledger of DAYS days of history (tests/e2e/ledger_gen.py) to measure it
+#    from (watch reads it at most every TPUFORM_BUDGET_REFRESH, 60 s).
+#    The issue's target: at most 5 % more CPU with the ledger on.
+#
+#   sh tests/bench/ledger_bench.sh [NODES] [SECONDS] [DAYS]
+# Prints figures; nothing passes or fails on time.
+set -u
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+NODES=${1:-200}
+SECS=${2:-40}
+DAYS=${3:-7}
+T=$TOP/tpuform
+TPF_ROOT=$TOP
+. "$TOP/tests/e2e/fakegcp.sh"
+W=$(mktemp -d "${TMPDIR:-/tmp}/tpuform-ledger-bench.XXXXXX")
+trap 'fakegcp_stop >/dev/null 2>&1; cd /; rm -rf "$W"' EXIT
+cd "$W" || exit 1
+export NO_COLOR=1 TPUFORM_ACCESS_TOKEN=bench
+
+echo "== plan with the state in Cloud Storage (emulated), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+if fakegcp_start --project bench-project --bucket tpf-state --log "$W/requests.jsonl" >/dev/null; then
+	export TPUFORM_STORAGE_ENDPOINT="$FAKEGCP_URL"
+	cat >fleet.yaml <<'YAML'
+fleet: lb
+provider:
+  local: { root: nodes }
+state:
+  gcs: { bucket: tpf-state, prefix: fleets/lb }
+run: exec sleep 300
+groups:
+  - { name: g, accelerator_type: v4-8, runtime_version: rt, zones: [z1], count: 4 }
+YAML
+	plans() { # MODE N: requests of N plans
+		: >"$W/requests.jsonl"
+		i=0
+		while [ "$i" -lt "$2" ]; do
+			if [ "$1" = off ]; then
+				TPUFORM_LEDGER=off "$T" plan -f fleet.yaml >/dev/null 2>&1
+			else
+				"$T" plan -f fleet.yaml >/dev/null 2>&1
+			fi
+			i=$((i + 1))
+		done
+		n=$(wc -l <"$W/requests.jsonl" | tr -d ' ')
+		up=$(jq -r 'select(.method == "POST" and (.path | test("/upload/"))) | .path' "$W/requests.jsonl" | wc -l | tr -d ' ')
+		echo "ledger $1: $(echo "$n $2" | awk '{ printf "%.1f", $1 / $2 }') requests per plan, $(echo "$up $2" | awk '{ printf "%.1f", $1 / $2 }') uploads per plan"
+	}
+	plans off 5
+	plans on 5
+	seg=$(jq -r 'select(.method == "POST" and (.path | test("/upload/"))) | .path' "$W/requests.jsonl" | tail -1)
+	echo "the last plan's ledger upload: $seg"
+	fakegcp_stop >/dev/null 2>&1
+	unset TPUFORM_STORAGE_ENDPOINT
+else
+	echo "the emulator did not start: plan not measured"
+fi
+cat >local.yaml <<'YAML'
+fleet: ll
+provider:
+  local: { root: nodes }
+run: exec sleep 300
+groups:
+  - { name: g, accelerator_type: v4-8, runtime_version: rt, zones: [z1], count: 4 }
+YAML
+"$T" plan -f local.yaml >/dev/null 2>&1
+b0=$(wc -c <tpuform.state.json.ledger.jsonl 2>/dev/null || echo 0)
+"$T" plan -f local.yaml >/dev/null 2>&1
+b1=$(wc -c <tpuform.state.json.ledger.jsonl)
+echo "local state: a plan appends $((b1 - b0)) bytes (one line) to the ledger file"
+
+echo "== quiet watch rounds, $NODES nodes, ${SECS} s each"
+r() { sh "$TOP/tests/bench/watch_round_bench.sh" "$NODES" "$SECS" | grep -E "CPU per quiet round|skipped|did not"; }
+echo "ledger off:        $(TPUFORM_LEDGER=off r)"
+echo "ledger on:         $(r)"
+python3 "$TOP/tests/e2e/ledger_gen.py" "$W/seed.jsonl" "$NODES" "$DAYS" 24 "$(date -d "-$DAYS days" +%s 2>/dev/null || echo 1767225600)"
+echo "ledger on, budget: $(BENCH_LEDGER_SEED="$W/seed.jsonl" BENCH_FLEET_EXTRA='budget: { chip_hours: 9000000, per: month }' r)  [seeded ledger: $(wc -l <"$W/seed.jsonl" | tr -d ' ') lines, $(du -h "$W/seed.jsonl" | cut -f1)]"
