@@ -158,6 +158,7 @@ while [ "$k" -lt "$TRIALS" ]; do
 	# Let the restarted unit settle (its waits re-attach) before the next.
 	sleep 1
 done
+echo "latencies, in trial order (s): $(tr '\n' ' ' <lat.txt)"
 sort -n lat.txt | awk -v n="$TRIALS" '{ v[NR] = $1 } END {
 	p50 = v[int((NR + 1) * 0.5)]; i99 = int(NR * 0.99 + 0.999); if (i99 > NR) i99 = NR;
 	printf "job exit -> both workers of its unit running again: %d trials, p50 %.2f s, p99 %.2f s, max %.2f s   [aim: p99 < 3 s at 64, < 5 s at 256]\n", NR, p50, v[i99], v[NR] }'
