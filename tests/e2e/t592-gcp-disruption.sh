@@ -66,7 +66,7 @@ deadline_rfc3339=[0-9T:Z-]+
 signal=SIGTERM"
 like "while the node still exists" "$(curl -s "$FAKEGCP_URL/__admin/nodes")" '"state": *"READY"'
 ok "worker 0's server said nothing: its job was not told" test ! -e "$h0/told"
-like "show: worker 1 was told" "$(tpuform show -f fleet.yaml)" "told of a disruption: preempted"
+like "show: worker 1 was told" "$(tpuform show -f fleet.yaml gd-a-0)" "told of a disruption: preempted"
 gcp_worker_notice "$(addr_of 1)" instance/preempted FALSE
 
 # ---- a maintenance window on the TPU API node ------------------------------
