@@ -289,7 +289,14 @@ static int take_probe(struct loop *w, struct tpf_session *s, double started, int
 	int launched = due && tpf_prober_start(w->prober, s->have_commit ? s->commit : NULL);
 	if (launched)
 		w->next_probe = started + o->session_check;
-	if (launched && !got) {
+	/* With job waits attached the round does not wait for the probe: a
+	 * probe of 256 workers takes seconds, and a round blocked in it could
+	 * not act on a wait's news (a job's end acted on 12 s late in
+	 * tests/bench/job_wait_bench.sh). Its answers are taken next round;
+	 * this round plans from the waits (take_waits). A bounded run
+	 * (-rounds) still waits, so each of its rounds has the probe's facts. */
+	int block = !w->attacher || o->max_rounds;
+	if (launched && !got && block) {
 		if (heal_nodes_first(w, s, started))
 			return -1;
 		got = tpf_prober_take(w->prober, o->max_rounds ? -1 : started + o->interval,
