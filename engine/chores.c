@@ -86,6 +86,9 @@ char *tpf_chore_env_prefix(int secrets)
 		"if [ -f tpuform/bootstrap.sh ]; then\n"
 		"  eval \"$(awk '$0 == \"# shellcheck shell=sh\" { exit } { print }' tpuform/bootstrap.sh)\" || exit 126\n"
 		"  unset TPUFORM_SESSION TPUFORM_SOURCE TPUFORM_REPO TPUFORM_SETUP TPUFORM_RUN TPUFORM_SECRETS_HASH\n"
+		/* The storage variables the bootstrap derives (its env verb), so
+		 * the rule that maps them lives in one place. */
+		"  eval \"$(sh tpuform/bootstrap.sh env 2>/dev/null)\" || exit 126\n"
 		"fi\n%s",
 		secrets ? "if [ -f tpuform/secrets.env ]; then . tpuform/secrets.env || exit 126; fi\n"
 			: "");

@@ -7,7 +7,7 @@
 # single-quoted), the user's env exports, then this body unchanged
 # (templates/render.c). It is uploaded to ~/tpuform/bootstrap.sh and run as
 #
-#	sh tpuform/bootstrap.sh start|restart|status|wait TOKEN SECONDS|disrupt REASON DEADLINE|logs N|setup-log N|stop [REASON]
+#	sh tpuform/bootstrap.sh start|restart|status|wait TOKEN SECONDS|disrupt REASON DEADLINE|logs N|setup-log N|env|stop [REASON]
 #
 # printing "TPUFORM key=value" lines for tpuform (the protocol is in
 # engine/provision.h). "job" is the verb the screen session runs.
@@ -1162,6 +1162,11 @@ mkdir -p -- "$tpf_rundir" "$tpf_logs" || {
 
 tpf_storage_env
 
+# tpf_export_line NAME VALUE: "export NAME='VALUE'", quoted for eval.
+tpf_export_line() {
+	printf "export %s='%s'\n" "$1" "$(printf '%s' "$2" | sed "s/'/'\\\\''/g")"
+}
+
 case ${1:-} in
 start | restart)
 	tpf_lock
@@ -1193,8 +1198,15 @@ setup-log)
 job)
 	tpf_job
 	;;
+env)
+	# The storage variables the job sees (tpf_storage_env), as shell
+	# assignments: `tpuform exec` evals them, so its command sees the
+	# same TPUFORM_CHECKPOINT_DIR and TPUFORM_MOUNT_ROOT as the job.
+	[ -z "${TPUFORM_CHECKPOINT_DIR+x}" ] || tpf_export_line TPUFORM_CHECKPOINT_DIR "$TPUFORM_CHECKPOINT_DIR"
+	[ -z "${TPUFORM_MOUNT_ROOT+x}" ] || tpf_export_line TPUFORM_MOUNT_ROOT "$TPUFORM_MOUNT_ROOT"
+	;;
 *)
-	printf 'usage: sh %s start|restart|status|wait TOKEN SECONDS|disrupt REASON DEADLINE|logs N|setup-log N|stop [REASON]\n' "$0" >&2
+	printf 'usage: sh %s start|restart|status|wait TOKEN SECONDS|disrupt REASON DEADLINE|logs N|setup-log N|env|stop [REASON]\n' "$0" >&2
 	exit 2
 	;;
 esac
