@@ -704,7 +704,8 @@ static int gcp_remove(struct tpf_provider *p, const char *zone, const char *name
 			rc = 0;
 	}
 	if (rc == 0 && !gone)
-		rc = qr ? tpf_gcp_delete_qr(client_of(p), zone, qr, name, d)
+		rc = qr ? tpf_gcp_delete_qr(client_of(p), zone, qr, name, guard ? guard->lineage : NULL,
+					    d)
 			: tpf_gcp_delete_node(client_of(p), zone, name, d);
 	if (rc == 0) {
 		pthread_mutex_lock(&g->mu);

@@ -112,10 +112,13 @@ int tpf_gcp_create_qr(struct tpf_gcp_client *c, const char *name, const struct t
 /*
  * queuedResources.delete ?force=true (its node goes first), wait for the
  * operation and until a get says 404, then make sure node `node` (may be
- * NULL) is gone too. A queued resource already gone is success.
+ * NULL) is gone too. A queued resource already gone is success. With
+ * `lineage` (the tpuform-lineage value of this state; NULL: no check), a
+ * node still under that name is deleted only when tpf_delete_check allows
+ * it (providers/provider.h), else TPF_EFOREIGN with its diagnostic.
  */
 int tpf_gcp_delete_qr(struct tpf_gcp_client *c, const char *zone, const char *id,
-		      const char *node, struct tpf_diags *d);
+		      const char *node, const char *lineage, struct tpf_diags *d);
 
 /*
  * reservationName of a queued resource body b (discovery document schema

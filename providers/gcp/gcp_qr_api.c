@@ -104,7 +104,7 @@ static int wait_qr_gone(struct tpf_gcp_client *c, const char *zone, const char *
 }
 
 int tpf_gcp_delete_qr(struct tpf_gcp_client *c, const char *zone, const char *id,
-		      const char *node, struct tpf_diags *d)
+		      const char *node, const char *lineage, struct tpf_diags *d)
 {
 	/* force=true: the discovery document says its nodes are deleted first. */
 	char *url = qr_url(c, zone, id, "?force=true");
@@ -123,6 +123,14 @@ int tpf_gcp_delete_qr(struct tpf_gcp_client *c, const char *zone, const char *id
 		/* Its node should have gone with it; make sure nothing is left. */
 		struct tpf_live_node n = { 0 };
 		rc = tpf_gcp_get_node(c, zone, node, &n, d);
+		/* A node left under that name is deleted only when it is this
+		 * state's (the delete-time rule, providers/provider.h): another
+		 * state may have made one since the queued resource went. */
+		struct tpf_delete_guard g = { lineage, NULL };
+		if (rc == 0 && lineage)
+			rc = tpf_delete_check(&g, "node", node, zone,
+					      tpf_kvlist_get(&n.recipe.labels, TPF_LABEL_LINEAGE), n.id,
+					      d);
 		tpf_live_node_release(&n);
 		rc = rc == TPF_ENOTFOUND ? 0 : rc == 0 ? tpf_gcp_delete_node(c, zone, node, d) : rc;
 	}
@@ -260,7 +268,8 @@ int tpf_gcp_create_qr(struct tpf_gcp_client *c, const char *name, const struct t
 		 * interrupted wait leaves it: it may yet give the node, and
 		 * the next plan finds it by its labels. */
 		struct tpf_diags tmp = TPF_DIAGS_INIT;
-		if (tpf_gcp_delete_qr(c, zone, name, name, &tmp) < 0)
+		if (tpf_gcp_delete_qr(c, zone, name, name,
+				      tpf_kvlist_get(&r->labels, TPF_LABEL_LINEAGE), &tmp) < 0)
 			for (size_t i = 0; i < tmp.n; i++)
 				tpf_warn(d, name, "cleanup after the failed queue request: %s",
 					 tmp.items[i].summary);
