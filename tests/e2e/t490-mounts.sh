@@ -40,6 +40,7 @@ ok "the job wrote into the checkpoint directory" wait_for 30 test -s nodes/gcs/m
 is "TPUFORM_CHECKPOINT_DIR is the bucket's directory under the provider root" \
 	"$(cat nodes/gcs/my-ckpt/run1/env-0)" "ckpt=$W/nodes/gcs/my-ckpt/run1 root=$W/$home0/mnt"
 # exec's command sees what the job sees (the bootstrap's env verb).
+# shellcheck disable=SC2016 # expanded on the worker, not here
 ok "exec" tpuform exec -f fleet.yaml mt-a-0 -worker 0 -- 'echo "ckpt=$TPUFORM_CHECKPOINT_DIR root=$TPUFORM_MOUNT_ROOT"'
 like "exec sees TPUFORM_CHECKPOINT_DIR and TPUFORM_MOUNT_ROOT as the job does" "$(cat last.out)" \
 	"mt-a-0/w0 \| ckpt=$W/nodes/gcs/my-ckpt/run1 root=$W/$home0/mnt"
