@@ -353,8 +353,8 @@ static int run_show(struct tpf_cmd_ctx *ctx)
 		return TPF_EXIT_ERROR;
 	if (ctx->o.refresh &&
 	    (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d) ||
-	     tpf_probe_jobs(s->prov, &s->state, &s->live, ctx->o.parallelism, 0, &s->facts,
-					&s->d)))
+	     tpf_probe_jobs(s->prov, &s->state, &s->live, ctx->o.parallelism, 0, NULL, NULL,
+				    &s->facts, &s->d)))
 		return TPF_EXIT_ERROR;
 	/* show needs no secrets, but hides those it can resolve from the job's
 	 * last log line (a job may print one) */

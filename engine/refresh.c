@@ -96,7 +96,8 @@ static void probe_item(size_t i, void *arg)
 
 int tpf_probe_jobs(struct tpf_provider *prov, const struct tpf_state *st,
 		       const struct tpf_live_set *live, int parallelism, int once,
-		       struct tpf_job_facts *out, struct tpf_diags *d)
+		       tpf_probe_skip_fn skip, void *skip_arg, struct tpf_job_facts *out,
+		       struct tpf_diags *d)
 {
 	struct tpf_transport *t = prov->ops->transport ? prov->ops->transport(prov) : NULL;
 	if (!t)
@@ -114,6 +115,8 @@ int tpf_probe_jobs(struct tpf_provider *prov, const struct tpf_state *st,
 		for (size_t w = 0; w < sn->nworkers; w++) {
 			if (!sn->workers[w].script_hash)
 				continue; /* never provisioned: the diff already acts */
+			if (skip && skip(skip_arg, sn, (int)w))
+				continue;
 			struct probe_task *task = &pp.tasks[pp.n++];
 			task->node = sn;
 			task->live = ln;

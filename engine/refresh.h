@@ -25,10 +25,15 @@ int tpf_refresh(struct tpf_provider *prov, const struct tpf_fleet *f, const stru
  * a fact with session NULL, not an error. Providers without a transport
  * give no facts. once: one connection attempt per pinned worker
  * (tpf_provision_probe), so a worker that is down costs one connect, not
- * the transport's retry budget.
+ * the transport's retry budget. skip (may be NULL) leaves out the workers
+ * it returns 1 for, with no fact: watch's session check skips the workers
+ * whose job wait answered lately (engine/watch_attach.c), as the wait
+ * already says what a probe would.
  */
+typedef int (*tpf_probe_skip_fn)(void *arg, const struct tpf_state_node *sn, int worker);
 int tpf_probe_jobs(struct tpf_provider *prov, const struct tpf_state *st,
 		       const struct tpf_live_set *live, int parallelism, int once,
-		       struct tpf_job_facts *out, struct tpf_diags *d);
+		       tpf_probe_skip_fn skip, void *skip_arg, struct tpf_job_facts *out,
+		       struct tpf_diags *d);
 
 #endif

@@ -203,7 +203,7 @@ int tpf_session_probe(struct tpf_session *s)
 	if (!s->o.refresh)
 		return 0;
 	if (tpf_probe_jobs(s->prov, &s->state, &s->live, s->o.parallelism, s->o.probe_once,
-			       &s->facts, &s->d))
+			       s->o.probe_skip, s->o.probe_skip_arg, &s->facts, &s->d))
 		return TPF_ERROR;
 	/* A job's last log line may hold a secret; after a refresh that
 	 * resolved them, hide them now (tpf_session_refresh does it later). */

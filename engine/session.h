@@ -19,6 +19,7 @@
 
 #include "config/config.h"
 #include "engine/apply.h"
+#include "engine/refresh.h"
 #include "plan/budget.h"
 #include "plan/plan.h"
 #include "providers/provider.h"
@@ -79,8 +80,14 @@ struct tpf_session_opts {
 	 * prober, which wants job facts only). */
 	struct tpf_budget_cache *budget_cache;
 	int no_budgets;
+	/* Workers tpf_session_probe leaves out (engine/refresh.h
+	 * tpf_probe_jobs; watch's session check: those its job waits cover).
+	 * NULL: probe all. */
+	tpf_probe_skip_fn probe_skip;
+	void *probe_skip_arg;
 };
-#define TPF_SESSION_OPTS_INIT { "tpuform.yaml", 0, 0, 1, 10, 0, NULL, NULL, NULL, 0, 0, 0, NULL, 0 }
+#define TPF_SESSION_OPTS_INIT                                                                  \
+	{ "tpuform.yaml", 0, 0, 1, 10, 0, NULL, NULL, NULL, 0, 0, 0, NULL, 0, NULL, NULL }
 
 struct tpf_session {
 	struct tpf_session_opts o; /* a copy of what open was given */

@@ -5,6 +5,7 @@
 #include "engine/chores.h"
 #include "engine/watch_internal.h"
 #include "engine/budget.h"
+#include "engine/provision.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -309,27 +310,39 @@ static int take_probe(struct loop *w, struct tpf_session *s, double started, int
 	return got;
 }
 
-/* No probe answers this round: plan from what the job waits know instead
- * (a job that ended is acted on at once, issue 21), each fact dropped
- * when a heal of its node ended after it was learnt. 1 with facts. */
-static int take_waits(struct loop *w, struct tpf_session *s)
+/* Add what the job waits know for the workers s->facts has no answer
+ * from: all of them in a round without probe answers (a job that ended is
+ * acted on at once, issue 21), and in a probed round the workers the
+ * session check skipped because their waits cover them
+ * (tpf_attacher_covers). Each fact is dropped when a heal of its node
+ * ended after it was learnt. Returns how many were added. */
+static size_t take_waits(struct loop *w, struct tpf_session *s)
 {
 	double *at = NULL;
 	struct tpf_job_facts all;
 	memset(&all, 0, sizeof(all));
-	size_t n = tpf_attacher_take(w->attacher, &all, &at);
+	size_t n = tpf_attacher_take(w->attacher, &all, &at), added = 0;
 	for (size_t i = 0; i < n; i++) {
 		/* A list of one, in place: dropped, its strings are freed. */
 		struct tpf_job_facts one = { &all.items[i], 1, 1 };
+		if (tpf_job_facts_find(&s->facts, all.items[i].node, all.items[i].worker)) {
+			tpf_job_fact_release(&all.items[i]);
+			continue; /* the probe asked it: its answer stands */
+		}
 		tpf_healer_drop_stale_facts(w->healer, &one, at[i]);
 		if (!one.n)
 			continue;
 		XGROW(s->facts.items, s->facts.n + 1, s->facts.alloc);
 		s->facts.items[s->facts.n++] = all.items[i];
+		added++;
 	}
 	free(all.items);
 	free(at);
-	return s->facts.n > 0;
+	/* A job's last log line may hold a secret: hidden as the refresh
+	 * hides the probe's (engine/session.c). */
+	if (added && s->fleet.secrets_resolved)
+		tpf_job_facts_redact(&s->facts, &s->fleet.secrets);
+	return added;
 }
 
 /*
@@ -386,7 +399,7 @@ static enum round_outcome round_run(struct loop *w, int round, double started)
 										   : ROUND_FAILED;
 	} else {
 		tpf_attacher_sync(w->attacher, &s);
-		if (!probed && lead == LEAD_YES && w->attacher && take_waits(w, &s)) {
+		if (lead == LEAD_YES && w->attacher && take_waits(w, &s)) {
 			probed = 1;
 			tpf_plan_release(&p);
 			memset(&p, 0, sizeof(p));
@@ -419,11 +432,12 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 		return TPF_ERROR;
 	w.healer = tpf_healer_new(&o);
 	w.maint = tpf_maint_new();
-	w.prober = tpf_prober_new(&o);
+	w.attacher = o.job_wait ? tpf_attacher_new(&o) : NULL;
+	/* Freed before the attacher: its probe asks the attacher what to skip. */
+	w.prober = tpf_prober_new(&o, w.attacher);
 	double error_wait = o.interval;
 	int rc = 0;
 	long looked = 0; /* rounds begun, standby looks included: warnings count in them */
-	w.attacher = o.job_wait ? tpf_attacher_new(&o) : NULL;
 	for (int round = 1; !stopped(&o) && (!o.max_rounds || round <= o.max_rounds); round++) {
 		double started = tpf_now_mono();
 		tpf_watch_warnings_round(++looked);

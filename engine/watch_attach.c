@@ -64,13 +64,7 @@ struct tpf_attacher {
 
 static void fact_clear(struct tpf_job_fact *f)
 {
-	free(f->node);
-	free(f->job_state);
-	free(f->script_hash);
-	free(f->last_log);
-	free(f->checkpoint);
-	free(f->disruption);
-	memset(f, 0, sizeof(*f));
+	tpf_job_fact_release(f);
 	f->exit_code = -1;
 	f->stalled_for = -1;
 }
@@ -85,6 +79,9 @@ static void fact_copy(struct tpf_job_fact *dst, const struct tpf_job_fact *src)
 	dst->script_hash = xstrdup(src->script_hash);
 	dst->last_log = xstrdup(src->last_log);
 	dst->stalled_for = src->stalled_for;
+	dst->have_progress = src->have_progress;
+	dst->step = src->step;
+	dst->checkpoint_step = src->checkpoint_step;
 	dst->checkpoint = xstrdup(src->checkpoint);
 	dst->disruption = xstrdup(src->disruption);
 }
@@ -150,6 +147,12 @@ static void record(struct attach_worker *w, const struct tpf_worker_report *r, i
 	w->fact.script_hash = xstrdup(r->script_hash);
 	w->fact.last_log = xstrdup(r->last_log);
 	w->fact.stalled_for = r->stalled_for;
+	/* The wait reports progress as the status verb does (the same
+	 * report), so a worker the session check skips still feeds the
+	 * ledger's steps and checkpoints. */
+	w->fact.have_progress = 1;
+	w->fact.step = r->step;
+	w->fact.checkpoint_step = r->checkpoint_step;
 	w->fact.checkpoint = xstrdup(r->checkpoint);
 	w->fact.disruption = xstrdup(r->disruption);
 	w->have = 1;
@@ -399,6 +402,29 @@ size_t tpf_attacher_take(struct tpf_attacher *a, struct tpf_job_facts *facts, do
 	size_t n = facts->n;
 	pthread_mutex_unlock(&a->mu);
 	return n;
+}
+
+/* How much later than its window a wait's answer may come before the
+ * worker counts as not covered (a connection that hangs without breaking
+ * answers no more; the session check then asks it). Seconds. */
+#define FRESH_SLACK 5.0
+
+int tpf_attacher_covers(void *arg, const struct tpf_state_node *sn, int worker)
+{
+	struct tpf_attacher *a = arg;
+	if (!a || !sn)
+		return 0;
+	char *key = xasprintf("%s/%d/%s", sn->name, worker, sn->id ? sn->id : "");
+	pthread_mutex_lock(&a->mu);
+	struct attach_worker *w = find(a, key);
+	/* Covered only when take would give this fact: a job tpuform
+	 * stopped gives none, and a heal that stopped it and failed must
+	 * still be seen by the probe. */
+	int covers = w && w->attached && w->have && !w->stop && !tpuform_did(&w->fact) &&
+		     tpf_now_mono() - w->at <= a->window + FRESH_SLACK;
+	pthread_mutex_unlock(&a->mu);
+	free(key);
+	return covers;
 }
 
 void tpf_attacher_free(struct tpf_attacher *a)

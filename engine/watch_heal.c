@@ -429,12 +429,7 @@ void tpf_healer_drop_stale_facts(struct tpf_healer *h, struct tpf_job_facts *f, 
 		struct tpf_job_fact *sf = &f->items[i];
 		if (busy_has(h, sf->node) || healed_since(h, sf->node, since)) {
 			/* Its strings go; its slot is reused below. */
-			free(sf->node);
-			free(sf->job_state);
-			free(sf->script_hash);
-			free(sf->last_log);
-			free(sf->checkpoint);
-			free(sf->disruption);
+			tpf_job_fact_release(sf);
 			continue;
 		}
 		f->items[keep++] = *sf;

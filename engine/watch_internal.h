@@ -121,9 +121,12 @@ void tpf_healer_finish(struct tpf_healer *h);
 /* ---- the session probe, in the background (engine/watch_probe.c) ------- */
 
 struct tpf_prober;
+struct tpf_attacher;
 
-/* A prober for the loop with options o (borrowed: must outlive it). */
-struct tpf_prober *tpf_prober_new(const struct tpf_watch_opts *o);
+/* A prober for the loop with options o (borrowed: must outlive it). Its
+ * probes skip the workers the attacher covers (tpf_attacher_covers; a:
+ * borrowed, must outlive the prober; NULL: probe every worker). */
+struct tpf_prober *tpf_prober_new(const struct tpf_watch_opts *o, struct tpf_attacher *a);
 
 /*
  * Start asking every provisioned worker of the fleet for its session on a
@@ -184,6 +187,16 @@ unsigned long tpf_attacher_news(struct tpf_attacher *a);
  * periodic probe asks them). Returns the number of facts.
  */
 size_t tpf_attacher_take(struct tpf_attacher *a, struct tpf_job_facts *facts, double **at);
+
+/*
+ * An engine/refresh.h tpf_probe_skip_fn (arg: the attacher, or NULL): 1
+ * when worker `worker` of sn (this VM: its id is part of the key) is
+ * attached and its wait answered within its window plus 5 s, with a fact
+ * tpf_attacher_take gives. The session check then skips it: the wait
+ * already reports what a probe would, and at 256 workers a probe's
+ * handshakes slowed the restarts it overlapped (docs/watch.md).
+ */
+int tpf_attacher_covers(void *arg, const struct tpf_state_node *sn, int worker);
 
 /* Stop every wait (each ends within its window) and free a (NULL: no-op). */
 void tpf_attacher_free(struct tpf_attacher *a);

@@ -22,6 +22,7 @@
 
 struct tpf_prober {
 	const struct tpf_watch_opts *o;
+	struct tpf_attacher *attacher; /* its covered workers are skipped; may be NULL */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	pthread_t th;
@@ -33,10 +34,11 @@ struct tpf_prober {
 	struct tpf_job_facts facts;
 };
 
-struct tpf_prober *tpf_prober_new(const struct tpf_watch_opts *o)
+struct tpf_prober *tpf_prober_new(const struct tpf_watch_opts *o, struct tpf_attacher *a)
 {
 	struct tpf_prober *p = xcalloc(1, sizeof(*p));
 	p->o = o;
+	p->attacher = a;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
 	return p;
@@ -51,6 +53,10 @@ static void *probe_thread(void *arg)
 	so.pinned = p->pinned[0] ? p->pinned : NULL;
 	so.probe_once = 1; /* a worker that is down is asked again next check */
 	so.no_budgets = 1; /* the round measures them; this thread wants job facts */
+	if (p->attacher) {
+		so.probe_skip = tpf_attacher_covers;
+		so.probe_skip_arg = p->attacher;
+	}
 	struct tpf_session s;
 	int rc = tpf_session_open(&s, &so, NULL) || tpf_session_refresh(&s, 0) ||
 		 tpf_session_probe(&s);

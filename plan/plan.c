@@ -72,16 +72,21 @@ int tpf_plan_has_changes(const struct tpf_plan *p)
 	return p->n > 0;
 }
 
+void tpf_job_fact_release(struct tpf_job_fact *f)
+{
+	free(f->node);
+	free(f->job_state);
+	free(f->script_hash);
+	free(f->last_log);
+	free(f->checkpoint);
+	free(f->disruption);
+	memset(f, 0, sizeof(*f));
+}
+
 void tpf_job_facts_release(struct tpf_job_facts *s)
 {
-	for (size_t i = 0; i < s->n; i++) {
-		free(s->items[i].node);
-		free(s->items[i].job_state);
-		free(s->items[i].script_hash);
-		free(s->items[i].last_log);
-		free(s->items[i].checkpoint);
-		free(s->items[i].disruption);
-	}
+	for (size_t i = 0; i < s->n; i++)
+		tpf_job_fact_release(&s->items[i]);
 	free(s->items);
 	memset(s, 0, sizeof(*s));
 }

@@ -100,6 +100,8 @@ struct tpf_job_facts {
 	struct tpf_job_fact *items;
 	size_t n, alloc;
 };
+/* Free one fact's strings and zero it (the fact itself is not freed). */
+void tpf_job_fact_release(struct tpf_job_fact *f);
 void tpf_job_facts_release(struct tpf_job_facts *s);
 const struct tpf_job_fact *tpf_job_facts_find(const struct tpf_job_facts *s,
 						      const char *node, int worker);

@@ -1,0 +1,51 @@
+#!/bin/sh
+# The session check skips workers its job waits cover (issue 21): a worker
+# whose wait answered within its window is not asked for its status again
+# by the periodic probe (at 256 workers those handshakes slowed the
+# restarts they overlapped, docs/watch.md). A worker whose wait fails is
+# not covered, and the session check asks it again: the safety net holds.
+# Worker 1's bootstrap is wrapped so that each verb it runs is logged.
+. "$(dirname "$0")/lib.sh"
+setup_dir t596
+cat >fleet.yaml <<'YAML'
+fleet: sk
+provider:
+  local: { root: nodes, create_delay: 0.2s }
+run: exec sleep 300
+groups:
+  - { name: a, accelerator_type: v4-16, runtime_version: rt, zones: [z1], count: 1 }
+YAML
+ok "apply" tpuform apply -f fleet.yaml -auto-approve
+w1=$W/nodes/nodes/sk-a-0/workers/1
+mv "$w1/tpuform/bootstrap.sh" "$w1/tpuform/bootstrap.real.sh"
+cat >"$w1/tpuform/bootstrap.sh" <<SH
+echo "\$1" >>"$w1/verbs"
+if [ "\$1" = wait ] && [ -f "$w1/refuse-wait" ]; then exit 1; fi
+exec sh "$w1/tpuform/bootstrap.real.sh" "\$@"
+SH
+"$TPUFORM" watch -f fleet.yaml -interval 1s -session-check 2s >watch.out 2>&1 &
+wpid=$!
+trap 'kill $wpid 2>/dev/null' EXIT
+# shellcheck disable=SC2317 # called through wait_for
+waits() { [ "$(grep -c '^wait$' "$w1/verbs" 2>/dev/null)" -ge 2 ]; }
+wait_for 20 waits
+ok "worker 1 is waited on" waits
+statuses() { grep -c '^status$' "$w1/verbs"; }
+sleep 2
+before=$(statuses)
+sleep 7
+is "three session checks later, the covered worker was not probed again" "$(statuses)" "$before"
+like "the checks ran" "$(cat watch.out)" "alive 1/1"
+# Waits that fail: the worker is no longer covered, and the check asks it.
+touch "$w1/refuse-wait"
+for f in "$w1"/tpuform/run/wait.*; do kill "${f##*.}" 2>/dev/null; done
+# shellcheck disable=SC2317 # called through wait_for
+probed_again() { [ "$(statuses)" -gt "$before" ]; }
+wait_for 20 probed_again
+ok "a worker whose waits fail is probed by the session check" probed_again
+is "nothing was restarted" "$(grep -c restart watch.out)" 0
+kill -TERM $wpid
+wait $wpid
+is "watch exits 0" "$?" 0
+ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
+finish
