@@ -1004,7 +1004,10 @@ tpf_stalled_for() {
 
 # tpf_progress: what the job says of its progress (docs/ledger.md): its
 # step, from the file $TPUFORM_HEARTBEAT.step or the last "TPUFORM_STEP=N"
-# in the log's last 64 KiB, and the last "checkpoint saved at step N" there.
+# in the log's last 64 KiB, and the last "checkpoint saved at step N" there,
+# or else the checkpoint the job reported the resume protocol's way
+# ($tpf_ck, from tpf_checkpoint) when that is a step number: one report
+# serves both the ledger and TPUFORM_LAST_CHECKPOINT (docs/recovery.md).
 tpf_progress() {
 	tpf_step=
 	tpf_ckpt=
@@ -1017,6 +1020,12 @@ tpf_progress() {
 			sed -n 's/.*TPUFORM_STEP=\([0-9][0-9]*\).*/\1/p' | tail -n 1)
 		tpf_ckpt=$(printf '%s\n' "$tpf_tail" |
 			sed -n 's/.*[Cc]heckpoint saved at step \([0-9][0-9]*\).*/\1/p' | tail -n 1)
+	fi
+	if [ -z "$tpf_ckpt" ]; then
+		case ${tpf_ck:-} in
+		'' | *[!0-9]*) ;;
+		*) tpf_ckpt=$tpf_ck ;;
+		esac
 	fi
 	[ -z "$tpf_step" ] || tpf_say "step=$(printf '%.18s' "$tpf_step")"
 	[ -z "$tpf_ckpt" ] || tpf_say "checkpoint_step=$(printf '%.18s' "$tpf_ckpt")"
@@ -1043,8 +1052,8 @@ tpf_status() {
 		tpf_stall=$(tpf_stalled_for)
 		[ -z "$tpf_stall" ] || tpf_say "stalled_for=$tpf_stall"
 	fi
-	[ "$tpf_state" = none ] || tpf_progress
 	tpf_ck=$(tpf_checkpoint)
+	[ "$tpf_state" = none ] || tpf_progress
 	[ -z "$tpf_ck" ] || tpf_say "checkpoint=$tpf_ck"
 	tpf_d=$(sed -n 's/^reason=//p' "$tpf_rundir/disruption" 2>/dev/null)
 	[ -z "$tpf_d" ] || tpf_say "disruption=$tpf_d"

@@ -34,6 +34,10 @@ sleep 2 # a few more rounds: recording a checkpoint must not restart the job
 is "recording it restarted nothing" "$(wc -l <nodes/bucket/starts | tr -d ' ')" 1
 like "the run ledger's checkpoint event carries it" "$(cat tpuform.state.json.ledger.jsonl)" \
 	'"event": *"checkpoint".*"checkpoint": *"1200"|"checkpoint": *"1200".*"event": *"checkpoint"'
+# A step number reported this way is also the ledger's checkpoint step
+# (what `report` counts lost work from), as "checkpoint saved at step N" is.
+like "the ledger's checkpoint event has the step" \
+	"$(grep '"event": *"checkpoint"' tpuform.state.json.ledger.jsonl | grep '"step"')" '"step": *1200[,}]'
 
 "$TPUFORM" local preempt -f fleet.yaml ck-a-0 >/dev/null
 wait_for 60 grep -q "start retry=1" nodes/bucket/starts
