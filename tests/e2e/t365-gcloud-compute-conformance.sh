@@ -36,7 +36,10 @@ TPF_ROOT=$TOP
 # writes this authorized_keys.
 mkdir -p "$W/workers/w0/home"
 ssh-keygen -q -t ed25519 -N '' -f "$W/workers/w0/hostkey"
-fakegcp_start --project test-project --op-seconds 0.2 --compute-stage-seconds 5 \
+# Stages of 60 s: instances move on only when the test settles them, so
+# "still PENDING after gcloud's create returned" holds even when gcloud
+# takes seconds to exit on a loaded machine (it once saw STAGING at 5 s).
+fakegcp_start --project test-project --op-seconds 0.2 --compute-stage-seconds 60 \
 	--compute-wait-seconds 2 --auth token --authorized-user cid:csecret:rtok \
 	--worker-dir "$W/workers" || exit 1
 trap 'fakegcp_stop >/dev/null 2>&1' EXIT
