@@ -148,6 +148,40 @@ static const char *slice_state(json_t *mig, const struct tpf_live_node *m, size_
 	return "CREATING";
 }
 
+/*
+ * A member's upcoming maintenance disrupts the whole slice: "Multi-host TPU
+ * slices require all instances in the slice to be recovered or rescheduled
+ * together" (https://cloud.google.com/tpu/docs/failure-recovery). So the
+ * slice node carries the member window that starts first (a window with
+ * no start counts after those with one), prefixed with the member's name;
+ * watch then tells every worker's job (engine/watch_maint.c).
+ */
+static void slice_maintenance(struct tpf_live_node *out, const struct tpf_live_node *members,
+			      size_t nmembers)
+{
+	const struct tpf_live_node *first = NULL;
+	double first_at = 0;
+	for (size_t i = 0; i < nmembers; i++) {
+		if (!members[i].maintenance)
+			continue;
+		double at = members[i].maintenance_start
+				    ? tpf_parse_rfc3339(members[i].maintenance_start)
+				    : -1;
+		if (at < 0)
+			at = 1e18;
+		if (!first || at < first_at) {
+			first = &members[i];
+			first_at = at;
+		}
+	}
+	if (!first)
+		return;
+	out->maintenance = xasprintf("%s: %s", first->name ? first->name : "a member",
+				     first->maintenance);
+	out->maintenance_start = first->maintenance_start ? xstrdup(first->maintenance_start)
+							  : NULL;
+}
+
 int tpf_compute_slice_parse(json_t *mig, const char *zone, struct tpf_live_node *members,
 			    size_t nmembers, struct tpf_live_node *out)
 {
@@ -209,6 +243,7 @@ int tpf_compute_slice_parse(json_t *mig, const char *zone, struct tpf_live_node 
 		e->external_ip = xstrdup(members[i].endpoints[0].external_ip);
 		e->port = members[i].endpoints[0].port;
 	}
+	slice_maintenance(out, members, nmembers);
 	json_decref(desc);
 	return 0;
 }

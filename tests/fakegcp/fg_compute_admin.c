@@ -148,19 +148,57 @@ static void quota(struct fg_req *r)
 	ok(r);
 }
 
-/* POST /__admin/compute/instances/{zone}/{name}:preempt|delete */
+/*
+ * ?value=SCHEDULED|UNSCHEDULED[&status=PENDING|ONGOING][&start=T&end=T]
+ * sets the instance's resourceStatus.upcomingMaintenance (Compute v1
+ * UpcomingMaintenance: type, maintenanceStatus, windowStartTime,
+ * windowEndTime, canReschedule; gcloud 528's compute_v1_messages.py);
+ * ?value=off clears it. NULL, or what is wrong.
+ */
+static const char *instance_maintenance(struct fg_req *r, json_t *inst)
+{
+	const char *type = arg(r, "value"), *status = arg(r, "status");
+	json_t *rs = json_object_get(inst, "resourceStatus");
+	if (type && !strcmp(type, "off")) {
+		if (rs)
+			json_object_del(rs, "upcomingMaintenance");
+		return NULL;
+	}
+	if (!type || (strcmp(type, "SCHEDULED") && strcmp(type, "UNSCHEDULED")) ||
+	    (status && strcmp(status, "PENDING") && strcmp(status, "ONGOING")))
+		return "expected ?value=SCHEDULED|UNSCHEDULED|off[&status=PENDING|ONGOING]"
+		       "[&start=RFC3339&end=RFC3339]";
+	json_t *m = json_pack("{s:s, s:b}", "type", type, "canReschedule", 0);
+	if (status)
+		json_object_set_new(m, "maintenanceStatus", json_string(status));
+	if (arg(r, "start"))
+		json_object_set_new(m, "windowStartTime", json_string(arg(r, "start")));
+	if (arg(r, "end"))
+		json_object_set_new(m, "windowEndTime", json_string(arg(r, "end")));
+	if (!json_is_object(rs))
+		json_object_set_new(inst, "resourceStatus", rs = json_object());
+	json_object_set_new(rs, "upcomingMaintenance", m);
+	return NULL;
+}
+
+/* POST /__admin/compute/instances/{zone}/{name}:preempt|delete|maintenance */
 static void instance_action(struct fg_req *r, const char *rest)
 {
 	const char *slash = strchr(rest, '/'), *colon = slash ? strrchr(slash, ':') : NULL;
 	const char *why = NULL;
 
 	if (!slash || !colon)
-		{ bad(r, "expected instances/ZONE/NAME:preempt|delete"); return; }
+		{ bad(r, "expected instances/ZONE/NAME:preempt|delete|maintenance"); return; }
 	char *zone = xstrndup(rest, (size_t)(slash - rest));
 	char *name = xstrndup(slash + 1, (size_t)(colon - slash - 1));
 	json_t *inst = ce_map2(ce.inst, zone, name);
 	if (!strcmp(colon + 1, "preempt")) {
 		if (ce_instance_preempt(zone, name, &why) < 0)
+			bad(r, why);
+		else
+			ok(r);
+	} else if (!strcmp(colon + 1, "maintenance") && inst) {
+		if ((why = instance_maintenance(r, inst)))
 			bad(r, why);
 		else
 			ok(r);

@@ -662,6 +662,19 @@ static void test_compute__slice_create_and_delete(void)
 	CHECK_STR(tpf_kvlist_get(&out.recipe.labels, "tpuform-lineage"), "0123456789abcdef");
 	CHECK(tpf_kvlist_get(&out.recipe.labels, "tpuform-slice") == NULL);
 	CHECK_STR(out.nendpoints == 2 ? out.endpoints[0].ip : NULL, "10.0.0.2"); /* -001 first */
+	CHECK(out.maintenance == NULL); /* no member has a window */
+	/* a member's maintenance window is the slice's; the one starting first wins */
+	mem[0].maintenance = xstrdup("SCHEDULED maintenance PENDING, window later");
+	mem[0].maintenance_start = xstrdup("2026-12-02T10:00:00Z");
+	mem[1].maintenance = xstrdup("SCHEDULED maintenance PENDING, window sooner");
+	mem[1].maintenance_start = xstrdup("2026-12-01T10:00:00Z");
+	CHECK_INT(tpf_compute_slice_parse(m, "us-central1-c", mem, 2, &out), 0);
+	CHECK_STR(out.maintenance, "f-g-0-002: SCHEDULED maintenance PENDING, window sooner");
+	CHECK_STR(out.maintenance_start, "2026-12-01T10:00:00Z");
+	xstrset(&mem[0].maintenance, NULL);
+	xstrset(&mem[0].maintenance_start, NULL);
+	xstrset(&mem[1].maintenance, NULL);
+	xstrset(&mem[1].maintenance_start, NULL);
 	/* a member preempted: the slice is lost */
 	xstrset(&mem[1].state, "PREEMPTED");
 	CHECK_INT(tpf_compute_slice_parse(m, "us-central1-c", mem, 2, &out), 0);
