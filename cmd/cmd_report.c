@@ -107,6 +107,32 @@ static void say_price_notes(json_t *prices)
 			   json_string_value(json_object_get(e, "class")), num(e, "usd_per_chip_hour"));
 }
 
+/* Hosts' faults apart from jobs': failed preflights and bad hosts, with
+ * the zones they were in (docs/recovery.md "Preflight"). Nothing when
+ * there were none. */
+static void say_bad_hosts(json_t *doc)
+{
+	json_t *t = json_object_get(doc, "totals");
+	long long bad = json_integer_value(json_object_get(t, "bad_hosts"));
+	long long pf = json_integer_value(json_object_get(t, "preflight_failures"));
+	if (!bad && !pf)
+		return;
+	tpf_ui_say("Bad hosts: %lld replaced; failed preflights: %lld", bad, pf);
+	size_t i;
+	json_t *r;
+	const char *sep = " (";
+	json_array_foreach(json_object_get(doc, "rows"), i, r) {
+		long long rb = json_integer_value(json_object_get(r, "bad_hosts"));
+		long long rp = json_integer_value(json_object_get(r, "preflight_failures"));
+		const char *zone = json_string_value(json_object_get(r, "zone"));
+		if (!rb && !rp)
+			continue;
+		tpf_ui_say("%szone %s: %lld bad, %lld failed", sep, zone ? zone : "-", rb, rp);
+		sep = "; ";
+	}
+	tpf_ui_say("%s\n", *sep == ';' ? ")" : "");
+}
+
 static void say_totals(json_t *doc)
 {
 	json_t *t = json_object_get(doc, "totals"), *bad = json_object_get(t, "badput");
@@ -131,6 +157,7 @@ static void say_totals(json_t *doc)
 		tpf_ui_say("; back to running after p50 %.0f s, p99 %.0f s", num(rec, "p50"),
 			   num(rec, "p99"));
 	tpf_ui_say("\nRestarts: %lld\n", (long long)json_integer_value(json_object_get(t, "restarts")));
+	say_bad_hosts(doc);
 	json_t *prices = json_object_get(doc, "prices");
 	tpf_ui_say("Estimated cost: $%.2f at list prices of %s (%s); an estimate, not a bill.\n",
 		   num(t, "cost_usd_estimate"), json_string_value(json_object_get(prices, "date")),

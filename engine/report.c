@@ -378,6 +378,14 @@ static void replay(struct calc *c, struct unit *u, int kind, json_t *o, double t
 		if (u->ph == PH_RESTART || u->ph == PH_STALLED)
 			set_phase(u, PH_RUNNING, t);
 		break;
+	case TPF_EVENT_PREFLIGHT_FAILED:
+		if (u->row != (size_t)-1 && t >= c->r->since)
+			c->r->rows[u->row].preflight_failures++;
+		break;
+	case TPF_EVENT_BAD_HOST:
+		if (u->row != (size_t)-1 && t >= c->r->since)
+			c->r->rows[u->row].bad_hosts++;
+		break;
 	case TPF_EVENT_CHECKPOINT:
 		u->have_ckpt = 1;
 		u->good_since_ckpt = 0;

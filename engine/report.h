@@ -115,6 +115,10 @@ struct tpf_report_row {
 	double chip_hours[TPF_RB_N];
 	double node_hours;  /* billed node-hours (for preemptions per node-day) */
 	long preemptions, restarts;
+	/* Failed preflights (preflight_failed events) and nodes replaced as
+	 * bad hosts (bad_host) in the window: a host's fault, where restarts
+	 * count the job's (docs/recovery.md "Preflight"). */
+	long preflight_failures, bad_hosts;
 	const struct tpf_price *price; /* NULL: no price known */
 };
 

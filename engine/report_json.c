@@ -49,6 +49,8 @@ static json_t *row_json(const struct tpf_report_row *row)
 						    : json_null());
 	json_object_set_new(o, "preemptions", json_integer(row->preemptions));
 	json_object_set_new(o, "restarts", json_integer(row->restarts));
+	json_object_set_new(o, "preflight_failures", json_integer(row->preflight_failures));
+	json_object_set_new(o, "bad_hosts", json_integer(row->bad_hosts));
 	if (row->price) {
 		json_object_set_new(o, "usd_per_chip_hour", json_real(row->price->usd_per_chip_hour));
 		json_object_set_new(o, "cost_usd_estimate",
@@ -63,7 +65,7 @@ static json_t *row_json(const struct tpf_report_row *row)
 
 struct totals {
 	double by[TPF_RB_N], billed, node_hours, usd;
-	long preemptions, restarts, unpriced;
+	long preemptions, restarts, unpriced, preflight_failures, bad_hosts;
 };
 
 static void add_up(const struct tpf_report *r, struct totals *t)
@@ -76,6 +78,8 @@ static void add_up(const struct tpf_report *r, struct totals *t)
 		t->node_hours += row->node_hours;
 		t->preemptions += row->preemptions;
 		t->restarts += row->restarts;
+		t->preflight_failures += row->preflight_failures;
+		t->bad_hosts += row->bad_hosts;
 	}
 	tpf_report_spend(r, &t->billed, &t->usd, &t->unpriced);
 }
@@ -123,6 +127,8 @@ static json_t *totals_json(const struct tpf_report *r, const struct totals *t)
 	json_object_set_new(o, "badput_chip_hours", hours(badsum));
 	json_object_set_new(o, "preemptions", json_integer(t->preemptions));
 	json_object_set_new(o, "restarts", json_integer(t->restarts));
+	json_object_set_new(o, "preflight_failures", json_integer(t->preflight_failures));
+	json_object_set_new(o, "bad_hosts", json_integer(t->bad_hosts));
 	double node_days = t->node_hours / 24;
 	json_object_set_new(o, "node_days", json_real(node_days));
 	json_object_set_new(o, "preemptions_per_node_day",

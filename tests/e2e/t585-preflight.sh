@@ -63,5 +63,10 @@ like "bad_host says the zone and the failure" "$(jq -r .nodes[0].bad_host tpufor
 ok "the node was replaced (a new generation), not restarted" test "$(jq '.nodes[0].generation' tpuform.state.json)" -gt "$gen0"
 is "its restarts were not spent" "$(jq '.nodes[0].workers[0].restarts' tpuform.state.json)" 0
 like "the new node runs its job" "$(tpuform show -detail -f fleet.yaml)" "w0 +yes +alive"
+# The run ledger keeps the host's faults apart from the job's.
+like "report: the bad host and the failed preflights, by zone" "$(tpuform report -f fleet.yaml)" \
+	"Bad hosts: 1 replaced; failed preflights: [2-9] \(zone z1: 1 bad, [2-9] failed\)"
+is "report -json: one bad host, no restart of the job" \
+	"$(tpuform report -f fleet.yaml -json | jq -c '[.totals.bad_hosts, .totals.restarts]')" "[1,0]"
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
 finish
