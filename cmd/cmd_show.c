@@ -7,8 +7,6 @@
  */
 #include "cmd/cmd.h"
 #include "cmd/cmd_show.h"
-#include "engine/provision.h"
-#include "engine/refresh.h"
 #include "engine/saved_plan.h"
 #include "engine/show.h"
 #include "plan/plan_json.h"
@@ -347,21 +345,9 @@ static int run_show(struct tpf_cmd_ctx *ctx)
 		if (what < 0)
 			return unknown_node(ctx, ctx->args[0]);
 	}
-	/* Opened here, not by the dispatcher: showing a saved plan needs no
-	 * provider (nor its credentials). */
-	if (tpf_provider_open(&s->prov, &s->fleet, &s->d))
+	/* Not by the dispatcher: showing a saved plan needs no provider. */
+	if (tpf_show_refresh(s, ctx->o.refresh, ctx->o.parallelism))
 		return TPF_EXIT_ERROR;
-	if (ctx->o.refresh &&
-	    (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d) ||
-	     tpf_probe_jobs(s->prov, &s->state, &s->live, ctx->o.parallelism, 0, NULL, NULL,
-				    &s->facts, &s->d)))
-		return TPF_EXIT_ERROR;
-	/* show needs no secrets, but hides those it can resolve from the job's
-	 * last log line (a job may print one) */
-	struct tpf_diags unset = TPF_DIAGS_INIT;
-	if (!s->fleet.secrets_resolved && tpf_fleet_resolve_secrets(&s->fleet, &unset) == 0)
-		tpf_job_facts_redact(&s->facts, &s->fleet.secrets);
-	tpf_diags_release(&unset);
 	json_t *jnodes = json_array();
 	show_nodes(s, only, json, jnodes);
 	/* The watch line ends the table: what keeps these nodes as they are. */

@@ -5,6 +5,8 @@
  */
 #include "engine/show.h"
 #include "config/config_yaml.h"
+#include "engine/provision.h"
+#include "engine/refresh.h"
 #include "model/node_state.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -168,4 +170,20 @@ json_t *tpf_show_watch_load(const struct tpf_session *s, double now, double *age
 	if (t >= 0)
 		*age = now > t ? now - t : 0;
 	return watch;
+}
+
+int tpf_show_refresh(struct tpf_session *s, int refresh, int parallelism)
+{
+	if (tpf_provider_open(&s->prov, &s->fleet, &s->d))
+		return TPF_ERROR;
+	int rc = 0;
+	if (refresh && ((rc = tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d)) ||
+			(rc = tpf_probe_jobs(s->prov, &s->state, &s->live, parallelism, 0, NULL,
+					     NULL, &s->facts, &s->d))))
+		return rc;
+	struct tpf_diags unset = TPF_DIAGS_INIT;
+	if (!s->fleet.secrets_resolved && tpf_fleet_resolve_secrets(&s->fleet, &unset) == 0)
+		tpf_job_facts_redact(&s->facts, &s->fleet.secrets);
+	tpf_diags_release(&unset);
+	return 0;
 }

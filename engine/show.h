@@ -39,6 +39,20 @@ struct tpf_show_row {
 };
 
 /*
+ * What show reads before it prints (the session's fleet and state loaded,
+ * no provider yet: showing a saved plan needs none, nor its credentials):
+ * open the provider; with `refresh`, list the live nodes and ask every
+ * provisioned worker for its session, up to `parallelism` at once
+ * (engine/refresh.h tpf_refresh, tpf_probe_jobs); then hide from the
+ * jobs' last log lines the secrets that resolve here (a job may print
+ * one; an unresolvable secret is no error: show needs none). TPF_ERROR
+ * with diagnostics in s->d when the provider cannot be opened or the
+ * refresh fails (TPF_EFOREIGN: another state's node under the fleet's
+ * name).
+ */
+int tpf_show_refresh(struct tpf_session *s, int refresh, int parallelism);
+
+/*
  * The row of sn as of wall-clock time `now` (seconds since the epoch).
  * Refreshed sessions (s->o.refresh) tell MISSING from UNKNOWN. Cannot
  * fail.
