@@ -7,11 +7,14 @@
  * them, listing with labels matched on the client and every page followed,
  * Compute status mapped to Node states, delete of a gone instance,
  * setMetadata retried on 412 with the new fingerprint, and host keys from
- * guest attributes.
+ * guest attributes. Also one Cloud TPU API path that deletes by name: a
+ * node left under a deleted queued resource's name is deleted only when
+ * it carries this state's lineage (providers/gcp/gcp_qr.h).
  */
 #include "tests/unit/unit.h"
 #include "providers/gcp/compute.h"
 #include "providers/gcp/gcp_api.h"
+#include "providers/gcp/gcp_qr.h"
 #include "util/xalloc.h"
 
 #include <arpa/inet.h>
@@ -858,6 +861,38 @@ static void test_compute__slice_create_existing_parts(void)
 	tpf_recipe_release(&r);
 }
 
+#define TPU_OP_DONE "{\"name\":\"projects/p/locations/z1/operations/op-q\",\"done\":true}"
+#define TPU_NODE_OF(lineage)                                                              \
+	"{\"name\":\"projects/p/locations/z1/nodes/f-g-0\",\"state\":\"READY\","          \
+	"\"acceleratorType\":\"v4-8\",\"labels\":{\"tpuform-fleet\":\"f\","                \
+	"\"tpuform-lineage\":\"" lineage "\"}}"
+
+/* The queued resource goes (force=true), and a node is still found under
+ * its name: another state's is left, this state's is deleted. */
+static void test_compute__queued_delete_checks_leftover_node(void)
+{
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct step other[] = { { 200, TPU_OP_DONE }, { 404, NOT_FOUND },
+				{ 200, TPU_NODE_OF("fedcba9876543210") } };
+	script(other, 3);
+	CHECK_INT(tpf_gcp_delete_qr(client, "z1", "f-g-0", "f-g-0", "0123456789abcdef", &d),
+		  TPF_EFOREIGN);
+	CHECK_INT(srv.n, 3);
+	CHECK_INT(count_method("DELETE"), 1); /* the queued resource's only */
+	CHECK_STR(srv.seen[0].path, "/v2/projects/p/locations/z1/queuedResources/f-g-0");
+	CHECK(d.n == 1 && strstr(d.items[0].summary, "refusing to delete node 'f-g-0'"));
+	tpf_diags_release(&d);
+	struct step own[] = { { 200, TPU_OP_DONE }, { 404, NOT_FOUND },
+			      { 200, TPU_NODE_OF("0123456789abcdef") }, { 200, TPU_OP_DONE },
+			      { 404, NOT_FOUND } };
+	script(own, 5);
+	CHECK_INT(tpf_gcp_delete_qr(client, "z1", "f-g-0", "f-g-0", "0123456789abcdef", &d), 0);
+	CHECK_INT(count_method("DELETE"), 2);
+	CHECK_STR(srv.seen[3].path, "/v2/projects/p/locations/z1/nodes/f-g-0");
+	CHECK_INT(d.n, 0);
+	tpf_diags_release(&d);
+}
+
 int main(void)
 {
 	server_start();
@@ -883,6 +918,7 @@ int main(void)
 		RUN(test_compute__metadata_fingerprint_and_delete);
 		RUN(test_compute__slice_create_and_delete);
 		RUN(test_compute__delete_checks_ownership);
+		RUN(test_compute__queued_delete_checks_leftover_node);
 		RUN(test_compute__slice_create_existing_parts);
 	}
 	tpf_compute_client_free(cc);
