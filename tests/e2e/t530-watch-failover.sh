@@ -110,7 +110,12 @@ killed=$(date +%s.%N)
 wait_for 20 grep -q '"event":"leader"' b.out
 took=$(date +%s.%N)
 ok "the standby takes over" grep -q '"event":"leader"' b.out
-ok "within TTL + interval (+1 s slack): $(echo "$took - $killed" | bc) s" sh -c "[ \$(echo '$took - $killed <= $TTL + $INTERVAL + 1' | bc) = 1 ]"
+# The bound is the design's (a standby looks twice per TTL); the slack
+# covers an ASan build on a loaded 2-core machine (this test failed once
+# under such load; which check was not recorded, and this is its only
+# timed one). A takeover that waited for a lock timeout or a session
+# check (60 s) would still fail it.
+ok "within TTL + interval (+3 s slack): $(echo "$took - $killed" | bc) s" sh -c "[ \$(echo '$took - $killed <= $TTL + $INTERVAL + 3' | bc) = 1 ]"
 like "saying whom it took over from" "$(grep '"event":"leader"' b.out | head -1)" "taken over from"
 wait_for 5 grep -q "removed the state lock" b.out
 ok "it removes the state lock the dead leader held" grep -q "removed the state lock" b.out
