@@ -4,6 +4,9 @@
 # by the periodic probe (at 256 workers those handshakes slowed the
 # restarts they overlapped, docs/watch.md). A worker whose wait fails is
 # not covered, and the session check asks it again: the safety net holds.
+# A round planned from a probe's answers takes the waits' answers for the
+# workers the probe skipped: with every round probed (-rounds, a session
+# check each round), a job that exits on a covered worker is restarted.
 # Worker 1's bootstrap is wrapped so that each verb it runs is logged.
 . "$(dirname "$0")/lib.sh"
 setup_dir t596
@@ -11,7 +14,10 @@ cat >fleet.yaml <<'YAML'
 fleet: sk
 provider:
   local: { root: nodes, create_delay: 0.2s }
-run: exec sleep 300
+run: |
+  echo "start retry=$TPUFORM_RETRY" >>"$HOME/starts"
+  echo $$ >"$HOME/sleep.pid"
+  exec sleep 300
 groups:
   - { name: a, accelerator_type: v4-16, runtime_version: rt, zones: [z1], count: 1 }
 YAML
@@ -47,5 +53,18 @@ is "nothing was restarted" "$(grep -c restart watch.out)" 0
 kill -TERM $wpid
 wait $wpid
 is "watch exits 0" "$?" 0
+
+# Every round probed: the waits' facts fill in what the probe skipped.
+rm -f "$w1/refuse-wait"
+"$TPUFORM" watch -f fleet.yaml -rounds 80 -interval 0.3s -session-check 0.1s >probed.out 2>&1 &
+wpid=$!
+wait_for 20 sh -c "tail -n 3 '$w1/verbs' | grep -q '^wait$'"
+sleep 1
+kill "$(cat "$w1/sleep.pid")"
+wait_for 20 grep -q "retry=1" "$w1/starts"
+ok "a job's exit on a covered worker is acted on in probed rounds" grep -q "retry=1" "$w1/starts"
+like "watch said why" "$(cat probed.out)" "worker 1 job failed \(exit 143\)"
+kill -TERM $wpid 2>/dev/null
+wait $wpid
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
 finish
