@@ -171,6 +171,50 @@ static int session_budgets(struct tpf_session *s)
 	return 0;
 }
 
+/*
+ * A refresh that found another state's node, read by a session whose state
+ * had never been written (serial 0: a fresh lineage made up at load) and
+ * that holds no lock: the state may have been written since, by the apply
+ * or watch heal that made the node (watch's rounds, its session check and
+ * `plan -lock=false` read without the lock). Load it again; 1 when it now
+ * has a serial, and s->state is replaced by it (the refresh must run
+ * again), 0 when nothing changed (the node is another state's).
+ */
+static int state_written_since(struct tpf_session *s)
+{
+	if (s->state.serial || !s->backend || s->lock.fd >= 0 || s->lock.backend)
+		return 0;
+	struct tpf_state now;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	int rc = tpf_backend_load(s->backend, &now, &d);
+	tpf_diags_release(&d);
+	if (rc || !now.serial) {
+		tpf_state_release(&now);
+		return 0;
+	}
+	tpf_state_release(&s->state);
+	s->state = now;
+	if (s->prov)
+		sync_transport_state(s);
+	tpf_live_set_release(&s->live);
+	return 1;
+}
+
+/* tpf_refresh, once more after a state written meanwhile
+ * (state_written_since): the first answer's errors are dropped then. */
+static int refresh_live(struct tpf_session *s)
+{
+	struct tpf_diags first = TPF_DIAGS_INIT;
+	int rc = tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &first);
+	if (rc == TPF_EFOREIGN && state_written_since(s)) {
+		tpf_diags_release(&first);
+		return tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d);
+	}
+	tpf_diags_move(&s->d, &first);
+	tpf_diags_release(&first);
+	return rc;
+}
+
 int tpf_session_refresh(struct tpf_session *s, int probe)
 {
 	for (size_t i = 0; i < s->state.nnodes; i++)
@@ -180,7 +224,7 @@ int tpf_session_refresh(struct tpf_session *s, int probe)
 	int rc;
 	if (!s->o.refresh)
 		live_from_state(s);
-	else if ((rc = tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d)))
+	else if ((rc = refresh_live(s)))
 		return rc == TPF_EFOREIGN ? rc : TPF_ERROR;
 	if (probe && tpf_session_probe(s))
 		return TPF_ERROR;

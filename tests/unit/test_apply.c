@@ -333,12 +333,72 @@ done:
 	free(fleet);
 }
 
+/*
+ * A reader without the lock (watch's next round, its session check) that
+ * loaded the state before the first apply wrote it holds a made-up
+ * lineage; by its refresh the apply's node exists. That node is this
+ * state's: the refresh reads the state again and goes on, rather than
+ * calling it another state's (watch stopped for good on it, t485 once).
+ */
+static void test_apply__fresh_reader_sees_the_first_write(void)
+{
+	fresh_dir();
+	char *fleet = write_fleet("fr", 1, "0");
+	struct tpf_session reader, s;
+	struct tpf_session_opts ro = TPF_SESSION_OPTS_INIT;
+	ro.file = fleet;
+	CHECK_INT(tpf_session_open(&reader, &ro, NULL), 0); /* no state file yet */
+	CHECK_INT(reader.state.serial, 0);
+	struct tpf_plan p;
+	struct tpf_apply_opts o = { .parallelism = 1, .heartbeat = 3600 };
+	struct tpf_apply_result res;
+	CHECK_INT(open_planned(&s, fleet, &p), 0);
+	CHECK_INT(tpf_session_apply(&s, &p, &o, &res), 0);
+	char *written = xstrdup(s.state.lineage);
+	tpf_apply_result_release(&res);
+	tpf_plan_release(&p);
+	tpf_session_close(&s);
+
+	CHECK(strcmp(reader.state.lineage, written) != 0);
+	CHECK_INT(tpf_session_refresh(&reader, 0), 0);
+	CHECK_STR(reader.state.lineage, written);
+	CHECK(reader.state.serial > 0);
+	CHECK_INT(reader.live.n, 1);
+	CHECK_INT((int)tpf_diags_errors(&reader.d), 0);
+	tpf_session_close(&reader);
+
+	/* A node truly another state's is still refused: a reader whose
+	 * state was never written, and still is not, stops. */
+	fresh_dir();
+	char *f2 = write_fleet("fr", 1, "0");
+	struct tpf_recipe r = { 0 };
+	r.zone = xstrdup("z1");
+	r.accelerator_type = xstrdup("v2-8");
+	r.runtime_version = xstrdup("rt");
+	r.workers = 1;
+	tpf_kvlist_set(&r.labels, "tpuform-fleet", "fr");
+	tpf_kvlist_set(&r.labels, "tpuform-lineage", "fedcba9876543210");
+	struct tpf_live_node made = { 0 };
+	ro.file = f2;
+	CHECK_INT(tpf_session_open(&reader, &ro, NULL), 0);
+	CHECK_INT(reader.prov->ops->create(reader.prov, "fr-a-0", &r, &made, &reader.d), 0);
+	CHECK_INT(tpf_session_refresh(&reader, 0), TPF_EFOREIGN);
+	CHECK_INT(reader.state.serial, 0);
+	tpf_live_node_release(&made);
+	tpf_recipe_release(&r);
+	tpf_session_close(&reader);
+	free(written);
+	free(f2);
+	free(fleet);
+}
+
 int main(void)
 {
 	RUN(test_apply__interrupt_stops_a_create);
 	RUN(test_apply__interrupt_counts);
 	RUN(test_apply__session_worker_target);
 	RUN(test_apply__delete_refuses_another_states_node);
+	RUN(test_apply__fresh_reader_sees_the_first_write);
 	free(dir);
 	return unit_done();
 }
