@@ -1041,7 +1041,12 @@ tpf_status() {
 		tpf_is_number "$tpf_code" || tpf_code=-1
 	elif tpf_alive; then
 		tpf_state=alive
-	elif [ -f "$tpf_rundir/script.sha256" ]; then
+	elif [ -f "$tpf_rundir/script.sha256" ] && [ -f "$tpf_rundir/job.pid" ]; then
+		# A job's wrapper wrote job.pid, and its session is gone. Not
+		# while a start is between writing script.sha256 and the new
+		# wrapper's job.pid (stop removed the old one): a wait that
+		# answered "dead" then had watch restart the job it had just
+		# started (t560 in CI).
 		tpf_state=dead
 	else
 		tpf_state=none
