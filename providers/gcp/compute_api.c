@@ -60,8 +60,8 @@ static char *instance_url(struct tpf_compute_client *cc, const char *zone, const
 	return u;
 }
 
-static int wait_op(struct tpf_compute_client *cc, json_t *op, const char *what,
-		   const char *address, struct tpf_diags *d)
+int tpf_compute_wait_op(struct tpf_compute_client *cc, json_t *op, const char *what,
+			const char *address, struct tpf_diags *d)
 {
 	struct tpf_gapi_op how = { .shape = TPF_GAPI_OP_COMPUTE, .root = NULL };
 	int failed = 0;
@@ -177,7 +177,7 @@ int tpf_compute_create(struct tpf_compute_client *cc, const char *name,
 	/* A flex-start insert's operation stays RUNNING until the capacity
 	 * comes: the instance, PENDING, tells instead. */
 	if (rc == 0 && !r->compute.flex_start)
-		rc = wait_op(cc, op, what, name, d);
+		rc = tpf_compute_wait_op(cc, op, what, name, d);
 	if (rc == 0)
 		rc = wait_instance(cc, r->zone, name, what, out, d);
 	if (rc == TPF_ENOTFOUND)
@@ -221,7 +221,7 @@ int tpf_compute_delete(struct tpf_compute_client *cc, const char *zone, const ch
 	rc = tpf_gcp_call(cc->c, "DELETE", url, NULL, what, name,
 			  TPF_GCP_QUIET(TPF_GCP_NOTFOUND) | TPF_GCP_REQUEST_ID, &op, NULL, d);
 	if (rc == 0)
-		rc = wait_op(cc, op, what, name, d);
+		rc = tpf_compute_wait_op(cc, op, what, name, d);
 	if (rc == TPF_ENOTFOUND)
 		rc = 0; /* gone already */
 	json_decref(op);
@@ -307,7 +307,7 @@ static int read_modify_write(struct tpf_compute_client *cc, const char *zone, co
 						  TPF_GCP_REQUEST_ID,
 					  &op, NULL, d);
 		if (rc == 0 && op)
-			rc = wait_op(cc, op, what, name, d);
+			rc = tpf_compute_wait_op(cc, op, what, name, d);
 		json_decref(inst);
 		json_decref(body);
 		json_decref(op);

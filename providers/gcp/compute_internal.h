@@ -11,4 +11,10 @@ struct tpf_compute_client {
 	char *base;               /* <root>/compute/v1/projects/<project> */
 };
 
+/* Wait for Compute Engine operation `op` (zonal, regional or global:
+ * google/gapi.h TPF_GAPI_OP_COMPUTE, through its selfLink) to be DONE.
+ * 0, or the operation's error with `what` and `address` in diagnostics. */
+int tpf_compute_wait_op(struct tpf_compute_client *cc, json_t *op, const char *what,
+			const char *address, struct tpf_diags *d);
+
 #endif

@@ -39,11 +39,8 @@ static int insert(struct tpf_compute_client *cc, const char *path, json_t *body,
 			      TPF_GCP_QUIET(TPF_GCP_CONFLICT) | TPF_GCP_REQUEST_ID, &op, &res, d);
 	*conflict = rc < 0 && res.api_error && res.cls == TPF_GCP_CONFLICT;
 	tpf_gcp_error_release(&res.err);
-	if (rc == 0) {
-		struct tpf_gapi_op how = { .shape = TPF_GAPI_OP_COMPUTE, .root = NULL };
-		int failed = 0;
-		rc = tpf_gapi_wait(tpf_gcp_client_api(cc->c), &how, op, what, address, &failed, d);
-	}
+	if (rc == 0)
+		rc = tpf_compute_wait_op(cc, op, what, address, d);
 	json_decref(op);
 	free(url);
 	return rc;
@@ -68,11 +65,8 @@ static int delete_path(struct tpf_compute_client *cc, const char *path, const ch
 	json_t *op = NULL;
 	int rc = tpf_gcp_call(cc->c, "DELETE", url, NULL, what, address,
 			      TPF_GCP_QUIET(TPF_GCP_NOTFOUND) | TPF_GCP_REQUEST_ID, &op, NULL, d);
-	if (rc == 0) {
-		struct tpf_gapi_op how = { .shape = TPF_GAPI_OP_COMPUTE, .root = NULL };
-		int failed = 0;
-		rc = tpf_gapi_wait(tpf_gcp_client_api(cc->c), &how, op, what, address, &failed, d);
-	}
+	if (rc == 0)
+		rc = tpf_compute_wait_op(cc, op, what, address, d);
 	json_decref(op);
 	free(url);
 	return rc == TPF_ENOTFOUND ? 0 : rc;
