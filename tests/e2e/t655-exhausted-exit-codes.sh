@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC2317 # the helpers are called through ok and wait_for
 # One restart rule for the plan and for watch's notifications (issue 26,
 # item 3): under `restart_on_exit_codes: [42]` and `max_restarts: 1`, a job
 # whose first try exits 42 (restarted) and whose second try exits 3 was never

@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC2317 # the helpers are called through ok and wait_for
 # max_restarts per group (issue 26, item 4): a sweep group that gives up at
 # once (max_restarts: 0), a training group with a budget of 2, and a group
 # without the key, which takes the fleet's (1). Each job fails at every
