@@ -136,9 +136,9 @@ void tpf_fleet_prices_release(struct tpf_fleet *f);
 #define CFG_SHARED_KEYS                                                                 \
 	"setup", "run", "env", "restart", "max_restarts", "restart_scope", "restart_backoff", \
 		"stall_timeout", "on_success", "restart_on_exit_codes", "never_restart_on",    \
-		"tpu_busy", \
-		"preflight", "preflight_timeout", "preflight_failures", "require_tpu_devices", \
-		"on_disruption", "mounts", "checkpoint_dir", "install_gcsfuse", "budget", "on_budget"
+		"tpu_busy", "preflight", "preflight_timeout", "preflight_failures",            \
+		"require_tpu_devices", "on_disruption", "mounts", "checkpoint_dir",            \
+		"install_gcsfuse", "budget", "on_budget"
 #define CFG_TOP_ONLY_KEYS                                                               \
 	"fleet", "provider", "state", "quota", "source", "ssh", "secrets", "groups",        \
 		"notify", "prices"
