@@ -52,7 +52,6 @@ static const char *const quota_keys[] = {
 static const char *const source_keys[] = { "repo", "ref", "transfer", NULL };
 static const char *const ssh_keys[] = { "user",	  "private_key", "port", "address",
 					 "os_login", "proxy_jump", "proxy_jump_host_key", NULL };
-static const char *const restart_words[] = { "on-failure", "always", "never", NULL };
 static const char *const transfer_words[] = { "clone", "bundle", NULL };
 static const char *const address_words[] = { "auto", "external", "internal", NULL };
 
@@ -329,7 +328,7 @@ static void read_fleet(struct cfg *c, struct tpf_fleet *f, yaml_node_t *root)
 {
 	struct cfg_map m, sm;
 	yaml_node_t *x, *groups;
-	int e, fleet_run = 0;
+	int fleet_run = 0;
 
 	if (!root) {
 		yaml_mark_t start = { 0, 0, 0 };
@@ -369,17 +368,13 @@ static void read_fleet(struct cfg *c, struct tpf_fleet *f, yaml_node_t *root)
 			f->run = xstrdup(s);
 		fleet_run = 1; /* even if invalid: do not also call it missing */
 	}
-	if ((x = cfg_map_get(&m, "restart")) &&
-	    cfg_want_enum(c, x, "restart", restart_words, "one of always, on-failure or never", &e) == 0)
-		f->restart = (enum tpf_restart)e;
-	if ((x = cfg_map_get(&m, "max_restarts")))
-		cfg_want_uint(c, x, "max_restarts", "a whole number >= 0", 0, INT_MAX, &f->max_restarts);
 	cfg_read_notify(c, f, cfg_map_get(&m, "notify"));
 	/* Before the groups: they take on_budget from the fleet. */
 	cfg_read_budget(c, cfg_map_get(&m, "budget"), "the fleet", &f->budget);
 	cfg_read_on_budget(c, cfg_map_get(&m, "on_budget"), &f->on_budget);
 	cfg_read_prices(c, f, cfg_map_get(&m, "prices"));
 	cfg_read_job_policy(c, &m, &f->policy);
+	cfg_check_job_policy(c, &m, &f->policy);
 	cfg_read_node_fields(c, &m, &f->node);
 	cfg_read_storage(c, &m, &f->storage);
 	groups = cfg_map_require(&m, "groups",
@@ -387,7 +382,6 @@ static void read_fleet(struct cfg *c, struct tpf_fleet *f, yaml_node_t *root)
 				 "tpu-ubuntu2204-base, zones: [us-central1-f], count: 1 }]");
 	if (groups)
 		cfg_read_groups(c, f, groups, fleet_run);
-	cfg_check_job_policy(c, f, cfg_map_get(&m, "restart"));
 	/* After the groups: a secret must not shadow any env, fleet or group. */
 	if ((x = cfg_map_get(&m, "secrets")) &&
 	    cfg_map_open(&sm, c, x, "'secrets'",
@@ -429,8 +423,6 @@ int tpf_fleet_parse(struct tpf_fleet *out, const char *path, const char *text, s
 	out->dir = tpf_dirname(path);
 	out->local.create_delay = 1;
 	out->ssh.port = 22;
-	out->max_restarts = 3;
-	out->restart = TPF_RESTART_ON_FAILURE;
 	cfg_job_policy_defaults(&out->policy);
 
 	cfg_init(&c, path, text, len);

@@ -59,6 +59,12 @@ enum tpf_tpu_busy { TPF_TPU_BUSY_REFUSE = 0, TPF_TPU_BUSY_WAIT, TPF_TPU_BUSY_KIL
 const char *tpf_tpu_busy_word(enum tpf_tpu_busy b);
 
 struct tpf_job_policy {
+	/* restart: which ended jobs the plan restarts (default on-failure);
+	 * max_restarts: how many times a restart unit is restarted before it
+	 * is left failed (restarts_exhausted; default 3). Both fleet-wide and
+	 * per group, as every key here. */
+	enum tpf_restart restart;
+	int max_restarts;
 	enum tpf_restart_scope scope; /* restart_scope, default AUTO */
 	/* restart_backoff, seconds (default 10): a unit's first restart is
 	 * immediate, the next waits base, then 2 x base, ... up to
@@ -112,6 +118,7 @@ void tpf_job_policy_copy(struct tpf_job_policy *dst, const struct tpf_job_policy
 /* Does exit code `code` call for a restart under p (no set: any code but 0)?
  * Codes outside 0..255 (a signal's -1, unknown) restart. */
 int tpf_policy_restarts_on(const struct tpf_job_policy *p, int code);
+#define TPF_MAX_RESTARTS_DEFAULT 3
 #define TPF_RESTART_BACKOFF_DEFAULT 10.0
 #define TPF_RESTART_BACKOFF_CAP 600.0
 
@@ -346,9 +353,9 @@ struct tpf_fleet {
 	int secrets_resolved;
 	char *setup; /* may be NULL */
 	char *run;   /* required unless every group sets run */
-	enum tpf_restart restart;
-	int max_restarts; /* default 3; counts restarts of a restart unit */
-	struct tpf_job_policy policy; /* fleet-wide; groups start from it */
+	/* fleet-wide job policy (restart, max_restarts, restart_scope, ...);
+	 * each group's starts from it (struct tpf_group policy) */
+	struct tpf_job_policy policy;
 	struct tpf_notify_config notify;
 	struct tpf_node_fields node; /* fleet-wide node-field defaults (config/config_node.c) */
 	struct tpf_storage storage;  /* fleet-wide mounts and checkpoint_dir (config/config_mounts.c) */

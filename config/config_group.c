@@ -320,6 +320,7 @@ static void read_group(struct group_ctx *gc, struct tpf_group *g, yaml_node_t *v
 	read_job(gc, &m, g, label);
 	tpf_job_policy_copy(&g->policy, &gc->f->policy);
 	cfg_read_job_policy(c, &m, &g->policy);
+	cfg_check_job_policy(c, &m, &g->policy);
 	tpf_storage_copy(&g->storage, &gc->f->storage);
 	cfg_read_storage(c, &m, &g->storage);
 	cfg_read_budget(c, cfg_map_get(&m, "budget"), owner, &g->budget);

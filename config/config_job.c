@@ -1,17 +1,21 @@
 /*
  * The job policy keys, fleet-wide and per group (config/config.h struct
- * tpf_job_policy): restart_scope, restart_backoff, stall_timeout,
- * on_success and restart_on_exit_codes / never_restart_on. What they do is docs/design.md section 5 ("Restart units",
- * "Stalled jobs", "Completion") and docs/fleet-file.md's key table.
+ * tpf_job_policy): restart, max_restarts, restart_scope, restart_backoff,
+ * stall_timeout, on_success, restart_on_exit_codes / never_restart_on,
+ * the preflight keys and on_disruption. What they do is docs/design.md
+ * section 5 ("Restart units", "Stalled jobs", "Completion") and
+ * docs/fleet-file.md's key table.
  */
 #include "config/config_walk.h"
 #include "util/xalloc.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+static const char *const restart_words[] = { "on-failure", "always", "never", NULL };
 static const char *const scope_words[] = { "node", "worker", NULL };
 static const char *const on_success_words[] = { "keep", "delete", NULL };
 static const char *const tpu_busy_words[] = { "refuse", "wait", "kill", NULL };
@@ -88,6 +92,8 @@ void tpf_job_policy_copy(struct tpf_job_policy *dst, const struct tpf_job_policy
 void cfg_job_policy_defaults(struct tpf_job_policy *p)
 {
 	memset(p, 0, sizeof(*p));
+	p->restart = TPF_RESTART_ON_FAILURE;
+	p->max_restarts = TPF_MAX_RESTARTS_DEFAULT;
 	p->scope = TPF_SCOPE_AUTO;
 	p->restart_backoff = TPF_RESTART_BACKOFF_DEFAULT;
 	p->stall_timeout = 0;
@@ -196,6 +202,11 @@ void cfg_read_job_policy(struct cfg *c, const struct cfg_map *m, struct tpf_job_
 {
 	yaml_node_t *x;
 	int e;
+	if ((x = cfg_map_get(m, "restart")) &&
+	    cfg_want_enum(c, x, "restart", restart_words, "one of always, on-failure or never", &e) == 0)
+		p->restart = (enum tpf_restart)e;
+	if ((x = cfg_map_get(m, "max_restarts")))
+		cfg_want_uint(c, x, "max_restarts", "a whole number >= 0", 0, INT_MAX, &p->max_restarts);
 	if ((x = cfg_map_get(m, "restart_scope")) &&
 	    cfg_want_enum(c, x, "restart_scope", scope_words, "node or worker", &e) == 0)
 		p->scope = e == 0 ? TPF_SCOPE_NODE : TPF_SCOPE_WORKER;
@@ -221,15 +232,15 @@ void cfg_read_job_policy(struct cfg *c, const struct cfg_map *m, struct tpf_job_
 		read_exit_codes(c, off, "never_restart_on", 1, p);
 }
 
-void cfg_check_job_policy(struct cfg *c, const struct tpf_fleet *f, yaml_node_t *restart_at)
+void cfg_check_job_policy(struct cfg *c, const struct cfg_map *m, const struct tpf_job_policy *p)
 {
-	if (f->restart != TPF_RESTART_ALWAYS || !restart_at)
+	if (p->restart != TPF_RESTART_ALWAYS || p->on_success != TPF_ON_SUCCESS_DELETE)
 		return;
-	int fleet_delete = f->policy.on_success == TPF_ON_SUCCESS_DELETE;
-	for (size_t i = 0; i < f->ngroups && !fleet_delete; i++)
-		fleet_delete = f->groups[i].policy.on_success == TPF_ON_SUCCESS_DELETE;
-	if (fleet_delete)
-		cfg_error(c, restart_at,
+	yaml_node_t *at = cfg_map_get(m, "restart");
+	if (!at)
+		at = cfg_map_get(m, "on_success");
+	if (at)
+		cfg_error(c, at,
 			  "restart: always starts a job again when it exits 0, so its node never "
 			  "completes; use restart: on-failure with on_success: delete",
 			  "'on_success: delete' cannot apply with 'restart: always'");

@@ -81,13 +81,17 @@ void cfg_secret_pair(struct cfg *c, yaml_node_t *k, yaml_node_t *v, void *arg);
  * must be read already: groups get the effective values. */
 void cfg_read_groups(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v, int fleet_run);
 
-/* The job policy keys (restart_scope, restart_backoff, stall_timeout,
- * on_success) of mapping m into *p, over what *p holds (the fleet's values
- * for a group). config/config_job.c. */
+/* The job policy keys (restart, max_restarts, restart_scope,
+ * restart_backoff, stall_timeout, on_success, the exit codes, preflight,
+ * on_disruption) of mapping m into *p, over what *p holds (the fleet's
+ * values for a group). config/config_job.c. */
 void cfg_read_job_policy(struct cfg *c, const struct cfg_map *m, struct tpf_job_policy *p);
-/* Checks across keys, after the groups are read: on_success: delete with
- * restart: always could never apply (a job that exits 0 is restarted). */
-void cfg_check_job_policy(struct cfg *c, const struct tpf_fleet *f, yaml_node_t *restart_at);
+/* Checks across keys of the policy p that mapping m (the top level or a
+ * group) made: on_success: delete with restart: always could never apply
+ * (a job that exits 0 is restarted). Reported at m's `restart` key, else
+ * at its `on_success` key; a pair m took whole from the fleet is the
+ * fleet's error, reported there once. */
+void cfg_check_job_policy(struct cfg *c, const struct cfg_map *m, const struct tpf_job_policy *p);
 /* The defaults of struct tpf_job_policy. */
 void cfg_job_policy_defaults(struct tpf_job_policy *p);
 
@@ -130,13 +134,14 @@ void tpf_fleet_prices_release(struct tpf_fleet *f);
 	"name", "accelerator_type", "runtime_version", "zones", "count", "preemptible",  \
 		"spot", "labels", "queued", "valid_until", "slices", "topology"
 #define CFG_SHARED_KEYS                                                                 \
-	"setup", "run", "env", "restart_scope", "restart_backoff", "stall_timeout",          \
-		"on_success", "restart_on_exit_codes", "never_restart_on", "tpu_busy",         \
-		"preflight", "preflight_timeout", "preflight_failures", "require_tpu_devices", \
-		"on_disruption", "mounts", "checkpoint_dir", "install_gcsfuse", "budget", "on_budget"
+	"setup", "run", "env", "restart", "max_restarts", "restart_scope", "restart_backoff", \
+		"stall_timeout", "on_success", "restart_on_exit_codes", "never_restart_on",    \
+		"tpu_busy", "preflight", "preflight_timeout", "preflight_failures",            \
+		"require_tpu_devices", "on_disruption", "mounts", "checkpoint_dir",            \
+		"install_gcsfuse", "budget", "on_budget"
 #define CFG_TOP_ONLY_KEYS                                                               \
-	"fleet", "provider", "state", "quota", "source", "ssh", "secrets", "restart",      \
-		"max_restarts", "groups", "notify", "prices"
+	"fleet", "provider", "state", "quota", "source", "ssh", "secrets", "groups",        \
+		"notify", "prices"
 
 /* The node-field keys of mapping m over *nf (the fleet's values for a
  * group: a key given replaces the fleet's value, metadata merges key by

@@ -15,7 +15,8 @@
  *   job_failed       a worker reports its job exited non-zero, or its
  *   job_succeeded    session died; exited 0
  *   restarts_exhausted  such a job the restart policy would restart, but
- *                    the worker's restarts reached max_restarts
+ *                    its unit's restarts reached its group's max_restarts
+ *                    (plan/plan.h tpf_worker_exhausted: the plan's rule)
  *   quota_deferred   a group's nodes wait for quota (more than last said),
  *                    or a create found no zone that can take the node now
  *   completed        every worker of a node reports its job exited 0
@@ -442,16 +443,6 @@ static void seen_progress(struct tpf_watch_hooks *h, const struct tpf_session *s
 	}
 }
 
-/* Whether the restart policy would restart this job (plan/diff.c's rule,
- * without the budget). */
-static int policy_restarts(const struct tpf_fleet *f, const struct tpf_job_fact *sf)
-{
-	if (!strcmp(sf->job_state, "dead"))
-		return f->restart != TPF_RESTART_NEVER;
-	return f->restart == TPF_RESTART_ALWAYS ||
-	       (f->restart == TPF_RESTART_ON_FAILURE && sf->exit_code != 0);
-}
-
 /* A probe that races a restart or replacement of node (in flight, or ended
  * after this round's refresh began) may see a session between two tries,
  * and the state of before: what it says is about neither. */
@@ -463,9 +454,11 @@ static int unsettled(struct tpf_watch_hooks *h, const char *node)
 }
 
 /* restarts_exhausted, once per worker and retry: its job calls for a
- * restart (failed, died or stalled) and max_restarts is used up. */
+ * restart (failed, died or stalled) and its group's max_restarts is used
+ * up (the plan's rule: tpf_worker_exhausted). */
 static void exhausted(struct tpf_watch_hooks *h, const struct tpf_session *s,
-		      struct tpf_event *ev, const char *key, const char *how)
+		      const struct tpf_state_node *sn, struct tpf_event *ev, const char *key,
+		      const char *how)
 {
 	struct mark *k = mark_find(&h->exhausted, key);
 	if (k && k->value == ev->retry)
@@ -474,7 +467,7 @@ static void exhausted(struct tpf_watch_hooks *h, const struct tpf_session *s,
 	char msg[200];
 	ev->kind = ev->action = TPF_EVENT_RESTARTS_EXHAUSTED;
 	snprintf(msg, sizeof(msg), "the job %s and max_restarts (%d) is used up: it is not restarted",
-		 how, s->fleet.max_restarts);
+		 how, tpf_fleet_job_policy(&s->fleet, sn->group)->max_restarts);
 	ev->message = msg;
 	conclude(h, ev);
 	ev->message = NULL;
@@ -487,7 +480,8 @@ static void seen_stall(struct tpf_watch_hooks *h, const struct tpf_session *s,
 {
 	const struct tpf_job_policy *pol = tpf_fleet_job_policy(&s->fleet, sn ? sn->group : NULL);
 	if (!sn || !tpf_job_stalled(pol, sf) || sf->worker < 0 ||
-	    (size_t)sf->worker >= sn->nworkers || sn->workers[sf->worker].restarts < s->fleet.max_restarts)
+	    (size_t)sf->worker >= sn->nworkers ||
+	    !tpf_worker_exhausted(&s->fleet, sn, sf->worker, &s->facts))
 		return;
 	char key[300];
 	snprintf(key, sizeof(key), "%s/%d", sf->node, sf->worker);
@@ -497,7 +491,7 @@ static void seen_stall(struct tpf_watch_hooks *h, const struct tpf_session *s,
 	ev.generation = sn->generation;
 	ev.retry = sn->generation + sn->workers[sf->worker].restarts;
 	ev.last_log = sf->last_log;
-	exhausted(h, s, &ev, key, "stalled");
+	exhausted(h, s, sn, &ev, key, "stalled");
 }
 
 /* job_failed / job_succeeded / restarts_exhausted for one worker's report. */
@@ -539,9 +533,9 @@ static void seen_job(struct tpf_watch_hooks *h, const struct tpf_session *s,
 		ev.message = msg;
 		conclude(h, &ev);
 	}
-	if (!policy_restarts(&s->fleet, sf) || !sw || sw->restarts < s->fleet.max_restarts)
+	if (!sw || !tpf_worker_exhausted(&s->fleet, sn, sf->worker, &s->facts))
 		return;
-	exhausted(h, s, &ev, key, died ? "lost its session" : "failed");
+	exhausted(h, s, sn, &ev, key, died ? "lost its session" : "failed");
 }
 
 /* completed: every worker of a desired node reports exit 0. */

@@ -629,17 +629,16 @@ static int diff_update(struct tpf_plan *p, const struct tpf_diff_input *in,
 
 /* One restart unit's entry of what is not as declared: the worker, or
  * (a unit of several) the node, which is then failed or waiting. */
-static void unit_unconverged(struct tpf_plan *p, const struct tpf_fleet *f,
-			     const struct tpf_restart_unit *u, const struct tpf_unit_verdict *v,
-			     double now)
+static void unit_unconverged(struct tpf_plan *p, const struct tpf_restart_unit *u,
+			     const struct tpf_unit_verdict *v, double now)
 {
 	enum tpf_unconverged_kind kind =
 		v->verdict == TPF_JOB_EXHAUSTED	     ? TPF_UNCONV_RESTARTS_EXHAUSTED
 		: v->verdict == TPF_JOB_NOT_RESTARTED ? TPF_UNCONV_NOT_RESTARTED
 						      : TPF_UNCONV_RESTART_WAITING;
 	const struct tpf_unit_member *m = &u->members[v->trigger];
-	char *why = u->n > 1 ? tpf_unit_verdict_reason(f, u, v, now)
-			     : tpf_job_verdict_reason(f, u->policy, m->sf, v->restarts, v->verdict,
+	char *why = u->n > 1 ? tpf_unit_verdict_reason(u, v, now)
+			     : tpf_job_verdict_reason(u->policy, m->sf, v->restarts, v->verdict,
 						      v->due, now);
 	struct tpf_unconverged *e =
 		tpf_plan_add_unconverged(p, kind, m->node, u->n > 1 ? -1 : m->worker, why);
@@ -715,7 +714,7 @@ static void diff_restart(struct tpf_plan *p, const struct tpf_diff_input *in,
 						 "unreachable: its session could not be checked");
 		}
 	}
-	if (tpf_node_succeeded(in->fleet, dn->name, nworkers, in->facts)) {
+	if (tpf_node_succeeded(pol, dn->name, nworkers, in->facts)) {
 		diff_succeeded(p, dn, sn, ln, pol);
 		return;
 	}
@@ -727,11 +726,11 @@ static void diff_restart(struct tpf_plan *p, const struct tpf_diff_input *in,
 		struct tpf_restart_unit u;
 		struct tpf_unit_verdict v;
 		tpf_unit_of(&u, dn->name, nworkers, k, scope, pol, sn, in->facts);
-		tpf_unit_verdict(in->fleet, &u, in->now, &v);
+		tpf_unit_verdict(&u, in->now, &v);
 		if (v.verdict == TPF_JOB_RESTART)
 			unit_restart(a, sn, &u, &v, &why, &stalled);
 		else if (v.verdict != TPF_JOB_FINE)
-			unit_unconverged(p, in->fleet, &u, &v, in->now);
+			unit_unconverged(p, &u, &v, in->now);
 		tpf_unit_verdict_release(&v);
 		free(u.members);
 	}

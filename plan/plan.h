@@ -125,12 +125,15 @@ enum tpf_job_verdict {
 int tpf_job_stalled(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf);
 
 /*
- * The fleet's `restart` and `max_restarts` (docs/fleet-file.md, "The fleet file")
- * applied to one worker: sf is what the worker reported (NULL or an
+ * The fleet-wide job policy (f->policy: `restart`, `max_restarts`,
+ * restart_on_exit_codes; docs/fleet-file.md, "The fleet file") applied to
+ * one worker as a unit of its own, without stalls or backoff
+ * (tpf_unit_verdict): sf is what the worker reported (NULL or an
  * unreachable worker: TPF_JOB_FINE, nothing is known), sw its state (NULL:
  * no restarts yet). A dead session is restarted unless `never`; a job that
- * exited is restarted by `always`, and by `on-failure` when its status is
- * not 0; either only while sw->restarts < max_restarts. Pure.
+ * exited is restarted by `always`, and by `on-failure` when the policy
+ * restarts on its status; either only while sw->restarts < max_restarts.
+ * Pure. A node's worker in a group: tpf_worker_note.
  */
 enum tpf_job_verdict tpf_job_verdict(const struct tpf_fleet *f, const struct tpf_job_fact *sf,
 				     const struct tpf_state_worker *sw);
@@ -175,6 +178,21 @@ struct tpf_unit_verdict {
 };
 
 /*
+ * The one restart rule for one job, before restarts are counted: does sf
+ * call for a restart under pol (its group's policy: tpf_fleet_job_policy;
+ * not NULL)? 1 when pol->restart is not `never` and the job stalled
+ * (tpf_job_stalled), its session died, it exited with a code pol restarts
+ * on (tpf_policy_restarts_on: restart_on_exit_codes / never_restart_on,
+ * default any code but 0), or it exited 0 under `restart: always`. 0 for
+ * a running job, a job never started, nothing known (sf NULL or
+ * unreachable), an exit 0 otherwise, and a failing code pol does not
+ * restart on (the run ended on purpose: not_restarted, never
+ * restarts_exhausted). tpf_unit_verdict applies it to each member of a
+ * unit; watch's hooks ask it through tpf_worker_exhausted. Pure.
+ */
+int tpf_job_calls_restart(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf);
+
+/*
  * The one restart rule applied to a unit at wall-clock time `now`
  * (seconds since the epoch). A member calls for a restart when its session
  * died, its job failed (or, with `restart: always`, exited), or it stalled
@@ -184,18 +202,18 @@ struct tpf_unit_verdict {
  * restart on (tpf_policy_restarts_on: restart_on_exit_codes, as xpk's
  * restart-on-exit-codes; default any code but 0) ends the unit's run when
  * no member calls for a restart: NOT_RESTARTED with by_code set. Then, for
- * the unit: `restart: never` gives NOT_RESTARTED; restarts >= max_restarts gives EXHAUSTED; a restart
- * before its backoff (tpf_restart_backoff) from the unit's last restart
- * gives WAITING; else RESTART. Pure. *out is overwritten.
+ * the unit, under u->policy (the group's: its own `restart` and
+ * `max_restarts` over the fleet's): `restart: never` gives NOT_RESTARTED;
+ * restarts >= max_restarts gives EXHAUSTED; a restart before its backoff
+ * (tpf_restart_backoff) from the unit's last restart gives WAITING; else
+ * RESTART. u->policy must not be NULL. Pure. *out is overwritten.
  */
-void tpf_unit_verdict(const struct tpf_fleet *f, const struct tpf_restart_unit *u, double now,
-		      struct tpf_unit_verdict *out);
+void tpf_unit_verdict(const struct tpf_restart_unit *u, double now, struct tpf_unit_verdict *out);
 void tpf_unit_verdict_release(struct tpf_unit_verdict *v);
 
 /* Did sf's job exit with a failing code that policy pol does not restart
  * on (restart_on_exit_codes), so its run ended on purpose? Pure. */
-int tpf_job_ended_by_code(const struct tpf_fleet *f, const struct tpf_job_policy *pol,
-			  const struct tpf_job_fact *sf);
+int tpf_job_ended_by_code(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf);
 
 /*
  * Seconds a unit that has been restarted `restarts` times waits after its
@@ -210,10 +228,10 @@ void tpf_fmt_stall(double seconds, char *out, size_t outlen);
 
 /*
  * 1 when each of the node's `nworkers` workers reported that its job
- * exited 0, and the fleet's restart policy leaves such a job be (not
- * `restart: always`): the node's job is done.
+ * exited 0, and its group's policy pol (tpf_fleet_job_policy) leaves such
+ * a job be (not `restart: always`): the node's job is done.
  */
-int tpf_node_succeeded(const struct tpf_fleet *f, const char *node, int nworkers,
+int tpf_node_succeeded(const struct tpf_job_policy *pol, const char *node, int nworkers,
 		       const struct tpf_job_facts *facts);
 
 /*
@@ -284,6 +302,19 @@ int tpf_worker_unconverged(const struct tpf_fleet *f, const struct tpf_job_fact 
  */
 int tpf_worker_note(const struct tpf_fleet *f, const struct tpf_state_node *sn, int w,
 		    const struct tpf_job_facts *facts, double now, char **words);
+
+/*
+ * For `watch`'s restarts_exhausted (engine/watch_hooks.c): are worker w of
+ * state node sn's restarts used up by the plan's rule? 1 when its own job
+ * calls for a restart (tpf_job_calls_restart under its group's policy:
+ * restart_on_exit_codes, `restart: never` and stalls included) and its
+ * restart unit's verdict (tpf_unit_verdict, backoff aside) is
+ * TPF_JOB_EXHAUSTED: the unit's restarts reached the group's max_restarts
+ * (else the fleet's). A job that exited with a code the policy does not
+ * restart on is never exhausted: it was never to be restarted. Pure.
+ */
+int tpf_worker_exhausted(const struct tpf_fleet *f, const struct tpf_state_node *sn, int w,
+			 const struct tpf_job_facts *facts);
 
 /*
  * For `show` and `watch`: "completed" (state: TPF_NODE_COMPLETED),

@@ -18,13 +18,12 @@ void tpf_action_change(struct tpf_action *a, const char *field, const char *befo
  * Why a worker's job is not as declared, for people, given its verdict
  * (TPF_JOB_EXHAUSTED, TPF_JOB_NOT_RESTARTED or TPF_JOB_WAITING;
  * sf->job_state is set): "job failed (exit 1) after 3 restarts; restarts are
- * used up (max_restarts: 3)". pol: the group's (for stalls; may be NULL);
- * restarts: the unit's; due, now: wall-clock seconds (WAITING). Caller
- * frees.
+ * used up (max_restarts: 3)". pol: the group's (its max_restarts and
+ * stall_timeout; not NULL); restarts: the unit's; due, now: wall-clock
+ * seconds (WAITING). Caller frees.
  */
-char *tpf_job_verdict_reason(const struct tpf_fleet *f, const struct tpf_job_policy *pol,
-			     const struct tpf_job_fact *sf, int restarts,
-			     enum tpf_job_verdict v, double due, double now);
+char *tpf_job_verdict_reason(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf,
+			     int restarts, enum tpf_job_verdict v, double due, double now);
 
 /* Sort the actions as tpf_diff does: deletes first (they free quota), then
  * forgets, replaces, creates, waits, updates, restarts; by node name
@@ -35,8 +34,8 @@ void tpf_plan_sort(struct tpf_plan *p);
  * restarts are used up): "failed: worker 1 job failed (exit 1) after 3
  * restarts of its 2 workers; restarts are used up (max_restarts: 3); the
  * node is kept for debugging". Caller frees. */
-char *tpf_unit_verdict_reason(const struct tpf_fleet *f, const struct tpf_restart_unit *u,
-			      const struct tpf_unit_verdict *v, double now);
+char *tpf_unit_verdict_reason(const struct tpf_restart_unit *u, const struct tpf_unit_verdict *v,
+			      double now);
 
 
 /* What happened to a job that calls for a restart (sf->job_state is set):

@@ -53,15 +53,14 @@ int tpf_job_stalled(const struct tpf_job_policy *pol, const struct tpf_job_fact 
 	       sf->stalled_for >= pol->stall_timeout;
 }
 
-/* What this job's state calls for under the fleet's `restart` and the
- * policy's exit codes (before counting restarts): JOB_CALLS_RESTART for a
- * stalled job, a dead session, an exit code the policy restarts on
- * (restart_on_exit_codes; default: any but 0) or any exit with `restart:
- * always`; JOB_CALLS_END for a failed exit whose code is not chosen (the
- * job ended its run on purpose: failed, not restarted); else nothing. */
+/* What this job's state calls for under policy pol (before counting
+ * restarts): JOB_CALLS_RESTART for a stalled job, a dead session, an exit
+ * code the policy restarts on (restart_on_exit_codes; default: any but 0)
+ * or any exit with `restart: always`; JOB_CALLS_END for a failed exit whose
+ * code is not chosen (the job ended its run on purpose: failed, not
+ * restarted); else nothing. `restart: never` is the verdict's to apply. */
 enum { JOB_CALLS_NOTHING = 0, JOB_CALLS_RESTART, JOB_CALLS_END };
-static int job_calls(const struct tpf_fleet *f, const struct tpf_job_policy *pol,
-		     const struct tpf_job_fact *sf)
+static int job_calls(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf)
 {
 	if (!sf || !sf->job_state)
 		return JOB_CALLS_NOTHING;
@@ -71,16 +70,20 @@ static int job_calls(const struct tpf_fleet *f, const struct tpf_job_policy *pol
 	int exited = !strcmp(sf->job_state, "exited");
 	if (!dead && !exited)
 		return JOB_CALLS_NOTHING; /* alive, or never started ("none": provisioning's) */
-	if (dead || (f->restart == TPF_RESTART_ALWAYS && sf->exit_code == 0) ||
+	if (dead || (pol->restart == TPF_RESTART_ALWAYS && sf->exit_code == 0) ||
 	    tpf_policy_restarts_on(pol, sf->exit_code))
 		return JOB_CALLS_RESTART;
 	return sf->exit_code != 0 ? JOB_CALLS_END : JOB_CALLS_NOTHING;
 }
 
-int tpf_job_ended_by_code(const struct tpf_fleet *f, const struct tpf_job_policy *pol,
-			  const struct tpf_job_fact *sf)
+int tpf_job_calls_restart(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf)
 {
-	return job_calls(f, pol, sf) == JOB_CALLS_END;
+	return pol->restart != TPF_RESTART_NEVER && job_calls(pol, sf) == JOB_CALLS_RESTART;
+}
+
+int tpf_job_ended_by_code(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf)
+{
+	return job_calls(pol, sf) == JOB_CALLS_END;
 }
 
 char *tpf_job_what(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf,
@@ -97,8 +100,7 @@ char *tpf_job_what(const struct tpf_job_policy *pol, const struct tpf_job_fact *
 	return with_exit ? xasprintf("job %s (exit %d)", how, sf->exit_code) : xasprintf("job %s", how);
 }
 
-void tpf_unit_verdict(const struct tpf_fleet *f, const struct tpf_restart_unit *u, double now,
-		      struct tpf_unit_verdict *out)
+void tpf_unit_verdict(const struct tpf_restart_unit *u, double now, struct tpf_unit_verdict *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->trigger = -1;
@@ -111,7 +113,7 @@ void tpf_unit_verdict(const struct tpf_fleet *f, const struct tpf_restart_unit *
 		double t = m->sw ? parse_time(m->sw->restarted_at) : 0;
 		if (t > last)
 			last = t;
-		int calls = job_calls(f, u->policy, m->sf);
+		int calls = job_calls(u->policy, m->sf);
 		if (out->trigger < 0 && calls == JOB_CALLS_RESTART)
 			out->trigger = (int)i;
 		if (ended < 0 && calls == JOB_CALLS_END)
@@ -132,9 +134,9 @@ void tpf_unit_verdict(const struct tpf_fleet *f, const struct tpf_restart_unit *
 	out->why = xasprintf("worker %d %s", m->worker, what);
 	free(what);
 	double wait = tpf_restart_backoff(u->policy, out->restarts);
-	if (f->restart == TPF_RESTART_NEVER || out->by_code)
+	if (u->policy->restart == TPF_RESTART_NEVER || out->by_code)
 		out->verdict = TPF_JOB_NOT_RESTARTED;
-	else if (out->restarts >= f->max_restarts)
+	else if (out->restarts >= u->policy->max_restarts)
 		out->verdict = TPF_JOB_EXHAUSTED;
 	else if (now > 0 && last > 0 && now < last + wait) {
 		out->verdict = TPF_JOB_WAITING;
@@ -167,10 +169,10 @@ void tpf_unit_of(struct tpf_restart_unit *u, const char *node, int nworkers, int
 	}
 }
 
-int tpf_node_succeeded(const struct tpf_fleet *f, const char *node, int nworkers,
+int tpf_node_succeeded(const struct tpf_job_policy *pol, const char *node, int nworkers,
 		       const struct tpf_job_facts *facts)
 {
-	if (f->restart == TPF_RESTART_ALWAYS || nworkers < 1)
+	if (pol->restart == TPF_RESTART_ALWAYS || nworkers < 1)
 		return 0;
 	for (int w = 0; w < nworkers; w++) {
 		const struct tpf_job_fact *sf = tpf_job_facts_find(facts, node, w);

@@ -14,14 +14,16 @@
 enum tpf_job_verdict tpf_job_verdict(const struct tpf_fleet *f, const struct tpf_job_fact *sf,
 				     const struct tpf_state_worker *sw)
 {
-	/* The unit rule on a unit of one, with no stall timeout and no
-	 * backoff (now 0): one rule for every caller. */
-	struct tpf_job_policy none = { .scope = TPF_SCOPE_WORKER };
+	/* The unit rule on a unit of one under the fleet's policy, with no
+	 * stall timeout and no backoff (now 0): one rule for every caller. */
+	struct tpf_job_policy none = f->policy; /* shallow: owns nothing here */
+	none.scope = TPF_SCOPE_WORKER;
+	none.stall_timeout = 0;
 	struct tpf_unit_member m = { .node = sf ? sf->node : NULL, .worker = sf ? sf->worker : 0,
 				     .sf = sf, .sw = sw };
 	struct tpf_restart_unit u = { &m, 1, &none };
 	struct tpf_unit_verdict v;
-	tpf_unit_verdict(f, &u, 0, &v);
+	tpf_unit_verdict(&u, 0, &v);
 	tpf_unit_verdict_release(&v);
 	return v.verdict;
 }
@@ -36,47 +38,46 @@ static char *job_happened(const struct tpf_job_policy *pol, const struct tpf_job
 
 /* "restart 2 of 3 in 8s (restart_backoff)", with " of all N workers"
  * after the count for a unit of several. */
-static char *waiting_words(const struct tpf_fleet *f, int restarts, double due, double now,
+static char *waiting_words(const struct tpf_job_policy *pol, int restarts, double due, double now,
 			   size_t members)
 {
 	char in[32], all[48] = "";
 	tpf_fmt_stall(due - now + 0.999, in, sizeof(in));
 	if (members > 1)
 		snprintf(all, sizeof(all), " of all %zu workers", members);
-	return xasprintf("restart %d of %d%s in %s (restart_backoff)", restarts + 1, f->max_restarts,
-			 all, in);
+	return xasprintf("restart %d of %d%s in %s (restart_backoff)", restarts + 1,
+			 pol->max_restarts, all, in);
 }
 
-char *tpf_job_verdict_reason(const struct tpf_fleet *f, const struct tpf_job_policy *pol,
-			     const struct tpf_job_fact *sf, int restarts,
-			     enum tpf_job_verdict v, double due, double now)
+char *tpf_job_verdict_reason(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf,
+			     int restarts, enum tpf_job_verdict v, double due, double now)
 {
 	char *what = job_happened(pol, sf);
 	char *r;
 	if (v == TPF_JOB_WAITING) {
-		char *wait = waiting_words(f, restarts, due, now, 1);
+		char *wait = waiting_words(pol, restarts, due, now, 1);
 		r = xasprintf("%s; %s", what, wait);
 		free(wait);
-	} else if (v == TPF_JOB_NOT_RESTARTED && tpf_job_ended_by_code(f, pol, sf)) {
+	} else if (v == TPF_JOB_NOT_RESTARTED && tpf_job_ended_by_code(pol, sf)) {
 		r = xasprintf("%s; not restarted (exit %d is not in restart_on_exit_codes)", what,
 			      sf->exit_code);
 	} else if (v == TPF_JOB_NOT_RESTARTED) {
 		r = xasprintf("%s; not restarted (restart: never)", what);
 	} else if (restarts > 0) {
 		r = xasprintf("%s after %d restart%s; restarts are used up (max_restarts: %d)", what,
-			      restarts, restarts == 1 ? "" : "s", f->max_restarts);
+			      restarts, restarts == 1 ? "" : "s", pol->max_restarts);
 	} else {
-		r = xasprintf("%s; restarts are used up (max_restarts: %d)", what, f->max_restarts);
+		r = xasprintf("%s; restarts are used up (max_restarts: %d)", what, pol->max_restarts);
 	}
 	free(what);
 	return r;
 }
 
-char *tpf_unit_verdict_reason(const struct tpf_fleet *f, const struct tpf_restart_unit *u,
-			      const struct tpf_unit_verdict *v, double now)
+char *tpf_unit_verdict_reason(const struct tpf_restart_unit *u, const struct tpf_unit_verdict *v,
+			      double now)
 {
 	if (v->verdict == TPF_JOB_WAITING) {
-		char *wait = waiting_words(f, v->restarts, v->due, now, u->n);
+		char *wait = waiting_words(u->policy, v->restarts, v->due, now, u->n);
 		char *r = xasprintf("%s; %s", v->why, wait);
 		free(wait);
 		return r;
@@ -88,7 +89,7 @@ char *tpf_unit_verdict_reason(const struct tpf_fleet *f, const struct tpf_restar
 					    : "restart: never");
 	return xasprintf("failed: %s after %d restart%s of all %zu workers; restarts are used up "
 			 "(max_restarts: %d); the node is kept for debugging",
-			 v->why, v->restarts, v->restarts == 1 ? "" : "s", u->n, f->max_restarts);
+			 v->why, v->restarts, v->restarts == 1 ? "" : "s", u->n, u->policy->max_restarts);
 }
 
 static const struct {
@@ -157,7 +158,22 @@ static void node_unit_verdict(const struct tpf_fleet *f, const struct tpf_state_
 	int nworkers = sn->recipe.workers > 0 ? sn->recipe.workers : (int)sn->nworkers;
 	tpf_unit_of(u, sn->name, nworkers, w, tpf_group_restart_scope(g),
 		    tpf_fleet_job_policy(f, sn->group), sn, facts);
-	tpf_unit_verdict(f, u, now, v);
+	tpf_unit_verdict(u, now, v);
+}
+
+int tpf_worker_exhausted(const struct tpf_fleet *f, const struct tpf_state_node *sn, int w,
+			 const struct tpf_job_facts *facts)
+{
+	const struct tpf_job_fact *sf = tpf_job_facts_find(facts, sn->name, w);
+	if (!tpf_job_calls_restart(tpf_fleet_job_policy(f, sn->group), sf))
+		return 0;
+	struct tpf_restart_unit u;
+	struct tpf_unit_verdict v;
+	node_unit_verdict(f, sn, w, facts, 0, &u, &v);
+	int exhausted = v.verdict == TPF_JOB_EXHAUSTED;
+	tpf_unit_verdict_release(&v);
+	free(u.members);
+	return exhausted;
 }
 
 int tpf_worker_note(const struct tpf_fleet *f, const struct tpf_state_node *sn, int w,
@@ -189,7 +205,7 @@ const char *tpf_node_outcome(const struct tpf_fleet *f, const struct tpf_state_n
 	if (sn->status && !strcmp(sn->status, TPF_NODE_COMPLETED))
 		return "completed";
 	int nworkers = sn->recipe.workers > 0 ? sn->recipe.workers : (int)sn->nworkers;
-	if (tpf_node_succeeded(f, sn->name, nworkers, facts))
+	if (tpf_node_succeeded(tpf_fleet_job_policy(f, sn->group), sn->name, nworkers, facts))
 		return "succeeded";
 	/* Failed: every restart unit of the node (the node itself, or each
 	 * worker) has used up its restarts or is not restarted. */

@@ -158,6 +158,19 @@ static const struct {
 	  "'delete'?" },
 	{ HEAD "restart: always\non_success: delete\n" GROUP,
 	  "fleet.yaml:4:10: 'on_success: delete' cannot apply with 'restart: always'" },
+	/* restart and max_restarts per group (issue 26): checked as at top level,
+	 * the pair checked on what the group makes of it */
+	{ HEAD GROUP_BLOCK "    max_restarts: lots\n",
+	  "fleet.yaml:10:19: 'max_restarts' must be a whole number >= 0, got 'lots'" },
+	{ HEAD GROUP_BLOCK "    max_restarts: -1\n",
+	  "fleet.yaml:10:19: 'max_restarts' must be a whole number >= 0, got '-1'" },
+	{ HEAD GROUP_BLOCK "    restart: sometimes\n",
+	  "fleet.yaml:10:14: 'restart' must be one of always, on-failure or never, got "
+	  "'sometimes'" },
+	{ HEAD "restart: always\n" GROUP_BLOCK "    on_success: delete\n",
+	  "fleet.yaml:11:17: 'on_success: delete' cannot apply with 'restart: always'" },
+	{ HEAD "on_success: delete\n" GROUP_BLOCK "    restart: always\n",
+	  "fleet.yaml:11:14: 'on_success: delete' cannot apply with 'restart: always'" },
 	{ HEAD GROUP "ssh: { port: 0 }\n",
 	  "fleet.yaml:6:14: 'port' must be a port number from 1 to 65535, got '0'" },
 	{ HEAD GROUP "ssh: { port: 70000 }\n", "fleet.yaml:6:14: 'port' must be at most 65535, got '70000'" },
@@ -496,8 +509,8 @@ static void test_config__full_file(void)
 	CHECK_STR(tpf_kvlist_get(&f.secrets, "WANDB_API_KEY"), "key-s3cr3t-end");
 	CHECK_STR(f.setup, "pip install -r requirements.txt");
 	CHECK_STR(f.run, "python train.py --resume");
-	CHECK_INT(f.restart, TPF_RESTART_ALWAYS);
-	CHECK_INT(f.max_restarts, 7);
+	CHECK_INT(f.policy.restart, TPF_RESTART_ALWAYS);
+	CHECK_INT(f.policy.max_restarts, 7);
 
 	CHECK_INT(f.ngroups, 3);
 	const struct tpf_group *g = tpf_fleet_group(&f, "sweep");
@@ -592,8 +605,8 @@ static void test_config__defaults(void)
 		CHECK(f.ssh.private_key == NULL);
 		CHECK_INT(f.ssh.port, 22);
 		CHECK_INT(f.ssh.address, TPF_SSH_ADDRESS_AUTO);
-		CHECK_INT(f.restart, TPF_RESTART_ON_FAILURE);
-		CHECK_INT(f.max_restarts, 3);
+		CHECK_INT(f.policy.restart, TPF_RESTART_ON_FAILURE);
+		CHECK_INT(f.policy.max_restarts, 3);
 		CHECK(f.setup == NULL);
 		CHECK_INT(f.nquota, 0);
 		CHECK_INT(f.secrets.n, 0);
@@ -874,6 +887,40 @@ static void test_config__job_policy(void)
 	tpf_diags_release(&d);
 }
 
+/* restart and max_restarts per group (issue 26): a sweep group and a
+ * training group with their own budgets of restarts; a group without the
+ * key takes the fleet's; the fleet's `restart: always` with on_success:
+ * delete is fine where the group restarts on failure only. */
+static void test_config__restart_keys_per_group(void)
+{
+	const char *text = "fleet: f\nprovider: { local: {} }\nrun: r\nmax_restarts: 5\n"
+			   "restart: always\ngroups:\n"
+			   "  - { name: sweep, accelerator_type: v2-8, runtime_version: r, zones: [z], "
+			   "count: 1, max_restarts: 0, restart: on-failure, on_success: delete }\n"
+			   "  - { name: train, accelerator_type: v2-8, runtime_version: r, zones: [z], "
+			   "count: 1, max_restarts: 20 }\n"
+			   "  - { name: eval, accelerator_type: v2-8, runtime_version: r, zones: [z], "
+			   "count: 1, restart: never }\n";
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct tpf_fleet f;
+	CHECK_INT(tpf_fleet_parse(&f, "fleet.yaml", text, strlen(text), &d), 0);
+	for (size_t i = 0; i < d.n; i++)
+		printf("# %s\n", d.items[i].summary);
+	CHECK_INT(d.n, 0);
+	if (f.ngroups == 3) {
+		CHECK_INT(f.policy.max_restarts, 5);
+		CHECK_INT(f.policy.restart, TPF_RESTART_ALWAYS);
+		CHECK_INT(f.groups[0].policy.max_restarts, 0);
+		CHECK_INT(f.groups[0].policy.restart, TPF_RESTART_ON_FAILURE);
+		CHECK_INT(f.groups[1].policy.max_restarts, 20);
+		CHECK_INT(f.groups[1].policy.restart, TPF_RESTART_ALWAYS);
+		CHECK_INT(f.groups[2].policy.max_restarts, 5);
+		CHECK_INT(f.groups[2].policy.restart, TPF_RESTART_NEVER);
+	}
+	tpf_fleet_release(&f);
+	tpf_diags_release(&d);
+}
+
 /* The buffer need not be NUL-terminated: only len bytes are read. */
 static void test_config__length_bounded(void)
 {
@@ -1106,6 +1153,7 @@ int main(void)
 	RUN(test_config__load_from_file);
 	RUN(test_config__run_per_group);
 	RUN(test_config__job_policy);
+	RUN(test_config__restart_keys_per_group);
 	RUN(test_config__length_bounded);
 	RUN(test_config__nesting_depth_limit);
 	RUN(test_config__size_limit);

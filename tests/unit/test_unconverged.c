@@ -548,6 +548,64 @@ static void test_unconverged__exit_codes(void)
 	world_release(&w);
 }
 
+/* max_restarts and restart per group (issue 26): group a (a sweep) gives
+ * 1, group b (training) 5, over the fleet's 3; group c says restart: never.
+ * Each node is judged by its own group's budget: the plan, show's note and
+ * watch's restarts_exhausted rule (tpf_worker_exhausted) alike. */
+static void test_unconverged__group_max_restarts(void)
+{
+	struct world w;
+	world_init(&w);
+	add_node(&w, "f-a-0", "z1", 1); /* a: its 1 restart used */
+	add_node(&w, "f-a-1", "z1", 0); /* a: restarted */
+	add_node(&w, "f-b-0", "z1", 3); /* b: 3 of 5 (the fleet's 3 would end it) */
+	add_node(&w, "f-b-1", "z1", 5); /* b: all 5 used */
+	add_node(&w, "f-c-0", "z1", 0); /* c: never restarted */
+	for (size_t i = 2; i < 5; i++)
+		xstrset(&w.st.nodes[i].group, i < 4 ? "b" : "c");
+	add_fact(&w, "f-a-0", "exited", 1);
+	add_fact(&w, "f-a-1", "exited", 1);
+	add_fact(&w, "f-b-0", "exited", 1);
+	add_fact(&w, "f-b-1", "dead", -1);
+	add_fact(&w, "f-c-0", "exited", 2);
+	CHECK_INT(plan_world(&w, BASE "max_restarts: 3\ngroups:\n"
+				      "  - { name: a, accelerator_type: v2-8, runtime_version: rt, "
+				      "zones: [z1], count: 2, max_restarts: 1 }\n"
+				      "  - { name: b, accelerator_type: v2-8, runtime_version: rt, "
+				      "zones: [z1], count: 2, max_restarts: 5 }\n"
+				      "  - { name: c, accelerator_type: v2-8, runtime_version: rt, "
+				      "zones: [z1], count: 1, restart: never }\n",
+			     NULL),
+		  0);
+	char *got = entries(&w.p);
+	CHECK_STR(got, "restarts_exhausted:f-a-0/w0(exit 1) restarts_exhausted:f-b-1/w0 "
+		       "not_restarted:f-c-0/w0(exit 2)");
+	free(got);
+	CHECK_INT(w.p.n, 2); /* f-a-1 and f-b-0 are restarted */
+	for (size_t i = 0; i < w.p.n; i++)
+		CHECK_INT(w.p.actions[i].kind, TPF_ACT_RESTART);
+	if (w.p.n == 2) {
+		CHECK_STR(w.p.actions[0].node, "f-a-1");
+		CHECK_STR(w.p.actions[1].node, "f-b-0");
+	}
+	if (w.p.nunconverged == 3) {
+		CHECK_STR(w.p.unconverged[0].reason,
+			  "job failed (exit 1) after 1 restart; restarts are used up (max_restarts: 1)");
+		CHECK_STR(w.p.unconverged[1].reason,
+			  "session died after 5 restarts; restarts are used up (max_restarts: 5)");
+	}
+	static const struct {
+		const char *node;
+		int exhausted;
+	} want[] = { { "f-a-0", 1 }, { "f-a-1", 0 }, { "f-b-0", 0 }, { "f-b-1", 1 }, { "f-c-0", 0 } };
+	for (size_t i = 0; i < 5; i++) {
+		const struct tpf_state_node *sn = tpf_state_find(&w.st, want[i].node);
+		CHECKF(sn && tpf_worker_exhausted(&w.f, sn, 0, &w.facts) == want[i].exhausted,
+		       "%s exhausted: want %d", want[i].node, want[i].exhausted);
+	}
+	world_release(&w);
+}
+
 static void test_unconverged__gang_restart(void)
 {
 	struct world w;
@@ -819,6 +877,7 @@ int main(void)
 	RUN(test_unconverged__saved_plan);
 	RUN(test_unconverged__codes);
 	RUN(test_unconverged__exit_codes);
+	RUN(test_unconverged__group_max_restarts);
 	RUN(test_unconverged__gang_restart);
 	RUN(test_unconverged__gang_failed);
 	RUN(test_unconverged__backoff_waits);

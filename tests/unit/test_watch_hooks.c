@@ -42,8 +42,8 @@ static void session(struct tpf_session *s, const char *url)
 	memset(s, 0, sizeof(*s));
 	tpf_diags_init(&s->d);
 	s->fleet.name = xstrdup("f");
-	s->fleet.restart = TPF_RESTART_ON_FAILURE;
-	s->fleet.max_restarts = 1;
+	s->fleet.policy.restart = TPF_RESTART_ON_FAILURE;
+	s->fleet.policy.max_restarts = 1;
 	s->fleet.notify.webhook = xstrdup(url);
 	s->fleet.notify.events = (1u << TPF_NOTIFY_NEVENTS) - 1;
 	tpf_kvlist_set(&s->fleet.secrets, "TOK", "tok-SECRET-9");
@@ -54,6 +54,9 @@ static void session(struct tpf_session *s, const char *url)
 	s->fleet.groups[1].name = xstrdup("q");
 	s->fleet.groups[1].count = 1;
 	s->fleet.groups[1].accelerator_type = xstrdup("v2-8");
+	/* Each group's policy starts from the fleet's, as config_group.c's. */
+	s->fleet.groups[0].policy = s->fleet.policy;
+	s->fleet.groups[1].policy = s->fleet.policy;
 	desired(s, "f-a-0", "a", 2, 0);
 	desired(s, "f-q-0", "q", 1, 1);
 	struct tpf_state_node *sn = tpf_state_add(&s->state, "f-a-0");
@@ -220,9 +223,78 @@ static void test_watch_hooks__stall_exhausts_restarts(void)
 	hook_stop(&h);
 }
 
+/* Exit codes in restart_on_exit_codes: [42], the restart used up on both
+ * workers (issue 26). Exit 42 is one the policy restarts: restarts_exhausted.
+ * Exit 3 was never to be restarted (the run ended on purpose):
+ * job_failed only, never restarts_exhausted. The plan's rule
+ * (tpf_worker_exhausted) and the hooks' agree. */
+static void test_watch_hooks__exit_code_not_restarted_is_not_exhausted(void)
+{
+	struct hook h;
+	hook_start(&h);
+	struct tpf_watch_opts o = { .interval = 1 };
+	struct tpf_watch_hooks *hk = tpf_watch_hooks_new(&o);
+	struct tpf_session s;
+	session(&s, h.url);
+	struct tpf_job_policy *pol = &s.fleet.groups[0].policy;
+	pol->exit_codes_set = 1;
+	pol->restart_codes[42 / 8] = (unsigned char)(1u << (42 % 8));
+	s.state.nodes[0].group = xstrdup("a");
+	s.state.nodes[0].workers[0].restarts = 1;
+	fact(&s, "f-a-0", 0, "exited", 42);
+	fact(&s, "f-a-0", 1, "exited", 3);
+	CHECK(tpf_worker_exhausted(&s.fleet, &s.state.nodes[0], 0, &s.facts));
+	CHECK(!tpf_worker_exhausted(&s.fleet, &s.state.nodes[0], 1, &s.facts));
+	tpf_watch_hooks_seen(hk, &s, 1, tpf_now_mono());
+	tpf_watch_hooks_free(hk);
+	struct tpf_buf got = TPF_BUF_INIT;
+	delivered(&h, &got);
+	CHECK_STR(got.buf, "quota_deferred -\n"
+			   "job_failed f-a-0/0\n"
+			   "restarts_exhausted f-a-0/0\n"
+			   "job_failed f-a-0/1\n");
+	tpf_buf_release(&got);
+	session_release(&s);
+	hook_stop(&h);
+}
+
+/* max_restarts per group (issue 26): group a gives 3 over the fleet's 1.
+ * Its worker that failed after 1 restart is restarted (no
+ * restarts_exhausted); after 3 it is exhausted, and the message names the
+ * group's 3. */
+static void test_watch_hooks__group_max_restarts(void)
+{
+	struct hook h;
+	hook_start(&h);
+	struct tpf_watch_opts o = { .interval = 1 };
+	struct tpf_watch_hooks *hk = tpf_watch_hooks_new(&o);
+	struct tpf_session s;
+	session(&s, h.url);
+	s.fleet.groups[0].policy.max_restarts = 3;
+	s.state.nodes[0].group = xstrdup("a");
+	fact(&s, "f-a-0", 0, "alive", 0);
+	fact(&s, "f-a-0", 1, "exited", 1); /* after 1 restart: 2 left */
+	tpf_watch_hooks_seen(hk, &s, 1, tpf_now_mono());
+	s.state.nodes[0].workers[1].restarts = 3; /* the next try, the last one */
+	tpf_watch_hooks_seen(hk, &s, 1, tpf_now_mono());
+	tpf_watch_hooks_free(hk);
+	struct tpf_buf got = TPF_BUF_INIT;
+	delivered(&h, &got);
+	CHECK_STR(got.buf, "quota_deferred -\n"
+			   "job_failed f-a-0/1\n"
+			   "job_failed f-a-0/1\n"
+			   "restarts_exhausted f-a-0/1\n");
+	CHECK(h.n == 4 && strstr(h.bodies[3], "failed and max_restarts (3) is used up"));
+	tpf_buf_release(&got);
+	session_release(&s);
+	hook_stop(&h);
+}
+
 int main(void)
 {
 	RUN(test_watch_hooks__notifications);
 	RUN(test_watch_hooks__stall_exhausts_restarts);
+	RUN(test_watch_hooks__exit_code_not_restarted_is_not_exhausted);
+	RUN(test_watch_hooks__group_max_restarts);
 	return unit_done();
 }
