@@ -5,7 +5,7 @@
 #include "cmd/cmd.h"
 #include "engine/ledger.h"
 #include "engine/report.h"
-#include "util/fs.h"
+#include "util/outfile.h"
 #include "util/timeutil.h"
 
 #include <stdio.h>
@@ -214,7 +214,7 @@ static int run_report(struct tpf_cmd_ctx *ctx)
 	if (report_o.html) {
 		struct tpf_buf page = TPF_BUF_INIT;
 		tpf_report_html(&r, doc, s->fleet.name, &page);
-		if (tpf_write_file_atomic(report_o.html, page.buf, page.len, 0644, ctx->d))
+		if (tpf_outfile_write(report_o.html, page.buf, page.len, 0644, ctx->d))
 			code = TPF_EXIT_ERROR;
 		tpf_buf_release(&page);
 	}

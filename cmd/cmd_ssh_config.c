@@ -7,6 +7,7 @@
 #include "engine/chores.h"
 #include "engine/refresh.h"
 #include "util/fs.h"
+#include "util/outfile.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -45,7 +46,12 @@ static int run_ssh_config(struct tpf_cmd_ctx *ctx)
 		goto done;
 	}
 	if (cfg) {
-		if (tpf_chore_ssh_config_write(s, cfg, kh, ctx->d))
+		/* ~/.ssh/tpuform is tpuform's to create; the directory of a
+		 * file named with -out is the user's (util/outfile.h). */
+		char *dir = sc_o.out ? NULL : tpf_dirname(cfg);
+		int err = dir && tpf_mkdir_p(dir, 0700, ctx->d);
+		free(dir);
+		if (err || tpf_chore_ssh_config_write(s, cfg, kh, ctx->d))
 			goto done;
 		tpf_ui_say("Wrote %s (host keys in %s)\n", cfg, kh);
 	} else {
@@ -53,7 +59,7 @@ static int run_ssh_config(struct tpf_cmd_ctx *ctx)
 		char *text = NULL, *keys = NULL, *dir = tpf_dirname(kh);
 		int err = tpf_chore_ssh_config(s, kh, &text, &keys, ctx->d);
 		if (!err && !(err = tpf_mkdir_p(dir, 0700, ctx->d)))
-			err = tpf_write_file_atomic(kh, keys, strlen(keys), 0600, ctx->d);
+			err = tpf_outfile_write(kh, keys, strlen(keys), 0600, ctx->d);
 		if (!err)
 			tpf_ui_say("%s", text);
 		free(text);

@@ -6,7 +6,8 @@
 #                     STRIP=1 (strip the binary; default: not)   (dist/install.sh)
 #   make uninstall    the same variables: removes what install put there
 #   make dist         tpuform-VERSION.tar.gz: the tracked files plus
-#                     .tarball-version, so its build needs no git
+#                     .tarball-version, so its build needs no git, and
+#                     .tarball-files (their list: what make install ships)
 #   make deb          ../tpuform_VERSION-1_ARCH.deb with dpkg-buildpackage (debian/)
 
 PREFIX  ?= /usr/local
@@ -30,7 +31,9 @@ uninstall:
 	$(INSTALL_ENV) sh dist/install.sh uninstall
 
 # The tarball holds what git tracks at HEAD plus .tarball-version (the
-# commit: dist/commit.sh reads it when there is no git).
+# commit: dist/commit.sh reads it when there is no git) and .tarball-files
+# (the list of those files: dist/install.sh installs only the examples in
+# it, never what a run left in the tree).
 DIST_NAME := tpuform-$(VERSION)
 dist:
 	@[ -e .git ] || { echo "make dist: needs the git checkout"; exit 1; }
@@ -38,6 +41,7 @@ dist:
 	git archive --format=tar HEAD | tar -x -C .dist-tmp/$(DIST_NAME)
 	printf 'version=%s\ncommit=%s\n' '$(VERSION)' "$$(sh dist/commit.sh .)" \
 	  > .dist-tmp/$(DIST_NAME)/.tarball-version
+	git ls-tree -r --name-only HEAD > .dist-tmp/$(DIST_NAME)/.tarball-files
 	tar -C .dist-tmp -czf $(DIST_NAME).tar.gz $(DIST_NAME)
 	rm -rf .dist-tmp
 	@echo "make dist: $(DIST_NAME).tar.gz"

@@ -34,6 +34,20 @@ fi
 D=$DESTDIR
 unit=tpuform-watch@.service
 
+# The files under examples/ that the project ships, one per line: what git
+# tracks in a checkout, else the list `make dist` put in the tarball
+# (.tarball-files). Fails with neither: a working tree's own files (a
+# demo's logs) are never guessed at.
+tracked_examples() {
+	if [ -e .git ] && command -v git >/dev/null 2>&1 && git rev-parse --git-dir >/dev/null 2>&1; then
+		git ls-files -- examples
+	elif [ -f .tarball-files ]; then
+		grep '^examples/' .tarball-files
+	else
+		return 1
+	fi
+}
+
 do_install() {
 	[ -x "$TPUFORM" ] || { echo "install: $TPUFORM is not built (run make)" >&2; exit 1; }
 	[ -f "$GEN/man1/tpuform.1" ] || { echo "install: $GEN/ has no man pages (run make gen)" >&2; exit 1; }
@@ -51,11 +65,17 @@ do_install() {
 	for f in docs/*.md; do
 		install -D -m 0644 "$f" "$D$DOCDIR/$f"
 	done
-	# The examples, as a tree (git ls-files would need git; find does not).
-	(cd examples && find . -type f ! -name '*.state.json*' ! -name '.*' ! -path '*/.tpuform/*') |
-		while IFS= read -r f; do
-			install -D -m 0644 "examples/$f" "$D$DOCDIR/examples/$f"
+	# The examples: only the files the project ships, never what a run
+	# left beside them (`make demo`'s state, its kept job logs under
+	# demo.state.json.logs/, checkpoints, .tpuform/).
+	if list=$(tracked_examples); then
+		printf '%s\n' "$list" | while IFS= read -r f; do
+			if [ -n "$f" ] && [ -f "$f" ]; then install -D -m 0644 "$f" "$D$DOCDIR/$f"; fi
 		done
+	else
+		echo "install: the examples are not installed: this tree has neither git (.git) nor a" \
+			"release tarball's list of files (.tarball-files, from make dist)" >&2
+	fi
 	sed "s|@BINDIR@|$BINDIR|g" contrib/systemd/$unit.in >"$D$SYSTEMDUNITDIR/$unit"
 	chmod 0644 "$D$SYSTEMDUNITDIR/$unit"
 	echo "installed tpuform into $D$PREFIX"

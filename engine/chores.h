@@ -114,7 +114,10 @@ struct tpf_copy_result {
  * a source directory needs recursive; into an existing directory (or when
  * several sources are given, or dest ends with '/') each source goes in
  * under its own name, else it becomes dest. Modes are kept. Files are
- * replaced atomically, so the running job is undisturbed. res (caller
+ * replaced atomically, so the running job is undisturbed; a download's
+ * local files follow util/outfile.h (a device or FIFO there is written in
+ * place, never replaced), and its DEST must exist or have an existing
+ * parent (tpf_outdir_check: every target fails at once otherwise). res (caller
  * allocated, n) gets each target's outcome. Returns 0 when every target
  * succeeded, else TPF_ERROR.
  */
@@ -168,7 +171,10 @@ char *tpf_ssh_config_installed_path(const char *fleet, const char *ext);
 
 /*
  * Write the session's config to `config_path` (and its known hosts to
- * known_hosts_path), atomically. 0 or TPF_ERROR.
+ * known_hosts_path) under util/outfile.h's rule: atomically over a regular
+ * file, through a symbolic link, in place on a device; their directories
+ * must exist (the caller creates ~/.ssh/tpuform for -install, never the
+ * directory of a file named with -out). 0 or TPF_ERROR.
  */
 int tpf_chore_ssh_config_write(struct tpf_session *s, const char *config_path,
 			       const char *known_hosts_path, struct tpf_diags *d);

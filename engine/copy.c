@@ -6,6 +6,7 @@
  */
 #include "engine/chores.h"
 #include "util/fs.h"
+#include "util/outfile.h"
 #include "util/pool.h"
 #include "util/xalloc.h"
 
@@ -185,29 +186,22 @@ static void copy_up(struct copy_task *k)
 
 static int down_any(struct copy_task *k, const char *remote, const char *local);
 
+/* Under the rule for output paths (util/outfile.h): a file there is
+ * replaced atomically, a device or FIFO written in place. */
 static int down_file(struct copy_task *k, const char *remote, const char *local,
 		     const struct tpf_remote_stat *st)
 {
-	char *tmp = xasprintf("%s.tpuform-tmp-%ld", local, (long)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, st->mode & 0777);
-	int err;
-	if (fd < 0)
-		err = tpf_errorx(&k->r->d, NULL, NULL, "cannot write '%s': %s", local,
-				 strerror(errno));
-	else {
-		err = k->t->t->ops->file_recv(k->c, remote, fd, on_progress, k, &k->r->d);
-		if (close(fd) < 0 && !err)
-			err = tpf_errorx(&k->r->d, NULL, NULL, "cannot write '%s': %s", local,
-					 strerror(errno));
-		if (!err && rename(tmp, local) < 0)
-			err = tpf_errorx(&k->r->d, NULL, NULL, "cannot write '%s': %s", local,
-					 strerror(errno));
-		if (err)
-			unlink(tmp);
-		else
-			file_done(k, st->size);
-	}
-	free(tmp);
+	struct tpf_outfile out;
+	int err = tpf_outfile_open(&out, local, st->mode & 0777, &k->r->d);
+	if (err)
+		return note(k, err);
+	err = k->t->t->ops->file_recv(k->c, remote, out.fd, on_progress, k, &k->r->d);
+	if (err)
+		tpf_outfile_abort(&out);
+	else
+		err = tpf_outfile_commit(&out, &k->r->d);
+	if (!err)
+		file_done(k, st->size);
 	return note(k, err);
 }
 
@@ -302,7 +296,13 @@ int tpf_chore_copy(const struct tpf_chore_target *t, size_t n, const struct tpf_
 		tpf_diags_init(&res[i].d);
 		run.tasks[i] = (struct copy_task){ .t = &t[i], .o = o, .i = i, .r = &res[i] };
 	}
-	tpf_pool_run(n, (int)n, copy_one, &run, NULL);
+	/* DEST/NODE/wN is made under DEST, and DEST itself (one level), but
+	 * never a missing parent of DEST: once, not per worker. */
+	if (n && o->download && tpf_outdir_check(o->dest, &res[0].d))
+		for (size_t i = 0; i < n; i++)
+			res[i].rc = TPF_ERROR;
+	else
+		tpf_pool_run(n, (int)n, copy_one, &run, NULL);
 	int err = 0;
 	for (size_t i = 0; i < n; i++)
 		if (res[i].rc)

@@ -2,7 +2,7 @@
  * Saved plan files on disk (engine/saved_plan.h).
  */
 #include "engine/saved_plan.h"
-#include "util/fs.h"
+#include "util/outfile.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +14,7 @@ int tpf_saved_plan_write(const struct tpf_plan *p, const char *path, struct tpf_
 	json_decref(j);
 	if (!text)
 		return tpf_error(d, "cannot write saved plan '%s': out of memory", path);
-	int rc = tpf_write_file_atomic(path, text, strlen(text), 0600, d);
+	int rc = tpf_outfile_write(path, text, strlen(text), 0600, d);
 	free(text);
 	return rc;
 }

@@ -10,10 +10,11 @@
 #include "util/diag.h"
 
 /*
- * Write plan p to `path` as indented JSON with sorted keys, atomically
- * (util/fs.h tpf_write_file_atomic) and with mode 0600: the plan names
- * nodes and jobs, and Terraform keeps plan files private too. Errors:
- * TPF_ERROR with a diagnostic naming the path.
+ * Write plan p to `path` as indented JSON with sorted keys, under the rule
+ * for output paths (util/outfile.h: atomically over a regular file, in
+ * place on a device, never a directory created) and with mode 0600 (less
+ * the umask): the plan names nodes and jobs, and Terraform keeps plan
+ * files private too. Errors: TPF_ERROR with a diagnostic naming the path.
  */
 int tpf_saved_plan_write(const struct tpf_plan *p, const char *path, struct tpf_diags *d);
 

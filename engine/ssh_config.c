@@ -15,6 +15,7 @@
 #include "engine/chores.h"
 #include "engine/refresh.h"
 #include "util/fs.h"
+#include "util/outfile.h"
 #include "util/pool.h"
 #include "util/xalloc.h"
 
@@ -136,18 +137,10 @@ int tpf_chore_ssh_config_write(struct tpf_session *s, const char *config_path,
 {
 	char *cfg = NULL, *kh = NULL;
 	int err = tpf_chore_ssh_config(s, known_hosts_path, &cfg, &kh, d);
-	char *dir = err ? NULL : tpf_dirname(known_hosts_path);
 	if (!err)
-		err = tpf_mkdir_p(dir, 0700, d);
+		err = tpf_outfile_write(known_hosts_path, kh, strlen(kh), 0600, d);
 	if (!err)
-		err = tpf_write_file_atomic(known_hosts_path, kh, strlen(kh), 0600, d);
-	free(dir);
-	dir = err ? NULL : tpf_dirname(config_path);
-	if (!err)
-		err = tpf_mkdir_p(dir, 0700, d);
-	if (!err)
-		err = tpf_write_file_atomic(config_path, cfg, strlen(cfg), 0600, d);
-	free(dir);
+		err = tpf_outfile_write(config_path, cfg, strlen(cfg), 0600, d);
 	free(cfg);
 	free(kh);
 	return err;
@@ -234,7 +227,7 @@ int tpf_ssh_config_include(const char *file, int *added, struct tpf_diags *d)
 		tpf_buf_addch(&now, '\n');
 		if (old.len)
 			tpf_buf_add(&now, old.buf, old.len);
-		err = tpf_write_file_atomic(path, now.buf, now.len, 0600, d);
+		err = tpf_outfile_write(path, now.buf, now.len, 0600, d);
 		*added = !err;
 	}
 	tpf_buf_release(&old);
