@@ -36,7 +36,7 @@ TPF_ROOT=$TOP
 T=${TPUFORM_BIN:-$TOP/tpuform}
 W=$(mktemp -d "${TMPDIR:-/tmp}/tpuform-bench.XXXXXX")
 cd "$W" || exit 1
-trap 'fakegcp_stop >/dev/null 2>&1; rm -rf "$W"' EXIT
+trap 'fakegcp_stop >/dev/null 2>&1; [ -n "${BENCH_KEEP:-}" ] || rm -rf "$W"' EXIT
 export TPUFORM_ACCESS_TOKEN=bench NO_COLOR=1 TPUFORM_GCP_POLL_MIN=0.1 TPUFORM_GCP_POLL_MAX=0.5
 # Workers are not the subject here: nothing listens at their address and
 # provisioning gives up at once.
@@ -44,6 +44,15 @@ export TPUFORM_SSH_RETRY=0 TPUFORM_SSH_CONNECT_TIMEOUT=1
 # A key only for the nodes' ssh-keys metadata (no node is created without one).
 ssh-keygen -q -t ed25519 -N '' -f "$W/key" || exit 1
 now() { date +%s.%N; }
+# A failed step ends the bench with a message and exit 1: never a figure
+# made of an error's text.
+fail() {
+	echo "gcp_bench: FAILED: $*" >&2
+	exit 1
+}
+# The state's lineage and its label value (model/recipe.h tpf_lineage_label).
+LINEAGE=01234567-89ab-cdef-0123-456789abcdef
+LINEAGE_LABEL=0123456789abcdef
 secs() { echo "$1 $2" | awk '{ printf "%.2f", $2 - $1 }'; }
 
 fleet() { # count zones...
@@ -77,18 +86,32 @@ plan_bench() {
 	echo "== refresh + plan: $((per * ZONES)) nodes in $ZONES zones, 20 ms per request, the emulator's page size $PAGE"
 	fakegcp_start --project bench-project --latency-ms 20 --op-seconds 0 --page-size "$PAGE" \
 		--worker-ip-base 127.0.99.1 >/dev/null || exit 1
+	# This state's nodes (docs/state.md "What a fleet owns"): a state with a
+	# known lineage, and every node carrying its tpuform-lineage label (the
+	# lineage's first 16 hex digits). A node with the fleet's label and no
+	# lineage label that the state does not list belongs to nobody known:
+	# the plan refuses it (plan/ownership.c) and exits 1.
+	rm -f tpuform.state.json*
+	printf '{"version": 2, "serial": 1, "lineage": "%s", "fleet": "bench", "nodes": []}\n' \
+		"$LINEAGE" >tpuform.state.json
 	for z in $zones; do
-		curl -s -o /dev/null -X POST -H "Content-Type: application/json" \
-			-d "{\"acceleratorType\":\"v2-8\",\"runtimeVersion\":\"tpu-ubuntu2204-base\",\"schedulingConfig\":{\"preemptible\":true},\"labels\":{\"tpuform-fleet\":\"bench\",\"tpuform-group\":\"$z\"}}" \
-			"$FAKEGCP_URL/__admin/nodes:seed?zone=$z&prefix=bench-$z&count=$per&index_label=tpuform-index"
+		curl -sf -o /dev/null -X POST -H "Content-Type: application/json" \
+			-d "{\"acceleratorType\":\"v2-8\",\"runtimeVersion\":\"tpu-ubuntu2204-base\",\"schedulingConfig\":{\"preemptible\":true},\"labels\":{\"tpuform-fleet\":\"bench\",\"tpuform-group\":\"$z\",\"tpuform-lineage\":\"$LINEAGE_LABEL\"}}" \
+			"$FAKEGCP_URL/__admin/nodes:seed?zone=$z&prefix=bench-$z&count=$per&index_label=tpuform-index" ||
+			fail "seeding $per nodes in zone $z failed"
 	done
 	# shellcheck disable=SC2086 # one argument per zone
 	fleet "$per" $zones
 	curl -s -X POST "$FAKEGCP_URL/__admin/requests:clear" >/dev/null
 	load=$(cut -d' ' -f1-3 /proc/loadavg)
 	t0=$(now)
-	/usr/bin/time -f '%M %U %S' -o time.out "$T" plan -f fleet.yaml >plan.out 2>&1
+	/usr/bin/time -q -f '%M %U %S' -o time.out "$T" plan -f fleet.yaml >plan.out 2>&1
+	rc=$?
 	t1=$(now)
+	if [ "$rc" -ne 0 ]; then
+		sed 's/^/  plan: /' plan.out | tail -n 15 >&2
+		fail "tpuform plan exited $rc (its last lines above)"
+	fi
 	curl -s "$FAKEGCP_URL/__admin/requests" >requests.json
 	reqs=$(jq length requests.json)
 	lists=$(jq '[.[] | select(.path | endswith("/nodes"))] | length' requests.json)

@@ -27,12 +27,25 @@ BASE=127.0.80.1
 T=$TOP/tpuform
 TPF_ROOT=$TOP
 . "$TOP/tests/e2e/fakegcp.sh"
+. "$TOP/tests/bench/lib.sh"
 W=$(mktemp -d "${TMPDIR:-/tmp}/tpuform-round-bench.XXXXXX")
 cd "$W" || exit 1
 SSHD=
 WATCH=
-trap '[ -n "$WATCH" ] && kill "$WATCH" 2>/dev/null; [ -n "$SSHD" ] && kill "$SSHD" 2>/dev/null
-	fakegcp_stop >/dev/null 2>&1; cd /; [ -n "${BENCH_KEEP:-}" ] || rm -rf "$W"' EXIT
+# On any exit (an error, ^C, a kill): stop watch and sshd, then whatever
+# the workers' logins left under $W (their screen sessions, jobs and job
+# waits: one sshd serves every address, so no VM ends with it).
+cleanup() {
+	[ -n "$WATCH" ] && kill "$WATCH" 2>/dev/null && wait "$WATCH" 2>/dev/null
+	[ -n "$SSHD" ] && kill "$SSHD" 2>/dev/null && wait "$SSHD" 2>/dev/null
+	bench_reap "$W"
+	fakegcp_stop >/dev/null 2>&1
+	cd / || return
+	[ -n "${BENCH_KEEP:-}" ] || rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 export NO_COLOR=1 TPUFORM_ACCESS_TOKEN=bench TPUFORM_GCP_POLL_MIN=0.2 TPUFORM_GCP_POLL_MAX=1
 unset SSH_AUTH_SOCK
 
@@ -148,4 +161,4 @@ other=$((nreq - lists - qrs))
 echo "$rounds quiet rounds in $(echo "$a $b" | awk '{ printf "%.0f", $2 - $1 }') s"
 echo "watch CPU per quiet round: $(echo "$c0 $c1 $tck $rounds" | awk '{ if ($4) printf "%.0f ms", 1000 * ($2 - $1) / $3 / $4; else print "n/a" }')" \
 	"($(echo "$c0 $c1 $tck $a $b" | awk '{ printf "%.1f%%", 100 * ($2 - $1) / $3 / ($5 - $4) }') of one core)"
-echo "API requests: $nreq = $(echo "$nreq $a $b" | awk '{ printf "%.0f", 60 * $1 / ($3 - $2) }') per minute ($lists node list pages, $qrs queued-resource lists, $other per-node requests)   [aim: 0 per-node requests]"
+echo "API requests: $nreq = $(echo "$nreq $a $b" | awk '{ printf "%.0f", 60 * $1 / ($3 - $2) }') per minute ($lists node list pages, $qrs queued-resource lists, $other per-node requests)   [aim: 0 per-node requests: $(bench_aim "$other" = 0)]"
