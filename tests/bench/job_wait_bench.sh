@@ -51,6 +51,10 @@ if [ "$(id -u)" != 0 ] || [ ! -x /usr/sbin/sshd ]; then
 	echo "job_wait_bench: needs root and /usr/sbin/sshd: skipped"
 	exit 0
 fi
+# screen's socket, $W/homes/ADDR/screen/PID.tpuform-wb, must fit in 107
+# bytes (unix(7)): otherwise no session ever appears.
+sock="$W/homes/127.255.255.255/screen/1234567.tpuform-wb"
+[ "${#sock}" -le 107 ] || { echo "job_wait_bench: FAILED: TMPDIR is too long for screen's sockets ($sock)" >&2; exit 1; }
 mkdir -p /run/sshd homes ev
 chmod 700 homes
 ssh-keygen -q -t ed25519 -N '' -f key && ssh-keygen -q -t ed25519 -N '' -f hostkey || exit 1
@@ -120,7 +124,9 @@ YAML
 echo "== job waits: $WORKERS workers ($NODES v4-16 nodes), watch at its defaults, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 t0=$(date +%s)
 "$T" apply -f fleet.yaml -auto-approve -parallelism="${PARALLELISM:-50}" >apply.out 2>&1
-echo "setup: $(grep -c '^changed: ' apply.out) workers provisioned in $(($(date +%s) - t0)) s"
+changed=$(grep -c '^changed: ' apply.out)
+echo "setup: $changed workers provisioned in $(($(date +%s) - t0)) s"
+[ "$changed" -ge "$WORKERS" ] || { tail -n 15 apply.out; echo "job_wait_bench: FAILED: $changed of $WORKERS workers provisioned" >&2; exit 1; }
 "$T" watch -f fleet.yaml -parallelism="${PARALLELISM:-50}" -json >watch.out 2>&1 &
 WATCH=$!
 # Attached: a wait FIFO in the run directory of (nearly) every worker; a
@@ -130,7 +136,7 @@ i=0
 until [ "$(attached)" -ge "$((WORKERS * 9 / 10))" ]; do
 	sleep 0.5
 	i=$((i + 1))
-	[ "$i" -lt 600 ] || { echo "only $(attached) of $WORKERS workers attached in 300 s"; tail -n 5 watch.out; exit 1; }
+	[ "$i" -lt 600 ] || { tail -n 5 watch.out; echo "job_wait_bench: FAILED: only $(attached) of $WORKERS workers attached in 300 s" >&2; exit 1; }
 done
 echo "attached: $(attached) of $WORKERS workers waited on, $(awk "BEGIN { printf \"%.1f\", $i / 2 }") s after watch started"
 sleep 10

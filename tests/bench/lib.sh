@@ -20,6 +20,11 @@
 # `sh tests/bench/run.sh -smoke` (make bench-smoke) uses bench_procs to find
 # what a bench left behind.
 
+# A bench's exit trap calls fakegcp_stop (tests/e2e/fakegcp.sh), which reads
+# FAKEGCP_PID: under set -u, unset before the emulator started, that would
+# end the trap (exit 2) before the rest of its cleanup.
+FAKEGCP_PID=${FAKEGCP_PID:-}
+
 bench_aim() {
 	awk -v v="$1" -v op="$2" -v l="$3" 'BEGIN {
 		if (v !~ /^-?[0-9]+(\.[0-9]*)?$/) { print "MISSED (no figure)"; exit }

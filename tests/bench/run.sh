@@ -35,7 +35,10 @@ MODE=quick
 [ "${1:-}" = -smoke ] && MODE=smoke
 TIMEOUT=${BENCH_TIMEOUT:-}
 [ -n "$TIMEOUT" ] || { [ "$MODE" = smoke ] && TIMEOUT=600; }
-S=$(mktemp -d "${TMPDIR:-/tmp}/tpuform-benches.XXXXXX") || exit 1
+# Short: a bench's TMPDIR is $S/N, and screen's sockets under it must fit
+# in 107 bytes (unix(7)).
+S=$(mktemp -d "${TMPDIR:-/tmp}/tpf-bs.XXXXXX") || exit 1
+n=0
 trap 'cd /; [ -n "${BENCH_KEEP:-}" ] || rm -rf "$S"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -69,30 +72,31 @@ bench() {
 		*) args="$args $w" ;;
 		esac
 	done
-	D=$S/$name
-	mkdir -p "$D/tmp"
+	n=$((n + 1))
+	D=$S/$n
+	mkdir -p "$D"
 	echo "### tests/bench/$name.sh$args$vars"
 	t0=$(date +%s)
 	# shellcheck disable=SC2086 # the words, split
 	{
 		if [ -n "$TIMEOUT" ]; then
-			env TMPDIR="$D/tmp" TPF_BENCH_RUN="$D/" $vars timeout --foreground -k 60 "$TIMEOUT" \
+			env TMPDIR="$D" TPF_BENCH_RUN="$D/" $vars timeout --foreground -k 60 "$TIMEOUT" \
 				sh "tests/bench/$name.sh" $args
 		else
-			env TMPDIR="$D/tmp" TPF_BENCH_RUN="$D/" $vars sh "tests/bench/$name.sh" $args
+			env TMPDIR="$D" TPF_BENCH_RUN="$D/" $vars sh "tests/bench/$name.sh" $args
 		fi
 		echo $? >"$D/rc"
-	} 2>&1 | tee "$D/out"
+	} 2>&1 | tee "$S/$n.out"
 	rc=$(cat "$D/rc")
 	why=
 	[ "$rc" -eq 0 ] || why="exit $rc"
 	[ "$rc" -ne 124 ] || why="no end within ${TIMEOUT} s (exit 124)"
 	for re in "$@"; do
-		grep -qE -e "$re" "$D/out" || why="${why:+$why; }no figure line /$re/"
+		grep -qE -e "$re" "$S/$n.out" || why="${why:+$why; }no figure line /$re/"
 	done
 	skip=
-	if [ "$rc" -eq 0 ] && [ -n "$why" ] && grep -q 'skipped' "$D/out"; then
-		skip=$(grep -m1 'skipped' "$D/out")
+	if [ "$rc" -eq 0 ] && [ -n "$why" ] && grep -q 'skipped' "$S/$n.out"; then
+		skip=$(grep -m1 'skipped' "$S/$n.out")
 		[ "$(id -u)" = 0 ] && { why="skipped as root: $skip"; skip=; }
 	fi
 	# What is still running 10 s on is left behind.
@@ -133,8 +137,8 @@ bench compute_bench "" "" "8 2" \
 	"^refresh\+plan of [0-9]+ slices \([0-9]+ instances\) in [0-9]+ zones: [0-9.]+ s wall.*\[aim: < 1 s: $M, < 200 MB: $M\]" \
 	"HTTP requests: [0-9]+ = .*\[aim: 0 other \(no per-node request\): $M\]"
 bench failover_bench "" "" "1 3 1" \
-	"^takeover \(kill -> standby holds the lease\): min [0-9.]+ s" \
-	"^heal .*: min [0-9.]+ s, median [0-9.]+ s, max [0-9.]+ s +\[aim: max <= lease TTL \+ one interval = [0-9]+ s: $M\]"
+	"^takeover \(kill -> standby holds the lease\): +min [0-9.]+ s" \
+	"^heal .*: +min [0-9.]+ s, median [0-9.]+ s, max [0-9.]+ s +\[aim: max <= lease TTL \+ one interval = [0-9]+ s: $M\]"
 bench gcp_bench "" "" "120 2 all 8" \
 	"^refresh\+plan of [0-9]+ nodes in [0-9]+ zones: [0-9.]+ s wall, .*peak RSS [0-9]+ MB +\[aim: < 1 s: $M, < 200 MB: $M\]" \
 	"HTTP requests: [0-9]+ .*\[aim: zones x pages = .*: $M\]" \

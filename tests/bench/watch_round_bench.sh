@@ -53,6 +53,10 @@ if [ "$(id -u)" != 0 ] || [ ! -x /usr/sbin/sshd ]; then
 	echo "watch_round_bench: needs root and /usr/sbin/sshd: skipped"
 	exit 0
 fi
+# screen's socket, $W/homes/ADDR/screen/PID.tpuform-rb, must fit in 107
+# bytes (unix(7)): otherwise no session ever appears.
+sock="$W/homes/127.255.255.255/screen/1234567.tpuform-rb"
+[ "${#sock}" -le 107 ] || { echo "watch_round_bench: FAILED: TMPDIR is too long for screen's sockets ($sock)" >&2; exit 1; }
 mkdir -p /run/sshd homes
 chmod 700 homes
 ssh-keygen -q -t ed25519 -N '' -f key && ssh-keygen -q -t ed25519 -N '' -f hostkey || exit 1
