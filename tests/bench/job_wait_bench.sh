@@ -7,6 +7,9 @@
 #
 #   sh tests/bench/job_wait_bench.sh [WORKERS] [TRIALS] [IDLE_SECONDS]
 #   defaults: 64 workers, 20 trials, 30 s idle
+#   smallest (make bench-smoke): sh tests/bench/job_wait_bench.sh 4 1 1
+# Skips itself (exit 0, "skipped") without root or sshd; exits 1 with a
+# message when a step fails. Ends its workers' sessions and jobs on exit.
 #
 # A trial kills worker 1's job on a node picked in turn (each job writes its
 # shell's pid, then execs sleep) and waits until both workers of that node

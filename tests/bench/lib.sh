@@ -27,7 +27,7 @@ FAKEGCP_PID=${FAKEGCP_PID:-}
 
 bench_aim() {
 	awk -v v="$1" -v op="$2" -v l="$3" 'BEGIN {
-		if (v !~ /^-?[0-9]+(\.[0-9]*)?$/) { print "MISSED (no figure)"; exit }
+		if (v !~ /^[-+]?[0-9]+(\.[0-9]*)?$/) { print "MISSED (no figure)"; exit }
 		v += 0; l += 0
 		ok = op == "<" ? v < l : op == "<=" ? v <= l : op == ">" ? v > l : op == ">=" ? v >= l : v == l
 		print ok ? "met" : "MISSED" }'
