@@ -7,6 +7,10 @@
 #
 #   sh tests/bench/watch_round_bench.sh [NODES] [SECONDS] [INTERVAL]
 #   defaults: 1,000 nodes, 60 s of watching, -interval 5s
+#   smallest (make bench-smoke): sh tests/bench/watch_round_bench.sh 4 2 1
+# The requests line says whether the aim (0 per-node requests) is met.
+# Skips itself (exit 0, "skipped") without root or sshd; exits 1 when a
+# step fails. Ends its workers' sessions and jobs on exit.
 #
 # The workers: ONE sshd listening on every loopback address (0.0.0.0), with
 # a ForceCommand that gives each worker address a home of its own (HOME,
