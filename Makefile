@@ -3,7 +3,10 @@
 #   make            build ./tpuform
 #   make demo       deps + build + the main job on examples/local.yaml
 #   make check      deps + build + every test (unit, end-to-end), JOBS=N at a time
-#   make bench      benchmarks (print figures; never pass/fail on time)
+#   make bench      benchmarks (print figures; never pass/fail on time, but
+#                   fail when a bench breaks: tests/bench/run.sh)
+#   make bench-smoke  every benchmark at its smallest size: fails when one
+#                   exits non-zero, prints no figure line or leaves a process
 #   make soak       fault soak of watch (SOAK_MINUTES=N, default 10; a benchmark)
 #   make lint       static checks: function length, shellcheck, clang
 #                   analyzer, cppcheck, layering (tests/lint/run.sh)
@@ -79,7 +82,7 @@ FAKEGCP_SRCS := $(sort $(wildcard tests/fakegcp/*.c))
 FAKEGCP   := $(if $(FAKEGCP_SRCS),tests/fakegcp/fakegcp)
 DEPS      := $(LIB_OBJS:.o=.d) $(CMD_OBJS:.o=.d) $(UNIT_SRCS:.c=.d) $(FAKEGCP_SRCS:.c=.d)
 
-.PHONY: all deps demo check test unit e2e bench soak clean check-deps lint
+.PHONY: all deps demo check test unit e2e bench bench-smoke soak clean check-deps lint
 all: tpuform
 
 # Flags the objects were built with: a change (e.g. SANITIZE) rebuilds all.
@@ -129,6 +132,12 @@ test: check
 
 bench: tpuform $(FAKEGCP)
 	sh tests/bench/run.sh
+
+# Each bench at its smallest size, soak.sh included (a few minutes): it must
+# exit 0, print its figure lines and leave no process behind. CI runs it
+# after make check, on that build (SANITIZE=address,undefined).
+bench-smoke: tpuform $(FAKEGCP)
+	sh tests/bench/run.sh -smoke
 
 # tests/bench/soak.sh: watch under mixed faults for SOAK_MINUTES; prints figures.
 SOAK_MINUTES ?= 10

@@ -14,7 +14,9 @@
 # fleet's labels, and a 2x2x4 workload policy per region.
 #
 #   sh tests/bench/compute_bench.sh [SLICES] [ZONES]
+#   smallest (make bench-smoke): sh tests/bench/compute_bench.sh 8 2
 #
+# Exits 1 with a message when the emulator, a seed or the plan fails.
 # TPUFORM_BIN runs another build (default ./tpuform).
 set -u
 SLICES=${1:-2500}
@@ -22,10 +24,17 @@ ZONES=${2:-8}
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 TPF_ROOT=$TOP
 . "$TOP/tests/e2e/fakegcp.sh"
+. "$TOP/tests/bench/lib.sh"
 T=${TPUFORM_BIN:-$TOP/tpuform}
 W=$(mktemp -d "${TMPDIR:-/tmp}/tpuform-bench.XXXXXX")
 cd "$W" || exit 1
-trap 'fakegcp_stop >/dev/null 2>&1; [ -n "${KEEP:-}" ] || rm -rf "$W"' EXIT
+trap 'fakegcp_stop >/dev/null 2>&1; cd /; [ -n "${KEEP:-}${BENCH_KEEP:-}" ] || rm -rf "$W"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+fail() {
+	echo "compute_bench: FAILED: $*" >&2
+	exit 1
+}
 export TPUFORM_ACCESS_TOKEN=bench NO_COLOR=1 TPUFORM_GCP_POLL_MIN=0.05 TPUFORM_GCP_POLL_MAX=0.2
 export TPUFORM_SSH_RETRY=0 TPUFORM_SSH_CONNECT_TIMEOUT=1
 ssh-keygen -q -t ed25519 -N '' -f "$W/key" || exit 1
@@ -44,7 +53,8 @@ zones=$(echo "$ALL" | tr ' ' '\n' | head -n "$ZONES" | tr '\n' ' ')
 per=$((SLICES / ZONES))
 extra=$((SLICES % ZONES)) # the first zones take one more
 echo "== refresh + plan: $SLICES four-VM TPU7x slices ($((SLICES * 4)) instances) in $ZONES zones, 20 ms per request"
-fakegcp_start --project "$P" --latency-ms 20 --op-seconds 0 --worker-ip-base 127.0.98.1 >/dev/null || exit 1
+fakegcp_start --project "$P" --latency-ms 20 --op-seconds 0 --worker-ip-base 127.0.98.1 >/dev/null ||
+	fail "the emulator did not start"
 tmpl=$(jq -cn '{name: "bench-t", properties: {machineType: "tpu7x-standard-4t",
 	disks: [{boot: true, autoDelete: true, initializeParams: {sourceImage:
 	"projects/ubuntu-os-accelerator-images/global/images/family/ubuntu-accel-2404-amd64-tpu-tpu7x"}}],
@@ -74,10 +84,11 @@ for z in $zones; do
 	[ "$g" -lt "$extra" ] && n=$((per + 1))
 	r=${z%-*}
 	desc="{\"machine_type\":\"tpu7x-standard-4t\",\"topology\":\"2x2x4\",\"tpuform-fleet\":\"bench\",\"tpuform-group\":\"g$g\",\"tpuform-index\":\"{index}\",\"tpuform-lineage\":\"${LIN%????????????????}\",\"tpuform-slice\":\"{name}\"}"
-	curl -s -o /dev/null -X POST -G "$FAKEGCP_URL/__admin/compute/instanceGroupManagers:seed" \
+	curl -sf -o /dev/null -X POST -G "$FAKEGCP_URL/__admin/compute/instanceGroupManagers:seed" \
 		--data-urlencode "zone=$z" --data-urlencode "prefix=bench-g$g" --data-urlencode "count=$n" \
 		--data-urlencode "template=bench-t" --data-urlencode "policy=$r/bench-wp" \
-		--data-urlencode "description=$desc" --data-urlencode "mig_label=tpuform-slice"
+		--data-urlencode "description=$desc" --data-urlencode "mig_label=tpuform-slice" ||
+		fail "seeding $n slices in zone $z failed"
 	echo "  - { name: g$g, machine_type: tpu7x-standard-4t, topology: 2x2x4, zones: [$z], count: $n }" >>fleet.yaml
 	g=$((g + 1))
 done
@@ -86,7 +97,12 @@ curl -s -X POST "$FAKEGCP_URL/__admin/requests:clear" >/dev/null
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 t0=$(now)
 /usr/bin/time -q -f '%M %U %S' -o time.out "$T" plan -f fleet.yaml >plan.out 2>&1
+rc=$?
 t1=$(now)
+if [ "$rc" -ne 0 ]; then
+	sed 's/^/  plan: /' plan.out | tail -n 15 >&2
+	fail "tpuform plan exited $rc (its last lines above)"
+fi
 curl -s "$FAKEGCP_URL/__admin/requests" >requests.json
 reqs=$(jq length requests.json)
 lists=$(jq '[.[] | select(.path | endswith("/instances"))] | length' requests.json)
@@ -97,6 +113,9 @@ planned=$(grep -cE 'will be updated in-place|must be replaced|will be created' p
 pages=$((((per + (extra > 0)) * 4 + 499) / 500))
 read -r maxrss utime stime <time.out
 echo "seeded: $seeded; planned: $planned slices ($(grep -m1 '^Plan:' plan.out))"
-echo "refresh+plan of $SLICES slices ($((SLICES * 4)) instances) in $ZONES zones: $(secs "$t0" "$t1") s wall, CPU ${utime} s user + ${stime} s sys, peak RSS $((maxrss / 1024)) MB   [aim: < 1 s, < 200 MB]"
-echo "  HTTP requests: $reqs = $lists instance list pages (zones x pages = $ZONES x $pages = $((ZONES * pages))) + $migs aggregated MIG pages ($(((SLICES + 499) / 500)) expected) + $ops aggregated operations pages + $other other"
+[ "$planned" -eq "$SLICES" ] || fail "the plan has $planned of the $SLICES slices"
+wall=$(secs "$t0" "$t1")
+mb=$((maxrss / 1024))
+echo "refresh+plan of $SLICES slices ($((SLICES * 4)) instances) in $ZONES zones: $wall s wall, CPU ${utime} s user + ${stime} s sys, peak RSS $mb MB   [aim: < 1 s: $(bench_aim "$wall" '<' 1), < 200 MB: $(bench_aim "$mb" '<' 200)]"
+echo "  HTTP requests: $reqs = $lists instance list pages (zones x pages = $ZONES x $pages = $((ZONES * pages))) + $migs aggregated MIG pages ($(((SLICES + 499) / 500)) expected) + $ops aggregated operations pages + $other other   [aim: 0 other (no per-node request): $(bench_aim "$other" = 0)]"
 echo "  load average before the run: $load"

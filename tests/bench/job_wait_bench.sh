@@ -7,6 +7,9 @@
 #
 #   sh tests/bench/job_wait_bench.sh [WORKERS] [TRIALS] [IDLE_SECONDS]
 #   defaults: 64 workers, 20 trials, 30 s idle
+#   smallest (make bench-smoke): sh tests/bench/job_wait_bench.sh 4 1 1
+# Skips itself (exit 0, "skipped") without root or sshd; exits 1 with a
+# message when a step fails. Ends its workers' sessions and jobs on exit.
 #
 # A trial kills worker 1's job on a node picked in turn (each job writes its
 # shell's pid, then execs sleep) and waits until both workers of that node
@@ -25,12 +28,25 @@ BASE=127.0.90.1
 T=$TOP/tpuform
 TPF_ROOT=$TOP
 . "$TOP/tests/e2e/fakegcp.sh"
+. "$TOP/tests/bench/lib.sh"
 W=$(mktemp -d "${TMPDIR:-/tmp}/tpuform-wait-bench.XXXXXX")
 cd "$W" || exit 1
 SSHD=
 WATCH=
-trap '[ -n "$WATCH" ] && kill "$WATCH" 2>/dev/null; [ -n "$SSHD" ] && kill "$SSHD" 2>/dev/null
-	fakegcp_stop >/dev/null 2>&1; cd /; [ -n "${BENCH_KEEP:-}" ] || rm -rf "$W"' EXIT
+# On any exit (an error, ^C, a kill): stop watch and sshd, then whatever
+# the workers' logins left under $W (their screen sessions, jobs and job
+# waits: one sshd serves every address, so no VM ends with it).
+cleanup() {
+	[ -n "$WATCH" ] && kill "$WATCH" 2>/dev/null && wait "$WATCH" 2>/dev/null
+	[ -n "$SSHD" ] && kill "$SSHD" 2>/dev/null && wait "$SSHD" 2>/dev/null
+	bench_reap "$W"
+	fakegcp_stop >/dev/null 2>&1
+	cd / || return
+	[ -n "${BENCH_KEEP:-}" ] || rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 export NO_COLOR=1 TPUFORM_ACCESS_TOKEN=bench TPUFORM_GCP_POLL_MIN=0.2 TPUFORM_GCP_POLL_MAX=1
 unset SSH_AUTH_SOCK
 
@@ -38,6 +54,10 @@ if [ "$(id -u)" != 0 ] || [ ! -x /usr/sbin/sshd ]; then
 	echo "job_wait_bench: needs root and /usr/sbin/sshd: skipped"
 	exit 0
 fi
+# screen's socket, $W/homes/ADDR/screen/PID.tpuform-wb, must fit in 107
+# bytes (unix(7)): otherwise no session ever appears.
+sock="$W/homes/127.255.255.255/screen/1234567.tpuform-wb"
+[ "${#sock}" -le 107 ] || { echo "job_wait_bench: FAILED: TMPDIR is too long for screen's sockets ($sock)" >&2; exit 1; }
 mkdir -p /run/sshd homes ev
 chmod 700 homes
 ssh-keygen -q -t ed25519 -N '' -f key && ssh-keygen -q -t ed25519 -N '' -f hostkey || exit 1
@@ -107,7 +127,9 @@ YAML
 echo "== job waits: $WORKERS workers ($NODES v4-16 nodes), watch at its defaults, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 t0=$(date +%s)
 "$T" apply -f fleet.yaml -auto-approve -parallelism="${PARALLELISM:-50}" >apply.out 2>&1
-echo "setup: $(grep -c '^changed: ' apply.out) workers provisioned in $(($(date +%s) - t0)) s"
+changed=$(grep -c '^changed: ' apply.out)
+echo "setup: $changed workers provisioned in $(($(date +%s) - t0)) s"
+[ "$changed" -ge "$WORKERS" ] || { tail -n 15 apply.out; echo "job_wait_bench: FAILED: $changed of $WORKERS workers provisioned" >&2; exit 1; }
 "$T" watch -f fleet.yaml -parallelism="${PARALLELISM:-50}" -json >watch.out 2>&1 &
 WATCH=$!
 # Attached: a wait FIFO in the run directory of (nearly) every worker; a
@@ -117,7 +139,7 @@ i=0
 until [ "$(attached)" -ge "$((WORKERS * 9 / 10))" ]; do
 	sleep 0.5
 	i=$((i + 1))
-	[ "$i" -lt 600 ] || { echo "only $(attached) of $WORKERS workers attached in 300 s"; tail -n 5 watch.out; exit 1; }
+	[ "$i" -lt 600 ] || { tail -n 5 watch.out; echo "job_wait_bench: FAILED: only $(attached) of $WORKERS workers attached in 300 s" >&2; exit 1; }
 done
 echo "attached: $(attached) of $WORKERS workers waited on, $(awk "BEGIN { printf \"%.1f\", $i / 2 }") s after watch started"
 sleep 10
@@ -133,7 +155,8 @@ b=$(date +%s.%N)
 fds=$(find "/proc/$WATCH/fd" -mindepth 1 -maxdepth 1 | wc -l)
 threads=$(awk '/^Threads:/ { print $2 }' "/proc/$WATCH/status")
 rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$WATCH/status")
-echo "idle ${IDLE} s: watch CPU $(echo "$c0 $c1 $tck $a $b" | awk '{ printf "%.2f%%", 100 * ($2 - $1) / $3 / ($5 - $4) }') of one core   [aim: < 2% at 256 workers]"
+idle=$(echo "$c0 $c1 $tck $a $b" | awk '{ printf "%.2f", 100 * ($2 - $1) / $3 / ($5 - $4) }')
+echo "idle ${IDLE} s: watch CPU ${idle}% of one core   [aim: < 2% (at 256 workers): $(bench_aim "$idle" '<' 2)]"
 echo "open files: $fds (limit $(awk '/Max open files/ { print $4 }' "/proc/$WATCH/limits")), threads: $threads, RSS: $((rss / 1024)) MiB"
 
 # Trials: kill worker 1's job of node k, wait for both workers' new starts.
@@ -151,17 +174,29 @@ while [ "$k" -lt "$TRIALS" ]; do
 		i=$((i + 1))
 		[ "$i" -lt 1200 ] || break
 	done
-	e=$(tail -n 1 "ev/$node-0.starts")
-	f=$(tail -n 1 "ev/$node-1.starts")
-	echo "$t $e $f" | awk '{ m = $2 > $3 ? $2 : $3; printf "%.3f\n", m - $1 }' >>lat.txt
+	if [ "$i" -ge 1200 ]; then
+		# Not running again within the wait: counted as 999 s, never as
+		# the time of an older start.
+		echo "trial $((k + 1)): $node not running again within 60 s"
+		echo 999.000 >>lat.txt
+	else
+		e=$(tail -n 1 "ev/$node-0.starts")
+		f=$(tail -n 1 "ev/$node-1.starts")
+		echo "$t $e $f" | awk '{ m = $2 > $3 ? $2 : $3; printf "%.3f\n", m - $1 }' >>lat.txt
+	fi
 	k=$((k + 1))
 	# Let the restarted unit settle (its waits re-attach) before the next.
 	sleep 1
 done
 echo "latencies, in trial order (s): $(tr '\n' ' ' <lat.txt)"
-sort -n lat.txt | awk -v n="$TRIALS" '{ v[NR] = $1 } END {
+# The aim (issue 21): p99 under 3 s at 64 workers, under 5 s at 256.
+aim=5
+[ "$WORKERS" -le 64 ] && aim=3
+sort -n lat.txt | awk '{ v[NR] = $1 } END {
 	p50 = v[int((NR + 1) * 0.5)]; i99 = int(NR * 0.99 + 0.999); if (i99 > NR) i99 = NR;
-	printf "job exit -> both workers of its unit running again: %d trials, p50 %.2f s, p99 %.2f s, max %.2f s   [aim: p99 < 3 s at 64, < 5 s at 256]\n", NR, p50, v[i99], v[NR] }'
+	printf "%d %.2f %.2f %.2f\n", NR, p50, v[i99], v[NR] }' >stats.txt
+read -r n p50 p99 max <stats.txt
+echo "job exit -> both workers of its unit running again: $n trials, p50 $p50 s, p99 $p99 s, max $max s   [aim: p99 < $aim s (3 s up to 64 workers, 5 s at 256): $(bench_aim "$p99" '<' "$aim")]"
 kill -TERM "$WATCH"
 wait "$WATCH"
 WATCH=

@@ -6,6 +6,8 @@
 #   sh tests/bench/soak.sh [MINUTES] [NODES] [INTERVAL]
 #   make soak SOAK_MINUTES=N
 #   defaults: 10 minutes, 16 preemptible v2-8 nodes, -interval 5s
+#   MINUTES may be seconds instead, as Ns; smallest (make bench-smoke):
+#   sh tests/bench/soak.sh 20s 2 2
 #
 # `watch` keeps the fleet on the Cloud TPU API emulator (tests/fakegcp) with
 # real sshd workers (tests/e2e/sshd.sh), while this script, every round
@@ -29,13 +31,20 @@
 # open fds are sampled. At the end faults stop, watch settles and gets
 # SIGTERM, and the emulator's nodes are compared with the final state; the
 # request log gives duplicate creates. The final block starts with
-# "==== soak summary".
+# "==== soak summary"; each figure that must be 0 ends with
+# "[aim: 0: met]" or "[aim: 0: MISSED]". Skips itself (exit 0, "skipped")
+# without root, sshd or unshare; exits 1 when a step of its own fails.
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 MINUTES=${1:-${SOAK_MINUTES:-10}}
+case $MINUTES in
+*s) DURATION=${MINUTES%s} ;;
+*) DURATION=$((MINUTES * 60)) ;;
+esac
+LENGTH="$MINUTES min"
+case $MINUTES in *s) LENGTH="$DURATION s" ;; esac
 NODES=${2:-16}
 INTERVAL=${3:-5}
-DURATION=$((MINUTES * 60))
 PREEMPT_EVERY=${SOAK_PREEMPT_EVERY:-30}
 SSHD_KILL_EVERY=${SOAK_SSHD_KILL_EVERY:-40}
 TPF_KILL_EVERY=${SOAK_TPF_KILL_EVERY:-150}
@@ -50,6 +59,7 @@ T=$TOP/tpuform
 TPF_ROOT=$TOP
 . "$TOP/tests/e2e/sshd.sh"
 . "$TOP/tests/e2e/fakegcp.sh"
+. "$TOP/tests/bench/lib.sh"
 W=$(mktemp -d "${TMPDIR:-/tmp}/tpuform-soak.XXXXXX")
 SD=$W/statedir
 SF=$SD/tpuform.state.json
@@ -77,17 +87,18 @@ rnd() { shuf -i "$1-$2" -n 1; }         # a random integer in [$1, $2]
 # now (rounds take longer than -interval here, so no per-round coin).
 next_at() { echo $(($(date +%s) + $(rnd $(($1 / 2)) $(($1 * 3 / 2))))); }
 
-echo "== soak: $MINUTES min, $NODES preemptible nodes, -interval ${INTERVAL}s, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== soak: $LENGTH, $NODES preemptible nodes, -interval ${INTERVAL}s, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "   faults: API ${FAULT_RATE} (500,502,503,504,drop,slow); preemption every ~${PREEMPT_EVERY}s;" \
 	"sshd kill every ~${SSHD_KILL_EVERY}s; tpuform SIGKILL every ~${TPF_KILL_EVERY}s (first half);" \
 	"state disk full every ~${FILL_EVERY}s"
 t0=$(date +%s)
 sshd_start "$W/workers" "$WORKERS" "$BASE"
 rc=$?
-if [ "$rc" -ne 0 ]; then
-	echo "cannot start sshd workers here (status $rc): soak skipped"
+if [ "$rc" -eq 2 ]; then
+	echo "cannot start sshd workers here (needs root, sshd, unshare): soak skipped"
 	exit 0
 fi
+[ "$rc" -eq 0 ] || { echo "soak: FAILED: $WORKERS sshd workers did not start (status $rc)" >&2; exit 1; }
 sshd_watch $$
 echo "started $WORKERS sshd workers in $(($(date +%s) - t0)) s"
 if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=4m,mode=0700 tmpfs "$SD" 2>/dev/null; then
@@ -339,15 +350,17 @@ ALLRSS=$(awk '{ print $3 }' samples.txt | sort -n | awk '{ v[NR] = $1 } END { if
 ALLFDS=$(awk '{ print $4 }' samples.txt | sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "%d-%d", v[1], v[NR] }')
 
 echo
-echo "==== soak summary ($MINUTES min, $NODES nodes, -interval ${INTERVAL}s, $(nproc) cores, load at end $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "==== soak summary ($LENGTH, $NODES nodes, -interval ${INTERVAL}s, $(nproc) cores, load at end $(cut -d' ' -f1-3 /proc/loadavg))"
 echo "command: make soak SOAK_MINUTES=$MINUTES   (sh tests/bench/soak.sh $MINUTES $NODES $INTERVAL)"
 echo "faults injected: $FAULTED of $REQS API requests faulted; $NPRE preemptions; $KILLED_SSHD sshd kills;" \
 	"$KILLED_TPF tpuform SIGKILLs; $FILLS state-disk fills$([ -z "$MOUNTED" ] && echo ' (skipped: not root)')"
-echo "leaked nodes (must be 0):            $(wc -l <final_leaks.txt) at the end; $(wc -l <leaks.u) unaccounted > ${LEAK_GRACE}s during the run"
-echo "duplicate creates (must be 0):       $DUPS ($CONFLICTS answered 409 ALREADY_EXISTS)"
-echo "unparsable states (must be 0):       $UNPARSABLE in $ROUNDS rounds"
-echo "lost serials (must be 0):            $LOST_SERIALS (last serial $LAST_SERIAL)"
-echo "watch exits on its own (must be 0):  $CRASHES; final SIGTERM exit status $WATCH_RC"
+zero() { echo "[aim: 0: $(bench_aim "$1" = 0)]"; }
+NLEAK=$(($(wc -l <final_leaks.txt) + $(wc -l <leaks.u)))
+echo "leaked nodes (must be 0):            $(wc -l <final_leaks.txt) at the end; $(wc -l <leaks.u) unaccounted > ${LEAK_GRACE}s during the run   $(zero "$NLEAK")"
+echo "duplicate creates (must be 0):       $DUPS ($CONFLICTS answered 409 ALREADY_EXISTS)   $(zero "$DUPS")"
+echo "unparsable states (must be 0):       $UNPARSABLE in $ROUNDS rounds   $(zero "$UNPARSABLE")"
+echo "lost serials (must be 0):            $LOST_SERIALS (last serial $LAST_SERIAL)   $(zero "$LOST_SERIALS")"
+echo "watch exits on its own (must be 0):  $CRASHES; final SIGTERM exit status $WATCH_RC   $(zero "$CRASHES")"
 echo "alive fraction:                      $ALIVE"
 echo "detection (preemption -> DELETE):    p50 $(pct 0.5 <detect.txt), p99 $(pct 0.99 <detect.txt) ($NDET of $NPRE preemptions; includes any time tpuform was down)"
 echo "detection outside those windows:     p50 $(pct 0.5 <detect_clear.txt), p99 $(pct 0.99 <detect_clear.txt) ($(wc -l <detect_clear.txt) preemptions not overlapping a full disk or a restart)"

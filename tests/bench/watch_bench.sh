@@ -9,6 +9,9 @@
 #
 #   sh tests/bench/watch_bench.sh [NODES] [SECONDS] [PREEMPT_EVERY_S] [INTERVAL]
 #   defaults: 100 nodes, 180 s, one preemption every 6 s (10/min), -interval 5s
+#   smallest (make bench-smoke): sh tests/bench/watch_bench.sh 2 12 6 2
+# Skips itself (exit 0, "skipped") without root, sshd or unshare; exits 1
+# with a message when a step fails.
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 NODES=${1:-100}
@@ -22,10 +25,24 @@ T=$TOP/tpuform
 TPF_ROOT=$TOP
 . "$TOP/tests/e2e/sshd.sh"
 . "$TOP/tests/e2e/fakegcp.sh"
+. "$TOP/tests/bench/lib.sh"
 W=$(mktemp -d "${TMPDIR:-/tmp}/tpuform-watch-bench.XXXXXX")
 cd "$W" || exit 1
-trap 'kill $WATCH 2>/dev/null; fakegcp_stop >/dev/null 2>&1; sshd_stop; cd /; rm -rf "$W"' EXIT
 WATCH=
+cleanup() {
+	[ -n "$WATCH" ] && kill "$WATCH" 2>/dev/null && wait "$WATCH" 2>/dev/null
+	fakegcp_stop >/dev/null 2>&1
+	sshd_stop
+	cd / || return
+	[ -n "${BENCH_KEEP:-}" ] || rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+fail() {
+	echo "watch_bench: FAILED: $*" >&2
+	exit 1
+}
 export NO_COLOR=1 TPUFORM_ACCESS_TOKEN=bench TPUFORM_GCP_POLL_MIN=0.2 TPUFORM_GCP_POLL_MAX=1
 unset SSH_AUTH_SOCK
 
@@ -33,13 +50,16 @@ echo "== watch: $NODES preemptible nodes, one preemption every ${EVERY}s for ${D
 t0=$(date +%s)
 sshd_start "$W/workers" "$WORKERS" "$BASE"
 rc=$?
-if [ "$rc" -ne 0 ]; then
-	echo "cannot start sshd workers here (status $rc): benchmark skipped"
+if [ "$rc" -eq 2 ]; then
+	echo "cannot start sshd workers here (needs root, sshd, unshare): benchmark skipped"
 	exit 0
 fi
+[ "$rc" -eq 0 ] || fail "$WORKERS sshd workers did not start (status $rc)"
+sshd_watch $$
 echo "started $WORKERS sshd workers in $(($(date +%s) - t0)) s"
 fakegcp_start --project bench-project --latency-ms 20 --op-seconds 2 --page-size 50 \
-	--worker-ip-base "$BASE" --worker-port "$SSHD_PORT" --worker-dir "$SSHD_DIR" --log "$W/requests.jsonl" >/dev/null || exit 1
+	--worker-ip-base "$BASE" --worker-port "$SSHD_PORT" --worker-dir "$SSHD_DIR" --log "$W/requests.jsonl" >/dev/null ||
+	fail "the emulator did not start"
 cat >fleet.yaml <<YAML
 fleet: wb
 provider:
@@ -51,7 +71,7 @@ groups:
   - { name: a, accelerator_type: v2-8, runtime_version: tpu-ubuntu2204-base, zones: [z1], count: $NODES, preemptible: true }
 YAML
 t0=$(date +%s)
-"$T" apply -f fleet.yaml -auto-approve -parallelism=100 >apply.out 2>&1 || { tail -20 apply.out; exit 1; }
+"$T" apply -f fleet.yaml -auto-approve -parallelism=100 >apply.out 2>&1 || { tail -20 apply.out; fail "the initial apply failed"; }
 echo "initial apply of $NODES nodes: $(($(date +%s) - t0)) s"
 
 start=$(date +%s.%N)
@@ -99,11 +119,15 @@ stats() { # column -> "p50 p99 max n"
 n_pre=$(wc -l <preempts.txt)
 missed=$(awk '$2 == "none"' latency.txt | wc -l)
 echo "preemptions: $n_pre (not healed before stop: $missed)"
-echo "detection latency (preemption -> DELETE): $(stats 2)   [aim: p99 within interval + 1 s = $((INTERVAL + 1)) s]"
+det=$(stats 2)
+p99=$(echo "$det" | sed -n 's/.*p99 \([0-9.]*\) s.*/\1/p')
+echo "detection latency (preemption -> DELETE): $det   [aim: p99 within interval + 1 s = $((INTERVAL + 1)) s: $(bench_aim "$p99" '<=' $((INTERVAL + 1)))]"
 echo "back to a running session:                $(stats 3)"
 alive=$(jq -r 'select(.type == "watch_summary") | "\(.summary.alive) \(.summary.desired)"' watch.jsonl |
-	awk '{ a += $1; d += $2 } END { if (d) printf "%.1f%%", 100 * a / d; else print "n/a" }')
-echo "alive fraction (mean over rounds):        $alive   [aim: above 95%]"
+	awk '{ a += $1; d += $2 } END { if (d) printf "%.1f", 100 * a / d; else print "n/a" }')
+pct=$alive
+[ "$alive" = n/a ] || pct="$alive%"
+echo "alive fraction (mean over rounds):        $pct   [aim: above 95%: $(bench_aim "$alive" '>' 95)]"
 reqs=$(jq -r --argjson a "$start" --argjson b "$stop" 'select(.t >= $a and .t <= $b) | .method' requests.jsonl | wc -l)
 echo "API requests while watching:              $reqs in $(echo "$start $stop" | awk '{ printf "%.0f", $2 - $1 }') s = $(echo "$reqs $start $stop" | awk '{ printf "%.0f", 60 * $1 / ($3 - $2) }') per minute"
 rounds=$(jq -r 'select(.type == "watch_summary")' watch.jsonl | grep -c '"round"' )

@@ -7,6 +7,10 @@
 #
 #   sh tests/bench/watch_round_bench.sh [NODES] [SECONDS] [INTERVAL]
 #   defaults: 1,000 nodes, 60 s of watching, -interval 5s
+#   smallest (make bench-smoke): sh tests/bench/watch_round_bench.sh 4 2 1
+# The requests line says whether the aim (0 per-node requests) is met.
+# Skips itself (exit 0, "skipped") without root or sshd; exits 1 when a
+# step fails. Ends its workers' sessions and jobs on exit.
 #
 # The workers: ONE sshd listening on every loopback address (0.0.0.0), with
 # a ForceCommand that gives each worker address a home of its own (HOME,
@@ -27,12 +31,25 @@ BASE=127.0.80.1
 T=$TOP/tpuform
 TPF_ROOT=$TOP
 . "$TOP/tests/e2e/fakegcp.sh"
+. "$TOP/tests/bench/lib.sh"
 W=$(mktemp -d "${TMPDIR:-/tmp}/tpuform-round-bench.XXXXXX")
 cd "$W" || exit 1
 SSHD=
 WATCH=
-trap '[ -n "$WATCH" ] && kill "$WATCH" 2>/dev/null; [ -n "$SSHD" ] && kill "$SSHD" 2>/dev/null
-	fakegcp_stop >/dev/null 2>&1; cd /; [ -n "${BENCH_KEEP:-}" ] || rm -rf "$W"' EXIT
+# On any exit (an error, ^C, a kill): stop watch and sshd, then whatever
+# the workers' logins left under $W (their screen sessions, jobs and job
+# waits: one sshd serves every address, so no VM ends with it).
+cleanup() {
+	[ -n "$WATCH" ] && kill "$WATCH" 2>/dev/null && wait "$WATCH" 2>/dev/null
+	[ -n "$SSHD" ] && kill "$SSHD" 2>/dev/null && wait "$SSHD" 2>/dev/null
+	bench_reap "$W"
+	fakegcp_stop >/dev/null 2>&1
+	cd / || return
+	[ -n "${BENCH_KEEP:-}" ] || rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 export NO_COLOR=1 TPUFORM_ACCESS_TOKEN=bench TPUFORM_GCP_POLL_MIN=0.2 TPUFORM_GCP_POLL_MAX=1
 unset SSH_AUTH_SOCK
 
@@ -40,6 +57,10 @@ if [ "$(id -u)" != 0 ] || [ ! -x /usr/sbin/sshd ]; then
 	echo "watch_round_bench: needs root and /usr/sbin/sshd: skipped"
 	exit 0
 fi
+# screen's socket, $W/homes/ADDR/screen/PID.tpuform-rb, must fit in 107
+# bytes (unix(7)): otherwise no session ever appears.
+sock="$W/homes/127.255.255.255/screen/1234567.tpuform-rb"
+[ "${#sock}" -le 107 ] || { echo "watch_round_bench: FAILED: TMPDIR is too long for screen's sockets ($sock)" >&2; exit 1; }
 mkdir -p /run/sshd homes
 chmod 700 homes
 ssh-keygen -q -t ed25519 -N '' -f key && ssh-keygen -q -t ed25519 -N '' -f hostkey || exit 1
@@ -148,4 +169,4 @@ other=$((nreq - lists - qrs))
 echo "$rounds quiet rounds in $(echo "$a $b" | awk '{ printf "%.0f", $2 - $1 }') s"
 echo "watch CPU per quiet round: $(echo "$c0 $c1 $tck $rounds" | awk '{ if ($4) printf "%.0f ms", 1000 * ($2 - $1) / $3 / $4; else print "n/a" }')" \
 	"($(echo "$c0 $c1 $tck $a $b" | awk '{ printf "%.1f%%", 100 * ($2 - $1) / $3 / ($5 - $4) }') of one core)"
-echo "API requests: $nreq = $(echo "$nreq $a $b" | awk '{ printf "%.0f", 60 * $1 / ($3 - $2) }') per minute ($lists node list pages, $qrs queued-resource lists, $other per-node requests)   [aim: 0 per-node requests]"
+echo "API requests: $nreq = $(echo "$nreq $a $b" | awk '{ printf "%.0f", 60 * $1 / ($3 - $2) }') per minute ($lists node list pages, $qrs queued-resource lists, $other per-node requests)   [aim: 0 per-node requests: $(bench_aim "$other" = 0)]"
