@@ -39,13 +39,15 @@ static int record_pending(struct exec *x, const struct tpf_desired_node *dn)
 	return rc;
 }
 
-/* 1 if zone refused this accelerator type recently (a note says how long
- * it stays backed off). */
+/* 1 if zone refused this type of node recently (plan/backoff.h: the
+ * accelerator type, or a Compute Engine node's machine type); a note says
+ * how long it stays backed off. */
 static int zone_backed_off(struct exec *x, const struct tpf_desired_node *dn, const char *zone)
 {
 	double until = 0;
-	if (!x->o->backoff || !tpf_backoff_blocked(x->o->backoff, zone, dn->recipe.accelerator_type,
-						   tpf_now_mono(), &until))
+	struct tpf_backoff_key key = tpf_backoff_key_of(&dn->recipe);
+	if (!x->o->backoff ||
+	    !tpf_backoff_blocked(x->o->backoff, zone, &key, tpf_now_mono(), &until, NULL))
 		return 0;
 	char *msg = xasprintf("zone %s is backed off for %.0f s more", zone, until - tpf_now_mono());
 	apply_emit_zone(x, TPF_EVENT_ZONE_BACKED_OFF, dn, zone, msg);
@@ -82,7 +84,8 @@ static void zone_refused(struct exec *x, const struct tpf_desired_node *dn, cons
 {
 	if (!x->o->backoff)
 		return;
-	double wait = tpf_backoff_fail(x->o->backoff, zone, dn->recipe.accelerator_type, tpf_now_mono());
+	struct tpf_backoff_key key = tpf_backoff_key_of(&dn->recipe);
+	double wait = tpf_backoff_fail(x->o->backoff, zone, &key, tpf_now_mono(), rc);
 	char *msg = xasprintf("zone %s refused (%s): backing off %.0f s", zone,
 			      rc == TPF_EQUOTA ? "quota" : rc == TPF_EZONE ? "zone unusable" : "no capacity",
 			      wait);
@@ -121,8 +124,10 @@ static int create_in_zones(struct exec *x, const struct tpf_desired_node *dn, st
 		xstrset(&ct->r.zone, zone);
 		rc = x->prov->ops->create(x->prov, dn->name, &ct->r, &ct->ln, &ct->zd);
 		if (rc == 0) {
-			if (x->o->backoff)
-				tpf_backoff_ok(x->o->backoff, zone, dn->recipe.accelerator_type);
+			if (x->o->backoff) {
+				struct tpf_backoff_key key = tpf_backoff_key_of(&dn->recipe);
+				tpf_backoff_ok(x->o->backoff, zone, &key);
+			}
 			break;
 		}
 		if (rc != TPF_EQUOTA && rc != TPF_ECAPACITY && rc != TPF_EZONE) {
