@@ -44,6 +44,8 @@ struct tpf_state_node *tpf_state_node_clone(const struct tpf_state_node *src)
 	n->exit_code = src->exit_code;
 	n->bad_host = xstrdup(src->bad_host);
 	n->preemptions = src->preemptions;
+	n->refused = xstrdup(src->refused);
+	n->retry_after = xstrdup(src->retry_after);
 	tpf_state_node_set_workers(n, src->nworkers);
 	for (size_t i = 0; i < src->nworkers; i++)
 		worker_copy(&n->workers[i], &src->workers[i]);
@@ -83,6 +85,8 @@ struct tpf_state_node *tpf_state_record_pending(struct tpf_state *st, const char
 	sn->index = index;
 	xstrset(&sn->status, TPF_NODE_PENDING);
 	xstrset(&sn->id, NULL);
+	xstrset(&sn->refused, NULL); /* a create is under way */
+	xstrset(&sn->retry_after, NULL);
 	sn->generation = gen;
 	tpf_recipe_copy(&sn->recipe, r);
 	tpf_job_copy(&sn->job, job);
@@ -121,6 +125,16 @@ void tpf_state_record_not_created(struct tpf_state *st, const char *name, int ma
 		xstrset(&sn->status, TPF_NODE_PENDING);
 	else
 		tpf_state_remove(st, name);
+}
+
+void tpf_state_record_refused(struct tpf_state *st, const char *name, const char *why,
+			      const char *retry_after)
+{
+	struct tpf_state_node *sn = tpf_state_find(st, name);
+	if (!sn)
+		return;
+	xstrset(&sn->refused, why);
+	xstrset(&sn->retry_after, retry_after);
 }
 
 void tpf_state_record_completed(struct tpf_state *st, const char *name, const char *at)

@@ -14,11 +14,13 @@
 . "$TOP/tests/e2e/gcp_workers.sh"
 setup_dir t640
 export TPUFORM_SSH_RETRY=3
+# shellcheck disable=SC2016 # expanded by the EXIT trap
 GCP_WORKERS_CLEANUP='[ -n "${wpid:-}" ] && kill "$wpid" 2>/dev/null'
 gcp_workers_start 10 127.0.64.1 --op-seconds 0.1 --compute-stage-seconds 0.1
 admin() { curl -s -X POST "$FAKEGCP_URL/__admin/$1"; }
 world() { curl -s "$FAKEGCP_URL/__admin/compute"; }
 instances() { world | jq -r '[.instances[]? | "\(.name):\(.status)"] | sort | join(" ")'; }
+# shellcheck disable=SC2317 # called through started
 starts() { cat "$W"/workers/w*/home/starts 2>/dev/null | grep -c " retry=$1\$"; }
 cp "$SSHD_KEY" "$W/key"
 chmod 600 "$W/key"
