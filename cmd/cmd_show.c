@@ -338,9 +338,8 @@ static void show_nodes(struct tpf_session *s, const struct tpf_state_node *only,
 	}
 	if (t.n)
 		table_print(&t);
-	if (!json && !only && !s->state.nnodes)
-		printf("%s Run 'tpuform apply' to create them.\n",
-		       waiting ? "No node is in the state yet." : "No nodes.");
+	if (!json && !only && !s->state.nnodes && !waiting)
+		printf("No nodes. Run 'tpuform apply' to create them.\n");
 }
 
 static int run_show(struct tpf_cmd_ctx *ctx)
