@@ -111,7 +111,9 @@ struct tpf_state_node {
 	 * every zone it could try: "zone us-central1-c is out of capacity"
 	 * (`show` and the plan say it), and when `watch` tries again (RFC
 	 * 3339; NULL: at the next apply or watch round). Set by
-	 * tpf_state_record_refused, cleared by the next create; NULL: none. */
+	 * tpf_state_record_refused, kept while it is tried again (a watch
+	 * round that finds the zone still backed off writes no new state),
+	 * cleared once a create answers or may have left a node; NULL: none. */
 	char *refused;
 	char *retry_after;
 	struct tpf_state_worker *workers;

@@ -85,8 +85,6 @@ struct tpf_state_node *tpf_state_record_pending(struct tpf_state *st, const char
 	sn->index = index;
 	xstrset(&sn->status, TPF_NODE_PENDING);
 	xstrset(&sn->id, NULL);
-	xstrset(&sn->refused, NULL); /* a create is under way */
-	xstrset(&sn->retry_after, NULL);
 	sn->generation = gen;
 	tpf_recipe_copy(&sn->recipe, r);
 	tpf_job_copy(&sn->job, job);
@@ -111,6 +109,8 @@ void tpf_state_record_created(struct tpf_state *st, const char *name, const char
 	xstrset(&sn->id, id);
 	xstrset(&sn->status, TPF_NODE_CREATED);
 	xstrset(&sn->created_at, created_at);
+	xstrset(&sn->refused, NULL); /* a zone took it */
+	xstrset(&sn->retry_after, NULL);
 }
 
 void tpf_state_record_not_created(struct tpf_state *st, const char *name, int may_exist,
@@ -119,8 +119,11 @@ void tpf_state_record_not_created(struct tpf_state *st, const char *name, int ma
 	struct tpf_state_node *sn = tpf_state_find(st, name);
 	if (!sn)
 		return;
-	if (may_exist)
+	if (may_exist) {
 		xstrset(&sn->status, TPF_NODE_TAINTED);
+		xstrset(&sn->refused, NULL); /* not a refusal: a node may exist */
+		xstrset(&sn->retry_after, NULL);
+	}
 	else if (keep_history && sn->generation > 0)
 		xstrset(&sn->status, TPF_NODE_PENDING);
 	else

@@ -109,10 +109,22 @@ static void test_state_record__refused(void)
 	tpf_diags_release(&d);
 	json_decref(j);
 
-	/* the next create starts without the note; a node not in the state
-	 * gets none */
+	/* tried again: the note stays until a zone takes it (a watch round
+	 * that finds the zone backed off changes nothing), then goes */
 	sn = tpf_state_record_pending(&st, "n0", "a", 0, &r, &job);
+	CHECK_STR(sn->refused, "zone z1 is out of capacity");
+	tpf_state_record_not_created(&st, "n0", 0, 1);
+	CHECK_STR(tpf_state_find(&st, "n0")->refused, "zone z1 is out of capacity");
+	tpf_state_record_created(&st, "n0", "id-2", "2026-01-01T00:02:00Z");
+	sn = tpf_state_find(&st, "n0");
 	CHECK(sn->refused == NULL && sn->retry_after == NULL);
+	/* a failed create that may have left a node is no refusal */
+	tpf_state_record_pending(&st, "n0", "a", 0, &r, &job);
+	tpf_state_record_refused(&st, "n0", "zone z1 is out of capacity", NULL);
+	tpf_state_record_not_created(&st, "n0", 1, 0);
+	CHECK_STR(tpf_state_find(&st, "n0")->status, TPF_NODE_TAINTED);
+	CHECK(tpf_state_find(&st, "n0")->refused == NULL);
+	/* a node not in the state gets none */
 	tpf_state_record_refused(&st, "nobody", "zone z1 is out of capacity", NULL);
 	CHECK(tpf_state_find(&st, "nobody") == NULL);
 	j = tpf_state_to_json(&st);
