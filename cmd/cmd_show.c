@@ -117,8 +117,10 @@ static void table_node(struct table *t, const struct tpf_session *s, const struc
 	snprintf(workers, sizeof(workers), "%d/%d", r.up, r.total);
 	snprintf(restarts, sizeof(restarts), "%d", r.restarts);
 	snprintf(preempt, sizeof(preempt), "%d", r.preemptions);
-	const char *cells[NCOLS] = { sn->name, r.state, r.type,	   r.zone, r.class,    age,
-				     workers,  restarts, preempt, r.job,  r.last_log };
+	/* A node with no VM: why, in full (the log column is cut). */
+	const char *cells[NCOLS] = { sn->name, r.state,	 r.type,	      r.zone,
+				     r.class,  age,	 workers,	      restarts,
+				     preempt,  *r.why ? r.why : r.job, r.last_log };
 	table_add(t, cells);
 }
 
@@ -145,33 +147,40 @@ static void show_unmanaged(struct tpf_session *s, json_t *jnodes, int json, stru
 	}
 }
 
-/* Declared nodes that wait for quota: not created, so in no state and
- * not live. Printed (or added to jnodes); returns how many. */
-static size_t show_waiting_for_quota(struct tpf_session *s, int json, json_t *jnodes,
-				     struct table *t)
+/* Declared nodes that are in no state and not live: waiting for quota,
+ * or not created (never, or forgotten after every zone refused them: the
+ * state keeps only nodes with history). Printed (or added to jnodes);
+ * returns how many. */
+static size_t show_not_created(struct tpf_session *s, int json, json_t *jnodes, struct table *t)
 {
 	struct tpf_diags quiet = TPF_DIAGS_INIT; /* the plan warns; show only lists */
 	tpf_desired_compute(&s->desired, &s->fleet, NULL, &s->state, &quiet);
 	tpf_diags_release(&quiet);
-	size_t waiting = 0;
+	size_t listed = 0;
 	for (size_t i = 0; i < s->desired.n; i++) {
 		const struct tpf_desired_node *dn = &s->desired.nodes[i];
-		if (!dn->deferred || tpf_live_set_find(&s->live, dn->name) ||
+		if (dn->completed || tpf_live_set_find(&s->live, dn->name) ||
 		    tpf_state_find(&s->state, dn->name))
 			continue;
-		waiting++;
+		listed++;
+		char why[256];
+		tpf_show_not_created(NULL, why, sizeof(why));
+		int quota = dn->deferred;
+		const char *reason = quota ? dn->waiting : why;
 		if (t) {
 			const char *cells[NCOLS] = { dn->name, "NOT CREATED", NULL, NULL, NULL,
-						     NULL,     NULL,	      NULL, NULL, "waiting",
-						     dn->waiting };
+						     NULL,     NULL,	      NULL, NULL,
+						     quota ? "waiting" : reason,
+						     quota ? reason : NULL };
 			table_add(t, cells);
 		} else if (!json)
-			printf("%s  NOT CREATED  [%s]\n\n", dn->name, dn->waiting);
+			printf("%s  NOT CREATED  [%s]\n\n", dn->name, reason);
 		json_array_append_new(jnodes, json_pack("{s:s,s:b,s:s,s:s}", "name", dn->name,
-							"in_state", 0, "not_as_declared", "quota",
-							"reason", dn->waiting));
+							"in_state", 0, "not_as_declared",
+							quota ? "quota" : "not_created", "reason",
+							reason));
 	}
-	return waiting;
+	return listed;
 }
 
 /* ---- the watch line and the document ---------------------------------------- */
@@ -325,7 +334,7 @@ static void show_nodes(struct tpf_session *s, const struct tpf_state_node *only,
 	size_t waiting = 0;
 	if (!only) {
 		show_unmanaged(s, jnodes, json, glance ? &t : NULL);
-		waiting = show_waiting_for_quota(s, json, jnodes, glance ? &t : NULL);
+		waiting = show_not_created(s, json, jnodes, glance ? &t : NULL);
 	}
 	if (t.n)
 		table_print(&t);

@@ -133,6 +133,10 @@ static void row_json(json_t *nj, const struct tpf_show_row *r)
 	json_object_set_new(nj, "job", json_string(r->job));
 	json_object_set_new(nj, "workers_unknown", r->dead ? json_string(r->dead) : json_null());
 	json_object_set_new(nj, "last_log", r->last_log ? json_string(r->last_log) : json_null());
+	if (*r->why)
+		json_object_set_new(nj, "not_created", json_string(r->why));
+	if (r->sn->retry_after)
+		json_object_set_new(nj, "retry_after", json_string(r->sn->retry_after));
 }
 
 json_t *tpf_show_node(const struct tpf_session *s, const struct tpf_state_node *sn, int print)
@@ -160,6 +164,8 @@ json_t *tpf_show_node(const struct tpf_session *s, const struct tpf_state_node *
 		       row.class, sn->generation, commit, or_dash(sn->id), age, row.preemptions,
 		       queued, mark);
 		show_condition(ln);
+		if (*row.why)
+			printf("    %s\n", row.why);
 		if (sn->bad_host)
 			printf("    %s: %s\n",
 			       !strcmp(sn->status, TPF_NODE_BAD_HOST) ? "bad host (replaced next)"

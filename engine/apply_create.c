@@ -7,6 +7,7 @@
 #include "engine/apply_internal.h"
 #include "model/node_state.h"
 #include "plan/quota.h"
+#include "util/buf.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -23,7 +24,28 @@ struct create_try {
 	int tried;               /* zones a create was sent to */
 	int backed_off;          /* zones skipped: backed off */
 	int only_zone_errors;    /* every refusal was quota, capacity or an unusable zone */
+	/* What each zone said, for people and the state's note: "zone Z is
+	 * out of capacity; zone Y is out of quota". */
+	struct tpf_buf why;
+	double retry_at;         /* monotonic: the first backoff to end among them; 0: none */
 };
+
+/* Why a zone took no node, after "zone Z ". */
+static const char *refusal_words(int rc)
+{
+	return rc == TPF_EQUOTA ? "is out of quota"
+	       : rc == TPF_EZONE ? "cannot be used by the project"
+				 : "is out of capacity";
+}
+
+/* Note that zone said no (words: refusal_words, or another reason), and
+ * that it is asked again at monotonic time `until` (0: not backed off). */
+static void note_refusal(struct create_try *ct, const char *zone, const char *words, double until)
+{
+	tpf_buf_addf(&ct->why, "%szone %s %s", ct->why.len ? "; " : "", zone, words);
+	if (until > 0 && (ct->retry_at <= 0 || until < ct->retry_at))
+		ct->retry_at = until;
+}
 
 /* Record the node as pending, and save, before any request is sent. A
  * node that existed before starts a new generation (TPUFORM_RETRY). */
@@ -39,14 +61,19 @@ static int record_pending(struct exec *x, const struct tpf_desired_node *dn)
 	return rc;
 }
 
-/* 1 if zone refused this accelerator type recently (a note says how long
- * it stays backed off). */
-static int zone_backed_off(struct exec *x, const struct tpf_desired_node *dn, const char *zone)
+/* 1 if zone refused this type of node recently (plan/backoff.h: the
+ * accelerator type, or a Compute Engine node's machine type); a note says
+ * how long it stays backed off. */
+static int zone_backed_off(struct exec *x, const struct tpf_desired_node *dn, const char *zone,
+			   struct create_try *ct)
 {
 	double until = 0;
-	if (!x->o->backoff || !tpf_backoff_blocked(x->o->backoff, zone, dn->recipe.accelerator_type,
-						   tpf_now_mono(), &until))
+	int why = 0;
+	struct tpf_backoff_key key = tpf_backoff_key_of(&dn->recipe);
+	if (!x->o->backoff ||
+	    !tpf_backoff_blocked(x->o->backoff, zone, &key, tpf_now_mono(), &until, &why))
 		return 0;
+	note_refusal(ct, zone, refusal_words(why), until);
 	char *msg = xasprintf("zone %s is backed off for %.0f s more", zone, until - tpf_now_mono());
 	apply_emit_zone(x, TPF_EVENT_ZONE_BACKED_OFF, dn, zone, msg);
 	free(msg);
@@ -78,11 +105,17 @@ static int claim_zone(struct exec *x, const struct tpf_desired_node *dn, const c
 
 /* A zone said quota, no capacity or that the project cannot use it: back it
  * off (when watch keeps backoff). */
-static void zone_refused(struct exec *x, const struct tpf_desired_node *dn, const char *zone, int rc)
+static void zone_refused(struct exec *x, const struct tpf_desired_node *dn, const char *zone, int rc,
+			 struct create_try *ct)
 {
-	if (!x->o->backoff)
+	if (!x->o->backoff) {
+		note_refusal(ct, zone, refusal_words(rc), 0);
 		return;
-	double wait = tpf_backoff_fail(x->o->backoff, zone, dn->recipe.accelerator_type, tpf_now_mono());
+	}
+	struct tpf_backoff_key key = tpf_backoff_key_of(&dn->recipe);
+	double now = tpf_now_mono();
+	double wait = tpf_backoff_fail(x->o->backoff, zone, &key, now, rc);
+	note_refusal(ct, zone, refusal_words(rc), now + wait);
 	char *msg = xasprintf("zone %s refused (%s): backing off %.0f s", zone,
 			      rc == TPF_EQUOTA ? "quota" : rc == TPF_EZONE ? "zone unusable" : "no capacity",
 			      wait);
@@ -106,12 +139,14 @@ static int create_in_zones(struct exec *x, const struct tpf_desired_node *dn, st
 			continue;
 		if (apply_interrupted(x))
 			break;
-		if (zone_backed_off(x, dn, zone)) {
+		if (zone_backed_off(x, dn, zone, ct)) {
 			ct->backed_off++;
 			continue;
 		}
-		if (!claim_zone(x, dn, zone, &rc))
+		if (!claim_zone(x, dn, zone, &rc)) {
+			note_refusal(ct, zone, "is at its declared quota", 0);
 			continue;
+		}
 		if (ct->tried) {
 			char *msg = xasprintf("trying zone %s", zone);
 			apply_emit_zone(x, TPF_EVENT_ZONE_FALLBACK, dn, zone, msg);
@@ -121,15 +156,17 @@ static int create_in_zones(struct exec *x, const struct tpf_desired_node *dn, st
 		xstrset(&ct->r.zone, zone);
 		rc = x->prov->ops->create(x->prov, dn->name, &ct->r, &ct->ln, &ct->zd);
 		if (rc == 0) {
-			if (x->o->backoff)
-				tpf_backoff_ok(x->o->backoff, zone, dn->recipe.accelerator_type);
+			if (x->o->backoff) {
+				struct tpf_backoff_key key = tpf_backoff_key_of(&dn->recipe);
+				tpf_backoff_ok(x->o->backoff, zone, &key);
+			}
 			break;
 		}
 		if (rc != TPF_EQUOTA && rc != TPF_ECAPACITY && rc != TPF_EZONE) {
 			ct->only_zone_errors = 0;
 			break;
 		}
-		zone_refused(x, dn, zone, rc);
+		zone_refused(x, dn, zone, rc, ct);
 	}
 	return rc;
 }
@@ -142,39 +179,108 @@ static void refusals_as_warnings(struct exec *x, struct create_try *ct)
 	tpf_diags_move(x->d, &ct->zd);
 }
 
-/* watch: nobody could take it now; it waits for the next round. */
-static int create_deferred(struct exec *x, const struct tpf_desired_node *dn, struct create_try *ct,
-			   double el)
+/* When a refused node is tried again, wall-clock RFC 3339 in out: the
+ * first backoff to end (watch); "" without one (apply: no retry of its
+ * own). */
+static void retry_when(const struct create_try *ct, char *out, size_t n)
+{
+	out[0] = '\0';
+	if (ct->retry_at > 0)
+		tpf_rfc3339(tpf_now_wall() + (ct->retry_at - tpf_now_mono()), out, n);
+}
+
+/* What the zones said ("zone Z is out of capacity; ..."). Borrowed. */
+static const char *refusal_note(const struct create_try *ct)
+{
+	return ct->why.len ? ct->why.buf : "no zone of its group could take it";
+}
+
+/* What became of the node a replace deleted ("" for a create). */
+static const char *replaced_words(const struct tpf_action *a)
+{
+	if (a->kind != TPF_ACT_REPLACE)
+		return "";
+	return a->keep_parts ? "The lost slices are gone until a create succeeds; the other "
+			       "slices keep their VMs. "
+			     : "The node it replaces was deleted first (a replacement destroys "
+			       "before it creates): it is gone until a create succeeds. ";
+}
+
+/* Nothing exists: keep why in the state for show and the plan (call
+ * with x->mu held; a node without history is not in the state). */
+static void record_refusal(struct exec *x, const struct tpf_desired_node *dn,
+			   const struct create_try *ct)
+{
+	char when[40];
+	retry_when(ct, when, sizeof(when));
+	tpf_state_record_refused(x->st, dn->name, refusal_note(ct), *when ? when : NULL);
+}
+
+/* watch: nobody could take it now; it waits for the zones' backoff. */
+static int create_deferred(struct exec *x, const struct tpf_action *a,
+			   const struct tpf_desired_node *dn, struct create_try *ct, double el)
 {
 	pthread_mutex_lock(x->mu);
 	/* Nothing exists. A node with history stays pending so that its
 	 * generation (the job's TPUFORM_RETRY) survives the wait. */
 	tpf_state_record_not_created(x->st, dn->name, 0, 1);
+	record_refusal(x, dn, ct);
 	apply_save_locked(x);
 	pthread_mutex_unlock(x->mu);
 	refusals_as_warnings(x, ct);
-	apply_emit(x, TPF_EVENT_DEFERRED, TPF_EVENT_CREATING, dn->name, NULL, el,
-	     "deferred: no zone of its group can take it now");
+	char when[40];
+	retry_when(ct, when, sizeof(when));
+	/* "2026-11-28T14:40:12Z" -> "14:40:12 UTC" */
+	char *msg = xasprintf("deferred: no zone of its group can take it now (%s)%s; tried again "
+			      "%s%.8s%s",
+			      refusal_note(ct),
+			      a->kind != TPF_ACT_REPLACE ? ""
+			      : a->keep_parts	       ? "; the lost slices are gone"
+						       : "; the node it replaces is gone",
+			      *when ? "after " : "next round", *when ? when + 11 : "",
+			      *when ? " UTC" : "");
+	apply_emit(x, TPF_EVENT_DEFERRED, TPF_EVENT_CREATING, dn->name, NULL, el, msg);
+	free(msg);
 	return TPF_EDEFERRED;
 }
 
-/* The create failed: forget the node when nothing can exist, else taint it
- * (a failed request may have left a node: it is replaced next time). */
-static int create_failed(struct exec *x, const struct tpf_desired_node *dn, struct create_try *ct,
-			 double el, int rc)
+/* apply: every zone refused and nothing of the node exists; one error
+ * says so and what happens now, the zones' own words are warnings. */
+static void say_not_created(struct exec *x, const struct tpf_action *a,
+			    const struct tpf_desired_node *dn, struct create_try *ct)
 {
-	pthread_mutex_lock(x->mu);
+	refusals_as_warnings(x, ct);
+	char *detail = xasprintf("%s%s Nothing of the refused create is left. 'tpuform apply' "
+				 "does not wait for capacity: run it again later, or run 'tpuform "
+				 "watch', which tries again by itself (a refusing zone after a "
+				 "backoff of its -interval, doubling up to 1 min).",
+				 replaced_words(a),
+				 dn->nzones > 1 ? "No other zone of its group could take it."
+						: "Its group has no other zone.");
+	tpf_errorx(x->d, dn->name, detail, "node '%s' was not created: %s", dn->name,
+		   refusal_note(ct));
+	free(detail);
+}
+
+/* The create failed: when nothing can exist, forget the node (a node with
+ * history stays pending, with why); else taint it (a failed request may
+ * have left a node: it is replaced next time). */
+static int create_failed(struct exec *x, const struct tpf_action *a,
+			 const struct tpf_desired_node *dn, struct create_try *ct, double el, int rc)
+{
 	/* Every zone said no before creating anything (or none was asked):
 	 * nothing exists. Otherwise a request may have left a node. */
-	tpf_state_record_not_created(x->st, dn->name, ct->tried && !ct->only_zone_errors, 0);
-	if (!ct->tried && !apply_interrupted(x))
-		tpf_errorx(x->d, dn->name, NULL,
-			   "node '%s' was not created: every zone of its group is at its declared "
-			   "quota",
-			   dn->name);
+	int nothing = !ct->tried || ct->only_zone_errors;
+	pthread_mutex_lock(x->mu);
+	tpf_state_record_not_created(x->st, dn->name, !nothing, nothing);
+	if (nothing)
+		record_refusal(x, dn, ct);
 	apply_save_locked(x);
 	pthread_mutex_unlock(x->mu);
-	tpf_diags_move(x->d, &ct->zd);
+	if (nothing && !apply_interrupted(x))
+		say_not_created(x, a, dn, ct);
+	else
+		tpf_diags_move(x->d, &ct->zd);
 	apply_emit(x, TPF_EVENT_FAILED, TPF_EVENT_CREATING, dn->name, NULL, el, NULL);
 	return rc;
 }
@@ -259,7 +365,7 @@ int apply_exec_create(struct exec *x, size_t ai)
 	int rc = record_pending(x, dn);
 	if (rc)
 		return rc;
-	struct create_try ct = { .zd = TPF_DIAGS_INIT, .only_zone_errors = 1 };
+	struct create_try ct = { .zd = TPF_DIAGS_INIT, .only_zone_errors = 1, .why = TPF_BUF_INIT };
 	tpf_recipe_copy(&ct.r, &dn->recipe);
 	/* Labelled with the lineage of the state it is recorded in, not the
 	 * plan's: a plan saved from a blank state was made with a lineage that
@@ -283,14 +389,15 @@ int apply_exec_create(struct exec *x, size_t ai)
 	if (stopped)
 		rc = create_interrupted(x, dn, &ct, el);
 	else if (rc && deferral)
-		rc = create_deferred(x, dn, &ct, el);
+		rc = create_deferred(x, &x->p->actions[ai], dn, &ct, el);
 	else if (rc)
-		rc = create_failed(x, dn, &ct, el, rc);
+		rc = create_failed(x, &x->p->actions[ai], dn, &ct, el, rc);
 	else
 		rc = create_done(x, dn, &ct, el);
 	tpf_live_node_release(&ct.ln);
 	tpf_recipe_release(&ct.r);
 	tpf_diags_release(&ct.zd);
+	tpf_buf_release(&ct.why);
 	return rc;
 }
 

@@ -3,6 +3,7 @@
  * fleet does not know yet, label it as the fleet's, record it.
  */
 #include "engine/targeted.h"
+#include "model/chips.h"
 #include "model/node_state.h"
 #include "plan/ownership.h"
 #include "plan/refresh_only.h"
@@ -51,6 +52,13 @@ static const struct tpf_desired_node *declared(struct tpf_session *s, const char
 	return dn;
 }
 
+/* A live field that is set and is not the declared one (NULL declared: a
+ * Compute Engine group has no accelerator type or runtime version). */
+static int differs(const char *live, const char *declared)
+{
+	return live && (!declared || strcmp(live, declared));
+}
+
 /* A node found: refuse another fleet's or another state's; warn when the next plan will
  * replace it (the same fields tpf_diff says force replacement). */
 static int check_found(struct tpf_session *s, const struct tpf_desired_node *dn,
@@ -73,12 +81,11 @@ static int check_found(struct tpf_session *s, const struct tpf_desired_node *dn,
 	for (size_t i = 0; i < dn->nzones; i++)
 		zone_ok |= ln->recipe.zone && !strcmp(dn->zones[i], ln->recipe.zone);
 	const char *why = !zone_ok ? "its zone is not among its group's zones"
-			  : ln->recipe.accelerator_type &&
-					  strcmp(ln->recipe.accelerator_type,
-						 dn->recipe.accelerator_type)
-				  ? "its accelerator type differs from its group's"
-			  : ln->recipe.runtime_version &&
-					  strcmp(ln->recipe.runtime_version, dn->recipe.runtime_version)
+			  : differs(tpf_recipe_type(&ln->recipe), tpf_recipe_type(&dn->recipe))
+				  ? dn->recipe.compute.api == TPF_API_COMPUTE
+					    ? "its machine type differs from its group's"
+					    : "its accelerator type differs from its group's"
+			  : differs(ln->recipe.runtime_version, dn->recipe.runtime_version)
 				  ? "its runtime version differs from its group's"
 				  : NULL;
 	if (why)

@@ -100,14 +100,33 @@ static void job_from_facts(const struct tpf_session *s, const struct tpf_state_n
 		snprintf(r->job, sizeof(r->job), "unreachable");
 }
 
+void tpf_show_not_created(const struct tpf_state_node *sn, char *out, size_t outlen)
+{
+	const char *at = sn ? sn->retry_after : NULL;
+	if (!sn || !sn->refused)
+		snprintf(out, outlen, "not created");
+	else if (at && strlen(at) >= 19) /* RFC 3339: "2026-11-28T14:40:12Z" */
+		snprintf(out, outlen, "not created: %s, retry after %.8s UTC", sn->refused, at + 11);
+	else
+		snprintf(out, outlen, "not created: %s; the next 'tpuform apply' or 'watch' round "
+			 "tries again", sn->refused);
+}
+
 void tpf_show_row(const struct tpf_session *s, const struct tpf_state_node *sn, double now,
 		  struct tpf_show_row *r)
 {
 	memset(r, 0, sizeof(*r));
 	const struct tpf_live_node *ln = tpf_live_set_find(&s->live, sn->name);
 	r->sn = sn;
+	/* Refreshed, not live, and no create ever answered with an id (or
+	 * its last one was refused): it does not exist, and the state says
+	 * why when it knows. */
+	int never = !ln && s->o.refresh && !sn->id && strcmp(sn->status, TPF_NODE_COMPLETED);
+	if (never)
+		tpf_show_not_created(sn, r->why, sizeof(r->why));
 	r->state = ln && ln->state ? ln->state
 		 : !strcmp(sn->status, TPF_NODE_COMPLETED) ? "COMPLETED"
+		 : never ? "NOT CREATED"
 		 : s->o.refresh ? "MISSING" : "UNKNOWN";
 	const char *type = sn->recipe.accelerator_type;
 	if (!type || !*type)
@@ -116,7 +135,7 @@ void tpf_show_row(const struct tpf_session *s, const struct tpf_state_node *sn, 
 	r->zone = sn->recipe.zone && *sn->recipe.zone ? sn->recipe.zone : "-";
 	r->class = tpf_recipe_scheduling(&sn->recipe);
 	double created = tpf_parse_rfc3339(sn->created_at);
-	r->age = created < 0 || !strcmp(sn->status, TPF_NODE_COMPLETED) ? -1
+	r->age = created < 0 || never || !strcmp(sn->status, TPF_NODE_COMPLETED) ? -1
 		 : now > created ? now - created
 				 : 0; /* a clock a little behind the provider's */
 	r->total = (int)sn->nworkers;

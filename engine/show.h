@@ -36,6 +36,11 @@ struct tpf_show_row {
 	 * with a ?: not probed now); "-": never provisioned. */
 	char job[64];
 	const char *last_log;  /* the first worker's last log line that answered; NULL: none */
+	/* A node with no VM now (refreshed, never created or its create
+	 * refused): why, for the LAST LOG LINE column: "not created: zone Z
+	 * is out of capacity, retry after 14:40:12 UTC" (the state's note,
+	 * state.h refused/retry_after), else "not created"; "" otherwise. */
+	char why[256];
 };
 
 /*
@@ -59,6 +64,15 @@ int tpf_show_refresh(struct tpf_session *s, int refresh, int parallelism);
  */
 void tpf_show_row(const struct tpf_session *s, const struct tpf_state_node *sn, double now,
 		  struct tpf_show_row *r);
+
+/*
+ * Why node sn has no VM, for people, into out: "not created: WHY, retry
+ * after HH:MM:SS UTC" (watch's backoff) or "not created: WHY; the next
+ * 'tpuform apply' or 'watch' round tries again" from the state's note
+ * (sn->refused, sn->retry_after; sn may be NULL: a declared node the state
+ * does not hold), else "not created".
+ */
+void tpf_show_not_created(const struct tpf_state_node *sn, char *out, size_t outlen);
 
 /* Why a node's workers cannot be known (see struct tpf_show_row.dead),
  * from its live state (NULL: not live) and record; NULL: they may run. */

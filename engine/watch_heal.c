@@ -78,8 +78,9 @@ struct tpf_healer *tpf_healer_new(const struct tpf_watch_opts *o)
 	h->s.o.file = o->file;
 	h->s.o.parallelism = o->parallelism;
 	h->o = o;
-	/* Zones that refuse are retried after interval, 2 interval, ... 10 min. */
-	h->backoff = tpf_backoff_new(o->interval, 600);
+	/* Zones that refuse are retried after interval, 2 interval, ... 1 min
+	 * (or interval, when longer). */
+	h->backoff = tpf_backoff_new(o->interval, TPF_ZONE_BACKOFF_CAP);
 	return h;
 }
 

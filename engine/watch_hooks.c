@@ -584,8 +584,11 @@ static void seen_quota(struct tpf_watch_hooks *h, const struct tpf_session *s)
 		if (k && k->value >= waiting)
 			continue;
 		mark_set(&h->deferred, gr->name, waiting);
+		/* A Compute Engine group has a machine type, no accelerator type. */
+		const char *type = gr->accelerator_type ? gr->accelerator_type
+							: gr->compute.machine_type;
 		char *msg = xasprintf("%ld of %d nodes of group '%s' wait for quota (%s %s)", waiting,
-				      gr->count, gr->name, gr->accelerator_type,
+				      gr->count, gr->name, type ? type : "?",
 				      gr->spot ? "spot" : gr->preemptible ? "preemptible" : "on-demand");
 		struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_QUOTA_WAITING);
 		ev.group = gr->name;

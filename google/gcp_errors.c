@@ -300,18 +300,21 @@ char *tpf_gcp_error_hint(const struct tpf_gcp_error *e, enum tpf_gcp_class c,
 	const char *p = project ? project : "?";
 	switch (c) {
 	case TPF_GCP_QUOTA:
-		return xstrdup("the quota named above is exhausted in this zone; tpuform tries "
-			       "the group's next zone, or request more quota in the Cloud console "
-			       "(IAM & Admin > Quotas)");
+		return xstrdup("the quota named above is exhausted in this zone; if the group "
+			       "has another zone, tpuform tries the group's next zone; or request "
+			       "more quota in the Cloud console (IAM & Admin > Quotas)");
 	case TPF_GCP_CAPACITY:
 		if (e->code == 9)
-			return xstrdup("the reservation has too few free TPUs; tpuform tries the "
-				       "group's next zone, or retry later");
-		return xstrdup("the zone has no free TPUs of this type right now; tpuform tries "
-			       "the group's next zone, or retry later");
+			return xstrdup("the reservation has too few free TPUs; if the group has "
+				       "another zone, tpuform tries the group's next zone; or retry "
+				       "later");
+		return xstrdup("the zone has no free TPUs of this type right now; if the group "
+			       "has another zone, tpuform tries the group's next zone; or retry "
+			       "later");
 	case TPF_GCP_LOCATION:
 		return xasprintf("project '%s' cannot use this zone (no such zone, or no access "
-				 "to it); tpuform tries the group's next zone; check the group's "
+				 "to it); if the group has another zone, tpuform tries the group's "
+				 "next zone; check the group's "
 				 "'zones' against 'gcloud compute tpus locations list'", p);
 	case TPF_GCP_AUTH:
 		return xstrdup("the access token was rejected; check provider.gcp.credentials, "

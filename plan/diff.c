@@ -315,7 +315,12 @@ static void diff_absent(struct tpf_plan *p, const struct tpf_desired_node *dn,
 			   "(its termination action is DELETE)");
 	else if (was_created)
 		set_reason(a, "missing", "the node is missing: it was deleted outside tpuform");
-	else if (sn)
+	else if (sn && sn->refused) {
+		/* every zone refused its last create: say why (state.h) */
+		char *why = xasprintf("the node was not created: %s", sn->refused);
+		set_reason(a, "refused", why);
+		free(why);
+	} else if (sn)
 		set_reason(a, "interrupted", "an earlier create did not complete");
 	free(a->id);
 	a->id = NULL;

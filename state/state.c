@@ -61,6 +61,8 @@ void tpf_state_node_release(struct tpf_state_node *n)
 	free(n->created_at);
 	free(n->completed_at);
 	free(n->bad_host);
+	free(n->refused);
+	free(n->retry_after);
 	free(n->last_checkpoint);
 	free(n->checkpoint_at);
 	tpf_recipe_release(&n->recipe);

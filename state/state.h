@@ -107,6 +107,15 @@ struct tpf_state_node {
 	 * replacement starts, kept across every replacement, so `show` can
 	 * tell a node that keeps being preempted. 0: never (omitted). */
 	int preemptions;
+	/* Why the node has no VM now, when its last create was refused by
+	 * every zone it could try: "zone us-central1-c is out of capacity"
+	 * (`show` and the plan say it), and when `watch` tries again (RFC
+	 * 3339; NULL: at the next apply or watch round). Set by
+	 * tpf_state_record_refused, kept while it is tried again (a watch
+	 * round that finds the zone still backed off writes no new state),
+	 * cleared once a create answers or may have left a node; NULL: none. */
+	char *refused;
+	char *retry_after;
 	struct tpf_state_worker *workers;
 	size_t nworkers;
 };
@@ -261,6 +270,12 @@ void tpf_state_record_created(struct tpf_state *st, const char *name, const char
  * stays pending so its TPUFORM_RETRY survives the wait. */
 void tpf_state_record_not_created(struct tpf_state *st, const char *name, int may_exist,
 				  int keep_history);
+/* Every zone refused node `name`'s create and nothing of it exists: keep
+ * why (copied; e.g. "zone Z is out of capacity") and when it is tried
+ * again (RFC 3339, may be NULL). Nothing when the state has no such node
+ * (a node without history is forgotten, tpf_state_record_not_created). */
+void tpf_state_record_refused(struct tpf_state *st, const char *name, const char *why,
+			      const char *retry_after);
 /* Deleted because its job completed (on_success: delete): status
  * completed, no id, completed_at `at`, every worker exited 0. */
 void tpf_state_record_completed(struct tpf_state *st, const char *name, const char *at);

@@ -44,6 +44,8 @@ struct tpf_state_node *tpf_state_node_clone(const struct tpf_state_node *src)
 	n->exit_code = src->exit_code;
 	n->bad_host = xstrdup(src->bad_host);
 	n->preemptions = src->preemptions;
+	n->refused = xstrdup(src->refused);
+	n->retry_after = xstrdup(src->retry_after);
 	tpf_state_node_set_workers(n, src->nworkers);
 	for (size_t i = 0; i < src->nworkers; i++)
 		worker_copy(&n->workers[i], &src->workers[i]);
@@ -107,6 +109,8 @@ void tpf_state_record_created(struct tpf_state *st, const char *name, const char
 	xstrset(&sn->id, id);
 	xstrset(&sn->status, TPF_NODE_CREATED);
 	xstrset(&sn->created_at, created_at);
+	xstrset(&sn->refused, NULL); /* a zone took it */
+	xstrset(&sn->retry_after, NULL);
 }
 
 void tpf_state_record_not_created(struct tpf_state *st, const char *name, int may_exist,
@@ -115,12 +119,25 @@ void tpf_state_record_not_created(struct tpf_state *st, const char *name, int ma
 	struct tpf_state_node *sn = tpf_state_find(st, name);
 	if (!sn)
 		return;
-	if (may_exist)
+	if (may_exist) {
 		xstrset(&sn->status, TPF_NODE_TAINTED);
+		xstrset(&sn->refused, NULL); /* not a refusal: a node may exist */
+		xstrset(&sn->retry_after, NULL);
+	}
 	else if (keep_history && sn->generation > 0)
 		xstrset(&sn->status, TPF_NODE_PENDING);
 	else
 		tpf_state_remove(st, name);
+}
+
+void tpf_state_record_refused(struct tpf_state *st, const char *name, const char *why,
+			      const char *retry_after)
+{
+	struct tpf_state_node *sn = tpf_state_find(st, name);
+	if (!sn)
+		return;
+	xstrset(&sn->refused, why);
+	xstrset(&sn->retry_after, retry_after);
 }
 
 void tpf_state_record_completed(struct tpf_state *st, const char *name, const char *at)

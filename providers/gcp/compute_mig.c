@@ -320,7 +320,9 @@ static int bulk_error(json_t *mig, const char *what, const char *address, struct
 	struct tpf_gcp_error e = TPF_GCP_ERROR_INIT;
 	tpf_gcp_error_parse_compute(&e, op);
 	int rc = tpf_gcp_class_rc(tpf_gcp_error_classify(&e));
-	tpf_errorx(d, address, "the slice's resources were deleted; the next zone is tried",
+	tpf_errorx(d, address,
+		   "the slice's resources were deleted; if the group has another zone, tpuform "
+		   "tries the group's next zone",
 		   "%s: %s", what, e.message ? e.message : "no message");
 	tpf_gcp_error_release(&e);
 	json_decref(op);

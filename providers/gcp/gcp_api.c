@@ -101,8 +101,8 @@ static int lost_while_creating(struct tpf_gcp_client *c, const char *zone, const
 {
 	if (!out->state || (strcmp(out->state, "PREEMPTED") && strcmp(out->state, "TERMINATED")))
 		return 0;
-	tpf_errorx(d, name, "no capacity held it; tpuform tries the group's next zone, "
-		   "or retry later",
+	tpf_errorx(d, name, "no capacity held it; if the group has another zone, tpuform "
+		   "tries the group's next zone; or retry later",
 		   "%s: the node was %s before it was ever READY", what, out->state);
 	struct tpf_diags tmp = TPF_DIAGS_INIT;
 	if (made_by_us(out, want) && tpf_gcp_delete_node(c, zone, name, &tmp) < 0)

@@ -191,8 +191,10 @@ static int follow(struct tpf_gcp_client *c, const char *zone, const char *name, 
 			/* ACTIVE without its node: it is being suspended; look again */
 		} else if (tpf_gcp_qr_dead(q.state)) {
 			rc = failure_rc(&q);
-			tpf_errorx(d, name, rc == TPF_ECAPACITY ? "tpuform tries the group's next zone"
-								 : NULL,
+			tpf_errorx(d, name,
+				   rc == TPF_ECAPACITY ? "if the group has another zone, tpuform "
+							 "tries the group's next zone"
+							 : NULL,
 				   "%s: the queued resource is %s%s%s", what, q.state,
 				   q.error ? ": " : "", q.error ? q.error : "");
 			break;

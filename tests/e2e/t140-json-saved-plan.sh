@@ -44,7 +44,8 @@ echo '{"format":"nonsense"}' >junk.plan
 fails "a file that is not a plan is refused" 1 tpuform apply -f fleet.yaml junk.plan
 
 tpuform show -f fleet.yaml -json >show.json 2>&1
-is "show -json lists the nodes with workers and sessions" "$(jq -r '.nodes[] | .name + ":" + .workers[0].session' show.json | tr '\n' ' ')" "js-a-0:alive js-a-1:alive "
+is "show -json lists the nodes with workers and sessions" "$(jq -r '.nodes[] | select(.in_state != false) | .name + ":" + .workers[0].session' show.json | tr '\n' ' ')" "js-a-0:alive js-a-1:alive "
+is "and the declared node not created yet" "$(jq -r '.nodes[] | select(.in_state == false) | .name + ":" + .not_as_declared' show.json)" "js-a-2:not_created"
 fails "-detailed-exitcode gives 2 with changes" 2 tpuform plan -f fleet.yaml -detailed-exitcode
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
 finish

@@ -210,6 +210,42 @@ static void test_show__preemptions_survive_replacement(void)
 	tpf_state_release(&st);
 }
 
+/* A node of the state with no VM and no id (its create refused, or
+ * never answered): NOT CREATED, no age, and why (the state's note), with
+ * the retry time when watch's backoff set one. issue 26 item 8. */
+static void test_show__not_created_says_why(void)
+{
+	struct tpf_session s;
+	open_session(&s, 1);
+	struct tpf_state_node *sn = add_node(&s, "f-a-0", TPF_NODE_PENDING, 2);
+	xstrset(&sn->id, NULL);
+	xstrset(&sn->created_at, "2026-01-01T00:00:00Z"); /* the VM it replaced */
+	xstrset(&sn->refused, "zone z1 is out of capacity");
+	struct tpf_show_row r;
+	tpf_show_row(&s, sn, tpf_now_wall(), &r);
+	CHECK_STR(r.state, "NOT CREATED");
+	CHECK(r.age < 0);
+	CHECK_STR(r.why, "not created: zone z1 is out of capacity; the next 'tpuform apply' or "
+			 "'watch' round tries again");
+	CHECK_STR(r.job, "unknown: node not created");
+	xstrset(&sn->retry_after, "2026-01-01T14:40:12Z");
+	tpf_show_row(&s, sn, tpf_now_wall(), &r);
+	CHECK_STR(r.why, "not created: zone z1 is out of capacity, retry after 14:40:12 UTC");
+	/* no note: plainly not created; a declared node not in the state too */
+	xstrset(&sn->refused, NULL);
+	tpf_show_row(&s, sn, tpf_now_wall(), &r);
+	CHECK_STR(r.why, "not created");
+	char why[64];
+	tpf_show_not_created(NULL, why, sizeof(why));
+	CHECK_STR(why, "not created");
+	/* a node that had an id and is gone is missing, not "not created" */
+	struct tpf_state_node *gone = add_node(&s, "f-a-1", TPF_NODE_CREATED, 1);
+	tpf_show_row(&s, gone, tpf_now_wall(), &r);
+	CHECK_STR(r.state, "MISSING");
+	CHECK_STR(r.why, "");
+	tpf_session_close(&s);
+}
+
 int main(void)
 {
 	RUN(test_show__age);
@@ -217,5 +253,6 @@ int main(void)
 	RUN(test_show__ready_node_cells);
 	RUN(test_show__suggest_node);
 	RUN(test_show__preemptions_survive_replacement);
+	RUN(test_show__not_created_says_why);
 	return unit_done();
 }

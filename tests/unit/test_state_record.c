@@ -74,6 +74,66 @@ static void test_state_record__not_created(void)
 	tpf_state_release(&st);
 }
 
+/* Every zone refused a node with history (issue 26 item 8): it stays
+ * pending with why and when it is tried again; the note survives a JSON
+ * round trip and a clone; the next create clears it. */
+static void test_state_record__refused(void)
+{
+	struct tpf_state st;
+	tpf_state_init(&st);
+	struct tpf_recipe r;
+	recipe(&r, 1, 0);
+	struct tpf_job job = { 0 };
+	tpf_state_record_pending(&st, "n0", "a", 0, &r, &job);
+	tpf_state_record_created(&st, "n0", "id-1", "2026-01-01T00:00:00Z");
+	tpf_state_record_pending(&st, "n0", "a", 0, &r, &job); /* the replacement */
+	tpf_state_record_not_created(&st, "n0", 0, 1);
+	tpf_state_record_refused(&st, "n0", "zone z1 is out of capacity", "2026-01-01T00:01:00Z");
+	struct tpf_state_node *sn = tpf_state_find(&st, "n0");
+	CHECK_STR(sn->status, TPF_NODE_PENDING);
+	CHECK_INT(sn->generation, 1);
+	CHECK_STR(sn->refused, "zone z1 is out of capacity");
+	CHECK_STR(sn->retry_after, "2026-01-01T00:01:00Z");
+	struct tpf_state_node *c = tpf_state_node_clone(sn);
+	CHECK_STR(c->refused, "zone z1 is out of capacity");
+	CHECK_STR(c->retry_after, "2026-01-01T00:01:00Z");
+	tpf_state_node_free(c);
+
+	json_t *j = tpf_state_to_json(&st);
+	struct tpf_state back;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	CHECK_INT(tpf_state_from_json(&back, j, "mem", &d), 0);
+	CHECK_STR(tpf_state_find(&back, "n0")->refused, "zone z1 is out of capacity");
+	CHECK_STR(tpf_state_find(&back, "n0")->retry_after, "2026-01-01T00:01:00Z");
+	tpf_state_release(&back);
+	tpf_diags_release(&d);
+	json_decref(j);
+
+	/* tried again: the note stays until a zone takes it (a watch round
+	 * that finds the zone backed off changes nothing), then goes */
+	sn = tpf_state_record_pending(&st, "n0", "a", 0, &r, &job);
+	CHECK_STR(sn->refused, "zone z1 is out of capacity");
+	tpf_state_record_not_created(&st, "n0", 0, 1);
+	CHECK_STR(tpf_state_find(&st, "n0")->refused, "zone z1 is out of capacity");
+	tpf_state_record_created(&st, "n0", "id-2", "2026-01-01T00:02:00Z");
+	sn = tpf_state_find(&st, "n0");
+	CHECK(sn->refused == NULL && sn->retry_after == NULL);
+	/* a failed create that may have left a node is no refusal */
+	tpf_state_record_pending(&st, "n0", "a", 0, &r, &job);
+	tpf_state_record_refused(&st, "n0", "zone z1 is out of capacity", NULL);
+	tpf_state_record_not_created(&st, "n0", 1, 0);
+	CHECK_STR(tpf_state_find(&st, "n0")->status, TPF_NODE_TAINTED);
+	CHECK(tpf_state_find(&st, "n0")->refused == NULL);
+	/* a node not in the state gets none */
+	tpf_state_record_refused(&st, "nobody", "zone z1 is out of capacity", NULL);
+	CHECK(tpf_state_find(&st, "nobody") == NULL);
+	j = tpf_state_to_json(&st);
+	CHECK(!json_object_get(json_array_get(json_object_get(j, "nodes"), 0), "refused"));
+	json_decref(j);
+	tpf_recipe_release(&r);
+	tpf_state_release(&st);
+}
+
 static void test_state_record__adoption_and_new_id(void)
 {
 	struct tpf_state st;
@@ -262,6 +322,7 @@ int main(void)
 {
 	RUN(test_state_record__pending_generation);
 	RUN(test_state_record__not_created);
+	RUN(test_state_record__refused);
 	RUN(test_state_record__adoption_and_new_id);
 	RUN(test_state_record__gang_restart_and_clone);
 	RUN(test_state_record__bad_host);
