@@ -64,17 +64,29 @@ static int exec_delete_only(struct exec *x, size_t ai, int forget_state)
 {
 	const struct tpf_action *a = &x->p->actions[ai];
 	apply_keep_logs(x, a);
-	char mine[TPF_LINEAGE_LABEL_LEN + 1];
+	char mine[TPF_LINEAGE_LABEL_LEN + 1], now[40];
 	char *id = xstrdup(a->id);
+	struct tpf_recipe recorded;
+	memset(&recorded, 0, sizeof(recorded));
+	tpf_rfc3339(tpf_now_wall(), now, sizeof(now));
 	pthread_mutex_lock(x->mu);
-	const struct tpf_state_node *sn = id ? NULL : tpf_state_find(x->st, a->node);
-	if (sn)
+	const struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
+	if (sn && !id)
 		id = xstrdup(sn->id);
-	struct tpf_delete_guard guard = { tpf_lineage_label(x->st->lineage, mine), NULL };
+	if (sn)
+		tpf_recipe_copy(&recorded, &sn->recipe);
+	struct tpf_delete_guard guard = { tpf_lineage_label(x->st->lineage, mine), NULL,
+					  sn ? &recorded : NULL };
+	/* Recorded before the request: a run that dies while the delete is
+	 * under way leaves the record (state.h delete_sent_at). */
+	tpf_state_record_delete_sent(x->st, a->node, now);
+	int rc = sn ? apply_save_locked(x) : 0;
 	pthread_mutex_unlock(x->mu);
 	guard.id = id;
 	apply_fl_begin(x, ai, TPF_EVENT_DELETING, a->id);
-	int rc = x->prov->ops->remove(x->prov, a->zone, a->node, &guard, x->d);
+	if (rc == 0)
+		rc = x->prov->ops->remove(x->prov, a->zone, a->node, &guard, x->d);
+	tpf_recipe_release(&recorded);
 	free(id);
 	double el = apply_fl_end(x, ai);
 	if (rc == TPF_EINTERRUPTED) {

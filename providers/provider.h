@@ -36,6 +36,12 @@ struct tpf_delete_guard {
 	 * borrowed), NULL when it records none. Used only for nodes that carry
 	 * no lineage label (made before the label existed). */
 	const char *id;
+	/* The state's recipe of the node (how it was asked for; borrowed), or
+	 * NULL. A provider whose refresh did not see the node learns from it
+	 * which API and shape the node had, so that it finds every part that
+	 * may remain (a Compute Engine slice whose MIG is gone but whose
+	 * template or workload policy is left after a crash). */
+	const struct tpf_recipe *recorded;
 };
 
 struct tpf_provider_ops {

@@ -39,9 +39,8 @@ const char *ce_used_by(const char *key, const char *value)
 
 	json_object_foreach(ce.migs, z, zone)
 		json_object_foreach(zone, n, mig)
-			if (sget(mig, key) && !strcmp(sget(mig, key), value) &&
-			    !json_object_get(mig, "__gone"))
-				return sget(mig, "selfLink");
+			if (sget(mig, key) && !strcmp(sget(mig, key), value))
+				return sget(mig, "selfLink"); /* till the MIG is gone */
 	return NULL;
 }
 
