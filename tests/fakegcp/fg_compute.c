@@ -1124,7 +1124,7 @@ int fg_compute_init(const char *schema, char *err, size_t errlen)
 	ce.active = json_object();
 	ce.stage_s = fg_opt.compute_stage_s >= 0 ? fg_opt.compute_stage_s : fg_opt.op_seconds;
 	ce.wait_s = fg_opt.compute_wait_s;
-	ce.delete_s = fg_opt.compute_delete_s >= 0 ? fg_opt.compute_delete_s : fg_opt.op_seconds;
+	ce.delete_s = fg_opt.delete_s >= 0 ? fg_opt.delete_s : fg_opt.op_seconds;
 	return ce_schema_load(schema, err, errlen);
 }
 

@@ -43,7 +43,7 @@ struct ce_world {
 			   * __gone, __stop, __wait): the only ones a tick visits */
 	char *base;       /* "http://HOST/compute/v1/", from the last request */
 	double stage_s;   /* --compute-stage-seconds */
-	double delete_s;  /* --compute-delete-seconds: an instance's or MIG's delete */
+	double delete_s;  /* --delete-seconds: an instance's or MIG's delete */
 	double wait_s;    /* --compute-wait-seconds */
 	uint64_t gen;     /* bumped by every change a MIG could see (ce_changed) */
 };

@@ -20,7 +20,7 @@
  *     name under defaultActionOnFailure REPAIR (the default), left alone
  *     under DO_NOTHING.
  *   - delete: its members go at once (STOPPING), and the MIG with them
- *     --compute-delete-seconds later; meanwhile it is still got and
+ *     --delete-seconds later; meanwhile it is still got and
  *     listed, every member's current action DELETING, and a second delete
  *     (or resize) is 400 resourceNotReady; its template and workload
  *     policy stay in use until it is gone.
@@ -719,8 +719,16 @@ static void mig_one(struct ce_req *q, const char *zone, const char *name, const 
 	} else if (json_object_get(mig, "__gone") && !lmi) {
 		ce_not_ready(r, "instanceGroupManagers", zone, name);
 	} else if (!verb && !strcmp(r->method, "DELETE")) {
-		/* Its members go first, and it goes with the last of them. */
-		plan_members(mig, zone, 0);
+		/* Its members go at once, and it goes with them; they stay
+		 * listed as its members, each one's action DELETING. */
+		size_t k;
+		json_t *m;
+		json_array_foreach(json_object_get(mig, "__members"), k, m) {
+			json_t *inst = ce_map2(ce.inst, zone, json_string_value(m));
+			if (inst && !json_object_get(inst, "__gone"))
+				ce_instance_delete(inst);
+		}
+		ce_changed();
 		json_object_set_new(mig, "__gone", json_real(fg_mono() + ce.delete_s));
 		char *scope = xasprintf("zones/%s", zone);
 		op = ce_op_new(scope, "delete", strstr(sget(mig, "selfLink"), "zones/"),

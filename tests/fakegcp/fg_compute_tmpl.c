@@ -9,8 +9,9 @@
  *   - A workload policy: type required; acceleratorTopology only with
  *     HIGH_THROUGHPUT, never with maxTopologyDistance (nor with
  *     acceleratorTopologyMode); topology AxB or AxBxC.
- *   - Neither can be deleted while a MIG uses it: 400
- *     resourceInUseByAnotherResource.
+ *   - Neither can be deleted while a MIG uses it (one being deleted too):
+ *     400 resourceInUseByAnotherResource. A delete is gone at once, its
+ *     operation DONE --delete-seconds later.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -178,7 +179,7 @@ void ce_templates(struct ce_req *q, const char *scope)
 		} else if (!strcmp(m, "DELETE") && user) {
 			in_use(q->r, "instance_template", rel, user);
 		} else if (!strcmp(m, "DELETE")) {
-			op = ce_op_new(scope, "delete", rel, sget(t, "id"), fg_opt.op_seconds);
+			op = ce_op_new(scope, "delete", rel, sget(t, "id"), ce.delete_s);
 			json_object_del(map, name);
 			answer_op(q, op);
 		} else {
@@ -312,7 +313,7 @@ void ce_policies(struct ce_req *q, const char *region)
 		} else if (!strcmp(m, "DELETE") && user) {
 			in_use(q->r, "resource_policy", rel, user);
 		} else if (!strcmp(m, "DELETE")) {
-			op = ce_op_new(scope, "delete", rel, sget(p, "id"), fg_opt.op_seconds);
+			op = ce_op_new(scope, "delete", rel, sget(p, "id"), ce.delete_s);
 			json_object_del(map, name);
 			answer_op(q, op);
 		} else {
