@@ -285,9 +285,9 @@ static void diff_absent(struct tpf_plan *p, const struct tpf_desired_node *dn,
 	if (was_created && tpf_live_set_was_preempted(live, sn->id))
 		tpf_diff_reason(a, "preempted", "the node was preempted: Compute Engine deleted it "
 			   "(its termination action is DELETE)");
-	else if (was_created && !tpf_diff_deleted(a, sn))
+	else if (was_created && !tpf_diff_deleted(a, sn)) /* else: tpuform deleted it */
 		tpf_diff_reason(a, "missing", "the node is missing: it was deleted outside tpuform");
-	else if (sn)
+	else if (sn && !was_created)
 		tpf_diff_reason(a, "interrupted", "an earlier create did not complete");
 	free(a->id);
 	a->id = NULL;
