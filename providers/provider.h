@@ -42,6 +42,13 @@ struct tpf_delete_guard {
 	 * may remain (a Compute Engine slice whose MIG is gone but whose
 	 * template or workload policy is left after a crash). */
 	const struct tpf_recipe *recorded;
+	/* Called (with ctx) each time tpf_delete_check lets a delete of what
+	 * was just read go ahead, i.e. just before the delete request is sent
+	 * (or, for a node already being deleted, waited for); NULL: nothing.
+	 * The executor records the delete in the state there (state.h
+	 * delete_sent_at), so a refused or needless delete records nothing. */
+	void (*sending)(void *ctx);
+	void *ctx;
 };
 
 struct tpf_provider_ops {

@@ -237,7 +237,7 @@ static int may_delete(const struct part *p, json_t *obj, const char *zone, const
 		free(got);
 		return 1;
 	}
-	struct tpf_delete_guard g = { guard->lineage, NULL, NULL };
+	struct tpf_delete_guard g = { guard->lineage, NULL, NULL, NULL, NULL };
 	struct tpf_diags why = TPF_DIAGS_INIT;
 	rc = tpf_delete_check(&g, p->kind, p->pname, NULL, got, NULL, &why);
 	if (rc < 0)

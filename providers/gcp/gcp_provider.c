@@ -520,8 +520,8 @@ static int unit_create(struct gcp_impl *g, const char *name, const struct tpf_re
 		}
 	pthread_mutex_unlock(&g->mu);
 	/* Only this state's slices go (r carries its lineage). */
-	struct tpf_delete_guard guard = { tpf_kvlist_get(&r->labels, TPF_LABEL_LINEAGE), NULL,
-					  NULL };
+	struct tpf_delete_guard guard = { .lineage = tpf_kvlist_get(&r->labels,
+								    TPF_LABEL_LINEAGE) };
 	for (size_t i = 0; i < n; i++) {
 		if (rc == 0)
 			rc = tpf_compute_delete_unit(g->compute, elsewhere[i], name,
@@ -563,8 +563,8 @@ static int compute_create(struct gcp_impl *g, const char *name, const struct tpf
 		 * global), and never one it refused as another state's
 		 * (docs/compute-engine.md "Undo and ownership of a slice's
 		 * parts"); each is read again before its delete. */
-		struct tpf_delete_guard guard = { tpf_kvlist_get(&r->labels, TPF_LABEL_LINEAGE),
-						  NULL, NULL };
+		struct tpf_delete_guard guard = { .lineage = tpf_kvlist_get(&r->labels,
+									    TPF_LABEL_LINEAGE) };
 		struct tpf_diags undo = TPF_DIAGS_INIT;
 		if (ours && tpf_compute_delete_slice(g->compute, r->zone, name, ours, &guard,
 						     &undo) < 0)

@@ -126,7 +126,7 @@ int tpf_gcp_delete_qr(struct tpf_gcp_client *c, const char *zone, const char *id
 		/* A node left under that name is deleted only when it is this
 		 * state's (the delete-time rule, providers/provider.h): another
 		 * state may have made one since the queued resource went. */
-		struct tpf_delete_guard g = { lineage, NULL, NULL };
+		struct tpf_delete_guard g = { lineage, NULL, NULL, NULL, NULL };
 		if (rc == 0 && lineage)
 			rc = tpf_delete_check(&g, "node", node, zone,
 					      tpf_kvlist_get(&n.recipe.labels, TPF_LABEL_LINEAGE), n.id,
