@@ -520,8 +520,7 @@ static int unit_create(struct gcp_impl *g, const char *name, const struct tpf_re
 		}
 	pthread_mutex_unlock(&g->mu);
 	/* Only this state's slices go (r carries its lineage). */
-	struct tpf_delete_guard guard = { .lineage = tpf_kvlist_get(&r->labels,
-								    TPF_LABEL_LINEAGE) };
+	struct tpf_delete_guard guard = { .lineage = tpf_kvlist_get(&r->labels, TPF_LABEL_LINEAGE) };
 	for (size_t i = 0; i < n; i++) {
 		if (rc == 0)
 			rc = tpf_compute_delete_unit(g->compute, elsewhere[i], name,
@@ -638,37 +637,6 @@ static int compute_remove(struct tpf_provider *p, const char *zone, const char *
 }
 
 /*
- * Is Cloud TPU node `name` (or its queued resource `qr`, NULL: none) this
- * state's now? Read just before the delete, since nodes.delete and
- * queuedResources.delete take no precondition (tests/fakegcp/
- * tpu.v2.discovery.json: `name` is their only parameter, besides force).
- * The node decides when it exists; a queued resource whose node is not
- * made yet is judged by the labels of its node spec (it has no id).
- * 0: delete; TPF_ENOTFOUND: neither exists; TPF_EFOREIGN or an error.
- */
-static int tpu_owned_now(struct tpf_gcp_client *c, const char *zone, const char *name,
-			 const char *qr, const struct tpf_delete_guard *guard, int *deleting,
-			 struct tpf_diags *d)
-{
-	struct tpf_live_node n = { 0 };
-	int rc = tpf_gcp_get_node(c, zone, name, &n, d);
-	if (rc == 0)
-		rc = tpf_delete_check(guard, "node", name, zone,
-				      tpf_kvlist_get(&n.recipe.labels, TPF_LABEL_LINEAGE), n.id, d);
-	*deleting = rc == 0 && n.state && !strcmp(n.state, "DELETING");
-	tpf_live_node_release(&n);
-	if (rc != TPF_ENOTFOUND || !qr)
-		return rc;
-	struct tpf_gcp_qr q = { 0 };
-	rc = tpf_gcp_get_qr(c, zone, qr, &q, d);
-	if (rc == 0)
-		rc = tpf_delete_check(guard, "queued resource", qr, zone,
-				      tpf_kvlist_get(&q.recipe.labels, TPF_LABEL_LINEAGE), NULL, d);
-	tpf_gcp_qr_release(&q);
-	return rc;
-}
-
-/*
  * A node requested through a queued resource goes with it: delete the
  * queued resource with force=true. Which it is comes from this provider's
  * last refresh; a node it never saw, in a zone whose queued resources
@@ -702,7 +670,7 @@ static int gcp_remove(struct tpf_provider *p, const char *zone, const char *name
 	}
 	int gone = 0, deleting = 0; /* deleting: a delete in flight, waited for */
 	if (rc == 0 && guard) {
-		rc = tpu_owned_now(client_of(p), zone, name, qr, guard, &deleting, d);
+		rc = tpf_gcp_owned_now(client_of(p), zone, name, qr, guard, &deleting, d);
 		gone = rc == TPF_ENOTFOUND;
 		rc = gone ? 0 : rc;
 	}
