@@ -113,7 +113,7 @@ struct tpf_state_node {
 	 * the next plan says the node is being deleted by tpuform, waits for
 	 * it and creates it again, and never calls it deleted outside tpuform
 	 * (plan/diff_going.c). Cleared when the node is recorded again
-	 * (pending, created, running). NULL: no delete sent. */
+	 * (pending, created, running, completed). NULL: no delete sent. */
 	char *delete_sent_at;
 	struct tpf_state_worker *workers;
 	size_t nworkers;

@@ -133,6 +133,7 @@ void tpf_state_record_completed(struct tpf_state *st, const char *name, const ch
 		return;
 	xstrset(&sn->status, TPF_NODE_COMPLETED);
 	xstrset(&sn->id, NULL);
+	xstrset(&sn->delete_sent_at, NULL); /* its delete is done */
 	xstrset(&sn->completed_at, at);
 	sn->exit_code = 0;
 	for (size_t i = 0; i < sn->nworkers; i++) {
