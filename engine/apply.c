@@ -53,13 +53,6 @@ static void *heartbeat_thread(void *arg)
 
 /* ---- node actions ------------------------------------------------------------ */
 
-/*
- * Delete a node, but only the one this state owns (docs/design.md section
- * 4, "Ownership at delete time"): the provider reads it again just before
- * the delete and refuses (TPF_EFOREIGN) a node that another state made
- * under the same name since the refresh. The id is the plan's (what the
- * refresh saw), else the state's record.
- */
 struct sending {
 	struct exec *x;
 	const char *node;
@@ -84,6 +77,13 @@ static void record_sending(void *arg)
 	pthread_mutex_unlock(s->x->mu);
 }
 
+/*
+ * Delete a node, but only the one this state owns (docs/design.md section
+ * 4, "Ownership at delete time"): the provider reads it again just before
+ * the delete and refuses (TPF_EFOREIGN) a node that another state made
+ * under the same name since the refresh. The id is the plan's (what the
+ * refresh saw), else the state's record.
+ */
 static int exec_delete_only(struct exec *x, size_t ai, int forget_state)
 {
 	const struct tpf_action *a = &x->p->actions[ai];

@@ -284,7 +284,7 @@ static void diff_absent(struct tpf_plan *p, const struct tpf_desired_node *dn,
 				 !strcmp(sn->status, TPF_NODE_BAD_HOST));
 	if (was_created && tpf_live_set_was_preempted(live, sn->id))
 		tpf_diff_reason(a, "preempted", "the node was preempted: Compute Engine deleted it "
-			   "(its termination action is DELETE)");
+			        "(its termination action is DELETE)");
 	else if (was_created && !tpf_diff_deleted(a, sn)) /* else: tpuform deleted it */
 		tpf_diff_reason(a, "missing", "the node is missing: it was deleted outside tpuform");
 	else if (sn && !was_created)
@@ -552,20 +552,20 @@ static void update_reason(struct tpf_action *a, int job_changed, int recreated)
 		tpf_diff_reason(a, "adopt", ADOPT_REASON);
 	else if (a->nworkers && a->update_labels)
 		tpf_diff_reason(a, "labels_and_job", "labels changed, and the bootstrap script changed: "
-						   "re-provision workers (the running job will be restarted)");
+						        "re-provision workers (the running job will be restarted)");
 	else if (a->nworkers && job_changed)
 		tpf_diff_reason(a, "job", "bootstrap script changed: re-provision workers (the running job "
-					"will be restarted)");
+					     "will be restarted)");
 	else if (a->nworkers && recreated)
 		tpf_diff_reason(a, "provision", "the node was re-created outside tpuform (new id): provision "
-					   "its new workers");
+					        "its new workers");
 	else if (a->nworkers)
 		tpf_diff_reason(a, "provision", "workers are not provisioned with the current script");
 	else if (a->update_labels)
 		tpf_diff_reason(a, "labels", "labels changed");
 	if (a->patch && !a->adopt && !a->nworkers)
 		tpf_diff_reason(a, "patch", a->update_labels ? "labels and node fields change in place"
-							: "node fields change in place");
+							     : "node fields change in place");
 }
 
 /* Labels in place, adoption, or workers to (re)provision. 1 if an update
@@ -664,8 +664,8 @@ static void diff_succeeded(struct tpf_plan *p, const struct tpf_desired_node *dn
 	}
 	struct tpf_action *a = tpf_diff_action(p, TPF_ACT_DELETE, NULL, sn, ln);
 	tpf_diff_reason(a, "completed",
-		   "completed: every worker's job exited 0; delete the node to free its quota "
-		   "(on_success: delete)");
+		        "completed: every worker's job exited 0; delete the node to free its quota "
+		        "(on_success: delete)");
 }
 
 /* Nothing to change in the node: restart the units the policy wants
@@ -729,7 +729,7 @@ static void diff_completed(struct tpf_plan *p, const struct tpf_desired_node *dn
 		return;
 	struct tpf_action *a = tpf_diff_action(p, TPF_ACT_DELETE, NULL, sn, ln);
 	tpf_diff_reason(a, "completed",
-		   "completed: its job completed, so it is not created again (on_success: delete)");
+		        "completed: its job completed, so it is not created again (on_success: delete)");
 }
 
 /* on_budget: delete (plan/budget.h): the budget of the node's scope is
@@ -873,7 +873,7 @@ int tpf_diff(struct tpf_plan *out, const struct tpf_diff_input *in, struct tpf_d
 		tpf_diff_delete_reason(a, in->fleet, NULL, in->destroy);
 		if (in->destroy)
 			tpf_diff_reason(a, "orphan",
-				   "destroy was requested (found by this state's lineage label)");
+				        "destroy was requested (found by this state's lineage label)");
 	}
 
 	tpf_strindex_release(&ix.live);
