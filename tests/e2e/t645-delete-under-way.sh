@@ -1,6 +1,6 @@
 #!/bin/sh
 # A delete under way after a crash (issue 26 item 1; docs/state.md "A delete
-# under way"), against the emulator with slow deletes (--delete-seconds 4)
+# under way"), against the emulator with slow deletes (--delete-seconds 6)
 # and sshd workers (loopback block 127.0.66.x). tpuform is SIGKILLed at a
 # request it sent, found in the emulator's request log (polled every 20 ms,
 # never a fixed sleep):
@@ -24,8 +24,8 @@
 setup_dir t645
 export TPUFORM_SSH_RETRY=3
 # Each node or instance the emulator makes takes the next worker address.
-gcp_workers_start 30 127.0.66.1 --project test-project --op-seconds 0.3 \
-	--compute-stage-seconds 0.1 --delete-seconds 4
+gcp_workers_start 30 127.0.66.1 --project test-project --op-seconds 0.8 \
+	--compute-stage-seconds 0.1 --delete-seconds 6
 requests() { curl -s "$FAKEGCP_URL/__admin/requests"; }
 admin() { curl -s -X POST "$FAKEGCP_URL/__admin/$1"; }
 world() { curl -s "$FAKEGCP_URL/__admin/compute"; }
@@ -150,12 +150,14 @@ ce_fleet gc
 admin "requests:clear" >/dev/null
 kill_at POST '/global/instanceTemplates$' apply -f gc.yaml -auto-approve
 is "apply was killed after its template POST" "$killed" yes
+is "and before its MIG POST" "$(sent POST '/instanceGroupManagers$')" 0
 ok "the next apply converges" tpuform apply -f gc.yaml -auto-approve
 ok "then plan -detailed-exitcode is 0" tpuform plan -f gc.yaml -detailed-exitcode
 ce_fleet gc2
 admin "requests:clear" >/dev/null
 kill_at POST '/global/instanceTemplates$' apply -f gc2.yaml -auto-approve
 is "apply was killed after its template POST again" "$killed" yes
+is "and before its MIG POST" "$(sent POST '/instanceGroupManagers$')" 0
 ok "destroy after that crash" tpuform destroy -f gc2.yaml -auto-approve
 unlike "it does not merely forget the node" "$(cat last.out)" "will be removed from the state"
 is "destroy leaves no template, workload policy or MIG" "$(parts_of gc2)" ""
