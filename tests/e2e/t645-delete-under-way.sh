@@ -19,6 +19,9 @@
 #   D. `destroy` killed after its template DELETE (the workload policy
 #      left), and E. killed mid-MIG-delete: the next `destroy` leaves no
 #      template, workload policy or MIG (the emulator's lists).
+#   F. a single Compute Engine instance: `apply -replace` killed after its
+#      instances.delete: the VM still answers STOPPING, which the plan
+#      calls a delete under way, not a lost VM; the next apply converges.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/e2e/gcp_workers.sh"
 setup_dir t645
@@ -183,4 +186,21 @@ is "destroy was killed after the MIG's delete went out" "$killed" yes
 ok "the next destroy waits for it" tpuform destroy -f ge.yaml -auto-approve
 is "it leaves no template, workload policy or MIG" "$(parts_of ge)" ""
 is "nor an instance" "$(world | jq -r '[.instances[]? | select(.name | startswith("ge-"))] | length')" 0
+
+# ---- F. one instance: apply -replace killed after its instances.delete --------------
+ce_fleet gf
+sed -i 's/machine_type: tpu7x-standard-4t, topology: 2x2x2, spot: true, zones: \[us-central1-c\]/machine_type: ct6e-standard-4t, spot: true, zones: [us-east5-b]/' gf.yaml
+ok "apply one instance" tpuform apply -f gf.yaml -auto-approve
+admin "requests:clear" >/dev/null
+kill_at DELETE '/instances/gf-big-0$' apply -f gf.yaml -auto-approve -replace=gf-big-0
+is "apply -replace was killed after the instance's delete went out" "$killed" yes
+is "the instance still answers, STOPPING" \
+	"$(world | jq -r '[.instances[]? | select(.name == "gf-big-0") | .status] | join(" ")')" STOPPING
+out=$(tpuform plan -f gf.yaml 2>&1)
+like "plan: it is being deleted, by tpuform" "$out" \
+	"the node is being deleted \(state STOPPING\); tpuform sent its delete at"
+ok "the next apply waits for the delete, then creates it" tpuform apply -f gf.yaml -auto-approve
+like "it reports the instance added" "$(cat last.out)" "Apply complete! Resources: 1 added"
+deletes_done
+ok "then plan -detailed-exitcode is 0" tpuform plan -f gf.yaml -detailed-exitcode
 finish
