@@ -53,6 +53,30 @@ static void *heartbeat_thread(void *arg)
 
 /* ---- node actions ------------------------------------------------------------ */
 
+struct sending {
+	struct exec *x;
+	const char *node;
+	int done;
+};
+
+/* The guard's hook (providers/provider.h): the delete of a node this
+ * state owns is about to go out. Recorded and saved first (state.h
+ * delete_sent_at), once: a run that dies while the delete runs leaves
+ * the record, and the next plan waits for that delete. */
+static void record_sending(void *arg)
+{
+	struct sending *s = arg;
+	if (s->done)
+		return;
+	s->done = 1;
+	char now[40];
+	tpf_rfc3339(tpf_now_wall(), now, sizeof(now));
+	pthread_mutex_lock(s->x->mu);
+	tpf_state_record_delete_sent(s->x->st, s->node, now);
+	apply_save_locked(s->x);
+	pthread_mutex_unlock(s->x->mu);
+}
+
 /*
  * Delete a node, but only the one this state owns (docs/design.md section
  * 4, "Ownership at delete time"): the provider reads it again just before
@@ -66,15 +90,21 @@ static int exec_delete_only(struct exec *x, size_t ai, int forget_state)
 	apply_keep_logs(x, a);
 	char mine[TPF_LINEAGE_LABEL_LEN + 1];
 	char *id = xstrdup(a->id);
+	struct tpf_recipe recorded;
+	memset(&recorded, 0, sizeof(recorded));
+	struct sending sending = { x, a->node, 0 };
 	pthread_mutex_lock(x->mu);
-	const struct tpf_state_node *sn = id ? NULL : tpf_state_find(x->st, a->node);
-	if (sn)
+	const struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
+	if (sn && !id)
 		id = xstrdup(sn->id);
-	struct tpf_delete_guard guard = { tpf_lineage_label(x->st->lineage, mine), NULL };
+	if (sn)
+		tpf_recipe_copy(&recorded, &sn->recipe);
+	struct tpf_delete_guard guard = { tpf_lineage_label(x->st->lineage, mine), id,
+					  sn ? &recorded : NULL, record_sending, &sending };
 	pthread_mutex_unlock(x->mu);
-	guard.id = id;
 	apply_fl_begin(x, ai, TPF_EVENT_DELETING, a->id);
 	int rc = x->prov->ops->remove(x->prov, a->zone, a->node, &guard, x->d);
+	tpf_recipe_release(&recorded);
 	free(id);
 	double el = apply_fl_end(x, ai);
 	if (rc == TPF_EINTERRUPTED) {

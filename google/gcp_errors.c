@@ -226,6 +226,10 @@ enum tpf_gcp_class tpf_gcp_error_classify(const struct tpf_gcp_error *e)
 	if (!e->http && e->reason &&
 	    (strstr(e->reason, "RESOURCE_POOL_EXHAUSTED") || strstr(e->reason, "STOCKOUT")))
 		return TPF_GCP_CAPACITY;
+	/* Compute Engine's "The resource '...' is not ready": another
+	 * operation on it (a delete) still runs; it clears on its own. */
+	if (e->http == 400 && e->reason && !strcmp(e->reason, "resourceNotReady"))
+		return TPF_GCP_TRANSIENT;
 	if (e->http) {
 		switch (e->http) {
 		case 429:
@@ -320,6 +324,11 @@ char *tpf_gcp_error_hint(const struct tpf_gcp_error *e, enum tpf_gcp_class c,
 		return xstrdup("the access token was rejected; check provider.gcp.credentials, "
 			       "GOOGLE_APPLICATION_CREDENTIALS or run 'gcloud auth application-default login'");
 	case TPF_GCP_TRANSIENT:
+		if (e->reason && !strcmp(e->reason, "resourceNotReady"))
+			return xstrdup("Compute Engine is still changing this resource (a delete "
+				       "under way: a TPU slice's managed instance group deletes its "
+				       "VMs first, which takes minutes); run the command again once "
+				       "it is done");
 		return xstrdup("the API kept failing with a temporary error; retry later");
 	default:
 		break;

@@ -75,7 +75,11 @@ void tpf_gcp_error_release(struct tpf_gcp_error *e);
  * (ErrorInfo reason RATE_LIMIT_EXCEEDED, "per minute") is TRANSIENT; a
  * QuotaFailure detail is QUOTA; any other 429 is TRANSIENT (Terraform's
  * error_retry_predicates.go retries 429). 408/500/502/503/504 and 409
- * ABORTED are TRANSIENT. Operation code 8 is CAPACITY unless it names a
+ * ABORTED are TRANSIENT, and so is Compute Engine's 400 with reason
+ * resourceNotReady ("The resource '...' is not ready": another operation
+ * on it, such as a delete, still runs; the body as quoted in
+ * opstrace/opstrace issue 1218, and retried so by Spinnaker's clouddriver,
+ * pull request 256). Operation code 8 is CAPACITY unless it names a
  * quota; 9 is CAPACITY.
  *
  * Zone failover, as SkyPilot's GCP handler blocks a zone

@@ -221,34 +221,6 @@ static void add_worker(struct tpf_action *a, int w)
 	a->workers[a->nworkers++] = w;
 }
 
-static void set_reason(struct tpf_action *a, const char *code, const char *text)
-{
-	xstrset(&a->reason_code, code);
-	xstrset(&a->reason, text);
-}
-
-static struct tpf_action *node_action(struct tpf_plan *p, enum tpf_action_kind kind,
-				      const struct tpf_desired_node *dn,
-				      const struct tpf_state_node *sn,
-				      const struct tpf_live_node *ln)
-{
-	/* callers pass at least one of dn, sn, ln */
-	// cppcheck-suppress nullPointerRedundantCheck ; ln is tested below only to pick the zone
-	struct tpf_action *a = tpf_plan_add(p, kind, dn ? dn->name : sn ? sn->name : ln->name);
-	if (dn) {
-		a->desired = xcalloc(1, sizeof(*a->desired));
-		tpf_desired_node_copy(a->desired, dn);
-	}
-	if (ln) {
-		a->zone = xstrdup(ln->recipe.zone);
-		a->id = xstrdup(ln->id);
-	} else if (sn) {
-		a->zone = xstrdup(sn->recipe.zone);
-		a->id = xstrdup(sn->id);
-	}
-	return a;
-}
-
 /* `queued` as the state recorded it (how the node was requested): the
  * local provider cannot tell, so the live node is not asked. */
 static void diff_queued(struct tpf_action *a, const struct tpf_desired_node *dn,
@@ -292,8 +264,8 @@ static void diff_absent(struct tpf_plan *p, const struct tpf_desired_node *dn,
 		tpf_plan_add_unconverged(p, TPF_UNCONV_QUOTA, dn->name, -1,
 					 dn->waiting ? dn->waiting : "waiting for quota");
 		if (sn) {
-			a = node_action(p, TPF_ACT_FORGET, NULL, sn, NULL);
-			set_reason(a, "gone", "the node is gone and waits for quota");
+			a = tpf_diff_action(p, TPF_ACT_FORGET, NULL, sn, NULL);
+			tpf_diff_reason(a, "gone", "the node is gone and waits for quota");
 		}
 		p->deferred++;
 		return;
@@ -301,27 +273,27 @@ static void diff_absent(struct tpf_plan *p, const struct tpf_desired_node *dn,
 	if (sn && sn->recipe.queued && !dn->recipe.queued && !strcmp(sn->status, TPF_NODE_CREATED)) {
 		/* Its queued resource may outlive the node (FAILED ones
 		 * hold no node): delete it before the plain create. */
-		a = node_action(p, TPF_ACT_REPLACE, dn, sn, NULL);
-		set_reason(a, "recipe", "a field that forces replacement changed");
+		a = tpf_diff_action(p, TPF_ACT_REPLACE, dn, sn, NULL);
+		tpf_diff_reason(a, "recipe", "a field that forces replacement changed");
 		diff_queued(a, dn, sn);
 		return;
 	}
-	a = node_action(p, TPF_ACT_CREATE, dn, sn, NULL);
+	a = tpf_diff_action(p, TPF_ACT_CREATE, dn, sn, NULL);
 	describe_new(a, dn);
 	int was_created = sn && (!strcmp(sn->status, TPF_NODE_CREATED) ||
 				 !strcmp(sn->status, TPF_NODE_BAD_HOST));
 	if (was_created && tpf_live_set_was_preempted(live, sn->id))
-		set_reason(a, "preempted", "the node was preempted: Compute Engine deleted it "
-			   "(its termination action is DELETE)");
-	else if (was_created)
-		set_reason(a, "missing", "the node is missing: it was deleted outside tpuform");
-	else if (sn && sn->refused) {
+		tpf_diff_reason(a, "preempted", "the node was preempted: Compute Engine deleted it "
+			        "(its termination action is DELETE)");
+	else if (was_created && !tpf_diff_deleted(a, sn)) /* else: tpuform deleted it */
+		tpf_diff_reason(a, "missing", "the node is missing: it was deleted outside tpuform");
+	else if (sn && !was_created && sn->refused) {
 		/* every zone refused its last create: say why (state.h) */
 		char *why = xasprintf("the node was not created: %s", sn->refused);
-		set_reason(a, "refused", why);
+		tpf_diff_reason(a, "refused", why);
 		free(why);
-	} else if (sn)
-		set_reason(a, "interrupted", "an earlier create did not complete");
+	} else if (sn && !was_created)
+		tpf_diff_reason(a, "interrupted", "an earlier create did not complete");
 	free(a->id);
 	a->id = NULL;
 }
@@ -343,13 +315,13 @@ static void replace_queued(struct tpf_plan *p, const struct tpf_desired_node *dn
 			   const struct tpf_state_node *sn, const struct tpf_live_node *ln,
 			   const char *qstate)
 {
-	struct tpf_action *a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
+	struct tpf_action *a = tpf_diff_action(p, TPF_ACT_REPLACE, dn, sn, ln);
 	if (!strcmp(qstate, "FAILED"))
-		set_reason(a, "queued_failed", "the queued resource failed");
+		tpf_diff_reason(a, "queued_failed", "the queued resource failed");
 	else if (!strcmp(qstate, "SUSPENDED"))
-		set_reason(a, "queued_suspended", "the queued resource was suspended: its node is gone");
+		tpf_diff_reason(a, "queued_suspended", "the queued resource was suspended: its node is gone");
 	else
-		set_reason(a, "queued_node_gone", "the queued resource is ACTIVE but its node is gone");
+		tpf_diff_reason(a, "queued_node_gone", "the queued resource is ACTIVE but its node is gone");
 	replace_from_state(a, dn, ln, sn, qstate);
 }
 
@@ -358,12 +330,12 @@ static void replace_queued(struct tpf_plan *p, const struct tpf_desired_node *dn
 static void replace_dead(struct tpf_plan *p, const struct tpf_desired_node *dn,
 			 const struct tpf_state_node *sn, const struct tpf_live_node *ln)
 {
-	struct tpf_action *a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
+	struct tpf_action *a = tpf_diff_action(p, TPF_ACT_REPLACE, dn, sn, ln);
 	char *text = xasprintf("the node is %s", ln->state);
 	const size_t prefix = strlen("the node is ");
 	for (char *c = text + prefix; *c; c++)
 		*c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
-	set_reason(a, text + prefix, text);
+	tpf_diff_reason(a, text + prefix, text);
 	free(text);
 	replace_from_state(a, dn, ln, sn, ln->state);
 }
@@ -385,7 +357,7 @@ static int replace_lost_slices(struct tpf_plan *p, const struct tpf_desired_node
 		nlost += *c == ',';
 	if (nlost >= n)
 		return 0;
-	struct tpf_action *a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
+	struct tpf_action *a = tpf_diff_action(p, TPF_ACT_REPLACE, dn, sn, ln);
 	a->keep_parts = 1;
 	char *code = xstrdup(ln->state);
 	for (char *c = code; *c; c++)
@@ -393,7 +365,7 @@ static int replace_lost_slices(struct tpf_plan *p, const struct tpf_desired_node
 	char *text = xasprintf("slice%s %s of %d %s %s: only %s recreated, and every worker of "
 			       "every slice restarts", nlost > 1 ? "s" : "", ln->lost_slices, n,
 			       nlost > 1 ? "are" : "is", code, nlost > 1 ? "they are" : "it is");
-	set_reason(a, code, text);
+	tpf_diff_reason(a, code, text);
 	free(text);
 	free(code);
 	char *was = xasprintf("\"%s\"", ln->lost_slices);
@@ -435,23 +407,23 @@ static int diff_replace(struct tpf_plan *p, const struct tpf_desired_node *dn,
 		tpf_action_release(&fields);
 		return 0;
 	}
-	struct tpf_action *a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
+	struct tpf_action *a = tpf_diff_action(p, TPF_ACT_REPLACE, dn, sn, ln);
 	a->changes = fields.changes; /* moved */
 	a->nchanges = fields.nchanges;
 	if (tainted) {
-		set_reason(a, "tainted", "is tainted, so must be replaced");
+		tpf_diff_reason(a, "tainted", "is tainted, so must be replaced");
 	} else if (bad) {
 		/* Its TPU failed preflight again and again (templates/
 		 * bootstrap.sh): a new host, not another restart (issue 21). */
 		char *why = xasprintf("bad host: %s; replace the node",
 				      sn->bad_host ? sn->bad_host : "its TPU failed preflight");
-		set_reason(a, "bad_host", why);
+		tpf_diff_reason(a, "bad_host", why);
 		free(why);
 	}
 	else if (moved)
-		set_reason(a, "api", "moving a group between APIs replaces its nodes");
+		tpf_diff_reason(a, "api", "moving a group between APIs replaces its nodes");
 	else
-		set_reason(a, "recipe", "a field that forces replacement changed");
+		tpf_diff_reason(a, "recipe", "a field that forces replacement changed");
 	return 1;
 }
 
@@ -476,9 +448,9 @@ static void diff_queued_waiting(struct tpf_plan *p, const struct tpf_desired_nod
 	if (sn)
 		return;
 	/* Found by its labels (an interrupted apply): record it. */
-	struct tpf_action *a = node_action(p, TPF_ACT_UPDATE, dn, sn, ln);
+	struct tpf_action *a = tpf_diff_action(p, TPF_ACT_UPDATE, dn, sn, ln);
 	a->adopt = 1;
-	set_reason(a, "adopt", ADOPT_REASON);
+	tpf_diff_reason(a, "adopt", ADOPT_REASON);
 }
 
 /*
@@ -503,11 +475,11 @@ static void diff_capacity_wait(struct tpf_plan *p, const struct tpf_diff_input *
 	tpf_fmt_duration(waited, w, sizeof(w));
 	tpf_fmt_duration((double)limit, l, sizeof(l));
 	if (limit > 0 && since >= 0 && in->now > 0 && waited >= (double)limit) {
-		struct tpf_action *a = node_action(p, TPF_ACT_REPLACE, dn, sn, ln);
+		struct tpf_action *a = tpf_diff_action(p, TPF_ACT_REPLACE, dn, sn, ln);
 		char *why = xasprintf("waited %s for flex-start capacity in zone %s, flex_start.wait "
 				      "is %s: given up, so it is deleted and requested again", w,
 				      ln->recipe.zone ? ln->recipe.zone : "?", l);
-		set_reason(a, "flex_wait", why);
+		tpf_diff_reason(a, "flex_wait", why);
 		free(why);
 		return;
 	}
@@ -523,18 +495,18 @@ static void diff_capacity_wait(struct tpf_plan *p, const struct tpf_diff_input *
 	if (sn)
 		return;
 	/* Found by its labels (an interrupted apply): record it. */
-	struct tpf_action *a = node_action(p, TPF_ACT_UPDATE, dn, sn, ln);
+	struct tpf_action *a = tpf_diff_action(p, TPF_ACT_UPDATE, dn, sn, ln);
 	a->adopt = 1;
-	set_reason(a, "adopt", ADOPT_REASON);
+	tpf_diff_reason(a, "adopt", ADOPT_REASON);
 }
 
 /* On its way to READY (TPF_NODE_BUSY): wait, then provision every worker. */
 static void diff_busy(struct tpf_plan *p, const struct tpf_desired_node *dn,
 		      const struct tpf_state_node *sn, const struct tpf_live_node *ln)
 {
-	struct tpf_action *a = node_action(p, TPF_ACT_WAIT, dn, sn, ln);
+	struct tpf_action *a = tpf_diff_action(p, TPF_ACT_WAIT, dn, sn, ln);
 	char *text = xasprintf("the node is %s: wait for READY, then provision", ln->state);
-	set_reason(a, "busy", text);
+	tpf_diff_reason(a, "busy", text);
 	free(text);
 	for (int w = 0; w < dn->recipe.workers; w++)
 		add_worker(a, w);
@@ -582,23 +554,23 @@ static int stale_workers(struct tpf_action *a, const struct tpf_diff_input *in,
 static void update_reason(struct tpf_action *a, int job_changed, int recreated)
 {
 	if (a->adopt)
-		set_reason(a, "adopt", ADOPT_REASON);
+		tpf_diff_reason(a, "adopt", ADOPT_REASON);
 	else if (a->nworkers && a->update_labels)
-		set_reason(a, "labels_and_job", "labels changed, and the bootstrap script changed: "
-						   "re-provision workers (the running job will be restarted)");
+		tpf_diff_reason(a, "labels_and_job", "labels changed, and the bootstrap script changed: "
+						        "re-provision workers (the running job will be restarted)");
 	else if (a->nworkers && job_changed)
-		set_reason(a, "job", "bootstrap script changed: re-provision workers (the running job "
-					"will be restarted)");
+		tpf_diff_reason(a, "job", "bootstrap script changed: re-provision workers (the running job "
+					     "will be restarted)");
 	else if (a->nworkers && recreated)
-		set_reason(a, "provision", "the node was re-created outside tpuform (new id): provision "
-					   "its new workers");
+		tpf_diff_reason(a, "provision", "the node was re-created outside tpuform (new id): provision "
+					        "its new workers");
 	else if (a->nworkers)
-		set_reason(a, "provision", "workers are not provisioned with the current script");
+		tpf_diff_reason(a, "provision", "workers are not provisioned with the current script");
 	else if (a->update_labels)
-		set_reason(a, "labels", "labels changed");
+		tpf_diff_reason(a, "labels", "labels changed");
 	if (a->patch && !a->adopt && !a->nworkers)
-		set_reason(a, "patch", a->update_labels ? "labels and node fields change in place"
-							: "node fields change in place");
+		tpf_diff_reason(a, "patch", a->update_labels ? "labels and node fields change in place"
+							     : "node fields change in place");
 }
 
 /* Labels in place, adoption, or workers to (re)provision. 1 if an update
@@ -607,7 +579,7 @@ static int diff_update(struct tpf_plan *p, const struct tpf_diff_input *in,
 		       const struct tpf_desired_node *dn, const struct tpf_state_node *sn,
 		       const struct tpf_live_node *ln)
 {
-	struct tpf_action *a = node_action(p, TPF_ACT_UPDATE, dn, sn, ln);
+	struct tpf_action *a = tpf_diff_action(p, TPF_ACT_UPDATE, dn, sn, ln);
 	a->adopt = !sn;
 	if (!tpf_kvlist_equal(&ln->recipe.labels, &dn->recipe.labels)) {
 		a->update_labels = 1;
@@ -694,10 +666,10 @@ static void diff_succeeded(struct tpf_plan *p, const struct tpf_desired_node *dn
 		tpf_plan_add_completed(p, dn->name, 0, 0, NULL);
 		return;
 	}
-	struct tpf_action *a = node_action(p, TPF_ACT_DELETE, NULL, sn, ln);
-	set_reason(a, "completed",
-		   "completed: every worker's job exited 0; delete the node to free its quota "
-		   "(on_success: delete)");
+	struct tpf_action *a = tpf_diff_action(p, TPF_ACT_DELETE, NULL, sn, ln);
+	tpf_diff_reason(a, "completed",
+		        "completed: every worker's job exited 0; delete the node to free its quota "
+		        "(on_success: delete)");
 }
 
 /* Nothing to change in the node: restart the units the policy wants
@@ -723,7 +695,7 @@ static void diff_restart(struct tpf_plan *p, const struct tpf_diff_input *in,
 		diff_succeeded(p, dn, sn, ln, pol);
 		return;
 	}
-	struct tpf_action *a = node_action(p, TPF_ACT_RESTART, dn, sn, ln);
+	struct tpf_action *a = tpf_diff_action(p, TPF_ACT_RESTART, dn, sn, ln);
 	struct tpf_buf why = TPF_BUF_INIT;
 	int stalled = 0;
 	int nunits = scope == TPF_SCOPE_NODE ? 1 : nworkers;
@@ -742,7 +714,7 @@ static void diff_restart(struct tpf_plan *p, const struct tpf_diff_input *in,
 	if (a->nworkers) {
 		if (!a->gang)
 			tpf_buf_addf(&why, ": restart %s", a->nworkers > 1 ? "them" : "it");
-		set_reason(a, stalled ? "stalled" : "session", why.buf);
+		tpf_diff_reason(a, stalled ? "stalled" : "session", why.buf);
 	} else {
 		tpf_action_release(a);
 		p->n--;
@@ -759,9 +731,9 @@ static void diff_completed(struct tpf_plan *p, const struct tpf_desired_node *dn
 			       sn->completed_at);
 	if (!ln)
 		return;
-	struct tpf_action *a = node_action(p, TPF_ACT_DELETE, NULL, sn, ln);
-	set_reason(a, "completed",
-		   "completed: its job completed, so it is not created again (on_success: delete)");
+	struct tpf_action *a = tpf_diff_action(p, TPF_ACT_DELETE, NULL, sn, ln);
+	tpf_diff_reason(a, "completed",
+		        "completed: its job completed, so it is not created again (on_success: delete)");
 }
 
 /* on_budget: delete (plan/budget.h): the budget of the node's scope is
@@ -776,9 +748,9 @@ static int diff_over_budget(struct tpf_plan *p, const struct tpf_diff_input *in,
 	if (dn->over_budget != TPF_OVER_BUDGET_DELETE || !sn ||
 	    tpf_owner_of(ln, in->state) != TPF_OWNER_THIS)
 		return 0;
-	struct tpf_action *a = node_action(p, TPF_ACT_DELETE, NULL, sn, ln);
+	struct tpf_action *a = tpf_diff_action(p, TPF_ACT_DELETE, NULL, sn, ln);
 	char *why = xasprintf("%s (on_budget: delete)", dn->waiting ? dn->waiting : "budget reached");
-	set_reason(a, "budget", why);
+	tpf_diff_reason(a, "budget", why);
 	free(why);
 	tpf_plan_add_unconverged(p, TPF_UNCONV_QUOTA, dn->name, -1,
 				 dn->waiting ? dn->waiting : "budget reached");
@@ -819,7 +791,7 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 	if (diff_over_budget(p, in, dn, sn, ln))
 		return;
 	tpf_diff_node_notes(ln, d);
-	if (diff_replace(p, dn, sn, ln)) {
+	if (tpf_diff_going(p, dn, sn, ln) || diff_replace(p, dn, sn, ln)) {
 		if (dn->over_budget)
 			drop_replace_for_budget(p, dn);
 		return;
@@ -870,31 +842,6 @@ static int desired_has(const struct diff_index *ix, const char *name)
 	return tpf_strindex_get(&ix->desired, name, &i);
 }
 
-static void delete_reason(struct tpf_action *a, const struct tpf_fleet *f,
-			  const struct tpf_state_node *sn, int destroy)
-{
-	if (destroy) {
-		set_reason(a, "destroy", "destroy was requested");
-		return;
-	}
-	if (!sn) {
-		set_reason(a, "orphan",
-			   "it carries this state's lineage label but is in neither the configuration "
-			   "nor the state (left by an interrupted run)");
-		return;
-	}
-	const struct tpf_group *g = tpf_fleet_group(f, sn->group);
-	if (g) {
-		char *t = xasprintf("because index [%d] is out of range for count", sn->index);
-		set_reason(a, "count", t);
-		free(t);
-	} else {
-		char *t = xasprintf("because group '%s' is not in configuration", sn->group);
-		set_reason(a, "not_in_config", t);
-		free(t);
-	}
-}
-
 int tpf_diff(struct tpf_plan *out, const struct tpf_diff_input *in, struct tpf_diags *d)
 {
 	const struct tpf_state *st = in->state;
@@ -918,12 +865,7 @@ int tpf_diff(struct tpf_plan *out, const struct tpf_diff_input *in, struct tpf_d
 		const struct tpf_state_node *sn = &st->nodes[i];
 		if (!in->destroy && desired_has(&ix, sn->name))
 			continue;
-		const struct tpf_live_node *ln = live_find(&ix, in, sn->name);
-		struct tpf_action *a = node_action(out, ln ? TPF_ACT_DELETE : TPF_ACT_FORGET, NULL, sn, ln);
-		if (ln)
-			delete_reason(a, in->fleet, sn, in->destroy);
-		else
-			set_reason(a, "gone", "the node is already gone: remove it from state");
+		tpf_diff_gone(out, in->fleet, sn, live_find(&ix, in, sn->name), in->destroy);
 	}
 	for (size_t i = 0; i < in->live->n; i++) {
 		const struct tpf_live_node *ln = &in->live->nodes[i];
@@ -931,11 +873,11 @@ int tpf_diff(struct tpf_plan *out, const struct tpf_diff_input *in, struct tpf_d
 			continue;
 		if (!in->destroy && desired_has(&ix, ln->name))
 			continue;
-		struct tpf_action *a = node_action(out, TPF_ACT_DELETE, NULL, NULL, ln);
-		delete_reason(a, in->fleet, NULL, in->destroy);
+		struct tpf_action *a = tpf_diff_action(out, TPF_ACT_DELETE, NULL, NULL, ln);
+		tpf_diff_delete_reason(a, in->fleet, NULL, in->destroy);
 		if (in->destroy)
-			set_reason(a, "orphan",
-				   "destroy was requested (found by this state's lineage label)");
+			tpf_diff_reason(a, "orphan",
+				        "destroy was requested (found by this state's lineage label)");
 	}
 
 	tpf_strindex_release(&ix.live);

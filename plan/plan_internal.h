@@ -80,4 +80,42 @@ void tpf_diff_compute_new(struct tpf_action *a, const struct tpf_recipe *r);
 int tpf_diff_compute_replace(struct tpf_action *a, const struct tpf_recipe *want,
 			     const struct tpf_recipe *live, const struct tpf_recipe *recorded);
 
+/*
+ * Add a node action for dn (desired), sn (state) or ln (live), at least
+ * one of them: the desired node copied, zone and id from ln, else sn
+ * (plan/diff_action.c). Returns the plan's action (borrowed).
+ * tpf_diff_reason sets its reason code (for machines) and text (people).
+ */
+struct tpf_action *tpf_diff_action(struct tpf_plan *p, enum tpf_action_kind kind,
+				   const struct tpf_desired_node *dn,
+				   const struct tpf_state_node *sn,
+				   const struct tpf_live_node *ln);
+void tpf_diff_reason(struct tpf_action *a, const char *code, const char *text);
+
+/*
+ * Nodes on their way out (plan/diff_going.c; docs/state.md "A delete
+ * under way"):
+ * - tpf_diff_going: ln (desired dn, state sn or NULL) is in the going
+ *   class (model/node_state.h), or dead while the delete tpuform sent runs
+ *   (sn->delete_sent_at, same id): adds a replace whose delete is under
+ *   way, reason code "deleting", "the node is being deleted (state
+ *   DELETING)..."; returns 1, else 0 and nothing added;
+ * - tpf_diff_deleted: sn records a delete tpuform sent: a's reason is
+ *   "deleted" ("tpuform deleted it", never "outside tpuform"); 1, else 0;
+ * - tpf_diff_delete_reason: why a node that is not desired is deleted
+ *   (destroy, orphan when sn is NULL, count, not_in_config);
+ * - tpf_diff_gone: state node sn is not desired (or destroy; ln its live
+ *   node or NULL): a delete when it lives (its reason says a delete is
+ *   under way when one is), else a forget, or for a Compute Engine slice
+ *   whose parts may remain a delete (reason code "leftover") that removes
+ *   each part carrying this state's lineage.
+ */
+int tpf_diff_going(struct tpf_plan *p, const struct tpf_desired_node *dn,
+		   const struct tpf_state_node *sn, const struct tpf_live_node *ln);
+int tpf_diff_deleted(struct tpf_action *a, const struct tpf_state_node *sn);
+void tpf_diff_delete_reason(struct tpf_action *a, const struct tpf_fleet *f,
+			    const struct tpf_state_node *sn, int destroy);
+void tpf_diff_gone(struct tpf_plan *p, const struct tpf_fleet *f,
+		   const struct tpf_state_node *sn, const struct tpf_live_node *ln, int destroy);
+
 #endif

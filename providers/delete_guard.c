@@ -55,5 +55,7 @@ int tpf_delete_check(const struct tpf_delete_guard *g, const char *kind, const c
 			kind, name, where, TPF_LABEL_LINEAGE, or_none(found_id), or_none(g->id));
 done:
 	free(where);
+	if (!rc && g->sending)
+		g->sending(g->ctx);
 	return rc ? TPF_EFOREIGN : 0;
 }

@@ -36,6 +36,19 @@ struct tpf_delete_guard {
 	 * borrowed), NULL when it records none. Used only for nodes that carry
 	 * no lineage label (made before the label existed). */
 	const char *id;
+	/* The state's recipe of the node (how it was asked for; borrowed), or
+	 * NULL. A provider whose refresh did not see the node learns from it
+	 * which API and shape the node had, so that it finds every part that
+	 * may remain (a Compute Engine slice whose MIG is gone but whose
+	 * template or workload policy is left after a crash). */
+	const struct tpf_recipe *recorded;
+	/* Called (with ctx) each time tpf_delete_check lets a delete of what
+	 * was just read go ahead, i.e. just before the delete request is sent
+	 * (or, for a node already being deleted, waited for); NULL: nothing.
+	 * The executor records the delete in the state there (state.h
+	 * delete_sent_at), so a refused or needless delete records nothing. */
+	void (*sending)(void *ctx);
+	void *ctx;
 };
 
 struct tpf_provider_ops {

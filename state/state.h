@@ -116,6 +116,14 @@ struct tpf_state_node {
 	 * cleared once a create answers or may have left a node; NULL: none. */
 	char *refused;
 	char *retry_after;
+	/* When tpuform sent the delete of this node's VM (RFC 3339): written
+	 * and saved just before the delete request (engine/apply.c), so that a
+	 * run that dies while the delete is under way leaves the record of it:
+	 * the next plan says the node is being deleted by tpuform, waits for
+	 * it and creates it again, and never calls it deleted outside tpuform
+	 * (plan/diff_going.c). Cleared when the node is recorded again
+	 * (pending, created, running, completed). NULL: no delete sent. */
+	char *delete_sent_at;
 	struct tpf_state_worker *workers;
 	size_t nworkers;
 };
@@ -285,6 +293,9 @@ void tpf_state_record_completed(struct tpf_state *st, const char *name, const ch
  * before tpf_state_record_pending, whose save records it. Nothing when
  * the state has no such node. */
 void tpf_state_record_preempted(struct tpf_state *st, const char *name);
+/* The delete of node `name` is about to be sent: delete_sent_at `at`
+ * (RFC 3339). Nothing when the state has no such node. */
+void tpf_state_record_delete_sent(struct tpf_state *st, const char *name, const char *at);
 /* Worker `worker` of node `name` failed its preflight too often in a row
  * (its count is in the worker's record): status bad_host (the plan
  * replaces it), bad_host the zone, id and `why`. Nothing when there is no

@@ -69,6 +69,7 @@ json_t *tpf_state_node_to_json(const struct tpf_state_node *n)
 		json_object_set_new(o, "preemptions", json_integer(n->preemptions));
 	put_str(o, "refused", n->refused);
 	put_str(o, "retry_after", n->retry_after);
+	put_str(o, "delete_sent_at", n->delete_sent_at);
 	json_object_set_new(o, "recipe", tpf_recipe_to_json(&n->recipe));
 	json_object_set_new(o, "job", tpf_job_to_json(&n->job));
 	json_t *ws = json_array();
@@ -378,6 +379,7 @@ static int parse_node(const struct reader *r, json_t *o, const char *prefix,
 	    get_int32(r, o, prefix, "preemptions", 0, &n->preemptions) < 0 ||
 	    get_str(r, o, prefix, "refused", 0, &n->refused) < 0 ||
 	    get_str(r, o, prefix, "retry_after", 0, &n->retry_after) < 0 ||
+	    get_str(r, o, prefix, "delete_sent_at", 0, &n->delete_sent_at) < 0 ||
 	    get_obj(r, o, prefix, "recipe", &recipe) < 0 ||
 	    get_obj(r, o, prefix, "job", &job) < 0)
 		return TPF_ERROR;

@@ -46,6 +46,7 @@ struct tpf_state_node *tpf_state_node_clone(const struct tpf_state_node *src)
 	n->preemptions = src->preemptions;
 	n->refused = xstrdup(src->refused);
 	n->retry_after = xstrdup(src->retry_after);
+	n->delete_sent_at = xstrdup(src->delete_sent_at);
 	tpf_state_node_set_workers(n, src->nworkers);
 	for (size_t i = 0; i < src->nworkers; i++)
 		worker_copy(&n->workers[i], &src->workers[i]);
@@ -85,6 +86,7 @@ struct tpf_state_node *tpf_state_record_pending(struct tpf_state *st, const char
 	sn->index = index;
 	xstrset(&sn->status, TPF_NODE_PENDING);
 	xstrset(&sn->id, NULL);
+	xstrset(&sn->delete_sent_at, NULL);
 	sn->generation = gen;
 	tpf_recipe_copy(&sn->recipe, r);
 	tpf_job_copy(&sn->job, job);
@@ -111,6 +113,7 @@ void tpf_state_record_created(struct tpf_state *st, const char *name, const char
 	xstrset(&sn->created_at, created_at);
 	xstrset(&sn->refused, NULL); /* a zone took it */
 	xstrset(&sn->retry_after, NULL);
+	xstrset(&sn->delete_sent_at, NULL);
 }
 
 void tpf_state_record_not_created(struct tpf_state *st, const char *name, int may_exist,
@@ -147,6 +150,7 @@ void tpf_state_record_completed(struct tpf_state *st, const char *name, const ch
 		return;
 	xstrset(&sn->status, TPF_NODE_COMPLETED);
 	xstrset(&sn->id, NULL);
+	xstrset(&sn->delete_sent_at, NULL); /* its delete is done */
 	xstrset(&sn->completed_at, at);
 	sn->exit_code = 0;
 	for (size_t i = 0; i < sn->nworkers; i++) {
@@ -160,6 +164,13 @@ void tpf_state_record_preempted(struct tpf_state *st, const char *name)
 	struct tpf_state_node *sn = tpf_state_find(st, name);
 	if (sn)
 		sn->preemptions++;
+}
+
+void tpf_state_record_delete_sent(struct tpf_state *st, const char *name, const char *at)
+{
+	struct tpf_state_node *sn = tpf_state_find(st, name);
+	if (sn)
+		xstrset(&sn->delete_sent_at, at);
 }
 
 void tpf_state_adopt_queued(struct tpf_recipe *recorded, const struct tpf_live_node *ln,
@@ -219,6 +230,7 @@ struct tpf_state_node *tpf_state_record_running(struct tpf_state *st, const char
 		tpf_state_node_set_workers(sn, (size_t)declared->workers);
 	}
 	xstrset(&sn->status, TPF_NODE_CREATED);
+	xstrset(&sn->delete_sent_at, NULL); /* found alive and kept */
 	/* Same name, new id: the node was re-created outside tpuform. Its
 	 * workers are new VMs: forget their pins and facts. */
 	if (ln) {

@@ -295,7 +295,9 @@ int tpf_compute_delete_slice(struct tpf_compute_client *cc, const char *zone, co
  * Slice node from its MIG and its members (sorted here by name: the
  * workers' order, worker i = the i-th member by name, docs/compute-engine.md
  * "Worker order"): labels and topology from the description; machine type,
- * scheduling and node fields from the first member; state READY when the
+ * scheduling and node fields from the first member; state DELETING when
+ * the MIG's currentActions.deleting covers its targetSize (the MIG's
+ * delete runs: it deletes every member, then itself), READY when the
  * MIG is stable, every member READY and the applied topology ACTIVE;
  * when a member is dead: PREEMPTED if that member is (its preemption
  * operation, tpf_compute_mark_preempted), else TERMINATED; when one is

@@ -68,6 +68,37 @@ int tpf_compute_wait_op(struct tpf_compute_client *cc, json_t *op, const char *w
 	return tpf_gapi_wait(tpf_gcp_client_api(cc->c), &how, op, what, address, &failed, d);
 }
 
+int tpf_compute_delete_url(struct tpf_compute_client *cc, const char *url, const char *what,
+			   const char *address, struct tpf_diags *d)
+{
+	const struct tpf_gcp_settings *s = tpf_gcp_client_settings(cc->c);
+	double start = tpf_now_mono(), nap = s->poll_min;
+	for (;;) {
+		json_t *op = NULL;
+		struct tpf_gcp_outcome res = { .err = TPF_GCP_ERROR_INIT };
+		struct tpf_diags tmp = TPF_DIAGS_INIT;
+		int rc = tpf_gcp_call(cc->c, "DELETE", url, NULL, what, address,
+				      TPF_GCP_QUIET(TPF_GCP_NOTFOUND) | TPF_GCP_REQUEST_ID, &op, &res,
+				      &tmp);
+		int busy = rc < 0 && res.api_error && res.err.reason &&
+			   !strcmp(res.err.reason, "resourceNotReady");
+		tpf_gcp_error_release(&res.err);
+		if (busy && tpf_now_mono() - start < s->op_timeout) {
+			tpf_diags_release(&tmp); /* its delete (or another change) runs: again */
+			if ((rc = tpf_gcp_poll_sleep(cc->c, nap)) < 0)
+				return rc;
+			nap = tpf_gcp_next_poll(s, nap);
+			continue;
+		}
+		tpf_diags_move(d, &tmp);
+		tpf_diags_release(&tmp);
+		if (rc == 0)
+			rc = tpf_compute_wait_op(cc, op, what, address, d);
+		json_decref(op);
+		return rc == TPF_ENOTFOUND ? 0 : rc;
+	}
+}
+
 /* A 403 quotaExceeded is quota: the zone fallback and quota deferral act
  * on TPF_EQUOTA (google/gcp_errors.h tpf_gcp_error_quota_exceeded). */
 static int quota_rc(int rc, const struct tpf_gcp_outcome *res)
@@ -217,14 +248,7 @@ int tpf_compute_delete(struct tpf_compute_client *cc, const char *zone, const ch
 		return rc;
 	char *url = instance_url(cc, zone, name, NULL);
 	char *what = xasprintf("delete instance '%s' in zone '%s'", name, zone);
-	json_t *op = NULL;
-	rc = tpf_gcp_call(cc->c, "DELETE", url, NULL, what, name,
-			  TPF_GCP_QUIET(TPF_GCP_NOTFOUND) | TPF_GCP_REQUEST_ID, &op, NULL, d);
-	if (rc == 0)
-		rc = tpf_compute_wait_op(cc, op, what, name, d);
-	if (rc == TPF_ENOTFOUND)
-		rc = 0; /* gone already */
-	json_decref(op);
+	rc = tpf_compute_delete_url(cc, url, what, name, d);
 	free(what);
 	free(url);
 	return rc;

@@ -132,6 +132,10 @@ static const char *slice_state(json_t *mig, const struct tpf_live_node *m, size_
 						 "inProgress"));
 	json_t *topo = json_array_get(json_object_get(st, "appliedAcceleratorTopologies"), 0);
 	const char *ts = json_string_value(json_object_get(topo, "state"));
+	json_int_t deleting = json_integer_value(json_object_get(json_object_get(mig,
+		"currentActions"), "deleting"));
+	if (target > 0 && deleting >= target)
+		return "DELETING"; /* every VM is being deleted: the MIG's delete runs */
 	size_t ready = 0;
 	for (size_t i = 0; i < n; i++) {
 		enum tpf_node_class c = tpf_node_class(m[i].state);

@@ -112,7 +112,7 @@ static int ensure_slice(struct tpf_compute_client *cc, const char *sname,
 {
 	struct tpf_live_node now = { 0 };
 	const char *want = tpf_kvlist_get(&r->labels, TPF_LABEL_LINEAGE);
-	struct tpf_delete_guard guard = { want, NULL };
+	struct tpf_delete_guard guard = { want, NULL, NULL, NULL, NULL };
 	int rc = tpf_compute_read_slice(cc, sname, r, &now, d);
 	*made = 0;
 	if (rc == 0)
@@ -173,7 +173,8 @@ int tpf_compute_create_unit(struct tpf_compute_client *cc, const char *name,
 	int n = tpf_recipe_slices(r), rc = 0;
 	struct tpf_live_node *sl = xcalloc((size_t)n, sizeof(*sl));
 	unsigned *made = xcalloc((size_t)n, sizeof(*made));
-	struct tpf_delete_guard guard = { tpf_kvlist_get(&r->labels, TPF_LABEL_LINEAGE), NULL };
+	struct tpf_delete_guard guard = { .lineage = tpf_kvlist_get(&r->labels,
+								    TPF_LABEL_LINEAGE) };
 	/* Every slice is asked for before any is waited for: they boot
 	 * together. */
 	for (int k = 0; k < n && rc == 0; k++) {

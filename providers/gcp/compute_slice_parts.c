@@ -57,19 +57,15 @@ static int read_part(struct tpf_compute_client *cc, const char *path, const char
 	return rc;
 }
 
-/* DELETE <base>/<path> and wait; gone already is 0. */
+/* DELETE <base>/<path> and wait; gone already is 0; a delete already
+ * under way (400 resourceNotReady) is waited for (compute_internal.h). */
 static int delete_path(struct tpf_compute_client *cc, const char *path, const char *what,
 		       const char *address, struct tpf_diags *d)
 {
 	char *url = xasprintf("%s/%s", cc->base, path);
-	json_t *op = NULL;
-	int rc = tpf_gcp_call(cc->c, "DELETE", url, NULL, what, address,
-			      TPF_GCP_QUIET(TPF_GCP_NOTFOUND) | TPF_GCP_REQUEST_ID, &op, NULL, d);
-	if (rc == 0)
-		rc = tpf_compute_wait_op(cc, op, what, address, d);
-	json_decref(op);
+	int rc = tpf_compute_delete_url(cc, url, what, address, d);
 	free(url);
-	return rc == TPF_ENOTFOUND ? 0 : rc;
+	return rc;
 }
 
 char *tpf_compute_part_lineage(json_t *part)
@@ -241,7 +237,7 @@ static int may_delete(const struct part *p, json_t *obj, const char *zone, const
 		free(got);
 		return 1;
 	}
-	struct tpf_delete_guard g = { guard->lineage, NULL };
+	struct tpf_delete_guard g = { guard->lineage, NULL, NULL, NULL, NULL };
 	struct tpf_diags why = TPF_DIAGS_INIT;
 	rc = tpf_delete_check(&g, p->kind, p->pname, NULL, got, NULL, &why);
 	if (rc < 0)

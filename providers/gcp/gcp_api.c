@@ -214,6 +214,28 @@ done:
 	return rc;
 }
 
+int tpf_gcp_wait_node_gone(struct tpf_gcp_client *c, const char *zone, const char *name,
+			   const char *what, struct tpf_diags *d)
+{
+	const struct tpf_gcp_settings *s = tpf_gcp_client_settings(c);
+	double start = tpf_now_mono(), interval = s->poll_min;
+	for (;;) {
+		struct tpf_live_node n = { 0 };
+		int rc = tpf_gcp_get_node(c, zone, name, &n, d);
+		tpf_live_node_release(&n);
+		if (rc == TPF_ENOTFOUND)
+			return 0;
+		if (rc < 0)
+			return rc;
+		if (tpf_now_mono() - start > s->op_timeout)
+			return tpf_errorx(d, name, NULL, "%s: node still listed %.0f seconds after its "
+					  "delete operation finished", what, s->op_timeout);
+		if ((rc = tpf_gcp_poll_sleep(c, interval)) < 0)
+			return rc;
+		interval = tpf_gcp_next_poll(s, interval);
+	}
+}
+
 int tpf_gcp_delete_node(struct tpf_gcp_client *c, const char *zone, const char *name,
 			struct tpf_diags *d)
 {
@@ -223,37 +245,11 @@ int tpf_gcp_delete_node(struct tpf_gcp_client *c, const char *zone, const char *
 	int failed = 0;
 	int rc = tpf_gcp_call(c, "DELETE", url, NULL, what, name, TPF_GCP_QUIET(TPF_GCP_NOTFOUND),
 			      &op, NULL, d);
-	if (rc == TPF_ENOTFOUND) {
+	if (rc == TPF_ENOTFOUND)
 		rc = 0; /* already gone */
-		goto done;
-	}
-	if (rc < 0)
-		goto done;
-	if ((rc = tpf_gcp_wait_op(c, op, what, name, &failed, d)) < 0)
-		goto done;
-	/* the operation is done; make sure a get agrees before saying "gone" */
-	const struct tpf_gcp_settings *s = tpf_gcp_client_settings(c);
-	double start = tpf_now_mono(), interval = s->poll_min;
-	for (;;) {
-		struct tpf_live_node n = { 0 };
-		rc = tpf_gcp_get_node(c, zone, name, &n, d);
-		tpf_live_node_release(&n);
-		if (rc == TPF_ENOTFOUND) {
-			rc = 0;
-			break;
-		}
-		if (rc < 0)
-			break;
-		if (tpf_now_mono() - start > s->op_timeout) {
-			rc = tpf_errorx(d, name, NULL, "%s: node still listed %.0f seconds after its "
-					"delete operation finished", what, s->op_timeout);
-			break;
-		}
-		if ((rc = tpf_gcp_poll_sleep(c, interval)) < 0)
-			break;
-		interval = tpf_gcp_next_poll(s, interval);
-	}
-done:
+	else if (rc == 0 && (rc = tpf_gcp_wait_op(c, op, what, name, &failed, d)) == 0)
+		/* the operation is done; make sure a get agrees before saying "gone" */
+		rc = tpf_gcp_wait_node_gone(c, zone, name, what, d);
 	json_decref(op);
 	free(what);
 	free(url);

@@ -126,6 +126,12 @@ int tpf_gcp_get_guest_attributes(struct tpf_gcp_client *c, const char *zone, con
  * already gone is success. */
 int tpf_gcp_delete_node(struct tpf_gcp_client *c, const char *zone, const char *name,
 			struct tpf_diags *d);
+/* Poll nodes.get until node `name` is gone (404: 0), at most the client's
+ * op_timeout (then an error naming `what`); TPF_EINTERRUPTED when the
+ * interrupt flag is set. A node already DELETING (a delete sent by an
+ * earlier run) is waited for so, with no second nodes.delete. */
+int tpf_gcp_wait_node_gone(struct tpf_gcp_client *c, const char *zone, const char *name,
+			   const char *what, struct tpf_diags *d);
 
 /* nodes.patch ?updateMask=labels with {"labels": labels}; waits. */
 /* nodes.patch?updateMask=MASK with body (borrowed), one request, then wait

@@ -149,10 +149,10 @@ static enum tpf_api api_by_name(const struct tpf_fleet *f, const char *name)
 enum compute_shape { SHAPE_UNKNOWN, SHAPE_SINGLE, SHAPE_SLICE };
 
 /* Is node `name` in `zone` on Compute Engine? What the last refresh or
- * create saw, else its group's API. *shape (optional): one instance, a
- * slice, or not known (no refresh or create saw it). */
+ * create saw, else the state's record `rec` (NULL: none), else its group's
+ * API. *shape (optional): one instance, a slice, or not known. */
 static int is_compute(struct tpf_provider *p, const char *zone, const char *name,
-		      enum compute_shape *shape)
+		      enum compute_shape *shape, const struct tpf_recipe *rec)
 {
 	struct gcp_impl *g = p->impl;
 	pthread_mutex_lock(&g->mu);
@@ -161,20 +161,22 @@ static int is_compute(struct tpf_provider *p, const char *zone, const char *name
 	if (shape)
 		*shape = !compute ? SHAPE_UNKNOWN : f->slice ? SHAPE_SLICE : SHAPE_SINGLE;
 	pthread_mutex_unlock(&g->mu);
-	return known ? compute : api_by_name(p->fleet, name) == TPF_API_COMPUTE;
+	return known ? compute : (rec ? rec->compute.api : api_by_name(p->fleet, name)) ==
+					 TPF_API_COMPUTE;
 }
 
 /* The slices of Compute Engine node `name` in `zone`: what the last
- * refresh or create saw (0: not a multislice node), else its group's. */
-static int compute_slices(struct tpf_provider *p, const char *zone, const char *name)
+ * refresh or create saw (0: not a multislice node), else rec's, its group's. */
+static int compute_slices(struct tpf_provider *p, const char *zone, const char *name,
+			  const struct tpf_recipe *rec)
 {
 	struct gcp_impl *g = p->impl;
 	pthread_mutex_lock(&g->mu);
 	struct qr_fact *f = fact_find(g, zone, name);
 	int n = f && f->compute ? f->nslices : -1;
 	pthread_mutex_unlock(&g->mu);
-	if (n >= 0)
-		return n;
+	if (n >= 0 || rec)
+		return n >= 0 ? n : tpf_recipe_slices(rec) > 1 ? rec->slices : 0;
 	const struct tpf_group *gr = group_by_name(p->fleet, name);
 	return gr && gr->compute.api == TPF_API_COMPUTE && gr->slices > 1 ? gr->slices : 0;
 }
@@ -212,7 +214,6 @@ struct zone_job {
 	int rc;
 };
 
-/* Each MIG of the zone as a slice node, with its members (by label). */
 /* The slices of one multislice node found in a zone's MIGs
  * (compute_multislice.c), gathered before they are merged into it. */
 struct unit_acc {
@@ -519,7 +520,7 @@ static int unit_create(struct gcp_impl *g, const char *name, const struct tpf_re
 		}
 	pthread_mutex_unlock(&g->mu);
 	/* Only this state's slices go (r carries its lineage). */
-	struct tpf_delete_guard guard = { tpf_kvlist_get(&r->labels, TPF_LABEL_LINEAGE), NULL };
+	struct tpf_delete_guard guard = { .lineage = tpf_kvlist_get(&r->labels, TPF_LABEL_LINEAGE) };
 	for (size_t i = 0; i < n; i++) {
 		if (rc == 0)
 			rc = tpf_compute_delete_unit(g->compute, elsewhere[i], name,
@@ -561,8 +562,8 @@ static int compute_create(struct gcp_impl *g, const char *name, const struct tpf
 		 * global), and never one it refused as another state's
 		 * (docs/compute-engine.md "Undo and ownership of a slice's
 		 * parts"); each is read again before its delete. */
-		struct tpf_delete_guard guard = { tpf_kvlist_get(&r->labels, TPF_LABEL_LINEAGE),
-						  NULL };
+		struct tpf_delete_guard guard = { .lineage = tpf_kvlist_get(&r->labels,
+									    TPF_LABEL_LINEAGE) };
 		struct tpf_diags undo = TPF_DIAGS_INIT;
 		if (ours && tpf_compute_delete_slice(g->compute, r->zone, name, ours, &guard,
 						     &undo) < 0)
@@ -619,8 +620,8 @@ static int compute_remove(struct tpf_provider *p, const char *zone, const char *
 	struct gcp_impl *g = p->impl;
 	enum compute_shape shape = SHAPE_UNKNOWN;
 	int rc = 0;
-	is_compute(p, zone, name, &shape);
-	int ns = compute_slices(p, zone, name);
+	is_compute(p, zone, name, &shape, guard ? guard->recorded : NULL);
+	int ns = compute_slices(p, zone, name, guard ? guard->recorded : NULL);
 	if (ns > 1)
 		rc = tpf_compute_delete_unit(g->compute, zone, name, ns, guard, d);
 	if (rc == 0 && (shape == SHAPE_UNKNOWN || (shape == SHAPE_SLICE && ns <= 1)))
@@ -636,35 +637,6 @@ static int compute_remove(struct tpf_provider *p, const char *zone, const char *
 }
 
 /*
- * Is Cloud TPU node `name` (or its queued resource `qr`, NULL: none) this
- * state's now? Read just before the delete, since nodes.delete and
- * queuedResources.delete take no precondition (tests/fakegcp/
- * tpu.v2.discovery.json: `name` is their only parameter, besides force).
- * The node decides when it exists; a queued resource whose node is not
- * made yet is judged by the labels of its node spec (it has no id).
- * 0: delete; TPF_ENOTFOUND: neither exists; TPF_EFOREIGN or an error.
- */
-static int tpu_owned_now(struct tpf_gcp_client *c, const char *zone, const char *name,
-			 const char *qr, const struct tpf_delete_guard *guard, struct tpf_diags *d)
-{
-	struct tpf_live_node n = { 0 };
-	int rc = tpf_gcp_get_node(c, zone, name, &n, d);
-	if (rc == 0)
-		rc = tpf_delete_check(guard, "node", name, zone,
-				      tpf_kvlist_get(&n.recipe.labels, TPF_LABEL_LINEAGE), n.id, d);
-	tpf_live_node_release(&n);
-	if (rc != TPF_ENOTFOUND || !qr)
-		return rc;
-	struct tpf_gcp_qr q = { 0 };
-	rc = tpf_gcp_get_qr(c, zone, qr, &q, d);
-	if (rc == 0)
-		rc = tpf_delete_check(guard, "queued resource", qr, zone,
-				      tpf_kvlist_get(&q.recipe.labels, TPF_LABEL_LINEAGE), NULL, d);
-	tpf_gcp_qr_release(&q);
-	return rc;
-}
-
-/*
  * A node requested through a queued resource goes with it: delete the
  * queued resource with force=true. Which it is comes from this provider's
  * last refresh; a node it never saw, in a zone whose queued resources
@@ -676,7 +648,7 @@ static int gcp_remove(struct tpf_provider *p, const char *zone, const char *name
 	struct gcp_impl *g = p->impl;
 	char *qr = NULL;
 	int known = 0, rc = 0;
-	if (is_compute(p, zone, name, NULL))
+	if (is_compute(p, zone, name, NULL, guard ? guard->recorded : NULL))
 		return compute_remove(p, zone, name, guard, d);
 	pthread_mutex_lock(&g->mu);
 	struct qr_fact *f = fact_find(g, zone, name);
@@ -696,17 +668,17 @@ static int gcp_remove(struct tpf_provider *p, const char *zone, const char *name
 		if (rc == TPF_ENOTFOUND)
 			rc = 0;
 	}
-	int gone = 0;
+	int gone = 0, deleting = 0; /* deleting: a delete in flight, waited for */
 	if (rc == 0 && guard) {
-		rc = tpu_owned_now(client_of(p), zone, name, qr, guard, d);
+		rc = tpf_gcp_owned_now(client_of(p), zone, name, qr, guard, &deleting, d);
 		gone = rc == TPF_ENOTFOUND;
-		if (gone)
-			rc = 0;
+		rc = gone ? 0 : rc;
 	}
 	if (rc == 0 && !gone)
 		rc = qr ? tpf_gcp_delete_qr(client_of(p), zone, qr, name, guard ? guard->lineage : NULL,
 					    d)
-			: tpf_gcp_delete_node(client_of(p), zone, name, d);
+		     : deleting ? tpf_gcp_wait_node_gone(client_of(p), zone, name, "delete node", d)
+				: tpf_gcp_delete_node(client_of(p), zone, name, d);
 	if (rc == 0) {
 		pthread_mutex_lock(&g->mu);
 		fact_set(g, zone, name, NULL);
@@ -720,11 +692,11 @@ static int gcp_set_labels(struct tpf_provider *p, const char *zone, const char *
 			  const struct tpf_kvlist *labels, struct tpf_diags *d)
 {
 	enum compute_shape shape = SHAPE_UNKNOWN;
-	if (is_compute(p, zone, name, &shape) && shape == SHAPE_SLICE)
+	if (is_compute(p, zone, name, &shape, NULL) && shape == SHAPE_SLICE)
 		return tpf_errorx(d, name, "replace the slice (tpuform taint) to relabel it",
 				  "slice '%s': changing the labels of a Compute Engine slice in place "
 				  "is not supported yet", name);
-	if (is_compute(p, zone, name, NULL))
+	if (is_compute(p, zone, name, NULL, NULL))
 		return tpf_compute_set_labels(((struct gcp_impl *)p->impl)->compute, zone, name,
 					      labels, d);
 	return tpf_gcp_patch_labels(client_of(p), zone, name, labels, d);
@@ -776,7 +748,7 @@ static int gcp_patch(struct tpf_provider *p, const char *zone, const char *name,
 		     const struct tpf_recipe *r, unsigned fields, struct tpf_diags *d)
 {
 	struct gcp_impl *g = p->impl;
-	if (is_compute(p, zone, name, NULL))
+	if (is_compute(p, zone, name, NULL, NULL))
 		return compute_patch(p, zone, name, r, fields, d);
 	json_t *body = json_object();
 	if (fields & TPF_PATCH_LABELS) {

@@ -110,6 +110,21 @@ int tpf_gcp_create_qr(struct tpf_gcp_client *c, const char *name, const struct t
 		      json_t *metadata, struct tpf_live_node *out, struct tpf_diags *d);
 
 /*
+ * Is Cloud TPU node `name` (or its queued resource `qr`, NULL: none) this
+ * state's now? Read just before the delete, since nodes.delete and
+ * queuedResources.delete take no precondition (tests/fakegcp/
+ * tpu.v2.discovery.json: `name` is their only parameter, besides force).
+ * The node decides when it exists; a queued resource whose node is not
+ * made yet is judged by the labels of its node spec (it has no id).
+ * 0: delete; TPF_ENOTFOUND: neither exists; TPF_EFOREIGN or an error.
+ * *deleting: 1 when the node is DELETING already (a delete an earlier run
+ * sent): the caller waits for it rather than sending another.
+ */
+int tpf_gcp_owned_now(struct tpf_gcp_client *c, const char *zone, const char *name,
+		      const char *qr, const struct tpf_delete_guard *guard, int *deleting,
+		      struct tpf_diags *d);
+
+/*
  * queuedResources.delete ?force=true (its node goes first), wait for the
  * operation and until a get says 404, then make sure node `node` (may be
  * NULL) is gone too. A queued resource already gone is success. With

@@ -126,7 +126,7 @@ int tpf_gcp_delete_qr(struct tpf_gcp_client *c, const char *zone, const char *id
 		/* A node left under that name is deleted only when it is this
 		 * state's (the delete-time rule, providers/provider.h): another
 		 * state may have made one since the queued resource went. */
-		struct tpf_delete_guard g = { lineage, NULL };
+		struct tpf_delete_guard g = { lineage, NULL, NULL, NULL, NULL };
 		if (rc == 0 && lineage)
 			rc = tpf_delete_check(&g, "node", node, zone,
 					      tpf_kvlist_get(&n.recipe.labels, TPF_LABEL_LINEAGE), n.id,
@@ -285,5 +285,28 @@ done:
 	free(q);
 	free(esc);
 	free(what);
+	return rc;
+}
+
+/* Read just before a delete: gcp_qr.h. */
+int tpf_gcp_owned_now(struct tpf_gcp_client *c, const char *zone, const char *name,
+		      const char *qr, const struct tpf_delete_guard *guard, int *deleting,
+		      struct tpf_diags *d)
+{
+	struct tpf_live_node n = { 0 };
+	int rc = tpf_gcp_get_node(c, zone, name, &n, d);
+	if (rc == 0)
+		rc = tpf_delete_check(guard, "node", name, zone,
+				      tpf_kvlist_get(&n.recipe.labels, TPF_LABEL_LINEAGE), n.id, d);
+	*deleting = rc == 0 && n.state && !strcmp(n.state, "DELETING");
+	tpf_live_node_release(&n);
+	if (rc != TPF_ENOTFOUND || !qr)
+		return rc;
+	struct tpf_gcp_qr q = { 0 };
+	rc = tpf_gcp_get_qr(c, zone, qr, &q, d);
+	if (rc == 0)
+		rc = tpf_delete_check(guard, "queued resource", qr, zone,
+				      tpf_kvlist_get(&q.recipe.labels, TPF_LABEL_LINEAGE), NULL, d);
+	tpf_gcp_qr_release(&q);
 	return rc;
 }

@@ -57,6 +57,8 @@ struct fg_opts {
 	const char *token_email;      /* what /tokeninfo says tokens act for */
 	const char *compute_schema;   /* --compute-schema FILE */
 	double compute_stage_s;       /* --compute-stage-seconds (< 0: --op-seconds) */
+	double delete_s;              /* --delete-seconds: a node's, instance's or MIG's delete
+				       * (< 0: --op-seconds) */
 	double compute_wait_s;        /* --compute-wait-seconds: most an operations.wait blocks */
 };
 extern struct fg_opts fg_opt;

@@ -88,6 +88,12 @@ void ce_not_found(struct fg_req *r, const char *path)
 		 path);
 }
 
+void ce_not_ready(struct fg_req *r, const char *collection, const char *zone, const char *name)
+{
+	ce_error(r, 400, "resourceNotReady", "The resource 'projects/%s/zones/%s/%s/%s' is not ready",
+		 fg_opt.project, zone, collection, name);
+}
+
 void ce_invalid(struct fg_req *r, const char *field, const char *value, const char *why)
 {
 	ce_error(r, 400, "invalid", "Invalid value for field '%s': '%s'. %s", field, value, why);
@@ -1118,6 +1124,7 @@ int fg_compute_init(const char *schema, char *err, size_t errlen)
 	ce.active = json_object();
 	ce.stage_s = fg_opt.compute_stage_s >= 0 ? fg_opt.compute_stage_s : fg_opt.op_seconds;
 	ce.wait_s = fg_opt.compute_wait_s;
+	ce.delete_s = fg_opt.delete_s >= 0 ? fg_opt.delete_s : fg_opt.op_seconds;
 	return ce_schema_load(schema, err, errlen);
 }
 

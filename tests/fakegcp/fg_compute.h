@@ -43,6 +43,7 @@ struct ce_world {
 			   * __gone, __stop, __wait): the only ones a tick visits */
 	char *base;       /* "http://HOST/compute/v1/", from the last request */
 	double stage_s;   /* --compute-stage-seconds */
+	double delete_s;  /* --delete-seconds: an instance's or MIG's delete */
 	double wait_s;    /* --compute-wait-seconds */
 	uint64_t gen;     /* bumped by every change a MIG could see (ce_changed) */
 };
@@ -63,6 +64,10 @@ void ce_error(struct fg_req *r, unsigned http, const char *reason, const char *f
 	__attribute__((format(printf, 4, 5)));
 /* 404 notFound "The resource 'projects/P/PATH' was not found". */
 void ce_not_found(struct fg_req *r, const char *path);
+/* 400 resourceNotReady "The resource 'projects/P/zones/ZONE/COLLECTION/NAME'
+ * is not ready": a delete of a resource whose delete already runs (the
+ * real wording and reason, as quoted in opstrace/opstrace issue 1218). */
+void ce_not_ready(struct fg_req *r, const char *collection, const char *zone, const char *name);
 /* "Invalid value for field 'FIELD': 'VALUE'. WHY" (400 invalid). */
 void ce_invalid(struct fg_req *r, const char *field, const char *value, const char *why);
 /* A query parameter or NULL. */

@@ -19,6 +19,11 @@
  *   - A member lost (deleted or TERMINATED) is recreated with the same
  *     name under defaultActionOnFailure REPAIR (the default), left alone
  *     under DO_NOTHING.
+ *   - delete: its members go at once (STOPPING), and the MIG with them
+ *     --delete-seconds later; meanwhile it is still got and
+ *     listed, every member's current action DELETING, and a second delete
+ *     (or resize) is 400 resourceNotReady; its template and workload
+ *     policy stay in use until it is gone.
  *   - status: isStable (no member has a current action),
  *     currentInstanceStatuses, bulkInstanceOperation {inProgress,
  *     lastProgressCheck}, appliedAcceleratorTopologies [{acceleratorTopology,
@@ -296,8 +301,10 @@ static void mig_status(json_t *mig, const char *zone)
 	int running = 0, lost = 0, stable = 1;
 	size_t i;
 
+	int dying = json_object_get(mig, "__gone") != NULL; /* its delete runs */
 	json_array_foreach(json_object_get(mig, "__members"), i, m) {
 		const char *a = member_action(mig, zone, json_string_value(m), &inst);
+		a = dying ? "DELETING" : a;
 		char *ak = lower_camel(a), *sk = lower_camel(inst ? sget(inst, "status")
 								  : "NON_EXISTENT");
 		count(actions, ak);
@@ -703,18 +710,29 @@ static void mig_one(struct ce_req *q, const char *zone, const char *name, const 
 	} else if (get && ce_check_query(r, none) < 0) {
 		return;
 	}
-	if (!mig || json_object_get(mig, "__gone")) {
+	if (!mig) {
 		char *rel = xasprintf("zones/%s/instanceGroupManagers/%s", zone, name);
 		ce_not_found(r, rel);
 		free(rel);
 	} else if (!verb && get) {
-		fg_reply_json(r, 200, ce_public(mig));
+		fg_reply_json(r, 200, ce_public(mig)); /* a MIG being deleted too, till it is gone */
+	} else if (json_object_get(mig, "__gone") && !lmi) {
+		ce_not_ready(r, "instanceGroupManagers", zone, name);
 	} else if (!verb && !strcmp(r->method, "DELETE")) {
-		plan_members(mig, zone, 0);
-		json_object_set_new(mig, "__gone", json_real(fg_mono() + fg_opt.op_seconds));
+		/* Its members go at once, and it goes with them; they stay
+		 * listed as its members, each one's action DELETING. */
+		size_t k;
+		json_t *m;
+		json_array_foreach(json_object_get(mig, "__members"), k, m) {
+			json_t *inst = ce_map2(ce.inst, zone, json_string_value(m));
+			if (inst && !json_object_get(inst, "__gone"))
+				ce_instance_delete(inst);
+		}
+		ce_changed();
+		json_object_set_new(mig, "__gone", json_real(fg_mono() + ce.delete_s));
 		char *scope = xasprintf("zones/%s", zone);
 		op = ce_op_new(scope, "delete", strstr(sget(mig, "selfLink"), "zones/"),
-			       sget(mig, "id"), fg_opt.op_seconds);
+			       sget(mig, "id"), ce.delete_s);
 		ce_request_id_keep(r, op);
 		ce_reply_op(r, op);
 		free(scope);
@@ -736,7 +754,7 @@ static void migs_in(struct ce_filter *f, const char *zone, struct ce_items *it, 
 
 	json_object_foreach(json_is_true(json_object_get(ce.unreach, zone)) ? NULL
 			    : json_object_get(ce.migs, zone), n, mig)
-		if (!json_object_get(mig, "__gone") && ce_filter_match(f, mig))
+		if (ce_filter_match(f, mig)) /* one being deleted too, as the API lists it */
 			ce_items_add(it, mig, zone, keyed ? xasprintf("%s/%s", zone, n) : NULL);
 }
 

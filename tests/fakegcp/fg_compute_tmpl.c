@@ -9,8 +9,9 @@
  *   - A workload policy: type required; acceleratorTopology only with
  *     HIGH_THROUGHPUT, never with maxTopologyDistance (nor with
  *     acceleratorTopologyMode); topology AxB or AxBxC.
- *   - Neither can be deleted while a MIG uses it: 400
- *     resourceInUseByAnotherResource.
+ *   - Neither can be deleted while a MIG uses it (one being deleted too):
+ *     400 resourceInUseByAnotherResource. A delete is gone at once, its
+ *     operation DONE --delete-seconds later.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -39,9 +40,8 @@ const char *ce_used_by(const char *key, const char *value)
 
 	json_object_foreach(ce.migs, z, zone)
 		json_object_foreach(zone, n, mig)
-			if (sget(mig, key) && !strcmp(sget(mig, key), value) &&
-			    !json_object_get(mig, "__gone"))
-				return sget(mig, "selfLink");
+			if (sget(mig, key) && !strcmp(sget(mig, key), value))
+				return sget(mig, "selfLink"); /* till the MIG is gone */
 	return NULL;
 }
 
@@ -179,7 +179,7 @@ void ce_templates(struct ce_req *q, const char *scope)
 		} else if (!strcmp(m, "DELETE") && user) {
 			in_use(q->r, "instance_template", rel, user);
 		} else if (!strcmp(m, "DELETE")) {
-			op = ce_op_new(scope, "delete", rel, sget(t, "id"), fg_opt.op_seconds);
+			op = ce_op_new(scope, "delete", rel, sget(t, "id"), ce.delete_s);
 			json_object_del(map, name);
 			answer_op(q, op);
 		} else {
@@ -313,7 +313,7 @@ void ce_policies(struct ce_req *q, const char *region)
 		} else if (!strcmp(m, "DELETE") && user) {
 			in_use(q->r, "resource_policy", rel, user);
 		} else if (!strcmp(m, "DELETE")) {
-			op = ce_op_new(scope, "delete", rel, sget(p, "id"), fg_opt.op_seconds);
+			op = ce_op_new(scope, "delete", rel, sget(p, "id"), ce.delete_s);
 			json_object_del(map, name);
 			answer_op(q, op);
 		} else {

@@ -221,7 +221,7 @@ void ce_instance_delete(json_t *inst)
 	json_object_del(inst, "__next");
 	json_object_del(inst, "__stop");
 	json_object_del(inst, "__wait");
-	json_object_set_new(inst, "__gone", json_real(fg_mono() + fg_opt.op_seconds));
+	json_object_set_new(inst, "__gone", json_real(fg_mono() + ce.delete_s));
 }
 
 /* ------------------------------------------------------------ capacity */
@@ -808,9 +808,13 @@ static void one(struct ce_req *q, const char *zone, const char *name, const char
 		free(rel);
 	} else if (!verb && get) {
 		fg_reply_json(r, 200, ce_public(inst));
+	} else if (!verb && !strcmp(r->method, "DELETE") && json_object_get(inst, "__gone")) {
+		ce_not_ready(r, "instances", zone, name); /* its delete runs */
 	} else if (!verb && !strcmp(r->method, "DELETE")) {
 		ce_instance_delete(inst);
-		ce_reply_op(r, mutation(q, zone, name, "delete"));
+		op = mutation(q, zone, name, "delete");
+		json_object_set_new(op, "__done_at", json_real(fg_mono() + ce.delete_s));
+		ce_reply_op(r, op);
 	} else if (verb && post && !strcmp(verb, "setMetadata")) {
 		set_metadata(q, inst, zone, name);
 	} else if (verb && post && !strcmp(verb, "setLabels")) {

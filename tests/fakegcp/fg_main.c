@@ -72,7 +72,9 @@ static const char usage[] =
 	"                            else next to this program)\n"
 	"  --compute-stage-seconds S (extra) time a Compute instance spends in each of PENDING,\n"
 	"                            PROVISIONING, STAGING (default: --op-seconds)\n"
-	"  --compute-wait-seconds S  (extra) most a Compute operations.wait blocks (default 120)\n";
+	"  --compute-wait-seconds S  (extra) most a Compute operations.wait blocks (default 120)\n"
+	"  --delete-seconds S        (extra) how long the delete of a Cloud TPU node, a Compute\n"
+	"                            instance or a MIG runs (default: --op-seconds)\n";
 
 enum {
 	O_LISTEN = 256, O_PORT, O_PORT_FILE, O_PROJECT, O_PROJECT_NUMBER, O_DISCOVERY,
@@ -80,7 +82,7 @@ enum {
 	O_SEED, O_AUTH, O_SA_KEY, O_SA_EMAIL, O_USER, O_TOKEN_TTL, O_IP_BASE, O_WORKER_PORT,
 	O_EXTERNAL_IPS, O_ACCEL, O_LOG, O_VERBOSE, O_WIF_AUD, O_WIF_TOKEN, O_OIDC_TOKEN,
 	O_IMP_SA, O_IMP_CALLER, O_USER_PROJECT, O_WORKER_DIR, O_WORKER_USER, O_PROJECT_MD,
-	O_OSLOGIN_USER, O_TOKEN_EMAIL, O_BUCKET, O_CE_SCHEMA, O_CE_STAGE, O_CE_WAIT, O_HELP,
+	O_OSLOGIN_USER, O_TOKEN_EMAIL, O_BUCKET, O_CE_SCHEMA, O_CE_STAGE, O_CE_WAIT, O_DELETE, O_HELP,
 };
 
 static const struct option long_opts[] = {
@@ -125,6 +127,7 @@ static const struct option long_opts[] = {
 	{ "compute-schema", required_argument, NULL, O_CE_SCHEMA },
 	{ "compute-stage-seconds", required_argument, NULL, O_CE_STAGE },
 	{ "compute-wait-seconds", required_argument, NULL, O_CE_WAIT },
+	{ "delete-seconds", required_argument, NULL, O_DELETE },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -294,6 +297,10 @@ static int parse_args(int argc, char **argv, const char **fault_kinds, double *f
 			if (parse_double(optarg, 0, 86400, &fg_opt.compute_wait_s) < 0)
 				return die_usage(name, optarg, "seconds >= 0");
 			break;
+		case O_DELETE:
+			if (parse_double(optarg, 0, 86400, &fg_opt.delete_s) < 0)
+				return die_usage(name, optarg, "seconds >= 0");
+			break;
 		case O_HELP: fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
 		}
@@ -353,6 +360,7 @@ int main(int argc, char **argv)
 		.worker_ip_base = (127u << 24) | (10u << 8) | 1u, .worker_port = 22,
 		.project_number = "123456789012", .worker_user = "root",
 		.token_email = "tester@example.com", .compute_stage_s = -1, .compute_wait_s = 120,
+		.delete_s = -1,
 	};
 	rc = parse_args(argc, argv, &fault_kinds, &fault_rate, &seeded);
 	if (rc >= 0) {

@@ -44,7 +44,9 @@ struct fg_op *fg_op_start(const char *zone, const char *node_id, const char *ver
 				 "createTime", when, "target", target, "verb", verb,
 				 "cancelRequested", 0, "apiVersion", "v2");
 	free(target);
-	op->done_at = fg_mono() + fg_opt.op_seconds;
+	/* --delete-seconds: a delete may take longer than the rest. */
+	op->done_at = fg_mono() + (!strcmp(verb, "delete") && fg_opt.delete_s >= 0 ? fg_opt.delete_s
+										 : fg_opt.op_seconds);
 	XGROW(ops, n_ops + 1, a_ops);
 	ops[n_ops++] = op;
 	return op;

@@ -765,7 +765,7 @@ static int count_method(const char *method)
  * resource is read just before its delete, and only this state's goes. */
 static void test_compute__delete_checks_ownership(void)
 {
-	struct tpf_delete_guard mine = { "0123456789abcdef", "123" };
+	struct tpf_delete_guard mine = { "0123456789abcdef", "123", NULL, NULL, NULL };
 	struct tpf_diags d = TPF_DIAGS_INIT;
 	/* an instance another state made under the name: read, not deleted */
 	struct step other[] = { { 200, OTHER_INSTANCE } };

@@ -160,7 +160,11 @@ static void run_case_with(const struct tcase *tc, const char *keys, int restarts
 		struct tpf_state_node *sn = tpf_state_add(&st, nd->name);
 		xstrset(&sn->group, "a");
 		sn->index = nd->name[strlen(nd->name) - 1] - '0';
-		xstrset(&sn->status, nd->state ? nd->state : TPF_NODE_CREATED);
+		/* "sent": created, and tpuform sent its delete (delete_sent_at) */
+		int sent = nd->state && !strcmp(nd->state, "sent");
+		xstrset(&sn->status, nd->state && !sent ? nd->state : TPF_NODE_CREATED);
+		if (sent)
+			xstrset(&sn->delete_sent_at, "2026-11-28T10:00:00Z");
 		xstrset(&sn->id, "123");
 		fill_recipe(&sn->recipe, nd, "f", st.lineage);
 		sn->recipe.queued = nd->queued != NULL;
@@ -261,6 +265,20 @@ static const struct tcase cases[] = {
 	{ "fallback zone in the list: kept", 1,
 	  { N("f-a-0", "z2", "v4-16", "rt1", "preemptible", NULL), { 0 } },
 	  { N("f-a-0", "z2", "v4-16", "rt1", "preemptible", "READY"), { 0 } }, NULL, 1, NULL, 0, "" },
+	{ "being deleted (the going class): a replace whose delete is under way", 1,
+	  { A0(NULL), { 0 } }, { A0("DELETING"), { 0 } }, NULL, 1, NULL, 0,
+	  "replace:f-a-0(deleting)" },
+	{ "hidden: going too", 1, { A0(NULL), { 0 } }, { A0("HIDDEN"), { 0 } }, NULL, 1, NULL, 0,
+	  "replace:f-a-0(deleting)" },
+	{ "tpuform sent its delete, the node still TERMINATED: its delete is under way", 1,
+	  { A0("sent"), { 0 } }, { A0("TERMINATED"), { 0 } }, NULL, 1, NULL, 0,
+	  "replace:f-a-0(deleting)" },
+	{ "tpuform sent its delete, the node is gone: created again, not 'missing'", 1,
+	  { A0("sent"), { 0 } }, { { 0 } }, NULL, 1, NULL, 0, "create:f-a-0(deleted)" },
+	{ "tpuform sent its delete, yet the node is READY (a lost request): left alone", 1,
+	  { A0("sent"), { 0 } }, { A0("READY"), { 0 } }, NULL, 1, NULL, 0, "" },
+	{ "destroy of a node being deleted: one delete, waited for", 1, { A0("sent"), { 0 } },
+	  { A0("DELETING"), { 0 } }, NULL, 1, NULL, 1, "delete:f-a-0(destroy)" },
 	{ "still creating: wait then provision", 1, { A0(NULL), { 0 } }, { A0("CREATING"), { 0 } }, NULL,
 	  1, NULL, 0, "wait:f-a-0(busy)[0,1]" },
 	{ "run command changed: re-provision both workers", 1, { A0(NULL), { 0 } },

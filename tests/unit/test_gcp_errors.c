@@ -178,6 +178,32 @@ static void test_gcp_errors__hints(void)
 	tpf_gcp_error_release(&e);
 }
 
+/* Compute Engine's 400 resourceNotReady (a delete of a MIG whose delete
+ * runs, the body as the API sends it): retried, with a Compute Engine
+ * hint, never the Cloud TPU one about accelerator_type. */
+static void test_gcp_errors__resource_not_ready(void)
+{
+	struct tpf_gcp_error e = TPF_GCP_ERROR_INIT;
+	const char *b = "{\"error\":{\"code\":400,\"message\":\"The resource 'projects/p/zones/"
+			"us-central1-c/instanceGroupManagers/n' is not ready\",\"errors\":[{\"message\":"
+			"\"The resource 'projects/p/zones/us-central1-c/instanceGroupManagers/n' is not "
+			"ready\",\"domain\":\"global\",\"reason\":\"resourceNotReady\"}]}}";
+	tpf_gcp_error_parse_http(&e, 400, b, strlen(b));
+	CHECK_STR(e.reason, "resourceNotReady");
+	CHECK_INT(tpf_gcp_error_classify(&e), TPF_GCP_TRANSIENT);
+	CHECK_INT(tpf_gcp_class_rc(tpf_gcp_error_classify(&e)), TPF_ETRANSIENT);
+	char *h = tpf_gcp_error_hint(&e, tpf_gcp_error_classify(&e), "p");
+	CHECK(h && strstr(h, "Compute Engine") && strstr(h, "delete") &&
+	      !strstr(h, "accelerator_type"));
+	free(h);
+	/* Any other 400 stays permanent. */
+	const char *o = "{\"error\":{\"code\":400,\"message\":\"bad\",\"errors\":[{\"reason\":"
+			"\"invalid\"}]}}";
+	tpf_gcp_error_parse_http(&e, 400, o, strlen(o));
+	CHECK_INT(tpf_gcp_error_classify(&e), TPF_GCP_PERMANENT);
+	tpf_gcp_error_release(&e);
+}
+
 static void test_gcp_errors__code_names(void)
 {
 	CHECK_STR(tpf_gcp_code_name(0), "OK");
@@ -353,6 +379,7 @@ int main(void)
 	RUN(test_gcp_errors__details);
 	RUN(test_gcp_errors__operation_table);
 	RUN(test_gcp_errors__hints);
+	RUN(test_gcp_errors__resource_not_ready);
 	RUN(test_gcp_errors__code_names);
 	RUN(test_gcp_errors__retry_after);
 	RUN(test_gcp_errors__backoff_bounds);

@@ -1138,7 +1138,7 @@ static void test_local__remove_checks_ownership(void)
 	struct tpf_recipe r = recipe("alpha", "us-central2-b", 1);
 	tpf_kvlist_set(&r.labels, "tpuform-lineage", "fedcba9876543210");
 	CHECK_INT(p->ops->create(p, "alpha-g-7", &r, &live, &d), 0);
-	struct tpf_delete_guard mine = { "0123456789abcdef", live.id };
+	struct tpf_delete_guard mine = { "0123456789abcdef", live.id, NULL, NULL, NULL };
 	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-7", &mine, &d), TPF_EFOREIGN);
 	CHECK(diags_contain(&d, "refusing to delete node 'alpha-g-7' in zone 'us-central2-b': it "
 				"belongs to another state: it carries tpuform-lineage=fedcba9876543210"));
@@ -1149,7 +1149,7 @@ static void test_local__remove_checks_ownership(void)
 	CHECK(still && live.id && still->id && !strcmp(still->id, live.id));
 	CHECK(still && !strcmp(still->state, "READY"));
 	tpf_live_set_release(&set);
-	struct tpf_delete_guard theirs = { "fedcba9876543210", NULL };
+	struct tpf_delete_guard theirs = { "fedcba9876543210", NULL, NULL, NULL, NULL };
 	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-7", &theirs, &d), 0);
 	CHECK_INT(refresh_zone(p, "us-central2-b", &set, &d), 0);
 	CHECK(tpf_live_set_find(&set, "alpha-g-7") == NULL);
@@ -1158,11 +1158,11 @@ static void test_local__remove_checks_ownership(void)
 	/* Unlabelled (an earlier tpuform): only the recorded id proves it. */
 	tpf_kvlist_unset(&r.labels, "tpuform-lineage");
 	CHECK_INT(p->ops->create(p, "alpha-g-7", &r, &live, &d), 0);
-	struct tpf_delete_guard stale = { "0123456789abcdef", "not-its-id" };
+	struct tpf_delete_guard stale = { "0123456789abcdef", "not-its-id", NULL, NULL, NULL };
 	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-7", &stale, &d), TPF_EFOREIGN);
 	CHECK(diags_contain(&d, "carries no tpuform-lineage label"));
 	tpf_diags_release(&d);
-	struct tpf_delete_guard same = { "0123456789abcdef", live.id };
+	struct tpf_delete_guard same = { "0123456789abcdef", live.id, NULL, NULL, NULL };
 	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-7", &same, &d), 0);
 	/* Gone already is success, checked or not. */
 	CHECK_INT(p->ops->remove(p, "us-central2-b", "alpha-g-7", &same, &d), 0);

@@ -342,10 +342,13 @@ static void test_state__json_round_trip_every_field(void)
 	struct tpf_diags d = TPF_DIAGS_INIT;
 	fill_state(&a);
 	a.serial = 41;
+	a.nodes[0].delete_sent_at = xstrdup("2026-11-28T10:00:00Z");
 	json_t *j = tpf_state_to_json(&a);
 	CHECK_INT(tpf_state_from_json(&b, j, "mem", &d), 0);
 	CHECK_INT(d.n, 0);
 	CHECK_INT(b.serial, 41);
+	/* The record of a delete tpuform sent (plan/diff_going.c) survives. */
+	CHECK_STR(b.nodes[0].delete_sent_at, "2026-11-28T10:00:00Z");
 	CHECK_STR(b.tpuform_version, TPF_VERSION);
 	check_same_state(&a, &b);
 	/* and back again to the same document */

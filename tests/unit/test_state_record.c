@@ -38,11 +38,17 @@ static void test_state_record__pending_generation(void)
 	sn = tpf_state_find(&st, "f-a-0");
 	CHECK_STR(sn->status, TPF_NODE_CREATED);
 	CHECK_STR(sn->id, "id-1");
+	/* Its delete goes out (a replace): recorded, and kept until the
+	 * node is recorded again. */
+	tpf_state_record_delete_sent(&st, "f-a-0", "2026-01-01T01:00:00Z");
+	CHECK_STR(sn->delete_sent_at, "2026-01-01T01:00:00Z");
+	tpf_state_record_delete_sent(&st, "nope", "2026-01-01T01:00:00Z"); /* no such node */
 	/* Re-created after 3 restarts: the generation goes past them. */
 	sn->workers[1].restarts = 3;
 	sn = tpf_state_record_pending(&st, "f-a-0", "a", 0, &r, &job);
 	CHECK_INT(sn->generation, 4);
 	CHECK(sn->id == NULL);
+	CHECK(sn->delete_sent_at == NULL); /* the new create is what the record says now */
 	CHECK_INT(sn->workers[1].restarts, 0);
 	tpf_recipe_release(&r);
 	tpf_state_release(&st);
