@@ -82,11 +82,12 @@ lp=$(_sshd_listener_pid "$w1")
 # shellcheck disable=SC2317 # called through wait_for
 conns() { pgrep -P "$lp" >/dev/null; }
 wait_for 20 conns
+accepted() { grep -c 'Accepted publickey' "$SSHD_DIR/w$w1/log.start"; }
+before=$(accepted)
 for p in $(pgrep -P "$lp"); do kill "$p"; done
 # shellcheck disable=SC2317 # called through wait_for
-waiting() { ls "$h1"/tpuform/run/wait.* >/dev/null 2>&1; }
-sleep 1
-ok "worker 1's wait is made again" wait_for 20 waiting
+again() { [ "$(accepted)" -gt "$before" ] && ls "$h1"/tpuform/run/wait.* >/dev/null 2>&1; }
+ok "worker 1's wait connects again and waits" wait_for 20 again
 echo "exit retry=2 at=$(date +%s.%N)" >>"$h1/exits"
 # shellcheck disable=SC2016 # expanded inside the worker VM
 sshd_in "$w1" sh -c 'kill "$(cat /root/job.pid)"'
