@@ -46,6 +46,11 @@ struct loop {
 	struct tpf_prober *prober; /* session probes, in the background */
 	struct tpf_attacher *attacher; /* job waits: a job's end seen at once; NULL: off */
 	unsigned long news_seen;       /* tpf_attacher_news when the last round began */
+	/* The last round left a job's end to a heal in flight (its node was
+	 * busy): the loop plans again as soon as a heal ends, not an interval
+	 * later. heals_seen: tpf_healer_ended when that round began. */
+	int held;
+	unsigned long heals_seen;
 	struct tpf_watch_hooks *hooks; /* notifications and metrics */
 	struct tpf_budget_cache budgets; /* spend between ledger reads (engine/budget.h) */
 	struct tpf_unhealthy_set sick;
@@ -65,13 +70,21 @@ struct loop {
 	int lease_known;
 };
 
-/* Sleep up to `seconds`, waking early for a signal; a leader renews its
- * lease whenever it is due meanwhile (every TTL/3). */
+/* Is there news a round should plan from now: a job's end a wait
+ * learnt, or a heal that ended while the last round left a job's end to
+ * it? */
+static int news(struct loop *w)
+{
+	return tpf_attacher_news(w->attacher) != w->news_seen ||
+	       (w->held && tpf_healer_ended(w->healer) != w->heals_seen);
+}
+
+/* Sleep up to `seconds`, waking early for a signal or news; a leader
+ * renews its lease whenever it is due meanwhile (every TTL/3). */
 static void nap(struct loop *w, double seconds)
 {
 	double end = tpf_now_mono() + seconds;
-	while (!stopped(w->o) && tpf_now_mono() < end &&
-	       tpf_attacher_news(w->attacher) == w->news_seen) {
+	while (!stopped(w->o) && tpf_now_mono() < end && !news(w)) {
 		if (w->lease && tpf_watch_lease_leading(w->lease) &&
 		    tpf_now_mono() >= tpf_watch_lease_due(w->lease, w->o->interval))
 			tpf_watch_lease_lead(w->lease);
@@ -195,11 +208,12 @@ static void healing_actions(struct loop *w, struct tpf_plan *p, struct tpf_plan 
 }
 
 /* Report and act on what a refreshed session s found (p: its plan).
- * since: when what p was planned from was seen (monotonic seconds: the
- * round's start, or its probe's when probed); actions on nodes healed
- * after that are dropped. */
+ * now: when the round's refresh began (monotonic seconds); actions on
+ * nodes healed after that are dropped. The job facts p was planned from
+ * are older or newer than that, and each was dropped when a heal of its
+ * node made it stale (take_probe, take_waits). */
 static void act(struct loop *w, struct tpf_session *s, struct tpf_plan *p, int round, double now,
-		double since, int probed)
+		int probed)
 {
 	const struct tpf_watch_opts *o = w->o;
 	struct tpf_plan rest;
@@ -212,7 +226,7 @@ static void act(struct loop *w, struct tpf_session *s, struct tpf_plan *p, int r
 		tpf_watch_note(o, TPF_EVENT_WARNING, s->d.items[i].address, s->d.items[i].summary);
 	tpf_diags_release(&s->d);
 
-	healing_actions(w, p, &rest, since);
+	healing_actions(w, p, &rest, now);
 	if (rest.n && round == 1)
 		emit_actions(o, &rest, 1);
 	if (p->n)
@@ -310,30 +324,46 @@ static int take_probe(struct loop *w, struct tpf_session *s, double started, int
 	return got;
 }
 
-/* Add what the job waits know for the workers s->facts has no answer
- * from: all of them in a round without probe answers (a job that ended is
- * acted on at once, issue 21), and in a probed round the workers the
- * session check skipped because their waits cover them
- * (tpf_attacher_covers). Each fact is dropped when a heal of its node
- * ended after it was learnt. Returns how many were added. */
-static size_t take_waits(struct loop *w, struct tpf_session *s)
+/* Add what the job waits know to s->facts: for every worker in a round
+ * without probe answers (a job that ended is acted on at once, issue 21),
+ * and in a probed round for the workers the session check skipped because
+ * their waits cover them (tpf_attacher_covers) and those whose wait
+ * answered after the probe began (probed_at, monotonic seconds; 0: no
+ * probe answers). The newer answer wins: a probe's "alive" from the first
+ * round must not hide the wait's "exited" of seconds later (issue 26: a
+ * job failing in watch's first window was restarted one 10 s window
+ * late). Each fact is dropped when a heal of its node made it stale
+ * (tpf_healer_drop_stale_waits); one ending a job on a node a heal is
+ * busy with sets w->held. Returns how many were added. */
+static size_t take_waits(struct loop *w, struct tpf_session *s, double probed_at)
 {
-	double *at = NULL;
+	struct tpf_wait_time *at = NULL;
 	struct tpf_job_facts all;
 	memset(&all, 0, sizeof(all));
 	size_t n = tpf_attacher_take(w->attacher, &all, &at), added = 0;
 	for (size_t i = 0; i < n; i++) {
 		/* A list of one, in place: dropped, its strings are freed. */
 		struct tpf_job_facts one = { &all.items[i], 1, 1 };
-		if (tpf_job_facts_find(&s->facts, all.items[i].node, all.items[i].worker)) {
+		struct tpf_job_fact *probe = NULL;
+		for (size_t k = 0; k < s->facts.n && !probe; k++)
+			if (s->facts.items[k].worker == all.items[i].worker &&
+			    !strcmp(s->facts.items[k].node, all.items[i].node))
+				probe = &s->facts.items[k];
+		if (probe && at[i].at < probed_at) {
 			tpf_job_fact_release(&all.items[i]);
-			continue; /* the probe asked it: its answer stands */
+			continue; /* the probe asked it later: its answer stands */
 		}
-		tpf_healer_drop_stale_facts(w->healer, &one, at[i]);
+		if (tpf_healer_drop_stale_waits(w->healer, &one, &at[i]))
+			w->held = 1;
 		if (!one.n)
 			continue;
-		XGROW(s->facts.items, s->facts.n + 1, s->facts.alloc);
-		s->facts.items[s->facts.n++] = all.items[i];
+		if (probe) {
+			tpf_job_fact_release(probe);
+			*probe = all.items[i];
+		} else {
+			XGROW(s->facts.items, s->facts.n + 1, s->facts.alloc);
+			s->facts.items[s->facts.n++] = all.items[i];
+		}
 		added++;
 	}
 	free(all.items);
@@ -382,13 +412,13 @@ static enum round_outcome round_run(struct loop *w, int round, double started)
 	enum round_outcome rc = ROUND_DONE;
 	enum leadership lead = LEAD_YES;
 	int probed = 0, refreshed = 0;
-	double since = started;
+	double probed_at = 0; /* when the probe whose answers this round took began */
 	if (tpf_session_open(&s, &so, NULL) ||
 	    (lead = leadership(w, &s)) == LEAD_UNKNOWN || lead == LEAD_STANDBY ||
 	    (refreshed = tpf_session_refresh(&s, 0)) ||
 	    /* A takeover heals first: the sessions are asked next round. */
 	    (probed = take_probe(w, &s, started, due && lead == LEAD_YES, lead == LEAD_YES,
-				 &since)) < 0 ||
+				 &probed_at)) < 0 ||
 	    tpf_session_plan(&s, 0, &p)) {
 		tpf_watch_diags(o, &s.d);
 		/* A fleet file that never loaded: nothing to watch. Another
@@ -399,7 +429,7 @@ static enum round_outcome round_run(struct loop *w, int round, double started)
 										   : ROUND_FAILED;
 	} else {
 		tpf_attacher_sync(w->attacher, &s);
-		if (lead == LEAD_YES && w->attacher && take_waits(w, &s)) {
+		if (lead == LEAD_YES && w->attacher && take_waits(w, &s, probed ? probed_at : 0)) {
 			probed = 1;
 			tpf_plan_release(&p);
 			memset(&p, 0, sizeof(p));
@@ -409,7 +439,7 @@ static enum round_outcome round_run(struct loop *w, int round, double started)
 		if (s.have_commit)
 			snprintf(w->pinned, sizeof(w->pinned), "%s", s.commit);
 		tpf_watch_hooks_seen(w->hooks, &s, probed, started);
-		act(w, &s, &p, round, started, since, probed && s.o.refresh);
+		act(w, &s, &p, round, started, probed && s.o.refresh);
 		if (lead == LEAD_YES)
 			keep_ssh_config(w, &s, started);
 	}
@@ -442,6 +472,8 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 		double started = tpf_now_mono();
 		tpf_watch_warnings_round(++looked);
 		w.news_seen = tpf_attacher_news(w.attacher);
+		w.heals_seen = tpf_healer_ended(w.healer);
+		w.held = 0;
 		enum round_outcome outcome = round_run(&w, round, started);
 		if (outcome == ROUND_FATAL) {
 			rc = TPF_ERROR;

@@ -47,6 +47,12 @@ struct attach_worker {
 	int attached; /* a wait is in flight on a live connection */
 	int have;     /* fact holds an answer */
 	double at;    /* monotonic seconds of that answer */
+	/* Monotonic seconds when this wait saw the fact's job (the process
+	 * group in its token) appear, after a token without it: a job started
+	 * after a heal began is that heal's (or a later) job, whose end is
+	 * news even when the heal ended after it. 0: not seen appearing (the
+	 * first answer, or a token without a job). */
+	double job_at;
 	struct tpf_job_fact fact;
 };
 
@@ -133,9 +139,23 @@ static int tpuform_did(const struct tpf_job_fact *f)
 	return 0;
 }
 
+/* The job's process group in a wait token ("PGID:alive",
+ * "PGID:exited:CODE", "PGID:dead": templates/bootstrap.sh tpf_token), or
+ * 0 (none, or a token without a job). */
+static long token_job(const char *token)
+{
+	if (!token)
+		return 0;
+	char *end;
+	long pg = strtol(token, &end, 10);
+	return end != token && *end == ':' && pg > 0 ? pg : 0;
+}
+
 /* Keep the answer of one wait; news when it ends a job (a token that
- * changed to a state other than alive). a->mu taken here. */
-static void record(struct attach_worker *w, const struct tpf_worker_report *r, int changed)
+ * changed to a state other than alive). prev, now: the tokens before and
+ * after (prev NULL: the first answer of this worker). a->mu taken here. */
+static void record(struct attach_worker *w, const struct tpf_worker_report *r, int changed,
+		   const char *prev, const char *now)
 {
 	struct tpf_attacher *a = w->a;
 	pthread_mutex_lock(&a->mu);
@@ -157,6 +177,11 @@ static void record(struct attach_worker *w, const struct tpf_worker_report *r, i
 	w->fact.disruption = xstrdup(r->disruption);
 	w->have = 1;
 	w->at = tpf_now_mono();
+	long job = token_job(now);
+	if (!job || !prev)
+		w->job_at = 0;
+	else if (token_job(prev) != job)
+		w->job_at = w->at;
 	if (changed && r->job_state && strcmp(r->job_state, "alive") && !tpuform_did(&w->fact))
 		a->news++;
 	pthread_mutex_unlock(&a->mu);
@@ -217,7 +242,8 @@ static void *attach_thread(void *arg)
 		backoff = 0;
 		fresh = 0;
 		int changed = token && now && strcmp(token, now);
-		record(w, &r, changed || (!token && r.job_state && strcmp(r.job_state, "alive")));
+		record(w, &r, changed || (!token && r.job_state && strcmp(r.job_state, "alive")), token,
+		       now);
 		tpf_worker_report_release(&r);
 		if (now) {
 			free(token);
@@ -382,13 +408,14 @@ unsigned long tpf_attacher_news(struct tpf_attacher *a)
 	return n;
 }
 
-size_t tpf_attacher_take(struct tpf_attacher *a, struct tpf_job_facts *facts, double **at)
+size_t tpf_attacher_take(struct tpf_attacher *a, struct tpf_job_facts *facts,
+			 struct tpf_wait_time **at)
 {
 	*at = NULL;
 	if (!a)
 		return 0;
 	pthread_mutex_lock(&a->mu);
-	*at = xcalloc(a->n ? a->n : 1, sizeof(double));
+	*at = xcalloc(a->n ? a->n : 1, sizeof(**at));
 	for (size_t i = 0; i < a->n; i++) {
 		struct attach_worker *w = a->items[i];
 		if (!w->have || w->stop || !w->attached)
@@ -396,7 +423,8 @@ size_t tpf_attacher_take(struct tpf_attacher *a, struct tpf_job_facts *facts, do
 		if (tpuform_did(&w->fact))
 			continue;
 		XGROW(facts->items, facts->n + 1, facts->alloc);
-		(*at)[facts->n] = w->at;
+		(*at)[facts->n].at = w->at;
+		(*at)[facts->n].job_at = w->job_at;
 		fact_copy(&facts->items[facts->n++], &w->fact);
 	}
 	size_t n = facts->n;

@@ -38,13 +38,17 @@ struct tpf_healer {
 	size_t nbusy, alloc;
 	/* Nodes whose heal ended, and when (monotonic seconds): a round that
 	 * refreshed before that saw them as they were before the heal (a job
-	 * "exited" that the heal has just restarted) and must not act on them. */
+	 * "exited" that the heal has just restarted) and must not act on them.
+	 * began: when the node's last heal began (a job a wait saw appear
+	 * after that is the heal's own); at: 0 while the first is in flight. */
 	struct healed {
 		char *node;
 		double at;
+		double began;
 	} *healed;
 	size_t nhealed, healed_alloc;
 	int running;              /* heals in flight */
+	unsigned long ended;      /* heals ended so far */
 	/* Every heal thread not yet joined. Joined, not detached: a thread
 	 * that has said it is done still runs its thread-local destructors
 	 * (libcrypto's per-thread state), and a process that exits before
@@ -92,19 +96,23 @@ static int busy_has(const struct tpf_healer *h, const char *node)
 	return 0;
 }
 
+/* The record of node's heals, made when missing; h->mu held. */
+static struct healed *healed_of(struct tpf_healer *h, const char *node)
+{
+	for (size_t i = 0; i < h->nhealed; i++)
+		if (!strcmp(h->healed[i].node, node))
+			return &h->healed[i];
+	XGROW(h->healed, h->nhealed + 1, h->healed_alloc);
+	struct healed *e = &h->healed[h->nhealed++];
+	e->node = xstrdup(node);
+	e->at = e->began = 0;
+	return e;
+}
+
 /* Call with h->mu held. */
 static void healed_now(struct tpf_healer *h, const char *node)
 {
-	double now = tpf_now_mono();
-	for (size_t i = 0; i < h->nhealed; i++) {
-		if (!strcmp(h->healed[i].node, node)) {
-			h->healed[i].at = now;
-			return;
-		}
-	}
-	XGROW(h->healed, h->nhealed + 1, h->healed_alloc);
-	h->healed[h->nhealed].node = xstrdup(node);
-	h->healed[h->nhealed++].at = now;
+	healed_of(h, node)->at = tpf_now_mono();
 }
 
 /* How long a heal is remembered, seconds: a round may plan from session
@@ -118,7 +126,9 @@ static int healed_since(struct tpf_healer *h, const char *node, double since)
 {
 	int hit = 0;
 	for (size_t i = 0; i < h->nhealed;) {
-		if (h->healed[i].at < since - HEALED_KEEP) {
+		double last = h->healed[i].at > h->healed[i].began ? h->healed[i].at
+								   : h->healed[i].began;
+		if (last < since - HEALED_KEEP) {
 			free(h->healed[i].node);
 			h->healed[i] = h->healed[--h->nhealed];
 			continue;
@@ -186,6 +196,7 @@ static void *heal_thread(void *arg)
 		busy_remove(h, job->plan.actions[i].node);
 		healed_now(h, job->plan.actions[i].node);
 	}
+	h->ended++;
 	if (--h->running == 0) {
 		unlock_state(h);
 		pthread_cond_broadcast(&h->idle);
@@ -353,6 +364,7 @@ void tpf_healer_heal(struct tpf_healer *h, const struct tpf_session *s, struct t
 		const char *node = job->plan.actions[i].node;
 		XGROW(h->busy, h->nbusy + 1, h->alloc);
 		h->busy[h->nbusy++] = xstrdup(node);
+		healed_of(h, node)->began = tpf_now_mono();
 		const struct tpf_live_node *ln = tpf_live_set_find(&s->live, node);
 		if (ln)
 			tpf_live_node_copy(tpf_live_set_add(&job->live), ln);
@@ -437,6 +449,47 @@ void tpf_healer_drop_stale_facts(struct tpf_healer *h, struct tpf_job_facts *f, 
 	}
 	f->n = keep;
 	pthread_mutex_unlock(&h->mu);
+}
+
+/* Did a heal make this wait's fact stale (h->mu held)? See
+ * tpf_healer_drop_stale_waits. */
+static int wait_stale(struct tpf_healer *h, const char *node, const struct tpf_wait_time *t)
+{
+	if (t->job_at <= 0)
+		return healed_since(h, node, t->at);
+	for (size_t i = 0; i < h->nhealed; i++)
+		if (!strcmp(h->healed[i].node, node))
+			return h->healed[i].began >= t->job_at;
+	return 0;
+}
+
+size_t tpf_healer_drop_stale_waits(struct tpf_healer *h, struct tpf_job_facts *f,
+				   const struct tpf_wait_time *t)
+{
+	size_t held = 0, keep = 0;
+	pthread_mutex_lock(&h->mu);
+	for (size_t i = 0; i < f->n; i++) {
+		struct tpf_job_fact *sf = &f->items[i];
+		int busy = busy_has(h, sf->node);
+		if (busy || wait_stale(h, sf->node, &t[i])) {
+			if (busy && sf->job_state && strcmp(sf->job_state, "alive"))
+				held++;
+			tpf_job_fact_release(sf);
+			continue;
+		}
+		f->items[keep++] = *sf;
+	}
+	f->n = keep;
+	pthread_mutex_unlock(&h->mu);
+	return held;
+}
+
+unsigned long tpf_healer_ended(struct tpf_healer *h)
+{
+	pthread_mutex_lock(&h->mu);
+	unsigned long n = h->ended;
+	pthread_mutex_unlock(&h->mu);
+	return n;
 }
 
 void tpf_healer_drop_busy(struct tpf_healer *h, struct tpf_plan *p, double since)

@@ -91,6 +91,27 @@ void tpf_healer_drop_busy(struct tpf_healer *h, struct tpf_plan *p, double since
  * facts is planned as not probed. */
 void tpf_healer_drop_stale_facts(struct tpf_healer *h, struct tpf_job_facts *f, double since);
 
+struct tpf_wait_time; /* below */
+
+/*
+ * Drop the job waits' facts f (t: when each was learnt, index for index;
+ * engine/watch_attach.c) that a heal made stale: about a node a heal is
+ * busy with, or, for a job the wait saw appear (t[i].job_at > 0), one
+ * that appeared before its node's last heal began (the heal stopped or
+ * replaced it), or else one answered before that heal ended. A job the
+ * heal itself started stays news however soon it ends (issue 26: a job
+ * failing 2 s after a restart, while the heal was still finishing, waited
+ * 10 s). Returns how many of the dropped facts ended a job (exited, dead)
+ * on a node a heal is busy with: the loop plans again when that heal ends
+ * (tpf_healer_ended).
+ */
+size_t tpf_healer_drop_stale_waits(struct tpf_healer *h, struct tpf_job_facts *f,
+				   const struct tpf_wait_time *t);
+
+/* How many heals have ended so far: the loop naps until it moves when a
+ * round left a job's end to a heal in flight. */
+unsigned long tpf_healer_ended(struct tpf_healer *h);
+
 /*
  * Record in the state the checkpoints s's facts report that its state
  * does not have yet (engine/checkpoints.h), and emit a CHECKPOINT event
@@ -144,8 +165,9 @@ int tpf_prober_start(struct tpf_prober *p, const char *pinned);
  * until `deadline` (monotonic seconds; 0: do not wait; < 0: until it ends)
  * or the loop is interrupted. Returns 1 with *facts filled (the caller
  * releases them; *facts must be empty) and *started set to when the probe
- * began (monotonic seconds: actions planned from the facts must drop nodes
- * healed since then, tpf_healer_drop_busy), or 0 when there are none.
+ * began (monotonic seconds: the facts about nodes healed since then are
+ * stale, tpf_healer_drop_stale_facts; a wait's later answer is newer), or
+ * 0 when there are none.
  */
 int tpf_prober_take(struct tpf_prober *p, double deadline, struct tpf_job_facts *facts,
 		    double *started);
@@ -175,18 +197,26 @@ void tpf_attacher_sync(struct tpf_attacher *a, const struct tpf_session *s);
  * and plans at once when it moved. 0 for NULL. */
 unsigned long tpf_attacher_news(struct tpf_attacher *a);
 
+/* When a wait's fact was learnt, monotonic seconds (tpf_attacher_take). */
+struct tpf_wait_time {
+	double at;     /* the wait's answer */
+	double job_at; /* when the wait saw the fact's job appear (its token's
+			* process group, after a token without it); 0: not seen
+			* appearing (the worker's first answer, or no job) */
+};
+
 /*
  * Append what the waits of attached workers know to *facts (empty on
  * entry; the caller releases it) and set *at to a new array (caller
- * frees) of the monotonic time of each fact's answer, index for index:
- * facts older than a heal of their node must be dropped
- * (tpf_healer_drop_stale_facts). Jobs tpuform itself stopped (session
- * "none", or a disruption it gave: restarted, replaced, deleted) give
- * nothing: a late answer from a heal's own stop is not a failure. Detached
- * workers give nothing (the
- * periodic probe asks them). Returns the number of facts.
+ * frees) of when each was learnt, index for index: facts a heal of their
+ * node made stale must be dropped (tpf_healer_drop_stale_waits). Jobs
+ * tpuform itself stopped (session "none", or a disruption it gave:
+ * restarted, replaced, deleted) give nothing: a late answer from a heal's
+ * own stop is not a failure. Detached workers give nothing (the periodic
+ * probe asks them). Returns the number of facts.
  */
-size_t tpf_attacher_take(struct tpf_attacher *a, struct tpf_job_facts *facts, double **at);
+size_t tpf_attacher_take(struct tpf_attacher *a, struct tpf_job_facts *facts,
+			 struct tpf_wait_time **at);
 
 /*
  * An engine/refresh.h tpf_probe_skip_fn (arg: the attacher, or NULL): 1
