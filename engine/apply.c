@@ -356,7 +356,7 @@ static int exec_action(struct exec *x, size_t ai)
 			pthread_mutex_lock(x->mu);
 			struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
 			if (sn && !strcmp(sn->status, TPF_NODE_CREATED))
-				x->res->added++;
+				(*(x->fl[ai].waiting ? &x->res->waiting : &x->res->added))++;
 			pthread_mutex_unlock(x->mu);
 		}
 		return rc;

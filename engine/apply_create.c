@@ -23,6 +23,7 @@ struct create_try {
 	int tried;               /* zones a create was sent to */
 	int backed_off;          /* zones skipped: backed off */
 	int only_zone_errors;    /* every refusal was quota, capacity or an unusable zone */
+	int waiting;             /* created, waiting for capacity (flex-start, queued) */
 };
 
 /* Record the node as pending, and save, before any request is sent. A
@@ -233,7 +234,19 @@ static int create_done(struct exec *x, const struct tpf_desired_node *dn, struct
 		queued |= ln->capacity_wait;
 		apply_emit(x, queued ? TPF_EVENT_QUEUED : TPF_EVENT_NOT_READY, TPF_EVENT_CREATING, dn->name,
 		     ln->id, el, msg);
-		apply_emit(x, TPF_EVENT_CREATED, TPF_EVENT_CREATING, dn->name, ln->id, el, msg);
+		/* Waiting for capacity is not "Creation complete" (issue 26). */
+		struct tpf_event ev = TPF_EVENT_INIT(queued ? TPF_EVENT_CAPACITY_WAITING
+							    : TPF_EVENT_CREATED);
+		ev.action = TPF_EVENT_CREATING;
+		ev.node = dn->name;
+		ev.id = ln->id;
+		ev.group = dn->group;
+		ev.zone = ct->r.zone;
+		ev.elapsed = el;
+		ev.message = msg;
+		ev.recipe = &dn->recipe;
+		apply_emit_event(x, &ev);
+		ct->waiting = queued;
 		free(msg);
 	} else {
 		/* The zone it was created in: the last one tried. */
@@ -288,6 +301,7 @@ int apply_exec_create(struct exec *x, size_t ai)
 		rc = create_failed(x, dn, &ct, el, rc);
 	else
 		rc = create_done(x, dn, &ct, el);
+	x->fl[ai].waiting = ct.waiting; /* counted apart by engine/apply.c */
 	tpf_live_node_release(&ct.ln);
 	tpf_recipe_release(&ct.r);
 	tpf_diags_release(&ct.zd);
