@@ -53,6 +53,7 @@ unlike "without the warning" "$(cat last.out)" "Warning"
 
 # ---- no credentials: one error, not one per zone --------------------------------
 mkdir home
+# shellcheck disable=SC2317 # called through fails
 nocreds() {
 	env -u TPUFORM_ACCESS_TOKEN -u GOOGLE_APPLICATION_CREDENTIALS -u CLOUDSDK_CONFIG \
 		HOME="$W/home" GCE_METADATA_HOST=127.0.0.1:9 "$TPUFORM" "$@"
