@@ -56,7 +56,7 @@ mkdir home
 # shellcheck disable=SC2317 # called through fails
 nocreds() {
 	env -u TPUFORM_ACCESS_TOKEN -u GOOGLE_APPLICATION_CREDENTIALS -u CLOUDSDK_CONFIG \
-		HOME="$W/home" GCE_METADATA_HOST=127.0.0.1:9 "$TPUFORM" "$@"
+		HOME="$W/home" GCE_METADATA_HOST=127.0.0.1:9 TPUFORM_GCP_TRIES=1 "$TPUFORM" "$@"
 }
 fails "plan without credentials" 1 nocreds plan -f fleet.yaml
 like "says why" "$(cat last.out)" "Error: .*access token from the metadata server"
