@@ -5,10 +5,10 @@
  * -json).
  */
 #include "cmd/cmd.h"
+#include "util/number.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,12 +43,11 @@ static int bad_value(const char *cmd, const struct tpf_flag *f, const char *v, c
 
 static int set_int(const char *cmd, const struct tpf_flag *f, const char *v, struct tpf_diags *d)
 {
-	char *end;
-	errno = 0;
-	long n = strtol(v, &end, 10);
-	if (errno || *end || end == v)
+	long n = 0;
+	int rc = tpf_parse_whole(v, f->min, f->max, &n); /* util/number.h: 1e2 is 100 */
+	if (rc == -1)
 		return bad_value(cmd, f, v, "expected a whole number", d);
-	if (n < f->min || n > f->max)
+	if (rc == -2)
 		return tpf_errorx(d, NULL, NULL, "invalid value '%s' for -%s: -%s must be from %d to %d",
 				  v, f->name, f->name, f->min, f->max);
 	*(int *)f->target = (int)n;
@@ -73,7 +72,7 @@ static int set_value(const char *cmd, const struct tpf_flag *f, const char *v, s
 		return set_int(cmd, f, v, d);
 	case TPF_FLAG_DURATION:
 		if (tpf_parse_duration(v, (double *)f->target) < 0)
-			return bad_value(cmd, f, v, "expected a duration such as 30s, 5m or 1h", d);
+			return bad_value(cmd, f, v, "expected " TPF_DURATION_EXAMPLES, d);
 		return 0;
 	case TPF_FLAG_LIST: {
 		if (!*v)

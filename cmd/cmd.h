@@ -143,6 +143,11 @@ struct tpf_cmd {
 	const char *lock_op;     /* TPF_CMD_LOCK: Terraform's operation name for the lock info */
 	enum tpf_cmd_signals signals;
 	int (*run)(struct tpf_cmd_ctx *ctx); /* returns an exit code */
+	/* The man page's EXIT STATUS when the command's codes are its own
+	 * (exec, ssh): NULL-ended pairs {code, meaning, ...}; NULL: 0 and 1,
+	 * with plan's 2 and 3 for a -detailed-exitcode flag (cmd/man.c). The
+	 * signals' codes are added from `signals`. */
+	const char *const *exit_status;
 	int hidden;              /* left out of 'tpuform help' (still listed by -commands) */
 };
 

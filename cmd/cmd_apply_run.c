@@ -54,6 +54,9 @@ static char *closing_line(const struct tpf_apply_result *r, int destroy, int ok,
 		tpf_buf_addf(&b, "%s %s: ", verb, interrupted ? "interrupted" : "failed");
 	if (destroy)
 		tpf_buf_addf(&b, "%zu destroyed", r->destroyed);
+	else if (r->waiting) /* created, not added: waiting for capacity */
+		tpf_buf_addf(&b, "%zu added, %zu waiting for capacity, %zu changed, %zu destroyed",
+			     r->added, r->waiting, r->changed, r->destroyed);
 	else
 		tpf_buf_addf(&b, "%zu added, %zu changed, %zu destroyed", r->added, r->changed,
 			     r->destroyed);
@@ -74,10 +77,10 @@ static void say_closing(const struct tpf_apply_result *r, int destroy, int ok, i
 {
 	char *msg = closing_line(r, destroy, ok, interrupted);
 	if (tpf_ui.json) {
-		json_t *changes = json_pack("{s:I,s:I,s:I,s:s}", "add", (json_int_t)r->added,
-					    "change", (json_int_t)r->changed, "remove",
-					    (json_int_t)r->destroyed, "operation",
-					    destroy ? "destroy" : "apply");
+		json_t *changes = json_pack("{s:I,s:I,s:I,s:I,s:s}", "add", (json_int_t)r->added,
+					    "waiting_for_capacity", (json_int_t)r->waiting, "change",
+					    (json_int_t)r->changed, "remove", (json_int_t)r->destroyed,
+					    "operation", destroy ? "destroy" : "apply");
 		json_t *outcome = json_pack("{s:b,s:I,s:I,s:b}", "complete", ok, "failed",
 					    (json_int_t)r->failed_actions, "not_started",
 					    (json_int_t)r->not_started, "interrupted", interrupted);
@@ -116,7 +119,7 @@ int tpf_run_apply(struct tpf_cmd_ctx *ctx, struct tpf_plan *p, int auto_approve,
 	int ok = !res.failed_actions && !res.not_started && !tpf_diags_errors(&s->d) &&
 		 !interrupted;
 	/* ssh-config -install: its entries follow replaced nodes. */
-	if (res.added || res.changed || res.destroyed)
+	if (res.added || res.waiting || res.changed || res.destroyed)
 		tpf_ssh_config_refresh_installed(s);
 	/* The error boxes first, then what was and was not done. */
 	tpf_cmd_print_diags(ctx);

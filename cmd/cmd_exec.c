@@ -100,6 +100,16 @@ static int run_exec(struct tpf_cmd_ctx *ctx)
 	return code;
 }
 
+/* What run_exec and the dispatcher return (cmd/dispatch.c: any error
+ * diagnostic, such as a worker that could not be reached, makes it 1). */
+static const char *const exec_exit_status[] = {
+	"0", "The command exited 0 on every worker.",
+	"1-255", "The highest of the workers' exit statuses, when every worker ran the command.",
+	"1", "A worker could not run it (unreachable, or its host key changed: why is on "
+	     "standard error), or an error before anything ran (no such node, no READY worker).",
+	NULL,
+};
+
 const struct tpf_cmd tpf_cmd_exec = {
 	.name = "exec",
 	.summary = "Run a command on every worker of a node (or all nodes)",
@@ -113,8 +123,10 @@ const struct tpf_cmd tpf_cmd_exec = {
 	.footer = "Examples:\n"
 		  "  tpuform exec my-node -- 'cat > cfg.yaml' < cfg.yaml\n"
 		  "  tpuform exec -all -- nvidia-smi\n\n"
-		  "Exit status: the highest of the workers' exit statuses (255 for a worker\n"
-		  "that could not run it); 1 for errors before anything ran.\n",
+		  "Exit status: the highest of the workers' exit statuses when each ran the\n"
+		  "command; 1 when a worker could not run it (why is on standard error) or\n"
+		  "for an error before anything ran.\n",
+	.exit_status = exec_exit_status,
 	.flags = exec_flags,
 	.min_args = 0,
 	.max_args = 1,

@@ -7,6 +7,7 @@
 #include "engine/report.h"
 #include "util/outfile.h"
 #include "util/timeutil.h"
+#include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,28 +34,61 @@ static int parse_since(const char *v, double now, double *since, struct tpf_diag
 	*since = -1;
 	if (!v)
 		return 0;
+	/* The one duration grammar (util/timeutil.h), days included; a time
+	 * that does not exist (February 30th) is an error, never moved on. */
 	double secs = 0;
-	size_t n = strlen(v);
-	if (n > 1 && v[n - 1] == 'd') { /* days: tpf_parse_duration stops at hours */
-		char *end = NULL;
-		double days = strtod(v, &end);
-		if (end == v + n - 1 && days >= 0 && days <= 3660) {
-			*since = now - days * 86400;
-			return 0;
-		}
-	} else if (tpf_parse_duration(v, &secs) == 0 && secs >= 0) {
+	int rc = tpf_parse_duration(v, &secs);
+	if (rc == 0 && now - secs >= 0) {
 		*since = now - secs;
 		return 0;
 	}
+	if (rc == 0 || rc == -2)
+		return tpf_errorx(d, NULL, "Give a shorter duration, or a time (2026-01-02T15:04:05Z).",
+				  "invalid value \"%s\" for -since: %s", v,
+				  rc == -2 ? "longer than 36500d, the longest duration tpuform takes"
+					   : "it reaches back before 1970");
 	double t = tpf_parse_rfc3339(v);
 	if (t >= 0) {
 		*since = t;
 		return 0;
 	}
 	return tpf_errorx(d, NULL,
-			  "Give a duration back from now (90m, 24h, 7d) or a time "
-			  "(2026-01-02T15:04:05Z).",
+			  "Give " TPF_DURATION_EXAMPLES ", back from now, or a time that exists "
+			  "(RFC 3339, such as 2026-01-02T15:04:05Z).",
 			  "invalid value \"%s\" for -since", v);
+}
+
+/*
+ * -group G names a group of the fleet file, or one the ledger holds events
+ * of (a group since removed): else an error listing the fleet's groups
+ * (issue 26: "no events" for a typo).
+ */
+static int check_group(const struct tpf_fleet *f, json_t *records, const char *group,
+		       struct tpf_diags *d)
+{
+	if (!group)
+		return 0;
+	for (size_t i = 0; i < f->ngroups; i++)
+		if (!strcmp(f->groups[i].name, group))
+			return 0;
+	size_t i;
+	json_t *r;
+	json_array_foreach(records, i, r) {
+		const char *g = json_string_value(json_object_get(r, "group"));
+		if (g && !strcmp(g, group))
+			return 0;
+	}
+	struct tpf_buf names = TPF_BUF_INIT;
+	for (size_t k = 0; k < f->ngroups; k++)
+		tpf_buf_addf(&names, "%s'%s'", k ? ", " : "", f->groups[k].name);
+	char *hint = xasprintf("the groups of fleet '%s': %s", f->name,
+			       f->ngroups ? names.buf : "none");
+	int rc = tpf_errorx(d, NULL, hint,
+			    "invalid value \"%s\" for -group: no group '%s' in the fleet file %s, "
+			    "and the run ledger has no events of one", group, group, f->path);
+	free(hint);
+	tpf_buf_release(&names);
+	return rc;
 }
 
 static double num(json_t *o, const char *k)
@@ -198,6 +232,10 @@ static int run_report(struct tpf_cmd_ctx *ctx)
 	size_t skipped = 0, dropped = 0;
 	if (tpf_ledger_read(&w, &records, &skipped, &dropped, ctx->d))
 		return TPF_EXIT_ERROR;
+	if (check_group(&s->fleet, records, report_o.group, ctx->d)) {
+		json_decref(records);
+		return TPF_EXIT_ERROR;
+	}
 	if (dropped)
 		tpf_warn(ctx->d, NULL,
 			 "the run ledger is larger than the report reads (%zu MiB): %zu bytes of "

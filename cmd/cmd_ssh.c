@@ -127,6 +127,15 @@ done:
 	return code;
 }
 
+/* What run_ssh, the interactive session and the dispatcher return. */
+static const char *const ssh_exit_status[] = {
+	"0", "Success: the command or the shell exited 0, or -L alone was stopped by Ctrl-C.",
+	"1-255", "With a command: its exit status; for a shell, the shell's.",
+	"1", "The command could not be run (the worker unreachable, its host key changed: why is "
+	     "on standard error), a forward failed, or an error before anything ran.",
+	NULL,
+};
+
 const struct tpf_cmd tpf_cmd_ssh = {
 	.name = "ssh",
 	.summary = "Open a shell on a worker, run a command there, or forward ports",
@@ -141,8 +150,9 @@ const struct tpf_cmd tpf_cmd_ssh = {
 		  "  tpuform ssh my-node -worker 1\n"
 		  "  tpuform ssh my-node -L 6006:localhost:6006\n"
 		  "  tpuform ssh my-node -- nproc\n\n"
-		  "Exit status: the command's (255 when it could not be run), else 0, or 1\n"
-		  "for errors.\n",
+		  "Exit status: the command's; 1 when it could not be run (why is on\n"
+		  "standard error) or for errors; a shell's, for a shell.\n",
+	.exit_status = ssh_exit_status,
 	.flags = ssh_flags,
 	.min_args = 1,
 	.max_args = 1,

@@ -7,6 +7,7 @@
  */
 #include "cmd/cmd.h"
 #include "providers/gcp/gcp.h"
+#include "util/xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,34 @@ static void say_valid(const struct tpf_fleet *f)
 	       f->ngroups == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s");
 }
 
+/*
+ * What plan would refuse without the network: each secret's environment
+ * variable (and the sizes the values give, config/config.h). Terraform's
+ * validate reads no variable's value, so a file is valid whatever this
+ * shell's environment holds (a CI job validates without the secrets): a
+ * warning. -remote asks whether plan would work from here: an error, as a
+ * zone that does not offer the accelerator type is (docs/commands.md).
+ */
+static void check_secrets(struct tpf_fleet *f, int as_errors, struct tpf_diags *d)
+{
+	struct tpf_diags mine = TPF_DIAGS_INIT;
+	if (tpf_fleet_resolve_secrets(f, &mine) == 0) {
+		tpf_fleet_forget_secrets(f);
+		return;
+	}
+	for (size_t i = 0; i < mine.n; i++) {
+		const struct tpf_diag *g = &mine.items[i];
+		char *detail = as_errors ? NULL
+				 : xasprintf("%s%splan and apply refuse the file until it is set; "
+					     "validate -remote counts it as an error",
+					     g->detail ? g->detail : "", g->detail ? "\n" : "");
+		tpf_diags_add(d, as_errors ? g->severity : TPF_SEV_WARNING, g->address, g->summary,
+			      as_errors ? g->detail : detail);
+		free(detail);
+	}
+	tpf_diags_release(&mine);
+}
+
 static int run_validate(struct tpf_cmd_ctx *ctx)
 {
 	struct tpf_fleet f;
@@ -61,6 +90,8 @@ static int run_validate(struct tpf_cmd_ctx *ctx)
 	int rc = tpf_fleet_load(&f, ctx->o.file, ctx->d);
 	if (rc == 0)
 		rc = tpf_fleet_check_files(&f, ctx->d);
+	if (rc == 0)
+		check_secrets(&f, validate_o.remote, ctx->d);
 	if (rc == 0 && validate_o.remote) {
 		if (f.provider == TPF_PROVIDER_GCP)
 			tpf_gcp_validate_remote(&f, ctx->d);
@@ -85,8 +116,10 @@ const struct tpf_cmd tpf_cmd_validate = {
 	.name = "validate",
 	.summary = "Check the fleet file without touching anything",
 	.description = "  Check a fleet file: syntax, keys, types, names, accelerator types, sizes\n"
-		       "  and the form of secrets. Reads nothing else, unless -remote asks the\n"
-		       "  Cloud TPU API what each zone offers. Name another file with -f FILE.\n",
+		       "  and the form of secrets; warns of a secret whose environment variable is\n"
+		       "  not set (plan refuses it). Reads nothing else, unless -remote asks the\n"
+		       "  Cloud TPU API what each zone offers; with -remote a missing secret's\n"
+		       "  variable is an error. Name another file with -f FILE.\n",
 	.flags = validate_flags,
 	.needs = TPF_CMD_FILE | TPF_CMD_JSON,
 	.signals = TPF_SIG_STOP,

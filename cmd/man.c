@@ -85,18 +85,24 @@ static void put(FILE *out, const char *s)
 }
 
 /* A help paragraph block ("  text\n" lines; a blank line between
- * paragraphs; lines indented further are shown as they are). heading: it
- * follows .SH or .SS, which starts a paragraph already. */
+ * paragraphs; lines indented past the paragraph's first line, or past two
+ * spaces, are shown as they are, one per line: the "Examples:" of a
+ * footer, whose lines are indented two, ran together into one filled line
+ * before, issue 26). heading: it follows .SH or .SS, which starts a
+ * paragraph already. */
 static void put_paragraphs(FILE *out, const char *text, int heading)
 {
 	int literal = 0, start = 1, first = 1;
+	size_t base = 2; /* the indent of the paragraph's first line, at most 2 */
 	while (text && *text) {
 		const char *nl = strchr(text, '\n');
 		size_t len = nl ? (size_t)(nl - text) : strlen(text);
 		size_t ind = 0;
 		while (ind < len && text[ind] == ' ')
 			ind++;
-		int deep = ind > 2 && ind < len;
+		if (start && ind < len && !literal)
+			base = ind < 2 ? ind : 2;
+		int deep = ind > base && ind < len;
 		if (literal && !deep) {
 			raw(out, ".fi\n.RE\n");
 			literal = nowrap = 0;
@@ -192,6 +198,7 @@ static void put_header(FILE *out, const char *title)
 		TPF_VERSION);
 }
 
+/* tpuform(1): every code any command exits with. */
 static void put_exit_status(FILE *out)
 {
 	raw(out, ".SH \"EXIT STATUS\"\n"
@@ -204,6 +211,51 @@ static void put_exit_status(FILE *out)
 		 "resource).\n"
 		 ".TP\n130, 143\nA read-only command stopped by SIGINT or SIGTERM dies of the\n"
 		 "signal, as the shell reports it.\n");
+}
+
+static void put_status(FILE *out, const char *code, const char *meaning)
+{
+	raw(out, ".TP\n");
+	put(out, code);
+	newline(out);
+	put(out, meaning);
+	newline(out);
+}
+
+/* c's own codes (cmd.h exit_status), else 0 and 1, plan's 2 and 3 with
+ * -detailed-exitcode, and what its signal handling exits with
+ * (cmd/signals.c): never a code the command does not use. */
+static void put_command_exit_status(FILE *out, const struct tpf_cmd *c)
+{
+	raw(out, ".SH \"EXIT STATUS\"\n");
+	if (c->exit_status) {
+		for (const char *const *e = c->exit_status; e[0]; e += 2)
+			put_status(out, e[0], e[1]);
+	} else {
+		int detailed = 0;
+		for (const struct tpf_flag *f = c->flags; f && f->name && !detailed; f++)
+			detailed = !strcmp(f->name, "detailed-exitcode");
+		put_status(out, "0", detailed ? "Success (with -detailed-exitcode: no changes, and the "
+						"fleet is as declared)."
+					      : "Success.");
+		put_status(out, "1", "An error: the diagnostics on standard error (or, with -json, "
+				     "as JSON lines on standard output) say what and why.");
+		if (detailed) {
+			put_status(out, "2", "Only with -detailed-exitcode: success, with changes.");
+			put_status(out, "3", "Only with -detailed-exitcode: no changes, but the fleet is "
+					     "not as declared (restarts used up, waiting for quota or a "
+					     "queued resource).");
+		}
+	}
+	if (c->signals == TPF_SIG_STOP)
+		put_status(out, "130, 143", "Stopped by SIGINT or SIGTERM: it dies of the signal, as the "
+					    "shell reports it.");
+	else if (c->signals == TPF_SIG_GRACEFUL)
+		put_status(out, "1", "Also after an interrupt: the first SIGINT or SIGTERM lets what "
+				     "runs finish and records the state; a second exits at once.");
+	else if (c->signals == TPF_SIG_FORWARD)
+		put_status(out, "130", "A third SIGINT or SIGTERM (the first two go to the remote "
+				       "commands) exits at once.");
 }
 
 /* tpuform-NAME(1) */
@@ -246,7 +298,7 @@ static void command_page(FILE *out, const struct tpf_cmd *c)
 			put_paragraphs(out, c->footer, 1);
 		}
 	}
-	put_exit_status(out);
+	put_command_exit_status(out, c);
 	raw(out, ".SH ENVIRONMENT\n"
 		 "\\fBNO_COLOR\\fR turns colour off; the variables that tune timeouts,\n"
 		 "retries and endpoints are listed in\n.BR tpuform (1).\n"

@@ -230,6 +230,29 @@ static void provision_line(const struct tpf_event *ev, const char *result)
 	}
 }
 
+/* A create that left its node waiting for capacity: not "Creation
+ * complete" (issue 26). -json: an "apply_waiting" line, the hook saying
+ * for what. */
+static void capacity_waiting_line(const struct tpf_event *ev, const char *dur, const char *idpart)
+{
+	const char *what = ev->recipe && ev->recipe->queued ? "queued resource"
+			   : ev->recipe ? tpf_recipe_scheduling(ev->recipe)
+					: "capacity";
+	char msg[1024];
+	snprintf(msg, sizeof(msg), "%s: Still waiting for capacity (%s) after %s%s", ev->node, what,
+		 dur, idpart);
+	if (tpf_ui.json) {
+		json_t *h = hook(ev, "create");
+		json_object_set_new(h, "elapsed_seconds", json_integer((json_int_t)ev->elapsed));
+		json_object_set_new(h, "waiting_for", json_string("capacity"));
+		json_object_set_new(h, "scheduling", json_string(what));
+		tpf_ui_json("info", "apply_waiting", msg, json_pack("{s:o}", "hook", h));
+	} else {
+		tpf_ui_say("%s%s%s: Still waiting for capacity (%s) after %s%s\n", c(C_BOLD), ev->node,
+			   c(C_RESET), what, dur, idpart);
+	}
+}
+
 /* Each event as its row of engine/events.c says: the hook gives the line,
  * the action's word Terraform's verb. */
 void tpf_ui_event(const struct tpf_event *ev, void *ctx)
@@ -268,6 +291,10 @@ void tpf_ui_event(const struct tpf_event *ev, void *ctx)
 		}
 		break;
 	case TPF_HOOK_COMPLETE:
+		if (ev->kind == TPF_EVENT_CAPACITY_WAITING) {
+			capacity_waiting_line(ev, dur, idpart);
+			break;
+		}
 		snprintf(msg, sizeof(msg), "%s: %s after %s%s", ev->node, done_word(verb), dur,
 			 idpart);
 		if (tpf_ui.json) {

@@ -2,11 +2,12 @@
  * The fleet file's `budget`, `on_budget` and `prices` keys
  * (config/config_walk.h; docs/ledger.md "Budgets" and "Prices").
  *
- * Amounts are decimal numbers written in plain digits ("100", "12.5"):
- * no exponent, hex, inf or nan, which strtod would accept and which no
- * one means in a budget.
+ * Amounts are numbers of util/number.h's one grammar ("100", "12.5",
+ * "1e3"): no sign, hex, inf or nan, which strtod alone would accept and
+ * which no one means in a budget.
  */
 #include "config/config_walk.h"
+#include "util/number.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -23,26 +24,17 @@ static const char *const chip_words[] = { "v2", "v3", "v4", "v5e", "v5p", "v6e",
 static const char *const class_words[] = { "on-demand", "preemptible", "spot", "flex-start",
 					   NULL };
 
-/* A number of plain digits with at most one '.', from min (exclusive when
- * min_open) to max. 0 and *out, or -1 after an error naming `name`. */
+/* A number (util/number.h) from min (exclusive when min_open) to max. 0
+ * and *out, or -1 after an error naming `name`. */
 static int want_amount(struct cfg *c, yaml_node_t *v, const char *name, double min, int min_open,
 		       double max, const char *expect, double *out)
 {
 	const char *s = cfg_text(v);
-	int dots = 0, digits = 0;
-	for (const char *p = s; p && *p; p++) {
-		if (*p == '.')
-			dots++;
-		else if (*p >= '0' && *p <= '9')
-			digits++;
-		else
-			digits = -1000; /* anything else: not a plain number */
-	}
-	if (!s || cfg_is_null(v) || digits <= 0 || dots > 1 || strlen(s) > 32) {
+	double x = 0;
+	if (cfg_is_null(v) || tpf_parse_number(s, &x) < 0) {
 		cfg_type_error(c, v, name, expect, NULL);
 		return -1;
 	}
-	double x = strtod(s, NULL);
 	if ((min_open ? x <= min : x < min) || x > max) {
 		cfg_error(c, v, NULL, "'%s' must be %s, got '%s' (at most %g)", name, expect, s, max);
 		return -1;

@@ -7,6 +7,7 @@
  * docs/fleet-file.md's key table.
  */
 #include "config/config_walk.h"
+#include "util/number.h"
 #include "util/xalloc.h"
 
 #include <limits.h>
@@ -149,15 +150,14 @@ int tpf_policy_restarts_on(const struct tpf_job_policy *p, int code)
 static int exit_code_item(struct cfg *c, yaml_node_t *x, const char *name, int *lo, int *hi)
 {
 	const char *t = cfg_text(x);
-	char *end = NULL;
-	long a = -1, b = -1;
-	if (t && *t >= '0' && *t <= '9') {
-		a = strtol(t, &end, 10);
+	const char *end = NULL;
+	double a = -1, b = -1; /* numbers of util/number.h's grammar */
+	if (tpf_parse_number_prefix(t, &a, &end) == 0) {
 		b = a;
-		if (*end == '-' && end[1] >= '0' && end[1] <= '9')
-			b = strtol(end + 1, &end, 10);
+		if (*end == '-' && tpf_parse_number_prefix(end + 1, &b, &end) < 0)
+			b = -1;
 	}
-	if (a < 0 || !end || *end || a > 255 || b > 255 || b < a) {
+	if (a < 0 || !end || *end || a > 255 || b > 255 || b < a || a != (int)a || b != (int)b) {
 		cfg_type_error(c, x, name, "exit codes 0-255 or ranges like 128-255",
 			       "a job's exit status is 0-255 (a shell gives 128+N for signal N); "
 			       "e.g. [42, 128-255]");

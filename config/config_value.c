@@ -6,6 +6,7 @@
 #include "config/config_limits.h"
 #include "util/buf.h"
 #include "util/fs.h"
+#include "util/number.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -108,18 +109,13 @@ int cfg_want_uint(struct cfg *c, yaml_node_t *v, const char *name, const char *e
 {
 	const char *s = cfg_text(v);
 	long n = 0;
-	int digits = s && *s;
-	for (const char *p = s; digits && *p; p++) {
-		if (!is_digit(*p))
-			digits = 0;
-		else if (n <= LONG_MAX / 100)
-			n = n * 10 + (*p - '0');
-	}
-	if (!digits || n < min) {
+	/* util/number.h's grammar: 1e3 is 1000; above max, a range error. */
+	int rc = cfg_is_null(v) ? -1 : tpf_parse_whole(s, 0, LONG_MAX, &n);
+	if (rc == -1 || (rc == 0 && n < min)) {
 		cfg_type_error(c, v, name, expect, NULL);
 		return -1;
 	}
-	if (n > max) {
+	if (rc == -2 || n > max) {
 		cfg_error(c, v, NULL, "'%s' must be at most %ld, got '%s'", name, max, s);
 		return -1;
 	}
@@ -171,8 +167,7 @@ int cfg_want_duration(struct cfg *c, yaml_node_t *v, const char *name, double *o
 	const char *s = cfg_text(v);
 	double secs;
 	if (!s || tpf_parse_duration(s, &secs) < 0) {
-		cfg_type_error(c, v, name, "a duration such as '30s', '500ms', '6h' or a number of seconds",
-			   NULL);
+		cfg_type_error(c, v, name, TPF_DURATION_EXAMPLES, NULL);
 		return -1;
 	}
 	if (out)

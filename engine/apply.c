@@ -386,7 +386,7 @@ static int exec_action(struct exec *x, size_t ai)
 			pthread_mutex_lock(x->mu);
 			struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
 			if (sn && !strcmp(sn->status, TPF_NODE_CREATED))
-				x->res->added++;
+				(*(x->fl[ai].waiting ? &x->res->waiting : &x->res->added))++;
 			pthread_mutex_unlock(x->mu);
 		}
 		return rc;
@@ -458,7 +458,7 @@ int tpf_apply(const struct tpf_plan *p, const struct tpf_fleet *f, struct tpf_pr
 	      const struct tpf_apply_opts *opts, struct tpf_apply_result *res, struct tpf_diags *d)
 {
 	memset(res, 0, sizeof(*res));
-	size_t errors_before = tpf_diags_errors(d);
+	size_t errors_before = d->errors_seen; /* repeats count too (util/diag.h) */
 	struct exec x = {
 		.p = p, .f = f, .prov = prov, .live = live, .st = st,
 		.o = opts, .res = res, .d = d,
@@ -494,7 +494,7 @@ int tpf_apply(const struct tpf_plan *p, const struct tpf_fleet *f, struct tpf_pr
 	free(x.fl);
 	free(x.queue);
 	pthread_mutex_destroy(&x.own_mu);
-	if (res->failed_actions || tpf_diags_errors(d) > errors_before)
+	if (res->failed_actions || d->errors_seen > errors_before)
 		return TPF_ERROR;
 	return res->interrupted || res->not_started ? TPF_EINTERRUPTED : 0;
 }

@@ -67,6 +67,10 @@ struct tpf_apply_opts {
  */
 struct tpf_apply_result {
 	size_t added, changed, destroyed; /* completed, Terraform's counts */
+	/* Creates whose node waits for capacity (a flex-start VM or slice, a
+	 * queued resource): requested, not added; counted apart so that the
+	 * closing line does not call them added (issue 26). */
+	size_t waiting;
 	size_t failed_actions;
 	size_t deferred;  /* creates put off: every zone refused or backed off */
 	/* Actions that had started when *opts.interrupted was set and stopped

@@ -28,6 +28,7 @@ struct create_try {
 	 * out of capacity; zone Y is out of quota". */
 	struct tpf_buf why;
 	double retry_at;         /* monotonic: the first backoff to end among them; 0: none */
+	int waiting;             /* created, waiting for capacity (flex-start, queued) */
 };
 
 /* Why a zone took no node, after "zone Z ". */
@@ -339,7 +340,19 @@ static int create_done(struct exec *x, const struct tpf_desired_node *dn, struct
 		queued |= ln->capacity_wait;
 		apply_emit(x, queued ? TPF_EVENT_QUEUED : TPF_EVENT_NOT_READY, TPF_EVENT_CREATING, dn->name,
 		     ln->id, el, msg);
-		apply_emit(x, TPF_EVENT_CREATED, TPF_EVENT_CREATING, dn->name, ln->id, el, msg);
+		/* Waiting for capacity is not "Creation complete" (issue 26). */
+		struct tpf_event ev = TPF_EVENT_INIT(queued ? TPF_EVENT_CAPACITY_WAITING
+							    : TPF_EVENT_CREATED);
+		ev.action = TPF_EVENT_CREATING;
+		ev.node = dn->name;
+		ev.id = ln->id;
+		ev.group = dn->group;
+		ev.zone = ct->r.zone;
+		ev.elapsed = el;
+		ev.message = msg;
+		ev.recipe = &dn->recipe;
+		apply_emit_event(x, &ev);
+		ct->waiting = queued;
 		free(msg);
 	} else {
 		/* The zone it was created in: the last one tried. */
@@ -394,6 +407,7 @@ int apply_exec_create(struct exec *x, size_t ai)
 		rc = create_failed(x, &x->p->actions[ai], dn, &ct, el, rc);
 	else
 		rc = create_done(x, dn, &ct, el);
+	x->fl[ai].waiting = ct.waiting; /* counted apart by engine/apply.c */
 	tpf_live_node_release(&ct.ln);
 	tpf_recipe_release(&ct.r);
 	tpf_diags_release(&ct.zd);

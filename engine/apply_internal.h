@@ -27,6 +27,7 @@ struct inflight {
 	double start;
 	double last_beat;
 	int active;
+	int waiting; /* a create that left the node waiting for capacity */
 };
 
 struct exec {

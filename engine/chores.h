@@ -160,7 +160,10 @@ int tpf_chore_forward(const struct tpf_chore_target *t, struct tpf_forward_spec 
  * ssh.proxy_jump (the bastion's key is in the same file). The host keys are
  * read from each worker (the state keeps only fingerprints) and must match
  * the pins. *config and *known_hosts are caller-freed. Workers that cannot
- * be reached are left out with a warning. 0 or TPF_ERROR.
+ * be reached are left out with a warning; when the state has workers but
+ * none gives an entry, TPF_ERROR with one error for the fleet (the local
+ * provider's workers are never SSH hosts: that error alone) and nothing is
+ * returned. 0 or TPF_ERROR.
  */
 int tpf_chore_ssh_config(struct tpf_session *s, const char *known_hosts_path, char **config,
 			 char **known_hosts, struct tpf_diags *d);

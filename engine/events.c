@@ -51,6 +51,8 @@ static const struct tpf_event_info table[TPF_EVENT_NKINDS] = {
 			       NULL },
 	[TPF_EVENT_NOT_READY] = { "not_ready", "note", "not READY yet", N, TPF_METRIC_NONE,
 				  TPF_HOOK_LOG, NULL },
+	[TPF_EVENT_CAPACITY_WAITING] = { "capacity_waiting", NULL, "waiting for capacity", N,
+					 TPF_METRIC_NONE, TPF_HOOK_COMPLETE, "create" },
 	[TPF_EVENT_DEFERRED] = { "deferred", "deferred", "deferred", TPF_NOTIFY_QUOTA_DEFERRED,
 				 TPF_METRIC_NONE, TPF_HOOK_LOG, NULL },
 	[TPF_EVENT_ZONE_BACKED_OFF] = { "zone_backed_off", "note", "zone backed off", N,

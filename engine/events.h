@@ -41,6 +41,11 @@ enum tpf_event_kind {
 	TPF_EVENT_PROVISION_FAILED, /* a worker's provisioning failed */
 	TPF_EVENT_QUEUED,     /* the create left a queued resource waiting for capacity */
 	TPF_EVENT_NOT_READY,  /* the create left a node that is not READY yet */
+	/* the create ended with the node waiting for capacity (a flex-start VM
+	 * or slice, a queued resource): the create's end, in place of CREATED,
+	 * counted apart from "added" (engine/apply.h `waiting`); the QUEUED
+	 * line before it says where and why (issue 26) */
+	TPF_EVENT_CAPACITY_WAITING,
 	TPF_EVENT_DEFERRED,   /* no zone of the group can take the node now (watch) */
 	TPF_EVENT_ZONE_BACKED_OFF, /* a zone is skipped: it refused recently */
 	TPF_EVENT_ZONE_REFUSED,    /* a zone refused (quota, capacity, unusable) */

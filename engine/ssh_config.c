@@ -59,6 +59,27 @@ static void add_host(struct tpf_buf *b, const char *alias, const struct tpf_ssh_
 		     alias, known);
 }
 
+/*
+ * Not one of the n (> 0) workers gave an entry: one error for the whole
+ * fleet rather than a warning per worker and an empty file (issue 26). The
+ * local provider's workers are directories, never SSH hosts: said so once.
+ */
+static int no_entries(const struct tpf_session *s, size_t n, struct tpf_diags *d)
+{
+	if (s->fleet.provider == TPF_PROVIDER_LOCAL)
+		return tpf_errorx(d, NULL,
+				  "reach them with 'tpuform ssh NODE', 'tpuform exec', 'tpuform cp' "
+				  "or 'tpuform logs'",
+				  "fleet '%s' uses the local provider, whose %zu worker%s %s "
+				  "directories on this machine, not SSH hosts: ssh-config has no "
+				  "entry to write",
+				  s->fleet.name, n, n == 1 ? "" : "s", n == 1 ? "is a" : "are");
+	return tpf_errorx(d, NULL, "the warnings above say why each worker was left out",
+			  "none of the %zu worker%s of fleet '%s' could be reached over SSH: "
+			  "ssh-config has no entry to write",
+			  n, n == 1 ? "" : "s", s->fleet.name);
+}
+
 static void add_entries(struct tpf_session *s, struct info_task *k, size_t n, const char *known,
 			struct tpf_buf *cfg, struct tpf_buf *kh, struct tpf_diags *d)
 {
@@ -111,7 +132,14 @@ int tpf_chore_ssh_config(struct tpf_session *s, const char *known_hosts_path, ch
 		tpf_diags_init(&k[i].d);
 	}
 	tpf_pool_run(n, (int)n, info_one, k, NULL);
-	add_entries(s, k, n, known_hosts_path, &cfg, &kh, d);
+	size_t reached = 0;
+	for (size_t i = 0; i < n; i++)
+		reached += !k[i].rc;
+	/* Each worker's warning, unless the one error says it for all. */
+	int local = s->fleet.provider == TPF_PROVIDER_LOCAL;
+	if (reached || !local)
+		add_entries(s, k, n, known_hosts_path, &cfg, &kh, d);
+	int err = n && !reached ? no_entries(s, n, d) : 0;
 	for (size_t i = 0; i < n; i++) {
 		if (k[i].c)
 			t[i].t->ops->close(k[i].c);
@@ -119,6 +147,11 @@ int tpf_chore_ssh_config(struct tpf_session *s, const char *known_hosts_path, ch
 	}
 	free(k);
 	free(t);
+	if (err) {
+		tpf_buf_release(&cfg);
+		tpf_buf_release(&kh);
+		return err;
+	}
 	*config = tpf_buf_detach(&cfg, NULL);
 	*known_hosts = tpf_buf_detach(&kh, NULL);
 	return 0;

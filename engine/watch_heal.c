@@ -182,7 +182,7 @@ static void *heal_thread(void *arg)
 	};
 	struct tpf_apply_result res;
 	tpf_apply(&job->plan, &h->s.fleet, h->s.prov, &job->live, &h->s.state, &opts, &res, &d);
-	int changed = res.added || res.destroyed;
+	int changed = res.added || res.waiting || res.destroyed; /* a waiting node is new too */
 	tpf_apply_result_release(&res);
 	tpf_watch_diags(h->o, &d);
 	tpf_diags_release(&d);

@@ -327,11 +327,13 @@ static void replacement_started(struct tpf_watch_hooks *h, struct lost_node *l)
 	free(msg);
 }
 
-/* The lost node's new create completed (done: READY or CREATED). */
+/* The lost node's new create completed (done: READY, CREATED or
+ * CAPACITY_WAITING). */
 static void replacement_done(struct tpf_watch_hooks *h, struct lost_node *l,
 			     const struct tpf_event *done)
 {
-	char *msg = done->kind == TPF_EVENT_CREATED /* queued again, or not READY yet */
+	/* queued again, waiting for capacity, or not READY yet */
+	char *msg = done->kind != TPF_EVENT_READY
 			    ? xasprintf("replaced (%s): %s", l->code,
 					done->message ? done->message : "created")
 			    : xasprintf("replaced (%s): the new node is READY %.0f s after the loss "

@@ -917,6 +917,11 @@ tpf_job() {
 	tpf_last_ck=$(tpf_checkpoint)
 	[ -n "$tpf_last_ck" ] || tpf_last_ck=${TPUFORM_SAVED_CHECKPOINT:-}
 	rm -f -- "$tpf_rundir/disruption" "$tpf_rundir/checkpoint"
+	# What this run was given, for the env verb (tpuform exec). The job
+	# sees it as TPUFORM_LAST_CHECKPOINT only: the hand-on variable is
+	# provisioning's, not the job's.
+	tpf_put "$tpf_rundir/last_checkpoint" "$tpf_last_ck"
+	unset TPUFORM_SAVED_CHECKPOINT
 	# screen makes us a session and process group leader: $$ is the
 	# group that stop kills.
 	tpf_put "$tpf_rundir/screen.pid" "$PPID"
@@ -1213,11 +1218,17 @@ job)
 	tpf_job
 	;;
 env)
-	# The storage variables the job sees (tpf_storage_env), as shell
-	# assignments: `tpuform exec` evals them, so its command sees the
-	# same TPUFORM_CHECKPOINT_DIR and TPUFORM_MOUNT_ROOT as the job.
+	# The variables the job sees beyond the script's head, as shell
+	# assignments: the storage ones (tpf_storage_env) and the four tpf_job
+	# sets, with the last checkpoint the current run was given. `tpuform
+	# exec` evals them, so its command sees what the job sees
+	# (docs/commands.md "exec").
 	[ -z "${TPUFORM_CHECKPOINT_DIR+x}" ] || tpf_export_line TPUFORM_CHECKPOINT_DIR "$TPUFORM_CHECKPOINT_DIR"
 	[ -z "${TPUFORM_MOUNT_ROOT+x}" ] || tpf_export_line TPUFORM_MOUNT_ROOT "$TPUFORM_MOUNT_ROOT"
+	tpf_export_line TPUFORM_HEARTBEAT "$tpf_heartbeat"
+	tpf_export_line TPUFORM_DISRUPTION "$tpf_rundir/disruption"
+	tpf_export_line TPUFORM_CHECKPOINT_FILE "$tpf_rundir/checkpoint"
+	tpf_export_line TPUFORM_LAST_CHECKPOINT "$(tpf_read "$tpf_rundir/last_checkpoint")"
 	;;
 *)
 	printf 'usage: sh %s start|restart|status|wait TOKEN SECONDS|disrupt REASON DEADLINE|logs N|setup-log N|env|stop [REASON]\n' "$0" >&2

@@ -5,13 +5,18 @@
 #undef tpf_errorx
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 void tpf_diags_init(struct tpf_diags *d)
 {
 	d->items = NULL;
 	d->n = d->alloc = 0;
 	pthread_mutex_init(&d->mu, NULL);
+	d->slots = NULL;
+	d->nslots = 0;
+	d->errors_seen = 0;
 }
 
 void tpf_diags_release(struct tpf_diags *d)
@@ -24,12 +29,76 @@ void tpf_diags_release(struct tpf_diags *d)
 	free(d->items);
 	d->items = NULL;
 	d->n = d->alloc = 0;
+	free(d->slots);
+	d->slots = NULL;
+	d->nslots = 0;
+	d->errors_seen = 0;
+}
+
+/* FNV-1a of one field; NULL and "" differ. */
+static uint64_t hash_field(uint64_t h, const char *s)
+{
+	h = (h ^ (s ? 1u : 0u)) * 1099511628211u;
+	for (; s && *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211u;
+	return (h ^ 0xffu) * 1099511628211u;
+}
+
+static uint64_t hash_diag(enum tpf_severity sev, const char *address, const char *summary,
+			  const char *detail)
+{
+	uint64_t h = 14695981039346656037u ^ (uint64_t)sev;
+	return hash_field(hash_field(hash_field(h, address), summary), detail);
+}
+
+static int same_text(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/* The slot of d that holds an item equal to the given one, or the empty
+ * slot where it would go. d->nslots > 0. */
+static size_t *find_slot(const struct tpf_diags *d, enum tpf_severity sev, const char *address,
+			 const char *summary, const char *detail)
+{
+	size_t mask = d->nslots - 1;
+	for (size_t i = (size_t)hash_diag(sev, address, summary, detail) & mask;; i = (i + 1) & mask) {
+		size_t *slot = &d->slots[i];
+		if (!*slot)
+			return slot;
+		const struct tpf_diag *g = &d->items[*slot - 1];
+		if (g->severity == sev && same_text(g->summary, summary) &&
+		    same_text(g->detail, detail) && same_text(g->address, address))
+			return slot;
+	}
+}
+
+/* Keep the index at most half full: rebuild it twice as large. */
+static void grow_index(struct tpf_diags *d)
+{
+	if (2 * (d->n + 1) <= d->nslots)
+		return;
+	free(d->slots);
+	d->nslots = d->nslots ? 2 * d->nslots : 16;
+	d->slots = xcalloc(d->nslots, sizeof(*d->slots));
+	for (size_t i = 0; i < d->n; i++) {
+		const struct tpf_diag *g = &d->items[i];
+		*find_slot(d, g->severity, g->address, g->summary, g->detail) = i + 1;
+	}
 }
 
 int tpf_diags_add(struct tpf_diags *d, enum tpf_severity sev, const char *address,
 		  const char *summary, const char *detail)
 {
 	pthread_mutex_lock(&d->mu);
+	d->errors_seen += sev == TPF_SEV_ERROR;
+	grow_index(d);
+	size_t *slot = find_slot(d, sev, address, summary, detail);
+	if (*slot) {
+		pthread_mutex_unlock(&d->mu);
+		return sev == TPF_SEV_ERROR ? TPF_ERROR : 0;
+	}
+	*slot = d->n + 1;
 	XGROW(d->items, d->n + 1, d->alloc);
 	struct tpf_diag *g = &d->items[d->n++];
 	g->severity = sev;

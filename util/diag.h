@@ -43,20 +43,35 @@ struct tpf_diag {
 	char *address; /* optional subject (node name, NODE/wN); may be NULL */
 };
 
+/*
+ * Each diagnostic is kept once: adding one equal to a diagnostic already in
+ * the list (same severity, summary, detail and address) adds nothing, so a
+ * command prints it once however many stages or zones met it (the same
+ * missing credentials for every zone's list, the same secret for every
+ * session step). Terraform's views consolidate repeated diagnostics the same
+ * way (command/views: consolidateWarnings). `errors_seen` still counts every
+ * error added, repeats included, for callers that ask "did this step add an
+ * error?" (engine/apply.c).
+ */
 struct tpf_diags {
 	struct tpf_diag *items;
 	size_t n, alloc;
 	pthread_mutex_t mu;
+	size_t *slots;      /* open-addressing index of items: i + 1, 0 empty */
+	size_t nslots;      /* a power of two, or 0 */
+	size_t errors_seen; /* errors added, repeats included */
 };
 
-#define TPF_DIAGS_INIT { NULL, 0, 0, PTHREAD_MUTEX_INITIALIZER }
+#define TPF_DIAGS_INIT { NULL, 0, 0, PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0 }
 
 void tpf_diags_init(struct tpf_diags *d);
 void tpf_diags_release(struct tpf_diags *d);
 
 /*
- * Append a diagnostic. `address` and `detail` may be NULL. Returns TPF_ERROR
- * for errors (so callers can `return tpf_error(d, ...)`) and 0 for warnings.
+ * Append a diagnostic, unless an equal one is in the list already (see
+ * above). `address` and `detail` may be NULL. Returns TPF_ERROR for errors
+ * (so callers can `return tpf_error(d, ...)`) and 0 for warnings, repeats
+ * included.
  */
 int tpf_diags_add(struct tpf_diags *d, enum tpf_severity sev, const char *address,
 		  const char *summary, const char *detail);

@@ -1,4 +1,5 @@
 #include "util/timeutil.h"
+#include "util/number.h"
 
 #include <errno.h>
 #include <time.h>
@@ -59,36 +60,43 @@ void tpf_fmt_duration(double seconds, char *out, size_t outlen)
 		snprintf(out, outlen, "%ldh%ldm%lds", s / 3600, (s / 60) % 60, s % 60);
 }
 
+/* The unit at p: its length and seconds; 0 when there is none. */
+static size_t duration_unit(const char *p, double *scale)
+{
+	static const struct {
+		const char *word;
+		double seconds;
+	} units[] = { { "ms", 0.001 }, { "s", 1 }, { "m", 60 }, { "h", 3600 }, { "d", 86400 } };
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		size_t n = strlen(units[i].word);
+		if (!strncmp(p, units[i].word, n)) {
+			*scale = units[i].seconds;
+			return n;
+		}
+	}
+	return 0;
+}
+
 int tpf_parse_duration(const char *s, double *seconds)
 {
 	double total = 0;
 	const char *p = s;
-	if (!*p)
+	if (!p || !*p)
 		return -1;
 	while (*p) {
-		char *end;
-		errno = 0;
-		double v = strtod(p, &end);
-		if (end == p || errno || v < 0)
+		const char *end;
+		double v, scale = 0;
+		if (tpf_parse_number_prefix(p, &v, &end) < 0)
 			return -1;
-		p = end;
-		if (!strncmp(p, "ms", 2)) {
-			total += v / 1000.0;
-			p += 2;
-		} else if (*p == 's') {
-			total += v;
-			p++;
-		} else if (*p == 'm') {
-			total += v * 60;
-			p++;
-		} else if (*p == 'h') {
-			total += v * 3600;
-			p++;
-		} else if (*p == '\0' && total == 0) {
-			total = v; /* bare number: seconds */
-		} else {
+		size_t unit = duration_unit(end, &scale);
+		if (!unit && !*end && p == s)
+			scale = 1; /* a bare number: seconds */
+		else if (!unit)
 			return -1;
-		}
+		total += v * scale;
+		if (!(total <= TPF_DURATION_MAX))
+			return -2;
+		p = end + unit;
 	}
 	*seconds = total;
 	return 0;
@@ -131,5 +139,13 @@ double tpf_parse_rfc3339(const char *s)
 	}
 	if (*p)
 		return -1;
-	return (double)(timegm(&tm) - offset) + frac;
+	/* strptime takes February 30th and timegm moves it to March 2nd:
+	 * a date that does not exist is malformed. */
+	struct tm want = tm, back;
+	time_t t = timegm(&tm);
+	if (!gmtime_r(&t, &back) || back.tm_year != want.tm_year || back.tm_mon != want.tm_mon ||
+	    back.tm_mday != want.tm_mday || back.tm_hour != want.tm_hour ||
+	    back.tm_min != want.tm_min || back.tm_sec != want.tm_sec)
+		return -1;
+	return (double)(t - offset) + frac;
 }

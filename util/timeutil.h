@@ -22,7 +22,8 @@ void tpf_rfc3339_micro(double wall, char *out, size_t outlen);
 /*
  * An RFC 3339 timestamp ("2025-01-02T03:04:05.123Z", or with +hh:mm) as
  * wall-clock seconds since the epoch; -1 when NULL or malformed (anything
- * after the offset is malformed). The one parser: what tpf_rfc3339 writes,
+ * after the offset is malformed, and so is a date or time that does not
+ * exist: February 30th, 24:00, a leap second). The one parser: what tpf_rfc3339 writes,
  * Google's expireTime / createTime fields and the state's times all go
  * through it.
  */
@@ -34,10 +35,24 @@ void tpf_fmt_elapsed(double seconds, char *out, size_t outlen);
 void tpf_fmt_duration(double seconds, char *out, size_t outlen);
 
 /*
- * Parse "30s", "5m", "1h", "1m30s", "250ms" or a bare number of seconds.
- * Returns 0 and sets *seconds, or -1 if s is not a duration.
+ * The one duration grammar, for every duration people write (fleet-file
+ * keys, flags such as -interval and report -since, TPUFORM_* knobs): one or
+ * more NUMBER UNIT pairs, units ms, s, m, h and d (a day is 86400 s), such
+ * as "500ms", "30s", "1h30m", "7d", "1.5h", or a bare number of seconds;
+ * each NUMBER is util/number.h's. Go's time.ParseDuration, with days added
+ * (Go stops at hours; people write 7d). Returns 0 and sets *seconds; -1
+ * when s is not a duration; -2 when it is longer than TPF_DURATION_MAX.
  */
 int tpf_parse_duration(const char *s, double *seconds);
+
+/* The longest duration tpuform takes: 36500 days (100 years). Longer is an
+ * error, never a wrap or an overflow (issue 26: '-since
+ * 999999999999999999999999h' was accepted). */
+#define TPF_DURATION_MAX (36500.0 * 86400)
+
+/* What a duration looks like, for messages. */
+#define TPF_DURATION_EXAMPLES \
+	"a duration such as 500ms, 30s, 5m, 6h, 7d or 1h30m (a bare number is seconds), at most 36500d"
 
 /* Sleep for the given seconds (restarts on EINTR unless *stop becomes set). */
 void tpf_sleep(double seconds);

@@ -84,7 +84,7 @@ ok "apply with no capacity in the zone returns (the queue waits, apply does not)
 	tpuform apply -f fleet.yaml -auto-approve
 out=$(cat last.out)
 like "apply says the node is queued" "$out" "gq-a-0: queued: its queued resource is WAITING_FOR_RESOURCES"
-like "and counts both as added" "$out" "Apply complete! Resources: 2 added, 0 changed, 0 destroyed\."
+like "and counts both apart, as waiting for capacity" "$out" "Apply complete! Resources: 0 added, 2 waiting for capacity, 0 changed, 0 destroyed\."
 is "two queued resources wait for resources" "$(qrs)" "gq-a-0:WAITING_FOR_RESOURCES gq-a-1:WAITING_FOR_RESOURCES "
 is "no node exists yet" "$(nodes)" ""
 body=$(requests | jq -c '[.[] | select(.method == "POST" and (.path | endswith("/queuedResources")) and (.query | startswith("queuedResourceId=gq-a-0&")))][0].body')

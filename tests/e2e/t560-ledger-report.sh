@@ -92,8 +92,9 @@ is "the time from the preemption to running again is known" "$(jq .totals.preemp
 ok "report" tpuform report -f fleet.yaml
 like "says the price date" "$(cat last.out)" "at list prices of [0-9]{4}-[0-9]{2}-[0-9]{2} \(https://cloud.google.com/tpu/pricing\); an estimate, not a bill"
 like "shows the row" "$(cat last.out)" "^train +z1 +on-demand +v4 "
-ok "-group of another group" tpuform report -f fleet.yaml -group other -json
-is "counts nothing" "$(jq .events last.out)" 0
+# issue 26: a group neither in the fleet file nor in the ledger is a typo, not "no events"
+fails "-group of a group that does not exist" 1 tpuform report -f fleet.yaml -group other -json
+like "names it and lists the groups" "$(cat last.out)" "no group 'other' in the fleet file fleet.yaml.*the groups of fleet 'gl': 'train'"
 sleep 1.1
 ok "-since 1s" tpuform report -f fleet.yaml -since 1s -json
 is "bills nothing after the fleet was deleted" "$(jq '.totals.billed_chip_hours == 0' last.out)" true

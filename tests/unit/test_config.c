@@ -132,8 +132,8 @@ static const struct {
 	{ HEAD GROUP "restart_scope: slice\n",
 	  "fleet.yaml:6:16: 'restart_scope' must be node or worker, got 'slice'" },
 	{ HEAD GROUP "stall_timeout: forever\n",
-	  "fleet.yaml:6:16: 'stall_timeout' must be a duration such as '30s', '500ms', '6h' or a "
-	  "number of seconds, got 'forever'" },
+	  "fleet.yaml:6:16: 'stall_timeout' must be a duration such as 500ms, 30s, 5m, 6h, 7d or 1h30m "
+	  "(a bare number is seconds), at most 36500d, got 'forever'" },
 	{ HEAD GROUP "restart_on_exit_codes: 42\n",
 	  "fleet.yaml:6:24: 'restart_on_exit_codes' must be a list of exit codes, got '42'" },
 	{ HEAD GROUP "restart_on_exit_codes: [42, 300]\n",
@@ -179,8 +179,8 @@ static const struct {
 	{ HEAD GROUP "source: { repo: r, transfer: copy }\n",
 	  "fleet.yaml:6:30: 'transfer' must be clone or bundle, got 'copy'" },
 	{ "fleet: f\nprovider: { local: { create_delay: soon } }\nrun: x\n" GROUP,
-	  "fleet.yaml:2:36: 'create_delay' must be a duration such as '30s', '500ms', '6h' or a "
-	  "number of seconds, got 'soon'" },
+	  "fleet.yaml:2:36: 'create_delay' must be a duration such as 500ms, 30s, 5m, 6h, 7d or 1h30m "
+	  "(a bare number is seconds), at most 36500d, got 'soon'" },
 	{ HEAD GROUP "quota: [{ zone: z, accelerator_type: v2-8, spot: -1 }]\n",
 	  "fleet.yaml:6:50: 'spot' must be a whole number >= 0, got '-1'" },
 	{ HEAD GROUP "quota: [{ zone: z, accelerator_type: v2-8 }]\n",

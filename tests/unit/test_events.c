@@ -39,6 +39,7 @@ static const struct want wants[] = {
 	{ TPF_EVENT_PROVISION_FAILED, "provision_failed", "failed", NULL },
 	{ TPF_EVENT_QUEUED, "queued", "queued", NULL },
 	{ TPF_EVENT_NOT_READY, "not_ready", "note", NULL },
+	{ TPF_EVENT_CAPACITY_WAITING, "capacity_waiting", NULL, NULL },
 	{ TPF_EVENT_DEFERRED, "deferred", "deferred", "quota_deferred" },
 	{ TPF_EVENT_ZONE_BACKED_OFF, "zone_backed_off", "note", NULL },
 	{ TPF_EVENT_ZONE_REFUSED, "zone_refused", "note", NULL },
