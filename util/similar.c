@@ -41,7 +41,7 @@ const char *tpf_similar_name(const char *given, const char *const *names, size_t
 		if (!names[i] || !strcmp(names[i], given))
 			continue;
 		size_t dist = tpf_edit_distance(given, names[i]);
-		if (dist < best && dist * 2 <= strlen(names[i])) {
+		if (dist < best && dist * 3 <= strlen(names[i])) {
 			best = dist;
 			pick = names[i];
 		}

@@ -15,8 +15,9 @@
 size_t tpf_edit_distance(const char *a, const char *b);
 
 /* The name of names (n of them; NULL entries skipped) closest to given, when
- * it is close enough to be a typo: at most 2 edits, and at most half the
- * name's length ("ls" suggests nothing, "aply" suggests "apply"). The first
+ * it is close enough to be a typo: at most 2 edits, and at most a third of
+ * the name's length ("aply" suggests "apply", "lst" "list"; "ls" suggests
+ * neither "cp" nor "logs"). The first
  * of equally close names wins. NULL when none is close; borrowed from
  * names otherwise. */
 const char *tpf_similar_name(const char *given, const char *const *names, size_t n);

@@ -93,7 +93,7 @@ static void test_worker_set__max_and_count(void)
 static void test_worker_set__did_you_mean(void)
 {
 	static const char *const cmds[] = { "validate", "plan", "apply", "destroy", "state",
-					    "show", "cp", "ssh", "exec", NULL };
+					    "show", "cp", "ssh", "exec", "logs", "list", NULL };
 	size_t n = sizeof(cmds) / sizeof(cmds[0]);
 	CHECK_INT((long)tpf_edit_distance("aply", "apply"), 1);
 	CHECK_INT((long)tpf_edit_distance("plna", "plan"), 1); /* a transposition */
@@ -103,7 +103,8 @@ static void test_worker_set__did_you_mean(void)
 	CHECK_STR(tpf_similar_name("stat", cmds, n), "state");
 	CHECK_STR(tpf_similar_name("destory", cmds, n), "destroy");
 	CHECK_STR(tpf_similar_name("exce", cmds, n), "exec");
-	CHECK(tpf_similar_name("ls", cmds, n) == NULL); /* two edits of a two-letter name */
+	CHECK_STR(tpf_similar_name("lst", cmds, n), "list");
+	CHECK(tpf_similar_name("ls", cmds, n) == NULL); /* not cp, not logs: too far for short names */
 	CHECK(tpf_similar_name("frobnicate", cmds, n) == NULL);
 }
 
