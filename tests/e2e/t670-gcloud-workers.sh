@@ -6,6 +6,8 @@
 # worker beyond the node's count fail with a message that says why; an
 # interactive ssh to several workers is refused, as gcloud refuses it
 # without --command. No sshd workers: no loopback block is used.
+# shellcheck disable=SC2016 # $vars in single quotes are for the workers' shell
+# shellcheck source=tests/e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
 setup_dir t670
 cat >fleet.yaml <<'YAML'
