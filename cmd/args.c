@@ -74,6 +74,12 @@ static int set_value(const char *cmd, const struct tpf_flag *f, const char *v, s
 		if (tpf_parse_duration(v, (double *)f->target) < 0)
 			return bad_value(cmd, f, v, "expected " TPF_DURATION_EXAMPLES, d);
 		return 0;
+	case TPF_FLAG_WORKERS: {
+		char why[160];
+		if (tpf_worker_set_parse(v, f->target, why, sizeof(why)))
+			return bad_value(cmd, f, v, why, d);
+		return 0;
+	}
 	case TPF_FLAG_LIST: {
 		if (!*v)
 			return bad_value(cmd, f, v, "expected a name", d);
@@ -180,6 +186,8 @@ static void describe_default(const struct tpf_flag *f, char *buf, size_t len)
 	}
 	case TPF_FLAG_LIST:
 		snprintf(def, sizeof(def), "repeatable");
+		break;
+	case TPF_FLAG_WORKERS: /* the help line says what leaving it out does */
 		break;
 	case TPF_FLAG_DURATION: {
 		double s = *(const double *)f->target;

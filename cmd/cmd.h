@@ -16,6 +16,7 @@
 #include "engine/apply.h"
 #include "engine/session.h"
 #include "engine/targeted.h"
+#include "model/worker_set.h"
 #include "config/config.h"
 #include "plan/plan.h"
 #include "providers/provider.h"
@@ -34,7 +35,10 @@
 
 /* ---- flags (cmd/args.c) -------------------------------------------------- */
 
-enum tpf_flag_type { TPF_FLAG_BOOL, TPF_FLAG_STRING, TPF_FLAG_INT, TPF_FLAG_DURATION, TPF_FLAG_LIST };
+enum tpf_flag_type {
+	TPF_FLAG_BOOL, TPF_FLAG_STRING, TPF_FLAG_INT, TPF_FLAG_DURATION, TPF_FLAG_LIST,
+	TPF_FLAG_WORKERS, /* -worker: N, A-B, A,B or all (model/worker_set.h) */
+};
 
 /* A repeatable string flag's values, in the order given (Terraform's
  * -target=A -target=B). items point into argv; the array is the list's
@@ -51,7 +55,7 @@ struct tpf_flag {
 	const char *alias;      /* another accepted name ("f" for "file"), may be NULL */
 	enum tpf_flag_type type;
 	void *target;           /* int* (bool, int), const char** (string), double* (seconds),
-				 * struct tpf_flag_list* (list) */
+				 * struct tpf_flag_list* (list), struct tpf_worker_set* (workers) */
 	const char *help;       /* one line; NULL hides the flag from help */
 	const char *value;      /* the value's name in help ("FILE"); NULL: by type */
 	int min, max;           /* TPF_FLAG_INT: the accepted range, inclusive */
@@ -66,6 +70,8 @@ struct tpf_flag {
 #define TPF_DUR(n, t, h) { .name = (n), .type = TPF_FLAG_DURATION, .target = (t), .help = (h) }
 #define TPF_LIST(n, v, t, h) \
 	{ .name = (n), .type = TPF_FLAG_LIST, .target = (t), .help = (h), .value = (v) }
+#define TPF_WORKERS(n, t, h) \
+	{ .name = (n), .type = TPF_FLAG_WORKERS, .target = (t), .help = (h), .value = "WORKERS" }
 #define TPF_FLAGS_END { .name = NULL }
 
 /* What parsing found besides flags: positional arguments before "--"
@@ -187,6 +193,14 @@ extern const struct tpf_cmd tpf_cmd_validate, tpf_cmd_plan, tpf_cmd_apply, tpf_c
 /* The words after "--" joined with spaces, as ssh(1) joins its command
  * (cmd/cmd_exec.c). Caller frees. */
 char *tpf_cmd_rest_command(struct tpf_cmd_ctx *ctx);
+
+/* Run the words after "--" on the n targets t at once, as `exec` does:
+ * output lines prefixed "NODE/wN | ", then one status line per worker
+ * (cmd/cmd_exec.c; also `ssh -- CMD` on several workers). secrets: source
+ * the job's secrets too. Returns the worst worker's status (255: could
+ * not run); diagnostics go to ctx->d. */
+struct tpf_chore_target;
+int tpf_cmd_exec_on(struct tpf_cmd_ctx *ctx, struct tpf_chore_target *t, size_t n, int secrets);
 
 /* Every top-level command, in help order, NULL-ended (cmd/commands.c). */
 extern const struct tpf_cmd *const tpf_commands[];

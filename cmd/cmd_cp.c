@@ -1,7 +1,9 @@
 /*
- * tpuform cp [-r] [-worker N] [-all] SRC... DEST: scp to or from every
- * worker of a node (gcloud compute tpus tpu-vm scp --worker=all). A remote
- * path is NODE:PATH (with -all, :PATH); the work is engine/copy.c.
+ * tpuform cp [-r] [-worker WORKERS] [-all] SRC... DEST: scp to or from
+ * every worker of a node (gcloud compute tpus tpu-vm scp --worker=all). A
+ * remote path is NODE:PATH (with -all, :PATH); an empty PATH ("NODE:", as
+ * in gcloud's own first scp example) is the job's checkout, as "NODE:.".
+ * The work is engine/copy.c.
  */
 #include "cmd/cmd.h"
 #include "engine/chores.h"
@@ -16,18 +18,22 @@
 #include <unistd.h>
 
 static struct {
-	int recursive, all, worker;
-} cp_o = { 0, 0, -1 };
+	int recursive, all;
+	struct tpf_worker_set workers;
+} cp_o;
 
 static const struct tpf_flag cp_flags[] = {
 	TPF_BOOL("r", &cp_o.recursive, "copy directories too (recursively), as scp -r"),
 	TPF_BOOL("all", &cp_o.all, "every node of the fleet; remote paths are then :PATH"),
-	TPF_INT("worker", 0, 4095, &cp_o.worker, "only this worker, else every worker"),
+	TPF_WORKERS("worker", &cp_o.workers,
+		    "only these workers: N, A-B, A,B or all (default: every worker)"),
 	TPF_FLAGS_END,
 };
 
 /* scp's rule: NODE:PATH when a ':' comes before any '/'. *node (caller
- * frees) and *path (borrowed) then; 0 for a local path. */
+ * frees) and *path (borrowed) then; 0 for a local path. An empty PATH is
+ * "." (scp's "host:" is the login directory; here a relative path is in
+ * the job's checkout, so "NODE:" is the checkout). */
 static int split_remote(const char *arg, char **node, const char **path)
 {
 	const char *colon = strchr(arg, ':');
@@ -35,7 +41,7 @@ static int split_remote(const char *arg, char **node, const char **path)
 	if (!colon || (slash && slash < colon))
 		return 0;
 	*node = xstrndup(arg, (size_t)(colon - arg));
-	*path = colon + 1;
+	*path = colon[1] ? colon + 1 : ".";
 	return 1;
 }
 
@@ -79,8 +85,8 @@ static void on_progress(void *arg, size_t i, unsigned long long bytes)
 static int parse_paths(struct tpf_cmd_ctx *ctx, struct tpf_copy_opts *o, char **node)
 {
 	struct tpf_diags *d = ctx->d;
-	const char *usage = "Usage: tpuform cp [-r] [-worker N] [-all] SRC... DEST, where one side "
-			    "is NODE:PATH (with -all, :PATH)";
+	const char *usage = "Usage: tpuform cp [-r] [-worker WORKERS] [-all] SRC... DEST, where one "
+			    "side is NODE:PATH (with -all, :PATH)";
 	char *dnode = NULL;
 	const char *dpath = NULL;
 	int dest_remote = split_remote(ctx->args[ctx->nargs - 1], &dnode, &dpath);
@@ -157,7 +163,7 @@ static int run_cp(struct tpf_cmd_ctx *ctx)
 	int code = TPF_EXIT_ERROR;
 	if (parse_paths(ctx, &o, &node) ||
 	    tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d) ||
-	    tpf_chore_targets(s, cp_o.all ? NULL : node, cp_o.worker, &t, &n))
+	    tpf_chore_targets(s, cp_o.all ? NULL : node, &cp_o.workers, &t, &n))
 		goto done;
 	o.recursive = cp_o.recursive;
 	struct progress p = { .t = t, .n = n, .bytes = xcalloc(n, sizeof(unsigned long long)) };
@@ -186,13 +192,15 @@ const struct tpf_cmd tpf_cmd_cp = {
 	.summary = "Copy files to or from every worker of a node",
 	.description =
 		"  Copy files between this machine and the workers, as scp does, on every\n"
-		"  worker of NODE at once (or -worker N, or -all nodes). A remote path is\n"
-		"  NODE:PATH (with -all, :PATH); a relative PATH is in the job's checkout\n"
-		"  (~/tpuform/src), ~/PATH in the home, /PATH absolute. Uploads replace\n"
-		"  files atomically; the running job is not restarted. Downloads go to\n"
-		"  DEST/NODE/wN/. One result line per worker.\n",
+		"  worker of NODE at once (or some: -worker N, A-B, A,B or all, as gcloud's\n"
+		"  --worker; or -all nodes). A remote path is NODE:PATH (with -all,\n"
+		"  :PATH); a relative PATH is in the job's checkout (~/tpuform/src), and\n"
+		"  so is an empty one (NODE: is NODE:.), ~/PATH in the home, /PATH\n"
+		"  absolute. Uploads replace files atomically; the running job is not\n"
+		"  restarted. Downloads go to DEST/NODE/wN/. One result line per worker.\n",
 	.footer = "Examples:\n"
-		  "  tpuform cp cfg.yaml my-node:configs/\n"
+		  "  tpuform cp train.py my-node:\n"
+		  "  tpuform cp cfg.yaml my-node:configs/ -worker 0-1\n"
 		  "  tpuform cp -r data -all :data\n"
 		  "  tpuform cp -r my-node:checkpoints out/\n\n"
 		  "Exit status: 0 when every worker succeeded, else 1.\n",

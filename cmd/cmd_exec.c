@@ -15,12 +15,14 @@
 #include <unistd.h>
 
 static struct {
-	int all, worker, secrets;
-} exec_o = { 0, -1, 0 };
+	int all, secrets;
+	struct tpf_worker_set workers;
+} exec_o;
 
 static const struct tpf_flag exec_flags[] = {
 	TPF_BOOL("all", &exec_o.all, "every node of the fleet (then no NODE)"),
-	TPF_INT("worker", 0, 4095, &exec_o.worker, "only this worker, else every worker"),
+	TPF_WORKERS("worker", &exec_o.workers,
+		    "only these workers: N, A-B, A,B or all (default: every worker)"),
 	TPF_BOOL("secrets", &exec_o.secrets, "give the command the job's secrets too"),
 	TPF_FLAGS_END,
 };
@@ -62,6 +64,27 @@ char *tpf_cmd_rest_command(struct tpf_cmd_ctx *ctx)
 	return tpf_buf_detach(&command, NULL);
 }
 
+int tpf_cmd_exec_on(struct tpf_cmd_ctx *ctx, struct tpf_chore_target *t, size_t n, int secrets)
+{
+	char *command = tpf_cmd_rest_command(ctx);
+	/* stdin goes to every worker, unless it is the terminal: typing to
+	 * many workers at once is not what a terminal is for, and reading it
+	 * would stop a background tpuform (SIGTTIN). */
+	struct tpf_exec_opts o = {
+		.command = command, .secrets = secrets,
+		.in_fd = isatty(STDIN_FILENO) ? -1 : STDIN_FILENO,
+		.out = on_line, .arg = t, .cancel = &tpf_interrupted,
+	};
+	int *status = xcalloc(n, sizeof(*status)), *failure = xcalloc(n, sizeof(*failure));
+	o.failure = failure;
+	tpf_chore_exec(t, n, &o, status, ctx->d);
+	int code = report(t, n, status, failure);
+	free(failure);
+	free(status);
+	free(command);
+	return code;
+}
+
 static int run_exec(struct tpf_cmd_ctx *ctx)
 {
 	struct tpf_session *s = &ctx->s;
@@ -75,27 +98,10 @@ static int run_exec(struct tpf_cmd_ctx *ctx)
 	}
 	struct tpf_chore_target *t = NULL;
 	size_t n = 0;
-	if (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d) ||
-	    tpf_chore_targets(s, node, exec_o.worker, &t, &n)) {
-		free(t);
-		return TPF_EXIT_ERROR;
-	}
-	char *command = tpf_cmd_rest_command(ctx);
-	/* stdin goes to every worker, unless it is the terminal: typing to
-	 * many workers at once is not what a terminal is for, and reading it
-	 * would stop a background tpuform (SIGTTIN). */
-	struct tpf_exec_opts o = {
-		.command = command, .secrets = exec_o.secrets,
-		.in_fd = isatty(STDIN_FILENO) ? -1 : STDIN_FILENO,
-		.out = on_line, .arg = t, .cancel = &tpf_interrupted,
-	};
-	int *status = xcalloc(n, sizeof(*status)), *failure = xcalloc(n, sizeof(*failure));
-	o.failure = failure;
-	tpf_chore_exec(t, n, &o, status, &s->d);
-	int code = report(t, n, status, failure);
-	free(failure);
-	free(status);
-	free(command);
+	int code = TPF_EXIT_ERROR;
+	if (!tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d) &&
+	    !tpf_chore_targets(s, node, &exec_o.workers, &t, &n))
+		code = tpf_cmd_exec_on(ctx, t, n, exec_o.secrets);
 	free(t);
 	return code;
 }
@@ -119,10 +125,12 @@ const struct tpf_cmd tpf_cmd_exec = {
 		       "  joined with spaces. It sees the job's TPUFORM_* variables and env (with\n"
 		       "  -secrets, its secrets too). stdin, unless it is a terminal, is copied\n"
 		       "  to every worker. Ctrl-C sends SIGINT to the command's process group on\n"
-		       "  every worker, a second Ctrl-C SIGKILL.\n",
+		       "  every worker, a second Ctrl-C SIGKILL. -worker picks workers as gcloud's\n"
+		       "  --worker does: N, A-B, A,B (such as 0,2-3) or all.\n",
 	.footer = "Examples:\n"
 		  "  tpuform exec my-node -- 'cat > cfg.yaml' < cfg.yaml\n"
-		  "  tpuform exec -all -- nvidia-smi\n\n"
+		  "  tpuform exec -all -- nvidia-smi\n"
+		  "  tpuform exec my-node -worker 0,2-3 -- 'df -h /'\n\n"
 		  "Exit status: the highest of the workers' exit statuses when each ran the\n"
 		  "command; 1 when a worker could not run it (why is on standard error) or\n"
 		  "for an error before anything ran.\n",

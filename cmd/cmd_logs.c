@@ -15,11 +15,13 @@
 #include <string.h>
 
 static struct {
-	int worker, lines, follow, setup, previous, generation;
-} logs_o = { -1, 20, 0, 0, 0, -1 };
+	int lines, follow, setup, previous, generation;
+	struct tpf_worker_set workers;
+} logs_o = { .lines = 20, .generation = -1 };
 
 static const struct tpf_flag logs_flags[] = {
-	TPF_INT("worker", 0, 4095, &logs_o.worker, "only this worker, else every worker"),
+	TPF_WORKERS("worker", &logs_o.workers,
+		    "only these workers: N, A-B, A,B or all (default: every worker)"),
 	TPF_INT("n", 0, 100000000, &logs_o.lines, "the last N lines (0: all)"),
 	TPF_BOOL("follow", &logs_o.follow, "keep printing new lines until interrupted"),
 	TPF_BOOL("setup", &logs_o.setup,
@@ -82,7 +84,7 @@ static int read_round(const struct target *tg, int round, size_t *seen, struct t
 {
 	int failed = 0;
 	for (size_t w = 0; w < tg->sn->nworkers; w++) {
-		if (logs_o.worker >= 0 && (int)w != logs_o.worker)
+		if (!tpf_worker_set_has(&logs_o.workers, (int)w))
 			continue;
 		struct tpf_buf out = TPF_BUF_INIT;
 		/* Following reads whole logs, to know which lines are new. */
@@ -114,7 +116,7 @@ static int show_previous(struct tpf_cmd_ctx *ctx, struct tpf_kept_store *ks, con
 		return TPF_EXIT_ERROR;
 	int gen = -1, failed = 0;
 	for (size_t i = 0; i < n; i++) {
-		if ((logs_o.worker >= 0 && k[i].worker != logs_o.worker) ||
+		if (!tpf_worker_set_has(&logs_o.workers, k[i].worker) ||
 		    (logs_o.generation >= 0 && k[i].generation != logs_o.generation))
 			continue;
 		struct tpf_buf text = TPF_BUF_INIT;
@@ -139,7 +141,8 @@ static int show_previous(struct tpf_cmd_ctx *ctx, struct tpf_kept_store *ks, con
 		   "Logs are kept when tpuform deletes a node whose workers it can reach "
 		   "(docs/commands.md \"logs\").",
 		   "no logs of node '%s'%s were kept in %s", node,
-		   logs_o.worker >= 0 || logs_o.generation >= 0 ? " (for that -worker or -generation)"
+		   tpf_worker_set_max(&logs_o.workers) >= 0 || logs_o.generation >= 0
+			   ? " (for that -worker or -generation)"
 								: "",
 		   where);
 	free(where);
@@ -193,7 +196,8 @@ static int run_logs(struct tpf_cmd_ctx *ctx)
 		return run_previous(ctx);
 	if (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d))
 		return TPF_EXIT_ERROR;
-	if (tpf_session_target_worker(s, ctx->args[0], logs_o.worker, &tg.sn, &tg.ln, &tg.t)) {
+	if (tpf_session_target_worker(s, ctx->args[0], tpf_worker_set_max(&logs_o.workers), &tg.sn,
+				      &tg.ln, &tg.t)) {
 		point_at_previous(s, ctx->args[0]);
 		return TPF_EXIT_ERROR;
 	}
@@ -212,7 +216,8 @@ static int run_logs(struct tpf_cmd_ctx *ctx)
 const struct tpf_cmd tpf_cmd_logs = {
 	.name = "logs",
 	.summary = "Print the job log (or setup log) of a node's workers",
-	.description = "  Print the job log of the node's workers, each line prefixed NODE/wN |.\n"
+	.description = "  Print the job log of the node's workers (or -worker N, A-B, A,B or all, as\n"
+		       "  gcloud's --worker), each worker's lines in turn, prefixed NODE/wN |.\n"
 		       "  With -setup, print what the group's setup script wrote instead: where to\n"
 		       "  look when provisioning failed at step \"setup\". With -previous, print\n"
 		       "  the logs tpuform kept before it deleted the node (the last 1000 lines,\n"

@@ -1,10 +1,13 @@
 /*
- * tpuform ssh NODE [-worker N] [-L [bind:]port:host:hostport ...]
+ * tpuform ssh NODE [-worker WORKERS] [-L [bind:]port:host:hostport ...]
  * [-- COMMAND]: an interactive shell on one of the node's workers (ssh(1)
  * with the pinned host key for gcp nodes; a shell in the worker's home for
  * local ones); with -L, port forwards through the same pinned connection
  * (engine/forward.c); with a COMMAND, that command, its exit status
- * returned as ssh(1) returns it.
+ * returned as ssh(1) returns it. A COMMAND may go to several workers
+ * (-worker 0-1, all: gcloud's --worker with --command), run as `exec`
+ * runs it; a shell or -L goes to one worker, and more are refused, as
+ * gcloud refuses "multiple workers without the --command flag".
  */
 #include "cmd/cmd.h"
 #include "engine/chores.h"
@@ -16,12 +19,13 @@
 #include <unistd.h>
 
 static struct {
-	int worker;
+	struct tpf_worker_set workers;
 	struct tpf_flag_list forwards;
 } ssh_o;
 
 static const struct tpf_flag ssh_flags[] = {
-	TPF_INT("worker", 0, 4095, &ssh_o.worker, "the worker to log in to"),
+	TPF_WORKERS("worker", &ssh_o.workers,
+		    "the worker to log in to; with a command, N, A-B, A,B or all (default 0)"),
 	TPF_LIST("L", "[BIND:]PORT:HOST:HOSTPORT", &ssh_o.forwards,
 		 "forward local PORT to HOST:HOSTPORT as the worker sees it (ssh -L)"),
 	TPF_FLAGS_END,
@@ -84,6 +88,20 @@ static int run_command(struct tpf_cmd_ctx *ctx, const struct tpf_chore_target *t
 	return status > 255 ? 255 : status;
 }
 
+/* A shell or -L goes to one worker; a command may go to several. */
+static int one_worker(struct tpf_cmd_ctx *ctx, size_t n)
+{
+	if (n <= 1 || (ctx->nrest && !ssh_o.forwards.n))
+		return 0;
+	return tpf_errorx(ctx->d, NULL,
+			  ctx->nrest ? "Forward through one worker (-worker N), or leave -L out to run "
+				       "the command on them all."
+				     : "Pick one worker (-worker N), or give a command to run on them all: "
+				       "tpuform ssh NODE -worker all -- COMMAND (as gcloud's --command).",
+			  "%s goes to one worker, but -worker names %zu workers of node '%s'",
+			  ssh_o.forwards.n ? "-L" : "an interactive shell", n, ctx->args[0]);
+}
+
 static int run_ssh(struct tpf_cmd_ctx *ctx)
 {
 	struct tpf_session *s = &ctx->s;
@@ -96,11 +114,17 @@ static int run_ssh(struct tpf_cmd_ctx *ctx)
 	for (size_t i = 0; i < f.n; i++)
 		if (tpf_forward_spec_parse(ssh_o.forwards.items[i], &f.specs[i], ctx->d))
 			goto done;
+	struct tpf_worker_set ws = ssh_o.workers;
+	char why[160];
+	if (!ws.given)
+		tpf_worker_set_parse("0", &ws, why, sizeof(why));
 	if (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d) ||
-	    tpf_chore_targets(s, ctx->args[0], ssh_o.worker < 0 ? 0 : ssh_o.worker, &t, &n))
+	    tpf_chore_targets(s, ctx->args[0], &ws, &t, &n) || one_worker(ctx, n))
 		goto done;
 	f.t = t;
-	if (ctx->nrest) {
+	if (ctx->nrest && n > 1) {
+		code = tpf_cmd_exec_on(ctx, t, n, 0);
+	} else if (ctx->nrest) {
 		code = run_command(ctx, t, &f);
 	} else if (f.n) {
 		/* -L alone: forward until Ctrl-C, as ssh -N -L does. */
@@ -143,15 +167,20 @@ const struct tpf_cmd tpf_cmd_ssh = {
 		"  Open an interactive shell on worker 0 of NODE (or -worker N). The job\n"
 		"  runs in a screen session there: 'screen -ls' lists it. With a command\n"
 		"  after \"--\", run it instead (stdin, unless a terminal, goes to it; Ctrl-C\n"
-		"  interrupts it) and exit with its status. -L forwards a local port to the\n"
+		"  interrupts it) and exit with its status. A command may go to several\n"
+		"  workers, as with gcloud's --worker: -worker A-B, A,B or all runs it as\n"
+		"  'tpuform exec' does (lines prefixed NODE/wN |, the worst status); a\n"
+		"  shell and -L go to one worker. -L forwards a local port to the\n"
 		"  worker, as ssh -L does, over the connection whose host key is pinned:\n"
 		"  while the command runs, or, without one, until Ctrl-C (as ssh -N -L).\n",
 	.footer = "Examples:\n"
 		  "  tpuform ssh my-node -worker 1\n"
 		  "  tpuform ssh my-node -L 6006:localhost:6006\n"
-		  "  tpuform ssh my-node -- nproc\n\n"
-		  "Exit status: the command's; 1 when it could not be run (why is on\n"
-		  "standard error) or for errors; a shell's, for a shell.\n",
+		  "  tpuform ssh my-node -- nproc\n"
+		  "  tpuform ssh my-node -worker all -- uptime\n\n"
+		  "Exit status: the command's (with several workers, the highest); 1 when\n"
+		  "it could not be run (why is on standard error) or for errors; a shell's,\n"
+		  "for a shell.\n",
 	.exit_status = ssh_exit_status,
 	.flags = ssh_flags,
 	.min_args = 1,

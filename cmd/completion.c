@@ -8,7 +8,9 @@
  * fleet file and the local state file and never the network.
  *
  * Kinds of values: yaml (-f: YAML files), file (-out=FILE, PLANFILE,
- * SOURCE), node (NODE, -target, -replace: node and group names), bool
+ * SOURCE), node (NODE, -target, -replace: node and group names), remote
+ * (cp's SRC and DEST: local files, and the state's nodes as "NODE:", as
+ * scp's completion offers hosts; nothing after the colon), bool
  * (true, false; only as -flag=VALUE), cmd (help's COMMAND), value (not
  * enumerable: nothing offered).
  *
@@ -45,6 +47,8 @@ static const char *arg_kind(const struct tpf_cmd *c)
 		return "cmd";
 	if (!c->args_name || c->subs)
 		return "";
+	if (c == &tpf_cmd_cp)
+		return "remote";
 	if (strstr(c->args_name, "NODE"))
 		return "node";
 	if (strstr(c->args_name, "PLANFILE") || strstr(c->args_name, "SOURCE"))
@@ -107,6 +111,17 @@ static const char bash_body[] =
 	"\t\t\tcase $name in \"$part\"*) COMPREPLY+=(\"$name\") ;; esac\n"
 	"\t\tdone < <(\"$__tpuform_bin\" ${__tpuform_chdir:+-chdir=\"$__tpuform_chdir\"} help "
 	"-complete-names=\"$__tpuform_file\" 2>/dev/null) ;;\n"
+	"\tremote)\n"
+	"\t\t# cp: files, and nodes as NODE: (no space after); nothing after a colon\n"
+	"\t\tCOMPREPLY=()\n"
+	"\t\tcase $part in *:*) return ;; esac\n"
+	"\t\tcompopt -o filenames 2>/dev/null\n"
+	"\t\tmapfile -t COMPREPLY < <(compgen -f -- \"$part\")\n"
+	"\t\twhile IFS=$'\\t' read -r name what; do\n"
+	"\t\t\t[ \"$what\" = node ] || continue\n"
+	"\t\t\tcase $name in \"$part\"*) COMPREPLY+=(\"$name:\"); compopt -o nospace 2>/dev/null ;; esac\n"
+	"\t\tdone < <(\"$__tpuform_bin\" ${__tpuform_chdir:+-chdir=\"$__tpuform_chdir\"} help "
+	"-complete-names=\"$__tpuform_file\" 2>/dev/null) ;;\n"
 	"\t*) COMPREPLY=() ;;\n"
 	"\tesac\n"
 	"}\n"
@@ -134,6 +149,8 @@ static const char bash_main[] =
 	"\t\tif [ \"$w\" = \"=\" ] && [ $j -ge 1 ] && [[ ${ws[j]} == -* && ${ws[j]} != *=* ]]; "
 	"then\n"
 	"\t\t\tws[j]+=\"=\"; glue=1\n"
+	"\t\telif [ \"$w\" = \":\" ] && [ $j -ge 2 ]; then\n"
+	"\t\t\tws[j]+=\":\"; glue=1 # NODE:PATH (\":\" is in COMP_WORDBREAKS)\n"
 	"\t\telif [ $glue = 1 ]; then ws[j]+=\"$w\"; glue=0\n"
 	"\t\telse ws+=(\"$w\"); j=$((j + 1)); fi\n"
 	"\tdone\n"
@@ -259,6 +276,9 @@ static void fish_script(FILE *out)
 			if (!strcmp(arg_kind(cmd), "node"))
 				fprintf(out, "complete -c tpuform -n '%s' -a '(__tpuform_names)'\n",
 					cond);
+			else if (!strcmp(arg_kind(cmd), "remote")) /* files, and NODE: */
+				fprintf(out, "complete -c tpuform -n '%s' -F -a '(__tpuform_names | "
+					"string replace -rf \"\\tnode\\$\" :)'\n", cond);
 			continue;
 		}
 		for (const struct tpf_cmd *const *s = cmd->subs; *s; s++) {

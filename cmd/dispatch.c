@@ -7,6 +7,7 @@
  * RUN_SETUP, libgit2's cli dispatch).
  */
 #include "cmd/cmd.h"
+#include "util/similar.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -242,7 +243,18 @@ static int unknown(const struct tpf_cmd *const *cmds, const char *kind, const ch
 {
 	char *names = list_names(cmds);
 	char *detail = xasprintf("The %ss are: %s. '%s' tells more.", kind, names, help);
-	char *what = xasprintf("unknown %s '%s'", kind, name);
+	/* Terraform: 'Terraform has no command named "aply". Did you mean
+	 * "apply"?' (its didyoumean package; git's help.c likewise). */
+	size_t n = 0;
+	while (cmds[n])
+		n++;
+	const char **visible = xcalloc(n + 1, sizeof(*visible));
+	for (size_t i = 0; i < n; i++)
+		visible[i] = cmds[i]->hidden ? NULL : cmds[i]->name;
+	const char *near = tpf_similar_name(name, visible, n);
+	char *what = near ? xasprintf("unknown %s '%s'. Did you mean '%s'?", kind, name, near)
+			  : xasprintf("unknown %s '%s'", kind, name);
+	free(visible);
 	usage_error(argc, argv, no_color, detail, what);
 	free(names);
 	free(detail);

@@ -17,9 +17,11 @@
 #include <string.h>
 #include <unistd.h>
 
-int tpf_chore_targets(struct tpf_session *s, const char *node, int worker,
+int tpf_chore_targets(struct tpf_session *s, const char *node, const struct tpf_worker_set *workers,
 		      struct tpf_chore_target **out, size_t *n)
 {
+	/* The largest worker named is the one a node may lack (-1: none). */
+	int worker = workers ? tpf_worker_set_max(workers) : -1;
 	size_t cap = 0;
 	*n = 0;
 	for (size_t i = 0; i < s->state.nnodes; i++)
@@ -43,7 +45,7 @@ int tpf_chore_targets(struct tpf_session *s, const char *node, int worker,
 		if (tpf_session_target_worker(s, sn->name, worker, &sn, &ln, &t))
 			return TPF_ERROR;
 		for (size_t w = 0; w < sn->nworkers; w++) {
-			if (worker >= 0 && (int)w != worker)
+			if (workers && !tpf_worker_set_has(workers, (int)w))
 				continue;
 			(*out)[(*n)++] = (struct tpf_chore_target){ sn, ln, t, (int)w };
 		}

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include "engine/session.h"
+#include "model/worker_set.h"
 
 /* One worker to act on. Pointers borrowed from the session. */
 struct tpf_chore_target {
@@ -22,13 +23,17 @@ struct tpf_chore_target {
 };
 
 /*
- * The workers a chore acts on: every worker of node `node` (or of every
- * node of the state when node is NULL), or only worker `worker` (>= 0).
- * Nodes that are not READY are errors for a named node and skipped
- * (with a warning) for all nodes. *out is caller-freed (free()); *n may be
- * 0 only on error. 0 or TPF_ERROR with a diagnostic in s->d.
+ * The workers a chore acts on: the workers of node `node` (or of every
+ * node of the state when node is NULL) that `workers` takes (NULL, not
+ * given, or "all": every worker; model/worker_set.h). A worker the set
+ * names beyond a node's count is an error naming the count ("node 'n' has
+ * no worker 5: it has 4 workers (0 to 3)"), as gcloud's --worker refuses
+ * an index beyond the node's. Nodes that are not READY are errors for a
+ * named node and skipped (with a warning) for all nodes. *out is
+ * caller-freed (free()); *n may be 0 only on error. 0 or TPF_ERROR with a
+ * diagnostic in s->d.
  */
-int tpf_chore_targets(struct tpf_session *s, const char *node, int worker,
+int tpf_chore_targets(struct tpf_session *s, const char *node, const struct tpf_worker_set *workers,
 		      struct tpf_chore_target **out, size_t *n);
 
 /* Connect to target (the worker ref filled from the state and live node).
