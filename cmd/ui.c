@@ -41,7 +41,7 @@ void tpf_ui_init(int no_color, int json)
 void tpf_ui_json(const char *level, const char *type, const char *message, json_t *extra)
 {
 	char ts[48];
-	tpf_rfc3339_micro(tpf_now_wall(), ts, sizeof(ts));
+	tpf_rfc3339_fmt(tpf_now_wall(), 6, TPF_RFC3339_LOCAL, ts, sizeof(ts));
 	json_t *o = extra ? extra : json_object();
 	json_object_set_new(o, "@level", json_string(level));
 	json_object_set_new(o, "@message", json_string(message));

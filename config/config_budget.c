@@ -8,6 +8,7 @@
  */
 #include "config/config_walk.h"
 #include "util/number.h"
+#include "util/str.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -154,7 +155,7 @@ static void read_price(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v)
 	for (size_t i = 0; ok && i < f->nprices; i++) {
 		const struct tpf_price_override *o = &f->prices[i];
 		if (!strcmp(o->chip, p.chip) && !strcmp(o->class, p.class) &&
-		    ((!o->region && !p.region) || (o->region && p.region && !strcmp(o->region, p.region)))) {
+		    tpf_streq(o->region, p.region)) {
 			cfg_error(c, v, "keep one of them",
 				  "the price of %s %s%s%s is already given at line %d", p.chip, p.class,
 				  p.region ? " in " : "", p.region ? p.region : "", o->line);

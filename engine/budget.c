@@ -4,6 +4,7 @@
 #include "engine/budget.h"
 #include "engine/ledger.h"
 #include "engine/report.h"
+#include "util/str.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -38,7 +39,7 @@ static int reported(json_t *records, const struct tpf_budget_status *s)
 		if (!ev || strcmp(ev, "budget_reached"))
 			continue;
 		const char *g = json_string_value(json_object_get(o, "group"));
-		if ((s->group == NULL) != (g == NULL) || (g && strcmp(g, s->group)))
+		if (!tpf_streq(g, s->group))
 			continue;
 		double t = tpf_parse_rfc3339(json_string_value(json_object_get(o, "ts")));
 		if (t >= s->period_start && t < s->period_end)

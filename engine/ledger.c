@@ -39,13 +39,7 @@ struct tpf_run_ledger {
 
 void tpf_ledger_time(double wall, char *out, size_t outlen)
 {
-	time_t t = (time_t)wall;
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	char base[32];
-	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-	long ms = (long)((wall - (double)t) * 1e3 + 0.5);
-	snprintf(out, outlen, "%s.%03ldZ", base, ms < 0 ? 0 : ms > 999 ? 999 : ms);
+	tpf_rfc3339_fmt(wall, 3, 0, out, outlen);
 }
 
 void tpf_fleet_ledger_where(const struct tpf_fleet *f, struct tpf_ledger_where *w,

@@ -90,7 +90,8 @@ struct tpf_plan;
 void tpf_run_ledger_plan(const struct tpf_fleet *f, const struct tpf_state *st,
 			 const struct tpf_plan *p, struct tpf_diags *d);
 
-/* "2026-11-26T08:49:55.123Z": UTC to the millisecond (out >= 32 bytes). */
+/* "2026-11-26T08:49:55.123Z": UTC to the millisecond (out >= 40 bytes);
+ * util/timeutil.h's tpf_rfc3339_fmt with 3 digits. */
 void tpf_ledger_time(double wall, char *out, size_t outlen);
 
 #endif

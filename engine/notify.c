@@ -4,6 +4,7 @@
  */
 #include "engine/notify.h"
 #include "google/gcp_http.h"
+#include "google/gcp_retry.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -42,7 +43,6 @@ struct tpf_notifier {
 	int stop;
 	double deadline;       /* monotonic: give up after it once stopping */
 	struct tpf_notify_stats st;
-	unsigned seed;         /* jitter (only the thread uses it) */
 };
 
 static void doc_free(struct doc *d)
@@ -95,22 +95,14 @@ static int on_progress(void *clientp, curl_off_t dt, curl_off_t dn, curl_off_t u
 	return late;
 }
 
-/* Seconds a Retry-After value asks for (delay-seconds or an HTTP date),
- * or -1 when absent or unreadable. */
+/* Seconds a Retry-After value asks for (google/gcp_retry.h's parser:
+ * delay-seconds or an HTTP date), or -1 when absent or unreadable. */
 static double retry_after(CURL *e)
 {
 	struct curl_header *h;
 	if (curl_easy_header(e, "Retry-After", 0, CURLH_HEADER, -1, &h) != CURLHE_OK)
 		return -1;
-	char *end;
-	double s = strtod(h->value, &end);
-	if (end != h->value && *end == '\0' && s >= 0)
-		return s;
-	time_t when = curl_getdate(h->value, NULL);
-	if (when < 0)
-		return -1;
-	double wait = (double)when - tpf_now_wall();
-	return wait > 0 ? wait : 0;
+	return tpf_gcp_parse_retry_after(h->value, tpf_now_wall());
 }
 
 struct outcome {
@@ -159,18 +151,14 @@ static void post_once(struct tpf_notifier *n, CURL *e, const char *url, const ch
 	curl_slist_free_all(hdrs);
 }
 
-/* The wait before try number `attempt` + 1: doubling, capped, jittered in
- * [w/2, w]; Retry-After wins when given. */
+/* The wait before try number `attempt` + 1: google/gcp_retry.h's backoff
+ * (doubling from the base, capped at BACKOFF_CAP, jittered in [w/2, w]);
+ * Retry-After wins when given, capped at RETRY_AFTER_CAP (engine/notify.h). */
 static double next_wait(struct tpf_notifier *n, int attempt, double after)
 {
 	if (after >= 0)
 		return after < RETRY_AFTER_CAP ? after : RETRY_AFTER_CAP;
-	double w = n->o.backoff;
-	for (int i = 1; i < attempt && w < BACKOFF_CAP; i++)
-		w *= 2;
-	if (w > BACKOFF_CAP)
-		w = BACKOFF_CAP;
-	return w / 2 + (w / 2) * ((double)rand_r(&n->seed) / RAND_MAX);
+	return tpf_gcp_backoff(attempt - 1, n->o.backoff, BACKOFF_CAP, tpf_gcp_random_unit());
 }
 
 /* Sleep up to `seconds` (mu held); returns early, 1, when stopping and
@@ -268,7 +256,6 @@ int tpf_notifier_new(struct tpf_notifier **out, const struct tpf_notify_opts *o,
 	if (!n->o.queue_max)
 		n->o.queue_max = TPF_NOTIFY_QUEUE_MAX;
 	n->ring = xcalloc(n->o.queue_max, sizeof(*n->ring));
-	n->seed = (unsigned)(tpf_now_wall() * 1000);
 	pthread_mutex_init(&n->mu, NULL);
 	pthread_cond_init(&n->cv, NULL);
 	tpf_gcp_curl_init();

@@ -26,7 +26,10 @@
  * 5xx is retried up to TPF_NOTIFY_ATTEMPTS times in all, after a wait that
  * doubles from the base (1 s; TPUFORM_NOTIFY_BACKOFF) up to 60 s, with
  * full jitter in [wait/2, wait]; a Retry-After header (seconds or an HTTP
- * date, RFC 9110 section 10.2.3) replaces the wait, capped at 300 s. Any
+ * date, RFC 9110 section 10.2.3) replaces the wait, capped at 300 s. The
+ * backoff and the Retry-After parser are google/gcp_retry.h's, the Google
+ * client's own (tpf_gcp_backoff, tpf_gcp_parse_retry_after); the tries,
+ * the caps and "Retry-After replaces the wait" are the webhook's. Any
  * other status is final. A document given up on is a warning. Warnings
  * never contain the webhook URL (its path is a secret for Slack and Chat).
  */

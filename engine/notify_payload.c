@@ -4,19 +4,17 @@
  */
 #include "engine/notify.h"
 #include "util/buf.h"
+#include "util/redact.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* Secret values shorter than this are not masked: hiding every "1" or "ab"
- * would garble the text (the rule engine/provision.c applies to output). */
-#define REDACT_MIN 4
 /* Bytes of message and last_log kept: a chat line, not a log dump. */
 #define FIELD_MAX 500
 
-/* s with every secret value of REDACT_MIN bytes or more replaced by "***",
+/* s with every secret value of TPF_REDACT_MIN bytes or more replaced by "***",
  * control characters (newlines too: the text is one line) by spaces, and
  * cut to FIELD_MAX bytes (on a UTF-8 boundary). NULL for NULL; caller frees. */
 static char *clean(const char *s, const struct tpf_kvlist *secrets)
@@ -25,23 +23,7 @@ static char *clean(const char *s, const struct tpf_kvlist *secrets)
 		return NULL;
 	struct tpf_buf b = TPF_BUF_INIT;
 	tpf_buf_adds(&b, s);
-	for (size_t i = 0; secrets && i < secrets->n; i++) {
-		const char *v = secrets->items[i].value;
-		size_t vlen = v ? strlen(v) : 0;
-		if (vlen < REDACT_MIN || !strstr(b.buf, v))
-			continue;
-		struct tpf_buf o = TPF_BUF_INIT;
-		const char *p = b.buf, *hit;
-		while ((hit = strstr(p, v))) {
-			tpf_buf_add(&o, p, (size_t)(hit - p));
-			tpf_buf_adds(&o, "***");
-			p = hit + vlen;
-		}
-		tpf_buf_adds(&o, p);
-		explicit_bzero(b.buf, b.len);
-		tpf_buf_release(&b);
-		b = o;
-	}
+	tpf_redact_kv(&b, secrets);
 	size_t len = b.len;
 	if (len > FIELD_MAX) {
 		len = FIELD_MAX;
@@ -52,7 +34,7 @@ static char *clean(const char *s, const struct tpf_kvlist *secrets)
 	for (char *c = out; *c; c++)
 		if ((unsigned char)*c < 0x20 || *c == 0x7f)
 			*c = ' ';
-	explicit_bzero(b.buf, b.len);
+	tpf_wipe(b.buf, b.len);
 	tpf_buf_release(&b);
 	return out;
 }

@@ -6,6 +6,7 @@
 #include "util/buf.h"
 #include "util/hash.h"
 #include "util/kv.h"
+#include "util/redact.h"
 #include "util/shquote.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -23,10 +24,6 @@
 #define TAIL_LINES 15
 /* Bytes of last_log kept. */
 #define LAST_LOG_MAX 300
-/* Secret values shorter than this are not redacted from quoted output:
- * masking every "1" or "ab" would make the output unreadable. */
-#define REDACT_MIN 4
-
 #define SCRIPT_CMD "sh " TPF_REMOTE_SCRIPT
 
 void tpf_worker_report_release(struct tpf_worker_report *r)
@@ -106,28 +103,6 @@ static char *clean_text(const char *s, size_t max)
 	return tpf_buf_detach(&b, NULL);
 }
 
-/* Replace every secret value (of REDACT_MIN bytes or more) in b by "***":
- * a setup that fails may print a token it was given. */
-static void redact(struct tpf_buf *b, const struct tpf_kvlist *secrets)
-{
-	for (size_t i = 0; secrets && i < secrets->n; i++) {
-		const char *v = secrets->items[i].value;
-		size_t vlen = v ? strlen(v) : 0;
-		if (vlen < REDACT_MIN || !strstr(b->buf, v))
-			continue;
-		struct tpf_buf o = TPF_BUF_INIT;
-		const char *p = b->buf, *hit;
-		while ((hit = strstr(p, v))) {
-			tpf_buf_add(&o, p, (size_t)(hit - p));
-			tpf_buf_adds(&o, "***");
-			p = hit + vlen;
-		}
-		tpf_buf_adds(&o, p);
-		tpf_buf_release(b);
-		*b = o;
-	}
-}
-
 void tpf_job_facts_redact(struct tpf_job_facts *facts, const struct tpf_kvlist *secrets)
 {
 	for (size_t i = 0; facts && i < facts->n; i++) {
@@ -136,8 +111,8 @@ void tpf_job_facts_redact(struct tpf_job_facts *facts, const struct tpf_kvlist *
 			continue;
 		struct tpf_buf b = TPF_BUF_INIT;
 		tpf_buf_adds(&b, log);
-		redact(&b, secrets);
-		explicit_bzero(log, strlen(log));
+		tpf_redact_kv(&b, secrets);
+		tpf_wipe(log, strlen(log));
 		free(log);
 		facts->items[i].last_log = xstrdup(b.buf);
 		tpf_buf_release(&b);
@@ -231,7 +206,7 @@ static char *output_tail(const char *text, const struct tpf_kvlist *secrets)
 	}
 	struct tpf_buf b = TPF_BUF_INIT;
 	tpf_buf_add(&b, start, (size_t)(end - start));
-	redact(&b, secrets);
+	tpf_redact_kv(&b, secrets);
 	tpf_buf_rtrim(&b);
 	char *clean = clean_text(b.buf, 8192);
 	tpf_buf_release(&b);
@@ -246,7 +221,7 @@ static char *message_line(const struct script_said *s, const struct tpf_kvlist *
 	const char *eol = strchr(s->message, '\n');
 	struct tpf_buf b = TPF_BUF_INIT;
 	tpf_buf_add(&b, s->message, eol ? (size_t)(eol - s->message) : strlen(s->message));
-	redact(&b, secrets);
+	tpf_redact_kv(&b, secrets);
 	char *clean = clean_text(b.buf, 1000);
 	tpf_buf_release(&b);
 	return clean;

@@ -5,6 +5,7 @@
 #include "engine/events.h"
 #include "engine/report.h"
 #include "util/timeutil.h"
+#include "util/str.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -89,19 +90,14 @@ static long num(json_t *o, const char *k, long dflt)
 	return json_is_integer(v) ? (long)json_integer_value(v) : dflt;
 }
 
-static int streq(const char *a, const char *b)
-{
-	return (!a && !b) || (a && b && !strcmp(a, b));
-}
-
 static size_t row_of(struct calc *c, json_t *o)
 {
 	const char *g = str(o, "group"), *z = str(o, "zone"), *cls = str(o, "class"),
 		   *chip = str(o, "chip");
 	struct tpf_report *r = c->r;
 	for (size_t i = 0; i < r->nrows; i++)
-		if (streq(r->rows[i].group, g) && streq(r->rows[i].zone, z) &&
-		    streq(r->rows[i].cls, cls) && streq(r->rows[i].chip, chip))
+		if (tpf_streq(r->rows[i].group, g) && tpf_streq(r->rows[i].zone, z) &&
+		    tpf_streq(r->rows[i].cls, cls) && tpf_streq(r->rows[i].chip, chip))
 			return i;
 	if (r->nrows == c->ralloc) {
 		c->ralloc = c->ralloc ? 2 * c->ralloc : 8;
@@ -454,7 +450,7 @@ void tpf_report_compute_priced(json_t *records, double since, double until, cons
 		json_t *o = v[i].o;
 		const char *node = str(o, "node");
 		int kind = tpf_event_kind_from_name(str(o, "event"));
-		if (kind < 0 || !node || (group && !streq(str(o, "group"), group)))
+		if (kind < 0 || !node || (group && !tpf_streq(str(o, "group"), group)))
 			continue;
 		if (r->first < 0)
 			r->first = v[i].t;

@@ -3,10 +3,10 @@
  * pages and operation waits.
  */
 #include "google/gapi.h"
+#include "util/hash.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
-#include <openssl/rand.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,21 +154,6 @@ int tpf_gapi_sleep(struct tpf_gapi *api, double seconds)
 			return 0;
 		tpf_sleep(left < NAP ? left : NAP);
 	}
-}
-
-int tpf_gapi_request_id(char out[TPF_GAPI_REQUEST_ID_SIZE])
-{
-	unsigned char b[16];
-	out[0] = '\0';
-	if (RAND_bytes(b, sizeof(b)) != 1)
-		return TPF_ERROR;
-	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 (RFC 9562 section 5.4) */
-	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* variant 10 */
-	snprintf(out, TPF_GAPI_REQUEST_ID_SIZE,
-		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-		 b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-		 b[15]);
-	return 0;
 }
 
 void tpf_gapi_call_release(struct tpf_gapi_call *c)
@@ -326,7 +311,7 @@ int tpf_gapi_send(struct tpf_gapi *api, struct tpf_gapi_call *c, struct tpf_diag
 	reset_outcome(c);
 	c->request_id[0] = '\0';
 	if (c->flags & TPF_GAPI_REQUEST_ID) {
-		if (tpf_gapi_request_id(c->request_id) < 0)
+		if (tpf_uuid4_try(c->request_id) < 0)
 			return tpf_error(d, "%s: cannot make a request id: libcrypto's random "
 					 "generator failed", c->what ? c->what : "request");
 		url = with_request_id(c->rq.url, c->request_id);

@@ -29,7 +29,7 @@
  *    "<what>: HTTP 403 PERMISSION_DENIED: <the API's message>" and a hint;
  *  - long-running operations of both shapes (tpf_gapi_wait);
  *  - pagination (tpf_gapi_pages: nextPageToken, a callback per page);
- *  - requestId idempotency (tpf_gapi_request_id: a UUID from libcrypto's
+ *  - requestId idempotency (tpf_uuid4_try in util/hash.h: a UUID from libcrypto's
  *    random bytes, one per logical request, the same on every attempt).
  *
  * Thread-safe: calls may run concurrently on one client. Calls block the
@@ -124,12 +124,10 @@ long tpf_gapi_requests(struct tpf_gapi *api);
  * least every 0.2 s: 0, or TPF_EINTERRUPTED (no diagnostic). */
 int tpf_gapi_sleep(struct tpf_gapi *api, double seconds);
 
-/* A random (version 4) UUID, "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx", from
- * libcrypto's RAND_bytes: Compute Engine's and Cloud TPU's requestId
- * ("a valid UUID", https://cloud.google.com/compute/docs/reference/rest/v1/instances/insert).
- * 0, or TPF_ERROR when the random generator fails. */
+/* The requestId is util/hash.h's tpf_uuid4_try: Compute Engine's and Cloud
+ * TPU's requestId is "a valid UUID"
+ * (https://cloud.google.com/compute/docs/reference/rest/v1/instances/insert). */
 #define TPF_GAPI_REQUEST_ID_SIZE 37
-int tpf_gapi_request_id(char out[TPF_GAPI_REQUEST_ID_SIZE]);
 
 /* ---- one request ---- */
 

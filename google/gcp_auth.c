@@ -39,15 +39,6 @@ void tpf_gcp_wipe_free(char *s)
 	}
 }
 
-void tpf_gcp_redact(char *s, const char *secret)
-{
-	size_t n;
-	if (!s || !secret || (n = strlen(secret)) < 4)
-		return;
-	for (char *p = strstr(s, secret); p; p = strstr(p + n, secret))
-		memset(p, '*', n);
-}
-
 char *tpf_gcp_jstr(json_t *o, const char *k)
 {
 	const char *v = json_string_value(json_object_get(o, k));

@@ -90,9 +90,6 @@ struct tpf_gcp_auth {
 
 /* OPENSSL_cleanse, then free. NULL ok. */
 void tpf_gcp_wipe_free(char *s);
-/* Overwrite every occurrence of secret in s with '*' (in place). Secrets
- * shorter than 4 bytes are left alone. */
-void tpf_gcp_redact(char *s, const char *secret);
 /* The string value of o[k] if non-empty, copied; else NULL. */
 char *tpf_gcp_jstr(json_t *o, const char *k);
 

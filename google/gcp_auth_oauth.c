@@ -7,6 +7,7 @@
  */
 #include "google/gcp_auth_internal.h"
 #include "google/gcp_jwt.h"
+#include "util/redact.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -38,19 +39,26 @@ void tpf_gcp_response_wipe(struct tpf_gcp_response *rs)
 	tpf_gcp_response_release(rs);
 }
 
-/* Every secret a quoted message could echo. */
-static void scrub(const struct tpf_gcp_auth *a, const struct tpf_gcp_token_request *t, char *msg)
+/* Every secret a quoted message could echo, as "***" (util/redact.h): *msg
+ * is replaced by a redacted copy, the old one wiped and freed. */
+static void scrub(const struct tpf_gcp_auth *a, const struct tpf_gcp_token_request *t, char **msg)
 {
+	if (!*msg)
+		return;
+	struct tpf_buf b = TPF_BUF_INIT;
+	tpf_buf_adds(&b, *msg);
 	for (size_t i = 0; i < sizeof(t->secret) / sizeof(t->secret[0]); i++)
-		tpf_gcp_redact(msg, t->secret[i]);
-	tpf_gcp_redact(msg, a->client_secret);
-	tpf_gcp_redact(msg, a->refresh_token);
-	tpf_gcp_redact(msg, a->static_token);
-	tpf_gcp_redact(msg, a->base_token);
+		tpf_redact(&b, t->secret[i]);
+	tpf_redact(&b, a->client_secret);
+	tpf_redact(&b, a->refresh_token);
+	tpf_redact(&b, a->static_token);
+	tpf_redact(&b, a->base_token);
 	for (size_t i = 0; a->ext && a->ext->headers && a->ext->headers[i]; i++) {
 		const char *v = strchr(a->ext->headers[i], ':');
-		tpf_gcp_redact(msg, v ? v + 2 : NULL);
+		tpf_redact(&b, v ? v + 2 : NULL);
 	}
+	tpf_gcp_wipe_free(*msg);
+	*msg = tpf_buf_detach(&b, NULL);
 }
 
 /* The default metadata server did not answer: not on Google Cloud, so
@@ -103,7 +111,7 @@ int tpf_gcp_token_send(struct tpf_gcp_auth *a, struct tpf_gcp_token_request *t,
 		return 0;
 	if (!c.api_error)
 		return transfer_failed(a, t, rs, r, d);
-	scrub(a, t, e->message);
+	scrub(a, t, &e->message);
 	return r == TPF_ETRANSIENT ? TPF_ETRANSIENT : TPF_ERROR;
 }
 

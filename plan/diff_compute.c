@@ -17,6 +17,7 @@
  * the live node when it reports them.
  */
 #include "plan/plan_internal.h"
+#include "util/str.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
@@ -51,11 +52,6 @@ static void num_change(struct tpf_action *a, const char *field, long before, lon
 	tpf_action_change(a, field, forces ? b : NULL, v, forces, 0);
 }
 
-static int same(const char *a, const char *b)
-{
-	return (!a && !b) || (a && b && !strcmp(a, b));
-}
-
 void tpf_diff_compute_new(struct tpf_action *a, const struct tpf_recipe *r)
 {
 	const struct tpf_compute *c = &r->compute;
@@ -88,16 +84,16 @@ int tpf_diff_compute_replace(struct tpf_action *a, const struct tpf_recipe *want
 	}
 	if (w->api != TPF_API_COMPUTE)
 		return 0;
-	if (l->machine_type && !same(w->machine_type, l->machine_type))
+	if (l->machine_type && !tpf_streq(w->machine_type, l->machine_type))
 		str_change(a, "machine_type", l->machine_type, w->machine_type, 1);
-	if (asked->image && !same(w->image, asked->image))
+	if (asked->image && !tpf_streq(w->image, asked->image))
 		str_change(a, "image", asked->image, w->image, 1);
-	if (asked->disk_type && !same(w->disk_type, asked->disk_type))
+	if (asked->disk_type && !tpf_streq(w->disk_type, asked->disk_type))
 		str_change(a, "boot_disk_type", asked->disk_type, w->disk_type, 1);
 	if (asked->disk_size_gb > 0 && w->disk_size_gb != asked->disk_size_gb)
 		num_change(a, "boot_disk_size_gb", asked->disk_size_gb, w->disk_size_gb, 1, "");
 	if (want->spot && l->termination_action &&
-	    !same(w->termination_action, l->termination_action))
+	    !tpf_streq(w->termination_action, l->termination_action))
 		str_change(a, "termination_action", l->termination_action, w->termination_action, 1);
 	if (w->max_run_duration != l->max_run_duration)
 		num_change(a, "max_run_duration", l->max_run_duration, w->max_run_duration, 1, "s");

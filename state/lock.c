@@ -53,23 +53,12 @@ static char *who(void)
 	return xasprintf("%s@%s", user ? user : "", host);
 }
 
-/* Go's time.Time JSON form in UTC, at microsecond precision. */
-static void created_now(char *out, size_t outlen)
-{
-	struct timespec ts;
-	struct tm tm;
-	char base[32];
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out, outlen, "%s.%06ldZ", base, ts.tv_nsec / 1000);
-}
-
 json_t *tpf_lock_info_new(const char *id, const char *operation, const char *path)
 {
 	char created[64];
 	char *w = who();
-	created_now(created, sizeof(created));
+	/* Go's time.Time JSON form in UTC, at microsecond precision. */
+	tpf_rfc3339_fmt(tpf_now_wall(), 6, 0, created, sizeof(created));
 	/* Field order as Terraform's LockInfo struct, for people reading it. */
 	json_t *o = json_object();
 	json_object_set_new(o, "ID", json_string(id));

@@ -53,17 +53,25 @@ char *tpf_sha256_tagged(const void *data, size_t len)
 	return xasprintf("sha256:%s", hex);
 }
 
-void tpf_uuid4(char out[37])
+int tpf_uuid4_try(char out[37])
 {
 	unsigned char b[16];
-	if (RAND_bytes(b, sizeof(b)) != 1) {
-		fprintf(stderr, "fatal: no randomness from libcrypto\n");
-		abort();
-	}
-	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
-	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+	out[0] = '\0';
+	if (RAND_bytes(b, sizeof(b)) != 1)
+		return -1;
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 (RFC 9562 section 5.4) */
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* variant 10 */
 	snprintf(out, 37,
 		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
 		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
 		 b[11], b[12], b[13], b[14], b[15]);
+	return 0;
+}
+
+void tpf_uuid4(char out[37])
+{
+	if (tpf_uuid4_try(out) < 0) {
+		fprintf(stderr, "fatal: no randomness from libcrypto\n");
+		abort();
+	}
 }

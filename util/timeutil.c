@@ -21,26 +21,35 @@ double tpf_now_wall(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-void tpf_rfc3339(double wall, char *out, size_t outlen)
+void tpf_rfc3339_fmt(double wall, int digits, unsigned flags, char *out, size_t outlen)
 {
+	static const long unit[] = {1, 10, 100, 1000, 10000, 100000, 1000000};
 	time_t t = (time_t)wall;
 	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(out, outlen, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	char base[32], zone[16] = "Z", frac[32] = "";
+	if (flags & TPF_RFC3339_LOCAL)
+		localtime_r(&t, &tm);
+	else
+		gmtime_r(&t, &tm);
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	if (flags & TPF_RFC3339_LOCAL) {
+		char z[8];
+		strftime(z, sizeof(z), "%z", &tm); /* +hhmm */
+		snprintf(zone, sizeof(zone), "%.3s:%s", z, z + 3);
+	}
+	if (digits > 6)
+		digits = 6;
+	if (digits > 0) {
+		long n = (long)((wall - (double)t) * (double)unit[digits] + 0.5);
+		n = n < 0 ? 0 : n >= unit[digits] ? unit[digits] - 1 : n;
+		snprintf(frac, sizeof(frac), ".%0*ld", digits, n);
+	}
+	snprintf(out, outlen, "%s%s%s", base, frac, zone);
 }
 
-void tpf_rfc3339_micro(double wall, char *out, size_t outlen)
+void tpf_rfc3339(double wall, char *out, size_t outlen)
 {
-	time_t t = (time_t)wall;
-	struct tm tm;
-	localtime_r(&t, &tm);
-	char base[32], zone[8];
-	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-	strftime(zone, sizeof(zone), "%z", &tm); /* +hhmm */
-	long usec = (long)((wall - (double)t) * 1e6);
-	if (usec < 0)
-		usec = 0;
-	snprintf(out, outlen, "%s.%06ld%.3s:%s", base, usec, zone, zone + 3);
+	tpf_rfc3339_fmt(wall, 0, 0, out, outlen);
 }
 
 void tpf_fmt_elapsed(double seconds, char *out, size_t outlen)

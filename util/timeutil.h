@@ -12,12 +12,20 @@ double tpf_now_mono(void);
 /* Wall clock, seconds since the epoch. */
 double tpf_now_wall(void);
 
-/* RFC 3339 UTC timestamp with second precision ("2026-11-21T13:45:00Z")
- * into out (at least 32 bytes). */
+/* The one RFC 3339 formatter (RFC 3339 section 5.6), into out (40 bytes
+ * always suffice; shorter is truncated): wall (seconds since the epoch) with `digits` fractional digits
+ * (0 to 6) and "Z", or with TPF_RFC3339_LOCAL the local offset "+hh:mm".
+ * The fraction is rounded to the nearest unit but never into the next
+ * second (it stops at .999...); with 0 digits the second is truncated.
+ * The forms in use: 0 digits UTC, state, plans and webhooks
+ * ("2026-11-21T13:45:00Z"); 3 digits UTC, the ledger (tpf_ledger_time,
+ * "...:00.123Z"); 6 digits UTC, the lock's Created (Go's time.Time in JSON,
+ * "...:00.123456Z"); 6 digits local, Terraform's -json "@timestamp"
+ * ("...:00.123456+00:00"). */
+#define TPF_RFC3339_LOCAL 1u
+void tpf_rfc3339_fmt(double wall, int digits, unsigned flags, char *out, size_t outlen);
+/* tpf_rfc3339_fmt(wall, 0, 0, ...): "2026-11-21T13:45:00Z". */
 void tpf_rfc3339(double wall, char *out, size_t outlen);
-/* RFC 3339 with local offset and microseconds, as Terraform's -json
- * "@timestamp" ("2026-11-21T13:45:00.123456+00:00"). */
-void tpf_rfc3339_micro(double wall, char *out, size_t outlen);
 
 /*
  * An RFC 3339 timestamp ("2025-01-02T03:04:05.123Z", or with +hh:mm) as

@@ -256,49 +256,13 @@ int tpf_gcp_delete_node(struct tpf_gcp_client *c, const char *zone, const char *
 	return rc;
 }
 
-int tpf_gcp_patch_labels(struct tpf_gcp_client *c, const char *zone, const char *name,
-			 const struct tpf_kvlist *labels, struct tpf_diags *d)
-{
-	char *url = node_url(c, zone, name, "?updateMask=labels");
-	char *what = xasprintf("update labels of node '%s' in zone '%s'", name, zone);
-	json_t *body = tpf_gcp_labels_body(labels);
-	json_t *op = NULL;
-	int failed = 0;
-	/* whole values under an updateMask: a repeat changes nothing more */
-	int rc = tpf_gcp_call(c, "PATCH", url, body, what, name, TPF_GCP_IDEMPOTENT, &op, NULL, d);
-	if (rc == 0)
-		rc = tpf_gcp_wait_op(c, op, what, name, &failed, d);
-	json_decref(op);
-	json_decref(body);
-	free(what);
-	free(url);
-	return rc;
-}
-
-int tpf_gcp_patch_metadata(struct tpf_gcp_client *c, const char *zone, const char *name,
-			   json_t *body, struct tpf_diags *d)
-{
-	char *url = node_url(c, zone, name, "?updateMask=metadata");
-	char *what = xasprintf("add the SSH key to the metadata of node '%s' in zone '%s'", name,
-			       zone);
-	json_t *op = NULL;
-	int failed = 0;
-	/* whole values under an updateMask: a repeat changes nothing more */
-	int rc = tpf_gcp_call(c, "PATCH", url, body, what, name, TPF_GCP_IDEMPOTENT, &op, NULL, d);
-	if (rc == 0)
-		rc = tpf_gcp_wait_op(c, op, what, name, &failed, d);
-	json_decref(op);
-	free(what);
-	free(url);
-	return rc;
-}
-
-int tpf_gcp_patch_node(struct tpf_gcp_client *c, const char *zone, const char *name,
-		       json_t *body, const char *mask, struct tpf_diags *d)
+/* The one PATCH of a node (projects.locations.nodes.patch): the fields in
+ * mask from body, then a wait for the operation. Takes what (freed). */
+static int patch_mask(struct tpf_gcp_client *c, const char *zone, const char *name, json_t *body,
+		      const char *mask, char *what, struct tpf_diags *d)
 {
 	char *query = xasprintf("?updateMask=%s", mask);
 	char *url = node_url(c, zone, name, query);
-	char *what = xasprintf("update %s of node '%s' in zone '%s'", mask, name, zone);
 	json_t *op = NULL;
 	int failed = 0;
 	/* whole values under an updateMask: a repeat changes nothing more */
@@ -310,6 +274,32 @@ int tpf_gcp_patch_node(struct tpf_gcp_client *c, const char *zone, const char *n
 	free(url);
 	free(query);
 	return rc;
+}
+
+int tpf_gcp_patch_labels(struct tpf_gcp_client *c, const char *zone, const char *name,
+			 const struct tpf_kvlist *labels, struct tpf_diags *d)
+{
+	json_t *body = tpf_gcp_labels_body(labels);
+	int rc = patch_mask(c, zone, name, body, "labels",
+			    xasprintf("update labels of node '%s' in zone '%s'", name, zone), d);
+	json_decref(body);
+	return rc;
+}
+
+int tpf_gcp_patch_metadata(struct tpf_gcp_client *c, const char *zone, const char *name,
+			   json_t *body, struct tpf_diags *d)
+{
+	return patch_mask(c, zone, name, body, "metadata",
+			  xasprintf("add the SSH key to the metadata of node '%s' in zone '%s'",
+				    name, zone),
+			  d);
+}
+
+int tpf_gcp_patch_node(struct tpf_gcp_client *c, const char *zone, const char *name,
+		       json_t *body, const char *mask, struct tpf_diags *d)
+{
+	return patch_mask(c, zone, name, body, mask,
+			  xasprintf("update %s of node '%s' in zone '%s'", mask, name, zone), d);
 }
 
 int tpf_gcp_get_guest_attributes(struct tpf_gcp_client *c, const char *zone, const char *name,

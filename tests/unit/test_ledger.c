@@ -123,6 +123,14 @@ static void test_ledger__time_is_utc_to_the_millisecond(void)
 	CHECK(tpf_parse_rfc3339(ts) > 1767225600.122);
 	tpf_ledger_time(1767225600.9999, ts, sizeof(ts));
 	CHECK_STR(ts, "2026-01-01T00:00:00.999Z");
+	/* the other forms of the one formatter: state (seconds, truncated),
+	 * the lock's Created (microseconds), never rounded into the next second */
+	tpf_rfc3339(1767225600.9999, ts, sizeof(ts));
+	CHECK_STR(ts, "2026-01-01T00:00:00Z");
+	tpf_rfc3339_fmt(1767225600.25, 6, 0, ts, sizeof(ts));
+	CHECK_STR(ts, "2026-01-01T00:00:00.250000Z");
+	tpf_rfc3339_fmt(1767225600.9999996, 6, 0, ts, sizeof(ts));
+	CHECK_STR(ts, "2026-01-01T00:00:00.999999Z");
 }
 
 static void test_ledger__chips(void)

@@ -12,6 +12,7 @@
 #include "tests/unit/unit.h"
 #include "util/fs.h"
 #include "util/kv.h"
+#include "util/redact.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -161,6 +162,33 @@ static void test_security__last_log_redacted(void)
 	tpf_job_facts_release(&f);
 }
 
+/* The one redaction (util/redact.h): every occurrence becomes "***",
+ * short or absent secrets are left alone, and a list applies each value. */
+static void test_security__redact_util(void)
+{
+	struct tpf_buf b = TPF_BUF_INIT;
+	tpf_buf_adds(&b, "Bearer ya29.SECRET ya29.SECRETya29.SECRET end");
+	tpf_redact(&b, "ya29.SECRET");
+	CHECK_STR(b.buf, "Bearer *** ****** end");
+	tpf_redact(&b, "end"); /* under TPF_REDACT_MIN bytes */
+	tpf_redact(&b, NULL);
+	CHECK_STR(b.buf, "Bearer *** ****** end");
+	struct tpf_kvlist secrets = { 0 };
+	tpf_kvlist_set(&secrets, "A", "Bearer");
+	tpf_kvlist_set(&secrets, "B", "");
+	tpf_redact_kv(&b, &secrets);
+	CHECK_STR(b.buf, "*** *** ****** end");
+	tpf_kvlist_release(&secrets);
+	tpf_buf_release(&b);
+	struct tpf_buf e = TPF_BUF_INIT; /* the shared empty string is never written */
+	tpf_redact(&e, "ya29.SECRET");
+	CHECK_STR(e.buf, "");
+	unsigned char w[5] = { 1, 2, 3, 4, 5 };
+	tpf_wipe(w, sizeof(w));
+	CHECK(w[0] == 0 && w[4] == 0);
+	tpf_wipe(NULL, 3);
+}
+
 /* The other Google endpoints (OS Login, Compute, tokeninfo) follow the TPU
  * endpoint's policy: https, or http to loopback only. */
 static void test_security__service_endpoints_refuse_http(void)
@@ -197,5 +225,6 @@ int main(void)
 	RUN(test_security__warn_once_and_not_for_others);
 	RUN(test_security__credentials_files_warn);
 	RUN(test_security__last_log_redacted);
+	RUN(test_security__redact_util);
 	return unit_done();
 }
