@@ -96,12 +96,13 @@ admin "compute/zones/us-central1-c:stockout?value=off" >/dev/null
 both() { [ "$(instances)" = "rz-a-0-001:RUNNING rz-a-0-002:RUNNING rz-a-1-001:RUNNING rz-a-1-002:RUNNING" ]; }
 ok "watch creates both once the zone has capacity" wait_for 120 both
 ok "watch is still running" kill -0 "$wpid"
+# The instances run before watch's heal records them: wait for the state.
+# shellcheck disable=SC2317 # called through wait_for
+created() { [ "$(jq -c '[.nodes[] | [.name, .status, .refused]]' tpuform.state.json)" = '[["rz-a-0","created",null],["rz-a-1","created",null]]' ]; }
+ok "the state: both created, no note left" wait_for 60 created
 kill -TERM "$wpid"
 wait "$wpid"
 wpid=
-# shellcheck disable=SC2317 # called through wait_for
-created() { [ "$(jq -c '[.nodes[] | [.name, .status, .refused]]' tpuform.state.json)" = '[["rz-a-0","created",null],["rz-a-1","created",null]]' ]; }
-ok "the state: both created, no note left" created
 unlike "show: nothing not created" "$(tpuform show -f fleet.yaml 2>&1)" "NOT CREATED|not created"
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
 finish
