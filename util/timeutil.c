@@ -40,8 +40,9 @@ void tpf_rfc3339_fmt(double wall, int digits, unsigned flags, char *out, size_t 
 	if (digits > 6)
 		digits = 6;
 	if (digits > 0) {
-		long n = (long)((wall - (double)t) * (double)unit[digits] + 0.5);
-		n = n < 0 ? 0 : n >= unit[digits] ? unit[digits] - 1 : n;
+		long scale = unit[digits < 6 ? digits : 6]; /* 10^digits */
+		long n = (long)((wall - (double)t) * (double)scale + 0.5);
+		n = n < 0 ? 0 : n >= scale ? scale - 1 : n;
 		snprintf(frac, sizeof(frac), ".%0*ld", digits, n);
 	}
 	snprintf(out, outlen, "%s%s%s", base, frac, zone);
