@@ -204,9 +204,11 @@ extern const struct tpf_cmd tpf_cmd_validate, tpf_cmd_plan, tpf_cmd_apply, tpf_c
 	tpf_cmd_import, tpf_cmd_local, tpf_cmd_version, tpf_cmd_help, tpf_cmd_force_unlock,
 	tpf_cmd_accelerators, tpf_cmd_report, tpf_cmd_cp, tpf_cmd_ssh_config;
 
-/* The words after "--" joined with spaces, as ssh(1) joins its command
- * (cmd/cmd_exec.c). Caller frees. */
-char *tpf_cmd_rest_command(struct tpf_cmd_ctx *ctx);
+/* The words after "--" (ctx->rest) joined with single spaces, as ssh(1)
+ * joins the words of its command before the remote shell splits them
+ * again (OpenSSH ssh.c); "" when there are none. Shared by exec and ssh
+ * (cmd/args.c). Returns a new string the caller frees; never NULL. */
+char *tpf_cmd_rest_command(const struct tpf_cmd_ctx *ctx);
 
 /* Run the words after "--" on the n targets t at once, as `exec` does:
  * output lines prefixed "NODE/wN | ", then one status line per worker

@@ -54,15 +54,6 @@ static int report(const struct tpf_chore_target *t, size_t n, const int *status,
 	return worst > 255 ? 255 : worst;
 }
 
-/* The words after "--", joined with spaces as ssh(1) joins them. */
-char *tpf_cmd_rest_command(struct tpf_cmd_ctx *ctx)
-{
-	struct tpf_buf command = TPF_BUF_INIT;
-	for (int i = 0; i < ctx->nrest; i++)
-		tpf_buf_addf(&command, "%s%s", i ? " " : "", ctx->rest[i]);
-	return tpf_buf_detach(&command, NULL);
-}
-
 int tpf_cmd_exec_on(struct tpf_cmd_ctx *ctx, struct tpf_chore_target *t, size_t n, int secrets)
 {
 	char *command = tpf_cmd_rest_command(ctx);
