@@ -146,8 +146,8 @@ static int run_ssh(struct tpf_cmd_ctx *ctx)
 		struct tpf_worker_ref ref = {
 			.node = t->sn->name, .node_id = t->sn->id, .worker = t->worker,
 			.nworkers = (int)t->sn->nworkers,
-			.endpoint = (size_t)t->worker < t->ln->nendpoints ? &t->ln->endpoints[t->worker]
-									   : NULL,
+			.endpoint = tpf_worker_in_range(t->worker, t->ln->nendpoints)
+					    ? &t->ln->endpoints[t->worker] : NULL,
 			.host_key = t->sn->workers[t->worker].host_key,
 		};
 		t->t->ops->interactive(t->t, &ref, &s->d); /* returns only on failure */
