@@ -157,6 +157,14 @@ void tpf_flag_list_release(struct tpf_flag_list *l)
 	l->n = 0;
 }
 
+char *tpf_cmd_rest_command(const struct tpf_cmd_ctx *ctx)
+{
+	struct tpf_buf command = TPF_BUF_INIT;
+	for (int i = 0; i < ctx->nrest; i++)
+		tpf_buf_addf(&command, "%s%s", i ? " " : "", ctx->rest[i]);
+	return tpf_buf_detach(&command, NULL);
+}
+
 void tpf_parsed_release(struct tpf_parsed *p)
 {
 	free(p->args);

@@ -120,6 +120,12 @@ enum tpf_cmd_needs {
 	TPF_CMD_PARALLELISM = 1 << 8, /* takes -parallelism=N */
 	TPF_CMD_REST = 1 << 9,        /* takes words after "--" (rest_name, at least one) */
 	TPF_CMD_REST_OPTIONAL = 1 << 10, /* with TPF_CMD_REST: the words may be left out */
+	/* ... and (with PROVIDER) lists what is live before the body, as git's
+	 * RUN_SETUP sets up before the builtin: s.live from the provider
+	 * (engine/refresh.h tpf_refresh; no worker probe, no source, no plan),
+	 * for the commands that act on workers (cp, exec, ssh, logs,
+	 * ssh-config). A failed listing is exit 1 and the body does not run. */
+	TPF_CMD_LIVE = 1 << 11,
 };
 
 /* What SIGINT and SIGTERM do while the command runs (cmd/signals.c). */
@@ -149,6 +155,13 @@ struct tpf_cmd {
 	const char *lock_op;     /* TPF_CMD_LOCK: Terraform's operation name for the lock info */
 	enum tpf_cmd_signals signals;
 	int (*run)(struct tpf_cmd_ctx *ctx); /* returns an exit code */
+	/* May be NULL. Called after the session opened and before what is live
+	 * is listed (TPF_CMD_LIVE), so that a usage error costs no API call:
+	 * checks what flag parsing could not (exec: NODE or -all), and may
+	 * drop needs from ctx->needs (logs -previous reads kept logs, so no
+	 * TPF_CMD_LIVE). Returns an exit code; not 0: the body does not run,
+	 * diagnostics in ctx->d. */
+	int (*check)(struct tpf_cmd_ctx *ctx);
 	/* The man page's EXIT STATUS when the command's codes are its own
 	 * (exec, ssh): NULL-ended pairs {code, meaning, ...}; NULL: 0 and 1,
 	 * with plan's 2 and 3 for a -detailed-exitcode flag (cmd/man.c). The
@@ -173,6 +186,7 @@ struct tpf_common_opts {
 /* What a command body gets. */
 struct tpf_cmd_ctx {
 	const struct tpf_cmd *cmd;
+	unsigned needs;           /* cmd->needs, less what cmd->check dropped */
 	char path[64];            /* "plan", "state rm": for messages */
 	struct tpf_common_opts o;
 	char **args;              /* positional arguments (nargs of them, borrowed) */
@@ -190,9 +204,11 @@ extern const struct tpf_cmd tpf_cmd_validate, tpf_cmd_plan, tpf_cmd_apply, tpf_c
 	tpf_cmd_import, tpf_cmd_local, tpf_cmd_version, tpf_cmd_help, tpf_cmd_force_unlock,
 	tpf_cmd_accelerators, tpf_cmd_report, tpf_cmd_cp, tpf_cmd_ssh_config;
 
-/* The words after "--" joined with spaces, as ssh(1) joins its command
- * (cmd/cmd_exec.c). Caller frees. */
-char *tpf_cmd_rest_command(struct tpf_cmd_ctx *ctx);
+/* The words after "--" (ctx->rest) joined with single spaces, as ssh(1)
+ * joins the words of its command before the remote shell splits them
+ * again (OpenSSH ssh.c); "" when there are none. Shared by exec and ssh
+ * (cmd/args.c). Returns a new string the caller frees; never NULL. */
+char *tpf_cmd_rest_command(const struct tpf_cmd_ctx *ctx);
 
 /* Run the words after "--" on the n targets t at once, as `exec` does:
  * output lines prefixed "NODE/wN | ", then one status line per worker

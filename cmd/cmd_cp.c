@@ -7,7 +7,6 @@
  */
 #include "cmd/cmd.h"
 #include "engine/chores.h"
-#include "engine/refresh.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -153,6 +152,18 @@ static int report(const struct tpf_chore_target *t, size_t n, struct tpf_copy_re
 	return code;
 }
 
+/* The paths, before the dispatcher lists what is live; run_cp splits
+ * them again (cheap, and nothing to free if the listing fails). */
+static int check_cp(struct tpf_cmd_ctx *ctx)
+{
+	struct tpf_copy_opts o = { 0 };
+	char *node = NULL;
+	int rc = parse_paths(ctx, &o, &node);
+	free((void *)o.src);
+	free(node);
+	return rc ? TPF_EXIT_ERROR : TPF_EXIT_OK;
+}
+
 static int run_cp(struct tpf_cmd_ctx *ctx)
 {
 	struct tpf_session *s = &ctx->s;
@@ -162,7 +173,6 @@ static int run_cp(struct tpf_cmd_ctx *ctx)
 	size_t n = 0;
 	int code = TPF_EXIT_ERROR;
 	if (parse_paths(ctx, &o, &node) ||
-	    tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d) ||
 	    tpf_chore_targets(s, cp_o.all ? NULL : node, &cp_o.workers, &t, &n))
 		goto done;
 	o.recursive = cp_o.recursive;
@@ -208,7 +218,8 @@ const struct tpf_cmd tpf_cmd_cp = {
 	.min_args = 2,
 	.max_args = -1,
 	.args_name = "SRC... DEST",
-	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_PROVIDER,
+	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_PROVIDER | TPF_CMD_LIVE,
 	.signals = TPF_SIG_STOP,
+	.check = check_cp,
 	.run = run_cp,
 };

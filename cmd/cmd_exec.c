@@ -7,7 +7,6 @@
  */
 #include "cmd/cmd.h"
 #include "engine/chores.h"
-#include "engine/refresh.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -55,15 +54,6 @@ static int report(const struct tpf_chore_target *t, size_t n, const int *status,
 	return worst > 255 ? 255 : worst;
 }
 
-/* The words after "--", joined with spaces as ssh(1) joins them. */
-char *tpf_cmd_rest_command(struct tpf_cmd_ctx *ctx)
-{
-	struct tpf_buf command = TPF_BUF_INIT;
-	for (int i = 0; i < ctx->nrest; i++)
-		tpf_buf_addf(&command, "%s%s", i ? " " : "", ctx->rest[i]);
-	return tpf_buf_detach(&command, NULL);
-}
-
 int tpf_cmd_exec_on(struct tpf_cmd_ctx *ctx, struct tpf_chore_target *t, size_t n, int secrets)
 {
 	char *command = tpf_cmd_rest_command(ctx);
@@ -85,22 +75,27 @@ int tpf_cmd_exec_on(struct tpf_cmd_ctx *ctx, struct tpf_chore_target *t, size_t 
 	return code;
 }
 
-static int run_exec(struct tpf_cmd_ctx *ctx)
+/* NODE or -all, before the dispatcher lists what is live. */
+static int check_exec(struct tpf_cmd_ctx *ctx)
 {
-	struct tpf_session *s = &ctx->s;
 	const char *node = ctx->nargs ? ctx->args[0] : NULL;
 	if (!node == !exec_o.all) {
-		tpf_errorx(&s->d, NULL, "Usage: tpuform exec [options] NODE|-all -- COMMAND...",
+		tpf_errorx(ctx->d, NULL, "Usage: tpuform exec [options] NODE|-all -- COMMAND...",
 			   node ? "exec takes NODE or -all, not both (got '%s' and -all)"
 				: "exec needs NODE or -all%s",
 			   node ? node : "");
 		return TPF_EXIT_ERROR;
 	}
+	return TPF_EXIT_OK;
+}
+
+static int run_exec(struct tpf_cmd_ctx *ctx)
+{
+	const char *node = ctx->nargs ? ctx->args[0] : NULL;
 	struct tpf_chore_target *t = NULL;
 	size_t n = 0;
 	int code = TPF_EXIT_ERROR;
-	if (!tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d) &&
-	    !tpf_chore_targets(s, node, &exec_o.workers, &t, &n))
+	if (!tpf_chore_targets(&ctx->s, node, &exec_o.workers, &t, &n))
 		code = tpf_cmd_exec_on(ctx, t, n, exec_o.secrets);
 	free(t);
 	return code;
@@ -140,7 +135,8 @@ const struct tpf_cmd tpf_cmd_exec = {
 	.max_args = 1,
 	.args_name = "NODE|-all",
 	.rest_name = "COMMAND...",
-	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_PROVIDER | TPF_CMD_REST,
+	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_PROVIDER | TPF_CMD_LIVE | TPF_CMD_REST,
 	.signals = TPF_SIG_FORWARD,
+	.check = check_exec,
 	.run = run_exec,
 };

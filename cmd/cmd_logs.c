@@ -7,7 +7,6 @@
 #include "cmd/cmd.h"
 #include "engine/kept_logs.h"
 #include "engine/provision.h"
-#include "engine/refresh.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -188,14 +187,20 @@ static void point_at_previous(struct tpf_session *s, const char *node)
 	tpf_diags_release(&quiet);
 }
 
+/* -previous reads the kept logs: nothing live is needed. */
+static int check_logs(struct tpf_cmd_ctx *ctx)
+{
+	if (logs_o.previous)
+		ctx->needs &= ~(unsigned)TPF_CMD_LIVE;
+	return TPF_EXIT_OK;
+}
+
 static int run_logs(struct tpf_cmd_ctx *ctx)
 {
 	struct tpf_session *s = &ctx->s;
 	struct target tg;
 	if (logs_o.previous)
 		return run_previous(ctx);
-	if (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d))
-		return TPF_EXIT_ERROR;
 	if (tpf_session_target_worker(s, ctx->args[0], tpf_worker_set_max(&logs_o.workers), &tg.sn,
 				      &tg.ln, &tg.t)) {
 		point_at_previous(s, ctx->args[0]);
@@ -227,7 +232,8 @@ const struct tpf_cmd tpf_cmd_logs = {
 	.min_args = 1,
 	.max_args = 1,
 	.args_name = "NODE",
-	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_PROVIDER,
+	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_PROVIDER | TPF_CMD_LIVE,
 	.signals = TPF_SIG_STOP,
+	.check = check_logs,
 	.run = run_logs,
 };

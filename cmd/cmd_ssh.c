@@ -11,7 +11,6 @@
  */
 #include "cmd/cmd.h"
 #include "engine/chores.h"
-#include "engine/refresh.h"
 #include "util/xalloc.h"
 
 #include <pthread.h>
@@ -102,6 +101,19 @@ static int one_worker(struct tpf_cmd_ctx *ctx, size_t n)
 			  ssh_o.forwards.n ? "-L" : "an interactive shell", n, ctx->args[0]);
 }
 
+/* The -L specs, before the dispatcher lists what is live; run_ssh parses
+ * them again (cheap, and nothing to free if the listing fails). */
+static int check_ssh(struct tpf_cmd_ctx *ctx)
+{
+	for (size_t i = 0; i < ssh_o.forwards.n; i++) {
+		struct tpf_forward_spec spec;
+		if (tpf_forward_spec_parse(ssh_o.forwards.items[i], &spec, ctx->d))
+			return TPF_EXIT_ERROR;
+		tpf_forward_spec_release(&spec);
+	}
+	return TPF_EXIT_OK;
+}
+
 static int run_ssh(struct tpf_cmd_ctx *ctx)
 {
 	struct tpf_session *s = &ctx->s;
@@ -118,8 +130,7 @@ static int run_ssh(struct tpf_cmd_ctx *ctx)
 	char why[160];
 	if (!ws.given)
 		tpf_worker_set_parse("0", &ws, why, sizeof(why));
-	if (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d) ||
-	    tpf_chore_targets(s, ctx->args[0], &ws, &t, &n) || one_worker(ctx, n))
+	if (tpf_chore_targets(s, ctx->args[0], &ws, &t, &n) || one_worker(ctx, n))
 		goto done;
 	f.t = t;
 	if (ctx->nrest && n > 1) {
@@ -135,8 +146,8 @@ static int run_ssh(struct tpf_cmd_ctx *ctx)
 		struct tpf_worker_ref ref = {
 			.node = t->sn->name, .node_id = t->sn->id, .worker = t->worker,
 			.nworkers = (int)t->sn->nworkers,
-			.endpoint = (size_t)t->worker < t->ln->nendpoints ? &t->ln->endpoints[t->worker]
-									   : NULL,
+			.endpoint = tpf_worker_in_range(t->worker, t->ln->nendpoints)
+					    ? &t->ln->endpoints[t->worker] : NULL,
 			.host_key = t->sn->workers[t->worker].host_key,
 		};
 		t->t->ops->interactive(t->t, &ref, &s->d); /* returns only on failure */
@@ -187,8 +198,9 @@ const struct tpf_cmd tpf_cmd_ssh = {
 	.max_args = 1,
 	.args_name = "NODE",
 	.rest_name = "COMMAND...",
-	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_PROVIDER | TPF_CMD_REST |
+	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_PROVIDER | TPF_CMD_LIVE | TPF_CMD_REST |
 		 TPF_CMD_REST_OPTIONAL,
 	.signals = TPF_SIG_FORWARD,
+	.check = check_ssh,
 	.run = run_ssh,
 };

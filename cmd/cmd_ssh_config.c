@@ -5,7 +5,6 @@
  */
 #include "cmd/cmd.h"
 #include "engine/chores.h"
-#include "engine/refresh.h"
 #include "util/fs.h"
 #include "util/outfile.h"
 #include "util/xalloc.h"
@@ -29,8 +28,6 @@ static const struct tpf_flag sc_flags[] = {
 static int run_ssh_config(struct tpf_cmd_ctx *ctx)
 {
 	struct tpf_session *s = &ctx->s;
-	if (tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d))
-		return TPF_EXIT_ERROR;
 	char *cfg = sc_o.out ? xstrdup(sc_o.out)
 		  : sc_o.install ? tpf_ssh_config_installed_path(s->fleet.name, "config") : NULL;
 	char *kh = cfg ? xasprintf("%s.known_hosts", cfg)
@@ -96,7 +93,7 @@ const struct tpf_cmd tpf_cmd_ssh_config = {
 		  "  tpuform ssh-config -install && ssh my-node-w1\n"
 		  "  tpuform ssh-config -out fleet.sshconfig && ssh -F fleet.sshconfig my-node-w0\n",
 	.flags = sc_flags,
-	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_PROVIDER,
+	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_PROVIDER | TPF_CMD_LIVE,
 	.signals = TPF_SIG_STOP,
 	.run = run_ssh_config,
 };

@@ -131,6 +131,18 @@ static int check_args(const struct tpf_cmd *c, const char *path, const struct tp
 	return 0;
 }
 
+/* After the session opened: the command's own check, then what is live
+ * (TPF_CMD_LIVE; git's RUN_SETUP). */
+static int prepare(struct tpf_cmd_ctx *ctx)
+{
+	struct tpf_session *s = &ctx->s;
+	int code = ctx->cmd->check ? ctx->cmd->check(ctx) : TPF_EXIT_OK;
+	if (code == TPF_EXIT_OK && (ctx->needs & TPF_CMD_LIVE) &&
+	    tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d))
+		code = TPF_EXIT_ERROR;
+	return code;
+}
+
 /* Flags, positional arguments, interface, signals, session: everything
  * before the body. */
 static int set_up(struct tpf_cmd_ctx *ctx, const struct tpf_flag *flags, int argc, char **argv,
@@ -148,11 +160,12 @@ static int set_up(struct tpf_cmd_ctx *ctx, const struct tpf_flag *flags, int arg
 	tpf_signals_install(c->signals);
 	if (ctx->o.json && (c->needs & TPF_CMD_JSON_LINES))
 		tpf_ui_json_version();
-	if (!(c->needs & TPF_CMD_FLEET))
-		return TPF_EXIT_OK;
-	struct tpf_session_opts so = tpf_cmd_session_opts(&ctx->o, c->needs);
-	return tpf_session_open(&ctx->s, &so, (c->needs & TPF_CMD_LOCK) ? c->lock_op : NULL)
-		? TPF_EXIT_ERROR : TPF_EXIT_OK;
+	if (c->needs & TPF_CMD_FLEET) {
+		struct tpf_session_opts so = tpf_cmd_session_opts(&ctx->o, c->needs);
+		if (tpf_session_open(&ctx->s, &so, (c->needs & TPF_CMD_LOCK) ? c->lock_op : NULL))
+			return TPF_EXIT_ERROR;
+	}
+	return prepare(ctx);
 }
 
 static int run_command(const struct tpf_cmd *c, const char *path, int argc, char **argv,
@@ -161,6 +174,7 @@ static int run_command(const struct tpf_cmd *c, const char *path, int argc, char
 	struct tpf_cmd_ctx ctx;
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.cmd = c;
+	ctx.needs = c->needs;
 	snprintf(ctx.path, sizeof(ctx.path), "%s", path);
 	struct tpf_common_opts defaults = TPF_COMMON_OPTS_INIT;
 	ctx.o = defaults;

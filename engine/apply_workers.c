@@ -60,7 +60,7 @@ static void provision_one(struct worker_job *wj, int w)
 	struct tpf_state_node *sn = tpf_state_find(x->st, wj->node);
 	struct tpf_state_node *copy = sn ? tpf_state_node_clone(sn) : NULL;
 	pthread_mutex_unlock(x->mu);
-	if (!copy || (size_t)w >= copy->nworkers) {
+	if (!tpf_state_node_worker(copy, w)) {
 		tpf_state_node_free(copy);
 		return;
 	}

@@ -64,8 +64,8 @@ int tpf_chore_connect(const struct tpf_chore_target *t, struct tpf_conn **c, str
 	struct tpf_worker_ref ref = {
 		.node = t->sn->name, .node_id = t->sn->id, .worker = t->worker,
 		.nworkers = (int)t->sn->nworkers,
-		.endpoint = (size_t)t->worker < t->ln->nendpoints ? &t->ln->endpoints[t->worker]
-								   : NULL,
+		.endpoint = tpf_worker_in_range(t->worker, t->ln->nendpoints)
+				    ? &t->ln->endpoints[t->worker] : NULL,
 		.host_key = t->sn->workers[t->worker].host_key,
 		/* not read_only: like gcloud's ssh and scp, a chore puts the
 		 * login key back on a node that lost it */

@@ -42,7 +42,7 @@ void tpf_worker_report_release(struct tpf_worker_report *r)
 
 static const struct tpf_endpoint *worker_endpoint(const struct tpf_live_node *live, int worker)
 {
-	if (!live || worker < 0 || (size_t)worker >= live->nendpoints)
+	if (!live || !tpf_worker_in_range(worker, live->nendpoints))
 		return NULL;
 	return &live->endpoints[worker];
 }
@@ -233,9 +233,8 @@ static int open_worker(struct tpf_transport *t, const struct tpf_state_node *n,
 		       const struct tpf_live_node *live, int worker, int read_only, int once,
 		       struct tpf_conn **c, char **host_key, struct tpf_diags *d)
 {
-	const char *pin = NULL;
-	if (worker >= 0 && (size_t)worker < n->nworkers)
-		pin = n->workers[worker].host_key;
+	const struct tpf_state_worker *sw = tpf_state_node_worker(n, worker);
+	const char *pin = sw ? sw->host_key : NULL;
 	struct tpf_worker_ref ref = {
 		.node = n->name,
 		.node_id = n->id,
@@ -349,7 +348,7 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 
 	if (changed)
 		*changed = 0;
-	if (worker < 0 || (size_t)worker >= n->nworkers) {
+	if (!tpf_state_node_worker(n, worker)) {
 		err = tpf_errorx(d, addr, "the node's worker list in state is shorter than its recipe",
 				 "cannot provision worker %d of node '%s': it has %zu workers in state",
 				 worker, n->name, n->nworkers);

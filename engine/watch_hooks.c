@@ -481,8 +481,7 @@ static void seen_stall(struct tpf_watch_hooks *h, const struct tpf_session *s,
 		       const struct tpf_job_fact *sf, const struct tpf_state_node *sn)
 {
 	const struct tpf_job_policy *pol = tpf_fleet_job_policy(&s->fleet, sn ? sn->group : NULL);
-	if (!sn || !tpf_job_stalled(pol, sf) || sf->worker < 0 ||
-	    (size_t)sf->worker >= sn->nworkers ||
+	if (!sn || !tpf_job_stalled(pol, sf) || !tpf_state_node_worker(sn, sf->worker) ||
 	    !tpf_worker_exhausted(&s->fleet, sn, sf->worker, &s->facts))
 		return;
 	char key[300];
@@ -509,9 +508,7 @@ static void seen_job(struct tpf_watch_hooks *h, const struct tpf_session *s,
 	}
 	if (strcmp(sf->job_state, "exited") && strcmp(sf->job_state, "dead"))
 		return;
-	const struct tpf_state_worker *sw =
-		sn && sf->worker >= 0 && (size_t)sf->worker < sn->nworkers ? &sn->workers[sf->worker]
-									: NULL;
+	const struct tpf_state_worker *sw = tpf_state_node_worker(sn, sf->worker);
 	long retry = (sn ? sn->generation : 0) + (sw ? sw->restarts : 0);
 	int died = !strcmp(sf->job_state, "dead"), ok = !died && sf->exit_code == 0;
 	char key[300];

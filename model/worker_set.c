@@ -134,3 +134,8 @@ size_t tpf_worker_set_count(const struct tpf_worker_set *s, size_t nworkers)
 		n += (size_t)tpf_worker_set_has(s, (int)w);
 	return n;
 }
+
+int tpf_worker_in_range(int w, size_t nworkers)
+{
+	return w >= 0 && (size_t)w < nworkers;
+}

@@ -40,6 +40,12 @@ int tpf_worker_set_has(const struct tpf_worker_set *s, int w);
  * check against a node's worker count). */
 int tpf_worker_set_max(const struct tpf_worker_set *s);
 
+/* Is w one of the workers of a node that has nworkers: 0 <= w < nworkers?
+ * The one range check of a worker index against a worker count (the
+ * state's worker records, a live node's network endpoints); a negative w
+ * (such as -1, "every worker") is out of range. */
+int tpf_worker_in_range(int w, size_t nworkers);
+
 /* How many of a node's nworkers workers the set takes. */
 size_t tpf_worker_set_count(const struct tpf_worker_set *s, size_t nworkers);
 

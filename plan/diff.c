@@ -205,8 +205,9 @@ static char *desired_hash(const struct tpf_fleet *f, const struct tpf_state_node
 	for (int i = 0; i < dn->recipe.workers; i++) {
 		ws[i].index = i;
 		ws[i].exit_code = -1;
-		if (sn && (size_t)i < sn->nworkers)
-			ws[i].restarts = sn->workers[i].restarts;
+		const struct tpf_state_worker *old = tpf_state_node_worker(sn, i);
+		if (old)
+			ws[i].restarts = old->restarts;
 	}
 	tmp.workers = ws;
 	tmp.nworkers = (size_t)dn->recipe.workers;
@@ -525,8 +526,7 @@ static int stale_workers(struct tpf_action *a, const struct tpf_diff_input *in,
 {
 	int recreated = 0;
 	for (int w = 0; w < dn->recipe.workers; w++) {
-		const struct tpf_state_worker *sw =
-			sn && (size_t)w < sn->nworkers ? &sn->workers[w] : NULL;
+		const struct tpf_state_worker *sw = tpf_state_node_worker(sn, w);
 		const struct tpf_job_fact *sf = tpf_job_facts_find(in->facts, dn->name, w);
 		int never = sf && sf->job_state && !strcmp(sf->job_state, "none");
 		int new_vm = sn && sn->id && ln->id && strcmp(sn->id, ln->id);

@@ -165,7 +165,7 @@ void tpf_unit_of(struct tpf_restart_unit *u, const char *node, int nworkers, int
 		m->node = node;
 		m->worker = k;
 		m->sf = tpf_job_facts_find(facts, node, k);
-		m->sw = sn && (size_t)k < sn->nworkers ? &sn->workers[k] : NULL;
+		m->sw = tpf_state_node_worker(sn, k);
 	}
 }
 

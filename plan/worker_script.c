@@ -39,10 +39,8 @@ int tpf_node_worker_count(const struct tpf_state_node *n)
  * unit's restarts, the same on every worker of the unit. */
 static int worker_retry(const struct tpf_state_node *n, int worker)
 {
-	int retry = n->generation;
-	if (worker >= 0 && (size_t)worker < n->nworkers)
-		retry += n->workers[worker].restarts;
-	return retry;
+	const struct tpf_state_worker *sw = tpf_state_node_worker(n, worker);
+	return n->generation + (sw ? sw->restarts : 0);
 }
 
 /* An endpoint's address as workers reach each other: internal first. */

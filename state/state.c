@@ -289,7 +289,7 @@ done:
 
 int tpf_state_node_check_worker(const struct tpf_state_node *n, int worker, struct tpf_diags *d)
 {
-	if (worker == -1 || (worker >= 0 && (size_t)worker < n->nworkers))
+	if (worker == -1 || tpf_worker_in_range(worker, n->nworkers))
 		return 0;
 	if (n->nworkers == 0)
 		return tpf_errorx(d, n->name, "'tpuform plan' shows what apply would do about it.",
@@ -301,4 +301,9 @@ int tpf_state_node_check_worker(const struct tpf_state_node *n, int worker, stru
 	return tpf_errorx(d, n->name, "'tpuform show' lists the workers of each node.",
 			  "node '%s' has no worker %d: it has %zu workers (0 to %zu)", n->name, worker,
 			  n->nworkers, n->nworkers - 1);
+}
+
+struct tpf_state_worker *tpf_state_node_worker(const struct tpf_state_node *n, int w)
+{
+	return n && tpf_worker_in_range(w, n->nworkers) ? &n->workers[w] : NULL;
 }

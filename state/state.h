@@ -29,6 +29,7 @@
 #include <jansson.h>
 #include "model/live.h"
 #include "model/recipe.h"
+#include "model/worker_set.h"
 #include "util/diag.h"
 
 /* 2: nodes may be "completed" (deleted after their job succeeded: never
@@ -242,6 +243,10 @@ void tpf_state_node_set_workers(struct tpf_state_node *n, size_t nworkers);
  * state alone answers, so callers check before asking anything live.
  */
 int tpf_state_node_check_worker(const struct tpf_state_node *n, int worker, struct tpf_diags *d);
+/* Worker w's record in node n, or NULL when n is NULL or w is not one of
+ * its workers (model/worker_set.h tpf_worker_in_range). Borrowed from n:
+ * valid until its workers are set again (tpf_state_node_set_workers). */
+struct tpf_state_worker *tpf_state_node_worker(const struct tpf_state_node *n, int w);
 void tpf_state_node_release(struct tpf_state_node *n);
 
 /*

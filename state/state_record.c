@@ -266,9 +266,10 @@ int tpf_state_record_worker(struct tpf_state *st, const char *name,
 			    const struct tpf_state_worker *w)
 {
 	struct tpf_state_node *sn = tpf_state_find(st, name);
-	if (!sn || w->index < 0 || (size_t)w->index >= sn->nworkers)
+	struct tpf_state_worker *to = tpf_state_node_worker(sn, w->index);
+	if (!to)
 		return 0;
-	worker_copy(&sn->workers[w->index], w);
+	worker_copy(to, w);
 	return 1;
 }
 
@@ -289,13 +290,15 @@ void tpf_state_count_restart(struct tpf_state *st, const char *name, const int *
 {
 	struct tpf_state_node *sn = tpf_state_find(st, name);
 	int unit = 0;
-	for (size_t i = 0; sn && i < nworkers; i++)
-		if ((size_t)workers[i] < sn->nworkers && sn->workers[workers[i]].restarts > unit)
-			unit = sn->workers[workers[i]].restarts;
 	for (size_t i = 0; sn && i < nworkers; i++) {
-		if ((size_t)workers[i] >= sn->nworkers)
+		const struct tpf_state_worker *sw = tpf_state_node_worker(sn, workers[i]);
+		if (sw && sw->restarts > unit)
+			unit = sw->restarts;
+	}
+	for (size_t i = 0; sn && i < nworkers; i++) {
+		struct tpf_state_worker *sw = tpf_state_node_worker(sn, workers[i]);
+		if (!sw)
 			continue;
-		struct tpf_state_worker *sw = &sn->workers[workers[i]];
 		sw->restarts = gang ? unit + 1 : sw->restarts + 1;
 		xstrset(&sw->restarted_at, at);
 	}
@@ -308,8 +311,8 @@ void tpf_state_record_bad_host(struct tpf_state *st, const char *name, int worke
 	if (!sn || !sn->status || (strcmp(sn->status, TPF_NODE_CREATED) &&
 				   strcmp(sn->status, TPF_NODE_BAD_HOST)))
 		return;
-	int n = worker >= 0 && (size_t)worker < sn->nworkers ? sn->workers[worker].preflight_failures
-							      : 0;
+	const struct tpf_state_worker *sw = tpf_state_node_worker(sn, worker);
+	int n = sw ? sw->preflight_failures : 0;
 	char *b = xasprintf("zone %s, id %s: worker %d failed preflight %d time%s: %s",
 			    sn->recipe.zone ? sn->recipe.zone : "?", sn->id ? sn->id : "?", worker, n,
 			    n == 1 ? "" : "s", why ? why : "?");
@@ -322,9 +325,11 @@ void tpf_state_stamp_restart(struct tpf_state *st, const char *name, const int *
 			     size_t nworkers, const char *at)
 {
 	struct tpf_state_node *sn = tpf_state_find(st, name);
-	for (size_t i = 0; sn && i < nworkers; i++)
-		if ((size_t)workers[i] < sn->nworkers)
-			xstrset(&sn->workers[workers[i]].restarted_at, at);
+	for (size_t i = 0; sn && i < nworkers; i++) {
+		struct tpf_state_worker *sw = tpf_state_node_worker(sn, workers[i]);
+		if (sw)
+			xstrset(&sw->restarted_at, at);
+	}
 }
 
 /* The length of s cut to at most max bytes without splitting a UTF-8

@@ -40,7 +40,7 @@ static int locate(const char *root, const char *node_name, int worker, const cha
 	}
 	if (err < 0)
 		goto done;
-	if (worker < 0 || worker >= node.recipe.workers) {
+	if (!tpf_worker_in_range(worker, node.recipe.workers > 0 ? (size_t)node.recipe.workers : 0)) {
 		err = tpf_errorx(d, address, NULL,
 				 "cannot reach worker '%s': node '%s' has %d worker%s (0 to %d)",
 				 address, node_name, node.recipe.workers,

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "model/worker_set.h"
+#include "state/state.h"
 #include "tests/unit/unit.h"
 #include "util/similar.h"
 
@@ -108,11 +109,31 @@ static void test_worker_set__did_you_mean(void)
 	CHECK(tpf_similar_name("frobnicate", cmds, n) == NULL);
 }
 
+/* The one range check, and the state's worker lookup built on it: the
+ * edges (0, n-1, n, -1) and a NULL node. */
+static void test_worker_set__in_range(void)
+{
+	CHECK(tpf_worker_in_range(0, 1));
+	CHECK(tpf_worker_in_range(3, 4));
+	CHECK(!tpf_worker_in_range(4, 4));
+	CHECK(!tpf_worker_in_range(-1, 4)); /* "every worker" is not an index */
+	CHECK(!tpf_worker_in_range(0, 0));
+	struct tpf_state_node n;
+	memset(&n, 0, sizeof(n));
+	tpf_state_node_set_workers(&n, 2);
+	CHECK(tpf_state_node_worker(&n, 1) == &n.workers[1]);
+	CHECK(tpf_state_node_worker(&n, 2) == NULL);
+	CHECK(tpf_state_node_worker(&n, -1) == NULL);
+	CHECK(tpf_state_node_worker(NULL, 0) == NULL);
+	tpf_state_node_release(&n);
+}
+
 int main(void)
 {
 	RUN(test_worker_set__gcloud_forms);
 	RUN(test_worker_set__bad_forms);
 	RUN(test_worker_set__max_and_count);
 	RUN(test_worker_set__did_you_mean);
+	RUN(test_worker_set__in_range);
 	return unit_done();
 }
