@@ -188,6 +188,31 @@ int tpf_gcp_http_too_large(const struct tpf_gcp_http *h, const struct tpf_gcp_re
 			  rq->method ? rq->method : "GET", rq->url, tpf_fmt_bytes(max_body(h), lim));
 }
 
+/* libcurl's messages say how long a failed connect took ("Failed to
+ * connect to H port P after 0 ms: ...", "... timed out after 10001
+ * milliseconds ..."). The figure tells people nothing, and it made the
+ * same failure of several requests (one per zone) read as different
+ * errors, so each was printed (util/diag.h prints a diagnostic once).
+ * Removes every " after N ms" and " after N milliseconds" in place. */
+static void drop_elapsed(char *s)
+{
+	static const char *const units[] = { " ms", " milliseconds" };
+	char *p = s;
+	while ((p = strstr(p, " after ")) != NULL) {
+		char *d = p + 7, *e = d;
+		while (*e >= '0' && *e <= '9')
+			e++;
+		size_t cut = 0;
+		for (size_t i = 0; e > d && !cut && i < sizeof(units) / sizeof(units[0]); i++)
+			if (!strncmp(e, units[i], strlen(units[i])))
+				cut = (size_t)(e - p) + strlen(units[i]);
+		if (cut)
+			memmove(p, p + cut, strlen(p + cut) + 1);
+		else
+			p++;
+	}
+}
+
 static int is_transient(CURLcode c)
 {
 	switch (c) {
@@ -324,6 +349,7 @@ int tpf_gcp_http_do(struct tpf_gcp_http *h, const struct tpf_gcp_request *rq,
 	} else {
 		if (!rs->error[0])
 			snprintf(rs->error, sizeof(rs->error), "%s", curl_easy_strerror(p.result));
+		drop_elapsed(rs->error);
 		rc = is_transient(p.result) ? TPF_ETRANSIENT : TPF_ERROR;
 	}
 	curl_easy_cleanup(e);

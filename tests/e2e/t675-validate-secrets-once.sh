@@ -61,6 +61,9 @@ nocreds() {
 fails "plan without credentials" 1 nocreds plan -f fleet.yaml
 like "says why" "$(cat last.out)" "Error: .*access token from the metadata server"
 is "once, not once per zone" "$(grep -c 'Error:' last.out)" 1
+# libcurl's "after N ms" differed between the zones' requests under load,
+# so the same failure read as several errors
+unlike "without the connect's elapsed time" "$(cat last.out)" "after [0-9]+ ms"
 fails "validate -remote without credentials" 1 nocreds validate -remote -f fleet.yaml
 is "once too" "$(grep -c 'Error:' last.out)" 1
 finish
