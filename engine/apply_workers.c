@@ -60,13 +60,14 @@ static void provision_one(struct worker_job *wj, int w)
 	struct tpf_state_node *sn = tpf_state_find(x->st, wj->node);
 	struct tpf_state_node *copy = sn ? tpf_state_node_clone(sn) : NULL;
 	pthread_mutex_unlock(x->mu);
-	if (!tpf_state_node_worker(copy, w)) {
+	const struct tpf_state_worker *cw = tpf_state_node_worker(copy, w);
+	if (!copy || !cw) { /* copy: for the analyzer, which cannot see cw implies it */
 		tpf_state_node_free(copy);
 		return;
 	}
 
 	int changed = 0;
-	int before = copy->workers[w].preflight_failures;
+	int before = cw->preflight_failures;
 	int rc = tpf_provision_worker(x->t, x->f, copy, wj->live, w, wj->force, &changed, x->d);
 	const struct tpf_state_worker *sw = &copy->workers[w];
 	int preflight = rc && sw->preflight_failures > before;

@@ -468,8 +468,10 @@ static void exhausted(struct tpf_watch_hooks *h, const struct tpf_session *s,
 	mark_set(&h->exhausted, key, ev->retry);
 	char msg[200];
 	ev->kind = ev->action = TPF_EVENT_RESTARTS_EXHAUSTED;
+	/* sn is never NULL here (its callers found a worker of it); the
+	 * guard is for the reader and the analyzer, which cannot see that */
 	snprintf(msg, sizeof(msg), "the job %s and max_restarts (%d) is used up: it is not restarted",
-		 how, tpf_fleet_job_policy(&s->fleet, sn->group)->max_restarts);
+		 how, tpf_fleet_job_policy(&s->fleet, sn ? sn->group : NULL)->max_restarts);
 	ev->message = msg;
 	conclude(h, ev);
 	ev->message = NULL;
