@@ -6,8 +6,9 @@
 #   - analyze: the clang static analyzer over product code (tests/lint/analyze.sh)
 #   - cppcheck: cppcheck over product code (tests/lint/cppcheck.sh)
 #   - layering: every #include points down (tests/layering.sh)
-#   - calls: no call circle between the files of plan/ and engine/
-#     (tests/lint/calls.sh; reads the objects of the last build)
+#   - calls: no call circle between the files of a product folder
+#     (tests/lint/calls.sh; reads the objects of the last build; the
+#     folders with known circles are listed there and not yet checked)
 #
 # LINT="funclen layering" runs only those. Each check's output is printed
 # as it comes; the last line is "lint: N passed, N failed (NAMES)" and the
