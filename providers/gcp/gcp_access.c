@@ -4,8 +4,8 @@
  * its guest attributes; then the SSH transport does the rest.
  */
 #include "providers/gcp/gcp_access.h"
-#include "providers/gcp/compute.h"
-#include "providers/gcp/gcp_multislice.h"
+#include "providers/gcp/compute/compute_engine.h"
+#include "providers/gcp/tpu/gcp_multislice.h"
 #include "providers/gcp/gcp_oslogin.h"
 #include "providers/gcp/gcp_sshkeys.h"
 #include "providers/ssh/ssh.h"

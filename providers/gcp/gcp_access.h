@@ -40,7 +40,7 @@
 
 #include <jansson.h>
 #include "config/config.h"
-#include "providers/gcp/gcp_api.h"
+#include "providers/gcp/gcp_client.h"
 #include "providers/transport.h"
 #include "util/diag.h"
 

@@ -4,8 +4,8 @@
  * operation waits and pages) for the resource files: nodes (gcp_api.c),
  * queued resources (gcp_qr_api.c), OS Login (gcp_oslogin.c).
  */
-#include "providers/gcp/gcp_api.h"
-#include "providers/gcp/gcp_api_internal.h"
+#include "providers/gcp/gcp_client.h"
+#include "providers/gcp/gcp_client_internal.h"
 #include "google/gapi.h"
 #include "google/gcp_endpoint.h"
 #include "util/xalloc.h"

@@ -20,7 +20,7 @@
 #define TPF_GCP_OSLOGIN_H
 
 #include <jansson.h>
-#include "providers/gcp/gcp_api.h"
+#include "providers/gcp/gcp_client.h"
 #include "util/diag.h"
 
 #define TPF_GCP_DEFAULT_COMPUTE_ENDPOINT "https://compute.googleapis.com"

@@ -8,8 +8,8 @@
  * values as gcloud 528 sends them (docs/compute-engine.md "The instance
  * body").
  */
-#include "providers/gcp/compute.h"
-#include "providers/gcp/gcp_node.h"
+#include "providers/gcp/compute/compute_engine.h"
+#include "providers/gcp/gcp_fields.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>

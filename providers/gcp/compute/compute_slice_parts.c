@@ -18,9 +18,9 @@
  * instanceTemplates.delete, resourcePolicies.delete,
  * instanceGroupManagers.delete take only requestId).
  */
-#include "providers/gcp/compute.h"
-#include "providers/gcp/compute_internal.h"
-#include "providers/gcp/gcp_api_internal.h"
+#include "providers/gcp/compute/compute_engine.h"
+#include "providers/gcp/compute/compute_internal.h"
+#include "providers/gcp/gcp_client_internal.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>

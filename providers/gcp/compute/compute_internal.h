@@ -4,7 +4,7 @@
 #ifndef TPF_GCP_COMPUTE_INTERNAL_H
 #define TPF_GCP_COMPUTE_INTERNAL_H
 
-#include "providers/gcp/gcp_api.h"
+#include "providers/gcp/gcp_client.h"
 
 struct tpf_compute_client {
 	struct tpf_gcp_client *c; /* borrowed: credentials, settings, interrupt flag */

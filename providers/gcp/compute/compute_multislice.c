@@ -13,9 +13,9 @@
  * Each slice MIG's description says which unit it belongs to: "unit"
  * (the node), "slice_index" and "slices" (tpf_compute_mig_description).
  */
-#include "providers/gcp/compute.h"
-#include "providers/gcp/compute_internal.h"
-#include "providers/gcp/gcp_api_internal.h"
+#include "providers/gcp/compute/compute_engine.h"
+#include "providers/gcp/compute/compute_internal.h"
+#include "providers/gcp/gcp_client_internal.h"
 #include "model/node_state.h"
 #include "util/buf.h"
 #include "util/xalloc.h"

@@ -14,10 +14,10 @@
  * "topology" and "machine_type", which refresh matches on the client; the
  * members carry the node's labels and tpuform-slice=N.
  */
-#include "providers/gcp/compute.h"
-#include "providers/gcp/compute_internal.h"
-#include "providers/gcp/gcp_api_internal.h"
-#include "providers/gcp/gcp_node.h"
+#include "providers/gcp/compute/compute_engine.h"
+#include "providers/gcp/compute/compute_internal.h"
+#include "providers/gcp/gcp_client_internal.h"
+#include "providers/gcp/gcp_fields.h"
 #include "model/node_state.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"

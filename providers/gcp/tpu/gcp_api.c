@@ -1,8 +1,8 @@
-#include "providers/gcp/gcp_api.h"
-#include "providers/gcp/gcp_api_internal.h"
+#include "providers/gcp/tpu/gcp_api.h"
+#include "providers/gcp/gcp_client_internal.h"
 #include "google/gcp_endpoint.h"
 #include "google/gcp_errors.h"
-#include "providers/gcp/gcp_node.h"
+#include "providers/gcp/tpu/gcp_node.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 

@@ -3,9 +3,9 @@
  * (providers/gcp/compute.h; google/gapi.h owns retries, pages and the
  * Compute operation wait: POST <selfLink>/wait in a loop until DONE).
  */
-#include "providers/gcp/compute.h"
-#include "providers/gcp/compute_internal.h"
-#include "providers/gcp/gcp_api_internal.h"
+#include "providers/gcp/compute/compute_engine.h"
+#include "providers/gcp/compute/compute_internal.h"
+#include "providers/gcp/gcp_client_internal.h"
 #include "providers/gcp/gcp_oslogin.h"
 #include "google/gcp_endpoint.h"
 #include "model/node_state.h"

@@ -23,7 +23,7 @@
 #include <jansson.h>
 #include "model/live.h"
 #include "model/recipe.h"
-#include "providers/gcp/gcp_api.h"
+#include "providers/gcp/gcp_client.h"
 #include "providers/provider.h"
 #include "util/diag.h"
 
