@@ -34,10 +34,11 @@ void tpf_gcp_client_on_node(struct tpf_gcp_client *c, tpf_gcp_node_seen_fn fn, v
 	c->seen_ctx = ctx;
 }
 
-void tpf_gcp_client_seen(struct tpf_gcp_client *c, const char *zone, json_t *node)
+void tpf_gcp_client_seen(struct tpf_gcp_client *c, const char *zone,
+			 const struct tpf_gcp_seen *n)
 {
 	if (c->seen)
-		c->seen(c->seen_ctx, zone, node);
+		c->seen(c->seen_ctx, zone, n);
 }
 
 void tpf_gcp_client_watch_interrupt(struct tpf_gcp_client *c, volatile int *const *flag)

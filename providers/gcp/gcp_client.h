@@ -32,6 +32,7 @@
 #include "google/gcp_auth.h"
 #include "google/gcp_http.h"
 #include "google/gcp_retry.h"
+#include "providers/gcp/gcp_backend.h"
 #include "providers/provider.h"
 #include "util/diag.h"
 #include "util/kv.h"
@@ -64,13 +65,29 @@ int tpf_gcp_client_open_fleet(struct tpf_gcp_client **out, const struct tpf_flee
 void tpf_gcp_client_watch_interrupt(struct tpf_gcp_client *c, volatile int *const *flag);
 
 /*
- * Called with every Node object the client reads (the fleet's nodes of
- * nodes.list, nodes.get), in the calling thread, so that a layer above
- * (gcp_access.h) learns a node's metadata without asking for it again.
- * zone: the zone the call was about. Set once, before any call; fn must be
- * thread-safe and must not keep `node` beyond the call.
+ * What the SSH access layer (gcp_access.h) learns of a node a back-end
+ * read: typed facts, filled by the back-end from the API's own object
+ * (Cloud TPU Node, Compute Engine Instance, a slice's MIG and members).
+ * Everything is borrowed for the call.
  */
-typedef void (*tpf_gcp_node_seen_fn)(void *ctx, const char *zone, json_t *node);
+struct tpf_gcp_seen {
+	const char *name;           /* the node's name (last segment) */
+	const char *id;             /* NULL: not known */
+	json_t *metadata;           /* object of strings, NULL: none */
+	int nendpoints;             /* its workers' network endpoints */
+	int multislice;             /* Cloud TPU: Node.multisliceNode (a slice of a unit) */
+	enum tpf_gcp_shape shape;   /* what the node is (gcp_backend.h) */
+	const char *const *members; /* SLICE: its members' instance names, worker order */
+	size_t nmembers;
+};
+
+/*
+ * Called with every node a back-end reads (the fleet's nodes of a list, a
+ * get), in the calling thread, so that a layer above (gcp_access.h)
+ * learns a node's metadata without asking for it again. zone: the zone
+ * the call was about. Set once, before any call; fn must be thread-safe.
+ */
+typedef void (*tpf_gcp_node_seen_fn)(void *ctx, const char *zone, const struct tpf_gcp_seen *n);
 void tpf_gcp_client_on_node(struct tpf_gcp_client *c, tpf_gcp_node_seen_fn fn, void *ctx);
 
 /* Borrowed internals, for tests and benchmarks. */

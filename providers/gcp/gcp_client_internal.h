@@ -73,9 +73,10 @@ int tpf_gcp_list_all(struct tpf_gcp_client *c, const char *base, const char *key
 		     const char *what, int (*each)(json_t *, void *), void *ctx,
 		     struct tpf_diags *d);
 
-/* Hand a Node object read from the API to the tpf_gcp_client_on_node
+/* Hand what a back-end read of a node to the tpf_gcp_client_on_node
  * observer, if any. */
-void tpf_gcp_client_seen(struct tpf_gcp_client *c, const char *zone, json_t *node);
+void tpf_gcp_client_seen(struct tpf_gcp_client *c, const char *zone,
+			 const struct tpf_gcp_seen *n);
 
 /* The client's REST client, settings and facts (borrowed). */
 struct tpf_gapi *tpf_gcp_client_api(struct tpf_gcp_client *c);
