@@ -1,8 +1,9 @@
 /*
- * The Cloud TPU client (gcp_api.h): its configuration, and the Cloud TPU
+ * The gcp provider's client (gcp_client.h): its configuration, and the Cloud TPU
  * flavour of the Google REST client's calls (google/gapi.h owns retries,
- * operation waits and pages) for the resource files: nodes (gcp_api.c),
- * queued resources (gcp_qr_api.c), OS Login (gcp_oslogin.c).
+ * operation waits and pages) for the resource files: nodes (tpu/gcp_api.c),
+ * queued resources (tpu/gcp_qr_api.c), OS Login (gcp_oslogin.c), and the
+ * Compute Engine back-end (compute/).
  */
 #include "providers/gcp/gcp_client.h"
 #include "providers/gcp/gcp_client_internal.h"

@@ -1,6 +1,6 @@
 /*
  * Compute Engine instances over the one Google REST client
- * (providers/gcp/compute.h; google/gapi.h owns retries, pages and the
+ * (providers/gcp/compute/compute_engine.h; google/gapi.h owns retries, pages and the
  * Compute operation wait: POST <selfLink>/wait in a loop until DONE).
  */
 #include "providers/gcp/compute/compute_engine.h"

@@ -1,5 +1,5 @@
 /*
- * Compute Engine Instance JSON, both ways (providers/gcp/compute.h):
+ * Compute Engine Instance JSON, both ways (providers/gcp/compute/compute_engine.h):
  * the instances.insert body of a recipe, and an Instance as a live node.
  * Field names: the Compute Engine v1 reference, Instance, AttachedDisk,
  * NetworkInterface, Scheduling, ReservationAffinity, ServiceAccount,

@@ -1,6 +1,6 @@
 /*
  * Multi-host TPU slices on Compute Engine as managed instance groups
- * (providers/gcp/compute.h; docs/compute-engine.md "Multi-host slices";
+ * (providers/gcp/compute/compute_engine.h; docs/compute-engine.md "Multi-host slices";
  * reference section 4.1): an instance template (global) -> a regional
  * workload policy {type HIGH_THROUGHPUT, acceleratorTopology} -> a zonal
  * MIG {targetSize = VMs, resourcePolicies.workloadPolicy, targetSizePolicy

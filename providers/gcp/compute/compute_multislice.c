@@ -1,5 +1,5 @@
 /*
- * Multislice on Compute Engine (providers/gcp/compute.h; issue 18;
+ * Multislice on Compute Engine (providers/gcp/compute/compute_engine.h; issue 18;
  * docs/compute-engine.md "Multislice"): a node of `slices: S` is S slices
  * of the group's topology, each its own MIG with its own template and
  * workload policy (compute_mig.c), named NODE-0 .. NODE-(S-1) as the Cloud
