@@ -301,15 +301,6 @@ struct tpf_fleet {
 		char *quota_project; /* x-goog-user-project, or NULL (google/gcp_auth.h) */
 		enum tpf_api api;    /* provider.gcp.api: the groups' default API */
 		int api_given;       /* 1 when provider.gcp.api is set */
-		/* Not from the file: 1 when the state this fleet is run with
-		 * records a Compute Engine node (engine/session.c sets it after
-		 * loading the state), so the provider keeps listing Compute
-		 * Engine until those nodes are gone, even after the file stops
-		 * naming it: absence must never be guessed. */
-		int state_has_compute;
-		/* Likewise, 1 when that state records a Cloud TPU API node, so a
-		 * fleet now all on Compute Engine still lists (and deletes) it. */
-		int state_has_tpu;
 	} gcp;
 
 	char *state_path; /* resolved; default "<dir>/tpuform.state.json"; with

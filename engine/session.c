@@ -110,12 +110,10 @@ int tpf_session_open(struct tpf_session *s, const struct tpf_session_opts *o, co
 				  s->state.fleet, s->fleet.name);
 	if (o->no_provider)
 		return 0;
-	for (size_t i = 0; i < s->state.nnodes; i++) {
-		int compute = s->state.nodes[i].recipe.compute.api == TPF_API_COMPUTE;
-		s->fleet.gcp.state_has_compute |= compute;
-		s->fleet.gcp.state_has_tpu |= !compute;
-	}
 	rc = tpf_provider_open(&s->prov, &s->fleet, &s->d);
+	/* What the state records stays listed (providers/provider.h recorded). */
+	for (size_t i = 0; !rc && i < s->state.nnodes; i++)
+		tpf_provider_recorded(s->prov, &s->state.nodes[i].recipe);
 	if (!rc)
 		sync_transport_state(s);
 	return rc;

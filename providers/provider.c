@@ -39,6 +39,12 @@ void tpf_provider_free(struct tpf_provider *p)
 		p->ops->free(p);
 }
 
+void tpf_provider_recorded(struct tpf_provider *p, const struct tpf_recipe *r)
+{
+	if (p && p->ops && p->ops->recorded)
+		p->ops->recorded(p, r);
+}
+
 int tpf_provider_interrupted(const struct tpf_provider *p)
 {
 	return p && p->interrupted && *p->interrupted;

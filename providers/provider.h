@@ -124,6 +124,15 @@ struct tpf_provider_ops {
 	int (*get)(struct tpf_provider *p, const char *zone, const char *name,
 		   struct tpf_live_node *out, struct tpf_diags *d);
 
+	/*
+	 * The state the provider is run with records a node made with recipe
+	 * r (called once per state node, after open and before the first
+	 * refresh; r borrowed for the call): the gcp provider then keeps
+	 * listing that node's API even when the fleet file no longer names
+	 * it, so a node moved to the other API is seen and deleted, never
+	 * leaked. NULL: the provider has nothing to learn from the state.
+	 */
+	void (*recorded)(struct tpf_provider *p, const struct tpf_recipe *r);
 	/* The transport that reaches this provider's workers (borrowed). */
 	struct tpf_transport *(*transport)(struct tpf_provider *p);
 
@@ -189,6 +198,8 @@ struct tpf_provider_row {
  */
 int tpf_provider_open_from(const struct tpf_provider_row *rows, size_t n,
 			   struct tpf_provider **out, const struct tpf_fleet *f, struct tpf_diags *d);
+/* p->ops->recorded(p, r) when the provider has it (see there). */
+void tpf_provider_recorded(struct tpf_provider *p, const struct tpf_recipe *r);
 void tpf_provider_free(struct tpf_provider *p);
 
 #endif

@@ -306,7 +306,8 @@ static int parse_recipe(const struct reader *r, json_t *o, const char *prefix,
 	 * the Compute Engine part (model/compute.h): without it a Compute
 	 * Engine node would load as a Cloud TPU one, and the provider would
 	 * stop listing the instances of a group moved back to the Cloud TPU
-	 * API (config.h state_has_compute). */
+	 * API (the provider learns it from the state: providers/provider.h
+	 * recorded). */
 	char *what = xasprintf("%s: %s", r->what, prefix);
 	int rc_nf = tpf_node_fields_from_json(&rc->node, o, what, r->d);
 	if (rc_nf == 0)

@@ -16,6 +16,8 @@
 #   3 providers            (provider.h, transport.h: the interfaces)
 #   4 providers/ssh        (the SSH transport, used by the gcp provider)
 #   5 providers/local providers/gcp
+#     providers/gcp/tpu providers/gcp/compute  (the gcp provider's two API
+#                          back-ends: Cloud TPU, Compute Engine)
 #   6 plan                 (pure: no providers, no source, no I/O)
 #   6 providers/registry   (the table of providers: names every provider's open)
 #   7 engine
@@ -23,6 +25,10 @@
 # Also:
 #   - plan must not include providers/ or source/ at all (it is pure);
 #   - *_internal.h and *_priv.h headers are private to their folder;
+#   - a back-end folder (providers/gcp/tpu, providers/gcp/compute) and its
+#     provider folder (providers/gcp) may include each other's headers, and
+#     a back-end its provider's private ones (the client's); the two
+#     back-ends must not include each other;
 #   - tests/fakegcp (the emulator) may include only util/ and itself.
 set -u
 root=${1:-.}
@@ -35,7 +41,7 @@ rank() {
 	config | state | source | templates) echo 2 ;;
 	providers) echo 3 ;;
 	providers/ssh) echo 4 ;;
-	providers/local | providers/gcp) echo 5 ;;
+	providers/local | providers/gcp | providers/gcp/tpu | providers/gcp/compute) echo 5 ;;
 	plan | providers/registry) echo 6 ;;
 	engine) echo 7 ;;
 	cmd) echo 8 ;;
@@ -47,6 +53,7 @@ rank() {
 folder() {
 	case $1 in
 	tests/fakegcp/*) echo tests/fakegcp ;;
+	providers/gcp/*/*) echo "$1" | cut -d/ -f1-3 ;;
 	providers/*/*) echo "$1" | cut -d/ -f1-2 ;;
 	*/*) echo "$1" | cut -d/ -f1 ;;
 	*) echo . ;;
@@ -65,6 +72,13 @@ for f in $files; do
 		case $inc in */*) ;; *) continue ;; esac
 		to=$(folder "$inc")
 		[ "$to" = "$from" ] && continue
+		case $from:$to in
+		providers/gcp:providers/gcp/* | providers/gcp/*:providers/gcp) continue ;;
+		providers/gcp/*:providers/gcp/*)
+			echo "$f:$line: includes \"$inc\": sideways between the gcp provider's back-ends"
+			continue
+			;;
+		esac
 		why=""
 		case $inc in
 		*_internal.h | *_priv.h) why="private header of $to" ;;

@@ -3,7 +3,7 @@
  * it beyond the provider interface.
  *
  * tpf_gcp_provider_open (the row "gcp" of providers/registry/registry.c) builds a
- * provider on the REST client of gcp_api.h for fleet->gcp: project,
+ * provider on the REST client of gcp_client.h for fleet->gcp: project,
  * endpoint (else $TPUFORM_TPU_ENDPOINT, else https://tpu.googleapis.com;
  * plain http only to loopback) and credentials (else the ADC order of
  * google/gcp_auth.h). Its ops are thread-safe and run in parallel.

@@ -4,8 +4,8 @@
  * its guest attributes; then the SSH transport does the rest.
  */
 #include "providers/gcp/gcp_access.h"
-#include "providers/gcp/compute.h"
-#include "providers/gcp/gcp_multislice.h"
+#include "providers/gcp/gcp_backend.h"
+#include "providers/gcp/tpu/gcp_multislice.h"
 #include "providers/gcp/gcp_oslogin.h"
 #include "providers/gcp/gcp_sshkeys.h"
 #include "providers/ssh/ssh.h"
@@ -29,9 +29,8 @@ struct node_entry {
 	json_t *metadata;   /* Node.metadata seen last (object), NULL: none */
 	int multislice;     /* Node.multisliceNode: a slice of a unit (gcp_multislice.h) */
 	int nendpoints;     /* its networkEndpoints seen last */
-	int compute;        /* a Compute Engine instance (providers/gcp/compute.h) */
-	int slice;          /* compute: a multi-host slice (a MIG); its members got the
-			     * key from the template's metadata at create */
+	enum tpf_gcp_shape shape; /* INSTANCE, SLICE: on Compute Engine (a slice's
+				   * members got the key from the template's metadata) */
 	json_t *members;    /* slice: its members' instance names in worker order */
 
 	pthread_mutex_t mu;
@@ -48,7 +47,11 @@ struct tpf_gcp_access {
 	 * connect and interactive, which prepare the node first. */
 	struct tpf_transport_ops ops;
 	struct tpf_gcp_client *c;
-	struct tpf_compute_client *cc; /* Compute Engine instances; NULL: none */
+	struct tpf_gcp_ctx *g;   /* the back-ends' context; NULL until set */
+	/* The back-ends that reach nodes, in the order a node never seen is
+	 * looked for (tpf_gcp_access_set_backends). */
+	const struct tpf_gcp_backend *reach[2];
+	size_t nreach;
 	struct tpf_transport *ssh;
 	const struct tpf_fleet *f;
 
@@ -86,27 +89,27 @@ static struct node_entry *find_locked(struct tpf_gcp_access *a, const char *name
 }
 
 /* tpf_gcp_node_seen_fn: remember the node's zone, id and metadata. */
-static void node_seen(void *ctx, const char *zone, json_t *node)
+static void node_seen(void *ctx, const char *zone, const struct tpf_gcp_seen *n)
 {
 	struct tpf_gcp_access *a = ctx;
-	const char *full = json_string_value(json_object_get(node, "name"));
-	const char *name = full ? strrchr(full, '/') : NULL;
-	name = name ? name + 1 : full;
-	if (!name || !*name || !zone)
+	if (!n->name || !*n->name || !zone)
 		return;
-	json_t *md = json_object_get(node, "metadata");
 	pthread_mutex_lock(&a->mu);
-	struct node_entry *e = find_locked(a, name, 1);
+	struct node_entry *e = find_locked(a, n->name, 1);
 	xstrset(&e->zone, zone);
-	xstrset(&e->id, json_string_value(json_object_get(node, "id")));
+	xstrset(&e->id, n->id);
 	json_decref(e->metadata);
-	e->metadata = json_is_object(md) ? json_deep_copy(md) : NULL;
-	e->multislice = json_is_true(json_object_get(node, "multisliceNode"));
-	e->nendpoints = (int)json_array_size(json_object_get(node, "networkEndpoints"));
-	e->compute = json_is_true(json_object_get(node, "compute"));
-	e->slice = json_is_true(json_object_get(node, "slice"));
+	e->metadata = n->metadata ? json_deep_copy(n->metadata) : NULL;
+	e->multislice = n->multislice;
+	e->nendpoints = n->nendpoints;
+	e->shape = n->shape;
 	json_decref(e->members);
-	e->members = json_deep_copy(json_object_get(node, "members"));
+	e->members = NULL;
+	if (n->members) {
+		e->members = json_array();
+		for (size_t i = 0; i < n->nmembers; i++)
+			json_array_append_new(e->members, json_string(n->members[i]));
+	}
 	pthread_mutex_unlock(&a->mu);
 }
 
@@ -121,14 +124,21 @@ static void snapshot(struct tpf_gcp_access *a, struct node_entry *e, char **zone
 	pthread_mutex_unlock(&a->mu);
 }
 
-/* e->compute (2: a slice), read under a->mu (node_seen writes it from
- * any thread). */
-static int entry_compute(struct tpf_gcp_access *a, struct node_entry *e)
+/* e->shape, read under a->mu (node_seen writes it from any thread), and
+ * the back-end that reaches it: its shape's when that one reaches nodes,
+ * else the first. */
+static enum tpf_gcp_shape entry_shape(struct tpf_gcp_access *a, struct node_entry *e,
+				      const struct tpf_gcp_backend **be)
 {
 	pthread_mutex_lock(&a->mu);
-	int c = e->compute && a->cc ? 1 + e->slice : 0;
+	enum tpf_gcp_shape s = e->shape;
 	pthread_mutex_unlock(&a->mu);
-	return c;
+	*be = tpf_gcp_backend_of_shape(s);
+	for (size_t i = 0; i < a->nreach; i++)
+		if (a->reach[i] == *be)
+			return s;
+	*be = a->reach[0];
+	return TPF_GCP_SHAPE_NODE;
 }
 
 /*
@@ -151,14 +161,9 @@ static int locate(struct tpf_gcp_access *a, struct node_entry *e, const struct t
 	const char **zones = zone ? NULL : tpf_fleet_zones(a->f, &nz);
 	rc = 0;
 	for (size_t i = 0; i < (zone ? 1 : nz) && rc == 0; i++) {
-		json_t *node = NULL; /* the observer records it */
-		int g = tpf_gcp_get_node_json(a->c, zone ? zone : zones[i], w->node, &node, d);
-		json_decref(node);
-		if (g == TPF_ENOTFOUND && a->cc) { /* a Compute Engine instance? */
-			struct tpf_live_node ln = { 0 };
-			g = tpf_compute_get(a->cc, zone ? zone : zones[i], w->node, &ln, d);
-			tpf_live_node_release(&ln);
-		}
+		int g = TPF_ENOTFOUND; /* the observer records what is found */
+		for (size_t b = 0; b < a->nreach && g == TPF_ENOTFOUND; b++)
+			g = a->reach[b]->find(a->g, zone ? zone : zones[i], w->node, d);
 		rc = g == 0 ? 1 : g == TPF_ENOTFOUND ? 0 : g;
 	}
 	free(zones);
@@ -235,45 +240,6 @@ static int oslogin_user(struct tpf_gcp_access *a, const char *key, char **user,
 
 /* ---- preparing a node ----------------------------------------------------- */
 
-struct key_edit {
-	json_t *project_md;
-	const char *user, *key, *entry;
-};
-
-/* tpf_compute_edit_metadata's edit: the entry appended to ssh-keys of the
- * instance's metadata as it is now, unless some metadata has it. */
-static int add_key_entry(json_t *items, void *ctx)
-{
-	struct key_edit *k = ctx;
-	if (tpf_gcp_key_in_metadata(items, k->project_md, k->user, k->key))
-		return 0;
-	json_t *body = tpf_gcp_metadata_patch(items, k->user, k->key, k->entry);
-	if (!body)
-		return 0;
-	json_object_update(items, json_object_get(body, "metadata"));
-	json_decref(body);
-	return 1;
-}
-
-/* The key into a Compute Engine instance's ssh-keys: setMetadata, a
- * read-modify-write on the metadata fingerprint retried on 412
- * conditionNotMet (reference section 7). Call with e->mu held. */
-static int compute_key(struct tpf_gcp_access *a, struct node_entry *e, const char *zone,
-		       json_t *project_md, const char *user, const char *key, struct tpf_diags *d)
-{
-	char *entry = tpf_gcp_ssh_key_entry(user, key);
-	if (!entry)
-		return tpf_errorx(d, e->name, "set ssh.user to a plain user name",
-				  "cannot give user '%s' SSH access through metadata: the name "
-				  "must not contain ':' or spaces", user);
-	struct key_edit k = { project_md, user, key, entry };
-	int rc = tpf_compute_edit_metadata(a->cc, zone, e->name, add_key_entry, &k, d);
-	if (rc == 0)
-		e->patched_at = tpf_now_mono();
-	free(entry);
-	return rc;
-}
-
 /* Metadata keys: add the entry to the node's ssh-keys unless some metadata
  * gives the user the key already. Call with e->mu held. */
 static int ensure_key(struct tpf_gcp_access *a, struct node_entry *e, const char *zone,
@@ -283,68 +249,24 @@ static int ensure_key(struct tpf_gcp_access *a, struct node_entry *e, const char
 	const char *user = tpf_ssh_user(a->ssh);
 	if (id && tpf_streq(e->keyed_id, id))
 		return 0;
-	int rc = 0, compute = entry_compute(a, e);
-	if (compute == 2) /* a slice: the template gave every member the key */
-		return 0;
-	if (compute && !tpf_gcp_key_in_metadata(node_md, project_md, user, key)) {
-		rc = compute_key(a, e, zone, project_md, user, key, d);
-	} else if (!tpf_gcp_key_in_metadata(node_md, project_md, user, key)) {
-		/* Patch from the node as it is now: the API replaces the whole
-		 * map, and what refresh saw may be stale. */
-		json_t *node = NULL, *body = NULL;
-		rc = tpf_gcp_get_node_json(a->c, zone, e->name, &node, d);
-		if (rc == TPF_ENOTFOUND)
-			return tpf_errorx(d, e->name, NULL, "node '%s' in zone '%s' is gone", e->name, zone);
+	int rc = 0, patched = 0;
+	const struct tpf_gcp_backend *be;
+	enum tpf_gcp_shape shape = entry_shape(a, e, &be);
+	if (!tpf_gcp_key_in_metadata(node_md, project_md, user, key)) {
 		char *entry = tpf_gcp_ssh_key_entry(user, key);
-		if (rc == 0 && !entry)
+		struct tpf_gcp_key k = { project_md, user, key, entry };
+		if (!entry)
 			rc = tpf_errorx(d, e->name, "set ssh.user to a plain user name",
 					"cannot give user '%s' SSH access through metadata: the name "
 					"must not contain ':' or spaces", user);
-		json_t *md = json_object_get(node, "metadata");
-		if (rc == 0 && !tpf_gcp_key_in_metadata(md, project_md, user, key))
-			body = tpf_gcp_metadata_patch(md, user, key, entry);
-		if (body && (rc = tpf_gcp_patch_metadata(a->c, zone, e->name, body, d)) == 0)
+		else
+			rc = be->add_key(a->g, zone, e->name, shape, &k, &patched, d);
+		if (patched)
 			e->patched_at = tpf_now_mono();
-		json_decref(body);
-		json_decref(node);
 		free(entry);
 	}
 	if (rc == 0)
 		xstrset(&e->keyed_id, id);
-	return rc;
-}
-
-/*
- * A Compute Engine slice's guest attributes in the Cloud TPU API's shape
- * (guestAttributes[i] for worker i): each member's getGuestAttributes, in
- * worker order (the members' names as the last refresh saw them,
- * compute_mig.c). A member that cannot be read publishes nothing, so its
- * worker gets the warning below; the first error is *why.
- */
-static int member_guest_attributes(struct tpf_gcp_access *a, struct node_entry *e,
-				   const char *zone, json_t **out, struct tpf_diags *why)
-{
-	pthread_mutex_lock(&a->mu);
-	json_t *members = json_deep_copy(e->members), *m;
-	pthread_mutex_unlock(&a->mu);
-	json_t *list = json_array();
-	size_t i;
-	int rc = 0;
-	json_array_foreach(members, i, m) {
-		json_t *ga = NULL;
-		struct tpf_diags d = TPF_DIAGS_INIT;
-		int r = json_is_string(m) ? tpf_compute_guest_attributes(a->cc, zone,
-									 json_string_value(m), &ga, &d)
-					  : TPF_ERROR;
-		json_array_append_new(list, r == 0 ? ga : json_object());
-		if (r < 0 && rc == 0) {
-			rc = r;
-			tpf_diags_move(why, &d);
-		}
-		tpf_diags_release(&d);
-	}
-	json_decref(members);
-	*out = json_pack("{s:o}", "guestAttributes", list);
 	return rc;
 }
 
@@ -359,17 +281,13 @@ static void host_keys(struct tpf_gcp_access *a, struct node_entry *e, const char
 		json_decref(e->guest);
 		e->guest = NULL;
 		xstrset(&e->guest_error, NULL);
-		int rc, compute = entry_compute(a, e);
-		if (compute == 2) {
-			rc = member_guest_attributes(a, e, zone, &e->guest, &why);
-		} else if (compute) { /* one instance: the TPU API's answer for one worker */
-			json_t *ga = NULL;
-			rc = tpf_compute_guest_attributes(a->cc, zone, e->name, &ga, &why);
-			e->guest = rc == 0 ? json_pack("{s:[o]}", "guestAttributes", ga) : NULL;
-		} else {
-			rc = tpf_gcp_get_guest_attributes(a->c, zone, e->name, TPF_GCP_HOSTKEYS_PATH,
-							  &e->guest, &why);
-		}
+		const struct tpf_gcp_backend *be;
+		enum tpf_gcp_shape shape = entry_shape(a, e, &be);
+		pthread_mutex_lock(&a->mu);
+		json_t *members = json_deep_copy(e->members);
+		pthread_mutex_unlock(&a->mu);
+		int rc = be->guest_attributes(a->g, zone, e->name, shape, members, &e->guest, &why);
+		json_decref(members);
 		if (rc < 0)
 			e->guest_error = xstrdup(why.n ? why.items[0].summary : "node not found");
 		tpf_diags_release(&why);
@@ -589,9 +507,13 @@ void tpf_gcp_access_free(struct tpf_gcp_access *a)
 	free(a);
 }
 
-void tpf_gcp_access_set_compute(struct tpf_gcp_access *a, struct tpf_compute_client *cc)
+void tpf_gcp_access_set_backends(struct tpf_gcp_access *a, struct tpf_gcp_ctx *g,
+				 const struct tpf_gcp_backend *const *reach, size_t n)
 {
-	a->cc = cc;
+	a->g = g;
+	a->nreach = n < 2 ? n : 2;
+	for (size_t i = 0; i < a->nreach; i++)
+		a->reach[i] = reach[i];
 }
 
 struct tpf_transport *tpf_gcp_access_transport(struct tpf_gcp_access *a)

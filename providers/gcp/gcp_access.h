@@ -40,7 +40,7 @@
 
 #include <jansson.h>
 #include "config/config.h"
-#include "providers/gcp/gcp_api.h"
+#include "providers/gcp/gcp_client.h"
 #include "providers/transport.h"
 #include "util/diag.h"
 
@@ -56,16 +56,17 @@ struct tpf_gcp_access *tpf_gcp_access_new(struct tpf_gcp_client *c, struct tpf_t
 void tpf_gcp_access_free(struct tpf_gcp_access *a);
 
 /*
- * Compute Engine instances (issue 18; providers/gcp/compute.h): nodes the
- * Compute client reports (with "compute": true) get the key through
- * setMetadata on the instance's metadata fingerprint, retried on 412, and
- * their host keys from the instance's getGuestAttributes (queryPath
- * hostkeys/); a node never seen is looked for among the instances of the
- * fleet's zones after the Cloud TPU nodes. cc borrowed; NULL: none.
- * Before any connect.
+ * The back-ends (gcp_backend.h) that reach nodes, in the order a node
+ * never seen is looked for in the fleet's zones (reach[0] also serves a
+ * node whose shape's back-end is not among them); g their context. Each
+ * node's key goes into its metadata, and its host keys are read from its
+ * guest attributes (hostkeys/), through the back-end of its shape as the
+ * client's observer last recorded it. All borrowed. Before any connect.
  */
-struct tpf_compute_client;
-void tpf_gcp_access_set_compute(struct tpf_gcp_access *a, struct tpf_compute_client *cc);
+struct tpf_gcp_ctx;
+struct tpf_gcp_backend;
+void tpf_gcp_access_set_backends(struct tpf_gcp_access *a, struct tpf_gcp_ctx *g,
+				 const struct tpf_gcp_backend *const *reach, size_t n);
 
 /* The wrapping transport (borrowed from a). */
 struct tpf_transport *tpf_gcp_access_transport(struct tpf_gcp_access *a);

@@ -1,11 +1,12 @@
 /*
- * The Cloud TPU client (gcp_api.h): its configuration, and the Cloud TPU
+ * The gcp provider's client (gcp_client.h): its configuration, and the Cloud TPU
  * flavour of the Google REST client's calls (google/gapi.h owns retries,
- * operation waits and pages) for the resource files: nodes (gcp_api.c),
- * queued resources (gcp_qr_api.c), OS Login (gcp_oslogin.c).
+ * operation waits and pages) for the resource files: nodes (tpu/gcp_api.c),
+ * queued resources (tpu/gcp_qr_api.c), OS Login (gcp_oslogin.c), and the
+ * Compute Engine back-end (compute/).
  */
-#include "providers/gcp/gcp_api.h"
-#include "providers/gcp/gcp_api_internal.h"
+#include "providers/gcp/gcp_client.h"
+#include "providers/gcp/gcp_client_internal.h"
 #include "google/gapi.h"
 #include "google/gcp_endpoint.h"
 #include "util/xalloc.h"
@@ -34,10 +35,11 @@ void tpf_gcp_client_on_node(struct tpf_gcp_client *c, tpf_gcp_node_seen_fn fn, v
 	c->seen_ctx = ctx;
 }
 
-void tpf_gcp_client_seen(struct tpf_gcp_client *c, const char *zone, json_t *node)
+void tpf_gcp_client_seen(struct tpf_gcp_client *c, const char *zone,
+			 const struct tpf_gcp_seen *n)
 {
 	if (c->seen)
-		c->seen(c->seen_ctx, zone, node);
+		c->seen(c->seen_ctx, zone, n);
 }
 
 void tpf_gcp_client_watch_interrupt(struct tpf_gcp_client *c, volatile int *const *flag)

@@ -1,5 +1,5 @@
 #include "providers/gcp/gcp_oslogin.h"
-#include "providers/gcp/gcp_api_internal.h"
+#include "providers/gcp/gcp_client_internal.h"
 #include "google/gcp_endpoint.h"
 #include "providers/gcp/gcp_sshkeys.h"
 #include "util/timeutil.h"

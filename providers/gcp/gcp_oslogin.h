@@ -14,13 +14,13 @@
  * (TPUFORM_COMPUTE_ENDPOINT, TPUFORM_TOKENINFO_ENDPOINT,
  * TPUFORM_OSLOGIN_ENDPOINT) under the TPU endpoint's policy
  * (google/gcp_endpoint.h: https, or http to loopback only). Requests go through
- * the TPU client's HTTP engine, token and retries (gcp_api.h).
+ * the TPU client's HTTP engine, token and retries (gcp_client.h).
  */
 #ifndef TPF_GCP_OSLOGIN_H
 #define TPF_GCP_OSLOGIN_H
 
 #include <jansson.h>
-#include "providers/gcp/gcp_api.h"
+#include "providers/gcp/gcp_client.h"
 #include "util/diag.h"
 
 #define TPF_GCP_DEFAULT_COMPUTE_ENDPOINT "https://compute.googleapis.com"
@@ -45,7 +45,7 @@ int tpf_gcp_service_endpoint(const char *env, const char *fallback, const char *
 
 /*
  * The project's metadata (Compute projects.get, commonInstanceMetadata) as
- * an object of strings (*out: new reference). Errors as gcp_api.h.
+ * an object of strings (*out: new reference). Errors as gcp_client.h.
  */
 int tpf_gcp_project_metadata(struct tpf_gcp_client *c, json_t **out, struct tpf_diags *d);
 
@@ -62,7 +62,7 @@ int tpf_gcp_login_email(struct tpf_gcp_client *c, char **out, struct tpf_diags *
  * OS Login: import public key "TYPE BASE64" for account `email` with
  * expirationTimeUsec now + ttl seconds, into the client's project; *user:
  * the login profile's primary POSIX account's username (else the first
- * one's). Caller frees. Errors as gcp_api.h; an answer without a POSIX
+ * one's). Caller frees. Errors as gcp_client.h; an answer without a POSIX
  * account is TPF_ERROR.
  */
 int tpf_gcp_oslogin_import(struct tpf_gcp_client *c, const char *email, const char *public_key,

@@ -33,6 +33,13 @@ tree providers/gcp/gcp.c providers/local/local.h
 fails "gcp including local (peers) fails" 1 sh "$TOP/tests/layering.sh" tree
 like "as a sideways include" "$(cat last.out)" 'sideways between peers'
 
+tree providers/gcp/compute/c.c providers/gcp/tpu/gcp_api.h
+fails "one gcp back-end including the other fails" 1 sh "$TOP/tests/layering.sh" tree
+like "as sideways between back-ends" "$(cat last.out)" "sideways between the gcp provider's back-ends"
+
+tree providers/gcp/tpu/t.c providers/gcp/gcp_client_internal.h providers/gcp/p.c providers/gcp/compute/compute_engine.h
+ok "a back-end and its provider may include each other" sh "$TOP/tests/layering.sh" tree
+
 tree cmd/cmd_watch.c plan/plan_internal.h
 fails "a private header used from another folder fails" 1 sh "$TOP/tests/layering.sh" tree
 like "as private" "$(cat last.out)" 'private header of plan'

@@ -8,7 +8,7 @@
  */
 #include "tests/fuzz/fuzz.h"
 #include "model/live.h"
-#include "providers/gcp/gcp_node.h"
+#include "providers/gcp/tpu/gcp_node.h"
 
 #include <jansson.h>
 #include <stdlib.h>

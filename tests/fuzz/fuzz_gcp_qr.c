@@ -10,8 +10,8 @@
  */
 #include "tests/fuzz/fuzz.h"
 #include "model/live.h"
-#include "providers/gcp/gcp_node.h"
-#include "providers/gcp/gcp_qr.h"
+#include "providers/gcp/tpu/gcp_node.h"
+#include "providers/gcp/tpu/gcp_qr.h"
 #include "util/xalloc.h"
 
 #include <jansson.h>

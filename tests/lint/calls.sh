@@ -20,7 +20,7 @@ status=0
 #   cmd/             help.c with dispatch.c, man.c, completion.c, commands.c
 known_circles="google config state providers/local providers/ssh cmd"
 echo "calls: known circles, not checked: $known_circles"
-for dir in util model source templates providers providers/gcp providers/registry plan engine; do
+for dir in util model source templates providers providers/gcp providers/gcp/tpu providers/gcp/compute providers/registry plan engine; do
 	set -- "$dir"/*.o
 	if [ ! -e "$1" ]; then
 		echo "calls: no objects in $dir/ (build first); not checked"

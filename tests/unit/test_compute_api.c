@@ -12,9 +12,9 @@
  * it carries this state's lineage (providers/gcp/gcp_qr.h).
  */
 #include "tests/unit/unit.h"
-#include "providers/gcp/compute.h"
-#include "providers/gcp/gcp_api.h"
-#include "providers/gcp/gcp_qr.h"
+#include "providers/gcp/compute/compute_engine.h"
+#include "providers/gcp/tpu/gcp_api.h"
+#include "providers/gcp/tpu/gcp_qr.h"
 #include "util/xalloc.h"
 
 #include <arpa/inet.h>

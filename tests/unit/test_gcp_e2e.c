@@ -10,7 +10,7 @@
  * whole file is skipped (TAP "# SKIP").
  */
 #include "providers/gcp/gcp.h"
-#include "providers/gcp/gcp_api.h"
+#include "providers/gcp/tpu/gcp_api.h"
 #include "google/gcp_auth.h"
 #include "google/gcp_http.h"
 #include "providers/provider.h"

@@ -2,8 +2,8 @@
  * Cloud TPU client: Node JSON -> live node, fleet label filter, create and
  * patch bodies. Node bodies follow docs/cloud-tpu-api.md section 4.
  */
-#include "providers/gcp/compute.h"
-#include "providers/gcp/gcp_node.h"
+#include "providers/gcp/compute/compute_engine.h"
+#include "providers/gcp/tpu/gcp_node.h"
 #include "tests/unit/unit.h"
 
 #include <stdlib.h>

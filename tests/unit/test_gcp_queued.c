@@ -5,8 +5,8 @@
  * saved plans). Shapes follow docs/cloud-tpu-api.md section 5.
  */
 #include "model/recipe.h"
-#include "providers/gcp/gcp_node.h"
-#include "providers/gcp/gcp_qr.h"
+#include "providers/gcp/tpu/gcp_node.h"
+#include "providers/gcp/tpu/gcp_qr.h"
 #include "providers/provider.h"
 #include "state/state.h"
 #include "tests/unit/unit.h"

@@ -1,6 +1,6 @@
 /*
  * Multi-host TPU slices on Compute Engine as managed instance groups
- * (providers/gcp/compute.h; docs/compute-engine.md "Multi-host slices";
+ * (providers/gcp/compute/compute_engine.h; docs/compute-engine.md "Multi-host slices";
  * reference section 4.1): an instance template (global) -> a regional
  * workload policy {type HIGH_THROUGHPUT, acceleratorTopology} -> a zonal
  * MIG {targetSize = VMs, resourcePolicies.workloadPolicy, targetSizePolicy
@@ -14,10 +14,10 @@
  * "topology" and "machine_type", which refresh matches on the client; the
  * members carry the node's labels and tpuform-slice=N.
  */
-#include "providers/gcp/compute.h"
-#include "providers/gcp/compute_internal.h"
-#include "providers/gcp/gcp_api_internal.h"
-#include "providers/gcp/gcp_node.h"
+#include "providers/gcp/compute/compute_engine.h"
+#include "providers/gcp/compute/compute_internal.h"
+#include "providers/gcp/gcp_client_internal.h"
+#include "providers/gcp/gcp_fields.h"
 #include "model/node_state.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -104,15 +104,17 @@ json_t *tpf_compute_mig_body(const char *name, const struct tpf_recipe *r, const
 void tpf_compute_seen_slice(struct tpf_compute_client *cc, const char *zone, const char *name,
 			    const char *id, const struct tpf_live_node *members, size_t nmembers)
 {
-	json_t *names = json_array();
+	const char **names = xcalloc(nmembers ? nmembers : 1, sizeof(*names));
+	size_t n = 0;
 	for (size_t i = 0; i < nmembers; i++)
 		if (members[i].nendpoints && members[i].name)
-			json_array_append_new(names, json_string(members[i].name));
-	json_t *n = json_pack("{s:s, s:s?, s:{}, s:[{}], s:b, s:b, s:o}", "name", name, "id", id,
-			      "metadata", "networkEndpoints", "compute", 1, "slice", 1,
-			      "members", names);
-	tpf_gcp_client_seen(cc->c, zone, n);
-	json_decref(n);
+			names[n++] = members[i].name;
+	json_t *md = json_object(); /* the members got the key from the template */
+	struct tpf_gcp_seen s = { .name = name, .id = id, .metadata = md, .nendpoints = 1,
+				  .shape = TPF_GCP_SHAPE_SLICE, .members = names, .nmembers = n };
+	tpf_gcp_client_seen(cc->c, zone, &s);
+	json_decref(md);
+	free(names);
 }
 
 /* ---- refresh: MIGs and their members as slice nodes ------------------------ */

@@ -1,5 +1,5 @@
 /*
- * Compute Engine Instance JSON, both ways (providers/gcp/compute.h):
+ * Compute Engine Instance JSON, both ways (providers/gcp/compute/compute_engine.h):
  * the instances.insert body of a recipe, and an Instance as a live node.
  * Field names: the Compute Engine v1 reference, Instance, AttachedDisk,
  * NetworkInterface, Scheduling, ReservationAffinity, ServiceAccount,
@@ -8,8 +8,8 @@
  * values as gcloud 528 sends them (docs/compute-engine.md "The instance
  * body").
  */
-#include "providers/gcp/compute.h"
-#include "providers/gcp/gcp_node.h"
+#include "providers/gcp/compute/compute_engine.h"
+#include "providers/gcp/gcp_fields.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>

@@ -1,17 +1,9 @@
-#include "providers/gcp/gcp_node.h"
+#include "providers/gcp/tpu/gcp_node.h"
 #include "model/accel.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-const char *tpf_gcp_last_segment(const char *name)
-{
-	if (!name)
-		return NULL;
-	const char *s = strrchr(name, '/');
-	return s ? s + 1 : name;
-}
 
 char *tpf_gcp_name_zone(const char *name)
 {

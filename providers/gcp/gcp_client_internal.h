@@ -1,14 +1,15 @@
 /*
  * The Cloud TPU flavour of the Google REST client (google/gapi.h), made in
- * gcp_client.c, for the resource files of the client: nodes (gcp_api.c),
- * queued resources (gcp_qr_api.c), OS Login (gcp_oslogin.c). Not for use
- * outside providers/gcp/.
+ * gcp_client.c, for the resource files of the client: nodes (tpu/gcp_api.c),
+ * queued resources (tpu/gcp_qr_api.c), instances and MIGs (compute/), OS
+ * Login (gcp_oslogin.c). Not for use outside providers/gcp/ and its two
+ * back-end folders.
  */
-#ifndef TPF_GCP_API_INTERNAL_H
-#define TPF_GCP_API_INTERNAL_H
+#ifndef TPF_GCP_CLIENT_INTERNAL_H
+#define TPF_GCP_CLIENT_INTERNAL_H
 
 #include <jansson.h>
-#include "providers/gcp/gcp_api.h"
+#include "providers/gcp/gcp_client.h"
 #include "google/gapi.h"
 #include "google/gcp_errors.h"
 
@@ -72,13 +73,10 @@ int tpf_gcp_list_all(struct tpf_gcp_client *c, const char *base, const char *key
 		     const char *what, int (*each)(json_t *, void *), void *ctx,
 		     struct tpf_diags *d);
 
-/* Poll node `name` until it leaves CREATING. TPF_ENOTFOUND if it is gone. */
-int tpf_gcp_wait_node_settled(struct tpf_gcp_client *c, const char *zone, const char *name,
-			      const char *what, struct tpf_live_node *out, struct tpf_diags *d);
-
-/* Hand a Node object read from the API to the tpf_gcp_client_on_node
+/* Hand what a back-end read of a node to the tpf_gcp_client_on_node
  * observer, if any. */
-void tpf_gcp_client_seen(struct tpf_gcp_client *c, const char *zone, json_t *node);
+void tpf_gcp_client_seen(struct tpf_gcp_client *c, const char *zone,
+			 const struct tpf_gcp_seen *n);
 
 /* The client's REST client, settings and facts (borrowed). */
 struct tpf_gapi *tpf_gcp_client_api(struct tpf_gcp_client *c);

@@ -1,8 +1,8 @@
-#include "providers/gcp/gcp_api.h"
-#include "providers/gcp/gcp_api_internal.h"
+#include "providers/gcp/tpu/gcp_api.h"
+#include "providers/gcp/gcp_client_internal.h"
 #include "google/gcp_endpoint.h"
 #include "google/gcp_errors.h"
-#include "providers/gcp/gcp_node.h"
+#include "providers/gcp/tpu/gcp_node.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -26,6 +26,21 @@ static char *node_url(struct tpf_gcp_client *c, const char *zone, const char *na
 	return u;
 }
 
+/* What the access layer learns of a Node read (gcp_client.h). */
+static void node_seen(struct tpf_gcp_client *c, const char *zone, json_t *node)
+{
+	json_t *md = json_object_get(node, "metadata");
+	struct tpf_gcp_seen n = {
+		.name = tpf_gcp_last_segment(json_string_value(json_object_get(node, "name"))),
+		.id = json_string_value(json_object_get(node, "id")),
+		.metadata = json_is_object(md) ? md : NULL,
+		.nendpoints = (int)json_array_size(json_object_get(node, "networkEndpoints")),
+		.multislice = json_is_true(json_object_get(node, "multisliceNode")),
+		.shape = TPF_GCP_SHAPE_NODE,
+	};
+	tpf_gcp_client_seen(c, zone, &n);
+}
+
 int tpf_gcp_get_node_json(struct tpf_gcp_client *c, const char *zone, const char *name,
 			  json_t **out, struct tpf_diags *d)
 {
@@ -39,7 +54,7 @@ int tpf_gcp_get_node_json(struct tpf_gcp_client *c, const char *zone, const char
 		*out = NULL;
 	}
 	if (rc == 0)
-		tpf_gcp_client_seen(c, zone, *out);
+		node_seen(c, zone, *out);
 	free(what);
 	free(url);
 	return rc;
@@ -328,7 +343,7 @@ static int each_node(json_t *node, void *arg)
 	struct list_nodes_ctx *x = arg;
 	if (!tpf_gcp_node_in_fleet(node, x->fleet))
 		return 0;
-	tpf_gcp_client_seen(x->c, x->zone, node);
+	node_seen(x->c, x->zone, node);
 	struct tpf_live_node *n = tpf_live_set_add(x->out);
 	if (tpf_gcp_node_parse(node, x->zone, tpf_gcp_client_ssh_port(x->c), n) < 0) {
 		/* keep the set consistent: drop the zeroed slot */

@@ -9,14 +9,11 @@
 
 #include <jansson.h>
 #include "model/recipe.h"
+#include "providers/gcp/gcp_fields.h"
 #include "providers/provider.h"
 
 /* Port the TPU runtime listens on in networkEndpoints[].port: never SSH. */
 #define TPF_GCP_TPU_RUNTIME_PORT 8470
-
-/* The part after the last '/' of a resource name (borrowed; the whole
- * string when there is no '/'). NULL gives NULL. */
-const char *tpf_gcp_last_segment(const char *name);
 
 /* The zone in "projects/P/locations/ZONE/..." as a fresh string (caller
  * frees), or NULL when name has no locations segment. */
@@ -60,8 +57,7 @@ json_t *tpf_gcp_node_body(const struct tpf_recipe *r, int external_ips, json_t *
  * - tpf_gcp_network_config: networkConfig {network, subnetwork,
  *   enableExternalIps, canIpForward}; enableExternalIps is the declared
  *   value, else `external_ips` (true only); NULL when there is nothing.
- * - tpf_gcp_tags_json: Node.tags. tpf_gcp_declared_metadata: the recipe's
- *   metadata as an object, NULL when none. (New references.)
+ * - tpf_gcp_tags_json: Node.tags (new reference).
  * - tpf_gcp_node_fields_parse: the live values of a Node into *nf
  *   (released first); absent booleans read as false (proto3).
  * - tpf_gcp_node_notes_parse: healthDescription, symptoms and
@@ -70,19 +66,8 @@ json_t *tpf_gcp_node_body(const struct tpf_recipe *r, int external_ips, json_t *
 void tpf_gcp_node_fields_body(const struct tpf_recipe *r, json_t *b);
 json_t *tpf_gcp_network_config(const struct tpf_node_fields *nf, int external_ips);
 json_t *tpf_gcp_tags_json(const struct tpf_node_fields *nf);
-json_t *tpf_gcp_declared_metadata(const struct tpf_recipe *r);
 void tpf_gcp_node_fields_parse(json_t *node, struct tpf_node_fields *nf);
 void tpf_gcp_node_notes_parse(json_t *node, struct tpf_live_node *out);
-/*
- * An UpcomingMaintenance object (the Cloud TPU Node's upcomingMaintenance,
- * or a Compute Engine instance's resourceStatus.upcomingMaintenance:
- * https://cloud.google.com/compute/docs/reference/rest/v1/instances, the
- * same fields type, maintenanceStatus, windowStartTime, windowEndTime,
- * canReschedule) into out->maintenance (text for people) and
- * out->maintenance_start (windowStartTime), replacing what they held;
- * both NULL when m is not a non-empty object.
- */
-void tpf_gcp_maintenance_parse(json_t *m, struct tpf_live_node *out);
 
 /* {"labels":{...}} for nodes.patch?updateMask=labels (new reference). */
 json_t *tpf_gcp_labels_body(const struct tpf_kvlist *labels);

@@ -1,5 +1,5 @@
 /*
- * Multislice on Compute Engine (providers/gcp/compute.h; issue 18;
+ * Multislice on Compute Engine (providers/gcp/compute/compute_engine.h; issue 18;
  * docs/compute-engine.md "Multislice"): a node of `slices: S` is S slices
  * of the group's topology, each its own MIG with its own template and
  * workload policy (compute_mig.c), named NODE-0 .. NODE-(S-1) as the Cloud
@@ -13,9 +13,9 @@
  * Each slice MIG's description says which unit it belongs to: "unit"
  * (the node), "slice_index" and "slices" (tpf_compute_mig_description).
  */
-#include "providers/gcp/compute.h"
-#include "providers/gcp/compute_internal.h"
-#include "providers/gcp/gcp_api_internal.h"
+#include "providers/gcp/compute/compute_engine.h"
+#include "providers/gcp/compute/compute_internal.h"
+#include "providers/gcp/gcp_client_internal.h"
 #include "model/node_state.h"
 #include "util/buf.h"
 #include "util/xalloc.h"

@@ -1,7 +1,7 @@
 /*
  * A slice's three parts -- instance template N-t (global), workload policy
  * N-wp (regional), MIG N (zonal) -- made and deleted with ownership checks
- * (providers/gcp/compute.h; docs/compute-engine.md "Undo and ownership of a
+ * (providers/gcp/compute/compute_engine.h; docs/compute-engine.md "Undo and ownership of a
  * slice's parts"; docs/design.md section 4).
  *
  * The names are derived from the node's, so a name alone says nothing of
@@ -18,9 +18,9 @@
  * instanceTemplates.delete, resourcePolicies.delete,
  * instanceGroupManagers.delete take only requestId).
  */
-#include "providers/gcp/compute.h"
-#include "providers/gcp/compute_internal.h"
-#include "providers/gcp/gcp_api_internal.h"
+#include "providers/gcp/compute/compute_engine.h"
+#include "providers/gcp/compute/compute_internal.h"
+#include "providers/gcp/gcp_client_internal.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>

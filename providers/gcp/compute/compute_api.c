@@ -1,11 +1,11 @@
 /*
  * Compute Engine instances over the one Google REST client
- * (providers/gcp/compute.h; google/gapi.h owns retries, pages and the
+ * (providers/gcp/compute/compute_engine.h; google/gapi.h owns retries, pages and the
  * Compute operation wait: POST <selfLink>/wait in a loop until DONE).
  */
-#include "providers/gcp/compute.h"
-#include "providers/gcp/compute_internal.h"
-#include "providers/gcp/gcp_api_internal.h"
+#include "providers/gcp/compute/compute_engine.h"
+#include "providers/gcp/compute/compute_internal.h"
+#include "providers/gcp/gcp_client_internal.h"
 #include "providers/gcp/gcp_oslogin.h"
 #include "google/gcp_endpoint.h"
 #include "model/node_state.h"
@@ -108,12 +108,8 @@ static int quota_rc(int rc, const struct tpf_gcp_outcome *res)
 	return rc;
 }
 
-/*
- * Tell the client's node observer (the SSH access layer, gcp_access.h)
- * about an instance, in the shape it reads: name, id, metadata as an
- * object of strings, one network endpoint, and "compute": true so that it
- * uses the Compute Engine calls for this node.
- */
+/* Tell the client's node observer (the SSH access layer, gcp_access.h)
+ * about an instance: one worker, its metadata as an object of strings. */
 static void seen(struct tpf_compute_client *cc, const char *zone, json_t *inst)
 {
 	json_t *md = json_object(), *it;
@@ -123,12 +119,16 @@ static void seen(struct tpf_compute_client *cc, const char *zone, json_t *inst)
 		if (k && json_is_string(json_object_get(it, "value")))
 			json_object_set(md, k, json_object_get(it, "value"));
 	}
-	json_t *n = json_pack("{s:O?, s:O?, s:o, s:[{}], s:b}", "name", json_object_get(inst, "name"),
-			      "id", json_object_get(inst, "id"), "metadata", md,
-			      "networkEndpoints", "compute", 1);
-	if (n)
-		tpf_gcp_client_seen(cc->c, zone, n);
-	json_decref(n);
+	struct tpf_gcp_seen n = {
+		.name = json_string_value(json_object_get(inst, "name")),
+		.id = json_string_value(json_object_get(inst, "id")),
+		.metadata = md,
+		.nendpoints = 1,
+		.shape = TPF_GCP_SHAPE_INSTANCE,
+	};
+	if (n.name)
+		tpf_gcp_client_seen(cc->c, zone, &n);
+	json_decref(md);
 }
 
 int tpf_compute_get(struct tpf_compute_client *cc, const char *zone, const char *name,

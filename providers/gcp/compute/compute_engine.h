@@ -2,7 +2,7 @@
  * TPU VMs on Compute Engine (issue 18): the second API of the gcp
  * provider, as thin resource files over the one Google REST client
  * (google/gapi.h), sharing the Cloud TPU client's credentials, settings and
- * interrupt flag (providers/gcp/gcp_api_internal.h).
+ * interrupt flag (providers/gcp/gcp_client_internal.h).
  *
  * Contract: Compute Engine API v1 (https://cloud.google.com/compute/docs/reference/rest/v1),
  * resources instances (insert, delete, list, get, setMetadata, setLabels,
@@ -23,7 +23,7 @@
 #include <jansson.h>
 #include "model/live.h"
 #include "model/recipe.h"
-#include "providers/gcp/gcp_api.h"
+#include "providers/gcp/gcp_client.h"
 #include "providers/provider.h"
 #include "util/diag.h"
 
@@ -308,9 +308,9 @@ int tpf_compute_delete_slice(struct tpf_compute_client *cc, const char *zone, co
 int tpf_compute_slice_parse(json_t *mig, const char *zone, struct tpf_live_node *members,
 			    size_t nmembers, struct tpf_live_node *out);
 /* Tell the client's node observer (gcp_access.h) that node `name` of
- * `zone` (its id: the MIG's, may be NULL) is a slice: "compute": true,
- * "slice": true, "members": the names of members[0..n) that have an
- * address, in that order (sorted by tpf_compute_slice_parse: the workers'
+ * `zone` (its id: the MIG's, may be NULL) is a slice (struct
+ * tpf_gcp_seen, shape SLICE), with members: the names of members[0..n)
+ * that have an address, in that order (sorted by tpf_compute_slice_parse: the workers'
  * order), whose guest attributes hold the workers' host keys. */
 void tpf_compute_seen_slice(struct tpf_compute_client *cc, const char *zone, const char *name,
 			    const char *id, const struct tpf_live_node *members, size_t n);

@@ -2,10 +2,10 @@
  * queuedResources.list / get / create / delete (gcp_qr.h), calls of the
  * Google REST client as gcp_client.c makes them.
  */
-#include "providers/gcp/gcp_api_internal.h"
-#include "providers/gcp/gcp_multislice.h"
-#include "providers/gcp/gcp_node.h"
-#include "providers/gcp/gcp_qr.h"
+#include "providers/gcp/gcp_client_internal.h"
+#include "providers/gcp/tpu/gcp_multislice.h"
+#include "providers/gcp/tpu/gcp_node.h"
+#include "providers/gcp/tpu/gcp_qr.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 

@@ -19,8 +19,8 @@
 
 #include <jansson.h>
 #include "model/live.h"
-#include "providers/gcp/gcp_api.h"
-#include "providers/gcp/gcp_qr.h"
+#include "providers/gcp/tpu/gcp_api.h"
+#include "providers/gcp/tpu/gcp_qr.h"
 #include "util/diag.h"
 
 /* The name of slice `k` of unit `node` ("NODE-K"). Caller frees. */

@@ -5,8 +5,8 @@
  */
 #include "model/compute.h"
 #include "providers/gcp/gcp.h"
-#include "providers/gcp/gcp_api.h"
-#include "providers/gcp/gcp_api_internal.h"
+#include "providers/gcp/tpu/gcp_api.h"
+#include "providers/gcp/gcp_client_internal.h"
 #include "providers/gcp/gcp_oslogin.h"
 #include "util/xalloc.h"
 

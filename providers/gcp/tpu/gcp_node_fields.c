@@ -7,7 +7,7 @@
  * AcceleratorConfig, Symptom, UpcomingMaintenance (docs/cloud-tpu-api.md
  * section 4).
  */
-#include "providers/gcp/gcp_node.h"
+#include "providers/gcp/tpu/gcp_node.h"
 #include "model/accel.h"
 #include "util/buf.h"
 #include "util/xalloc.h"
@@ -96,17 +96,6 @@ void tpf_gcp_node_fields_body(const struct tpf_recipe *r, json_t *b)
 					      nf->secure_boot == TPF_TRI_TRUE));
 }
 
-json_t *tpf_gcp_declared_metadata(const struct tpf_recipe *r)
-{
-	if (!r->node.metadata.n)
-		return NULL;
-	json_t *md = json_object();
-	for (size_t i = 0; i < r->node.metadata.n; i++)
-		json_object_set_new(md, r->node.metadata.items[i].key,
-				    json_string(r->node.metadata.items[i].value));
-	return md;
-}
-
 static char **strv_of(json_t *a, size_t *n)
 {
 	size_t i;
@@ -188,35 +177,6 @@ static char *symptoms_text(json_t *a)
 			tpf_buf_addf(&b, ": %s", details);
 	}
 	return b.len ? tpf_buf_detach(&b, NULL) : (tpf_buf_release(&b), NULL);
-}
-
-/* "SCHEDULED maintenance PENDING, window START to END". */
-static char *maintenance_text(json_t *m)
-{
-	if (!json_is_object(m) || !json_object_size(m))
-		return NULL;
-	const char *type = json_string_value(json_object_get(m, "type"));
-	const char *status = json_string_value(json_object_get(m, "maintenanceStatus"));
-	const char *start = json_string_value(json_object_get(m, "windowStartTime"));
-	const char *end = json_string_value(json_object_get(m, "windowEndTime"));
-	struct tpf_buf b = TPF_BUF_INIT;
-	tpf_buf_addf(&b, "%s maintenance", type && *type ? type : "UNKNOWN_TYPE");
-	if (status && *status)
-		tpf_buf_addf(&b, " %s", status);
-	if (start && *start)
-		tpf_buf_addf(&b, ", window %s to %s", start, end && *end ? end : "?");
-	if (json_is_true(json_object_get(m, "canReschedule")))
-		tpf_buf_adds(&b, " (can be rescheduled)");
-	return tpf_buf_detach(&b, NULL);
-}
-
-void tpf_gcp_maintenance_parse(json_t *m, struct tpf_live_node *out)
-{
-	free(out->maintenance);
-	free(out->maintenance_start);
-	out->maintenance = maintenance_text(m);
-	const char *start = json_string_value(json_object_get(m, "windowStartTime"));
-	out->maintenance_start = out->maintenance && start && *start ? xstrdup(start) : NULL;
 }
 
 void tpf_gcp_node_notes_parse(json_t *node, struct tpf_live_node *out)

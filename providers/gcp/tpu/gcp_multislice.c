@@ -1,9 +1,9 @@
 /*
  * Multislice queued resources (gcp_multislice.h).
  */
-#include "providers/gcp/gcp_multislice.h"
+#include "providers/gcp/tpu/gcp_multislice.h"
 #include "model/node_state.h"
-#include "providers/gcp/gcp_api_internal.h"
+#include "providers/gcp/gcp_client_internal.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>

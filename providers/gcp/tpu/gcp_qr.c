@@ -1,10 +1,10 @@
 /*
  * QueuedResource JSON <-> tpuform (gcp_qr.h). No network here.
  */
-#include "providers/gcp/gcp_qr.h"
+#include "providers/gcp/tpu/gcp_qr.h"
 #include "model/accel.h"
-#include "providers/gcp/gcp_multislice.h"
-#include "providers/gcp/gcp_node.h"
+#include "providers/gcp/tpu/gcp_multislice.h"
+#include "providers/gcp/tpu/gcp_node.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 

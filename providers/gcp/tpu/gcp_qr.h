@@ -15,7 +15,7 @@
 #include <jansson.h>
 #include <stddef.h>
 #include "model/recipe.h"
-#include "providers/gcp/gcp_api.h"
+#include "providers/gcp/tpu/gcp_api.h"
 #include "providers/provider.h"
 #include "util/diag.h"
 
