@@ -13,8 +13,10 @@
 static const char *const node_states[TPF_METRICS_NSTATES] = {
 	"alive", "creating", "waiting", "dead", "missing", "queued",
 };
-static const char *const sessions[TPF_METRICS_NSESSIONS] = {
-	"alive", "exited", "dead", "none", "unreachable",
+/* The job states counted, in the order shown; the last takes the rest. */
+static const enum tpf_job_state sessions[TPF_METRICS_NSESSIONS] = {
+	TPF_JOB_STATE_ALIVE, TPF_JOB_STATE_EXITED, TPF_JOB_STATE_DEAD, TPF_JOB_STATE_NONE,
+	TPF_JOB_STATE_UNREACHABLE,
 };
 /* Upper bounds of the latency buckets, seconds (+Inf is implied). */
 static const double latency_bounds[TPF_METRICS_NBUCKETS] = {
@@ -81,10 +83,10 @@ void tpf_metrics_set_nodes(struct tpf_metrics *m, const char *fleet, struct tpf_
 	pthread_mutex_unlock(&m->mu);
 }
 
-int tpf_metrics_session_index(const char *session)
+int tpf_metrics_session_index(enum tpf_job_state session)
 {
-	for (int i = 0; session && i < TPF_METRICS_NSESSIONS; i++)
-		if (!strcmp(sessions[i], session))
+	for (int i = 0; i < TPF_METRICS_NSESSIONS; i++)
+		if (sessions[i] == session)
 			return i;
 	return TPF_METRICS_NSESSIONS - 1; /* unreachable */
 }
@@ -230,7 +232,7 @@ static void render_nodes(const struct tpf_metrics *m, struct tpf_buf *b)
 	family(b, "workers", "gauge", "Workers by job session, as of the last session check.");
 	for (int s = 0; m->have_workers && s < TPF_METRICS_NSESSIONS; s++) {
 		tpf_buf_adds(b, "tpuform_workers{");
-		label(b, "session", sessions[s], 1);
+		label(b, "session", tpf_job_state_name(sessions[s]), 1);
 		tpf_buf_addf(b, "} %ld\n", m->workers[s]);
 	}
 }

@@ -31,6 +31,7 @@
 
 #include <stddef.h>
 #include <sys/socket.h>
+#include "model/job_state.h"
 #include "util/buf.h"
 #include "util/diag.h"
 
@@ -59,9 +60,11 @@ void tpf_metrics_nodes_release(struct tpf_metrics_nodes *t);
  * name (borrowed for the call). */
 void tpf_metrics_set_nodes(struct tpf_metrics *m, const char *fleet, struct tpf_metrics_nodes *t);
 
-/* Workers by session (NULL or an unknown word: "unreachable"). */
+/* Workers by job state, labelled by its name (model/job_state.h): alive,
+ * exited, dead, none, and unreachable, which also counts a state not
+ * known. */
 enum { TPF_METRICS_NSESSIONS = 5 };
-int tpf_metrics_session_index(const char *session);
+int tpf_metrics_session_index(enum tpf_job_state session);
 void tpf_metrics_set_workers(struct tpf_metrics *m, const long counts[TPF_METRICS_NSESSIONS]);
 
 /* A round ended at `wall` (unix seconds), or failed. */

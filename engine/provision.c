@@ -26,18 +26,24 @@
 #define LAST_LOG_MAX 300
 #define SCRIPT_CMD "sh " TPF_REMOTE_SCRIPT
 
+/* A report of nothing yet: an unreachable worker, every number unknown. */
+static void report_reset(struct tpf_worker_report *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->state = TPF_JOB_STATE_UNREACHABLE;
+	r->exit_code = -1;
+	r->stalled_for = -1;
+	r->step = r->checkpoint_step = -1;
+}
+
 void tpf_worker_report_release(struct tpf_worker_report *r)
 {
-	free(r->job_state);
 	free(r->script_hash);
 	free(r->last_log);
 	free(r->checkpoint);
 	free(r->disruption);
 	free(r->host_key);
-	memset(r, 0, sizeof(*r));
-	r->exit_code = -1;
-	r->stalled_for = -1;
-	r->step = r->checkpoint_step = -1;
+	report_reset(r);
 }
 
 static const struct tpf_endpoint *worker_endpoint(const struct tpf_live_node *live, int worker)
@@ -277,7 +283,8 @@ static void precheck(struct tpf_conn *c, struct tpf_transport *t, const char *ha
 		parse_output(out.buf, &s);
 		const char *sess = tpf_kvlist_get(&s.kv, "session");
 		const char *script = tpf_kvlist_get(&s.kv, "script");
-		*running = sess && !strcmp(sess, "alive") && script && !strcmp(script, hash);
+		*running = tpf_job_state_from_name(sess) == TPF_JOB_STATE_ALIVE && script &&
+			   !strcmp(script, hash);
 		*have_commit = tpf_kvlist_get(&s.kv, "have_commit") != NULL;
 		said_release(&s);
 	}
@@ -344,7 +351,7 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 	struct tpf_buf out = TPF_BUF_INIT;
 	struct script_said said;
 	int said_ok = 0, status = -1, err = 0;
-	const char *new_status = "failed";
+	enum tpf_job_state new_state = TPF_JOB_STATE_FAILED;
 
 	if (changed)
 		*changed = 0;
@@ -363,7 +370,7 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 
 	err = open_worker(t, n, live, worker, 0, 0, &c, &host_key, d);
 	if (err) {
-		new_status = err == TPF_EUNREACHABLE ? "unreachable" : "failed";
+		new_state = err == TPF_EUNREACHABLE ? TPF_JOB_STATE_UNREACHABLE : TPF_JOB_STATE_FAILED;
 		goto done;
 	}
 	/* Pin the key as soon as the worker proved it (trust on first use),
@@ -378,7 +385,7 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 	err = t->ops->exec(c, cmd, &out, &status, START_TIMEOUT, d);
 	free(cmd);
 	if (err) {
-		new_status = err == TPF_EUNREACHABLE ? "unreachable" : "failed";
+		new_state = err == TPF_EUNREACHABLE ? TPF_JOB_STATE_UNREACHABLE : TPF_JOB_STATE_FAILED;
 		goto done;
 	}
 	parse_output(out.buf, &said);
@@ -420,7 +427,7 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 		*changed = started;
 	xstrset(&sw->script_hash, hash);
 	xstrset(&sw->session, session);
-	xstrset(&sw->status, "running");
+	sw->job_state = TPF_JOB_STATE_ALIVE;
 	sw->exit_code = -1;
 	sw->preflight_failures = 0;
 	xstrset(&sw->preflight_error, NULL);
@@ -430,10 +437,9 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 		xstrset(&sw->provisioned_at, now);
 	}
 	xstrset(&sw->address, endpoint_address(f, worker_endpoint(live, worker)));
-	new_status = NULL;
 done:
-	if (err && new_status)
-		xstrset(&sw->status, new_status);
+	if (err)
+		sw->job_state = new_state;
 	if (c)
 		t->ops->close(c);
 	if (said_ok)
@@ -460,7 +466,7 @@ static double parse_number(const char *v, double min, double max, double fallbac
 }
 
 /* What the status (or wait) verb printed, with its exit status, into *r
- * (job_state and the rest; *token_out, when not NULL, the wait verb's
+ * (state and the rest; *token_out, when not NULL, the wait verb's
  * token, or NULL). An answer without a session line is an error. */
 static int fill_report(const char *out, int status, const char *node, int worker,
 		       struct tpf_worker_report *r, char **token_out, struct tpf_diags *d)
@@ -477,7 +483,7 @@ static int fill_report(const char *out, int status, const char *node, int worker
 		said_release(&said);
 		return err;
 	}
-	r->job_state = xstrdup(session);
+	r->state = tpf_job_state_from_name(session);
 	r->exit_code = (int)parse_number(tpf_kvlist_get(&said.kv, "exit_code"), -1, 255, -1);
 	r->stalled_for = parse_number(tpf_kvlist_get(&said.kv, "stalled_for"), 0, 1e12, -1);
 	const char *script = tpf_kvlist_get(&said.kv, "script");
@@ -550,10 +556,7 @@ int tpf_provision_probe(struct tpf_transport *t, const struct tpf_state_node *n,
 	struct tpf_buf out = TPF_BUF_INIT;
 	int status = -1, reachable = 0;
 
-	memset(r, 0, sizeof(*r));
-	r->exit_code = -1;
-	r->stalled_for = -1;
-	r->step = r->checkpoint_step = -1;
+	report_reset(r);
 	int err = run_on_worker(t, n, live, worker,
 				"if [ -f " TPF_REMOTE_SCRIPT " ]; then " SCRIPT_CMD " status; "
 				"else echo 'TPUFORM session=none'; fi",
@@ -584,9 +587,7 @@ int tpf_provision_wait(struct tpf_transport *t, struct tpf_conn *c, const char *
 {
 	struct tpf_buf out = TPF_BUF_INIT, cmd = TPF_BUF_INIT;
 	int status = -1;
-	memset(r, 0, sizeof(*r));
-	r->exit_code = -1;
-	r->stalled_for = -1;
+	report_reset(r);
 	*token_out = NULL;
 	tpf_buf_addf(&cmd, "if [ -f " TPF_REMOTE_SCRIPT " ]; then " SCRIPT_CMD " wait ");
 	tpf_shquote_buf(&cmd, token ? token : "");

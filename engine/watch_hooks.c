@@ -501,18 +501,18 @@ static void seen_stall(struct tpf_watch_hooks *h, const struct tpf_session *s,
 static void seen_job(struct tpf_watch_hooks *h, const struct tpf_session *s,
 		     const struct tpf_job_fact *sf)
 {
-	if (!sf->job_state || unsettled(h, sf->node))
+	if (sf->state == TPF_JOB_STATE_UNREACHABLE || unsettled(h, sf->node))
 		return;
 	struct tpf_state_node *sn = tpf_state_find((struct tpf_state *)&s->state, sf->node);
-	if (!strcmp(sf->job_state, "alive")) {
+	if (sf->state == TPF_JOB_STATE_ALIVE) {
 		seen_stall(h, s, sf, sn);
 		return;
 	}
-	if (strcmp(sf->job_state, "exited") && strcmp(sf->job_state, "dead"))
+	if (sf->state != TPF_JOB_STATE_EXITED && sf->state != TPF_JOB_STATE_DEAD)
 		return;
 	const struct tpf_state_worker *sw = tpf_state_node_worker(sn, sf->worker);
 	long retry = (sn ? sn->generation : 0) + (sw ? sw->restarts : 0);
-	int died = !strcmp(sf->job_state, "dead"), ok = !died && sf->exit_code == 0;
+	int died = sf->state == TPF_JOB_STATE_DEAD, ok = !died && sf->exit_code == 0;
 	char key[300];
 	snprintf(key, sizeof(key), "%s/%d", sf->node, sf->worker);
 	struct mark *k = mark_find(&h->jobs, key);
@@ -548,7 +548,7 @@ static void seen_completion(struct tpf_watch_hooks *h, const struct tpf_session 
 		return;
 	for (int w = 0; w < dn->recipe.workers; w++) {
 		const struct tpf_job_fact *sf = tpf_job_facts_find(&s->facts, dn->name, w);
-		done += sf && sf->job_state && !strcmp(sf->job_state, "exited") && sf->exit_code == 0;
+		done += sf && sf->state == TPF_JOB_STATE_EXITED && sf->exit_code == 0;
 	}
 	struct tpf_state_node *sn = tpf_state_find((struct tpf_state *)&s->state, dn->name);
 	long generation = sn ? sn->generation : 0;
@@ -641,7 +641,7 @@ static void seen_metrics(struct tpf_watch_hooks *h, const struct tpf_session *s,
 	if (probed) {
 		long counts[TPF_METRICS_NSESSIONS] = { 0 };
 		for (size_t i = 0; i < s->facts.n; i++)
-			counts[tpf_metrics_session_index(s->facts.items[i].job_state)]++;
+			counts[tpf_metrics_session_index(s->facts.items[i].state)]++;
 		tpf_metrics_set_workers(h->metrics, counts);
 	}
 	if (h->notifier) {

@@ -37,8 +37,8 @@ static void test_metrics__exposition(void)
 	tpf_metrics_set_nodes(m, "f", &t);
 	CHECK_INT(t.n, 0);
 	long workers[TPF_METRICS_NSESSIONS] = { 0 };
-	workers[tpf_metrics_session_index("alive")] = 3;
-	workers[tpf_metrics_session_index(NULL)] = 1;
+	workers[tpf_metrics_session_index(TPF_JOB_STATE_ALIVE)] = 3;
+	workers[tpf_metrics_session_index(TPF_JOB_STATE_UNREACHABLE)] = 1;
 	tpf_metrics_set_workers(m, workers);
 	tpf_metrics_preemption(m, "preempted", 0.3);
 	tpf_metrics_preemption(m, "preempted", 7);
