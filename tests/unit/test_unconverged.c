@@ -154,7 +154,7 @@ static void add_fact_w(struct world *w, const char *node, int worker, const char
 	memset(sf, 0, sizeof(*sf));
 	sf->node = xstrdup(node);
 	sf->worker = worker;
-	sf->state = tpf_job_state_from_name(session);
+	sf->state = session ? tpf_job_state_from_name(session) : TPF_JOB_STATE_UNREACHABLE;
 	sf->exit_code = code;
 	sf->stalled_for = stalled;
 }
@@ -165,7 +165,7 @@ static void add_fact(struct world *w, const char *node, const char *session, int
 	struct tpf_job_fact *sf = &w->facts.items[w->facts.n++];
 	memset(sf, 0, sizeof(*sf));
 	sf->node = xstrdup(node);
-	sf->state = tpf_job_state_from_name(session);
+	sf->state = session ? tpf_job_state_from_name(session) : TPF_JOB_STATE_UNREACHABLE;
 	sf->exit_code = code;
 }
 

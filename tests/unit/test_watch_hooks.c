@@ -20,7 +20,7 @@ static void fact(struct tpf_session *s, const char *node, int w, const char *ses
 	memset(f, 0, sizeof(*f));
 	f->node = xstrdup(node);
 	f->worker = w;
-	f->state = tpf_job_state_from_name(session);
+	f->state = session ? tpf_job_state_from_name(session) : TPF_JOB_STATE_UNREACHABLE;
 	f->exit_code = code;
 	f->last_log = xstrdup(code ? "boom with tok-SECRET-9" : "done");
 }
