@@ -3,7 +3,7 @@
  * only. The files call each other one way (docs/ARCHITECTURE.md section 3):
  *
  *   watch.c (the loop) -> watch_heal.c -> watch_lease.c -> watch_emit.c
- *   watch.c -> watch_hooks.c -> watch_summary.c
+ *   watch.c -> watch_hooks.c (and its watch_hooks_*.c parts) -> watch_summary.c
  *   watch.c -> watch_probe.c, watch_attach.c, watch_unhealthy.c, watch_summary.c,
  *              watch_maint.c
  *
