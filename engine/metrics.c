@@ -10,9 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const node_states[TPF_METRICS_NSTATES] = {
-	"alive", "creating", "waiting", "dead", "missing", "queued",
-};
 /* The job states counted, in the order shown; the last takes the rest. */
 static const enum tpf_job_state sessions[TPF_METRICS_NSESSIONS] = {
 	TPF_JOB_STATE_ALIVE, TPF_JOB_STATE_EXITED, TPF_JOB_STATE_DEAD, TPF_JOB_STATE_NONE,
@@ -46,12 +43,11 @@ void tpf_metrics_release_data(struct tpf_metrics *m)
 
 /* ---- updates -------------------------------------------------------------- */
 
-void tpf_metrics_nodes_add(struct tpf_metrics_nodes *t, const char *group, const char *state)
+void tpf_metrics_nodes_add(struct tpf_metrics_nodes *t, const char *group,
+			   enum tpf_node_condition state)
 {
-	int s = 0;
-	while (s < TPF_METRICS_NSTATES && strcmp(node_states[s], state))
-		s++;
-	if (s == TPF_METRICS_NSTATES || !group)
+	int s = (int)state;
+	if (s < 0 || s >= TPF_METRICS_NSTATES || !group)
 		return;
 	size_t i = 0;
 	while (i < t->n && strcmp(t->rows[i].group, group))
@@ -225,7 +221,7 @@ static void render_nodes(const struct tpf_metrics *m, struct tpf_buf *b)
 		for (int s = 0; s < TPF_METRICS_NSTATES; s++) {
 			tpf_buf_adds(b, "tpuform_nodes{");
 			label(b, "group", m->nodes.rows[i].group, 1);
-			label(b, "state", node_states[s], 0);
+			label(b, "state", tpf_node_condition_name((enum tpf_node_condition)s), 0);
 			tpf_buf_addf(b, "} %ld\n", m->nodes.rows[i].count[s]);
 		}
 	}

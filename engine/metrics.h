@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <sys/socket.h>
 #include "model/job_state.h"
+#include "model/node_state.h"
 #include "util/buf.h"
 #include "util/diag.h"
 
@@ -51,9 +52,11 @@ struct tpf_metrics_nodes {
 	size_t n, alloc;
 };
 #define TPF_METRICS_NODES_INIT { NULL, 0, 0 }
-/* Count one node of `group` in `state` (one of the states above; another
- * word is ignored). */
-void tpf_metrics_nodes_add(struct tpf_metrics_nodes *t, const char *group, const char *state);
+/* Count one node of `group` in `state`: the first six conditions of
+ * model/node_state.h (alive, creating, waiting, dead, missing, queued);
+ * another is ignored. */
+void tpf_metrics_nodes_add(struct tpf_metrics_nodes *t, const char *group,
+			   enum tpf_node_condition state);
 void tpf_metrics_nodes_release(struct tpf_metrics_nodes *t);
 
 /* Replace the node gauges with t's rows (t is emptied) and the fleet's

@@ -50,10 +50,10 @@ void tpf_watch_warnings_forget(void);
 void tpf_watch_summarise(const struct tpf_session *s, struct tpf_watch_summary *sum, int round,
 			 size_t pending, double wall);
 
-/* What tpf_watch_summarise counts dn as ("alive" "creating" "waiting"
- * "dead" "missing" "queued"; static): ln is its live node, or NULL. */
-const char *tpf_watch_node_condition(const struct tpf_desired_node *dn,
-				     const struct tpf_live_node *ln);
+/* What tpf_watch_summarise counts dn as (model/node_state.h): ln is its
+ * live node, or NULL. */
+enum tpf_node_condition tpf_watch_node_condition(const struct tpf_desired_node *dn,
+					       const struct tpf_live_node *ln);
 
 /* Write sum to "<state path>.watch.json" (0600, atomic), which `tpuform
  * show` reads. Best effort: a summary that cannot be written is not worth
