@@ -2,6 +2,7 @@
  * The one name table of job states (model/job_state.h).
  */
 #include "model/job_state.h"
+#include "util/buf.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -52,7 +53,17 @@ int tpf_job_state_from_recorded(const char *word, enum tpf_job_state *out)
 	return -1;
 }
 
-const char *tpf_job_state_recorded_words(void)
+void tpf_job_state_recorded_words(struct tpf_buf *b)
 {
-	return "running, exited, dead, unreachable or failed";
+	int n = 0, last = 0;
+	for (int s = 0; s < TPF_JOB_NSTATES; s++)
+		if (table[s].recorded)
+			last = s;
+	for (int s = 0; s < TPF_JOB_NSTATES; s++) {
+		if (!table[s].recorded)
+			continue;
+		if (n++)
+			tpf_buf_adds(b, s == last ? " or " : ", ");
+		tpf_buf_adds(b, table[s].recorded);
+	}
 }

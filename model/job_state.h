@@ -45,8 +45,9 @@ const char *tpf_job_state_recorded(enum tpf_job_state s);
  * as TPF_JOB_STATE_UNKNOWN. */
 int tpf_job_state_from_recorded(const char *word, enum tpf_job_state *out);
 
-/* The state file's words, for an error message: "running, exited, dead,
- * unreachable or failed" (static). */
-const char *tpf_job_state_recorded_words(void);
+/* Append the state file's words to b, for an error message: "running,
+ * exited, dead, unreachable or failed". */
+struct tpf_buf;
+void tpf_job_state_recorded_words(struct tpf_buf *b);
 
 #endif

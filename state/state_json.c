@@ -222,10 +222,13 @@ static int get_job_state(const struct reader *r, json_t *o, const char *prefix,
 	int err = word && tpf_job_state_from_recorded(word, out) < 0;
 	if (err) {
 		char *h = hint(r);
+		struct tpf_buf words = TPF_BUF_INIT;
+		tpf_job_state_recorded_words(&words);
 		tpf_errorx(r->d, NULL, h,
 			   "state file '%s' has an invalid field '%s.status': expected %s, found '%s'; "
 			   "it was left untouched",
-			   r->what, prefix, tpf_job_state_recorded_words(), word);
+			   r->what, prefix, words.buf, word);
+		tpf_buf_release(&words);
 		free(h);
 	}
 	free(word);
