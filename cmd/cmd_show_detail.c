@@ -34,9 +34,11 @@ static json_t *show_worker(const struct tpf_session *s, const struct tpf_state_n
 {
 	const struct tpf_state_worker *sw = &sn->workers[w];
 	const struct tpf_job_fact *sf = tpf_job_facts_find(&s->facts, sn->name, (int)w);
-	const char *reach = !sf ? "?" : sf->job_state ? "yes" : "no";
-	const char *session = sf && sf->job_state ? sf->job_state : or_dash(sw->status);
-	int code = sf && sf->job_state ? sf->exit_code : sw->exit_code;
+	int reached = sf && sf->state != TPF_JOB_STATE_UNREACHABLE;
+	const char *reach = !sf ? "?" : reached ? "yes" : "no";
+	const char *session = reached ? tpf_job_state_name(sf->state)
+				      : or_dash(tpf_job_state_recorded(sw->job_state));
+	int code = reached ? sf->exit_code : sw->exit_code;
 	/* A dead or missing node's workers do not run, whatever the state
 	 * last recorded: say what is known. */
 	const char *dead = tpf_show_dead_reason(s, sn);
@@ -70,7 +72,7 @@ static json_t *show_worker(const struct tpf_session *s, const struct tpf_state_n
 			       "restarts", sw->restarts, "address", sw->address, "script_hash",
 			       sw->script_hash);
 	json_object_set_new(wj, "reachable",
-			    sf && !dead ? json_boolean(sf->job_state != NULL) : json_null());
+			    sf && !dead ? json_boolean(reached) : json_null());
 	json_object_set_new(wj, "exit_code", code >= 0 ? json_integer(code) : json_null());
 	json_object_set_new(wj, "last_log", last ? json_string(last) : json_null());
 	if (unconv >= 0)

@@ -10,11 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const node_states[TPF_METRICS_NSTATES] = {
-	"alive", "creating", "waiting", "dead", "missing", "queued",
-};
-static const char *const sessions[TPF_METRICS_NSESSIONS] = {
-	"alive", "exited", "dead", "none", "unreachable",
+/* The job states counted, in the order shown; the last takes the rest. */
+static const enum tpf_job_state sessions[TPF_METRICS_NSESSIONS] = {
+	TPF_JOB_STATE_ALIVE, TPF_JOB_STATE_EXITED, TPF_JOB_STATE_DEAD, TPF_JOB_STATE_NONE,
+	TPF_JOB_STATE_UNREACHABLE,
 };
 /* Upper bounds of the latency buckets, seconds (+Inf is implied). */
 static const double latency_bounds[TPF_METRICS_NBUCKETS] = {
@@ -44,12 +43,11 @@ void tpf_metrics_release_data(struct tpf_metrics *m)
 
 /* ---- updates -------------------------------------------------------------- */
 
-void tpf_metrics_nodes_add(struct tpf_metrics_nodes *t, const char *group, const char *state)
+void tpf_metrics_nodes_add(struct tpf_metrics_nodes *t, const char *group,
+			   enum tpf_node_condition state)
 {
-	int s = 0;
-	while (s < TPF_METRICS_NSTATES && strcmp(node_states[s], state))
-		s++;
-	if (s == TPF_METRICS_NSTATES || !group)
+	int s = (int)state;
+	if (s < 0 || s >= TPF_METRICS_NSTATES || !group)
 		return;
 	size_t i = 0;
 	while (i < t->n && strcmp(t->rows[i].group, group))
@@ -81,10 +79,10 @@ void tpf_metrics_set_nodes(struct tpf_metrics *m, const char *fleet, struct tpf_
 	pthread_mutex_unlock(&m->mu);
 }
 
-int tpf_metrics_session_index(const char *session)
+int tpf_metrics_session_index(enum tpf_job_state session)
 {
-	for (int i = 0; session && i < TPF_METRICS_NSESSIONS; i++)
-		if (!strcmp(sessions[i], session))
+	for (int i = 0; i < TPF_METRICS_NSESSIONS; i++)
+		if (sessions[i] == session)
 			return i;
 	return TPF_METRICS_NSESSIONS - 1; /* unreachable */
 }
@@ -223,14 +221,14 @@ static void render_nodes(const struct tpf_metrics *m, struct tpf_buf *b)
 		for (int s = 0; s < TPF_METRICS_NSTATES; s++) {
 			tpf_buf_adds(b, "tpuform_nodes{");
 			label(b, "group", m->nodes.rows[i].group, 1);
-			label(b, "state", node_states[s], 0);
+			label(b, "state", tpf_node_condition_name((enum tpf_node_condition)s), 0);
 			tpf_buf_addf(b, "} %ld\n", m->nodes.rows[i].count[s]);
 		}
 	}
 	family(b, "workers", "gauge", "Workers by job session, as of the last session check.");
 	for (int s = 0; m->have_workers && s < TPF_METRICS_NSESSIONS; s++) {
 		tpf_buf_adds(b, "tpuform_workers{");
-		label(b, "session", sessions[s], 1);
+		label(b, "session", tpf_job_state_name(sessions[s]), 1);
 		tpf_buf_addf(b, "} %ld\n", m->workers[s]);
 	}
 }

@@ -31,6 +31,8 @@
 
 #include <stddef.h>
 #include <sys/socket.h>
+#include "model/job_state.h"
+#include "model/node_state.h"
 #include "util/buf.h"
 #include "util/diag.h"
 
@@ -50,18 +52,22 @@ struct tpf_metrics_nodes {
 	size_t n, alloc;
 };
 #define TPF_METRICS_NODES_INIT { NULL, 0, 0 }
-/* Count one node of `group` in `state` (one of the states above; another
- * word is ignored). */
-void tpf_metrics_nodes_add(struct tpf_metrics_nodes *t, const char *group, const char *state);
+/* Count one node of `group` in `state`: the first six conditions of
+ * model/node_state.h (alive, creating, waiting, dead, missing, queued);
+ * another is ignored. */
+void tpf_metrics_nodes_add(struct tpf_metrics_nodes *t, const char *group,
+			   enum tpf_node_condition state);
 void tpf_metrics_nodes_release(struct tpf_metrics_nodes *t);
 
 /* Replace the node gauges with t's rows (t is emptied) and the fleet's
  * name (borrowed for the call). */
 void tpf_metrics_set_nodes(struct tpf_metrics *m, const char *fleet, struct tpf_metrics_nodes *t);
 
-/* Workers by session (NULL or an unknown word: "unreachable"). */
+/* Workers by job state, labelled by its name (model/job_state.h): alive,
+ * exited, dead, none, and unreachable, which also counts a state not
+ * known. */
 enum { TPF_METRICS_NSESSIONS = 5 };
-int tpf_metrics_session_index(const char *session);
+int tpf_metrics_session_index(enum tpf_job_state session);
 void tpf_metrics_set_workers(struct tpf_metrics *m, const long counts[TPF_METRICS_NSESSIONS]);
 
 /* A round ended at `wall` (unix seconds), or failed. */

@@ -12,7 +12,9 @@
 #endif
 #define TPF_METRICS_VERSION TPF_VERSION
 
-enum { TPF_METRICS_NSTATES = 6, TPF_METRICS_NBUCKETS = 10 };
+/* Node states counted: the conditions of model/node_state.h before
+ * TPF_COND_COMPLETED. */
+enum { TPF_METRICS_NSTATES = TPF_COND_COMPLETED, TPF_METRICS_NBUCKETS = 10 };
 
 struct tpf_metrics_group_row {
 	char *group;

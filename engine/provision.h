@@ -56,7 +56,10 @@
 /* What a worker reports about its job. */
 struct tpf_worker_report {
 	int reachable;     /* 0: could not connect */
-	char *job_state;   /* "alive" "exited" "dead" "none" (never started); NULL if unreachable */
+	/* The session line's word, parsed (model/job_state.h): NONE (never
+	 * started), ALIVE, EXITED, DEAD, UNKNOWN (a word not in the table);
+	 * UNREACHABLE when it could not connect. */
+	enum tpf_job_state state;
 	int exit_code;     /* -1 unknown / still running */
 	char *script_hash; /* "sha256:..." of the script the session runs, may be NULL */
 	char *last_log;    /* last line of the job log, may be NULL */
@@ -83,12 +86,13 @@ void tpf_job_facts_redact(struct tpf_job_facts *facts, const struct tpf_kvlist *
  * Provision worker `worker` of node n (whose job and generation are what
  * to run) on the node `live` (for endpoints). force: restart even if the
  * same script runs. On success updates n->workers[worker] (script_hash,
- * session, status "running", provisioned_at, host_key, address) and sets
- * *changed (0: already running this script, Ansible's "ok"). Errors:
- * TPF_EUNREACHABLE, TPF_EHOSTKEY, TPF_ERROR; n->workers[worker].status is
- * then "unreachable" or "failed". A failed preflight (step "preflight": a
- * held or missing TPU, the group's preflight command) adds one to
- * n->workers[worker].preflight_failures and keeps the script's message in
+ * session, job_state TPF_JOB_STATE_ALIVE, recorded as "running",
+ * provisioned_at, host_key, address) and sets *changed (0: already running
+ * this script, Ansible's "ok"). Errors: TPF_EUNREACHABLE, TPF_EHOSTKEY,
+ * TPF_ERROR; n->workers[worker].job_state is then
+ * TPF_JOB_STATE_UNREACHABLE or TPF_JOB_STATE_FAILED. A failed preflight
+ * (step "preflight": a held or missing TPU, the group's preflight
+ * command) adds one to n->workers[worker].preflight_failures and keeps the script's message in
  * preflight_error; a start that passes it sets them to 0 and NULL.
  */
 int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,

@@ -132,11 +132,12 @@ int tpf_probe_jobs(struct tpf_provider *prov, const struct tpf_state *st,
 		memset(f, 0, sizeof(*f));
 		f->node = xstrdup(task->node->name);
 		f->worker = task->worker;
+		f->state = TPF_JOB_STATE_UNREACHABLE;
 		f->exit_code = -1;
 		f->stalled_for = -1;
 		if (task->rc == 0 && task->report.reachable) {
 			f->stalled_for = task->report.stalled_for;
-			f->job_state = xstrdup(task->report.job_state);
+			f->state = task->report.state;
 			f->exit_code = task->report.exit_code;
 			f->script_hash = xstrdup(task->report.script_hash);
 			f->last_log = xstrdup(task->report.last_log);

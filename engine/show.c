@@ -63,16 +63,16 @@ static void job_from_facts(const struct tpf_session *s, const struct tpf_state_n
 		if (!f)
 			continue;
 		probed++;
-		const char *js = f->job_state;
-		if (!js) {
+		enum tpf_job_state js = f->state;
+		if (js == TPF_JOB_STATE_UNREACHABLE) {
 			unreach++;
 			continue;
 		}
 		r->up++;
-		alive += !strcmp(js, "alive");
-		none += !strcmp(js, "none");
-		dead += !strcmp(js, "dead");
-		if (!strcmp(js, "exited")) {
+		alive += js == TPF_JOB_STATE_ALIVE;
+		none += js == TPF_JOB_STATE_NONE;
+		dead += js == TPF_JOB_STATE_DEAD;
+		if (js == TPF_JOB_STATE_EXITED) {
 			exited++;
 			if (f->exit_code != 0 && code == 0)
 				code = f->exit_code; /* the first failure says most */
@@ -84,7 +84,7 @@ static void job_from_facts(const struct tpf_session *s, const struct tpf_state_n
 	if (!probed) {
 		/* Not probed now (-refresh=false, or never provisioned): the
 		 * state's last word, marked as such. */
-		const char *st = n ? sn->workers[0].status : NULL;
+		const char *st = n ? tpf_job_state_recorded(sn->workers[0].job_state) : NULL;
 		snprintf(r->job, sizeof(r->job), "%s%s", st ? st : "-", st ? "?" : "");
 	} else if (alive == n)
 		snprintf(r->job, sizeof(r->job), "running");
@@ -93,11 +93,11 @@ static void job_from_facts(const struct tpf_session *s, const struct tpf_state_n
 	else if (exited)
 		snprintf(r->job, sizeof(r->job), "exited %d", code);
 	else if (dead)
-		snprintf(r->job, sizeof(r->job), "dead");
+		snprintf(r->job, sizeof(r->job), "%s", tpf_job_state_name(TPF_JOB_STATE_DEAD));
 	else if (none)
 		snprintf(r->job, sizeof(r->job), "not started");
 	else
-		snprintf(r->job, sizeof(r->job), "unreachable");
+		snprintf(r->job, sizeof(r->job), "%s", tpf_job_state_name(TPF_JOB_STATE_UNREACHABLE));
 }
 
 void tpf_show_not_created(const struct tpf_state_node *sn, char *out, size_t outlen)

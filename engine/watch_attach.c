@@ -80,7 +80,7 @@ static void fact_copy(struct tpf_job_fact *dst, const struct tpf_job_fact *src)
 	memset(dst, 0, sizeof(*dst));
 	dst->node = xstrdup(src->node);
 	dst->worker = src->worker;
-	dst->job_state = xstrdup(src->job_state);
+	dst->state = src->state;
 	dst->exit_code = src->exit_code;
 	dst->script_hash = xstrdup(src->script_hash);
 	dst->last_log = xstrdup(src->last_log);
@@ -131,7 +131,7 @@ static void pause_for(struct attach_worker *w, double seconds)
 static int tpuform_did(const struct tpf_job_fact *f)
 {
 	static const char *const ours[] = { "restarted", "replaced", "deleted", NULL };
-	if (f->job_state && !strcmp(f->job_state, "none"))
+	if (f->state == TPF_JOB_STATE_NONE)
 		return 1;
 	for (size_t i = 0; f->disruption && ours[i]; i++)
 		if (!strcmp(f->disruption, ours[i]))
@@ -151,6 +151,13 @@ static long token_job(const char *token)
 	return end != token && *end == ':' && pg > 0 ? pg : 0;
 }
 
+/* Does the wait's answer say the job is not running (exited, dead, never
+ * started, or a word this tpuform does not know)? */
+static int ended(const struct tpf_worker_report *r)
+{
+	return r->state != TPF_JOB_STATE_UNREACHABLE && r->state != TPF_JOB_STATE_ALIVE;
+}
+
 /* Keep the answer of one wait; news when it ends a job (a token that
  * changed to a state other than alive). prev, now: the tokens before and
  * after (prev NULL: the first answer of this worker). a->mu taken here. */
@@ -162,7 +169,7 @@ static void record(struct attach_worker *w, const struct tpf_worker_report *r, i
 	fact_clear(&w->fact);
 	w->fact.node = xstrdup(w->node->name);
 	w->fact.worker = w->worker;
-	w->fact.job_state = xstrdup(r->job_state);
+	w->fact.state = r->state;
 	w->fact.exit_code = r->exit_code;
 	w->fact.script_hash = xstrdup(r->script_hash);
 	w->fact.last_log = xstrdup(r->last_log);
@@ -182,7 +189,7 @@ static void record(struct attach_worker *w, const struct tpf_worker_report *r, i
 		w->job_at = 0;
 	else if (token_job(prev) != job)
 		w->job_at = w->at;
-	if (changed && r->job_state && strcmp(r->job_state, "alive") && !tpuform_did(&w->fact))
+	if (changed && ended(r) && !tpuform_did(&w->fact))
 		a->news++;
 	pthread_mutex_unlock(&a->mu);
 }
@@ -242,8 +249,7 @@ static void *attach_thread(void *arg)
 		backoff = 0;
 		fresh = 0;
 		int changed = token && now && strcmp(token, now);
-		record(w, &r, changed || (!token && r.job_state && strcmp(r.job_state, "alive")), token,
-		       now);
+		record(w, &r, changed || (!token && ended(&r)), token, now);
 		tpf_worker_report_release(&r);
 		if (now) {
 			free(token);

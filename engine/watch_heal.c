@@ -472,7 +472,8 @@ size_t tpf_healer_drop_stale_waits(struct tpf_healer *h, struct tpf_job_facts *f
 		struct tpf_job_fact *sf = &f->items[i];
 		int busy = busy_has(h, sf->node);
 		if (busy || wait_stale(h, sf->node, &t[i])) {
-			if (busy && sf->job_state && strcmp(sf->job_state, "alive"))
+			if (busy && sf->state != TPF_JOB_STATE_UNREACHABLE &&
+			    sf->state != TPF_JOB_STATE_ALIVE)
 				held++;
 			tpf_job_fact_release(sf);
 			continue;

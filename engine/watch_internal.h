@@ -3,7 +3,7 @@
  * only. The files call each other one way (docs/ARCHITECTURE.md section 3):
  *
  *   watch.c (the loop) -> watch_heal.c -> watch_lease.c -> watch_emit.c
- *   watch.c -> watch_hooks.c -> watch_summary.c
+ *   watch.c -> watch_hooks.c (and its watch_hooks_*.c parts) -> watch_summary.c
  *   watch.c -> watch_probe.c, watch_attach.c, watch_unhealthy.c, watch_summary.c,
  *              watch_maint.c
  *
@@ -50,10 +50,10 @@ void tpf_watch_warnings_forget(void);
 void tpf_watch_summarise(const struct tpf_session *s, struct tpf_watch_summary *sum, int round,
 			 size_t pending, double wall);
 
-/* What tpf_watch_summarise counts dn as ("alive" "creating" "waiting"
- * "dead" "missing" "queued"; static): ln is its live node, or NULL. */
-const char *tpf_watch_node_condition(const struct tpf_desired_node *dn,
-				     const struct tpf_live_node *ln);
+/* What tpf_watch_summarise counts dn as (model/node_state.h): ln is its
+ * live node, or NULL. */
+enum tpf_node_condition tpf_watch_node_condition(const struct tpf_desired_node *dn,
+					       const struct tpf_live_node *ln);
 
 /* Write sum to "<state path>.watch.json" (0600, atomic), which `tpuform
  * show` reads. Best effort: a summary that cannot be written is not worth

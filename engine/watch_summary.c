@@ -12,21 +12,23 @@
 #include <string.h>
 #include <unistd.h>
 
-const char *tpf_watch_node_condition(const struct tpf_desired_node *dn,
-				     const struct tpf_live_node *ln)
+enum tpf_node_condition tpf_watch_node_condition(const struct tpf_desired_node *dn,
+					       const struct tpf_live_node *ln)
 {
 	if (!ln)
-		return dn->completed ? "completed" : dn->deferred ? "waiting" : "missing";
+		return dn->completed ? TPF_COND_COMPLETED
+		       : dn->deferred ? TPF_COND_WAITING
+				      : TPF_COND_MISSING;
 	/* A queued resource's state stands for a node not there yet. */
 	if (ln->queued_state && ln->state && !strcmp(ln->state, ln->queued_state))
-		return tpf_queued_state_dead(ln->state) ? "dead" : "queued";
+		return tpf_queued_state_dead(ln->state) ? TPF_COND_DEAD : TPF_COND_QUEUED;
 	switch (tpf_node_class(ln->state)) {
 	case TPF_NODE_READY:
-		return "alive";
+		return TPF_COND_ALIVE;
 	case TPF_NODE_DEAD:
-		return "dead";
+		return TPF_COND_DEAD;
 	default:
-		return "creating";
+		return TPF_COND_CREATING;
 	}
 }
 
@@ -36,15 +38,16 @@ void tpf_watch_summarise(const struct tpf_session *s, struct tpf_watch_summary *
 	memset(sum, 0, sizeof(*sum));
 	for (size_t i = 0; i < s->desired.n; i++) {
 		const struct tpf_desired_node *dn = &s->desired.nodes[i];
-		const char *c = tpf_watch_node_condition(dn, tpf_live_set_find(&s->live, dn->name));
+		enum tpf_node_condition c =
+			tpf_watch_node_condition(dn, tpf_live_set_find(&s->live, dn->name));
 		sum->desired++;
-		sum->alive += !strcmp(c, "alive");
-		sum->creating += !strcmp(c, "creating");
-		sum->waiting += !strcmp(c, "waiting");
-		sum->dead += !strcmp(c, "dead");
-		sum->missing += !strcmp(c, "missing");
-		sum->queued += !strcmp(c, "queued");
-		sum->completed += !strcmp(c, "completed");
+		sum->alive += c == TPF_COND_ALIVE;
+		sum->creating += c == TPF_COND_CREATING;
+		sum->waiting += c == TPF_COND_WAITING;
+		sum->dead += c == TPF_COND_DEAD;
+		sum->missing += c == TPF_COND_MISSING;
+		sum->queued += c == TPF_COND_QUEUED;
+		sum->completed += c == TPF_COND_COMPLETED;
 	}
 	sum->round = round;
 	sum->pending = pending;

@@ -48,6 +48,17 @@ const char *tpf_node_class_name(enum tpf_node_class c)
 	return "unknown";
 }
 
+const char *tpf_node_condition_name(enum tpf_node_condition c)
+{
+	static const char *const names[TPF_NCONDITIONS] = {
+		[TPF_COND_ALIVE] = "alive",	[TPF_COND_CREATING] = "creating",
+		[TPF_COND_WAITING] = "waiting", [TPF_COND_DEAD] = "dead",
+		[TPF_COND_MISSING] = "missing", [TPF_COND_QUEUED] = "queued",
+		[TPF_COND_COMPLETED] = "completed",
+	};
+	return (unsigned)c < TPF_NCONDITIONS ? names[c] : "";
+}
+
 int tpf_queued_state_dead(const char *state)
 {
 	return state && (!strcmp(state, "FAILED") || !strcmp(state, "SUSPENDED"));

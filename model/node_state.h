@@ -40,4 +40,25 @@ const char *tpf_node_class_name(enum tpf_node_class c);
  */
 int tpf_queued_state_dead(const char *state);
 
+/*
+ * What `watch` counts a desired node as (engine/watch_internal.h
+ * tpf_watch_node_condition: its round summary, and the nodes metric of
+ * engine/metrics.h, which counts the first six), in the order both list
+ * them. One name table, model/node_state.c.
+ */
+enum tpf_node_condition {
+	TPF_COND_ALIVE = 0, /* READY */
+	TPF_COND_CREATING,  /* on its way up (or an unknown state) */
+	TPF_COND_WAITING,   /* not created: waiting for quota */
+	TPF_COND_DEAD,      /* will not run the job again: being replaced */
+	TPF_COND_MISSING,   /* not there at all: being created */
+	TPF_COND_QUEUED,    /* a queued resource waits for capacity */
+	TPF_COND_COMPLETED, /* its job completed (on_success: delete) */
+	TPF_NCONDITIONS
+};
+
+/* "alive" "creating" "waiting" "dead" "missing" "queued" "completed"
+ * (static; "" out of range). */
+const char *tpf_node_condition_name(enum tpf_node_condition c);
+
 #endif

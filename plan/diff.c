@@ -528,7 +528,7 @@ static int stale_workers(struct tpf_action *a, const struct tpf_diff_input *in,
 	for (int w = 0; w < dn->recipe.workers; w++) {
 		const struct tpf_state_worker *sw = tpf_state_node_worker(sn, w);
 		const struct tpf_job_fact *sf = tpf_job_facts_find(in->facts, dn->name, w);
-		int never = sf && sf->job_state && !strcmp(sf->job_state, "none");
+		int never = sf && sf->state == TPF_JOB_STATE_NONE;
 		int new_vm = sn && sn->id && ln->id && strcmp(sn->id, ln->id);
 		/* Render and hash the desired script only when the answer hangs
 		 * on it: a worker the state has no script for (never provisioned,
@@ -619,7 +619,7 @@ static void unit_unconverged(struct tpf_plan *p, const struct tpf_restart_unit *
 						      v->due, now);
 	struct tpf_unconverged *e =
 		tpf_plan_add_unconverged(p, kind, m->node, u->n > 1 ? -1 : m->worker, why);
-	if (!strcmp(m->sf->job_state, "exited"))
+	if (m->sf->state == TPF_JOB_STATE_EXITED)
 		e->exit_code = m->sf->exit_code;
 	free(why);
 }
@@ -685,7 +685,7 @@ static void diff_restart(struct tpf_plan *p, const struct tpf_diff_input *in,
 	int nworkers = dn->recipe.workers;
 	for (int w = 0; w < nworkers; w++) {
 		const struct tpf_job_fact *sf = tpf_job_facts_find(in->facts, dn->name, w);
-		if (sf && !sf->job_state) {
+		if (sf && sf->state == TPF_JOB_STATE_UNREACHABLE) {
 			tpf_warn(d, dn->name, "worker %d of node '%s' is unreachable", w, dn->name);
 			tpf_plan_add_unconverged(p, TPF_UNCONV_UNREACHABLE, dn->name, w,
 						 "unreachable: its session could not be checked");

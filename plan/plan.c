@@ -75,7 +75,6 @@ int tpf_plan_has_changes(const struct tpf_plan *p)
 void tpf_job_fact_release(struct tpf_job_fact *f)
 {
 	free(f->node);
-	free(f->job_state);
 	free(f->script_hash);
 	free(f->last_log);
 	free(f->checkpoint);

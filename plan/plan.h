@@ -76,7 +76,10 @@ char *tpf_secrets_hash(const struct tpf_kvlist *secrets);
 struct tpf_job_fact {
 	char *node;
 	int worker;
-	char *job_state; /* "alive" "exited" "dead" "none", or NULL: unreachable */
+	/* What the worker said of its job (model/job_state.h): NONE, ALIVE,
+	 * EXITED, DEAD (UNKNOWN: a word this tpuform does not know), or
+	 * UNREACHABLE: the probe could not reach it. */
+	enum tpf_job_state state;
 	int exit_code;
 	char *script_hash;
 	char *last_log;

@@ -17,8 +17,8 @@ void tpf_action_change(struct tpf_action *a, const char *field, const char *befo
 /*
  * Why a worker's job is not as declared, for people, given its verdict
  * (TPF_JOB_EXHAUSTED, TPF_JOB_NOT_RESTARTED or TPF_JOB_WAITING;
- * sf->job_state is set): "job failed (exit 1) after 3 restarts; restarts are
- * used up (max_restarts: 3)". pol: the group's (its max_restarts and
+ * sf->state is EXITED or DEAD, or stalled): "job failed (exit 1) after 3
+ * restarts; restarts are used up (max_restarts: 3)". pol: the group's (its max_restarts and
  * stall_timeout; not NULL); restarts: the unit's; due, now: wall-clock
  * seconds (WAITING). Caller frees.
  */
@@ -38,8 +38,8 @@ char *tpf_unit_verdict_reason(const struct tpf_restart_unit *u, const struct tpf
 			      double now);
 
 
-/* What happened to a job that calls for a restart (sf->job_state is set):
- * "has a dead session", "job failed (exit 1)" ("job failed" without
+/* What happened to a job that calls for a restart (sf->state is EXITED or
+ * DEAD, or stalled): "has a dead session", "job failed (exit 1)" ("job failed" without
  * with_exit), "job finished (exit 0)", "stalled: no output for 31m".
  * Caller frees. */
 char *tpf_job_what(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf,

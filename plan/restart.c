@@ -49,7 +49,7 @@ static double parse_time(const char *s)
 
 int tpf_job_stalled(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf)
 {
-	return pol && pol->stall_timeout > 0 && sf && sf->job_state && !strcmp(sf->job_state, "alive") &&
+	return pol && pol->stall_timeout > 0 && sf && sf->state == TPF_JOB_STATE_ALIVE &&
 	       sf->stalled_for >= pol->stall_timeout;
 }
 
@@ -62,14 +62,14 @@ int tpf_job_stalled(const struct tpf_job_policy *pol, const struct tpf_job_fact 
 enum { JOB_CALLS_NOTHING = 0, JOB_CALLS_RESTART, JOB_CALLS_END };
 static int job_calls(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf)
 {
-	if (!sf || !sf->job_state)
+	if (!sf)
 		return JOB_CALLS_NOTHING;
 	if (tpf_job_stalled(pol, sf))
 		return JOB_CALLS_RESTART;
-	int dead = !strcmp(sf->job_state, "dead");
-	int exited = !strcmp(sf->job_state, "exited");
+	int dead = sf->state == TPF_JOB_STATE_DEAD;
+	int exited = sf->state == TPF_JOB_STATE_EXITED;
 	if (!dead && !exited)
-		return JOB_CALLS_NOTHING; /* alive, or never started ("none": provisioning's) */
+		return JOB_CALLS_NOTHING; /* alive, never started (provisioning's), unreachable */
 	if (dead || (pol->restart == TPF_RESTART_ALWAYS && sf->exit_code == 0) ||
 	    tpf_policy_restarts_on(pol, sf->exit_code))
 		return JOB_CALLS_RESTART;
@@ -94,7 +94,7 @@ char *tpf_job_what(const struct tpf_job_policy *pol, const struct tpf_job_fact *
 		tpf_fmt_stall(sf->stalled_for, d, sizeof(d));
 		return xasprintf("stalled: no output for %s", d);
 	}
-	if (!strcmp(sf->job_state, "dead"))
+	if (sf->state == TPF_JOB_STATE_DEAD)
 		return xstrdup("has a dead session");
 	const char *how = sf->exit_code ? "failed" : "finished";
 	return with_exit ? xasprintf("job %s (exit %d)", how, sf->exit_code) : xasprintf("job %s", how);
@@ -176,7 +176,7 @@ int tpf_node_succeeded(const struct tpf_job_policy *pol, const char *node, int n
 		return 0;
 	for (int w = 0; w < nworkers; w++) {
 		const struct tpf_job_fact *sf = tpf_job_facts_find(facts, node, w);
-		if (!sf || !sf->job_state || strcmp(sf->job_state, "exited") || sf->exit_code != 0)
+		if (!sf || sf->state != TPF_JOB_STATE_EXITED || sf->exit_code != 0)
 			return 0;
 	}
 	return 1;

@@ -31,7 +31,7 @@ enum tpf_job_verdict tpf_job_verdict(const struct tpf_fleet *f, const struct tpf
 /* "session died", "job failed (exit 1)", "stalled: no output for 31m". */
 static char *job_happened(const struct tpf_job_policy *pol, const struct tpf_job_fact *sf)
 {
-	if (!tpf_job_stalled(pol, sf) && !strcmp(sf->job_state, "dead"))
+	if (!tpf_job_stalled(pol, sf) && sf->state == TPF_JOB_STATE_DEAD)
 		return xstrdup("session died");
 	return tpf_job_what(pol, sf, 1);
 }

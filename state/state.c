@@ -43,7 +43,6 @@ static void worker_release(struct tpf_state_worker *w)
 {
 	free(w->script_hash);
 	free(w->session);
-	free(w->status);
 	free(w->address);
 	free(w->host_key);
 	free(w->provisioned_at);

@@ -27,6 +27,7 @@
 
 #include <stddef.h>
 #include <jansson.h>
+#include "model/job_state.h"
 #include "model/live.h"
 #include "model/recipe.h"
 #include "model/worker_set.h"
@@ -58,7 +59,10 @@ struct tpf_state_worker {
 	int index;            /* worker id, 0-based */
 	char *script_hash;    /* "sha256:..." of the rendered bootstrap, NULL: never provisioned */
 	char *session;        /* screen session name */
-	char *status;         /* "running" "exited" "dead" "unreachable" "unknown"; NULL unknown */
+	/* The job's state as tpuform last knew it (model/job_state.h): the
+	 * file's "status" word, "running" "exited" "dead" "unreachable"
+	 * "failed"; TPF_JOB_STATE_UNKNOWN: absent. */
+	enum tpf_job_state job_state;
 	int exit_code;        /* job's last exit status, -1 unknown */
 	/* Restarts by tpuform on this node generation. With restart_scope:
 	 * node every worker of the node is restarted together and they all

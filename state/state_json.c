@@ -36,7 +36,7 @@ static json_t *worker_to_json(const struct tpf_state_worker *w)
 	json_object_set_new(o, "index", json_integer(w->index));
 	put_str(o, "script_hash", w->script_hash);
 	put_str(o, "session", w->session);
-	put_str(o, "status", w->status);
+	put_str(o, "status", tpf_job_state_recorded(w->job_state));
 	json_object_set_new(o, "exit_code", json_integer(w->exit_code));
 	json_object_set_new(o, "restarts", json_integer(w->restarts));
 	put_str(o, "address", w->address);
@@ -210,6 +210,31 @@ static int get_bounded_str(const struct reader *r, json_t *o, const char *prefix
 	return get_str(r, o, prefix, key, 0, out);
 }
 
+/* A worker's "status": a job state's recorded word (model/job_state.h);
+ * absent or null: TPF_JOB_STATE_UNKNOWN. */
+static int get_job_state(const struct reader *r, json_t *o, const char *prefix,
+			 enum tpf_job_state *out)
+{
+	char *word = NULL;
+	*out = TPF_JOB_STATE_UNKNOWN;
+	if (get_str(r, o, prefix, "status", 0, &word) < 0)
+		return TPF_ERROR;
+	int err = word && tpf_job_state_from_recorded(word, out) < 0;
+	if (err) {
+		char *h = hint(r);
+		struct tpf_buf words = TPF_BUF_INIT;
+		tpf_job_state_recorded_words(&words);
+		tpf_errorx(r->d, NULL, h,
+			   "state file '%s' has an invalid field '%s.status': expected %s, found '%s'; "
+			   "it was left untouched",
+			   r->what, prefix, words.buf, word);
+		tpf_buf_release(&words);
+		free(h);
+	}
+	free(word);
+	return err ? TPF_ERROR : 0;
+}
+
 static int get_int(const struct reader *r, json_t *o, const char *prefix, const char *key,
 		   int required, long long min, long long max, long long *out)
 {
@@ -346,7 +371,7 @@ static int parse_worker(const struct reader *r, json_t *o, const char *prefix, s
 	w->index = (int)index;
 	if (get_str(r, o, prefix, "script_hash", 0, &w->script_hash) < 0 ||
 	    get_str(r, o, prefix, "session", 0, &w->session) < 0 ||
-	    get_str(r, o, prefix, "status", 0, &w->status) < 0 ||
+	    get_job_state(r, o, prefix, &w->job_state) < 0 ||
 	    get_int32(r, o, prefix, "exit_code", INT_MIN, &w->exit_code) < 0 ||
 	    get_int32(r, o, prefix, "restarts", 0, &w->restarts) < 0 ||
 	    get_str(r, o, prefix, "address", 0, &w->address) < 0 ||

@@ -15,7 +15,7 @@ static void worker_copy(struct tpf_state_worker *dst, const struct tpf_state_wor
 	dst->index = src->index;
 	xstrset(&dst->script_hash, src->script_hash);
 	xstrset(&dst->session, src->session);
-	xstrset(&dst->status, src->status);
+	dst->job_state = src->job_state;
 	dst->exit_code = src->exit_code;
 	dst->restarts = src->restarts;
 	xstrset(&dst->address, src->address);
@@ -154,7 +154,7 @@ void tpf_state_record_completed(struct tpf_state *st, const char *name, const ch
 	xstrset(&sn->completed_at, at);
 	sn->exit_code = 0;
 	for (size_t i = 0; i < sn->nworkers; i++) {
-		xstrset(&sn->workers[i].status, "exited");
+		sn->workers[i].job_state = TPF_JOB_STATE_EXITED;
 		sn->workers[i].exit_code = 0;
 	}
 }

@@ -18,7 +18,7 @@ static void add_fact(struct tpf_job_facts *f, const char *node, int worker, cons
 	memset(sf, 0, sizeof(*sf));
 	sf->node = xstrdup(node);
 	sf->worker = worker;
-	sf->job_state = xstrdup("alive");
+	sf->state = TPF_JOB_STATE_ALIVE;
 	sf->exit_code = -1;
 	sf->checkpoint = ck ? xstrdup(ck) : NULL;
 }

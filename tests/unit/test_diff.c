@@ -130,7 +130,7 @@ static void parse_facts(const char *text, struct tpf_job_facts *facts)
 		memset(sf, 0, sizeof(*sf));
 		sf->node = xstrdup(node);
 		sf->worker = w;
-		sf->job_state = strcmp(sess, "unreachable") ? xstrdup(sess) : NULL;
+		sf->state = tpf_job_state_from_name(sess);
 		sf->exit_code = code;
 		sf->stalled_for = stalled;
 	}

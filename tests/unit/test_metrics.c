@@ -29,16 +29,16 @@ static void test_metrics__exposition(void)
 {
 	struct tpf_metrics *m = tpf_metrics_new();
 	struct tpf_metrics_nodes t = TPF_METRICS_NODES_INIT;
-	tpf_metrics_nodes_add(&t, "a", "alive");
-	tpf_metrics_nodes_add(&t, "a", "alive");
-	tpf_metrics_nodes_add(&t, "a", "dead");
-	tpf_metrics_nodes_add(&t, "q\"x\\y\nz", "waiting");
-	tpf_metrics_nodes_add(&t, "a", "no-such-state");
+	tpf_metrics_nodes_add(&t, "a", TPF_COND_ALIVE);
+	tpf_metrics_nodes_add(&t, "a", TPF_COND_ALIVE);
+	tpf_metrics_nodes_add(&t, "a", TPF_COND_DEAD);
+	tpf_metrics_nodes_add(&t, "q\"x\\y\nz", TPF_COND_WAITING);
+	tpf_metrics_nodes_add(&t, "a", TPF_COND_COMPLETED); /* not counted */
 	tpf_metrics_set_nodes(m, "f", &t);
 	CHECK_INT(t.n, 0);
 	long workers[TPF_METRICS_NSESSIONS] = { 0 };
-	workers[tpf_metrics_session_index("alive")] = 3;
-	workers[tpf_metrics_session_index(NULL)] = 1;
+	workers[tpf_metrics_session_index(TPF_JOB_STATE_ALIVE)] = 3;
+	workers[tpf_metrics_session_index(TPF_JOB_STATE_UNREACHABLE)] = 1;
 	tpf_metrics_set_workers(m, workers);
 	tpf_metrics_preemption(m, "preempted", 0.3);
 	tpf_metrics_preemption(m, "preempted", 7);

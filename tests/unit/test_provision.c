@@ -1150,7 +1150,6 @@ static void node_free(struct tpf_state_node *n)
 		struct tpf_state_worker *w = &n->workers[i];
 		free(w->script_hash);
 		free(w->session);
-		free(w->status);
 		free(w->address);
 		free(w->host_key);
 		free(w->provisioned_at);
@@ -1193,7 +1192,7 @@ static void test_provision__worker_via_transport(void)
 	struct tpf_state_worker *w = &n.workers[0];
 	CHECK_STR(w->script_hash, want_hash);
 	CHECK_STR(w->session, "tpuform-ut");
-	CHECK_STR(w->status, "running");
+	CHECK_INT(w->job_state, TPF_JOB_STATE_ALIVE);
 	CHECK_STR(w->host_key, "SHA256:fake");
 	CHECK(w->provisioned_at && strlen(w->provisioned_at) == 20);
 	CHECK(w->address == NULL);
@@ -1207,7 +1206,7 @@ static void test_provision__worker_via_transport(void)
 	struct tpf_worker_report r;
 	CHECK_INT(tpf_provision_probe(&t, &n, NULL, 0, 0, &r, &d), 0);
 	CHECK_INT(r.reachable, 1);
-	CHECK_STR(r.job_state, "alive");
+	CHECK_INT(r.state, TPF_JOB_STATE_ALIVE);
 	CHECK_INT(r.exit_code, -1);
 	CHECK_STR(r.script_hash, want_hash);
 	CHECK_STR(r.host_key, "SHA256:fake");
@@ -1233,7 +1232,7 @@ static void test_provision__worker_via_transport(void)
 
 	CHECK_INT(tpf_provision_stop(&t, &n, NULL, 0, NULL, &d), 0);
 	CHECK_INT(tpf_provision_probe(&t, &n, NULL, 0, 0, &r, &d), 0);
-	CHECK_STR(r.job_state, "none");
+	CHECK_INT(r.state, TPF_JOB_STATE_NONE);
 	tpf_worker_report_release(&r);
 	CHECKF(d.n == 0, "%s", d.n ? d.items[0].summary : "");
 
@@ -1241,7 +1240,7 @@ static void test_provision__worker_via_transport(void)
 	free(n.job.setup);
 	n.job.setup = xstrdup("echo \"token=$MYSECRET\"; exit 5");
 	CHECK(tpf_provision_worker(&t, &f, &n, NULL, 0, 0, &changed, &d) == TPF_ERROR);
-	CHECK_STR(w->status, "failed");
+	CHECK_INT(w->job_state, TPF_JOB_STATE_FAILED);
 	CHECK_STR(w->script_hash, want_hash); /* still the last good one */
 	CHECK_INT(d.n, 1);
 	if (d.n == 1) {
@@ -1266,7 +1265,7 @@ static void test_provision__worker_via_transport(void)
 	tpf_buf_release(&logs);
 	/* Probe and stop of a never-provisioned worker. */
 	CHECK_INT(tpf_provision_probe(&t2, &n, NULL, 0, 0, &r, &d), 0);
-	CHECK_STR(r.job_state, "none");
+	CHECK_INT(r.state, TPF_JOB_STATE_NONE);
 	tpf_worker_report_release(&r);
 	CHECK_INT(tpf_provision_stop(&t2, &n, NULL, 0, NULL, &d), 0);
 	CHECK_INT(d.n, 0);
@@ -1274,11 +1273,11 @@ static void test_provision__worker_via_transport(void)
 	/* Unreachable: provisioning fails, a probe just says so. */
 	fk.unreachable = 1;
 	CHECK_INT(tpf_provision_worker(&t, &f, &n, NULL, 0, 0, &changed, &d), TPF_EUNREACHABLE);
-	CHECK_STR(w->status, "unreachable");
+	CHECK_INT(w->job_state, TPF_JOB_STATE_UNREACHABLE);
 	tpf_diags_release(&d);
 	CHECK_INT(tpf_provision_probe(&t, &n, NULL, 0, 0, &r, &d), 0);
 	CHECK_INT(r.reachable, 0);
-	CHECK(r.job_state == NULL);
+	CHECK_INT(r.state, TPF_JOB_STATE_UNREACHABLE);
 	CHECK_INT(tpf_diags_errors(&d), 0);
 	CHECK_INT(d.n, 1);
 	tpf_worker_report_release(&r);

@@ -25,7 +25,7 @@ static struct tpf_state_node *add_node(struct tpf_session *s, const char *name, 
 	sn->recipe.workers = nworkers;
 	tpf_state_node_set_workers(sn, (size_t)nworkers);
 	for (int w = 0; w < nworkers; w++) {
-		xstrset(&sn->workers[w].status, "running"); /* the state's last word */
+		sn->workers[w].job_state = TPF_JOB_STATE_ALIVE; /* the state's last word */
 		xstrset(&sn->workers[w].script_hash, "sha256:1");
 	}
 	return sn;
@@ -47,7 +47,7 @@ static void add_fact(struct tpf_session *s, const char *node, int w, const char 
 	memset(f, 0, sizeof(*f));
 	f->node = xstrdup(node);
 	f->worker = w;
-	f->job_state = job_state ? xstrdup(job_state) : NULL;
+	f->state = job_state ? tpf_job_state_from_name(job_state) : TPF_JOB_STATE_UNREACHABLE;
 	f->exit_code = code;
 	f->last_log = last_log ? xstrdup(last_log) : NULL;
 	f->stalled_for = -1;

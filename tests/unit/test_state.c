@@ -138,7 +138,7 @@ static void fill_node(struct tpf_state_node *n, const char *tag, int nworkers)
 		xstrset(&w->script_hash, s);
 		free(s);
 		xstrset(&w->session, "tpuform-demo");
-		xstrset(&w->status, "running");
+		w->job_state = TPF_JOB_STATE_ALIVE;
 		w->exit_code = 100 + i;
 		w->restarts = 2 + i;
 		s = xasprintf("127.0.0.%d", 1 + i);
@@ -221,7 +221,7 @@ static void check_same_state(const struct tpf_state *a, const struct tpf_state *
 			CHECK_INT(w->index, v->index);
 			CHECK_STR(w->script_hash, v->script_hash);
 			CHECK_STR(w->session, v->session);
-			CHECK_STR(w->status, v->status);
+			CHECK_INT(w->job_state, v->job_state);
 			CHECK_INT(w->exit_code, v->exit_code);
 			CHECK_INT(w->restarts, v->restarts);
 			CHECK_STR(w->address, v->address);
@@ -922,6 +922,62 @@ static void test_state__refuses_missing_lineage_and_bad_types(void)
 		     "state file 'PATH' lists node 'a' twice; it was left untouched"));
 }
 
+/* A worker's "status" is read as a job state (model/job_state.h) and
+ * written back with the same word: every word tpuform writes survives a
+ * load and a save unchanged, and an absent one stays absent. */
+static void test_state__worker_status_words_round_trip(void)
+{
+	static const struct {
+		const char *word;
+		enum tpf_job_state want;
+	} words[] = {
+		{ "running", TPF_JOB_STATE_ALIVE },   { "exited", TPF_JOB_STATE_EXITED },
+		{ "dead", TPF_JOB_STATE_DEAD },       { "unreachable", TPF_JOB_STATE_UNREACHABLE },
+		{ "failed", TPF_JOB_STATE_FAILED },   { NULL, TPF_JOB_STATE_UNKNOWN },
+	};
+	char *path = in_tmp("wstatus.json");
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		struct tpf_diags d = TPF_DIAGS_INIT;
+		struct tpf_state st;
+		char *status = words[i].word ? xasprintf(",\"status\":\"%s\"", words[i].word)
+					     : xstrdup("");
+		char *doc = xasprintf("{\"version\":2,\"serial\":1,\"lineage\":\"l\",\"nodes\":"
+				      "[{\"name\":\"a\",\"workers\":[{\"index\":0,"
+				      "\"exit_code\":3%s}]}]}\n",
+				      status);
+		spew(path, doc);
+		CHECK_INT(tpf_state_load(&st, path, &d), 0);
+		CHECK_INT(d.n, 0);
+		CHECK_INT(st.nnodes, 1);
+		if (st.nnodes == 1 && st.nodes[0].nworkers == 1) {
+			CHECKF(st.nodes[0].workers[0].job_state == words[i].want, "status %s: got %d",
+			       words[i].word ? words[i].word : "(absent)",
+			       (int)st.nodes[0].workers[0].job_state);
+			json_t *nj = tpf_state_to_json(&st);
+			json_t *n0 = json_array_get(json_object_get(nj, "nodes"), 0);
+			json_t *got = json_object_get(
+				json_array_get(json_object_get(n0, "workers"), 0), "status");
+			if (words[i].word)
+				CHECK_STR(json_string_value(got), words[i].word);
+			else
+				CHECK(got == NULL);
+			json_decref(nj);
+		}
+		tpf_state_release(&st);
+		tpf_diags_release(&d);
+		free(doc);
+		free(status);
+	}
+	free(path);
+	/* A word tpuform never writes is a damaged file, not a guess. */
+	free(refused("wstatus_bad.json",
+		     "{\"version\":2,\"serial\":1,\"lineage\":\"l\",\"nodes\":[{\"name\":\"a\","
+		     "\"workers\":[{\"index\":0,\"status\":\"alive\"}]}]}",
+		     "state file 'PATH' has an invalid field 'nodes[0].workers[0].status': expected "
+		     "running, exited, dead, unreachable or failed, found 'alive'; it was left "
+		     "untouched"));
+}
+
 /* ---- failures while saving -------------------------------------------- */
 
 /*
@@ -1085,7 +1141,7 @@ static void test_state__saves_reuse_dumps_only_of_unchanged_nodes(void)
 	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	check_file_is_whole_dump(path, &st, 1); /* fill_state started afresh */
 	/* one worker fact of the middle node */
-	xstrset(&tpf_state_find(&st, "demo-b-0")->workers[1].status, "exited");
+	tpf_state_find(&st, "demo-b-0")->workers[1].job_state = TPF_JOB_STATE_EXITED;
 	CHECK_INT(tpf_state_save_file(&st, path, &d), 0);
 	check_file_is_whole_dump(path, &st, 2);
 	char *text = slurp(path);
@@ -1270,6 +1326,7 @@ int main(void)
 	RUN(test_state__refuses_newer_version);
 	RUN(test_state__version_compare);
 	RUN(test_state__refuses_missing_lineage_and_bad_types);
+	RUN(test_state__worker_status_words_round_trip);
 	RUN(test_state__save_into_readonly_dir_keeps_old_file);
 	RUN(test_state__save_refuses_non_utf8);
 	RUN(test_state__saves_reuse_dumps_only_of_unchanged_nodes);

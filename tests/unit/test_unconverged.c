@@ -73,7 +73,7 @@ static void test_unconverged__verdict(void)
 		if (rc)
 			continue;
 		struct tpf_job_fact sf = { .node = "f-a-0", .exit_code = c->exit_code };
-		sf.job_state = c->session && strcmp(c->session, "unreachable") ? (char *)c->session : NULL;
+		sf.state = tpf_job_state_from_name(c->session);
 		struct tpf_state_worker sw = { .restarts = c->restarts, .exit_code = -1 };
 		enum tpf_job_verdict got = tpf_job_verdict(&f, c->session ? &sf : NULL, &sw);
 		CHECKF(got == c->want, "restart: %s, %s exit %d after %d restarts: got %d, want %d",
@@ -154,7 +154,7 @@ static void add_fact_w(struct world *w, const char *node, int worker, const char
 	memset(sf, 0, sizeof(*sf));
 	sf->node = xstrdup(node);
 	sf->worker = worker;
-	sf->job_state = xstrdup(session);
+	sf->state = session ? tpf_job_state_from_name(session) : TPF_JOB_STATE_UNREACHABLE;
 	sf->exit_code = code;
 	sf->stalled_for = stalled;
 }
@@ -165,7 +165,7 @@ static void add_fact(struct world *w, const char *node, const char *session, int
 	struct tpf_job_fact *sf = &w->facts.items[w->facts.n++];
 	memset(sf, 0, sizeof(*sf));
 	sf->node = xstrdup(node);
-	sf->job_state = xstrdup(session);
+	sf->state = session ? tpf_job_state_from_name(session) : TPF_JOB_STATE_UNREACHABLE;
 	sf->exit_code = code;
 }
 

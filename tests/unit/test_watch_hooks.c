@@ -20,7 +20,7 @@ static void fact(struct tpf_session *s, const char *node, int w, const char *ses
 	memset(f, 0, sizeof(*f));
 	f->node = xstrdup(node);
 	f->worker = w;
-	f->job_state = xstrdup(session);
+	f->state = session ? tpf_job_state_from_name(session) : TPF_JOB_STATE_UNREACHABLE;
 	f->exit_code = code;
 	f->last_log = xstrdup(code ? "boom with tok-SECRET-9" : "done");
 }
@@ -153,16 +153,14 @@ static void test_watch_hooks__notifications(void)
 	apply(&o, TPF_EVENT_CREATING, TPF_EVENT_CREATING, "f-b-0");
 	apply(&o, TPF_EVENT_READY, TPF_EVENT_CREATING, "f-b-0");
 	s.state.nodes[0].workers[1].restarts = 2; /* the restart counted a new try */
-	free(s.facts.items[1].job_state);
-	s.facts.items[1].job_state = xstrdup("dead"); /* seen between two tries */
+	s.facts.items[1].state = TPF_JOB_STATE_DEAD; /* seen between two tries */
 	tpf_watch_hooks_seen(hk, &s, 1, tpf_now_mono());
 	double before = tpf_now_mono();
 	tpf_sleep(0.01);
 	apply(&o, TPF_EVENT_RESTARTED, TPF_EVENT_RESTARTING, "f-a-0");
 	/* The new try of worker 1 exits 0: the node is complete. A round whose
 	 * refresh began before the restart ended does not say so yet. */
-	free(s.facts.items[1].job_state);
-	s.facts.items[1].job_state = xstrdup("exited");
+	s.facts.items[1].state = TPF_JOB_STATE_EXITED;
 	s.facts.items[1].exit_code = 0;
 	tpf_watch_hooks_seen(hk, &s, 1, before);
 	tpf_sleep(0.01);
