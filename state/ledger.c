@@ -108,7 +108,11 @@ static void rotate(const char *path)
 	free(oldest);
 	for (int i = TPF_LEDGER_SEGMENTS - 2; i >= 0; i--) {
 		char *from = segment_name(path, i), *to = segment_name(path, i + 1);
-		rename(from, to);
+		struct stat st;
+		/* util/outfile.h's rule: a rename replaces a regular file or
+		 * nothing (a directory or device put there is left alone). */
+		if (lstat(to, &st) < 0 || S_ISREG(st.st_mode))
+			rename(from, to);
 		free(from);
 		free(to);
 	}

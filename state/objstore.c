@@ -156,16 +156,6 @@ static int local_get(struct tpf_objstore *s, const char *name, size_t max, const
 	return rc;
 }
 
-/* util/outfile.h's rule: rename only over a regular file or nothing. */
-static int check_regular(const char *path, struct tpf_diags *d)
-{
-	struct stat st;
-	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
-		return tpf_errorx(d, NULL, "Move it away; tpuform keeps its own files there.",
-				  "cannot write '%s': it is not a regular file", path);
-	return 0;
-}
-
 /* flock(2) on path's directory (made 0700 when missing); -1 with a diagnostic. */
 static int lock_dir(const char *path, struct tpf_diags *d)
 {
@@ -194,8 +184,8 @@ static int local_put(struct tpf_objstore *s, const char *name, const char *data,
 	long long cur = 0;
 	if (dfd < 0)
 		goto done;
-	rc = check_regular(path, d);
-	if (!rc && if_generation >= 0) {
+	rc = 0;
+	if (if_generation >= 0) {
 		rc = local_stat_path(path, &cur, d);
 		if (rc == TPF_ENOTFOUND)
 			rc = 0;

@@ -21,8 +21,8 @@
  * generation. A conditional put or delete takes flock(2) on the parent
  * directory around its check and write, so two processes cannot both pass
  * the same check. The local row never renames over anything but a regular
- * file or a missing path (util/outfile.h's rule): a directory, link or
- * device at the name is refused.
+ * file or a missing path (util/fs.h tpf_write_file_atomic, util/outfile.h's
+ * rule): a directory or device at the name is refused.
  *
  * Not thread-safe for one store; the Cloud Storage row's client is.
  */

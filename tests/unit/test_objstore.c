@@ -5,13 +5,14 @@
  * stale or an "only if absent" write and leaves the object as it was,
  * every write gives a new generation, delete of a missing object and of a
  * stale generation, list under a prefix. Then the local row's own rules:
- * conditional puts from several processes at once (exactly one wins), and
- * no rename over a directory.
+ * conditional puts from several processes at once (exactly one wins), no
+ * rename over a directory, and a link to a regular file kept.
  */
 #include "state/backend.h"
 #include "state/objstore.h"
 #include "tests/unit/gcs_fake.h"
 #include "tests/unit/unit.h"
+#include "util/fs.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -196,6 +197,35 @@ static void test_objstore__local_never_renames_over_a_directory(void)
 	free(dir);
 }
 
+/* util/fs.h's rule, which the state file and the ledger's writers share: a
+ * link to a regular file is kept and its target replaced. */
+static void test_objstore__local_keeps_a_link(void)
+{
+	char *dir = unit_tmpdir();
+	char *prefix = xasprintf("%s/", dir);
+	char *target = xasprintf("%s/real.json", dir), *link_path = xasprintf("%s/s.json", dir);
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	CHECK_INT(tpf_write_file_atomic(target, "old", 3, 0600, &d), 0);
+	CHECK_INT(symlink("real.json", link_path), 0);
+	struct tpf_objstore *s = tpf_objstore_open_local(prefix);
+	CHECK_INT(put(s, "s.json", "new", TPF_OBJ_ANY, NULL), 0);
+	struct stat st;
+	CHECK(lstat(link_path, &st) == 0 && S_ISLNK(st.st_mode));
+	char *t = get(s, "real.json", NULL);
+	CHECK_STR(t, "new");
+	free(t);
+	/* a dangling link is refused, and stays */
+	CHECK_INT(unlink(target), 0);
+	CHECK_INT(tpf_write_file_atomic(link_path, "x", 1, 0600, &d), TPF_ERROR);
+	CHECK(lstat(link_path, &st) == 0 && S_ISLNK(st.st_mode));
+	tpf_diags_release(&d);
+	tpf_objstore_free(s);
+	free(target);
+	free(link_path);
+	free(prefix);
+	free(dir);
+}
+
 static void test_objstore__gcs_contract(void)
 {
 	struct tpf_diags d = TPF_DIAGS_INIT;
@@ -241,6 +271,7 @@ int main(void)
 	RUN(test_objstore__local_contract);
 	RUN(test_objstore__local_one_conditional_winner);
 	RUN(test_objstore__local_never_renames_over_a_directory);
+	RUN(test_objstore__local_keeps_a_link);
 	if (gcs_fake_start(&fake)) {
 		printf("# SKIP the Cloud Storage tests: cannot start the stand-in\n");
 		return unit_done();
