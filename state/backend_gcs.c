@@ -144,10 +144,7 @@ static int gcs_save(struct tpf_backend *b, struct tpf_state *st, struct tpf_diag
 		write_errored(g, out.buf, out.len, 1, io.n ? io.items[0].summary : "unknown error",
 			      d);
 	} else {
-		st->serial++;
-		xstrset(&st->tpuform_version, TPF_VERSION);
-		free(st->last_json);
-		st->last_json = canon;
+		tpf_state_mark_saved(st, canon);
 		canon = NULL;
 	}
 done:

@@ -101,10 +101,7 @@ int tpf_state_save_file(struct tpf_state *st, const char *path, struct tpf_diags
 	err = tpf_write_file_atomic(path, out.buf, out.len, 0600, &io);
 	if (err)
 		goto done;
-	st->serial++;
-	xstrset(&st->tpuform_version, TPF_VERSION);
-	free(st->last_json);
-	st->last_json = canon;
+	tpf_state_mark_saved(st, canon);
 	canon = NULL;
 done:
 	if (err && io.n) {
