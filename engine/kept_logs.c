@@ -6,45 +6,27 @@
 #include "engine/kept_logs.h"
 #include "engine/provision.h"
 #include "engine/state_store.h"
-#include "google/gcs.h"
-#include "util/fs.h"
+#include "state/objstore.h"
 #include "util/pool.h"
 #include "util/xalloc.h"
 
-#include <dirent.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 struct tpf_kept_store {
-	char *dir;           /* local: "<state path>.logs" */
-	struct tpf_gcs *gcs; /* Cloud Storage: the state's bucket */
-	char *bucket;
-	char *prefix;        /* "[PREFIX/]FLEET.logs/" */
+	struct tpf_objstore *store; /* beside the state: "<state>.logs/" or "[PREFIX/]FLEET.logs/" */
 };
 
 int tpf_kept_open(struct tpf_kept_store **out, const struct tpf_fleet *f, struct tpf_diags *d)
 {
 	struct tpf_kept_store *ks = xcalloc(1, sizeof(*ks));
-	struct tpf_backend_gcs_config c;
 	*out = NULL;
-	if (!tpf_fleet_gcs_config(f, &c)) {
-		ks->dir = xasprintf("%s.logs", f->state_path);
-		*out = ks;
-		return 0;
-	}
-	if (tpf_gcs_open(&ks->gcs, &c.gcs, d)) {
+	if (tpf_fleet_objstore_open(&ks->store, f, ".logs/", d)) {
 		free(ks);
 		return TPF_ERROR;
 	}
-	ks->bucket = xstrdup(c.bucket);
-	size_t pl = c.prefix ? strlen(c.prefix) : 0;
-	while (pl && c.prefix[pl - 1] == '/')
-		pl--;
-	ks->prefix = pl ? xasprintf("%.*s/%s.logs/", (int)pl, c.prefix, c.fleet)
-			: xasprintf("%s.logs/", c.fleet);
 	*out = ks;
 	return 0;
 }
@@ -53,40 +35,29 @@ void tpf_kept_close(struct tpf_kept_store *ks)
 {
 	if (!ks)
 		return;
-	tpf_gcs_free(ks->gcs);
-	free(ks->dir);
-	free(ks->bucket);
-	free(ks->prefix);
+	tpf_objstore_free(ks->store);
 	free(ks);
 }
 
 char *tpf_kept_where(const struct tpf_kept_store *ks, const char *node)
 {
-	return ks->gcs ? xasprintf("gs://%s/%s%s/", ks->bucket, ks->prefix, node)
-		       : xasprintf("%s/%s/", ks->dir, node);
+	char *dir = xasprintf("%s/", node);
+	char *where = tpf_objstore_where(ks->store, dir);
+	free(dir);
+	return where;
 }
 
-/* ---- the store's four operations ------------------------------------------- */
+/* ---- the store's operations ------------------------------------------------- */
 
 static int store_put(struct tpf_kept_store *ks, const char *node, const char *name,
 		     const char *data, size_t len, struct tpf_diags *d)
 {
-	if (ks->gcs) {
-		char *obj = xasprintf("%s%s/%s", ks->prefix, node, name);
-		/* Only tpuform writes it, under the state lock: the same bytes
-		 * twice are harmless, so a transient failure may be retried. */
-		int rc = tpf_gcs_write(ks->gcs, ks->bucket, obj, data, len, "text/plain",
-				       TPF_GCS_REPEATABLE, NULL, d);
-		free(obj);
-		return rc;
-	}
-	char *dir = xasprintf("%s/%s", ks->dir, node);
-	char *path = xasprintf("%s/%s", dir, name);
-	int rc = tpf_mkdir_p(dir, 0700, d);
-	if (!rc)
-		rc = tpf_write_file_atomic(path, data, len, 0600, d);
-	free(path);
-	free(dir);
+	char *obj = xasprintf("%s/%s", node, name);
+	/* Only tpuform writes it, under the state lock: the same bytes
+	 * twice are harmless, so a transient failure may be retried. */
+	int rc = tpf_objstore_put(ks->store, obj, data, len, "text/plain", TPF_OBJ_REPEATABLE, NULL,
+				  d);
+	free(obj);
 	return rc;
 }
 
@@ -112,62 +83,19 @@ static int newest_first(const void *pa, const void *pb)
 static int store_names(struct tpf_kept_store *ks, const char *node, char ***names, size_t *n,
 		       struct tpf_diags *d)
 {
-	*names = NULL;
-	*n = 0;
-	if (ks->gcs) {
-		char *pfx = xasprintf("%s%s/", ks->prefix, node);
-		int rc = tpf_gcs_list(ks->gcs, ks->bucket, pfx, names, n, d);
-		for (size_t i = 0; !rc && i < *n; i++)
-			memmove((*names)[i], (*names)[i] + strlen(pfx),
-				strlen((*names)[i]) - strlen(pfx) + 1);
-		free(pfx);
-		return rc;
-	}
-	char *dir = xasprintf("%s/%s", ks->dir, node);
-	DIR *dh = opendir(dir);
-	if (!dh) {
-		int rc = errno == ENOENT ? 0 : tpf_error(d, "cannot list '%s': %s", dir, strerror(errno));
-		free(dir);
-		return rc;
-	}
-	size_t alloc = 0;
-	struct dirent *e;
-	while ((e = readdir(dh))) {
-		if (e->d_name[0] == '.')
-			continue;
-		XGROW(*names, *n + 2, alloc);
-		(*names)[(*n)++] = xstrdup(e->d_name);
-		(*names)[*n] = NULL;
-	}
-	closedir(dh);
+	char *dir = xasprintf("%s/", node);
+	int rc = tpf_objstore_list(ks->store, dir, names, n, d);
 	free(dir);
-	return 0;
-}
-
-static void names_free(struct tpf_kept_store *ks, char **names, size_t n)
-{
-	if (ks->gcs) {
-		tpf_gcs_names_free(names);
-		return;
-	}
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	return rc;
 }
 
 static int store_delete(struct tpf_kept_store *ks, const char *node, const char *name,
 			struct tpf_diags *d)
 {
-	char *where = ks->gcs ? xasprintf("%s%s/%s", ks->prefix, node, name)
-			      : xasprintf("%s/%s/%s", ks->dir, node, name);
-	int rc = 0;
-	if (ks->gcs) {
-		rc = tpf_gcs_delete(ks->gcs, ks->bucket, where, 0, d);
-		rc = rc == TPF_ENOTFOUND ? 0 : rc;
-	} else if (unlink(where) && errno != ENOENT)
-		rc = tpf_error(d, "cannot delete '%s': %s", where, strerror(errno));
-	free(where);
-	return rc;
+	char *obj = xasprintf("%s/%s", node, name);
+	int rc = tpf_objstore_delete(ks->store, obj, TPF_OBJ_ANY, d);
+	free(obj);
+	return rc == TPF_ENOTFOUND ? 0 : rc;
 }
 
 int tpf_kept_list(struct tpf_kept_store *ks, const char *node, struct tpf_kept_log **out,
@@ -183,7 +111,7 @@ int tpf_kept_list(struct tpf_kept_store *ks, const char *node, struct tpf_kept_l
 	for (size_t i = 0; i < nn; i++)
 		if (!parse_name(names[i], &(*out)[*n]))
 			(*n)++;
-	names_free(ks, names, nn);
+	tpf_objstore_names_free(names);
 	qsort(*out, *n, sizeof(**out), newest_first);
 	return 0;
 }
@@ -198,23 +126,15 @@ void tpf_kept_free(struct tpf_kept_log *k, size_t n)
 int tpf_kept_read(struct tpf_kept_store *ks, const char *node, const struct tpf_kept_log *k,
 		  struct tpf_buf *out, struct tpf_diags *d)
 {
-	if (ks->gcs) {
-		char *obj = xasprintf("%s%s/%s", ks->prefix, node, k->name);
-		struct tpf_buf b = TPF_BUF_INIT;
-		long long gen = 0;
-		/* Twice the bound: a file written by hand may be larger. */
-		int rc = tpf_gcs_read(ks->gcs, ks->bucket, obj, 2 * TPF_KEPT_BYTES, &b, &gen, d);
-		if (rc == TPF_ENOTFOUND)
-			rc = tpf_error(d, "kept log 'gs://%s/%s' is gone", ks->bucket, obj);
-		if (!rc)
-			tpf_buf_add(out, b.buf, b.len);
-		tpf_buf_release(&b);
-		free(obj);
-		return rc;
+	char *obj = xasprintf("%s/%s", node, k->name);
+	/* Twice the bound: a file written by hand may be larger. */
+	int rc = tpf_objstore_get(ks->store, obj, 2 * TPF_KEPT_BYTES, "kept log", out, NULL, d);
+	if (rc == TPF_ENOTFOUND) {
+		char *where = tpf_objstore_where(ks->store, obj);
+		rc = tpf_error(d, "kept log '%s' is gone", where);
+		free(where);
 	}
-	char *path = xasprintf("%s/%s/%s", ks->dir, node, k->name);
-	int rc = tpf_read_file_max(path, 2 * TPF_KEPT_BYTES, "kept log", out, d);
-	free(path);
+	free(obj);
 	return rc;
 }
 

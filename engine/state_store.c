@@ -42,6 +42,14 @@ int tpf_fleet_gcs_config(const struct tpf_fleet *f, struct tpf_backend_gcs_confi
 	return f->state_gcs.bucket != NULL;
 }
 
+int tpf_fleet_objstore_open(struct tpf_objstore **out, const struct tpf_fleet *f,
+			    const char *suffix, struct tpf_diags *d)
+{
+	struct tpf_backend_gcs_config c;
+	int gcs = tpf_fleet_gcs_config(f, &c);
+	return tpf_objstore_open_beside(out, f->state_path, gcs ? &c : NULL, suffix, d);
+}
+
 int tpf_source_backend_open(struct tpf_backend **out, const struct tpf_fleet *f,
 			    const char *source, struct tpf_diags *d)
 {

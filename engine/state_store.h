@@ -29,6 +29,15 @@ int tpf_fleet_backend_open(struct tpf_backend **out, const struct tpf_fleet *f,
 int tpf_fleet_gcs_config(const struct tpf_fleet *f, struct tpf_backend_gcs_config *c);
 
 /*
+ * The object store beside f's state (state/backend.h
+ * tpf_objstore_open_beside): "<state path><suffix>..." or, with state.gcs,
+ * "[PREFIX/]<fleet><suffix>..." in its bucket with provider.gcp's
+ * credentials. TPF_ERROR with a diagnostic; free with tpf_objstore_free.
+ */
+int tpf_fleet_objstore_open(struct tpf_objstore **out, const struct tpf_fleet *f,
+			    const char *suffix, struct tpf_diags *d);
+
+/*
  * Open a backend named by `source` for fleet f: "gs://BUCKET[/PREFIX]"
  * (the objects <PREFIX>/<fleet>.tfstate, with f's credentials and
  * state.gcs.endpoint) or a state file's path. For `state push`.

@@ -26,6 +26,7 @@
 #include "engine/state_store.h"
 #include "engine/watch_internal.h"
 #include "state/lease.h"
+#include "state/objstore.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -46,12 +47,16 @@ int tpf_watch_lease_open(struct tpf_watch_lease **out, const struct tpf_watch_op
 			 const struct tpf_fleet *f, struct tpf_diags *d)
 {
 	*out = NULL;
-	struct tpf_backend_gcs_config c;
-	if (!tpf_fleet_gcs_config(f, &c))
+	struct tpf_objstore *store = NULL;
+	if (tpf_fleet_objstore_open(&store, f, "", d))
+		return TPF_ERROR;
+	if (!tpf_objstore_shared(store)) {
+		tpf_objstore_free(store); /* this host's state: its lock alone decides */
 		return 0;
+	}
 	struct tpf_watch_lease *wl = xcalloc(1, sizeof(*wl));
 	wl->o = o;
-	if (tpf_lease_open(&wl->lease, &c, o->lease_ttl > 0 ? o->lease_ttl : 30, d) ||
+	if (tpf_lease_open_store(&wl->lease, store, o->lease_ttl > 0 ? o->lease_ttl : 30, d) ||
 	    tpf_fleet_backend_open(&wl->backend, f, d)) {
 		tpf_watch_lease_free(wl);
 		return TPF_ERROR;

@@ -3,7 +3,7 @@
  */
 #include "engine/watch_internal.h"
 #include "model/node_state.h"
-#include "util/fs.h"
+#include "state/objstore.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -79,12 +79,15 @@ void tpf_watch_save_summary(const struct tpf_session *s, const struct tpf_watch_
 	json_object_set_new(j, "leader", json_string(leader));
 	free(leader);
 	char *text = json_dumps(j, JSON_INDENT(2));
-	char *path = xasprintf("%s.watch.json", s->fleet.state_path);
+	/* Beside the state file, on this host, whatever backend the state has:
+	 * `show` reads it where this watch runs. */
+	struct tpf_objstore *store = tpf_objstore_open_local(s->fleet.state_path);
 	struct tpf_diags d = TPF_DIAGS_INIT;
 	if (text)
-		tpf_write_file_atomic(path, text, strlen(text), 0600, &d);
+		tpf_objstore_put(store, ".watch.json", text, strlen(text), "application/json",
+				 TPF_OBJ_ANY, NULL, &d);
 	tpf_diags_release(&d);
-	free(path);
+	tpf_objstore_free(store);
 	free(text);
 	json_decref(j);
 }

@@ -126,6 +126,16 @@ int tpf_backend_force_unlock(struct tpf_backend *b, const char *id, struct tpf_d
 	return b->ops->force_unlock(b, id, d);
 }
 
+int tpf_state_save(struct tpf_state *st, struct tpf_diags *d)
+{
+	if (!st->backend)
+		return tpf_error(d, "cannot save a state that was not loaded through a backend "
+				    "(state/backend.h)");
+	if (st->before_save)
+		st->before_save(st, st->before_save_ctx);
+	return tpf_backend_save(st->backend, st, d);
+}
+
 int tpf_state_push_check(const struct tpf_state *cur, const struct tpf_state *in, int force,
 			 struct tpf_diags *d)
 {

@@ -55,6 +55,19 @@ int tpf_backend_open_gcs(struct tpf_backend **out, const struct tpf_backend_gcs_
 /* NULL ok. Any state loaded through it must not be saved afterwards. */
 void tpf_backend_free(struct tpf_backend *b);
 
+/*
+ * The object store (state/objstore.h) beside a state: c NULL, the local
+ * files "<state_path><suffix><name>"; else the objects
+ * "<prefix>/<fleet><suffix><name>" of c's bucket (the layout above), with
+ * c's client settings. Kept logs (suffix ".logs/"), the run ledger
+ * (".ledger/") and the lease ("") live there. TPF_ERROR with a diagnostic
+ * for a bad endpoint or credentials. Free with tpf_objstore_free.
+ */
+struct tpf_objstore;
+int tpf_objstore_open_beside(struct tpf_objstore **out, const char *state_path,
+			     const struct tpf_backend_gcs_config *c, const char *suffix,
+			     struct tpf_diags *d);
+
 /* For messages: the path, or "gs://BUCKET/PREFIX/FLEET.tfstate". Borrowed. */
 const char *tpf_backend_where(const struct tpf_backend *b);
 /* 1 for the local file backend. */

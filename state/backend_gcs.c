@@ -5,6 +5,7 @@
  * (internal/backend/remote-state/gcs: <prefix>/<name>.tfstate and .tflock).
  */
 #include "state/backend_priv.h"
+#include "state/objstore.h"
 #include "state/state_priv.h"
 #include "util/buf.h"
 #include "util/fs.h"
@@ -17,9 +18,7 @@
 
 struct gcs_backend {
 	struct tpf_backend base;
-	struct tpf_gcs *g;
-	char *bucket;
-	char *state_obj, *backup_obj, *lock_obj;
+	struct tpf_objstore *store; /* objects <prefix>/<fleet><suffix> */
 	char *lock_where;        /* gs://BUCKET/LOCK */
 	long long generation;    /* of the state object as last read or written; 0: none */
 	struct tpf_buf raw;      /* the state object as read, for the backup */
@@ -28,6 +27,9 @@ struct gcs_backend {
 };
 
 #define GB(b) ((struct gcs_backend *)(b))
+#define STATE_OBJ ".tfstate"
+#define BACKUP_OBJ ".tfstate.backup"
+#define LOCK_OBJ ".tflock"
 
 static int gcs_load(struct tpf_backend *b, struct tpf_state *st, struct tpf_diags *d)
 {
@@ -35,8 +37,8 @@ static int gcs_load(struct tpf_backend *b, struct tpf_state *st, struct tpf_diag
 	json_error_t je;
 	tpf_buf_reset(&g->raw);
 	g->have_raw = 0;
-	int rc = tpf_gcs_read(g->g, g->bucket, g->state_obj, TPF_STATE_FILE_MAX, &g->raw,
-			      &g->generation, d);
+	int rc = tpf_objstore_get(g->store, STATE_OBJ, TPF_STATE_FILE_MAX, "state", &g->raw,
+				  &g->generation, d);
 	if (rc == TPF_ENOTFOUND) {
 		tpf_state_init(st); /* the first save creates it (ifGenerationMatch=0) */
 		g->generation = 0;
@@ -93,15 +95,15 @@ static int upload(struct gcs_backend *g, struct tpf_state *st, const struct tpf_
 		 * plain write: the state object, not this, is the one guarded.
 		 * Written under the state lock with the same bytes each try, so
 		 * a transient failure is retried. */
-		int rc = tpf_gcs_write(g->g, g->bucket, g->backup_obj, g->raw.buf, g->raw.len,
-				       "application/json", TPF_GCS_REPEATABLE, NULL, io);
+		int rc = tpf_objstore_put(g->store, BACKUP_OBJ, g->raw.buf, g->raw.len,
+					  "application/json", TPF_OBJ_REPEATABLE, NULL, io);
 		if (rc)
 			return rc;
 	}
 	st->backup_written = 1;
 	long long gen = 0;
-	int rc = tpf_gcs_write(g->g, g->bucket, g->state_obj, out->buf, out->len,
-			       "application/json", g->generation, &gen, io);
+	int rc = tpf_objstore_put(g->store, STATE_OBJ, out->buf, out->len, "application/json",
+				  g->generation, &gen, io);
 	if (!rc)
 		g->generation = gen;
 	return rc;
@@ -142,10 +144,7 @@ static int gcs_save(struct tpf_backend *b, struct tpf_state *st, struct tpf_diag
 		write_errored(g, out.buf, out.len, 1, io.n ? io.items[0].summary : "unknown error",
 			      d);
 	} else {
-		st->serial++;
-		xstrset(&st->tpuform_version, TPF_VERSION);
-		free(st->last_json);
-		st->last_json = canon;
+		tpf_state_mark_saved(st, canon);
 		canon = NULL;
 	}
 done:
@@ -161,7 +160,7 @@ static json_t *read_lock_info(struct gcs_backend *g, long long *gen, int *gone,
 {
 	struct tpf_buf raw = TPF_BUF_INIT;
 	json_t *info = NULL;
-	int rc = tpf_gcs_read(g->g, g->bucket, g->lock_obj, 1 << 20, &raw, gen, d);
+	int rc = tpf_objstore_get(g->store, LOCK_OBJ, 1 << 20, "lock", &raw, gen, d);
 	*gone = rc == TPF_ENOTFOUND;
 	if (!rc)
 		info = json_loadb(raw.buf, raw.len, 0, NULL);
@@ -182,8 +181,8 @@ static int gcs_lock(struct tpf_backend *b, struct tpf_lock *l, const char *opera
 	int rc;
 	for (;;) {
 		long long gen = 0;
-		rc = tpf_gcs_write(g->g, g->bucket, g->lock_obj, text, strlen(text),
-				   "application/json", 0, &gen, d);
+		rc = tpf_objstore_put(g->store, LOCK_OBJ, text, strlen(text), "application/json", 0,
+				      &gen, d);
 		if (!rc) {
 			l->backend = b;
 			l->generation = gen;
@@ -217,7 +216,7 @@ static int gcs_lock(struct tpf_backend *b, struct tpf_lock *l, const char *opera
 static void gcs_unlock(struct tpf_backend *b, struct tpf_lock *l)
 {
 	struct tpf_diags ignore = TPF_DIAGS_INIT;
-	tpf_gcs_delete(GB(b)->g, GB(b)->bucket, GB(b)->lock_obj, l->generation, &ignore);
+	tpf_objstore_delete(GB(b)->store, LOCK_OBJ, l->generation, &ignore);
 	tpf_diags_release(&ignore);
 }
 
@@ -240,7 +239,7 @@ static int gcs_force_unlock(struct tpf_backend *b, const char *id, struct tpf_di
 				"Failed to unlock state: lock ID \"%s\" does not match existing lock ID "
 				"\"%s\"",
 				id, held ? held : "");
-	else if ((rc = tpf_gcs_delete(g->g, g->bucket, g->lock_obj, gen, d)) == TPF_ESTALE ||
+	else if ((rc = tpf_objstore_delete(g->store, LOCK_OBJ, gen, d)) == TPF_ESTALE ||
 		 rc == TPF_ENOTFOUND)
 		rc = tpf_error(d, "Failed to unlock state: the lock %s changed while it was being "
 				  "removed; run the command again", g->lock_where);
@@ -251,23 +250,9 @@ static int gcs_force_unlock(struct tpf_backend *b, const char *id, struct tpf_di
 static void gcs_free(struct tpf_backend *b)
 {
 	struct gcs_backend *g = GB(b);
-	tpf_gcs_free(g->g);
-	free(g->bucket);
-	free(g->state_obj);
-	free(g->backup_obj);
-	free(g->lock_obj);
+	tpf_objstore_free(g->store);
 	free(g->lock_where);
 	tpf_buf_release(&g->raw);
-}
-
-char *tpf_backend_gcs_object(const struct tpf_backend_gcs_config *c, const char *suffix)
-{
-	const char *p = c->prefix ? c->prefix : "";
-	size_t plen = strlen(p);
-	while (plen && p[plen - 1] == '/')
-		plen--;
-	return plen ? xasprintf("%.*s/%s%s", (int)plen, p, c->fleet, suffix)
-		    : xasprintf("%s%s", c->fleet, suffix);
 }
 
 static const struct tpf_backend_ops gcs_ops = {
@@ -287,18 +272,12 @@ int tpf_backend_open_gcs(struct tpf_backend **out, const struct tpf_backend_gcs_
 	g->base.ops = &gcs_ops;
 	tpf_buf_init(&g->raw);
 	*out = NULL;
-	char *base = tpf_backend_gcs_object(c, "");
-	g->bucket = xstrdup(c->bucket);
-	g->state_obj = xasprintf("%s.tfstate", base);
-	g->backup_obj = xasprintf("%s.tfstate.backup", base);
-	g->lock_obj = xasprintf("%s.tflock", base);
-	g->lock_where = xasprintf("gs://%s/%s", c->bucket, g->lock_obj);
-	g->base.where = xasprintf("gs://%s/%s", c->bucket, g->state_obj);
-	free(base);
-	if (tpf_gcs_open(&g->g, &c->gcs, d)) {
+	if (tpf_objstore_open_beside(&g->store, NULL, c, "", d)) {
 		tpf_backend_free(&g->base);
 		return TPF_ERROR;
 	}
+	g->lock_where = tpf_objstore_where(g->store, LOCK_OBJ);
+	g->base.where = tpf_objstore_where(g->store, STATE_OBJ);
 	*out = &g->base;
 	return 0;
 }

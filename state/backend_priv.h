@@ -30,8 +30,8 @@ struct tpf_backend {
 
 /* The name of a fleet's object in its bucket: <prefix>/<fleet><suffix>
  * (trailing slashes of the prefix dropped; no prefix: <fleet><suffix>),
- * the layout of state/backend.h. Caller frees. (backend_gcs.c; the lease
- * names its object the same way.) */
+ * the layout of state/backend.h. Caller frees. (objstore_gcs.c; the
+ * backend, the ledger and the lease name their objects so.) */
 char *tpf_backend_gcs_object(const struct tpf_backend_gcs_config *c, const char *suffix);
 
 /* Lock info (lock.c): Terraform's LockInfo JSON with a fresh Created and

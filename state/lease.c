@@ -4,7 +4,7 @@
  * local monotonic time only.
  */
 #include "state/lease.h"
-#include "state/backend_priv.h"
+#include "state/objstore.h"
 #include "state/state_priv.h"
 #include "util/buf.h"
 #include "util/hash.h"
@@ -23,8 +23,8 @@
 
 struct tpf_lease {
 	pthread_mutex_t mu;
-	struct tpf_gcs *g;
-	char *bucket, *obj, *state_obj, *where;
+	struct tpf_objstore *store; /* beside the state: ".tfleader", ".tfstate" */
+	char *where;
 	double ttl;            /* seconds: mine */
 	char id[37];           /* random: tells two watches on one host apart */
 	char host[256];
@@ -44,24 +44,32 @@ struct tpf_lease {
 	char seen_lock[37];
 };
 
+#define LEASE_OBJ ".tfleader"
+#define STATE_OBJ ".tfstate"
+
 int tpf_lease_open(struct tpf_lease **out, const struct tpf_backend_gcs_config *c, double ttl,
 		   struct tpf_diags *d)
 {
+	struct tpf_objstore *store = NULL;
 	*out = NULL;
-	if (!(ttl > 0))
+	if (tpf_objstore_open_beside(&store, NULL, c, "", d))
+		return TPF_ERROR;
+	return tpf_lease_open_store(out, store, ttl, d);
+}
+
+int tpf_lease_open_store(struct tpf_lease **out, struct tpf_objstore *store, double ttl,
+			 struct tpf_diags *d)
+{
+	*out = NULL;
+	if (!(ttl > 0)) {
+		tpf_objstore_free(store);
 		return tpf_errorx(d, NULL, "Give a positive duration, e.g. -lease-ttl=30s.",
 				  "the lease TTL must be positive, not %g s", ttl);
+	}
 	struct tpf_lease *l = xcalloc(1, sizeof(*l));
 	pthread_mutex_init(&l->mu, NULL);
-	if (tpf_gcs_open(&l->g, &c->gcs, d)) {
-		pthread_mutex_destroy(&l->mu);
-		free(l);
-		return TPF_ERROR;
-	}
-	l->bucket = xstrdup(c->bucket);
-	l->obj = tpf_backend_gcs_object(c, ".tfleader");
-	l->state_obj = tpf_backend_gcs_object(c, ".tfstate");
-	l->where = xasprintf("gs://%s/%s", c->bucket, l->obj);
+	l->store = store;
+	l->where = tpf_objstore_where(store, LEASE_OBJ);
 	l->ttl = ttl;
 	tpf_uuid4(l->id);
 	if (gethostname(l->host, sizeof(l->host) - 1))
@@ -75,10 +83,7 @@ void tpf_lease_free(struct tpf_lease *l)
 {
 	if (!l)
 		return;
-	tpf_gcs_free(l->g);
-	free(l->bucket);
-	free(l->obj);
-	free(l->state_obj);
+	tpf_objstore_free(l->store);
 	free(l->where);
 	free(l->lock_id);
 	pthread_mutex_destroy(&l->mu);
@@ -112,8 +117,8 @@ static int write_lease(struct tpf_lease *l, long long if_gen, struct tpf_diags *
 	 * generation before, and its expiry comes after sent + ttl. */
 	double sent = tpf_now_mono();
 	long long gen = 0;
-	int rc = tpf_gcs_write(l->g, l->bucket, l->obj, text, strlen(text), "application/json",
-			       if_gen, &gen, d);
+	int rc = tpf_objstore_put(l->store, LEASE_OBJ, text, strlen(text), "application/json",
+				  if_gen, &gen, d);
 	free(text);
 	if (rc)
 		return rc;
@@ -129,7 +134,7 @@ static int observe(struct tpf_lease *l, struct tpf_diags *d)
 {
 	struct tpf_buf raw = TPF_BUF_INIT;
 	long long gen = 0;
-	int rc = tpf_gcs_read(l->g, l->bucket, l->obj, LEASE_MAX, &raw, &gen, d);
+	int rc = tpf_objstore_get(l->store, LEASE_OBJ, LEASE_MAX, "lease", &raw, &gen, d);
 	if (rc == TPF_ENOTFOUND) {
 		rc = 0;
 		gen = 0;
@@ -236,20 +241,18 @@ int tpf_lease_held(struct tpf_lease *l, struct tpf_diags *d)
 		goto out;
 	}
 	struct tpf_diags io = TPF_DIAGS_INIT;
-	struct tpf_gcs_object o;
-	int st = tpf_gcs_stat(l->g, l->bucket, l->obj, &o, &io);
+	long long gen = 0;
+	int st = tpf_objstore_stat(l->store, LEASE_OBJ, &gen, &io);
 	/* Cannot ask: the lease is still mine until valid_until (no standby
 	 * can take it before), and the state's own generation check holds. */
-	if (st == 0 ? o.generation != l->gen : st == TPF_ENOTFOUND) {
+	if (st == 0 ? gen != l->gen : st == TPF_ENOTFOUND) {
 		l->leading = 0;
 		rc = tpf_errorx(d, NULL, "Another watch (or a person) took the lease; this one "
 				"stands by.",
 				"this watch lost the leader lease %s (generation %lld is not the %lld "
 				"it wrote): the state write was refused",
-				l->where, st == 0 ? o.generation : 0LL, l->gen);
+				l->where, st == 0 ? gen : 0LL, l->gen);
 	}
-	if (st == 0)
-		tpf_gcs_object_release(&o);
 	tpf_diags_release(&io);
 out:
 	pthread_mutex_unlock(&l->mu);
@@ -281,19 +284,22 @@ int tpf_lease_fence_state(struct tpf_lease *l, struct tpf_diags *d)
 	pthread_mutex_lock(&l->mu);
 	for (int tries = 0; tries < 5 && rc == TPF_ESTALE; tries++) {
 		long long gen = 0;
-		rc = tpf_gcs_read(l->g, l->bucket, l->state_obj, TPF_STATE_FILE_MAX, &raw, &gen, d);
+		tpf_buf_reset(&raw);
+		rc = tpf_objstore_get(l->store, STATE_OBJ, TPF_STATE_FILE_MAX, "state", &raw, &gen, d);
 		if (rc == TPF_ENOTFOUND) {
 			rc = 0; /* no state yet: the first write is a create (ifGenerationMatch=0) */
 			break;
 		}
 		if (!rc)
-			rc = tpf_gcs_write(l->g, l->bucket, l->state_obj, raw.buf, raw.len,
-					   "application/json", gen, NULL, d);
+			rc = tpf_objstore_put(l->store, STATE_OBJ, raw.buf, raw.len,
+					      "application/json", gen, NULL, d);
 	}
 	pthread_mutex_unlock(&l->mu);
-	if (rc == TPF_ESTALE)
-		rc = tpf_error(d, "gs://%s/%s kept changing while the new leader rewrote it",
-			       l->bucket, l->state_obj);
+	if (rc == TPF_ESTALE) {
+		char *where = tpf_objstore_where(l->store, STATE_OBJ);
+		rc = tpf_error(d, "%s kept changing while the new leader rewrote it", where);
+		free(where);
+	}
 	tpf_buf_release(&raw);
 	return rc;
 }
@@ -303,7 +309,7 @@ void tpf_lease_release(struct tpf_lease *l)
 	pthread_mutex_lock(&l->mu);
 	if (l->leading) {
 		struct tpf_diags ignore = TPF_DIAGS_INIT;
-		tpf_gcs_delete(l->g, l->bucket, l->obj, l->gen, &ignore);
+		tpf_objstore_delete(l->store, LEASE_OBJ, l->gen, &ignore);
 		tpf_diags_release(&ignore);
 		l->leading = 0;
 	}

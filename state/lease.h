@@ -74,6 +74,13 @@ struct tpf_lease_view {
  */
 int tpf_lease_open(struct tpf_lease **out, const struct tpf_backend_gcs_config *c, double ttl,
 		   struct tpf_diags *d);
+/* The same, over the object store beside the state (state/backend.h
+ * tpf_objstore_open_beside with suffix ""; a shared one: the lease is the
+ * object ".tfleader" and the state ".tfstate"). store is consumed, also on
+ * failure. */
+struct tpf_objstore;
+int tpf_lease_open_store(struct tpf_lease **out, struct tpf_objstore *store, double ttl,
+			 struct tpf_diags *d);
 /* Free (NULL ok). Does not release a held lease (tpf_lease_release). */
 void tpf_lease_free(struct tpf_lease *l);
 /* "gs://BUCKET/<prefix>/<fleet>.tfleader", borrowed. */

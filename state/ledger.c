@@ -1,9 +1,10 @@
 /*
  * The run ledger's store (state/ledger.h): JSON Lines in a local file with
- * rotation, or per-writer segment objects in Cloud Storage.
+ * rotation, or per-writer segment objects in a shared object store
+ * (state/objstore.h; Cloud Storage), which has no append.
  */
 #include "state/ledger.h"
-#include "state/backend_priv.h"
+#include "state/objstore.h"
 #include "util/buf.h"
 #include "util/env.h"
 #include "util/fs.h"
@@ -26,9 +27,8 @@ struct tpf_ledger {
 	/* local */
 	char *path;
 	size_t segment_max;
-	/* gcs */
-	struct tpf_gcs *g;
-	char *bucket, *base; /* objects <base><writer>.<seq>.jsonl */
+	/* a shared store (state/objstore.h): segments <writer>.<seq>.jsonl */
+	struct tpf_objstore *store;
 	char writer[40];
 	long seq;
 	long long generation; /* of the current segment; 0: not written yet */
@@ -44,11 +44,6 @@ static size_t local_segment_max(struct tpf_diags *d)
 	return (size_t)v;
 }
 
-static char *gcs_base(const struct tpf_backend_gcs_config *c)
-{
-	return tpf_backend_gcs_object(c, ".ledger/");
-}
-
 int tpf_ledger_open(struct tpf_ledger **out, const struct tpf_ledger_where *w, struct tpf_diags *d)
 {
 	*out = NULL;
@@ -57,19 +52,20 @@ int tpf_ledger_open(struct tpf_ledger **out, const struct tpf_ledger_where *w, s
 	struct tpf_ledger *l = xcalloc(1, sizeof(*l));
 	pthread_mutex_init(&l->mu, NULL);
 	tpf_buf_init(&l->seg);
-	if (w->gcs) {
-		if (tpf_gcs_open(&l->g, &w->gcs->gcs, d)) {
-			tpf_ledger_close(l);
-			return TPF_ERROR;
-		}
-		l->bucket = xstrdup(w->gcs->bucket);
-		l->base = gcs_base(w->gcs);
-		l->where = xasprintf("gs://%s/%s", l->bucket, l->base);
+	if (tpf_objstore_open_beside(&l->store, w->state_path, w->gcs, ".ledger/", d)) {
+		tpf_ledger_close(l);
+		return TPF_ERROR;
+	}
+	if (tpf_objstore_shared(l->store)) {
+		l->where = tpf_objstore_where(l->store, "");
 		char uuid[37];
 		tpf_uuid4(uuid);
 		snprintf(l->writer, sizeof(l->writer), "%.8s%.4s", uuid, uuid + 9);
 		l->seq = 1;
 	} else {
+		/* This host's files: one file appended under flock(2). */
+		tpf_objstore_free(l->store);
+		l->store = NULL;
 		l->path = xasprintf("%s.ledger.jsonl", w->state_path);
 		l->where = xstrdup(l->path);
 		l->segment_max = local_segment_max(d);
@@ -87,11 +83,9 @@ void tpf_ledger_close(struct tpf_ledger *l)
 {
 	if (!l)
 		return;
-	tpf_gcs_free(l->g);
+	tpf_objstore_free(l->store);
 	free(l->where);
 	free(l->path);
-	free(l->bucket);
-	free(l->base);
 	tpf_buf_release(&l->seg);
 	pthread_mutex_destroy(&l->mu);
 	free(l);
@@ -114,7 +108,11 @@ static void rotate(const char *path)
 	free(oldest);
 	for (int i = TPF_LEDGER_SEGMENTS - 2; i >= 0; i--) {
 		char *from = segment_name(path, i), *to = segment_name(path, i + 1);
-		rename(from, to);
+		struct stat st;
+		/* util/outfile.h's rule: a rename replaces a regular file or
+		 * nothing (a directory or device put there is left alone). */
+		if (lstat(to, &st) < 0 || S_ISREG(st.st_mode))
+			rename(from, to);
 		free(from);
 		free(to);
 	}
@@ -188,14 +186,14 @@ static int local_append(struct tpf_ledger *l, const char *line, size_t len, stru
 	return rc;
 }
 
-/* ---- Cloud Storage -------------------------------------------------------- */
+/* ---- segments in a shared store (Cloud Storage) ------------------------------ */
 
 static char *object_name(const struct tpf_ledger *l, long seq)
 {
-	return xasprintf("%s%s.%06ld.jsonl", l->base, l->writer, seq);
+	return xasprintf("%s.%06ld.jsonl", l->writer, seq);
 }
 
-static int gcs_append(struct tpf_ledger *l, const char *line, size_t len, struct tpf_diags *d)
+static int segment_append(struct tpf_ledger *l, const char *line, size_t len, struct tpf_diags *d)
 {
 	if (l->seg.len && l->seg.len + len + 1 > TPF_LEDGER_GCS_SEGMENT_MAX) {
 		l->seq++;
@@ -205,7 +203,7 @@ static int gcs_append(struct tpf_ledger *l, const char *line, size_t len, struct
 			/* The writer's own old segment: nobody else writes it. */
 			char *old = object_name(l, l->seq - TPF_LEDGER_SEGMENTS);
 			struct tpf_diags ignore = TPF_DIAGS_INIT;
-			tpf_gcs_delete(l->g, l->bucket, old, -1, &ignore);
+			tpf_objstore_delete(l->store, old, TPF_OBJ_ANY, &ignore);
 			tpf_diags_release(&ignore);
 			free(old);
 		}
@@ -215,12 +213,14 @@ static int gcs_append(struct tpf_ledger *l, const char *line, size_t len, struct
 	tpf_buf_addch(&l->seg, '\n');
 	char *name = object_name(l, l->seq);
 	long long gen = 0;
-	int rc = tpf_gcs_write(l->g, l->bucket, name, l->seg.buf, l->seg.len, "application/x-ndjson",
-			       l->generation, &gen, d);
+	int rc = tpf_objstore_put(l->store, name, l->seg.buf, l->seg.len, "application/x-ndjson",
+				  l->generation, &gen, d);
 	if (rc) {
 		l->seg.len = keep; /* not written: the segment stays as it is */
 		l->seg.buf[keep] = '\0';
-		tpf_error(d, "cannot append to the run ledger 'gs://%s/%s'", l->bucket, name);
+		char *where = tpf_objstore_where(l->store, name);
+		tpf_error(d, "cannot append to the run ledger '%s'", where);
+		free(where);
 	} else {
 		l->generation = gen;
 	}
@@ -236,7 +236,7 @@ int tpf_ledger_append(struct tpf_ledger *l, const char *line, size_t len, struct
 	if (memchr(line, '\n', len))
 		return tpf_error(d, "run ledger line has a newline; not written");
 	pthread_mutex_lock(&l->mu);
-	int rc = l->g ? gcs_append(l, line, len, d) : local_append(l, line, len, d);
+	int rc = l->store ? segment_append(l, line, len, d) : local_append(l, line, len, d);
 	pthread_mutex_unlock(&l->mu);
 	return rc;
 }
@@ -299,25 +299,20 @@ static int read_local(const char *state_path, json_t *out, size_t *skipped, size
 	return rc;
 }
 
-static int read_gcs(const struct tpf_backend_gcs_config *c, json_t *out, size_t *skipped,
-		    size_t *dropped, struct tpf_diags *d)
+static int read_segments(struct tpf_objstore *store, json_t *out, size_t *skipped,
+			 size_t *dropped, struct tpf_diags *d)
 {
-	struct tpf_gcs *g = NULL;
-	if (tpf_gcs_open(&g, &c->gcs, d))
-		return TPF_ERROR;
-	char *base = gcs_base(c);
 	char **names = NULL;
 	size_t n = 0;
-	int rc = tpf_gcs_list(g, c->bucket, base, &names, &n, d);
+	int rc = tpf_objstore_list(store, "", &names, &n, d);
 	size_t budget = TPF_LEDGER_READ_MAX;
 	for (size_t i = 0; !rc && i < n; i++) {
 		struct tpf_buf data = TPF_BUF_INIT;
-		long long gen = 0;
 		if (!budget) {
 			(*dropped)++;
 			continue;
 		}
-		int r = tpf_gcs_read(g, c->bucket, names[i], budget, &data, &gen, d);
+		int r = tpf_objstore_get(store, names[i], budget, "run ledger", &data, NULL, d);
 		if (r == TPF_ENOTFOUND) { /* deleted by its writer since the list */
 			tpf_buf_release(&data);
 			continue;
@@ -330,9 +325,7 @@ static int read_gcs(const struct tpf_backend_gcs_config *c, json_t *out, size_t 
 		}
 		tpf_buf_release(&data);
 	}
-	tpf_gcs_names_free(names);
-	free(base);
-	tpf_gcs_free(g);
+	tpf_objstore_names_free(names);
 	return rc;
 }
 
@@ -341,7 +334,13 @@ int tpf_ledger_read(const struct tpf_ledger_where *w, json_t **records, size_t *
 {
 	size_t sk = 0, dr = 0;
 	json_t *out = json_array();
-	int rc = w->gcs ? read_gcs(w->gcs, out, &sk, &dr, d) : read_local(w->state_path, out, &sk, &dr, d);
+	struct tpf_objstore *store = NULL;
+	int rc = tpf_objstore_open_beside(&store, w->state_path, w->gcs, ".ledger/", d);
+	if (!rc && tpf_objstore_shared(store))
+		rc = read_segments(store, out, &sk, &dr, d);
+	else if (!rc)
+		rc = read_local(w->state_path, out, &sk, &dr, d);
+	tpf_objstore_free(store);
 	if (skipped)
 		*skipped = sk;
 	if (dropped)

@@ -196,3 +196,11 @@ char *tpf_state_canonical(struct tpf_state *st)
 {
 	return tpf_state_serialize(st, 0, NULL);
 }
+
+void tpf_state_mark_saved(struct tpf_state *st, char *canon)
+{
+	st->serial++;
+	xstrset(&st->tpuform_version, TPF_VERSION);
+	free(st->last_json);
+	st->last_json = canon;
+}

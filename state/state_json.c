@@ -1,7 +1,8 @@
 /*
- * The state's JSON form: struct tpf_state <-> jansson, with the checks that
- * make a damaged or foreign file a clear refusal instead of a half-read
- * state that a later save would write over the original.
+ * The state's JSON form, reading side: jansson -> struct tpf_state, with the
+ * checks that make a damaged or foreign file a clear refusal instead of a
+ * half-read state that a later save would write over the original. The
+ * writing side is state_tojson.c.
  */
 #include "state/state_priv.h"
 #include "util/version.h"
@@ -11,119 +12,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- to JSON ---------------------------------------------------------- */
-
-/*
- * NULL strings are omitted (the file stays short and "absent" and "null"
- * mean the same on reading). A string that is not UTF-8 is kept unchecked
- * so that json_dumps fails and save reports it, instead of the value
- * silently vanishing from the state.
- */
-static void put_str(json_t *o, const char *key, const char *v)
-{
-	if (!v)
-		return;
-	json_t *s = json_string(v);
-	if (!s)
-		s = json_string_nocheck(v);
-	json_object_set_new(o, key, s);
-}
-
-static json_t *worker_to_json(const struct tpf_state_worker *w)
-{
-	json_t *o = json_object();
-	json_object_set_new(o, "index", json_integer(w->index));
-	put_str(o, "script_hash", w->script_hash);
-	put_str(o, "session", w->session);
-	put_str(o, "status", tpf_job_state_recorded(w->job_state));
-	json_object_set_new(o, "exit_code", json_integer(w->exit_code));
-	json_object_set_new(o, "restarts", json_integer(w->restarts));
-	put_str(o, "address", w->address);
-	put_str(o, "host_key", w->host_key);
-	put_str(o, "provisioned_at", w->provisioned_at);
-	put_str(o, "restarted_at", w->restarted_at);
-	if (w->preflight_failures > 0)
-		json_object_set_new(o, "preflight_failures", json_integer(w->preflight_failures));
-	put_str(o, "preflight_error", w->preflight_error);
-	return o;
-}
-
-json_t *tpf_state_node_to_json(const struct tpf_state_node *n)
-{
-	json_t *o = json_object();
-	put_str(o, "name", n->name);
-	put_str(o, "group", n->group);
-	json_object_set_new(o, "index", json_integer(n->index));
-	put_str(o, "id", n->id);
-	put_str(o, "status", n->status);
-	json_object_set_new(o, "generation", json_integer(n->generation));
-	put_str(o, "created_at", n->created_at);
-	put_str(o, "last_checkpoint", n->last_checkpoint);
-	put_str(o, "checkpoint_at", n->checkpoint_at);
-	put_str(o, "completed_at", n->completed_at);
-	if (n->exit_code >= 0)
-		json_object_set_new(o, "exit_code", json_integer(n->exit_code));
-	put_str(o, "bad_host", n->bad_host);
-	if (n->preemptions > 0)
-		json_object_set_new(o, "preemptions", json_integer(n->preemptions));
-	put_str(o, "refused", n->refused);
-	put_str(o, "retry_after", n->retry_after);
-	put_str(o, "delete_sent_at", n->delete_sent_at);
-	json_object_set_new(o, "recipe", tpf_recipe_to_json(&n->recipe));
-	json_object_set_new(o, "job", tpf_job_to_json(&n->job));
-	json_t *ws = json_array();
-	for (size_t i = 0; i < n->nworkers; i++)
-		json_array_append_new(ws, worker_to_json(&n->workers[i]));
-	json_object_set_new(o, "workers", ws);
-	return o;
-}
-
-static int cmp_node_ptr(const void *a, const void *b)
-{
-	const struct tpf_state_node *x = *(const struct tpf_state_node *const *)a;
-	const struct tpf_state_node *y = *(const struct tpf_state_node *const *)b;
-	return strcmp(x->name ? x->name : "", y->name ? y->name : "");
-}
-
-const struct tpf_state_node **tpf_state_nodes_by_name(const struct tpf_state *st)
-{
-	/* add() keeps nodes sorted; sorting again here keeps the file
-	 * diff-friendly even if a caller edited a name in place. */
-	const struct tpf_state_node **order = xcalloc(st->nnodes ? st->nnodes : 1, sizeof(*order));
-	for (size_t i = 0; i < st->nnodes; i++)
-		order[i] = &st->nodes[i];
-	if (st->nnodes > 1)
-		qsort(order, st->nnodes, sizeof(*order), cmp_node_ptr);
-	return order;
-}
-
-json_t *tpf_state_head_to_json(const struct tpf_state *st)
-{
-	json_t *root = json_object();
-	json_object_set_new(root, "version", json_integer(st->version));
-	put_str(root, "lineage", st->lineage);
-	put_str(root, "fleet", st->fleet);
-	put_str(root, "proxy_jump_host", st->proxy_jump_host);
-	put_str(root, "proxy_jump_host_key", st->proxy_jump_host_key);
-	return root;
-}
-
-json_t *tpf_state_to_json(const struct tpf_state *st)
-{
-	json_t *root = tpf_state_head_to_json(st);
-	json_object_set_new(root, "serial", json_integer(st->serial));
-	put_str(root, "tpuform_version", st->tpuform_version);
-	const struct tpf_state_node **order = tpf_state_nodes_by_name(st);
-	json_t *nodes = json_array();
-	for (size_t i = 0; i < st->nnodes; i++)
-		json_array_append_new(nodes, tpf_state_node_to_json(order[i]));
-	json_object_set_new(root, "nodes", nodes);
-	free(order);
-	return root;
-}
+#include <unistd.h>
 
 /* ---- from JSON -------------------------------------------------------- */
+
+char *tpf_state_damaged_hint(const char *path)
+{
+	char *backup = xasprintf("%s.backup", path);
+	int have = access(backup, F_OK) == 0;
+	free(backup);
+	if (have)
+		return xasprintf("The file may have been damaged or edited by hand. Fix it, or restore "
+				 "the previous state by copying '%s.backup' over '%s'.",
+				 path, path);
+	return xasprintf("The file may have been damaged or edited by hand, and there is no '%s.backup' "
+			 "to restore. Fix it, or move it away: the next plan then finds the fleet's "
+			 "nodes by their labels and offers to adopt them.",
+			 path);
+}
+
 
 struct reader {
 	const char *what;

@@ -35,6 +35,9 @@ char *tpf_state_canonical(struct tpf_state *st);
  */
 char *tpf_state_serialize(struct tpf_state *st, long serial, struct tpf_buf *doc);
 
+/* A save of st has landed: serial + 1, this version's stamp, and canon
+ * (tpf_state_serialize's text; consumed) as what was last written. */
+void tpf_state_mark_saved(struct tpf_state *st, char *canon);
 /* Free the per-node dumps (NULL: nothing). */
 void tpf_state_doc_free(struct tpf_state_doc *c);
 

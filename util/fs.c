@@ -87,11 +87,35 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
+/* util/outfile.h's rule for what a rename may replace: a regular file or
+ * nothing; a link to one is followed (its target is replaced, the link
+ * kept). *dest: the path to replace (caller frees), or TPF_ERROR. */
+static int rename_target(const char *path, char **dest, struct tpf_diags *d)
+{
+	struct stat st;
+	*dest = NULL;
+	if (lstat(path, &st) < 0 || S_ISREG(st.st_mode)) {
+		*dest = xstrdup(path);
+		return 0;
+	}
+	char *real = S_ISLNK(st.st_mode) ? realpath(path, NULL) : NULL;
+	if (real && stat(real, &st) == 0 && S_ISREG(st.st_mode)) {
+		*dest = real;
+		return 0;
+	}
+	free(real);
+	return tpf_errorx(d, NULL, "Move it away: tpuform replaces only regular files.",
+			  "cannot write '%s': it is not a regular file", path);
+}
+
 int tpf_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
 			  struct tpf_diags *d)
 {
-	char *tmp = xasprintf("%s.tmp.%ld", path, (long)getpid());
-	char *dir = tpf_dirname(path);
+	char *dest = NULL;
+	if (rename_target(path, &dest, d))
+		return TPF_ERROR;
+	char *tmp = xasprintf("%s.tmp.%ld", dest, (long)getpid());
+	char *dir = tpf_dirname(dest);
 	int err = 0, fd = -1;
 
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
@@ -109,8 +133,8 @@ int tpf_write_file_atomic(const char *path, const void *data, size_t len, mode_t
 		goto done;
 	}
 	fd = -1;
-	if (rename(tmp, path) < 0) {
-		err = tpf_error(d, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+	if (rename(tmp, dest) < 0) {
+		err = tpf_error(d, "cannot rename '%s' to '%s': %s", tmp, dest, strerror(errno));
 		goto done;
 	}
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -127,6 +151,7 @@ done:
 		unlink(tmp);
 	free(tmp);
 	free(dir);
+	free(dest);
 	return err;
 }
 

@@ -34,7 +34,11 @@ int tpf_read_file_max(const char *path, size_t max_bytes, const char *what,
  * Replace path with data atomically: write "<path>.tmp.<pid>", fsync it,
  * rename over path, fsync the directory. Readers see the old or the new
  * content, never a mix, even after a crash (POSIX rename(2) atomicity).
- * The file gets `mode` (e.g. 0600).
+ * The file gets `mode` (e.g. 0600). util/outfile.h's rule for what is
+ * replaced: only a regular file or a missing path; a symbolic link to a
+ * regular file is kept and its target replaced; anything else (a
+ * directory, a device, a FIFO, a dangling link) is refused with
+ * "cannot write 'PATH': it is not a regular file", nothing written.
  */
 int tpf_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
 			  struct tpf_diags *d);
