@@ -9,7 +9,8 @@
 #                   exits non-zero, prints no figure line or leaves a process
 #   make soak       fault soak of watch (SOAK_MINUTES=N, default 10; a benchmark)
 #   make lint       static checks: function length, shellcheck, clang
-#                   analyzer, cppcheck, layering (tests/lint/run.sh)
+#                   analyzer, cppcheck, layering, call circles, basenames
+#                   (tests/lint/run.sh)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS=N each (tests/fuzz/)
 #   make SANITIZE=address,undefined check
 #   make install      PREFIX=/usr/local DESTDIR=... (dist/install.mk: also

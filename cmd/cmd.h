@@ -186,6 +186,7 @@ struct tpf_common_opts {
 /* What a command body gets. */
 struct tpf_cmd_ctx {
 	const struct tpf_cmd *cmd;
+	const struct tpf_cmd *const *commands; /* tpf_commands, for `help` (borrowed) */
 	unsigned needs;           /* cmd->needs, less what cmd->check dropped */
 	char path[64];            /* "plan", "state rm": for messages */
 	struct tpf_common_opts o;
@@ -218,10 +219,11 @@ char *tpf_cmd_rest_command(const struct tpf_cmd_ctx *ctx);
 struct tpf_chore_target;
 int tpf_cmd_exec_on(struct tpf_cmd_ctx *ctx, struct tpf_chore_target *t, size_t n, int secrets);
 
-/* Every top-level command, in help order, NULL-ended (cmd/commands.c). */
+/* Every top-level command, in help order, NULL-ended (cmd/commands.c).
+ * Only the dispatcher and main read it; a command gets it in ctx->commands. */
 extern const struct tpf_cmd *const tpf_commands[];
 
-/* The command called `name` among cmds (NULL-ended), or NULL. */
+/* The command called `name` among cmds (NULL-ended), or NULL (cmd/help.c). */
 const struct tpf_cmd *tpf_cmd_find(const struct tpf_cmd *const *cmds, const char *name);
 
 /* Run argv[0] (a command name) with the rest of argv: find the command
@@ -235,11 +237,15 @@ int tpf_cmd_dispatch(int argc, char **argv, int no_color);
 int tpf_cmd_wants_json(int argc, char **argv);
 
 /* Print the body's diagnostics now (before a closing line), remembering
- * their errors for the exit code; ctx->d ends empty. */
+ * their errors for the exit code; ctx->d ends empty (cmd/print_diags.c). */
 void tpf_cmd_print_diags(struct tpf_cmd_ctx *ctx);
 
 /* Help (cmd/help.c). tpf_help_command: "Usage: tpuform PATH ...", the
- * description, subcommands or options; path is "state rm" for a sub. */
+ * description, subcommands or options; path is "state rm" for a sub.
+ * tpf_help_overview: "Usage: tpuform ...", the commands of cmds (NULL-ended)
+ * and the global options; tpf_help_usage is that for tpf_commands
+ * (cmd/commands.c). */
+void tpf_help_overview(FILE *out, const struct tpf_cmd *const *cmds);
 void tpf_help_usage(FILE *out);
 void tpf_help_command(FILE *out, const struct tpf_cmd *c, const char *path);
 /* The usage line alone ("tpuform logs [options] NODE"), into buf. */

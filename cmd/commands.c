@@ -1,7 +1,8 @@
 /*
  * The command table: every command, in the order 'tpuform help' lists
  * them. Each entry lives in its own file (cmd/NAME.c) with its options,
- * needs and body; cmd/dispatch.c runs them.
+ * needs and body; cmd/dispatch.c runs them, and hands the table to each
+ * (ctx->commands) so that no command file reaches back up to this one.
  */
 #include "cmd/cmd.h"
 
@@ -13,3 +14,8 @@ const struct tpf_cmd *const tpf_commands[] = {
 	&tpf_cmd_help,
 	NULL,
 };
+
+void tpf_help_usage(FILE *out)
+{
+	tpf_help_overview(out, tpf_commands);
+}

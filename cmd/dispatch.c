@@ -14,14 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-const struct tpf_cmd *tpf_cmd_find(const struct tpf_cmd *const *cmds, const char *name)
-{
-	for (; *cmds; cmds++)
-		if (!strcmp((*cmds)->name, name))
-			return *cmds;
-	return NULL;
-}
-
 /* Is one of `names` among the arguments before "--"? */
 static int has_arg(int argc, char **argv, const char *const *names)
 {
@@ -42,13 +34,6 @@ static int wants_help(int argc, char **argv)
 {
 	static const char *const names[] = { "-help", "--help", "-h", "--h", NULL };
 	return has_arg(argc, argv, names);
-}
-
-void tpf_cmd_print_diags(struct tpf_cmd_ctx *ctx)
-{
-	tpf_ui_diags(ctx->d);
-	ctx->printed_errors += tpf_diags_errors(ctx->d);
-	tpf_diags_release(ctx->d);
 }
 
 /* "no positional arguments", "at most one positional argument (NODE)" */
@@ -174,6 +159,7 @@ static int run_command(const struct tpf_cmd *c, const char *path, int argc, char
 	struct tpf_cmd_ctx ctx;
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.cmd = c;
+	ctx.commands = tpf_commands;
 	ctx.needs = c->needs;
 	snprintf(ctx.path, sizeof(ctx.path), "%s", path);
 	struct tpf_common_opts defaults = TPF_COMMON_OPTS_INIT;

@@ -1,7 +1,9 @@
 /*
  * What is generated from the command table (cmd/commands.c) besides help:
  * the man pages (cmd/man.c) and the shell completions (cmd/completion.c).
- * The Makefile runs them through hidden flags of `tpuform help`:
+ * The Makefile runs them through hidden flags of `tpuform help`
+ * (cmd/cmd_help.c), which passes them the command table (cmds: NULL-ended,
+ * tpf_commands) so that they need not reach up to cmd/commands.c:
  *
  *   tpuform help -man [COMMAND]          tpuform(1), or tpuform-COMMAND(1)
  *   tpuform help -completion=SHELL       bash, zsh or fish
@@ -15,23 +17,23 @@
 
 /*
  * Write a man page in roff (man(7) macros) to out: c NULL is tpuform(1),
- * the overview (global options, the commands, exit status, environment,
+ * the overview (global options, the commands of cmds, exit status, environment,
  * files); otherwise tpuform-NAME(1) for top-level command c, with every
  * flag, its default and range as -help gives them, and for a group each
  * subcommand. Text is ASCII (other characters as \[uXXXX]), so
  * `groff -ww -man` and `mandoc -T lint` render it without warnings. The
  * date is $SOURCE_DATE_EPOCH's (reproducible builds) or today's.
  */
-void tpf_man_page(FILE *out, const struct tpf_cmd *c);
+void tpf_man_page(FILE *out, const struct tpf_cmd *const *cmds, const struct tpf_cmd *c);
 
 /*
  * Write the completion script for shell "bash", "zsh" or "fish" to out.
  * Commands, subcommands, flags and enumerable values are baked in from the
- * table; node and group names are asked of `tpuform help
+ * table cmds; node and group names are asked of `tpuform help
  * -complete-names=FILE` at completion time. Returns 0, or -1 for another
  * shell (nothing written).
  */
-int tpf_completion_script(FILE *out, const char *shell);
+int tpf_completion_script(FILE *out, const struct tpf_cmd *const *cmds, const char *shell);
 
 /*
  * Node names from the local state file of fleet file `fleet_file`, then

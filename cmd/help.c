@@ -1,14 +1,23 @@
 /*
  * Help texts, all generated from the command table, so that what -help
  * says is what the parser accepts: usage lines, options with their ranges
- * and defaults, subcommands. Also the `help` command itself.
+ * and defaults, subcommands; and finding a command in a table. The table is
+ * always a parameter: this file sits below the commands (the `help` command
+ * itself is cmd/cmd_help.c) and the table (cmd/commands.c) that list it.
  */
 #include "cmd/cmd.h"
-#include "cmd/gen.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+const struct tpf_cmd *tpf_cmd_find(const struct tpf_cmd *const *cmds, const char *name)
+{
+	for (; *cmds; cmds++)
+		if (!strcmp((*cmds)->name, name))
+			return *cmds;
+	return NULL;
+}
 
 /* The flags the needs bring, in the order help lists them. */
 static size_t common_flags(unsigned needs, struct tpf_common_opts *o, struct tpf_flag *out)
@@ -72,12 +81,12 @@ static void list_commands(FILE *out, const struct tpf_cmd *const *cmds)
 			fprintf(out, "  %-12s %s\n", (*cmds)->name, (*cmds)->summary);
 }
 
-void tpf_help_usage(FILE *out)
+void tpf_help_overview(FILE *out, const struct tpf_cmd *const *cmds)
 {
 	fprintf(out, "Usage: tpuform [global options] <command> [options] [args]\n\n"
 		     "  Keep a fleet of Cloud TPU VMs in the state its fleet file declares.\n\n"
 		     "Commands:\n");
-	list_commands(out, tpf_commands);
+	list_commands(out, cmds);
 	fprintf(out, "\nGlobal options (before the command):\n"
 		     "  -chdir=DIR   switch to directory DIR first\n"
 		     "  -no-color    no ANSI colour\n"
@@ -108,107 +117,3 @@ void tpf_help_command(FILE *out, const struct tpf_cmd *c, const char *path)
 	if (c->footer)
 		fprintf(out, "\n%s", c->footer);
 }
-
-/* Every command and subcommand, one a line: "PATH MIN MAX KIND" (tab-
- * separated; KIND: command, group or rest). For tests and completion. */
-static void list_table(const struct tpf_cmd *const *cmds, const char *prefix)
-{
-	for (; *cmds; cmds++) {
-		const struct tpf_cmd *c = *cmds;
-		char path[64];
-		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? " " : "", c->name);
-		printf("%s\t%d\t%d\t%s\n", path, c->subs ? 0 : c->min_args, c->subs ? 0 : c->max_args,
-		       c->subs ? "group" : (c->needs & TPF_CMD_REST) ? "rest" : "command");
-		if (c->subs)
-			list_table(c->subs, path);
-	}
-}
-
-static struct {
-	int commands;
-	int man;
-	const char *completion;
-	const char *complete_names;
-} help_o;
-
-/* Hidden: for tests, the build (man pages, completions, cmd/gen.h) and the
- * completion scripts themselves. */
-static const struct tpf_flag help_flags[] = {
-	TPF_BOOL("commands", &help_o.commands, NULL), /* list the whole table */
-	TPF_BOOL("man", &help_o.man, NULL),           /* the man page of [COMMAND] */
-	TPF_STR("completion", "SHELL", &help_o.completion, NULL),
-	TPF_STR("complete-names", "FILE", &help_o.complete_names, NULL),
-	TPF_FLAGS_END,
-};
-
-/* The generators of cmd/gen.h; -1 when none was asked for. */
-static int run_generator(struct tpf_cmd_ctx *ctx)
-{
-	if (help_o.commands) {
-		list_table(tpf_commands, "");
-		return TPF_EXIT_OK;
-	}
-	if (help_o.complete_names)
-		return tpf_complete_names(stdout, help_o.complete_names);
-	if (help_o.completion) {
-		if (tpf_completion_script(stdout, help_o.completion) == 0)
-			return TPF_EXIT_OK;
-		tpf_errorx(ctx->d, NULL, "The shells are bash, zsh and fish.",
-			   "no completion for shell '%s'", help_o.completion);
-		return TPF_EXIT_ERROR;
-	}
-	if (!help_o.man)
-		return -1;
-	const struct tpf_cmd *c = ctx->nargs ? tpf_cmd_find(tpf_commands, ctx->args[0]) : NULL;
-	if (ctx->nargs && (!c || ctx->nargs > 1)) {
-		tpf_errorx(ctx->d, NULL, "Man pages are per top-level command: 'tpuform help -man "
-			   "COMMAND'.", "no man page for '%s%s%s'", ctx->args[0],
-			   ctx->nargs > 1 ? " " : "", ctx->nargs > 1 ? ctx->args[1] : "");
-		return TPF_EXIT_ERROR;
-	}
-	tpf_man_page(stdout, c);
-	return TPF_EXIT_OK;
-}
-
-static int run_help(struct tpf_cmd_ctx *ctx)
-{
-	int rc = run_generator(ctx);
-	if (rc >= 0)
-		return rc;
-	if (!ctx->nargs) {
-		tpf_help_usage(stdout);
-		return TPF_EXIT_OK;
-	}
-	const struct tpf_cmd *c = tpf_cmd_find(tpf_commands, ctx->args[0]);
-	if (!c) {
-		tpf_errorx(ctx->d, NULL, "'tpuform help' lists the commands.", "unknown command '%s'",
-			   ctx->args[0]);
-		return TPF_EXIT_ERROR;
-	}
-	char path[64];
-	snprintf(path, sizeof(path), "%s", c->name);
-	if (ctx->nargs > 1) {
-		const struct tpf_cmd *sub = c->subs ? tpf_cmd_find(c->subs, ctx->args[1]) : NULL;
-		if (!sub) {
-			tpf_errorx(ctx->d, NULL, NULL, "'tpuform %s' has no subcommand '%s'", c->name,
-				   ctx->args[1]);
-			return TPF_EXIT_ERROR;
-		}
-		snprintf(path, sizeof(path), "%s %s", c->name, sub->name);
-		c = sub;
-	}
-	tpf_help_command(stdout, c, path);
-	return TPF_EXIT_OK;
-}
-
-const struct tpf_cmd tpf_cmd_help = {
-	.name = "help",
-	.summary = "Show the commands, or one command's usage and options",
-	.description = "  Without COMMAND, list the commands. With COMMAND (and SUBCOMMAND), show\n"
-		       "  its usage and options, as 'tpuform COMMAND -help' does.\n",
-	.flags = help_flags,
-	.min_args = 0,
-	.max_args = 2,
-	.args_name = "[COMMAND [SUBCOMMAND]]",
-	.run = run_help,
-};

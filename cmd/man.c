@@ -387,7 +387,7 @@ static void put_term_list(FILE *out, const char *const (*list)[2], size_t n, int
 }
 
 /* tpuform(1) */
-static void overview_page(FILE *out)
+static void overview_page(FILE *out, const struct tpf_cmd *const *cmds)
 {
 	put_header(out, "TPUFORM");
 	raw(out, ".SH NAME\ntpuform \\- keep fleets of Cloud TPU VMs in a declared state\n"
@@ -404,7 +404,7 @@ static void overview_page(FILE *out)
 		 ".TP\n\\fB\\-help\\fR\nthe list of commands\n"
 		 ".TP\n\\fB\\-version\\fR\nthe version\n"
 		 ".SH COMMANDS\n");
-	for (const struct tpf_cmd *const *c = tpf_commands; *c; c++) {
+	for (const struct tpf_cmd *const *c = cmds; *c; c++) {
 		if ((*c)->hidden)
 			continue;
 		raw(out, ".TP\n.BR tpuform\\-");
@@ -422,7 +422,7 @@ static void overview_page(FILE *out)
 	raw(out, ".SH FILES\nRelative to the fleet file's directory:\n");
 	put_term_list(out, files, sizeof(files) / sizeof(files[0]), 0);
 	raw(out, ".SH \"SEE ALSO\"\n");
-	for (const struct tpf_cmd *const *c = tpf_commands; *c; c++) {
+	for (const struct tpf_cmd *const *c = cmds; *c; c++) {
 		if ((*c)->hidden)
 			continue;
 		raw(out, ".BR tpuform\\-");
@@ -432,11 +432,11 @@ static void overview_page(FILE *out)
 	raw(out, ".PP\nThe README of the project, its reference pages under\n/usr/share/doc/tpuform/docs, and /usr/share/doc/tpuform/examples.\n");
 }
 
-void tpf_man_page(FILE *out, const struct tpf_cmd *c)
+void tpf_man_page(FILE *out, const struct tpf_cmd *const *cmds, const struct tpf_cmd *c)
 {
 	col = 0;
 	if (c)
 		command_page(out, c);
 	else
-		overview_page(out);
+		overview_page(out, cmds);
 }

@@ -8,7 +8,8 @@
  * skipped rather than reported twice.
  *
  * This file: the top-level keys and sections, defaults, the public API.
- * Values: config/config_value.c. Groups: config/config_group.c.
+ * Values: config/config_value.c. Groups: config/config_group.c. Lookups
+ * on a loaded fleet: config/config_lookup.c.
  */
 #include "config/config.h"
 #include "config/config_limits.h"
@@ -530,35 +531,3 @@ void tpf_fleet_release(struct tpf_fleet *f)
 	tpf_fleet_prices_release(f);
 	memset(f, 0, sizeof(*f));
 }
-
-const struct tpf_group *tpf_fleet_group(const struct tpf_fleet *f, const char *name)
-{
-	for (size_t i = 0; i < f->ngroups; i++)
-		if (f->groups[i].name && !strcmp(f->groups[i].name, name))
-			return &f->groups[i];
-	return NULL;
-}
-
-const char **tpf_fleet_zones(const struct tpf_fleet *f, size_t *n)
-{
-	size_t total = 0, k = 0;
-	for (size_t i = 0; i < f->ngroups; i++)
-		total += f->groups[i].nzones;
-	*n = 0;
-	if (!total)
-		return NULL;
-	const char **zones = xcalloc(total, sizeof(*zones));
-	for (size_t i = 0; i < f->ngroups; i++) {
-		for (size_t j = 0; j < f->groups[i].nzones; j++) {
-			const char *z = f->groups[i].zones[j];
-			size_t s = 0;
-			while (s < k && strcmp(zones[s], z))
-				s++;
-			if (s == k)
-				zones[k++] = z;
-		}
-	}
-	*n = k;
-	return zones;
-}
-

@@ -31,20 +31,6 @@ int tpf_gcp_token_fresh(const char *token, double refresh_at, double now)
 	return token && *token && now < refresh_at;
 }
 
-void tpf_gcp_wipe_free(char *s)
-{
-	if (s) {
-		OPENSSL_cleanse(s, strlen(s));
-		free(s);
-	}
-}
-
-char *tpf_gcp_jstr(json_t *o, const char *k)
-{
-	const char *v = json_string_value(json_object_get(o, k));
-	return v && *v ? xstrdup(v) : NULL;
-}
-
 void tpf_gcp_auth_token_free(char *token)
 {
 	tpf_gcp_wipe_free(token);

@@ -10,6 +10,8 @@
  *   gcp_auth_external.c     external_account: subject token, STS exchange
  *   gcp_auth_impersonate.c  IAM Credentials generateAccessToken
  *   gcp_auth_cache.c        the process-wide token cache
+ *   gcp_auth_strings.c      wiping secrets, copying JSON strings (the
+ *                           lowest file: every other one may call it)
  *
  * Locking: everything below `mu` is guarded by it; fetching (every field
  * a fetch reads or writes, base_token included) happens under refresh_mu
@@ -88,6 +90,7 @@ struct tpf_gcp_auth {
 	long fetches;
 };
 
+/* ---- gcp_auth_strings.c ---- */
 /* OPENSSL_cleanse, then free. NULL ok. */
 void tpf_gcp_wipe_free(char *s);
 /* The string value of o[k] if non-empty, copied; else NULL. */

@@ -33,8 +33,14 @@ struct tpf_conn {
 	char **env;
 };
 
-/* 0 while c's node is READY and its home there, else TPF_EUNREACHABLE /
- * TPF_ERROR with a diagnostic (an SSH session dies with its VM too). */
+/* local_reach.c. tpf_local_locate: can worker `worker` of node `node_name`
+ * be reached now (the node READY, the worker in range, its home there)?
+ * 0 with *home_out its home (caller frees), else TPF_EUNREACHABLE or
+ * TPF_ERROR (TPF_ENOTFOUND's are TPF_EUNREACHABLE) with a diagnostic naming
+ * `address` ("<node>/w<i>"). tpf_local_still_reachable: the same for an
+ * open connection, 0 or an error (an SSH session dies with its VM too). */
+int tpf_local_locate(const char *root, const char *node_name, int worker, const char *address,
+		     char **home_out, struct tpf_diags *d);
 int tpf_local_still_reachable(struct tpf_conn *c, struct tpf_diags *d);
 
 /* local_chores.c: the transport's chore ops (providers/transport.h). */

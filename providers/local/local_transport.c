@@ -15,60 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-
-/*
- * Check that worker w->worker of node w->node can be reached now; on
- * success *home_out is its home (caller frees).
- */
-static int locate(const char *root, const char *node_name, int worker, const char *address,
-		  char **home_out, struct tpf_diags *d)
-{
-	struct tpf_local_node node = { 0 };
-	char *home = NULL;
-	int err;
-
-	*home_out = NULL;
-	if (!tpf_local_name_valid(node_name))
-		return tpf_errorx(d, address, NULL, "cannot reach worker '%s': node name '%s' is not valid",
-				  address, node_name ? node_name : "");
-	err = tpf_local_node_load(root, node_name, 1, &node, d);
-	if (err == TPF_ENOTFOUND) {
-		tpf_errorx(d, address, NULL, "cannot reach worker '%s': node '%s' does not exist",
-			   address, node_name);
-		err = TPF_EUNREACHABLE;
-		goto done;
-	}
-	if (err < 0)
-		goto done;
-	if (!tpf_worker_in_range(worker, node.recipe.workers > 0 ? (size_t)node.recipe.workers : 0)) {
-		err = tpf_errorx(d, address, NULL,
-				 "cannot reach worker '%s': node '%s' has %d worker%s (0 to %d)",
-				 address, node_name, node.recipe.workers,
-				 node.recipe.workers == 1 ? "" : "s", node.recipe.workers - 1);
-		goto done;
-	}
-	if (strcmp(node.state, "READY")) {
-		tpf_errorx(d, address, "a worker can be reached only while its node is READY",
-			   "cannot reach worker '%s': node '%s' is %s", address, node_name, node.state);
-		err = TPF_EUNREACHABLE;
-		goto done;
-	}
-	home = tpf_local_home_path(root, node_name, worker);
-	struct stat st;
-	if (stat(home, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		tpf_errorx(d, address, NULL, "cannot reach worker '%s': its home '%s' is missing",
-			   address, home);
-		err = TPF_EUNREACHABLE;
-		goto done;
-	}
-	*home_out = home;
-	home = NULL;
-done:
-	free(home);
-	tpf_local_node_release(&node);
-	return err;
-}
-
 static int local_connect(struct tpf_transport *t, const struct tpf_worker_ref *w,
 			 struct tpf_conn **out, char **host_key_out, struct tpf_diags *d)
 {
@@ -80,7 +26,7 @@ static int local_connect(struct tpf_transport *t, const struct tpf_worker_ref *w
 	*out = NULL;
 	if (host_key_out)
 		*host_key_out = NULL; /* no host key: nothing to pin */
-	err = locate(l->root, w->node, w->worker, address, &home, d);
+	err = tpf_local_locate(l->root, w->node, w->worker, address, &home, d);
 	if (err < 0)
 		goto done;
 	err = tpf_local_prepare_home(l->root, home, d);
@@ -98,15 +44,6 @@ static int local_connect(struct tpf_transport *t, const struct tpf_worker_ref *w
 done:
 	free(home);
 	free(address);
-	return err;
-}
-
-/* An open connection dies with its node, as an SSH session would. */
-int tpf_local_still_reachable(struct tpf_conn *c, struct tpf_diags *d)
-{
-	char *home = NULL;
-	int err = locate(c->root, c->node, c->worker, c->address, &home, d);
-	free(home);
 	return err;
 }
 
@@ -176,7 +113,7 @@ static int local_interactive(struct tpf_transport *t, const struct tpf_worker_re
 	char **env = NULL;
 	int err, cwd_fd = -1;
 
-	err = locate(l->root, w->node, w->worker, address, &home, d);
+	err = tpf_local_locate(l->root, w->node, w->worker, address, &home, d);
 	if (err < 0 || (err = tpf_local_prepare_home(l->root, home, d)) < 0)
 		goto done;
 	const char *shell = getenv("SHELL");

@@ -54,34 +54,6 @@ static const char *key_type_name(int type)
 	return NULL;
 }
 
-unsigned char *tpf_ssh_key_blob(const char *key, size_t *len)
-{
-	const char *sp = key ? strchr(key, ' ') : NULL;
-	if (!sp)
-		return NULL;
-	const char *b = sp + 1;
-	size_t blen = strcspn(b, " \t\r\n");
-	if (!blen || blen % 4 || blen > (1u << 20))
-		return NULL;
-	unsigned char *raw = xmalloc(blen / 4 * 3 + 1);
-	int n = EVP_DecodeBlock(raw, (const unsigned char *)b, (int)blen);
-	if (n <= 0) {
-		free(raw);
-		return NULL;
-	}
-	/* EVP_DecodeBlock counts the padding as zero bytes. */
-	*len = (size_t)n - (b[blen - 1] == '=') - (b[blen - 2] == '=');
-	char *line = tpf_ssh_public_key_of_blob(raw, *len);
-	size_t tlen = (size_t)(sp - key);
-	int ok = line && !strncmp(line, key, tlen) && line[tlen] == ' ';
-	free(line);
-	if (!ok) {
-		free(raw);
-		return NULL;
-	}
-	return raw;
-}
-
 char *tpf_ssh_key_fingerprint(const char *key)
 {
 	size_t len = 0;

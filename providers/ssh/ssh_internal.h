@@ -102,8 +102,13 @@ const char *tpf_ssh_jump_known_line(const struct tpf_ssh_jump *j);
 /* Authenticate an opened connection (private key or agent): 0,
  * TPF_SSH_EREFUSED, TPF_EUNREACHABLE or TPF_ERROR (bad configuration). */
 int tpf_ssh_auth(struct tpf_conn *c, double deadline, struct tpf_diags *d);
-/* Free everything of c (disconnecting politely when not broken). */
+/* Free everything of c (disconnecting politely when not broken), then the
+ * tunnel it ran through, if any (ssh_connect.c). NULL: nothing. */
 void tpf_ssh_conn_free(struct tpf_conn *c);
+/* The same but not the tunnel (ssh_session.c): for a connection reached
+ * directly (the bastion's own), and the first step of tpf_ssh_conn_free.
+ * NULL: nothing. */
+void tpf_ssh_conn_close(struct tpf_conn *c);
 
 /* Read the host key the peer presented into c->host_key (fingerprint) and
  * c->known_line ("TYPE BASE64"). 0 or TPF_ERROR (no usable key). */
@@ -126,7 +131,8 @@ int tpf_ssh_exec(struct tpf_conn *c, const char *command, struct tpf_buf *out, i
 		 double timeout, struct tpf_diags *d);
 int tpf_ssh_interactive(struct tpf_transport *t, const struct tpf_worker_ref *w,
 			struct tpf_diags *d);
-/* Connect with retries (the transport's connect op without the pin out). */
+/* Connect with retries (the transport's connect op without the pin out;
+ * ssh_connect.c, as is tpf_ssh_open). */
 int tpf_ssh_connect_retry(struct tpf_ssh *t, const struct tpf_worker_ref *w,
 			  const struct tpf_ssh_access *a, int authenticate, struct tpf_conn **out,
 			  struct tpf_diags *d);
@@ -169,7 +175,7 @@ char *tpf_ssh_where(const struct tpf_worker_ref *w);
  * The decoded blob of a "TYPE BASE64 [comment]" key line (caller frees;
  * *len its length in bytes), or NULL when the line is not one, or the type
  * in front is not the blob's own. One decoder for host keys
- * (ssh_hostkey.c) and .pub files (ssh_pubkey.c).
+ * (ssh_hostkey.c) and .pub files, kept with the wire format in ssh_pubkey.c.
  */
 unsigned char *tpf_ssh_key_blob(const char *key, size_t *len);
 

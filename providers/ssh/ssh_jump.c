@@ -298,7 +298,7 @@ void tpf_ssh_jump_free(struct tpf_ssh_jump *j)
 			libssh2_channel_close(j->ch);
 		libssh2_channel_free(j->ch);
 	}
-	tpf_ssh_conn_free(b);
+	tpf_ssh_conn_close(b); /* a bastion is reached directly: no tunnel */
 	free(j);
 }
 
@@ -356,7 +356,7 @@ static int bastion_open(struct tpf_conn *c, struct tpf_conn **out, double deadli
 done:
 	if (err) {
 		b->broken = 1;
-		tpf_ssh_conn_free(b);
+		tpf_ssh_conn_close(b);
 		return err;
 	}
 	*out = b;

@@ -1,7 +1,9 @@
 /*
  * One SSH connection: TCP connect with a deadline, the libssh2 handshake
  * and authentication, all non-blocking with poll(2), plus the waiting
- * helper every other file uses.
+ * helper every other file uses. Putting them together for a worker, direct
+ * or through the bastion (ssh_jump.c, which uses these for the bastion's
+ * own connection), is ssh_connect.c.
  */
 #include "providers/ssh/ssh_internal.h"
 #include "util/fs.h"
@@ -197,7 +199,7 @@ int tpf_ssh_tcp_connect(const char *host, int port, double deadline, double keep
 	return fd;
 }
 
-void tpf_ssh_conn_free(struct tpf_conn *c)
+void tpf_ssh_conn_close(struct tpf_conn *c)
 {
 	if (!c)
 		return;
@@ -217,8 +219,6 @@ void tpf_ssh_conn_free(struct tpf_conn *c)
 	}
 	if (c->fd >= 0)
 		close(c->fd);
-	/* After the inner session is closed: its relay sees the end. */
-	tpf_ssh_jump_free(c->jump);
 	free(c->where);
 	free(c->user);
 	free(c->host);
@@ -226,28 +226,6 @@ void tpf_ssh_conn_free(struct tpf_conn *c)
 	free(c->known_line);
 	free(c->dir_made);
 	free(c);
-}
-
-/* TCP straight to the worker (no ssh.proxy_jump): c->fd. */
-static int direct_connect(struct tpf_conn *c, double deadline, struct tpf_diags *d)
-{
-	int syserr = 0, gai = 0;
-	c->fd = tpf_ssh_tcp_connect(c->host, c->port, deadline, c->t->o.keepalive, &syserr, &gai);
-	if (c->fd < 0 && syserr == -1) {
-		tpf_errorx(d, c->where, NULL, "cannot resolve the address '%s' of worker '%s': %s",
-			   c->host, c->where, gai_strerror(gai));
-		return TPF_EUNREACHABLE;
-	}
-	if (c->fd < 0) {
-		char *hint = xasprintf("is the worker's VM up, and sshd listening on port %d there? "
-				       "(ssh.port in the fleet file; a new TPU VM needs a minute "
-				       "before it accepts connections)", c->port);
-		tpf_errorx(d, c->where, hint, "cannot connect to worker '%s' at %s port %d: %s",
-			   c->where, c->host, c->port, strerror(syserr));
-		free(hint);
-		return TPF_EUNREACHABLE;
-	}
-	return 0;
 }
 
 int tpf_ssh_handshake(struct tpf_conn *c, const char *known_pref, double deadline,
@@ -280,66 +258,6 @@ int tpf_ssh_handshake(struct tpf_conn *c, const char *known_pref, double deadlin
 		   c->where, c->host, c->port, msg);
 	/* A daemon still starting accepts and drops connections. */
 	return TPF_EUNREACHABLE;
-}
-
-int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, const struct tpf_ssh_access *a,
-		 struct tpf_conn **out, double deadline, struct tpf_diags *d)
-{
-	struct tpf_conn *c = xcalloc(1, sizeof(*c));
-	int err = 0;
-
-	*out = NULL;
-	c->t = t;
-	c->user = xstrdup(a && a->user && *a->user ? a->user : t->user);
-	c->fd = -1;
-	c->where = tpf_ssh_where(w);
-	/* Behind a bastion, workers are reached at their internal address. */
-	enum tpf_ssh_address policy = t->o.address == TPF_SSH_ADDRESS_AUTO && t->o.jump_host
-					      ? TPF_SSH_ADDRESS_INTERNAL
-					      : t->o.address;
-	const char *host = w->endpoint ? tpf_ssh_pick_address(w->endpoint, policy) : NULL;
-	if (!w->endpoint) {
-		err = tpf_errorx(d, c->where, "a node reports its workers' addresses once it is READY; 'tpuform plan' shows its state",
-				 "cannot reach worker '%s': its node reports no network endpoint for it",
-				 c->where);
-		goto done;
-	}
-	if (!host) {
-		int want_ext = policy == TPF_SSH_ADDRESS_EXTERNAL;
-		err = tpf_errorx(d, c->where,
-				 want_ext ? "set ssh.address: internal (or auto) to use the internal address, or give the node an external IP"
-					  : "set ssh.address: external (or auto) to use the external address",
-				 "cannot reach worker '%s': it has no %s IP address", c->where,
-				 want_ext ? "external" : "internal");
-		goto done;
-	}
-	if (host[0] == '-' || strpbrk(host, " \t\n/")) {
-		err = tpf_errorx(d, c->where, NULL,
-				 "cannot reach worker '%s': its address '%s' is not a host name or IP",
-				 c->where, host);
-		goto done;
-	}
-	c->host = xstrdup(host);
-	c->port = w->endpoint->port > 0 ? w->endpoint->port : t->o.port > 0 ? t->o.port : 22;
-	err = t->o.jump_host ? tpf_ssh_jump_open(c, deadline, d) : direct_connect(c, deadline, d);
-	if (err)
-		goto done;
-	/* Known keys (no pin yet): ask for exactly their types, so the key
-	 * presented is one that can be compared. */
-	char known_pref[256];
-	tpf_ssh_hostkey_pref(w->host_key ? NULL : a, known_pref, sizeof(known_pref));
-	err = tpf_ssh_handshake(c, known_pref, deadline, d);
-	if (err)
-		goto done;
-	err = tpf_ssh_check_host_key(c, w, a, d);
-done:
-	if (err) {
-		c->broken = 1;
-		tpf_ssh_conn_free(c);
-		return err;
-	}
-	*out = c;
-	return 0;
 }
 
 /*

@@ -1,14 +1,12 @@
 /*
- * The SSH transport's ops table, options, and connect with bounded
- * retries. See providers/ssh/ssh.h.
+ * The SSH transport's ops table and options. See providers/ssh/ssh.h.
+ * Connecting (with bounded retries) is ssh_connect.c.
  */
 #include "providers/ssh/ssh_internal.h"
 #include "util/env.h"
-#include "util/timeutil.h"
 #include "util/xalloc.h"
 
 #include <openssl/crypto.h>
-#include <openssl/rand.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,10 +15,6 @@
 #define DEFAULT_RETRY_PINNED 10.0
 #define DEFAULT_IO_TIMEOUT 60.0
 #define DEFAULT_KEEPALIVE 15.0
-#define BACKOFF_FIRST 0.25
-#define BACKOFF_MAX 5.0
-/* Attempts are also bounded by count, whatever the budget says. */
-#define MAX_ATTEMPTS 30
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_rc;
@@ -61,101 +55,6 @@ int tpf_ssh_options_default(struct tpf_ssh_options *o, const struct tpf_fleet *f
 	if (prog && *prog)
 		o->ssh_program = prog;
 	return rc ? TPF_ERROR : 0;
-}
-
-const char *tpf_ssh_pick_address(const struct tpf_endpoint *e, enum tpf_ssh_address policy)
-{
-	if (!e)
-		return NULL;
-	const char *ext = e->external_ip && *e->external_ip ? e->external_ip : NULL;
-	const char *in = e->ip && *e->ip ? e->ip : NULL;
-	switch (policy) {
-	case TPF_SSH_ADDRESS_EXTERNAL:
-		return ext;
-	case TPF_SSH_ADDRESS_INTERNAL:
-		return in;
-	case TPF_SSH_ADDRESS_AUTO:
-		break;
-	}
-	return ext ? ext : in;
-}
-
-double tpf_ssh_backoff(int attempt, double jitter)
-{
-	double d = BACKOFF_FIRST;
-	for (int i = 1; i < attempt && d < BACKOFF_MAX; i++)
-		d *= 2;
-	if (d > BACKOFF_MAX)
-		d = BACKOFF_MAX;
-	if (jitter < 0.75)
-		jitter = 0.75;
-	if (jitter > 1.25)
-		jitter = 1.25;
-	return d * jitter;
-}
-
-static double random_jitter(void)
-{
-	unsigned int r = 0;
-	if (RAND_bytes((unsigned char *)&r, sizeof(r)) != 1)
-		return 1.0;
-	return 0.75 + 0.5 * ((double)r / 4294967295.0);
-}
-
-int tpf_ssh_connect_retry(struct tpf_ssh *t, const struct tpf_worker_ref *w,
-			  const struct tpf_ssh_access *a, int authenticate, struct tpf_conn **out,
-			  struct tpf_diags *d)
-{
-	double start = tpf_now_mono();
-	/* Before the first contact, or right after a key was installed, a
-	 * refused key may be one the guest agent has not installed yet. */
-	int key_pending = !w->host_key || (a && a->fresh_key);
-	double budget = key_pending ? t->o.retry_first : w->once ? 0 : t->o.retry_pinned;
-	struct tpf_diags last = TPF_DIAGS_INIT;
-	int err = TPF_ERROR, attempt;
-
-	*out = NULL;
-	for (attempt = 1;; attempt++) {
-		struct tpf_conn *c = NULL;
-		tpf_diags_release(&last);
-		double deadline = tpf_now_mono() + t->o.connect_timeout;
-		err = tpf_ssh_open(t, w, a, &c, deadline, &last);
-		if (!err && authenticate) {
-			err = tpf_ssh_auth(c, deadline, &last);
-			if (err) {
-				c->broken = err == TPF_EUNREACHABLE;
-				tpf_ssh_conn_free(c);
-				c = NULL;
-			}
-		}
-		if (!err) {
-			*out = c;
-			break;
-		}
-		/* Retry what time may fix: a daemon not up yet (network
-		 * errors) and, before the first contact, keys the guest
-		 * agent has not installed yet. Never a changed host key. */
-		int retryable = err == TPF_EUNREACHABLE || (err == TPF_SSH_EREFUSED && key_pending);
-		double delay = tpf_ssh_backoff(attempt, random_jitter());
-		if (!retryable || attempt >= MAX_ATTEMPTS ||
-		    tpf_now_mono() + delay - start > budget)
-			break;
-		tpf_sleep(delay);
-	}
-	if (err && attempt > 1) {
-		/* Only the last attempt's reason, and how long we tried. */
-		for (size_t i = 0; i < last.n; i++) {
-			if (last.items[i].severity != TPF_SEV_ERROR)
-				continue;
-			char *s = xasprintf("%s (after %d attempts over %.0f s)",
-					    last.items[i].summary, attempt, tpf_now_mono() - start);
-			free(last.items[i].summary);
-			last.items[i].summary = s;
-		}
-	}
-	tpf_diags_move(d, &last);
-	tpf_diags_release(&last);
-	return err == TPF_SSH_EREFUSED ? TPF_ERROR : err;
 }
 
 int tpf_ssh_connect_as(struct tpf_transport *tr, const struct tpf_worker_ref *w,

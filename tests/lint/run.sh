@@ -6,9 +6,12 @@
 #   - analyze: the clang static analyzer over product code (tests/lint/analyze.sh)
 #   - cppcheck: cppcheck over product code (tests/lint/cppcheck.sh)
 #   - layering: every #include points down (tests/layering.sh)
-#   - calls: no call circle between the files of a product folder
-#     (tests/lint/calls.sh; reads the objects of the last build; the
-#     folders with known circles are listed there and not yet checked)
+#   - calls: no call circle between the files of a product folder, every
+#     folder found at any depth (tests/lint/calls.sh; reads the objects of
+#     the last build; the folders with known circles are listed there and
+#     not yet checked)
+#   - basenames: no two product sources or headers share a basename
+#     (tests/lint/basenames.sh; today's known repeats are listed there)
 #
 # LINT="funclen layering" runs only those. Each check's output is printed
 # as it comes; the last line is "lint: N passed, N failed (NAMES)" and the
@@ -18,11 +21,11 @@ cd "$(dirname "$0")/../.." || exit 2
 passed=0
 failed=0
 failures=""
-for check in ${LINT:-funclen shellcheck analyze cppcheck layering calls}; do
+for check in ${LINT:-funclen shellcheck analyze cppcheck layering calls basenames}; do
 	case $check in
-	funclen | shellcheck | analyze | cppcheck | calls) script=tests/lint/$check.sh ;;
+	funclen | shellcheck | analyze | cppcheck | calls | basenames) script=tests/lint/$check.sh ;;
 	layering) script=tests/layering.sh ;;
-	*) echo "lint: unknown check '$check' (funclen shellcheck analyze cppcheck layering calls)" >&2; exit 2 ;;
+	*) echo "lint: unknown check '$check' (funclen shellcheck analyze cppcheck layering calls basenames)" >&2; exit 2 ;;
 	esac
 	echo "# lint: $check ($script)"
 	if sh "$script"; then
