@@ -385,7 +385,7 @@ static int exec_action(struct exec *x, size_t ai)
 			/* The node exists even if a worker failed. */
 			pthread_mutex_lock(x->mu);
 			struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
-			if (sn && !strcmp(sn->status, TPF_NODE_CREATED))
+			if (sn && sn->status == TPF_NODE_CREATED)
 				(*(x->fl[ai].waiting ? &x->res->waiting : &x->res->added))++;
 			pthread_mutex_unlock(x->mu);
 		}

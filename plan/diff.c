@@ -271,7 +271,7 @@ static void diff_absent(struct tpf_plan *p, const struct tpf_desired_node *dn,
 		p->deferred++;
 		return;
 	}
-	if (sn && sn->recipe.queued && !dn->recipe.queued && !strcmp(sn->status, TPF_NODE_CREATED)) {
+	if (sn && sn->recipe.queued && !dn->recipe.queued && sn->status == TPF_NODE_CREATED) {
 		/* Its queued resource may outlive the node (FAILED ones
 		 * hold no node): delete it before the plain create. */
 		a = tpf_diff_action(p, TPF_ACT_REPLACE, dn, sn, NULL);
@@ -281,8 +281,8 @@ static void diff_absent(struct tpf_plan *p, const struct tpf_desired_node *dn,
 	}
 	a = tpf_diff_action(p, TPF_ACT_CREATE, dn, sn, NULL);
 	describe_new(a, dn);
-	int was_created = sn && (!strcmp(sn->status, TPF_NODE_CREATED) ||
-				 !strcmp(sn->status, TPF_NODE_BAD_HOST));
+	int was_created = sn && (sn->status == TPF_NODE_CREATED ||
+				 sn->status == TPF_NODE_BAD_HOST);
 	if (was_created && tpf_live_set_was_preempted(live, sn->id))
 		tpf_diff_reason(a, "preempted", "the node was preempted: Compute Engine deleted it "
 			        "(its termination action is DELETE)");
@@ -402,8 +402,8 @@ static int diff_replace(struct tpf_plan *p, const struct tpf_desired_node *dn,
 	struct tpf_action fields;
 	memset(&fields, 0, sizeof(fields));
 	int moved = plan_replace_fields(&fields, dn, ln, sn);
-	int tainted = sn && !strcmp(sn->status, TPF_NODE_TAINTED);
-	int bad = sn && !strcmp(sn->status, TPF_NODE_BAD_HOST);
+	int tainted = sn && sn->status == TPF_NODE_TAINTED;
+	int bad = sn && sn->status == TPF_NODE_BAD_HOST;
 	if (!tainted && !bad && !fields.nchanges) {
 		tpf_action_release(&fields);
 		return 0;
@@ -780,7 +780,7 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 			 struct tpf_diags *d)
 {
 	const struct tpf_state_node *sn = tpf_state_find((struct tpf_state *)in->state, dn->name);
-	if (sn && !strcmp(sn->status, TPF_NODE_COMPLETED)) {
+	if (sn && sn->status == TPF_NODE_COMPLETED) {
 		diff_completed(p, dn, sn, ln);
 		return;
 	}

@@ -105,7 +105,7 @@ static int parts_may_remain(const struct tpf_state_node *sn)
 	const struct tpf_recipe *r = &sn->recipe;
 	return r->compute.api == TPF_API_COMPUTE && r->zone &&
 	       (r->workers > 1 || tpf_recipe_slices(r) > 1) &&
-	       strcmp(sn->status, TPF_NODE_COMPLETED) != 0;
+	       sn->status != TPF_NODE_COMPLETED;
 }
 
 void tpf_diff_gone(struct tpf_plan *p, const struct tpf_fleet *f,

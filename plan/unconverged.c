@@ -202,7 +202,7 @@ int tpf_worker_note(const struct tpf_fleet *f, const struct tpf_state_node *sn, 
 const char *tpf_node_outcome(const struct tpf_fleet *f, const struct tpf_state_node *sn,
 			     const struct tpf_job_facts *facts, double now)
 {
-	if (sn->status && !strcmp(sn->status, TPF_NODE_COMPLETED))
+	if (sn->status == TPF_NODE_COMPLETED)
 		return "completed";
 	int nworkers = sn->recipe.workers > 0 ? sn->recipe.workers : (int)sn->nworkers;
 	if (tpf_node_succeeded(tpf_fleet_job_policy(f, sn->group), sn->name, nworkers, facts))

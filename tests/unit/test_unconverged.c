@@ -112,7 +112,7 @@ static void add_node(struct world *w, const char *name, const char *zone, int re
 	struct tpf_state_node *sn = tpf_state_add(&w->st, name);
 	xstrset(&sn->group, "a");
 	sn->index = name[strlen(name) - 1] - '0';
-	xstrset(&sn->status, TPF_NODE_CREATED);
+	sn->status = TPF_NODE_CREATED;
 	xstrset(&sn->id, "123");
 	sn->recipe.zone = xstrdup(zone);
 	sn->recipe.accelerator_type = xstrdup("v2-8");
@@ -815,7 +815,7 @@ static void test_unconverged__completion(void)
 	add_node2(&w, "f-a-1", 0, 0, 0);
 	struct tpf_state_node *sn = tpf_state_add(&w.st, "f-a-0");
 	xstrset(&sn->group, "a");
-	xstrset(&sn->status, TPF_NODE_COMPLETED);
+	sn->status = TPF_NODE_COMPLETED;
 	xstrset(&sn->completed_at, "2027-01-15T08:00:00Z");
 	sn->exit_code = 0;
 	sn->recipe.zone = xstrdup("z1");
