@@ -9,7 +9,7 @@
  *
  * Where each notification comes from (docs/watch.md "Notifications"):
  *   preempted        a replace the plan made for a lost node (reason codes
- *                    in lost_reasons), sent when its delete starts: once
+ *                    marked lost in plan/reason_code.c), sent when its delete starts: once
  *                    per replacement, however many rounds reported it
  *   replaced         that node's new create completed
  *   job_failed       a worker reports its job exited non-zero, or its
@@ -41,13 +41,6 @@
 #include <string.h>
 
 #define DRAIN_DEFAULT 10.0 /* seconds to deliver what is queued at exit */
-
-/* Reason codes (plan/diff.c, engine/watch_unhealthy.c) of a node that was
- * lost and is replaced. */
-static const char *const lost_reasons[] = {
-	"preempted", "terminated", "stopped", "stopping", "queued_failed",
-	"queued_suspended", "queued_node_gone", "unhealthy", NULL,
-};
 
 struct mark {
 	char *key;
@@ -158,14 +151,6 @@ static void lost_remove(struct tpf_watch_hooks *h, struct lost_node *l)
 	*l = h->lost[--h->nlost];
 }
 
-static int is_lost_reason(const char *code)
-{
-	for (int i = 0; code && lost_reasons[i]; i++)
-		if (!strcmp(code, lost_reasons[i]))
-			return 1;
-	return 0;
-}
-
 /* ---- what an event means: its webhook and its metric, by kind ---------- */
 
 /* The webhook document for ev: "NODE: MESSAGE", "NODE worker W: MESSAGE"
@@ -248,7 +233,7 @@ static void on_actions(struct tpf_watch_hooks *h, const struct tpf_plan *p)
 {
 	for (size_t i = 0; i < p->n; i++) {
 		const struct tpf_action *a = &p->actions[i];
-		if (a->kind == TPF_ACT_REPLACE && is_lost_reason(a->reason_code) &&
+		if (a->kind == TPF_ACT_REPLACE && tpf_reason_info(a->reason_kind)->lost &&
 		    !lost_find(h, a->node)) {
 			XGROW(h->lost, h->nlost + 1, h->lost_alloc);
 			struct lost_node *l = &h->lost[h->nlost++];
@@ -261,7 +246,7 @@ static void on_actions(struct tpf_watch_hooks *h, const struct tpf_plan *p)
 		if (a->kind != TPF_ACT_RESTART || mark_find(&h->restarts, a->node))
 			continue;
 		mark_set(&h->restarts, a->node, (long)a->nworkers);
-		if (a->reason_code && !strcmp(a->reason_code, "stalled")) {
+		if (a->reason_kind == TPF_REASON_STALLED) {
 			struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_STALLED);
 			ev.node = a->node;
 			ev.reason = a->reason_code;

@@ -74,7 +74,7 @@ void tpf_watch_check_unhealthy(struct tpf_unhealthy_set *u, const struct tpf_ses
 		if (planned(p, ln->name) || !dn)
 			continue;
 		struct tpf_action *a = tpf_plan_add(p, TPF_ACT_REPLACE, ln->name);
-		a->reason_code = xstrdup("unhealthy");
+		tpf_action_set_reason_kind(a, TPF_REASON_UNHEALTHY);
 		a->reason = xasprintf("the node has been %s for %.0f s", ln->health, now - e->since);
 		a->zone = xstrdup(ln->recipe.zone);
 		a->id = xstrdup(ln->id);

@@ -31,7 +31,7 @@ struct tpf_action *tpf_diff_action(struct tpf_plan *p, enum tpf_action_kind kind
 
 void tpf_diff_reason(struct tpf_action *a, const char *code, const char *text)
 {
-	xstrset(&a->reason_code, code);
+	tpf_action_set_reason_code(a, code);
 	xstrset(&a->reason, text);
 }
 

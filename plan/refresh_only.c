@@ -40,7 +40,7 @@ static struct tpf_action *add(struct tpf_plan *p, enum tpf_action_kind kind, con
 			      const char *code, const char *why)
 {
 	struct tpf_action *a = tpf_plan_add(p, kind, node);
-	a->reason_code = xstrdup(code);
+	tpf_action_set_reason_code(a, code);
 	a->reason = xstrdup(why);
 	return a;
 }

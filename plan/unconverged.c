@@ -225,7 +225,7 @@ const char *tpf_node_outcome(const struct tpf_fleet *f, const struct tpf_state_n
 
 int tpf_action_completes(const struct tpf_action *a)
 {
-	return a->kind == TPF_ACT_DELETE && a->reason_code && !strcmp(a->reason_code, "completed");
+	return a->kind == TPF_ACT_DELETE && a->reason_kind == TPF_REASON_COMPLETED;
 }
 
 /* Has node dn failed for good: a node-wide entry of used-up restarts (or

@@ -453,7 +453,7 @@ static const struct pcase pcases[] = {
 static void add(struct tpf_plan *p, enum tpf_action_kind k, const char *node, const char *code)
 {
 	struct tpf_action *a = tpf_plan_add(p, k, node);
-	a->reason_code = xstrdup(code);
+	tpf_action_set_reason_code(a, code);
 }
 
 static void test_heal__split(void)

@@ -396,7 +396,7 @@ static void test_unconverged__render_with_changes(void)
 	memset(&p, 0, sizeof(p));
 	struct tpf_action *a = tpf_plan_add(&p, TPF_ACT_DELETE, "llm-sweep-9");
 	a->reason = xstrdup("because index [9] is out of range for count");
-	a->reason_code = xstrdup("count");
+	tpf_action_set_reason_code(a, "count");
 	tpf_plan_recount(&p);
 	two_entries(&p);
 	struct tpf_buf b = TPF_BUF_INIT;
