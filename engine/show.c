@@ -26,9 +26,9 @@ const char *tpf_show_dead_reason(const struct tpf_session *s, const struct tpf_s
 	}
 	switch (tpf_node_class(ln->state)) {
 	case TPF_NODE_DEAD:
-		if (ln->state && !strcmp(ln->state, "PREEMPTED"))
+		if (tpf_node_state_of(ln->state) == TPF_NODE_STATE_PREEMPTED)
 			return "node preempted";
-		if (ln->state && !strcmp(ln->state, "TERMINATED"))
+		if (tpf_node_state_of(ln->state) == TPF_NODE_STATE_TERMINATED)
 			return "node terminated";
 		return "node stopped";
 	case TPF_NODE_GOING:

@@ -19,8 +19,7 @@ void tpf_unhealthy_release(struct tpf_unhealthy_set *u)
 /* HEALTHY and HEALTH_UNSPECIFIED (no verdict yet) are not a reason to act. */
 static int unhealthy(const struct tpf_live_node *ln)
 {
-	return tpf_node_class(ln->state) == TPF_NODE_READY && ln->health &&
-	       strcmp(ln->health, "HEALTHY") && strcmp(ln->health, "HEALTH_UNSPECIFIED");
+	return tpf_node_class(ln->state) == TPF_NODE_READY && tpf_node_health_bad(ln->health);
 }
 
 /* The entry of node, added (with a NOTE) when first seen unhealthy. */

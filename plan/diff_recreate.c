@@ -30,7 +30,7 @@ const char *tpf_diff_queued_state(const struct tpf_live_node *ln)
  * deleted outside tpuform. */
 static int queued_needs_requeue(const char *qstate)
 {
-	return tpf_queued_state_dead(qstate) || !strcmp(qstate, "ACTIVE");
+	return tpf_queued_state_dead(qstate) || tpf_queued_state_of(qstate) == TPF_QUEUED_ACTIVE;
 }
 
 static int zone_allowed(const struct tpf_desired_node *dn, const char *zone)
@@ -139,9 +139,10 @@ static void replace_queued(struct tpf_plan *p, const struct tpf_desired_node *dn
 			   const char *qstate)
 {
 	struct tpf_action *a = tpf_diff_action(p, TPF_ACT_REPLACE, dn, sn, ln);
-	if (!strcmp(qstate, "FAILED"))
+	enum tpf_queued_state q = tpf_queued_state_of(qstate);
+	if (q == TPF_QUEUED_FAILED)
 		tpf_diff_reason(a, "queued_failed", "the queued resource failed");
-	else if (!strcmp(qstate, "SUSPENDED"))
+	else if (q == TPF_QUEUED_SUSPENDED)
 		tpf_diff_reason(a, "queued_suspended", "the queued resource was suspended: its node is gone");
 	else
 		tpf_diff_reason(a, "queued_node_gone", "the queued resource is ACTIVE but its node is gone");
