@@ -9,6 +9,20 @@
 
 #include <stdlib.h>
 
+/* A node that waits without blocking: listed as not converged (why), and
+ * recorded when the state does not know it (found by its labels: an
+ * interrupted apply). */
+static void waiting(struct tpf_plan *p, const struct tpf_desired_node *dn,
+		    const struct tpf_state_node *sn, const struct tpf_live_node *ln, const char *why)
+{
+	tpf_plan_add_unconverged(p, TPF_UNCONV_QUEUED, dn->name, -1, why);
+	if (sn)
+		return;
+	struct tpf_action *a = tpf_diff_action(p, TPF_ACT_UPDATE, dn, sn, ln);
+	a->adopt = 1;
+	tpf_diff_reason(a, "adopt", TPF_DIFF_ADOPT_REASON);
+}
+
 /*
  * Queued (ACCEPTED, WAITING_FOR_RESOURCES, PROVISIONING, ...): that can take
  * hours, so nothing waits on it; a later plan provisions the workers once
@@ -25,14 +39,8 @@ void tpf_diff_queued_waiting(struct tpf_plan *p, const struct tpf_desired_node *
 	char *why = xasprintf("waiting in its queued resource, which is %s (its workers are "
 			      "provisioned once the node is READY)",
 			      qstate);
-	tpf_plan_add_unconverged(p, TPF_UNCONV_QUEUED, dn->name, -1, why);
+	waiting(p, dn, sn, ln, why);
 	free(why);
-	if (sn)
-		return;
-	/* Found by its labels (an interrupted apply): record it. */
-	struct tpf_action *a = tpf_diff_action(p, TPF_ACT_UPDATE, dn, sn, ln);
-	a->adopt = 1;
-	tpf_diff_reason(a, "adopt", TPF_DIFF_ADOPT_REASON);
 }
 
 /*
@@ -72,14 +80,8 @@ void tpf_diff_capacity_wait(struct tpf_plan *p, const struct tpf_diff_input *in,
 					  "its workers are provisioned once it runs)",
 					  ln->recipe.zone ? ln->recipe.zone : "?", w);
 	tpf_warn(d, dn->name, "node '%s' is %s", dn->name, why);
-	tpf_plan_add_unconverged(p, TPF_UNCONV_QUEUED, dn->name, -1, why);
+	waiting(p, dn, sn, ln, why);
 	free(why);
-	if (sn)
-		return;
-	/* Found by its labels (an interrupted apply): record it. */
-	struct tpf_action *a = tpf_diff_action(p, TPF_ACT_UPDATE, dn, sn, ln);
-	a->adopt = 1;
-	tpf_diff_reason(a, "adopt", TPF_DIFF_ADOPT_REASON);
 }
 
 /* On its way to READY (TPF_NODE_BUSY): wait, then provision every worker. */
