@@ -15,8 +15,9 @@
  * whose content differs, and only if a file existed then; Terraform's
  * local backend does the same).
  *
- * The implementation is split: state.c (nodes, load, save) and
- * state_json.c (the JSON mapping and its checks).
+ * The implementation is split: state.c (nodes, load, save),
+ * state_json.c (the JSON mapping and its checks) and node_status.c (the
+ * names of a node's status).
  */
 #ifndef TPF_STATE_H
 #define TPF_STATE_H
