@@ -295,8 +295,10 @@ void tpf_ui_plan(const struct tpf_plan *p);
 /* One "Budget: ..." line per budget of the session (plan/budget.h
  * tpf_budget_describe), or a "budget" JSON line each under -json. */
 void tpf_ui_budgets(const struct tpf_session *s);
-/* Ask for "yes" on the terminal. Returns 1 only for "yes". */
-int tpf_ui_confirm(const char *question, const char *explain);
+/* Ask for "yes" on the terminal: "Only 'yes' will be accepted to <verb>."
+ * (Terraform says "confirm" for destroy and force-unlock, "approve" for
+ * apply). Returns 1 only for "yes". */
+int tpf_ui_confirm(const char *question, const char *explain, const char *verb);
 
 /* ---- the engine session, command side (cmd/ui_progress.c) --------------------- */
 

@@ -31,13 +31,15 @@ static int approve(struct tpf_session *s, int destroy, int refresh_only)
 		? tpf_ui_confirm("Would you like to update the tpuform state to reflect these "
 				 "detected changes?",
 				 "tpuform will write these changes to the state without modifying any "
-				 "real infrastructure.")
+				 "real infrastructure.",
+				 "approve")
 		: destroy
 		? tpf_ui_confirm("Do you really want to destroy all resources?",
 				 "tpuform will destroy all your managed infrastructure, as shown above.\n"
-				 "  There is no undo.")
+				 "  There is no undo.",
+				 "confirm")
 		: tpf_ui_confirm("Do you want to perform these actions?",
-				 "tpuform will perform the actions described above.");
+				 "tpuform will perform the actions described above.", "approve");
 	if (!yes)
 		return tpf_error(&s->d, destroy ? "Destroy cancelled." : "Apply cancelled.");
 	return 0;

@@ -33,7 +33,8 @@ static int run_force_unlock(struct tpf_cmd_ctx *ctx)
 		if (!tpf_ui_confirm("Do you really want to force-unlock?",
 				    "tpuform will remove the lock on the remote state.\n"
 				    "  This will allow local tpuform commands to modify this state, even "
-				    "though it\n  may still be in use.")) {
+				    "though it\n  may still be in use.",
+				    "confirm")) {
 			tpf_error(ctx->d, "force-unlock cancelled.");
 			return TPF_EXIT_ERROR;
 		}

@@ -170,7 +170,7 @@ static void point_at_previous(struct tpf_session *s, const char *node)
 	struct tpf_diag *last = s->d.n ? &s->d.items[s->d.n - 1] : NULL;
 	struct tpf_kept_store *ks;
 	struct tpf_diags quiet = TPF_DIAGS_INIT;
-	if (!last || (!strstr(last->summary, "not READY") && !strstr(last->summary, "not in the state")) ||
+	if (!last || (last->code != TPF_DIAG_NOT_READY && last->code != TPF_DIAG_NOT_IN_STATE) ||
 	    tpf_kept_open(&ks, &s->fleet, &quiet)) {
 		tpf_diags_release(&quiet);
 		return;

@@ -170,7 +170,7 @@ json_t *tpf_show_node(const struct tpf_session *s, const struct tpf_state_node *
 			printf("    %s\n", row.why);
 		if (sn->bad_host)
 			printf("    %s: %s\n",
-			       !strcmp(sn->status, TPF_NODE_BAD_HOST) ? "bad host (replaced next)"
+			       sn->status == TPF_NODE_BAD_HOST ? "bad host (replaced next)"
 								     : "last bad host",
 			       sn->bad_host);
 		if (sn->last_checkpoint) {

@@ -435,12 +435,10 @@ void tpf_ui_plan(const struct tpf_plan *p)
 	tpf_buf_release(&s);
 }
 
-int tpf_ui_confirm(const char *question, const char *explain)
+int tpf_ui_confirm(const char *question, const char *explain, const char *verb)
 {
 	printf("\n%s%s%s\n  %s\n  Only 'yes' will be accepted to %s.\n\n  %sEnter a value:%s ",
-	       c(C_BOLD), question, c(C_RESET), explain,
-	       strstr(question, "destroy") || strstr(question, "unlock") ? "confirm" : "approve",
-	       c(C_BOLD), c(C_RESET));
+	       c(C_BOLD), question, c(C_RESET), explain, verb, c(C_BOLD), c(C_RESET));
 	fflush(stdout);
 	char line[256];
 	if (!fgets(line, sizeof(line), stdin))

@@ -308,12 +308,7 @@ static int wait_ready(struct exec *x, const struct tpf_action *a, struct tpf_liv
 static void disrupt_planned(struct exec *x, const struct tpf_action *a,
 			    const struct tpf_live_node *ln)
 {
-	static const char *const planned[] = { "recipe", "api", "replace_by_request", "count",
-					       "not_in_config", NULL };
-	int is_planned = 0;
-	for (size_t i = 0; planned[i] && a->reason_code; i++)
-		is_planned |= !strcmp(planned[i], a->reason_code);
-	if (!is_planned || !ln || tpf_node_class(ln->state) != TPF_NODE_READY)
+	if (!tpf_reason_info(a->reason_kind)->planned || !ln || tpf_node_class(ln->state) != TPF_NODE_READY)
 		return;
 	pthread_mutex_lock(x->mu);
 	const struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
@@ -333,7 +328,7 @@ static void disrupt_planned(struct exec *x, const struct tpf_action *a,
  * gives both the reason code "preempted"). */
 static void count_preemption(struct exec *x, const struct tpf_action *a)
 {
-	if (!a->reason_code || strcmp(a->reason_code, "preempted"))
+	if (a->reason_kind != TPF_REASON_PREEMPTED)
 		return;
 	pthread_mutex_lock(x->mu);
 	tpf_state_record_preempted(x->st, a->node);
@@ -385,7 +380,7 @@ static int exec_action(struct exec *x, size_t ai)
 			/* The node exists even if a worker failed. */
 			pthread_mutex_lock(x->mu);
 			struct tpf_state_node *sn = tpf_state_find(x->st, a->node);
-			if (sn && !strcmp(sn->status, TPF_NODE_CREATED))
+			if (sn && sn->status == TPF_NODE_CREATED)
 				(*(x->fl[ai].waiting ? &x->res->waiting : &x->res->added))++;
 			pthread_mutex_unlock(x->mu);
 		}

@@ -51,7 +51,8 @@ int tpf_chore_targets(struct tpf_session *s, const char *node, const struct tpf_
 		}
 	}
 	if (node && !*n && !tpf_state_find(&s->state, node))
-		return tpf_errorx(&s->d, NULL, "'tpuform state list' shows the nodes in state.",
+		return tpf_errorc(&s->d, TPF_DIAG_NOT_IN_STATE, NULL,
+				  "'tpuform state list' shows the nodes in state.",
 				  "node '%s' is not in the state of fleet '%s'", node, s->fleet.name);
 	if (!*n)
 		return tpf_errorx(&s->d, NULL, "'tpuform show' shows the nodes and their states.",

@@ -26,7 +26,7 @@ static int check_unlisted(const struct tpf_state *st, const struct tpf_live_set 
 	for (size_t i = 0; i < st->nnodes; i++) {
 		const struct tpf_state_node *n = &st->nodes[i];
 		if (!n->recipe.zone || !tpf_live_set_zone_unlisted(live, n->recipe.zone) ||
-		    (n->status && !strcmp(n->status, TPF_NODE_COMPLETED)))
+		    n->status == TPF_NODE_COMPLETED)
 			continue;
 		tpf_errorx(d, n->name,
 			   "check the project's access to the zone (gcloud compute tpus tpu-vm list "

@@ -350,14 +350,16 @@ int tpf_session_target_worker(struct tpf_session *s, const char *name, int worke
 	*t = NULL;
 	*sn = tpf_state_find(&s->state, name);
 	if (!*sn)
-		return tpf_errorx(&s->d, NULL, "'tpuform state list' shows the nodes in state.",
+		return tpf_errorc(&s->d, TPF_DIAG_NOT_IN_STATE, NULL,
+				  "'tpuform state list' shows the nodes in state.",
 				  "node '%s' is not in the state of fleet '%s'", name, s->fleet.name);
 	/* Known from the state, READY or not: said before anything else. */
 	if (tpf_state_node_check_worker(*sn, worker, &s->d))
 		return TPF_ERROR;
 	*ln = tpf_live_set_find(&s->live, name);
 	if (!*ln || tpf_node_class((*ln)->state) != TPF_NODE_READY)
-		return tpf_errorx(&s->d, NULL, "'tpuform plan' shows what apply would do about it.",
+		return tpf_errorc(&s->d, TPF_DIAG_NOT_READY, NULL,
+				  "'tpuform plan' shows what apply would do about it.",
 				  "node '%s' is %s, not READY", name,
 				  *ln && (*ln)->state ? (*ln)->state : "missing");
 	*t = s->prov->ops->transport ? s->prov->ops->transport(s->prov) : NULL;

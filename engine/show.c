@@ -17,7 +17,7 @@
 const char *tpf_show_dead_reason(const struct tpf_session *s, const struct tpf_state_node *sn)
 {
 	const struct tpf_live_node *ln = tpf_live_set_find(&s->live, sn->name);
-	if (!strcmp(sn->status, TPF_NODE_COMPLETED))
+	if (sn->status == TPF_NODE_COMPLETED)
 		return NULL; /* deleted on purpose: its workers' exits are known */
 	if (!ln) {
 		if (!s->o.refresh)
@@ -26,9 +26,9 @@ const char *tpf_show_dead_reason(const struct tpf_session *s, const struct tpf_s
 	}
 	switch (tpf_node_class(ln->state)) {
 	case TPF_NODE_DEAD:
-		if (ln->state && !strcmp(ln->state, "PREEMPTED"))
+		if (tpf_node_state_of(ln->state) == TPF_NODE_STATE_PREEMPTED)
 			return "node preempted";
-		if (ln->state && !strcmp(ln->state, "TERMINATED"))
+		if (tpf_node_state_of(ln->state) == TPF_NODE_STATE_TERMINATED)
 			return "node terminated";
 		return "node stopped";
 	case TPF_NODE_GOING:
@@ -121,11 +121,11 @@ void tpf_show_row(const struct tpf_session *s, const struct tpf_state_node *sn, 
 	/* Refreshed, not live, and no create ever answered with an id (or
 	 * its last one was refused): it does not exist, and the state says
 	 * why when it knows. */
-	int never = !ln && s->o.refresh && !sn->id && strcmp(sn->status, TPF_NODE_COMPLETED);
+	int never = !ln && s->o.refresh && !sn->id && sn->status != TPF_NODE_COMPLETED;
 	if (never)
 		tpf_show_not_created(sn, r->why, sizeof(r->why));
 	r->state = ln && ln->state ? ln->state
-		 : !strcmp(sn->status, TPF_NODE_COMPLETED) ? "COMPLETED"
+		 : sn->status == TPF_NODE_COMPLETED ? "COMPLETED"
 		 : never ? "NOT CREATED"
 		 : s->o.refresh ? "MISSING" : "UNKNOWN";
 	const char *type = sn->recipe.accelerator_type;
@@ -135,7 +135,7 @@ void tpf_show_row(const struct tpf_session *s, const struct tpf_state_node *sn, 
 	r->zone = sn->recipe.zone && *sn->recipe.zone ? sn->recipe.zone : "-";
 	r->class = tpf_recipe_scheduling(&sn->recipe);
 	double created = tpf_parse_rfc3339(sn->created_at);
-	r->age = created < 0 || never || !strcmp(sn->status, TPF_NODE_COMPLETED) ? -1
+	r->age = created < 0 || never || sn->status == TPF_NODE_COMPLETED ? -1
 		 : now > created ? now - created
 				 : 0; /* a clock a little behind the provider's */
 	r->total = (int)sn->nworkers;

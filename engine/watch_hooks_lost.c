@@ -15,13 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Reason codes (plan/diff.c, engine/watch_unhealthy.c) of a node that was
- * lost and is replaced. */
-static const char *const lost_reasons[] = {
-	"preempted", "terminated", "stopped", "stopping", "queued_failed",
-	"queued_suspended", "queued_node_gone", "unhealthy", NULL,
-};
-
 static void lost_remove(struct tpf_watch_hooks *h, struct lost_node *l)
 {
 	free(l->node);
@@ -30,19 +23,11 @@ static void lost_remove(struct tpf_watch_hooks *h, struct lost_node *l)
 	*l = h->lost[--h->nlost];
 }
 
-static int is_lost_reason(const char *code)
-{
-	for (int i = 0; code && lost_reasons[i]; i++)
-		if (!strcmp(code, lost_reasons[i]))
-			return 1;
-	return 0;
-}
-
 void tpf_hooks_on_actions(struct tpf_watch_hooks *h, const struct tpf_plan *p)
 {
 	for (size_t i = 0; i < p->n; i++) {
 		const struct tpf_action *a = &p->actions[i];
-		if (a->kind == TPF_ACT_REPLACE && is_lost_reason(a->reason_code) &&
+		if (a->kind == TPF_ACT_REPLACE && tpf_reason_info(a->reason_kind)->lost &&
 		    !tpf_hooks_lost_find(h, a->node)) {
 			XGROW(h->lost, h->nlost + 1, h->lost_alloc);
 			struct lost_node *l = &h->lost[h->nlost++];
@@ -55,7 +40,7 @@ void tpf_hooks_on_actions(struct tpf_watch_hooks *h, const struct tpf_plan *p)
 		if (a->kind != TPF_ACT_RESTART || tpf_hooks_mark_find(&h->restarts, a->node))
 			continue;
 		tpf_hooks_mark_set(&h->restarts, a->node, (long)a->nworkers);
-		if (a->reason_code && !strcmp(a->reason_code, "stalled")) {
+		if (a->reason_kind == TPF_REASON_STALLED) {
 			struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_STALLED);
 			ev.node = a->node;
 			ev.reason = a->reason_code;

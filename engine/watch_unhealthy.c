@@ -19,8 +19,7 @@ void tpf_unhealthy_release(struct tpf_unhealthy_set *u)
 /* HEALTHY and HEALTH_UNSPECIFIED (no verdict yet) are not a reason to act. */
 static int unhealthy(const struct tpf_live_node *ln)
 {
-	return tpf_node_class(ln->state) == TPF_NODE_READY && ln->health &&
-	       strcmp(ln->health, "HEALTHY") && strcmp(ln->health, "HEALTH_UNSPECIFIED");
+	return tpf_node_class(ln->state) == TPF_NODE_READY && tpf_node_health_bad(ln->health);
 }
 
 /* The entry of node, added (with a NOTE) when first seen unhealthy. */
@@ -74,7 +73,7 @@ void tpf_watch_check_unhealthy(struct tpf_unhealthy_set *u, const struct tpf_ses
 		if (planned(p, ln->name) || !dn)
 			continue;
 		struct tpf_action *a = tpf_plan_add(p, TPF_ACT_REPLACE, ln->name);
-		a->reason_code = xstrdup("unhealthy");
+		tpf_action_set_reason_kind(a, TPF_REASON_UNHEALTHY);
 		a->reason = xasprintf("the node has been %s for %.0f s", ln->health, now - e->since);
 		a->zone = xstrdup(ln->recipe.zone);
 		a->id = xstrdup(ln->id);

@@ -6,34 +6,39 @@
 #include <stddef.h>
 #include <string.h>
 
+/* Node.state names and their class, by value. */
 static const struct {
 	const char *state;
 	enum tpf_node_class cls;
-} CLASSES[] = {
-	{ "READY", TPF_NODE_READY },
-	{ "CREATING", TPF_NODE_BUSY },
-	{ "STARTING", TPF_NODE_BUSY },
-	{ "RESTARTING", TPF_NODE_BUSY },
-	{ "REPAIRING", TPF_NODE_BUSY },
-	{ "REIMAGING", TPF_NODE_BUSY },
-	{ "UNHIDING", TPF_NODE_BUSY },
-	{ "PREEMPTED", TPF_NODE_DEAD },
-	{ "TERMINATED", TPF_NODE_DEAD },
-	{ "STOPPED", TPF_NODE_DEAD },
-	{ "STOPPING", TPF_NODE_DEAD },
-	{ "DELETING", TPF_NODE_GOING },
-	{ "HIDING", TPF_NODE_GOING },
-	{ "HIDDEN", TPF_NODE_GOING },
+} STATES[TPF_NODE_STATE_N] = {
+	[TPF_NODE_STATE_OTHER] = { NULL, TPF_NODE_UNKNOWN },
+	[TPF_NODE_STATE_READY] = { "READY", TPF_NODE_READY },
+	[TPF_NODE_STATE_CREATING] = { "CREATING", TPF_NODE_BUSY },
+	[TPF_NODE_STATE_STARTING] = { "STARTING", TPF_NODE_BUSY },
+	[TPF_NODE_STATE_RESTARTING] = { "RESTARTING", TPF_NODE_BUSY },
+	[TPF_NODE_STATE_REPAIRING] = { "REPAIRING", TPF_NODE_BUSY },
+	[TPF_NODE_STATE_REIMAGING] = { "REIMAGING", TPF_NODE_BUSY },
+	[TPF_NODE_STATE_UNHIDING] = { "UNHIDING", TPF_NODE_BUSY },
+	[TPF_NODE_STATE_PREEMPTED] = { "PREEMPTED", TPF_NODE_DEAD },
+	[TPF_NODE_STATE_TERMINATED] = { "TERMINATED", TPF_NODE_DEAD },
+	[TPF_NODE_STATE_STOPPED] = { "STOPPED", TPF_NODE_DEAD },
+	[TPF_NODE_STATE_STOPPING] = { "STOPPING", TPF_NODE_DEAD },
+	[TPF_NODE_STATE_DELETING] = { "DELETING", TPF_NODE_GOING },
+	[TPF_NODE_STATE_HIDING] = { "HIDING", TPF_NODE_GOING },
+	[TPF_NODE_STATE_HIDDEN] = { "HIDDEN", TPF_NODE_GOING },
 };
+
+enum tpf_node_state tpf_node_state_of(const char *state)
+{
+	for (int i = 1; state && i < TPF_NODE_STATE_N; i++)
+		if (!strcmp(STATES[i].state, state))
+			return (enum tpf_node_state)i;
+	return TPF_NODE_STATE_OTHER;
+}
 
 enum tpf_node_class tpf_node_class(const char *state)
 {
-	if (!state)
-		return TPF_NODE_UNKNOWN;
-	for (size_t i = 0; i < sizeof(CLASSES) / sizeof(CLASSES[0]); i++)
-		if (!strcmp(CLASSES[i].state, state))
-			return CLASSES[i].cls;
-	return TPF_NODE_UNKNOWN;
+	return STATES[tpf_node_state_of(state)].cls;
 }
 
 const char *tpf_node_class_name(enum tpf_node_class c)
@@ -59,7 +64,28 @@ const char *tpf_node_condition_name(enum tpf_node_condition c)
 	return (unsigned)c < TPF_NCONDITIONS ? names[c] : "";
 }
 
+static const char *const QUEUED[] = {
+	[TPF_QUEUED_OTHER] = NULL,
+	[TPF_QUEUED_ACTIVE] = "ACTIVE",
+	[TPF_QUEUED_FAILED] = "FAILED",
+	[TPF_QUEUED_SUSPENDED] = "SUSPENDED",
+};
+
+enum tpf_queued_state tpf_queued_state_of(const char *state)
+{
+	for (size_t i = 1; state && i < sizeof(QUEUED) / sizeof(QUEUED[0]); i++)
+		if (!strcmp(QUEUED[i], state))
+			return (enum tpf_queued_state)i;
+	return TPF_QUEUED_OTHER;
+}
+
 int tpf_queued_state_dead(const char *state)
 {
-	return state && (!strcmp(state, "FAILED") || !strcmp(state, "SUSPENDED"));
+	enum tpf_queued_state q = tpf_queued_state_of(state);
+	return q == TPF_QUEUED_FAILED || q == TPF_QUEUED_SUSPENDED;
+}
+
+int tpf_node_health_bad(const char *health)
+{
+	return health && strcmp(health, "HEALTHY") && strcmp(health, "HEALTH_UNSPECIFIED");
 }

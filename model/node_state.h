@@ -25,6 +25,31 @@ enum tpf_node_class {
 	TPF_NODE_GOING,       /* being deleted or hidden: treat as absent soon */
 };
 
+/* Node.state as a value (one table: model/node_state.c), for the code that
+ * must tell states of one class apart (`show` says "preempted", the plan
+ * "being hidden"); TPF_NODE_STATE_OTHER for NULL and anything else. */
+enum tpf_node_state {
+	TPF_NODE_STATE_OTHER = 0,
+	TPF_NODE_STATE_READY,
+	TPF_NODE_STATE_CREATING,
+	TPF_NODE_STATE_STARTING,
+	TPF_NODE_STATE_RESTARTING,
+	TPF_NODE_STATE_REPAIRING,
+	TPF_NODE_STATE_REIMAGING,
+	TPF_NODE_STATE_UNHIDING,
+	TPF_NODE_STATE_PREEMPTED,
+	TPF_NODE_STATE_TERMINATED,
+	TPF_NODE_STATE_STOPPED,
+	TPF_NODE_STATE_STOPPING,
+	TPF_NODE_STATE_DELETING,
+	TPF_NODE_STATE_HIDING,
+	TPF_NODE_STATE_HIDDEN,
+	TPF_NODE_STATE_N
+};
+
+/* The value of a Node.state string. */
+enum tpf_node_state tpf_node_state_of(const char *state);
+
 /* The class of a Node.state string (NULL: TPF_NODE_UNKNOWN). */
 enum tpf_node_class tpf_node_class(const char *state);
 
@@ -60,5 +85,21 @@ enum tpf_node_condition {
 /* "alive" "creating" "waiting" "dead" "missing" "queued" "completed"
  * (static; "" out of range). */
 const char *tpf_node_condition_name(enum tpf_node_condition c);
+
+/* QueuedResource.state.state as a value, for the states the plan tells
+ * apart (docs/cloud-tpu-api.md section 5); TPF_QUEUED_OTHER for the rest
+ * (ACCEPTED, WAITING_FOR_RESOURCES, PROVISIONING, ...) and NULL. */
+enum tpf_queued_state {
+	TPF_QUEUED_OTHER = 0,
+	TPF_QUEUED_ACTIVE,
+	TPF_QUEUED_FAILED,
+	TPF_QUEUED_SUSPENDED,
+};
+enum tpf_queued_state tpf_queued_state_of(const char *state);
+
+/* Node.health (HEALTHY, DEGRADED, UNHEALTHY_TENSORFLOW, UNHEALTHY_MAINTENANCE,
+ * ...): 1 when it is a verdict against the node, 0 for NULL, HEALTHY and
+ * HEALTH_UNSPECIFIED (no verdict yet). */
+int tpf_node_health_bad(const char *health);
 
 #endif

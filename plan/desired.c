@@ -85,7 +85,7 @@ static void keep_existing_zone(struct tpf_desired_node *n, const struct tpf_grou
 			       const struct tpf_state *st, struct tpf_quota *quota)
 {
 	struct tpf_state_node *sn = st ? tpf_state_find((struct tpf_state *)st, n->name) : NULL;
-	if (sn && sn->status && !strcmp(sn->status, TPF_NODE_COMPLETED)) {
+	if (sn && sn->status == TPF_NODE_COMPLETED) {
 		/* Deleted once its job completed: it is not created again and
 		 * holds no quota (docs/design.md section 8, "Completion"). */
 		n->completed = 1;

@@ -1,7 +1,8 @@
 /*
  * The one way the diff's files add a node action (plan/plan_internal.h):
- * plan/diff.c and plan/diff_going.c both call here, so neither calls the
- * other back (tests/lint/calls.sh).
+ * plan/diff.c and the files of its rules (diff_recreate.c, diff_wait.c,
+ * diff_update.c, diff_restart.c, diff_going.c) all call here, so none calls
+ * another back (tests/lint/calls.sh).
  */
 #include "plan/plan_internal.h"
 #include "util/xalloc.h"
@@ -30,6 +31,12 @@ struct tpf_action *tpf_diff_action(struct tpf_plan *p, enum tpf_action_kind kind
 
 void tpf_diff_reason(struct tpf_action *a, const char *code, const char *text)
 {
-	xstrset(&a->reason_code, code);
+	tpf_action_set_reason_code(a, code);
 	xstrset(&a->reason, text);
+}
+
+void tpf_diff_add_worker(struct tpf_action *a, int w)
+{
+	a->workers = xrealloc(a->workers, (a->nworkers + 1) * sizeof(int));
+	a->workers[a->nworkers++] = w;
 }

@@ -38,7 +38,8 @@ static int delete_sent(const struct tpf_state_node *sn, const struct tpf_live_no
 static char *going_words(const struct tpf_state_node *sn, const struct tpf_live_node *ln)
 {
 	const char *s = ln->state ? ln->state : "?";
-	int hidden = !strcmp(s, "HIDING") || !strcmp(s, "HIDDEN");
+	enum tpf_node_state v = tpf_node_state_of(ln->state);
+	int hidden = v == TPF_NODE_STATE_HIDING || v == TPF_NODE_STATE_HIDDEN;
 	char *by = delete_sent(sn, ln) ? xasprintf("; tpuform sent its delete at %s",
 						   sn->delete_sent_at)
 				       : xstrdup("");
@@ -105,7 +106,7 @@ static int parts_may_remain(const struct tpf_state_node *sn)
 	const struct tpf_recipe *r = &sn->recipe;
 	return r->compute.api == TPF_API_COMPUTE && r->zone &&
 	       (r->workers > 1 || tpf_recipe_slices(r) > 1) &&
-	       strcmp(sn->status, TPF_NODE_COMPLETED) != 0;
+	       sn->status != TPF_NODE_COMPLETED;
 }
 
 void tpf_diff_gone(struct tpf_plan *p, const struct tpf_fleet *f,

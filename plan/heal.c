@@ -7,9 +7,9 @@
 
 #include <string.h>
 
-static int reason_is(const struct tpf_action *a, const char *code)
+static int reason_is(const struct tpf_action *a, enum tpf_reason_code code)
 {
-	return a->reason_code && !strcmp(a->reason_code, code);
+	return a->reason_kind == code;
 }
 
 int tpf_action_is_healing(const struct tpf_action *a)
@@ -24,14 +24,14 @@ int tpf_action_is_healing(const struct tpf_action *a)
 		/* Dead, tainted or unhealthy nodes and FAILED or SUSPENDED queued
 		 * resources (queued_failed, queued_suspended, queued_node_gone)
 		 * come back; a changed recipe waits. */
-		return !reason_is(a, "recipe");
+		return !reason_is(a, TPF_REASON_RECIPE);
 	case TPF_ACT_UPDATE:
-		return reason_is(a, "adopt") || reason_is(a, "provision");
+		return reason_is(a, TPF_REASON_ADOPT) || reason_is(a, TPF_REASON_PROVISION);
 	case TPF_ACT_DELETE:
 		/* Orphans, nodes whose job completed (on_success: delete), and
 		 * the nodes of a scope over its budget (on_budget: delete). */
-		return reason_is(a, "orphan") || reason_is(a, "completed") ||
-		       reason_is(a, "budget");
+		return reason_is(a, TPF_REASON_ORPHAN) || reason_is(a, TPF_REASON_COMPLETED) ||
+		       reason_is(a, TPF_REASON_BUDGET);
 	}
 	return 0;
 }

@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "model/recipe.h"
 #include "model/live.h"
+#include "plan/reason_code.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/diag.h"
@@ -353,7 +354,11 @@ struct tpf_action {
 	enum tpf_action_kind kind;
 	char *node;
 	char *reason;         /* why, for people: "the node was preempted" */
-	char *reason_code;    /* for machines: "preempted" "not_in_config" "orphan" ... */
+	/* For machines: "preempted" "not_in_config" "orphan" ..., and its
+	 * parsed value (plan/reason_code.h); both set only by
+	 * tpf_action_set_reason_code. Code decides by reason_kind. */
+	char *reason_code;
+	enum tpf_reason_code reason_kind;
 	char *zone;           /* where the node is now (delete/replace/update), may be NULL */
 	char *id;             /* provider id of the existing node, may be NULL */
 	int adopt;            /* node found by labels but missing from state: record it */

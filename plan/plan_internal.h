@@ -118,4 +118,78 @@ void tpf_diff_delete_reason(struct tpf_action *a, const struct tpf_fleet *f,
 void tpf_diff_gone(struct tpf_plan *p, const struct tpf_fleet *f,
 		   const struct tpf_state_node *sn, const struct tpf_live_node *ln, int destroy);
 
+
+/* Worker w joins the action's list of workers to provision. */
+void tpf_diff_add_worker(struct tpf_action *a, int w);
+
+/* The reason of an update that records a node found by this state's
+ * lineage label but missing from the state (plan/ownership.h): an apply
+ * that crashed between its create and its record. */
+#define TPF_DIFF_ADOPT_REASON \
+	"found by this state's lineage label but missing from state: adopt it"
+
+/*
+ * Values as the plan shows them (plan/diff_values.c; Terraform's plan
+ * renderer): tpf_diff_value_str a string JSON-quoted by jansson ("null" for
+ * NULL), tpf_diff_value_map a map as { "k" = "v" } ("{}" when empty),
+ * tpf_diff_value_long a number; each returns a heap string the caller
+ * frees. tpf_diff_change_str adds a change line for a string field when
+ * before != after (forces: "# forces replacement").
+ * tpf_diff_describe_new adds a "+" line for every attribute of a new node;
+ * tpf_diff_describe_job a line for each changed job field (commit, env,
+ * run, secrets, setup) and returns 1 when there was one.
+ */
+char *tpf_diff_value_str(const char *s);
+char *tpf_diff_value_map(const struct tpf_kvlist *l);
+char *tpf_diff_value_long(long v);
+void tpf_diff_change_str(struct tpf_action *a, const char *field, const char *before,
+			 const char *after, int forces);
+void tpf_diff_describe_new(struct tpf_action *a, const struct tpf_desired_node *dn);
+int tpf_diff_describe_job(struct tpf_action *a, const struct tpf_job *before,
+			  const struct tpf_job *after);
+
+/*
+ * The rules of tpf_diff for one desired node dn (state sn, live ln; sn may
+ * be NULL), one file each; plan/diff.c applies them in order of precedence
+ * (docs/design.md "Node lifecycle the diff must handle"):
+ * - tpf_diff_queued_state: the queued resource's state when it speaks for
+ *   the node (no node yet, or FAILED or SUSPENDED; docs/cloud-tpu-api.md
+ *   section 5), else NULL (borrowed from ln);
+ * - tpf_diff_absent (plan/diff_recreate.c): no live node: create it
+ *   (again), or wait for quota;
+ * - tpf_diff_replace (same file): replace when the node must go (queued
+ *   resource gave up, dead, tainted, bad host, a field that forces
+ *   replacement); 1 if it added a replace;
+ * - tpf_diff_queued_waiting, tpf_diff_capacity_wait, tpf_diff_busy
+ *   (plan/diff_wait.c): a node still queued, waiting for flex-start
+ *   capacity (past flex_start.wait: replaced), or on its way to READY;
+ * - tpf_diff_update (plan/diff_update.c): labels, patchable fields,
+ *   adoption or workers to provision; 1 if an update was added;
+ * - tpf_diff_restart, tpf_diff_completed (plan/diff_restart.c): restart
+ *   the units whose jobs call for it, list or delete a node whose job is
+ *   done; a node the state says completed is not created again.
+ * in->now is wall-clock seconds. Warnings go to d.
+ */
+const char *tpf_diff_queued_state(const struct tpf_live_node *ln);
+void tpf_diff_absent(struct tpf_plan *p, const struct tpf_desired_node *dn,
+		     const struct tpf_state_node *sn, const struct tpf_live_set *live);
+int tpf_diff_replace(struct tpf_plan *p, const struct tpf_desired_node *dn,
+		     const struct tpf_state_node *sn, const struct tpf_live_node *ln);
+void tpf_diff_queued_waiting(struct tpf_plan *p, const struct tpf_desired_node *dn,
+			     const struct tpf_state_node *sn, const struct tpf_live_node *ln,
+			     const char *qstate, struct tpf_diags *d);
+void tpf_diff_capacity_wait(struct tpf_plan *p, const struct tpf_diff_input *in,
+			    const struct tpf_desired_node *dn, const struct tpf_state_node *sn,
+			    const struct tpf_live_node *ln, struct tpf_diags *d);
+void tpf_diff_busy(struct tpf_plan *p, const struct tpf_desired_node *dn,
+		   const struct tpf_state_node *sn, const struct tpf_live_node *ln);
+int tpf_diff_update(struct tpf_plan *p, const struct tpf_diff_input *in,
+		    const struct tpf_desired_node *dn, const struct tpf_state_node *sn,
+		    const struct tpf_live_node *ln);
+void tpf_diff_restart(struct tpf_plan *p, const struct tpf_diff_input *in,
+		      const struct tpf_desired_node *dn, const struct tpf_state_node *sn,
+		      const struct tpf_live_node *ln, struct tpf_diags *d);
+void tpf_diff_completed(struct tpf_plan *p, const struct tpf_desired_node *dn,
+			const struct tpf_state_node *sn, const struct tpf_live_node *ln);
+
 #endif

@@ -22,22 +22,6 @@ static json_t *actions_of(const struct tpf_action *a, int drift)
 	return json_pack("[s]", "no-op");
 }
 
-/* Terraform's action_reason for tpuform's reason code, or NULL. */
-static const char *terraform_reason(const char *code)
-{
-	static const char *const map[][2] = {
-		{ "tainted", "replace_because_tainted" },
-		{ "recipe", "replace_because_cannot_update" },
-		{ "replace_by_request", "replace_by_request" },
-		{ "count", "delete_because_count_index" },
-		{ "not_in_config", "delete_because_no_resource_config" },
-	};
-	for (size_t i = 0; code && i < sizeof(map) / sizeof(map[0]); i++)
-		if (!strcmp(map[i][0], code))
-			return map[i][1];
-	return NULL;
-}
-
 static json_t *str_or_null(const char *s)
 {
 	return s ? json_string(s) : json_null();
@@ -77,7 +61,7 @@ static json_t *resource_change(const struct tpf_action *a, int drift)
 {
 	json_t *rc = json_pack("{s:s,s:s,s:s,s:o}", "address", a->node, "type", "node", "name",
 			       a->node, "change", change_of(a, drift));
-	const char *tr = terraform_reason(a->reason_code);
+	const char *tr = tpf_reason_info(a->reason_kind)->terraform;
 	if (tr)
 		json_object_set_new(rc, "action_reason", json_string(tr));
 	if (a->reason_code)

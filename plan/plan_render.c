@@ -72,9 +72,9 @@ static const char *header_text(const struct tpf_action *a)
 	case TPF_ACT_CREATE: return "will be created";
 	case TPF_ACT_DELETE: return "will be destroyed";
 	case TPF_ACT_REPLACE:
-		if (a->reason_code && !strcmp(a->reason_code, "replace_by_request"))
+		if (a->reason_kind == TPF_REASON_REPLACE_BY_REQUEST)
 			return "will be replaced, as requested"; /* -replace (plan/target.h) */
-		return a->reason_code && !strcmp(a->reason_code, "tainted")
+		return a->reason_kind == TPF_REASON_TAINTED
 			       ? "is tainted, so must be replaced"
 			       : "must be replaced";
 	case TPF_ACT_FORGET: return "will be removed from the state";
@@ -96,8 +96,8 @@ static void render_action(const struct tpf_action *a, const struct style *s, str
 	tpf_buf_addf(out, "  %s# %s%s %s%s\n", col(s, C_BOLD), a->node, col(s, C_RESET),
 		     header_text(a), "");
 	/* A reason line, except where "# forces replacement" already says why. */
-	if (a->reason && !(a->kind == TPF_ACT_REPLACE && a->reason_code &&
-			   (!strcmp(a->reason_code, "recipe") || !strcmp(a->reason_code, "tainted"))))
+	if (a->reason && !(a->kind == TPF_ACT_REPLACE && (a->reason_kind == TPF_REASON_RECIPE ||
+							   a->reason_kind == TPF_REASON_TAINTED)))
 		tpf_buf_addf(out, "  # (%s)\n", a->reason);
 	if (a->kind == TPF_ACT_FORGET) {
 		tpf_buf_addch(out, '\n');

@@ -208,7 +208,7 @@ int tpf_plan_from_json(struct tpf_plan *p, json_t *root, const char *what, struc
 		}
 		struct tpf_action *a = tpf_plan_add(p, kind, jstr(j, "node"));
 		a->reason = xstrdup(jstr(j, "reason"));
-		a->reason_code = xstrdup(jstr(j, "reason_code"));
+		tpf_action_set_reason_code(a, jstr(j, "reason_code"));
 		a->zone = xstrdup(jstr(j, "zone"));
 		a->id = xstrdup(jstr(j, "id"));
 		a->adopt = json_is_true(json_object_get(j, "adopt"));

@@ -91,7 +91,7 @@ void tpf_quota_count_state(struct tpf_quota *q, const struct tpf_state *st, cons
 		const struct tpf_state_node *n = &st->nodes[k];
 		if (!n->recipe.zone || (except && n->name && !strcmp(n->name, except)))
 			continue;
-		if (n->status && !strcmp(n->status, TPF_NODE_COMPLETED))
+		if (n->status == TPF_NODE_COMPLETED)
 			continue; /* deleted once its job completed: holds nothing */
 		tpf_quota_take(q, n->recipe.zone, &n->recipe);
 	}

@@ -40,7 +40,7 @@ static struct tpf_action *add(struct tpf_plan *p, enum tpf_action_kind kind, con
 			      const char *code, const char *why)
 {
 	struct tpf_action *a = tpf_plan_add(p, kind, node);
-	a->reason_code = xstrdup(code);
+	tpf_action_set_reason_code(a, code);
 	a->reason = xstrdup(why);
 	return a;
 }
@@ -51,7 +51,7 @@ static void refresh_state_node(struct tpf_plan *p, const struct tpf_state_node *
 			       const struct tpf_live_node *ln)
 {
 	if (!ln) {
-		if (!strcmp(sn->status, TPF_NODE_PENDING))
+		if (sn->status == TPF_NODE_PENDING)
 			return;
 		struct tpf_action *a = add(p, TPF_ACT_FORGET, sn->name, TPF_REFRESH_DELETED,
 					   "the node is gone: it was deleted outside tpuform");
@@ -63,7 +63,7 @@ static void refresh_state_node(struct tpf_plan *p, const struct tpf_state_node *
 			change_str(a, "zone", sn->recipe.zone, NULL);
 		return;
 	}
-	int pending = !strcmp(sn->status, TPF_NODE_PENDING);
+	int pending = sn->status == TPF_NODE_PENDING;
 	if (tpf_streq(sn->id, ln->id) && tpf_streq(sn->recipe.zone, ln->recipe.zone) && !pending)
 		return;
 	struct tpf_action *a = add(p, TPF_ACT_UPDATE, sn->name, TPF_REFRESH_CHANGED,
@@ -76,7 +76,8 @@ static void refresh_state_node(struct tpf_plan *p, const struct tpf_state_node *
 	if (!tpf_streq(sn->id, ln->id))
 		change_str(a, "id", sn->id, ln->id);
 	if (pending)
-		change_str(a, "status", sn->status, TPF_NODE_CREATED);
+		change_str(a, "status", tpf_node_status_name(sn->status),
+			   tpf_node_status_name(TPF_NODE_CREATED));
 	if (!tpf_streq(sn->recipe.zone, ln->recipe.zone))
 		change_str(a, "zone", sn->recipe.zone, ln->recipe.zone);
 }

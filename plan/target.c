@@ -187,7 +187,7 @@ static void make_replace(struct tpf_action *a, const struct tpf_live_node *ln)
 	a->nworkers = 0; /* a new node's workers are all provisioned */
 	xstrset(&a->zone, ln->recipe.zone);
 	xstrset(&a->id, ln->id);
-	xstrset(&a->reason_code, TPF_REASON_REPLACE_BY_REQUEST);
+	tpf_action_set_reason_kind(a, TPF_REASON_REPLACE_BY_REQUEST);
 	xstrset(&a->reason, TPF_REASON_REPLACE_BY_REQUEST_TEXT);
 	char *before = xasprintf("\"%s\"", ln->id ? ln->id : "");
 	tpf_action_change(a, "id", before, "(known after apply)", 0, 0);
@@ -198,8 +198,8 @@ static int not_replaced(const struct tpf_plan *p, const struct tpf_unconverged *
 {
 	(void)ctx;
 	for (size_t i = 0; i < p->n; i++)
-		if (!strcmp(p->actions[i].node, u->node) && p->actions[i].reason_code &&
-		    !strcmp(p->actions[i].reason_code, TPF_REASON_REPLACE_BY_REQUEST))
+		if (!strcmp(p->actions[i].node, u->node) &&
+		    p->actions[i].reason_kind == TPF_REASON_REPLACE_BY_REQUEST)
 			return 0;
 	return 1;
 }

@@ -18,7 +18,6 @@
 
 /* Why a requested replace is planned, for machines and people. The
  * code is Terraform's action_reason ("replace_by_request"). */
-#define TPF_REASON_REPLACE_BY_REQUEST "replace_by_request"
 #define TPF_REASON_REPLACE_BY_REQUEST_TEXT "requested with -replace"
 
 /* What a plan is asked for, beyond the normal plan (borrowed strings). */

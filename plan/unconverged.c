@@ -202,7 +202,7 @@ int tpf_worker_note(const struct tpf_fleet *f, const struct tpf_state_node *sn, 
 const char *tpf_node_outcome(const struct tpf_fleet *f, const struct tpf_state_node *sn,
 			     const struct tpf_job_facts *facts, double now)
 {
-	if (sn->status && !strcmp(sn->status, TPF_NODE_COMPLETED))
+	if (sn->status == TPF_NODE_COMPLETED)
 		return "completed";
 	int nworkers = sn->recipe.workers > 0 ? sn->recipe.workers : (int)sn->nworkers;
 	if (tpf_node_succeeded(tpf_fleet_job_policy(f, sn->group), sn->name, nworkers, facts))
@@ -225,7 +225,7 @@ const char *tpf_node_outcome(const struct tpf_fleet *f, const struct tpf_state_n
 
 int tpf_action_completes(const struct tpf_action *a)
 {
-	return a->kind == TPF_ACT_DELETE && a->reason_code && !strcmp(a->reason_code, "completed");
+	return a->kind == TPF_ACT_DELETE && a->reason_kind == TPF_REASON_COMPLETED;
 }
 
 /* Has node dn failed for good: a node-wide entry of used-up restarts (or

@@ -52,7 +52,6 @@ void tpf_state_node_release(struct tpf_state_node *n)
 	free(n->name);
 	free(n->group);
 	free(n->id);
-	free(n->status);
 	free(n->created_at);
 	free(n->completed_at);
 	free(n->bad_host);
@@ -123,7 +122,7 @@ struct tpf_state_node *tpf_state_add(struct tpf_state *st, const char *name)
 	struct tpf_state_node *n = &st->nodes[i];
 	memset(n, 0, sizeof(*n));
 	n->name = xstrdup(name);
-	n->status = xstrdup(TPF_NODE_PENDING);
+	n->status = TPF_NODE_PENDING;
 	n->exit_code = -1;
 	return n;
 }

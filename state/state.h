@@ -15,8 +15,9 @@
  * whose content differs, and only if a file existed then; Terraform's
  * local backend does the same).
  *
- * The implementation is split: state.c (nodes, load, save) and
- * state_json.c (the JSON mapping and its checks).
+ * The implementation is split: state.c (nodes, load, save),
+ * state_json.c (the JSON mapping and its checks) and node_status.c (the
+ * names of a node's status).
  */
 #ifndef TPF_STATE_H
 #define TPF_STATE_H
@@ -43,17 +44,34 @@
  * state file with a longer one is refused. */
 #define TPF_STATE_CHECKPOINT_MAX 256
 
-/* Node status in state (Terraform's instance status, plus pending). */
-#define TPF_NODE_PENDING "pending" /* create about to be / was sent, not confirmed */
-#define TPF_NODE_CREATED "created" /* the provider confirmed the node */
-#define TPF_NODE_TAINTED "tainted" /* create failed half-way: replace next time */
-/* A worker failed its preflight (templates/bootstrap.sh: a held or missing
- * TPU, a failing user preflight) preflight_failures times in a row: the
- * host is bad, and the node is replaced next time, not restarted. */
-#define TPF_NODE_BAD_HOST "bad_host"
-/* on_success: delete: every worker's job exited 0, the node was deleted to
- * free its quota and is not created again (docs/design.md section 8). */
-#define TPF_NODE_COMPLETED "completed"
+/* Node status in state (Terraform's instance status, plus pending). The
+ * file holds the name (tpf_node_status_name); it is parsed once, when the
+ * state is read (state/state_json.c), and written back by name, so the file
+ * stays as it was. One table: state/node_status.c. */
+enum tpf_node_status {
+	TPF_NODE_STATUS_NONE = 0, /* absent from the file (omitted on save) */
+	TPF_NODE_PENDING,   /* "pending": create about to be / was sent, not confirmed */
+	TPF_NODE_CREATED,   /* "created": the provider confirmed the node */
+	TPF_NODE_TAINTED,   /* "tainted": create failed half-way: replace next time */
+	/* "bad_host": a worker failed its preflight (templates/bootstrap.sh: a
+	 * held or missing TPU, a failing user preflight) preflight_failures
+	 * times in a row: the host is bad, and the node is replaced next time,
+	 * not restarted. */
+	TPF_NODE_BAD_HOST,
+	/* "completed": on_success: delete: every worker's job exited 0, the
+	 * node was deleted to free its quota and is not created again
+	 * (docs/design.md section 8). */
+	TPF_NODE_COMPLETED,
+	TPF_NODE_NSTATUS
+};
+
+/* The name of s as the state file writes it ("created"); NULL for
+ * TPF_NODE_STATUS_NONE or a value out of range. Static. */
+const char *tpf_node_status_name(enum tpf_node_status s);
+
+/* The status named `name`, or -1 when it is not one of the names above
+ * (NULL gives TPF_NODE_STATUS_NONE). */
+int tpf_node_status_from_name(const char *name);
 
 struct tpf_state_worker {
 	int index;            /* worker id, 0-based */
@@ -85,7 +103,7 @@ struct tpf_state_node {
 	char *group;
 	int index;
 	char *id;         /* provider's node id; NULL until created */
-	char *status;     /* TPF_NODE_* */
+	enum tpf_node_status status;
 	int generation;   /* 0 at first creation, +1 per re-creation or restart */
 	struct tpf_recipe recipe;
 	struct tpf_job job;   /* what the workers were last provisioned with */

@@ -142,6 +142,24 @@ static int get_job_state(const struct reader *r, json_t *o, const char *prefix,
 	return err ? TPF_ERROR : 0;
 }
 
+/* The node's status, parsed here once (state/node_status.c): absent gives
+ * TPF_NODE_STATUS_NONE; a name tpuform never writes is refused. */
+static int get_node_status(const struct reader *r, json_t *o, const char *prefix,
+			   enum tpf_node_status *out)
+{
+	char *name = NULL;
+	if (get_str(r, o, prefix, "status", 0, &name) < 0)
+		return TPF_ERROR;
+	int s = tpf_node_status_from_name(name);
+	free(name);
+	if (s < 0)
+		return field_error(r, prefix, "status",
+				   "one of pending, created, tainted, bad_host, completed",
+				   json_object_get(o, "status"));
+	*out = (enum tpf_node_status)s;
+	return 0;
+}
+
 static int get_int(const struct reader *r, json_t *o, const char *prefix, const char *key,
 		   int required, long long min, long long max, long long *out)
 {
@@ -300,7 +318,7 @@ static int parse_node(const struct reader *r, json_t *o, const char *prefix,
 	    get_str(r, o, prefix, "group", 0, &n->group) < 0 ||
 	    get_int32(r, o, prefix, "index", 0, &n->index) < 0 ||
 	    get_str(r, o, prefix, "id", 0, &n->id) < 0 ||
-	    get_str(r, o, prefix, "status", 0, &n->status) < 0 ||
+	    get_node_status(r, o, prefix, &n->status) < 0 ||
 	    get_int32(r, o, prefix, "generation", 0, &n->generation) < 0 ||
 	    get_str(r, o, prefix, "created_at", 0, &n->created_at) < 0 ||
 	    get_bounded_str(r, o, prefix, "last_checkpoint", TPF_STATE_CHECKPOINT_MAX,

@@ -33,7 +33,7 @@ struct tpf_state_node *tpf_state_node_clone(const struct tpf_state_node *src)
 	n->group = xstrdup(src->group);
 	n->index = src->index;
 	n->id = xstrdup(src->id);
-	n->status = xstrdup(src->status);
+	n->status = src->status;
 	n->generation = src->generation;
 	tpf_recipe_copy(&n->recipe, &src->recipe);
 	tpf_job_copy(&n->job, &src->job);
@@ -79,12 +79,12 @@ struct tpf_state_node *tpf_state_record_pending(struct tpf_state *st, const char
 	struct tpf_state_node *sn = tpf_state_find(st, name);
 	int gen = 0;
 	if (sn)
-		gen = !strcmp(sn->status, TPF_NODE_PENDING) ? sn->generation
+		gen = sn->status == TPF_NODE_PENDING ? sn->generation
 							    : sn->generation + max_restarts_of(sn) + 1;
 	sn = tpf_state_add(st, name);
 	xstrset(&sn->group, group);
 	sn->index = index;
-	xstrset(&sn->status, TPF_NODE_PENDING);
+	sn->status = TPF_NODE_PENDING;
 	xstrset(&sn->id, NULL);
 	xstrset(&sn->delete_sent_at, NULL);
 	sn->generation = gen;
@@ -109,7 +109,7 @@ void tpf_state_record_created(struct tpf_state *st, const char *name, const char
 	if (!sn)
 		return;
 	xstrset(&sn->id, id);
-	xstrset(&sn->status, TPF_NODE_CREATED);
+	sn->status = TPF_NODE_CREATED;
 	xstrset(&sn->created_at, created_at);
 	xstrset(&sn->refused, NULL); /* a zone took it */
 	xstrset(&sn->retry_after, NULL);
@@ -123,12 +123,12 @@ void tpf_state_record_not_created(struct tpf_state *st, const char *name, int ma
 	if (!sn)
 		return;
 	if (may_exist) {
-		xstrset(&sn->status, TPF_NODE_TAINTED);
+		sn->status = TPF_NODE_TAINTED;
 		xstrset(&sn->refused, NULL); /* not a refusal: a node may exist */
 		xstrset(&sn->retry_after, NULL);
 	}
 	else if (keep_history && sn->generation > 0)
-		xstrset(&sn->status, TPF_NODE_PENDING);
+		sn->status = TPF_NODE_PENDING;
 	else
 		tpf_state_remove(st, name);
 }
@@ -148,7 +148,7 @@ void tpf_state_record_completed(struct tpf_state *st, const char *name, const ch
 	struct tpf_state_node *sn = tpf_state_find(st, name);
 	if (!sn)
 		return;
-	xstrset(&sn->status, TPF_NODE_COMPLETED);
+	sn->status = TPF_NODE_COMPLETED;
 	xstrset(&sn->id, NULL);
 	xstrset(&sn->delete_sent_at, NULL); /* its delete is done */
 	xstrset(&sn->completed_at, at);
@@ -198,7 +198,7 @@ struct tpf_state_node *tpf_state_record_live(struct tpf_state *st, const char *g
 	xstrset(&sn->group, group);
 	sn->index = index;
 	xstrset(&sn->id, ln->id);
-	xstrset(&sn->status, TPF_NODE_CREATED);
+	sn->status = TPF_NODE_CREATED;
 	xstrset(&sn->created_at, ln->create_time);
 	sn->generation = 0;
 	tpf_recipe_copy(&sn->recipe, &ln->recipe);
@@ -229,7 +229,7 @@ struct tpf_state_node *tpf_state_record_running(struct tpf_state *st, const char
 		tpf_node_fields_copy(&sn->recipe.node, &declared->node);
 		tpf_state_node_set_workers(sn, (size_t)declared->workers);
 	}
-	xstrset(&sn->status, TPF_NODE_CREATED);
+	sn->status = TPF_NODE_CREATED;
 	xstrset(&sn->delete_sent_at, NULL); /* found alive and kept */
 	/* Same name, new id: the node was re-created outside tpuform. Its
 	 * workers are new VMs: forget their pins and facts. */
@@ -259,7 +259,7 @@ void tpf_state_record_refreshed(struct tpf_state *st, const char *name, const ch
 			xstrset(&sn->created_at, created_at);
 	}
 	xstrset(&sn->recipe.zone, zone);
-	xstrset(&sn->status, TPF_NODE_CREATED);
+	sn->status = TPF_NODE_CREATED;
 }
 
 int tpf_state_record_worker(struct tpf_state *st, const char *name,
@@ -308,8 +308,7 @@ void tpf_state_record_bad_host(struct tpf_state *st, const char *name, int worke
 			       const char *why)
 {
 	struct tpf_state_node *sn = tpf_state_find(st, name);
-	if (!sn || !sn->status || (strcmp(sn->status, TPF_NODE_CREATED) &&
-				   strcmp(sn->status, TPF_NODE_BAD_HOST)))
+	if (!sn || (sn->status != TPF_NODE_CREATED && sn->status != TPF_NODE_BAD_HOST))
 		return;
 	const struct tpf_state_worker *sw = tpf_state_node_worker(sn, worker);
 	int n = sw ? sw->preflight_failures : 0;
@@ -318,7 +317,7 @@ void tpf_state_record_bad_host(struct tpf_state *st, const char *name, int worke
 			    n == 1 ? "" : "s", why ? why : "?");
 	free(sn->bad_host);
 	sn->bad_host = b;
-	xstrset(&sn->status, TPF_NODE_BAD_HOST);
+	sn->status = TPF_NODE_BAD_HOST;
 }
 
 void tpf_state_stamp_restart(struct tpf_state *st, const char *name, const int *workers,

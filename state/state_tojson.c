@@ -53,7 +53,7 @@ json_t *tpf_state_node_to_json(const struct tpf_state_node *n)
 	put_str(o, "group", n->group);
 	json_object_set_new(o, "index", json_integer(n->index));
 	put_str(o, "id", n->id);
-	put_str(o, "status", n->status);
+	put_str(o, "status", tpf_node_status_name(n->status));
 	json_object_set_new(o, "generation", json_integer(n->generation));
 	put_str(o, "created_at", n->created_at);
 	put_str(o, "last_checkpoint", n->last_checkpoint);

@@ -87,14 +87,17 @@ static void grow_index(struct tpf_diags *d)
 	}
 }
 
-int tpf_diags_add(struct tpf_diags *d, enum tpf_severity sev, const char *address,
-		  const char *summary, const char *detail)
+static int add_coded(struct tpf_diags *d, enum tpf_severity sev, enum tpf_diag_code code,
+		     const char *address, const char *summary, const char *detail)
 {
 	pthread_mutex_lock(&d->mu);
 	d->errors_seen += sev == TPF_SEV_ERROR;
 	grow_index(d);
 	size_t *slot = find_slot(d, sev, address, summary, detail);
 	if (*slot) {
+		struct tpf_diag *had = &d->items[*slot - 1];
+		if (had->code == TPF_DIAG_NONE)
+			had->code = code;
 		pthread_mutex_unlock(&d->mu);
 		return sev == TPF_SEV_ERROR ? TPF_ERROR : 0;
 	}
@@ -102,11 +105,18 @@ int tpf_diags_add(struct tpf_diags *d, enum tpf_severity sev, const char *addres
 	XGROW(d->items, d->n + 1, d->alloc);
 	struct tpf_diag *g = &d->items[d->n++];
 	g->severity = sev;
+	g->code = code;
 	g->summary = xstrdup(summary);
 	g->detail = xstrdup(detail);
 	g->address = xstrdup(address);
 	pthread_mutex_unlock(&d->mu);
 	return sev == TPF_SEV_ERROR ? TPF_ERROR : 0;
+}
+
+int tpf_diags_add(struct tpf_diags *d, enum tpf_severity sev, const char *address,
+		  const char *summary, const char *detail)
+{
+	return add_coded(d, sev, TPF_DIAG_NONE, address, summary, detail);
 }
 
 int tpf_error(struct tpf_diags *d, const char *fmt, ...)
@@ -128,6 +138,18 @@ int tpf_errorx(struct tpf_diags *d, const char *address, const char *detail,
 	char *s = xvasprintf(fmt, ap);
 	va_end(ap);
 	tpf_diags_add(d, TPF_SEV_ERROR, address, s, detail);
+	free(s);
+	return TPF_ERROR;
+}
+
+int tpf_errorc(struct tpf_diags *d, enum tpf_diag_code code, const char *address,
+	       const char *detail, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = xvasprintf(fmt, ap);
+	va_end(ap);
+	add_coded(d, TPF_SEV_ERROR, code, address, s, detail);
 	free(s);
 	return TPF_ERROR;
 }
@@ -154,7 +176,7 @@ void tpf_diags_move(struct tpf_diags *dst, struct tpf_diags *src)
 {
 	for (size_t i = 0; i < src->n; i++) {
 		struct tpf_diag *g = &src->items[i];
-		tpf_diags_add(dst, g->severity, g->address, g->summary, g->detail);
+		add_coded(dst, g->severity, g->code, g->address, g->summary, g->detail);
 	}
 	tpf_diags_release(src);
 }

@@ -36,8 +36,18 @@ enum {
 
 enum tpf_severity { TPF_SEV_ERROR, TPF_SEV_WARNING };
 
+/* What a diagnostic is about, for the code that acts on it (cmd/ adds a
+ * hint by it): set where the diagnostic is made, so no caller reads the
+ * message to decide. Most diagnostics have none. */
+enum tpf_diag_code {
+	TPF_DIAG_NONE = 0,
+	TPF_DIAG_NOT_IN_STATE, /* a node named by the user is not in the state */
+	TPF_DIAG_NOT_READY,    /* a node named by the user is missing or not READY */
+};
+
 struct tpf_diag {
 	enum tpf_severity severity;
+	enum tpf_diag_code code;
 	char *summary; /* one line; for config errors "FILE:LINE:COL: message" */
 	char *detail;  /* optional further lines, e.g. a hint; may be NULL */
 	char *address; /* optional subject (node name, NODE/wN); may be NULL */
@@ -80,12 +90,17 @@ int tpf_errorx(struct tpf_diags *d, const char *address, const char *detail,
 	       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void tpf_warn(struct tpf_diags *d, const char *address, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* tpf_errorx with a code (an equal diagnostic already listed without one
+ * takes it); returns TPF_ERROR. */
+int tpf_errorc(struct tpf_diags *d, enum tpf_diag_code code, const char *address,
+	       const char *detail, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 #ifdef __clang_analyzer__
 /* The static analyzer (make lint) reads one file at a time: tell it what
  * util/diag.c does, that these two always return TPF_ERROR, so that
  * `if (tpf_error(...))` paths are not taken as successes. */
 #define tpf_error(d, ...) (tpf_error((d), __VA_ARGS__), TPF_ERROR)
 #define tpf_errorx(d, a, x, ...) (tpf_errorx((d), (a), (x), __VA_ARGS__), TPF_ERROR)
+#define tpf_errorc(d, c, a, x, ...) (tpf_errorc((d), (c), (a), (x), __VA_ARGS__), TPF_ERROR)
 #endif
 
 size_t tpf_diags_errors(const struct tpf_diags *d);

@@ -79,7 +79,7 @@ static const char *status_on_disk(const char *name)
 	status[0] = '\0';
 	if (tpf_state_load(&st, path, &d) == 0) {
 		struct tpf_state_node *sn = tpf_state_find(&st, name);
-		snprintf(status, sizeof(status), "%s", sn && sn->status ? sn->status : "");
+		snprintf(status, sizeof(status), "%s", sn && sn->status ? tpf_node_status_name(sn->status) : "");
 		tpf_state_release(&st);
 	}
 	tpf_diags_release(&d);
@@ -132,7 +132,7 @@ static void test_apply__interrupt_stops_a_create(void)
 	tpf_session_close(&s);
 
 	/* Recorded before the create was sent, and kept: never leaked. */
-	CHECK_STR(status_on_disk("ia-a-0"), TPF_NODE_PENDING);
+	CHECK_STR(status_on_disk("ia-a-0"), "pending");
 	/* The node is still CREATING: the next plan waits for it and
 	 * provisions it, it does not create a second one. */
 	CHECK_INT(open_planned(&s, fleet, &p), 0);
@@ -169,7 +169,7 @@ static void test_apply__interrupt_counts(void)
 	tpf_apply_result_release(&res);
 	tpf_plan_release(&p);
 	tpf_session_close(&s);
-	CHECK_STR(status_on_disk("ic-a-0"), TPF_NODE_PENDING);
+	CHECK_STR(status_on_disk("ic-a-0"), "pending");
 	CHECK_STR(status_on_disk("ic-a-1"), "");
 	CHECK_STR(status_on_disk("ic-a-2"), "");
 	delete_all(fleet);
@@ -208,7 +208,7 @@ static void write_state(void)
 		sn->group = xstrdup("a");
 		sn->index = i;
 		sn->id = xasprintf("n-%d", i);
-		xstrset(&sn->status, TPF_NODE_CREATED);
+		sn->status = TPF_NODE_CREATED;
 		sn->recipe.zone = xstrdup("z1");
 		sn->recipe.accelerator_type = xstrdup(i ? "v4-32" : "v2-8");
 		tpf_state_node_set_workers(sn, i ? 4 : 1);

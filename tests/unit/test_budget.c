@@ -357,7 +357,7 @@ static void test_budget__diff(void)
 	const char *names[] = { "f-a-0", "f-a-1", "f-b-0" };
 	for (int i = 0; i < 3; i++) {
 		struct tpf_state_node *sn = tpf_state_add(&st, names[i]);
-		xstrset(&sn->status, TPF_NODE_CREATED);
+		sn->status = TPF_NODE_CREATED;
 		xstrset(&sn->group, i < 2 ? "a" : "b");
 		xstrset(&sn->recipe.zone, "us-central1-f");
 	}

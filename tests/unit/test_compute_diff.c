@@ -40,7 +40,7 @@ static void plan_one(void (*mutate)(struct tpf_recipe *live, struct tpf_recipe *
 	struct tpf_live_set live = { 0 };
 	if (with_live) {
 		struct tpf_state_node *sn = tpf_state_add(&st, dn->name);
-		xstrset(&sn->status, TPF_NODE_CREATED);
+		sn->status = TPF_NODE_CREATED;
 		xstrset(&sn->id, "1");
 		tpf_recipe_copy(&sn->recipe, &dn->recipe);
 		tpf_job_copy(&sn->job, &dn->job);
@@ -147,7 +147,7 @@ static void plan_flex(double waited, int recorded, struct result *res, char *not
 	const struct tpf_desired_node *dn = &ds.nodes[0];
 	if (recorded) {
 		struct tpf_state_node *sn = tpf_state_add(&st, dn->name);
-		xstrset(&sn->status, TPF_NODE_CREATED);
+		sn->status = TPF_NODE_CREATED;
 		xstrset(&sn->id, "1");
 		tpf_recipe_copy(&sn->recipe, &dn->recipe);
 		tpf_job_copy(&sn->job, &dn->job);
@@ -226,7 +226,7 @@ static int plan_ms(const char *lost, const char *machine, struct result *res)
 	const struct tpf_desired_node *dn = &ds.nodes[0];
 	CHECK_INT(dn->recipe.workers, 6);
 	struct tpf_state_node *sn = tpf_state_add(&st, dn->name);
-	xstrset(&sn->status, TPF_NODE_CREATED);
+	sn->status = TPF_NODE_CREATED;
 	xstrset(&sn->id, "1");
 	tpf_recipe_copy(&sn->recipe, &dn->recipe);
 	tpf_job_copy(&sn->job, &dn->job);

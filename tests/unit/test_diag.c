@@ -60,8 +60,35 @@ static void test_diag__growth_and_move(void)
 	tpf_diags_release(&src);
 }
 
+/* A diagnostic carries the code it was made with (none by default), kept
+ * through a move; an equal one listed without a code takes it. cmd/ decides
+ * by the code (cmd/cmd_logs.c), never by the message. */
+static void test_diag__codes(void)
+{
+	struct tpf_diags d = TPF_DIAGS_INIT, src = TPF_DIAGS_INIT;
+	tpf_error(&d, "plain");
+	CHECK_INT(d.items[0].code, TPF_DIAG_NONE);
+	CHECK_INT(tpf_errorc(&d, TPF_DIAG_NOT_READY, NULL, "hint", "node '%s' is %s, not READY", "n",
+			     "CREATING"),
+		  TPF_ERROR);
+	CHECK_INT((int)d.n, 2);
+	CHECK_INT(d.items[1].code, TPF_DIAG_NOT_READY);
+	CHECK_STR(d.items[1].summary, "node 'n' is CREATING, not READY");
+	CHECK_STR(d.items[1].detail, "hint");
+	tpf_errorx(&src, NULL, NULL, "node 'm' is not in the state");
+	tpf_errorc(&src, TPF_DIAG_NOT_IN_STATE, NULL, NULL, "node 'm' is not in the state");
+	CHECK_INT((int)src.n, 1);
+	CHECK_INT(src.items[0].code, TPF_DIAG_NOT_IN_STATE);
+	tpf_diags_move(&d, &src);
+	CHECK_INT((int)d.n, 3);
+	CHECK_INT(d.items[2].code, TPF_DIAG_NOT_IN_STATE);
+	tpf_diags_release(&d);
+	tpf_diags_release(&src);
+}
+
 int main(void)
 {
+	RUN(test_diag__codes);
 	RUN(test_diag__repeats_kept_once);
 	RUN(test_diag__growth_and_move);
 	return unit_done();

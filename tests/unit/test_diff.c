@@ -162,7 +162,7 @@ static void run_case_with(const struct tcase *tc, const char *keys, int restarts
 		sn->index = nd->name[strlen(nd->name) - 1] - '0';
 		/* "sent": created, and tpuform sent its delete (delete_sent_at) */
 		int sent = nd->state && !strcmp(nd->state, "sent");
-		xstrset(&sn->status, nd->state && !sent ? nd->state : TPF_NODE_CREATED);
+		sn->status = nd->state && !sent ? tpf_node_status_from_name(nd->state) : TPF_NODE_CREATED;
 		if (sent)
 			xstrset(&sn->delete_sent_at, "2026-11-28T10:00:00Z");
 		xstrset(&sn->id, "123");
@@ -250,8 +250,8 @@ static const struct tcase cases[] = {
 	{ "vanished from the provider: create again", 1, { A0(NULL), { 0 } }, { { 0 } }, NULL, 1, NULL,
 	  0, "create:f-a-0(missing)" },
 	{ "pending in state, not live (crash before create): create", 1,
-	  { A0(TPF_NODE_PENDING), { 0 } }, { { 0 } }, NULL, 0, NULL, 0, "create:f-a-0(interrupted)" },
-	{ "tainted: replace", 1, { A0(TPF_NODE_TAINTED), { 0 } }, { A0("READY"), { 0 } }, NULL, 1, NULL,
+	  { A0("pending"), { 0 } }, { { 0 } }, NULL, 0, NULL, 0, "create:f-a-0(interrupted)" },
+	{ "tainted: replace", 1, { A0("tainted"), { 0 } }, { A0("READY"), { 0 } }, NULL, 1, NULL,
 	  0, "replace:f-a-0(tainted)" },
 	{ "runtime version changed: replace", 1, { A0(NULL), { 0 } },
 	  { N("f-a-0", "z1", "v4-16", "rt0", "preemptible", "READY"), { 0 } }, NULL, 1, NULL, 0,
@@ -437,15 +437,15 @@ static const struct pcase pcases[] = {
 	  { A0(NULL), { 0 } }, { A0("READY"), { 0 } }, "f-a-0/0=exited:0,f-a-0/1=unreachable:-1", 1,
 	  NULL, 0, "!unreachable:f-a-0/w1" } },
 	{ ", on_success: delete", 0, 0, { "completed in state, gone: listed, never created again", 2,
-	  { A0(TPF_NODE_COMPLETED), A1(NULL), { 0 } }, { A1("READY"), { 0 } }, NULL, 1, NULL, 0,
+	  { A0("completed"), A1(NULL), { 0 } }, { A1("READY"), { 0 } }, NULL, 1, NULL, 0,
 	  "=f-a-0" } },
 	{ ", on_success: delete", 0, 0, { "completed in state but live again: delete it", 1,
-	  { A0(TPF_NODE_COMPLETED), { 0 } }, { A0("READY"), { 0 } }, NULL, 1, NULL, 0,
+	  { A0("completed"), { 0 } }, { A0("READY"), { 0 } }, NULL, 1, NULL, 0,
 	  "delete:f-a-0(completed) =f-a-0" } },
 	{ ", on_success: delete", 0, 0, { "completed, then the count lowered: forget", 0,
-	  { A0(TPF_NODE_COMPLETED), { 0 } }, { { 0 } }, NULL, 1, NULL, 0, "forget:f-a-0(gone)" } },
+	  { A0("completed"), { 0 } }, { { 0 } }, NULL, 1, NULL, 0, "forget:f-a-0(gone)" } },
 	{ ", on_success: delete", 0, 0, { "completed: destroy forgets it", 1,
-	  { A0(TPF_NODE_COMPLETED), { 0 } }, { { 0 } }, NULL, 1, NULL, 1, "forget:f-a-0(gone)" } },
+	  { A0("completed"), { 0 } }, { { 0 } }, NULL, 1, NULL, 1, "forget:f-a-0(gone)" } },
 };
 
 #include "plan/plan_internal.h"
@@ -453,7 +453,7 @@ static const struct pcase pcases[] = {
 static void add(struct tpf_plan *p, enum tpf_action_kind k, const char *node, const char *code)
 {
 	struct tpf_action *a = tpf_plan_add(p, k, node);
-	a->reason_code = xstrdup(code);
+	tpf_action_set_reason_code(a, code);
 }
 
 static void test_heal__split(void)

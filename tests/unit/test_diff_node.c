@@ -43,7 +43,7 @@ static void plan_one(void (*mutate)(struct tpf_recipe *live, struct tpf_recipe *
 	CHECK(tpf_desired_compute(&ds, &f, NULL, &st, &d) == 0);
 	const struct tpf_desired_node *dn = &ds.nodes[0];
 	struct tpf_state_node *sn = tpf_state_add(&st, dn->name);
-	xstrset(&sn->status, TPF_NODE_CREATED);
+	sn->status = TPF_NODE_CREATED;
 	xstrset(&sn->id, "1");
 	tpf_recipe_copy(&sn->recipe, &dn->recipe);
 	tpf_job_copy(&sn->job, &dn->job);

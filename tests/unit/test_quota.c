@@ -173,10 +173,10 @@ static void test_quota__class_of(void)
 }
 
 static void add_state_node(struct tpf_state *st, const char *name, const char *zone,
-			   const char *type, int spot, const char *status)
+			   const char *type, int spot, enum tpf_node_status status)
 {
 	struct tpf_state_node *sn = tpf_state_add(st, name);
-	xstrset(&sn->status, status);
+	sn->status = status;
 	xstrset(&sn->recipe.zone, zone);
 	xstrset(&sn->recipe.accelerator_type, type);
 	sn->recipe.spot = spot;
@@ -210,7 +210,7 @@ static void test_quota__count_state(void)
 	CHECKF(!tpf_quota_room(&q, "a", &spot), "after taking one, the cap is reached");
 	tpf_quota_release(&q);
 
-	xstrset(&st.nodes[0].status, TPF_NODE_TAINTED);
+	st.nodes[0].status = TPF_NODE_TAINTED;
 	tpf_quota_init(&q, rules, 1);
 	tpf_quota_count_state(&q, &st, NULL);
 	CHECKF(!tpf_quota_room(&q, "a", &spot), "a tainted node still holds quota");

@@ -137,6 +137,25 @@ static void test_rules__node_state_classes(void)
 	CHECK(!tpf_queued_state_dead("WAITING_FOR_RESOURCES"));
 	CHECK(!tpf_queued_state_dead("ACTIVE"));
 	CHECK(!tpf_queued_state_dead(NULL));
+	/* The values behind the classes: every name parses to its own value. */
+	static const char *const names[] = { "READY", "CREATING", "STARTING", "RESTARTING",
+					      "REPAIRING", "REIMAGING", "UNHIDING", "PREEMPTED",
+					      "TERMINATED", "STOPPED", "STOPPING", "DELETING",
+					      "HIDING", "HIDDEN" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		CHECKF(tpf_node_state_of(names[i]) == (enum tpf_node_state)(i + 1), "%s", names[i]);
+	CHECK(tpf_node_state_of("ready") == TPF_NODE_STATE_OTHER);
+	CHECK(tpf_node_state_of(NULL) == TPF_NODE_STATE_OTHER);
+	CHECK(tpf_queued_state_of("ACTIVE") == TPF_QUEUED_ACTIVE);
+	CHECK(tpf_queued_state_of("FAILED") == TPF_QUEUED_FAILED);
+	CHECK(tpf_queued_state_of("SUSPENDED") == TPF_QUEUED_SUSPENDED);
+	CHECK(tpf_queued_state_of("PROVISIONING") == TPF_QUEUED_OTHER);
+	CHECK(tpf_queued_state_of(NULL) == TPF_QUEUED_OTHER);
+	CHECK(tpf_node_health_bad("UNHEALTHY_MAINTENANCE"));
+	CHECK(tpf_node_health_bad("DEGRADED"));
+	CHECK(!tpf_node_health_bad("HEALTHY"));
+	CHECK(!tpf_node_health_bad("HEALTH_UNSPECIFIED"));
+	CHECK(!tpf_node_health_bad(NULL));
 }
 
 int main(void)

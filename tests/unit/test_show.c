@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct tpf_state_node *add_node(struct tpf_session *s, const char *name, const char *status,
+static struct tpf_state_node *add_node(struct tpf_session *s, const char *name, enum tpf_node_status status,
 				       int nworkers)
 {
 	struct tpf_state_node *sn = tpf_state_add(&s->state, name);
-	xstrset(&sn->status, status);
+	sn->status = status;
 	xstrset(&sn->group, "a");
 	xstrset(&sn->id, "id-1");
 	xstrset(&sn->recipe.accelerator_type, "v4-16");

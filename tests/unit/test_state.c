@@ -111,7 +111,7 @@ static void fill_node(struct tpf_state_node *n, const char *tag, int nworkers)
 	s = xasprintf("id-%s", tag);
 	xstrset(&n->id, s);
 	free(s);
-	xstrset(&n->status, TPF_NODE_CREATED);
+	n->status = TPF_NODE_CREATED;
 	n->generation = 3;
 	xstrset(&n->created_at, "2026-11-21T13:45:00Z");
 	xstrset(&n->recipe.accelerator_type, "v4-16");
@@ -192,7 +192,7 @@ static void check_same_state(const struct tpf_state *a, const struct tpf_state *
 		CHECK_STR(y->group, x->group);
 		CHECK_INT(y->index, x->index);
 		CHECK_STR(y->id, x->id);
-		CHECK_STR(y->status, x->status);
+		CHECK_INT(y->status, x->status);
 		CHECK_INT(y->generation, x->generation);
 		CHECK_STR(y->created_at, x->created_at);
 		CHECK_STR(y->recipe.accelerator_type, x->recipe.accelerator_type);
@@ -292,7 +292,7 @@ static void test_state__add_find_remove_keep_order(void)
 	CHECK(tpf_state_find(&st, "") == NULL);
 
 	n = tpf_state_add(&st, "n-new");
-	CHECK_STR(n->status, TPF_NODE_PENDING);
+	CHECK_INT(n->status, TPF_NODE_PENDING);
 	CHECK_INT(n->generation, 0);
 	CHECK_INT(n->nworkers, 0);
 	CHECK(n->id == NULL);
@@ -623,7 +623,7 @@ static void test_state__version_1_loads(void)
 	CHECK_INT(st.nnodes, 1);
 	if (st.nnodes == 1) {
 		const struct tpf_state_node *n = &st.nodes[0];
-		CHECK_STR(n->status, TPF_NODE_CREATED);
+		CHECK_INT(n->status, TPF_NODE_CREATED);
 		CHECK_INT(n->exit_code, -1);
 		CHECK(n->completed_at == NULL);
 		CHECK_INT(n->generation, 2);
@@ -647,6 +647,47 @@ static void test_state__version_1_loads(void)
 	free(path);
 }
 
+/* Node statuses are parsed once, from the names state/node_status.c keeps:
+ * every name the file may hold loads and is written back as it was, and a
+ * name tpuform never writes is refused with the field's path. */
+static void test_state__node_status_names(void)
+{
+	static const char *const names[] = { "pending", "created", "tainted", "bad_host",
+					      "completed" };
+	char *path = in_tmp("status.json");
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct tpf_state st;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char *doc = xasprintf("{\"version\":2,\"serial\":1,\"lineage\":\"lin\","
+				      "\"fleet\":\"f\",\"nodes\":[{\"name\":\"f-a-0\","
+				      "\"status\":\"%s\",\"generation\":0}]}\n",
+				      names[i]);
+		spew(path, doc);
+		CHECK_INT(tpf_state_load(&st, path, &d), 0);
+		CHECK_INT(st.nnodes, 1);
+		if (st.nnodes == 1) {
+			CHECK_INT(tpf_node_status_from_name(names[i]), (int)st.nodes[0].status);
+			CHECK_STR(tpf_node_status_name(st.nodes[0].status), names[i]);
+			json_t *j = tpf_state_to_json(&st);
+			json_t *n = json_array_get(json_object_get(j, "nodes"), 0);
+			CHECK_STR(json_string_value(json_object_get(n, "status")), names[i]);
+			json_decref(j);
+		}
+		tpf_state_release(&st);
+		free(doc);
+	}
+	CHECK_INT(tpf_node_status_from_name(NULL), TPF_NODE_STATUS_NONE);
+	CHECK(tpf_node_status_name(TPF_NODE_STATUS_NONE) == NULL);
+	spew(path, "{\"version\":2,\"serial\":1,\"lineage\":\"lin\",\"fleet\":\"f\","
+		   "\"nodes\":[{\"name\":\"f-a-0\",\"status\":\"READY\"}]}\n");
+	CHECK(tpf_state_load(&st, path, &d) < 0);
+	CHECK(d.n == 1 && strstr(d.items[0].summary, "nodes[0].status") &&
+	      strstr(d.items[0].summary, "one of pending, created"));
+	tpf_state_release(&st); /* a refused file leaves a blank state */
+	tpf_diags_release(&d);
+	free(path);
+}
+
 /* A completed node keeps its exit status and time; a restart its time. */
 static void test_state__completed_round_trip(void)
 {
@@ -656,7 +697,7 @@ static void test_state__completed_round_trip(void)
 	tpf_state_init(&st);
 	struct tpf_state_node *n = tpf_state_add(&st, "f-a-0");
 	CHECK_INT(n->exit_code, -1);
-	xstrset(&n->status, TPF_NODE_COMPLETED);
+	n->status = TPF_NODE_COMPLETED;
 	xstrset(&n->completed_at, "2027-01-15T08:00:00Z");
 	n->exit_code = 0;
 	tpf_state_node_set_workers(n, 2);
@@ -674,7 +715,7 @@ static void test_state__completed_round_trip(void)
 	n = tpf_state_find(&st, "f-a-0");
 	CHECK(n != NULL);
 	if (n) {
-		CHECK_STR(n->status, "completed");
+		CHECK_INT(n->status, TPF_NODE_COMPLETED);
 		CHECK_INT(n->exit_code, 0);
 		CHECK_STR(n->completed_at, "2027-01-15T08:00:00Z");
 		CHECK_STR(n->workers[1].restarted_at, "2027-01-15T07:00:00Z");
@@ -1321,6 +1362,7 @@ int main(void)
 	RUN(test_state__backup_holds_previous_content_once);
 	RUN(test_state__unknown_keys_are_ignored);
 	RUN(test_state__version_1_loads);
+	RUN(test_state__node_status_names);
 	RUN(test_state__completed_round_trip);
 	RUN(test_state__refuses_corrupt_and_truncated_json);
 	RUN(test_state__refuses_newer_version);

@@ -28,7 +28,7 @@ static void test_state_record__pending_generation(void)
 	recipe(&r, 2, 0);
 	struct tpf_job job = { 0 };
 	struct tpf_state_node *sn = tpf_state_record_pending(&st, "f-a-0", "a", 0, &r, &job);
-	CHECK_STR(sn->status, TPF_NODE_PENDING);
+	CHECK_INT(sn->status, TPF_NODE_PENDING);
 	CHECK_INT(sn->generation, 0);
 	CHECK_INT(sn->nworkers, 2);
 	/* Still pending (a create that never answered): same generation. */
@@ -36,7 +36,7 @@ static void test_state_record__pending_generation(void)
 	CHECK_INT(sn->generation, 0);
 	tpf_state_record_created(&st, "f-a-0", "id-1", "2026-01-01T00:00:00Z");
 	sn = tpf_state_find(&st, "f-a-0");
-	CHECK_STR(sn->status, TPF_NODE_CREATED);
+	CHECK_INT(sn->status, TPF_NODE_CREATED);
 	CHECK_STR(sn->id, "id-1");
 	/* Its delete goes out (a replace): recorded, and kept until the
 	 * node is recorded again. */
@@ -63,14 +63,14 @@ static void test_state_record__not_created(void)
 	struct tpf_job job = { 0 };
 	tpf_state_record_pending(&st, "n0", "a", 0, &r, &job);
 	tpf_state_record_not_created(&st, "n0", 1, 0);
-	CHECK_STR(tpf_state_find(&st, "n0")->status, TPF_NODE_TAINTED);
+	CHECK_INT(tpf_state_find(&st, "n0")->status, TPF_NODE_TAINTED);
 	tpf_state_record_not_created(&st, "n0", 0, 0);
 	CHECK(tpf_state_find(&st, "n0") == NULL);
 	/* Deferred with history: stays pending, generation kept. */
 	struct tpf_state_node *sn = tpf_state_record_pending(&st, "n1", "a", 1, &r, &job);
 	sn->generation = 2;
 	tpf_state_record_not_created(&st, "n1", 0, 1);
-	CHECK_STR(tpf_state_find(&st, "n1")->status, TPF_NODE_PENDING);
+	CHECK_INT(tpf_state_find(&st, "n1")->status, TPF_NODE_PENDING);
 	CHECK_INT(tpf_state_find(&st, "n1")->generation, 2);
 	/* Deferred without history: forgotten. */
 	tpf_state_record_pending(&st, "n2", "a", 2, &r, &job);
@@ -96,7 +96,7 @@ static void test_state_record__refused(void)
 	tpf_state_record_not_created(&st, "n0", 0, 1);
 	tpf_state_record_refused(&st, "n0", "zone z1 is out of capacity", "2026-01-01T00:01:00Z");
 	struct tpf_state_node *sn = tpf_state_find(&st, "n0");
-	CHECK_STR(sn->status, TPF_NODE_PENDING);
+	CHECK_INT(sn->status, TPF_NODE_PENDING);
 	CHECK_INT(sn->generation, 1);
 	CHECK_STR(sn->refused, "zone z1 is out of capacity");
 	CHECK_STR(sn->retry_after, "2026-01-01T00:01:00Z");
@@ -128,7 +128,7 @@ static void test_state_record__refused(void)
 	tpf_state_record_pending(&st, "n0", "a", 0, &r, &job);
 	tpf_state_record_refused(&st, "n0", "zone z1 is out of capacity", NULL);
 	tpf_state_record_not_created(&st, "n0", 1, 0);
-	CHECK_STR(tpf_state_find(&st, "n0")->status, TPF_NODE_TAINTED);
+	CHECK_INT(tpf_state_find(&st, "n0")->status, TPF_NODE_TAINTED);
 	CHECK(tpf_state_find(&st, "n0")->refused == NULL);
 	/* a node not in the state gets none */
 	tpf_state_record_refused(&st, "nobody", "zone z1 is out of capacity", NULL);
@@ -194,7 +194,7 @@ static void test_state_record__bad_host(void)
 	struct tpf_job job = { 0 };
 	tpf_state_record_pending(&st, "f-a-0", "a", 0, &r, &job);
 	tpf_state_record_bad_host(&st, "f-a-0", 1, "the TPU is in use");
-	CHECK_STR(tpf_state_find(&st, "f-a-0")->status, TPF_NODE_PENDING); /* not created: no */
+	CHECK_INT(tpf_state_find(&st, "f-a-0")->status, TPF_NODE_PENDING); /* not created: no */
 	tpf_state_record_created(&st, "f-a-0", "id-1", "2026-01-01T00:00:00Z");
 	struct tpf_state_worker w = { .index = 1, .exit_code = -1, .preflight_failures = 2 };
 	w.preflight_error = xstrdup("the TPU is in use: pid 42 (python3 t.py) holds /dev/accel0");
@@ -202,7 +202,7 @@ static void test_state_record__bad_host(void)
 	free(w.preflight_error);
 	tpf_state_record_bad_host(&st, "f-a-0", 1, tpf_state_find(&st, "f-a-0")->workers[1].preflight_error);
 	struct tpf_state_node *sn = tpf_state_find(&st, "f-a-0");
-	CHECK_STR(sn->status, TPF_NODE_BAD_HOST);
+	CHECK_INT(sn->status, TPF_NODE_BAD_HOST);
 	CHECK_STR(sn->bad_host, "zone z1, id id-1: worker 1 failed preflight 2 times: the TPU is in "
 				"use: pid 42 (python3 t.py) holds /dev/accel0");
 	json_t *j = tpf_state_node_to_json(sn);
@@ -216,7 +216,7 @@ static void test_state_record__bad_host(void)
 	tpf_state_node_free(c);
 	/* Replaced: a new generation, the bad host remembered, counts reset. */
 	sn = tpf_state_record_pending(&st, "f-a-0", "a", 0, &r, &job);
-	CHECK_STR(sn->status, TPF_NODE_PENDING);
+	CHECK_INT(sn->status, TPF_NODE_PENDING);
 	CHECK(sn->bad_host && strstr(sn->bad_host, "id id-1"));
 	CHECK_INT(sn->workers[1].preflight_failures, 0);
 	tpf_recipe_release(&r);

@@ -60,7 +60,7 @@ static void add_state(struct fx *x, const char *name, const char *group, int ind
 	struct tpf_state_node *sn = tpf_state_add(&x->st, name);
 	xstrset(&sn->group, group);
 	sn->index = index;
-	xstrset(&sn->status, TPF_NODE_CREATED);
+	sn->status = TPF_NODE_CREATED;
 	xstrset(&sn->id, id);
 	char idx[16];
 	snprintf(idx, sizeof(idx), "%d", index);
@@ -326,7 +326,7 @@ static void drift(struct fx *x)
 	tpf_kvlist_unset(&u->recipe.labels, TPF_LABEL_GROUP);
 	struct tpf_state_node *pend = tpf_state_add(&x->st, "f-a-9"); /* a create never sent */
 	xstrset(&pend->group, "a");
-	xstrset(&pend->status, TPF_NODE_PENDING);
+	pend->status = TPF_NODE_PENDING;
 }
 
 static void test_refresh_only__plans_state_updates_only(void)
@@ -368,7 +368,7 @@ static void test_refresh_only__plans_state_updates_only(void)
 	CHECK(!tpf_state_find(&x.st, "f-a-1"));
 	struct tpf_state_node *a2 = tpf_state_find(&x.st, "f-a-2");
 	CHECK(a2 && a2->index == 2 && !strcmp(a2->group, "a") && !strcmp(a2->id, "102") &&
-	      !strcmp(a2->status, TPF_NODE_CREATED) && a2->nworkers == 1 && !a2->job.run);
+	      a2->status == TPF_NODE_CREATED && a2->nworkers == 1 && !a2->job.run);
 	struct tpf_state_node *b0 = tpf_state_find(&x.st, "f-b-0");
 	CHECK(b0 && !strcmp(b0->id, "777") && !strcmp(b0->recipe.zone, "z2"));
 	CHECK(tpf_state_find(&x.st, "f-a-9")); /* pending: left alone */
@@ -477,7 +477,7 @@ static void test_refresh_only__record_live_keeps_the_declared_queued(void)
 	CHECK(sn && sn->recipe.queued);
 	CHECK_INT(sn->nworkers, 4);
 	CHECK_STR(sn->created_at, "2026-01-01T00:00:00Z");
-	CHECK_STR(sn->status, TPF_NODE_CREATED);
+	CHECK_INT(sn->status, TPF_NODE_CREATED);
 	sn = tpf_state_record_live(&st, "a", 5, &ln, NULL);
 	CHECK(!sn->recipe.queued); /* without a declaration, the provider's word */
 	tpf_live_node_release(&ln);

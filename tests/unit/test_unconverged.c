@@ -112,7 +112,7 @@ static void add_node(struct world *w, const char *name, const char *zone, int re
 	struct tpf_state_node *sn = tpf_state_add(&w->st, name);
 	xstrset(&sn->group, "a");
 	sn->index = name[strlen(name) - 1] - '0';
-	xstrset(&sn->status, TPF_NODE_CREATED);
+	sn->status = TPF_NODE_CREATED;
 	xstrset(&sn->id, "123");
 	sn->recipe.zone = xstrdup(zone);
 	sn->recipe.accelerator_type = xstrdup("v2-8");
@@ -396,7 +396,7 @@ static void test_unconverged__render_with_changes(void)
 	memset(&p, 0, sizeof(p));
 	struct tpf_action *a = tpf_plan_add(&p, TPF_ACT_DELETE, "llm-sweep-9");
 	a->reason = xstrdup("because index [9] is out of range for count");
-	a->reason_code = xstrdup("count");
+	tpf_action_set_reason_code(a, "count");
 	tpf_plan_recount(&p);
 	two_entries(&p);
 	struct tpf_buf b = TPF_BUF_INIT;
@@ -815,7 +815,7 @@ static void test_unconverged__completion(void)
 	add_node2(&w, "f-a-1", 0, 0, 0);
 	struct tpf_state_node *sn = tpf_state_add(&w.st, "f-a-0");
 	xstrset(&sn->group, "a");
-	xstrset(&sn->status, TPF_NODE_COMPLETED);
+	sn->status = TPF_NODE_COMPLETED;
 	xstrset(&sn->completed_at, "2027-01-15T08:00:00Z");
 	sn->exit_code = 0;
 	sn->recipe.zone = xstrdup("z1");

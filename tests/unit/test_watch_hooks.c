@@ -137,13 +137,13 @@ static void test_watch_hooks__notifications(void)
 	struct tpf_plan p;
 	memset(&p, 0, sizeof(p));
 	struct tpf_action *a = tpf_plan_add(&p, TPF_ACT_REPLACE, "f-b-0");
-	a->reason_code = xstrdup("preempted");
+	tpf_action_set_reason_code(a, "preempted");
 	a->reason = xstrdup("the node is preempted");
 	a = tpf_plan_add(&p, TPF_ACT_RESTART, "f-a-0");
-	a->reason_code = xstrdup("session");
+	tpf_action_set_reason_code(a, "session");
 	a->reason = xstrdup("the job stalled? no: its session died"); /* text is not read */
 	a = tpf_plan_add(&p, TPF_ACT_RESTART, "f-c-0");
-	a->reason_code = xstrdup("stalled");
+	tpf_action_set_reason_code(a, "stalled");
 	a->reason = xstrdup("no progress for 600 s");
 	struct tpf_watch_event ev = { .kind = TPF_WATCH_ACTIONS, .plan = &p };
 	emit(&o, &ev);
