@@ -3,6 +3,7 @@
 /* The analyzer's stand-ins (util/diag.h) are not for the definitions. */
 #undef tpf_error
 #undef tpf_errorx
+#undef tpf_errorc
 
 #include <stdarg.h>
 #include <stdint.h>
