@@ -71,7 +71,7 @@ PKG_LIBS    = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 TEST_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)
 TEST_LIBS   = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
 
-LIB_SRCS  := $(sort $(wildcard util/*.c model/*.c google/*.c config/*.c state/*.c source/*.c plan/*.c providers/*.c providers/*/*.c providers/*/*/*.c engine/*.c) $(filter-out templates/embedded.c,$(wildcard templates/*.c)))
+LIB_SRCS  := $(sort $(wildcard util/*.c model/*.c google/*.c config/*.c state/*.c source/*.c plan/*.c providers/*.c providers/*/*.c providers/*/*/*.c engine/*.c engine/*/*.c) $(filter-out templates/embedded.c,$(wildcard templates/*.c)))
 CMD_SRCS  := $(sort $(wildcard cmd/*.c))
 TEMPLATES := $(sort $(wildcard templates/*.sh))
 GEN_SRCS  := templates/embedded.c

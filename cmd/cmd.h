@@ -13,9 +13,9 @@
 #define TPF_CMD_H
 
 #include <stdio.h>
-#include "engine/apply.h"
-#include "engine/session.h"
-#include "engine/targeted.h"
+#include "engine/apply/apply.h"
+#include "engine/pipeline/pipeline.h"
+#include "engine/pipeline/targeted.h"
 #include "model/worker_set.h"
 #include "config/config.h"
 #include "plan/plan.h"
@@ -122,7 +122,7 @@ enum tpf_cmd_needs {
 	TPF_CMD_REST_OPTIONAL = 1 << 10, /* with TPF_CMD_REST: the words may be left out */
 	/* ... and (with PROVIDER) lists what is live before the body, as git's
 	 * RUN_SETUP sets up before the builtin: s.live from the provider
-	 * (engine/refresh.h tpf_refresh; no worker probe, no source, no plan),
+	 * (engine/pipeline/refresh.h tpf_refresh; no worker probe, no source, no plan),
 	 * for the commands that act on workers (cp, exec, ssh, logs,
 	 * ssh-config). A failed listing is exit 1 and the body does not run. */
 	TPF_CMD_LIVE = 1 << 11,
@@ -194,7 +194,7 @@ struct tpf_cmd_ctx {
 	int nargs;
 	char **rest;              /* words after "--" (TPF_CMD_REST) */
 	int nrest;
-	struct tpf_session s;     /* opened as cmd->needs says; always initialised */
+	struct tpf_pipeline s;     /* opened as cmd->needs says; always initialised */
 	struct tpf_diags *d;      /* &s.d: the dispatcher prints these after the body */
 	size_t printed_errors;    /* errors the body already printed (tpf_cmd_print_diags) */
 };
@@ -286,7 +286,7 @@ void tpf_ui_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Each line of text as "NODE/wN | line" (the lines of many workers can be
  * told apart, as `gcloud ... ssh --worker=all` users do by hand). */
 void tpf_ui_prefixed(const char *node, int worker, const char *text);
-/* The apply event printer (engine/apply.h tpf_event_fn). */
+/* The apply event printer (engine/apply/apply.h tpf_event_fn). */
 void tpf_ui_event(const struct tpf_event *ev, void *ctx);
 /* Ansible's PLAY RECAP. */
 void tpf_ui_recap(const struct tpf_recap *r);
@@ -294,7 +294,7 @@ void tpf_ui_recap(const struct tpf_recap *r);
 void tpf_ui_plan(const struct tpf_plan *p);
 /* One "Budget: ..." line per budget of the session (plan/budget.h
  * tpf_budget_describe), or a "budget" JSON line each under -json. */
-void tpf_ui_budgets(const struct tpf_session *s);
+void tpf_ui_budgets(const struct tpf_pipeline *s);
 /* Ask for "yes" on the terminal: "Only 'yes' will be accepted to <verb>."
  * (Terraform says "confirm" for destroy and force-unlock, "approve" for
  * apply). Returns 1 only for "yes". */
@@ -304,15 +304,15 @@ int tpf_ui_confirm(const char *question, const char *explain, const char *verb);
 
 /* The engine's session options for the common flags and this command's
  * needs, with the progress printer wired in. o->file is borrowed. */
-struct tpf_session_opts tpf_cmd_session_opts(const struct tpf_common_opts *o, unsigned needs);
-/* The session progress printer (engine/session.h tpf_session_progress_fn):
+struct tpf_pipeline_opts tpf_cmd_session_opts(const struct tpf_common_opts *o, unsigned needs);
+/* The session progress printer (engine/pipeline/pipeline.h tpf_pipeline_progress_fn):
  * Terraform's "Acquiring state lock..." and "NAME: Refreshing state..."
  * lines; nothing in json mode. */
-void tpf_ui_session_progress(const struct tpf_session_progress *ev, void *ctx);
+void tpf_ui_session_progress(const struct tpf_pipeline_progress *ev, void *ctx);
 
 /* Shared by apply and destroy (cmd/cmd_apply_run.c): read the apply settings
  * from the environment, ask for "yes" unless auto_approve, carry p out with
- * tpf_session_apply, print the recap and an honest closing line: "Apply
+ * tpf_pipeline_apply, print the recap and an honest closing line: "Apply
  * complete!" only when everything succeeded, else the errors and what was
  * and was not done. Returns an exit code (1 after any failure or an
  * interrupt, as Terraform); diagnostics are printed before the last line. */

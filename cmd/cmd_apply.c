@@ -23,13 +23,13 @@ static const struct tpf_flag apply_flags[] = {
 /* Plan as the flags say, show it, and say when it was targeted. */
 static int make_plan(struct tpf_cmd_ctx *ctx, struct tpf_plan *p)
 {
-	struct tpf_session *s = &ctx->s;
+	struct tpf_pipeline *s = &ctx->s;
 	struct tpf_plan_mode m = tpf_cmd_plan_mode(0, apply_o.refresh_only, &apply_o.targets,
 						   &apply_o.replace);
 	if (tpf_plan_mode_check(&m, ctx->o.refresh, &s->d))
 		return TPF_ERROR;
 	s->o.no_source |= m.refresh_only;
-	if (tpf_session_refresh(s, !m.refresh_only) || tpf_session_plan_mode(s, &m, p))
+	if (tpf_pipeline_refresh(s, !m.refresh_only) || tpf_pipeline_plan_mode(s, &m, p))
 		return TPF_ERROR;
 	if (!ctx->o.json)
 		tpf_ui_say("\n");
@@ -57,7 +57,7 @@ static void say_nothing_to_do(void)
 
 static int run_apply(struct tpf_cmd_ctx *ctx)
 {
-	struct tpf_session *s = &ctx->s;
+	struct tpf_pipeline *s = &ctx->s;
 	const char *planfile = ctx->nargs ? ctx->args[0] : NULL;
 	int auto_approve = apply_o.auto_approve;
 	struct tpf_plan p;
@@ -67,7 +67,7 @@ static int run_apply(struct tpf_cmd_ctx *ctx)
 		/* A saved plan is applied as planned, without a prompt. */
 		struct tpf_plan_mode m = tpf_cmd_plan_mode(0, apply_o.refresh_only,
 							   &apply_o.targets, &apply_o.replace);
-		if (tpf_cmd_refuse_with_planfile(ctx, &m) || tpf_session_load_plan(s, planfile, &p))
+		if (tpf_cmd_refuse_with_planfile(ctx, &m) || tpf_pipeline_load_plan(s, planfile, &p))
 			goto done;
 		auto_approve = 1;
 	} else if (make_plan(ctx, &p)) {

@@ -8,7 +8,7 @@
  *   Apply failed: 1 added, 0 changed, 0 destroyed; 1 action failed, 2 not started.
  */
 #include "cmd/cmd.h"
-#include "engine/chores.h"
+#include "engine/chores/chores.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -17,7 +17,7 @@
 
 /* Terraform's approval prompt (for a refresh-only plan, its question
  * about the state). 0: approved; else an error is in s->d. */
-static int approve(struct tpf_session *s, int destroy, int refresh_only)
+static int approve(struct tpf_pipeline *s, int destroy, int refresh_only)
 {
 	if (tpf_ui.json)
 		return tpf_error(&s->d, "Plan file or auto-approve required");
@@ -100,20 +100,20 @@ static void say_closing(const struct tpf_apply_result *r, int destroy, int ok, i
 
 int tpf_run_apply(struct tpf_cmd_ctx *ctx, struct tpf_plan *p, int auto_approve, int destroy)
 {
-	struct tpf_session *s = &ctx->s;
+	struct tpf_pipeline *s = &ctx->s;
 	struct tpf_apply_opts opts = {
 		.on_event = tpf_ui_event,
 		.interrupted = &tpf_interrupted,
 	};
-	if (tpf_session_apply_env(s, &opts))
+	if (tpf_pipeline_apply_env(s, &opts))
 		return TPF_EXIT_ERROR;
 	if (!auto_approve && approve(s, destroy, p->refresh_only))
 		return TPF_EXIT_ERROR;
 	struct tpf_apply_result res;
 	if (p->refresh_only)
-		tpf_session_apply_refresh_only(s, p, &res); /* the state alone */
+		tpf_pipeline_apply_refresh_only(s, p, &res); /* the state alone */
 	else
-		tpf_session_apply(s, p, &opts, &res);
+		tpf_pipeline_apply(s, p, &opts, &res);
 	tpf_ui_recap(&res.recap);
 	if (p->ntargets)
 		tpf_cmd_warn_incomplete(ctx);

@@ -3,10 +3,10 @@
  * every worker of a node (gcloud compute tpus tpu-vm scp --worker=all). A
  * remote path is NODE:PATH (with -all, :PATH); an empty PATH ("NODE:", as
  * in gcloud's own first scp example) is the job's checkout, as "NODE:.".
- * The work is engine/copy.c.
+ * The work is engine/chores/copy.c.
  */
 #include "cmd/cmd.h"
-#include "engine/chores.h"
+#include "engine/chores/chores.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -166,7 +166,7 @@ static int check_cp(struct tpf_cmd_ctx *ctx)
 
 static int run_cp(struct tpf_cmd_ctx *ctx)
 {
-	struct tpf_session *s = &ctx->s;
+	struct tpf_pipeline *s = &ctx->s;
 	struct tpf_copy_opts o = { 0 };
 	char *node = NULL;
 	struct tpf_chore_target *t = NULL;

@@ -19,13 +19,13 @@ static const struct tpf_flag destroy_flags[] = {
 
 static int run_destroy(struct tpf_cmd_ctx *ctx)
 {
-	struct tpf_session *s = &ctx->s;
+	struct tpf_pipeline *s = &ctx->s;
 	struct tpf_plan p;
 	memset(&p, 0, sizeof(p));
 	int code = TPF_EXIT_ERROR;
 	s->o.no_source = 1; /* a vanished source repository must not block a destroy */
 	struct tpf_plan_mode m = tpf_cmd_plan_mode(1, 0, &destroy_o.targets, NULL);
-	if (tpf_session_refresh(s, 0) || tpf_session_plan_mode(s, &m, &p))
+	if (tpf_pipeline_refresh(s, 0) || tpf_pipeline_plan_mode(s, &m, &p))
 		goto done;
 	if (!ctx->o.json)
 		tpf_ui_say("\n");

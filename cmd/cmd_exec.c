@@ -3,10 +3,10 @@
  * worker at once (the workers of a multi-host job must all get it), print
  * its output line by line as it comes, prefixed "NODE/wN | ", then each
  * worker's exit status. stdin is copied to every worker; Ctrl-C interrupts
- * the remote commands (engine/chores.h tpf_chore_exec).
+ * the remote commands (engine/chores/chores.h tpf_chore_exec).
  */
 #include "cmd/cmd.h"
-#include "engine/chores.h"
+#include "engine/chores/chores.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>

@@ -4,9 +4,10 @@
  * want to force-unlock?", only 'yes' proceeds) unless -force, and says
  * "successfully unlocked" (terraform 1.11 observed,
  * docs/terraform-behaviour.md section 4). The work is the backend's
- * (engine/state_store.h tpf_session_force_unlock).
+ * (engine/state_store.h tpf_pipeline_force_unlock).
  */
 #include "cmd/cmd.h"
+#include "engine/pipeline/state_commands.h"
 #include "engine/state_store.h"
 
 #include <unistd.h>
@@ -39,7 +40,7 @@ static int run_force_unlock(struct tpf_cmd_ctx *ctx)
 			return TPF_EXIT_ERROR;
 		}
 	}
-	if (tpf_session_force_unlock(&ctx->s, ctx->args[0]))
+	if (tpf_pipeline_force_unlock(&ctx->s, ctx->args[0]))
 		return TPF_EXIT_ERROR;
 	tpf_ui_say("tpuform state has been successfully unlocked!\n\n"
 		   "The state has been unlocked, and tpuform commands should now be able to\n"

@@ -2,7 +2,7 @@
  * tpuform import NODE ZONE/NAME: adopt a TPU created outside tpuform, as
  * `terraform import ADDRESS ID` does, with Terraform's lines (observed
  * with terraform 1.11, docs/terraform-behaviour.md section 5). The work
- * is the engine's (engine/targeted.h tpf_session_import).
+ * is the engine's (engine/pipeline/targeted.h tpf_pipeline_import).
  */
 #include "cmd/cmd.h"
 #include "util/xalloc.h"
@@ -26,7 +26,7 @@ static int run_import(struct tpf_cmd_ctx *ctx)
 	struct tpf_live_node ln;
 	memset(&ln, 0, sizeof(ln));
 	tpf_ui_say("%s: Importing from ID \"%s\"...\n", node, id);
-	int rc = tpf_session_import(&ctx->s, node, id, &ln);
+	int rc = tpf_pipeline_import(&ctx->s, node, id, &ln);
 	if (rc == 0) {
 		char *labels = labels_text(&ln.recipe.labels);
 		tpf_ui_say("%s: Import prepared!\n  Prepared node for import\n"

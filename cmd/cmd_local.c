@@ -77,7 +77,7 @@ static const struct tpf_flag create_flags[] = {
  * declared node's recipe without any label. For `tpuform import` tests. */
 static int run_create_unlabelled(struct tpf_cmd_ctx *ctx)
 {
-	struct tpf_session *s = &ctx->s;
+	struct tpf_pipeline *s = &ctx->s;
 	if (s->fleet.provider != TPF_PROVIDER_LOCAL)
 		return tpf_error(ctx->d, "fleet '%s' does not use the local provider", s->fleet.name),
 		       TPF_EXIT_ERROR;

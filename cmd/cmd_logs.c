@@ -2,11 +2,11 @@
  * tpuform logs NODE: the job log (or with -setup the setup log) of a
  * node's workers, each line prefixed "NODE/wN | ". -follow re-reads the
  * logs every second and prints the lines not shown yet. -previous prints
- * the logs kept before tpuform deleted the node (engine/kept_logs.h).
+ * the logs kept before tpuform deleted the node (engine/workers/kept_logs.h).
  */
 #include "cmd/cmd.h"
-#include "engine/kept_logs.h"
-#include "engine/provision.h"
+#include "engine/workers/kept_logs.h"
+#include "engine/workers/provision.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -165,7 +165,7 @@ static int run_previous(struct tpf_cmd_ctx *ctx)
 
 /* A node that cannot be read now (not READY, missing, not in state): the
  * error also says where its kept logs are. */
-static void point_at_previous(struct tpf_session *s, const char *node)
+static void point_at_previous(struct tpf_pipeline *s, const char *node)
 {
 	struct tpf_diag *last = s->d.n ? &s->d.items[s->d.n - 1] : NULL;
 	struct tpf_kept_store *ks;
@@ -197,11 +197,11 @@ static int check_logs(struct tpf_cmd_ctx *ctx)
 
 static int run_logs(struct tpf_cmd_ctx *ctx)
 {
-	struct tpf_session *s = &ctx->s;
+	struct tpf_pipeline *s = &ctx->s;
 	struct target tg;
 	if (logs_o.previous)
 		return run_previous(ctx);
-	if (tpf_session_target_worker(s, ctx->args[0], tpf_worker_set_max(&logs_o.workers), &tg.sn,
+	if (tpf_pipeline_target_worker(s, ctx->args[0], tpf_worker_set_max(&logs_o.workers), &tg.sn,
 				      &tg.ln, &tg.t)) {
 		point_at_previous(s, ctx->args[0]);
 		return TPF_EXIT_ERROR;

@@ -2,7 +2,7 @@
  * tpuform plan: refresh, diff, print; nothing is changed.
  */
 #include "cmd/cmd.h"
-#include "engine/ledger.h"
+#include "engine/ledger/ledger_writer.h"
 #include "engine/saved_plan.h"
 
 #include <stdlib.h>
@@ -27,7 +27,7 @@ static const struct tpf_flag plan_flags[] = {
 
 static int run_plan(struct tpf_cmd_ctx *ctx)
 {
-	struct tpf_session *s = &ctx->s;
+	struct tpf_pipeline *s = &ctx->s;
 	struct tpf_plan p;
 	memset(&p, 0, sizeof(p));
 	int code = TPF_EXIT_ERROR;
@@ -37,7 +37,7 @@ static int run_plan(struct tpf_cmd_ctx *ctx)
 		goto done;
 	/* Recording what is live needs neither the source nor the secrets. */
 	s->o.no_source |= m.refresh_only;
-	if (tpf_session_refresh(s, !m.refresh_only) || tpf_session_plan_mode(s, &m, &p))
+	if (tpf_pipeline_refresh(s, !m.refresh_only) || tpf_pipeline_plan_mode(s, &m, &p))
 		goto done;
 	tpf_run_ledger_plan(&s->fleet, &s->state, &p, &s->d);
 	if (!ctx->o.json)

@@ -1,10 +1,10 @@
 /*
  * tpuform report: what the fleet did and what it cost, from the run ledger
- * (engine/report.h computes; this file parses flags and prints).
+ * (engine/ledger/report.h computes; this file parses flags and prints).
  */
 #include "cmd/cmd.h"
-#include "engine/ledger.h"
-#include "engine/report.h"
+#include "engine/ledger/ledger_writer.h"
+#include "engine/ledger/report.h"
 #include "util/outfile.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -221,7 +221,7 @@ static void say_report(const struct tpf_fleet *f, json_t *doc)
 
 static int run_report(struct tpf_cmd_ctx *ctx)
 {
-	struct tpf_session *s = &ctx->s;
+	struct tpf_pipeline *s = &ctx->s;
 	double now = tpf_now_wall(), since = -1;
 	if (parse_since(report_o.since, now, &since, ctx->d))
 		return TPF_EXIT_ERROR;

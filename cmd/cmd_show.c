@@ -1,5 +1,5 @@
 /*
- * tpuform show: the fleet at a glance, one line per node (engine/show.h
+ * tpuform show: the fleet at a glance, one line per node (engine/show/show.h
  * computes each row), or with NODE (or -detail) per worker: reachable,
  * session, exit status, restarts and last log line, from the state plus a
  * live refresh. Human text, or with -json one JSON document
@@ -8,7 +8,7 @@
 #include "cmd/cmd.h"
 #include "cmd/cmd_show.h"
 #include "engine/saved_plan.h"
-#include "engine/show.h"
+#include "engine/show/show.h"
 #include "plan/plan_json.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -107,8 +107,8 @@ static void table_print(struct table *t)
 	memset(t, 0, sizeof(*t));
 }
 
-/* A node of the state as one row (engine/show.h decides every cell). */
-static void table_node(struct table *t, const struct tpf_session *s, const struct tpf_state_node *sn)
+/* A node of the state as one row (engine/show/show.h decides every cell). */
+static void table_node(struct table *t, const struct tpf_pipeline *s, const struct tpf_state_node *sn)
 {
 	struct tpf_show_row r;
 	tpf_show_row(s, sn, tpf_now_wall(), &r);
@@ -127,7 +127,7 @@ static void table_node(struct table *t, const struct tpf_session *s, const struc
 /* ---- nodes that are not in the state ---------------------------------------- */
 
 /* Nodes that carry the fleet's labels but are not in state. */
-static void show_unmanaged(struct tpf_session *s, json_t *jnodes, int json, struct table *t)
+static void show_unmanaged(struct tpf_pipeline *s, json_t *jnodes, int json, struct table *t)
 {
 	for (size_t i = 0; i < s->live.n; i++) {
 		const struct tpf_live_node *ln = &s->live.nodes[i];
@@ -151,7 +151,7 @@ static void show_unmanaged(struct tpf_session *s, json_t *jnodes, int json, stru
  * or not created (never, or forgotten after every zone refused them: the
  * state keeps only nodes with history). Printed (or added to jnodes);
  * returns how many. */
-static size_t show_not_created(struct tpf_session *s, int json, json_t *jnodes, struct table *t)
+static size_t show_not_created(struct tpf_pipeline *s, int json, json_t *jnodes, struct table *t)
 {
 	struct tpf_diags quiet = TPF_DIAGS_INIT; /* the plan warns; show only lists */
 	tpf_desired_compute(&s->desired, &s->fleet, NULL, &s->state, &quiet);
@@ -185,9 +185,9 @@ static size_t show_not_created(struct tpf_session *s, int json, json_t *jnodes, 
 
 /* ---- the watch line and the document ---------------------------------------- */
 
-/* The last round of a `tpuform watch`, if one ran (engine/show.h): who
+/* The last round of a `tpuform watch`, if one ran (engine/show/show.h): who
  * ran it and how long ago, so a watch that stopped shows. */
-static json_t *load_watch(const struct tpf_session *s, int json)
+static json_t *load_watch(const struct tpf_pipeline *s, int json)
 {
 	double age;
 	json_t *watch = tpf_show_watch_load(s, tpf_now_wall(), &age);
@@ -206,7 +206,7 @@ static json_t *load_watch(const struct tpf_session *s, int json)
 	return watch;
 }
 
-static void print_document(const struct tpf_session *s, json_t *jnodes, json_t *watch)
+static void print_document(const struct tpf_pipeline *s, json_t *jnodes, json_t *watch)
 {
 	json_t *root = json_pack("{s:s,s:I,s:s,s:O}", "fleet", s->fleet.name, "serial",
 				 (json_int_t)s->state.serial, "lineage", s->state.lineage, "nodes",
@@ -261,7 +261,7 @@ done:
  * what else the argument could have been. */
 static int unknown_node(struct tpf_cmd_ctx *ctx, const char *name)
 {
-	struct tpf_session *s = &ctx->s;
+	struct tpf_pipeline *s = &ctx->s;
 	const char *near = tpf_show_suggest_node(s, name);
 	char *detail = xasprintf("'tpuform show' lists the fleet's nodes. To show a saved plan, "
 				 "name its file: there is no file '%s'.",
@@ -305,7 +305,7 @@ static int by_group_index(const void *pa, const void *pb)
 	return a->index != b->index ? (a->index < b->index ? -1 : 1) : strcmp(a->name, b->name);
 }
 
-static void show_nodes(struct tpf_session *s, const struct tpf_state_node *only, int json,
+static void show_nodes(struct tpf_pipeline *s, const struct tpf_state_node *only, int json,
 		       json_t *jnodes)
 {
 	struct table t = { 0 };
@@ -344,7 +344,7 @@ static void show_nodes(struct tpf_session *s, const struct tpf_state_node *only,
 
 static int run_show(struct tpf_cmd_ctx *ctx)
 {
-	struct tpf_session *s = &ctx->s;
+	struct tpf_pipeline *s = &ctx->s;
 	int json = ctx->o.json;
 	const struct tpf_state_node *only = NULL;
 	if (ctx->nargs) {

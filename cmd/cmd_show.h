@@ -6,15 +6,15 @@
 #ifndef TPF_CMD_SHOW_H
 #define TPF_CMD_SHOW_H
 
-#include "engine/show.h"
+#include "engine/show/show.h"
 
 #include <jansson.h>
 
 /*
  * Node sn's JSON object for `show -json` (new reference): its row's facts
- * (engine/show.h) and one object per worker. With print set (human
+ * (engine/show/show.h) and one object per worker. With print set (human
  * output), also prints the node's header line and worker rows.
  */
-json_t *tpf_show_node(const struct tpf_session *s, const struct tpf_state_node *sn, int print);
+json_t *tpf_show_node(const struct tpf_pipeline *s, const struct tpf_state_node *sn, int print);
 
 #endif

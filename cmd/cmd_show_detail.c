@@ -5,8 +5,8 @@
  */
 #include "cmd/cmd.h"
 #include "cmd/cmd_show.h"
-#include "engine/provision.h"
-#include "engine/show.h"
+#include "engine/workers/provision.h"
+#include "engine/show/show.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -29,7 +29,7 @@ static const char *reset(void)
 }
 
 /* One worker: a table row (human) and its JSON object. */
-static json_t *show_worker(const struct tpf_session *s, const struct tpf_state_node *sn, size_t w,
+static json_t *show_worker(const struct tpf_pipeline *s, const struct tpf_state_node *sn, size_t w,
 			   int json)
 {
 	const struct tpf_state_worker *sw = &sn->workers[w];
@@ -94,7 +94,7 @@ static json_t *show_worker(const struct tpf_session *s, const struct tpf_state_n
 /* The plan's word on a node (plan/plan.h tpf_node_outcome): "completed"
  * (mark "  [completed: exit 0 at TIME]"), "succeeded", "failed" (mark
  * "  [failed]"), or NULL (mark ""). */
-static const char *node_outcome(const struct tpf_session *s, const struct tpf_state_node *sn,
+static const char *node_outcome(const struct tpf_pipeline *s, const struct tpf_state_node *sn,
 				char *mark, size_t len)
 {
 	const char *outcome = tpf_node_outcome(&s->fleet, sn, &s->facts, tpf_now_wall());
@@ -119,7 +119,7 @@ static void show_condition(const struct tpf_live_node *ln)
 		printf("    upcoming maintenance: %s\n", ln->maintenance);
 }
 
-/* The row's facts (engine/show.h) as fields of the node's object. */
+/* The row's facts (engine/show/show.h) as fields of the node's object. */
 static void row_json(json_t *nj, const struct tpf_show_row *r)
 {
 	json_object_set_new(nj, "type", json_string(r->type));
@@ -141,7 +141,7 @@ static void row_json(json_t *nj, const struct tpf_show_row *r)
 		json_object_set_new(nj, "retry_after", json_string(r->sn->retry_after));
 }
 
-json_t *tpf_show_node(const struct tpf_session *s, const struct tpf_state_node *sn, int print)
+json_t *tpf_show_node(const struct tpf_pipeline *s, const struct tpf_state_node *sn, int print)
 {
 	int json = !print;
 	const struct tpf_live_node *ln = tpf_live_set_find(&s->live, sn->name);

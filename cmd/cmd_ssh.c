@@ -3,14 +3,14 @@
  * [-- COMMAND]: an interactive shell on one of the node's workers (ssh(1)
  * with the pinned host key for gcp nodes; a shell in the worker's home for
  * local ones); with -L, port forwards through the same pinned connection
- * (engine/forward.c); with a COMMAND, that command, its exit status
+ * (engine/chores/forward.c); with a COMMAND, that command, its exit status
  * returned as ssh(1) returns it. A COMMAND may go to several workers
  * (-worker 0-1, all: gcloud's --worker with --command), run as `exec`
  * runs it; a shell or -L goes to one worker, and more are refused, as
  * gcloud refuses "multiple workers without the --command flag".
  */
 #include "cmd/cmd.h"
-#include "engine/chores.h"
+#include "engine/chores/chores.h"
 #include "util/xalloc.h"
 
 #include <pthread.h>
@@ -116,7 +116,7 @@ static int check_ssh(struct tpf_cmd_ctx *ctx)
 
 static int run_ssh(struct tpf_cmd_ctx *ctx)
 {
-	struct tpf_session *s = &ctx->s;
+	struct tpf_pipeline *s = &ctx->s;
 	struct tpf_chore_target *t = NULL;
 	size_t n = 0;
 	struct fwd f = { .n = ssh_o.forwards.n };

@@ -1,10 +1,10 @@
 /*
  * tpuform ssh-config [-out FILE] [-install]: Host entries NODE-wN for
  * ssh(1) and VSCode Remote-SSH, with the pinned host keys in a known_hosts
- * file of tpuform's own (engine/ssh_config.c does the work).
+ * file of tpuform's own (engine/chores/ssh_config.c does the work).
  */
 #include "cmd/cmd.h"
-#include "engine/chores.h"
+#include "engine/chores/chores.h"
 #include "util/fs.h"
 #include "util/outfile.h"
 #include "util/xalloc.h"
@@ -27,7 +27,7 @@ static const struct tpf_flag sc_flags[] = {
 
 static int run_ssh_config(struct tpf_cmd_ctx *ctx)
 {
-	struct tpf_session *s = &ctx->s;
+	struct tpf_pipeline *s = &ctx->s;
 	char *cfg = sc_o.out ? xstrdup(sc_o.out)
 		  : sc_o.install ? tpf_ssh_config_installed_path(s->fleet.name, "config") : NULL;
 	char *kh = cfg ? xasprintf("%s.known_hosts", cfg)

@@ -6,6 +6,7 @@
  * them while they are still declared).
  */
 #include "cmd/cmd.h"
+#include "engine/pipeline/state_commands.h"
 #include "engine/state_store.h"
 
 #include <stdlib.h>
@@ -57,7 +58,7 @@ static int run_show(struct tpf_cmd_ctx *ctx)
 
 static int run_rm(struct tpf_cmd_ctx *ctx)
 {
-	struct tpf_session *s = &ctx->s;
+	struct tpf_pipeline *s = &ctx->s;
 	int removed = 0;
 	for (int i = 0; i < ctx->nargs && !tpf_interrupted; i++) {
 		if (tpf_state_remove(&s->state, ctx->args[i])) {
@@ -84,7 +85,7 @@ static const struct tpf_flag push_flags[] = {
 static int run_push(struct tpf_cmd_ctx *ctx)
 {
 	long serial = 0;
-	if (tpf_session_state_push(&ctx->s, ctx->args[0], push_o.force, &serial))
+	if (tpf_pipeline_state_push(&ctx->s, ctx->args[0], push_o.force, &serial))
 		return TPF_EXIT_ERROR;
 	tpf_ui_say("Pushed '%s' to %s (serial %ld, lineage %s).\n", ctx->args[0],
 		   ctx->s.fleet.state_path, serial, ctx->s.state.lineage);

@@ -1,12 +1,12 @@
 /*
  * tpuform watch: flags, signals, and the lines people see. The loop itself
- * (refresh -> plan -> heal, in rounds, for weeks) is engine/watch.c.
+ * (refresh -> plan -> heal, in rounds, for weeks) is engine/watch/watch.c.
  *
  * SIGINT and SIGTERM finish the step in flight, save state and exit 0;
  * nothing is deleted on the way out; a second one exits 1 at once.
  */
 #include "cmd/cmd.h"
-#include "engine/watch.h"
+#include "engine/watch/watch.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -110,7 +110,7 @@ static void report_summary(const struct tpf_watch_summary *sum)
 	}
 }
 
-/* The engine's watch events (engine/watch.h), from any thread. */
+/* The engine's watch events (engine/watch/watch.h), from any thread. */
 static void on_watch_event(const struct tpf_watch_event *ev, void *ctx)
 {
 	(void)ctx;
@@ -162,7 +162,7 @@ static const struct tpf_flag watch_flags[] = {
 
 static int run_watch(struct tpf_cmd_ctx *ctx)
 {
-	/* -exit-when-done: 1 every node completed, 2 some failed (engine/watch.h). */
+	/* -exit-when-done: 1 every node completed, 2 some failed (engine/watch/watch.h). */
 	static int done;
 	watch_o.done = &done;
 	watch_o.file = ctx->o.file;
@@ -186,7 +186,7 @@ const struct tpf_cmd tpf_cmd_watch = {
 		  "state and exits 0; nothing is deleted on exit. A second one exits 1 at once.\n",
 	.flags = watch_flags,
 	/* The loop reads the fleet file and takes the state lock itself, round
-	 * by round (engine/watch.c): the dispatcher opens no session. */
+	 * by round (engine/watch/watch.c): the dispatcher opens no session. */
 	.needs = TPF_CMD_FILE | TPF_CMD_JSON_LINES | TPF_CMD_PARALLELISM,
 	.signals = TPF_SIG_GRACEFUL,
 	.run = run_watch,

@@ -120,7 +120,7 @@ static int check_args(const struct tpf_cmd *c, const char *path, const struct tp
  * (TPF_CMD_LIVE; git's RUN_SETUP). */
 static int prepare(struct tpf_cmd_ctx *ctx)
 {
-	struct tpf_session *s = &ctx->s;
+	struct tpf_pipeline *s = &ctx->s;
 	int code = ctx->cmd->check ? ctx->cmd->check(ctx) : TPF_EXIT_OK;
 	if (code == TPF_EXIT_OK && (ctx->needs & TPF_CMD_LIVE) &&
 	    tpf_refresh(s->prov, &s->fleet, &s->state, &s->live, &s->d))
@@ -146,8 +146,8 @@ static int set_up(struct tpf_cmd_ctx *ctx, const struct tpf_flag *flags, int arg
 	if (ctx->o.json && (c->needs & TPF_CMD_JSON_LINES))
 		tpf_ui_json_version();
 	if (c->needs & TPF_CMD_FLEET) {
-		struct tpf_session_opts so = tpf_cmd_session_opts(&ctx->o, c->needs);
-		if (tpf_session_open(&ctx->s, &so, (c->needs & TPF_CMD_LOCK) ? c->lock_op : NULL))
+		struct tpf_pipeline_opts so = tpf_cmd_session_opts(&ctx->o, c->needs);
+		if (tpf_pipeline_open(&ctx->s, &so, (c->needs & TPF_CMD_LOCK) ? c->lock_op : NULL))
 			return TPF_EXIT_ERROR;
 	}
 	return prepare(ctx);
@@ -165,12 +165,12 @@ static int run_command(const struct tpf_cmd *c, const char *path, int argc, char
 	struct tpf_common_opts defaults = TPF_COMMON_OPTS_INIT;
 	ctx.o = defaults;
 	ctx.o.no_color = no_color;
-	tpf_session_init(&ctx.s);
+	tpf_pipeline_init(&ctx.s);
 	ctx.d = &ctx.s.d;
 	tpf_ui_init(no_color, tpf_cmd_wants_json(argc, argv));
 	if (wants_help(argc, argv)) {
 		tpf_help_command(stdout, c, path);
-		tpf_session_close(&ctx.s);
+		tpf_pipeline_close(&ctx.s);
 		return TPF_EXIT_OK;
 	}
 	int help = 0;
@@ -185,7 +185,7 @@ static int run_command(const struct tpf_cmd *c, const char *path, int argc, char
 	tpf_ui_diags(ctx.d);
 	if (tpf_diags_errors(ctx.d) || ctx.printed_errors)
 		code = TPF_EXIT_ERROR;
-	tpf_session_close(&ctx.s);
+	tpf_pipeline_close(&ctx.s);
 	tpf_parsed_release(&parsed);
 	for (const struct tpf_flag *f = flags; f->name; f++)
 		if (f->type == TPF_FLAG_LIST)

@@ -43,7 +43,7 @@ static void on_graceful(int sig)
 	say(first, sizeof(first) - 1);
 }
 
-/* exec, ssh -- CMD: Ctrl-C goes to the remote commands (engine/chores.h). */
+/* exec, ssh -- CMD: Ctrl-C goes to the remote commands (engine/chores/chores.h). */
 static void on_forward(int sig)
 {
 	static const char first[] = "\nInterrupt: sending SIGINT to the remote command "

@@ -358,7 +358,7 @@ void tpf_ui_recap(const struct tpf_recap *r)
 	}
 }
 
-void tpf_ui_budgets(const struct tpf_session *s)
+void tpf_ui_budgets(const struct tpf_pipeline *s)
 {
 	for (size_t i = 0; i < s->nbudgets; i++) {
 		const struct tpf_budget_status *b = &s->budgets[i];

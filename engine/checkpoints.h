@@ -5,7 +5,7 @@
  * checkpoint=...") is recorded per node in the state (state/state.h
  * last_checkpoint, checkpoint_at), so that the job on a replacement VM,
  * whose disk is new, starts with TPUFORM_LAST_CHECKPOINT set from it
- * (engine/provision.c).
+ * (engine/workers/provision.c).
  */
 #ifndef TPF_ENGINE_CHECKPOINTS_H
 #define TPF_ENGINE_CHECKPOINTS_H

@@ -2,7 +2,7 @@
  * The one table of event kinds (engine/events.h): what each kind is
  * called, shown as, posted as and counted as. The user-visible words are
  * the interface: `watch -json` codes (docs/watch.md "watch"), webhook events
- * (docs/watch.md "Notifications"), metric families (engine/metrics.h).
+ * (docs/watch.md "Notifications"), metric families (engine/telemetry/metrics.h).
  */
 #include "engine/events.h"
 #include "config/config.h"

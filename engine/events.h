@@ -5,8 +5,8 @@
  * event derives it from the kind through ONE table (engine/events.c,
  * tpf_event_info): `apply`'s Terraform-style lines and JSON hooks
  * (cmd/ui.c), `watch`'s lines and its `-json` watch_event codes
- * (cmd/cmd_watch.c), the webhook event (engine/notify.h, engine/watch_hooks.c)
- * and the metric (engine/metrics.h). The message is for people only: no
+ * (cmd/cmd_watch.c), the webhook event (engine/telemetry/notify.h, engine/watch/watch_hooks.c)
+ * and the metric (engine/telemetry/metrics.h). The message is for people only: no
  * code ever parses it. Terraform's hooks pass a typed action the same way
  * (PreApply/PostApply with the action), docs/terraform-behaviour.md.
  *
@@ -20,7 +20,7 @@
 #include "model/recipe.h"
 
 enum tpf_event_kind {
-	/* ---- the executor (engine/apply.c): an action's life -------------- */
+	/* ---- the executor (engine/apply/apply.c): an action's life -------------- */
 	TPF_EVENT_CREATING,   /* a create starts (the node is recorded pending) */
 	TPF_EVENT_READY,      /* created and READY: its workers are provisioned next */
 	TPF_EVENT_CREATED,    /* created, not READY yet (message says why: queued
@@ -43,7 +43,7 @@ enum tpf_event_kind {
 	TPF_EVENT_NOT_READY,  /* the create left a node that is not READY yet */
 	/* the create ended with the node waiting for capacity (a flex-start VM
 	 * or slice, a queued resource): the create's end, in place of CREATED,
-	 * counted apart from "added" (engine/apply.h `waiting`); the QUEUED
+	 * counted apart from "added" (engine/apply/apply.h `waiting`); the QUEUED
 	 * line before it says where and why (issue 26) */
 	TPF_EVENT_CAPACITY_WAITING,
 	TPF_EVENT_DEFERRED,   /* no zone of the group can take the node now (watch) */
@@ -75,7 +75,7 @@ enum tpf_event_kind {
 	TPF_EVENT_RESTARTS_USED_UP,
 	TPF_EVENT_NOT_RESTARTED,
 	TPF_EVENT_RESTART_WAITING,
-	/* ---- what the watch hooks conclude (engine/watch_hooks.c): one per
+	/* ---- what the watch hooks conclude (engine/watch/watch_hooks.c): one per
 	 * moment, however many rounds show it; webhooks and metrics, no line
 	 * of their own (the round's lines already said it) ------------------ */
 	TPF_EVENT_PREEMPTED,  /* a lost node's replacement started (elapsed: detection latency) */
@@ -89,14 +89,14 @@ enum tpf_event_kind {
 	/* ---- facts a job reports of itself (templates/bootstrap.sh status:
 	 * a line TPUFORM_STEP=N or "checkpoint saved at step N" in its log,
 	 * or the file $TPUFORM_HEARTBEAT.step); the run ledger records them
-	 * (engine/ledger.h), nothing shows them ---------------------------- */
+	 * (engine/ledger/ledger_writer.h), nothing shows them ---------------------------- */
 	TPF_EVENT_JOB_STEP,   /* the job reached step `step` (worker) */
 	TPF_EVENT_CHECKPOINT, /* the job saved a checkpoint at step `step` */
 	TPF_EVENT_PLANNED,    /* `plan` made a plan (message: its summary line) */
 	/* watch told a node's jobs of its upcoming maintenance window
 	 * (deadline: the window's start; docs/recovery.md) */
 	TPF_EVENT_MAINTENANCE,
-	/* a watch hook's conclusion (engine/watch_hooks.c): a budget's spend
+	/* a watch hook's conclusion (engine/watch/watch_hooks.c): a budget's spend
 	 * reached its amount in the current period (`group`, NULL: the
 	 * fleet's; once per period and scope; docs/ledger.md "Budgets") */
 	TPF_EVENT_BUDGET_REACHED,
@@ -116,7 +116,7 @@ enum tpf_event_hook {
 	TPF_HOOK_LOG,
 };
 
-/* What an event counts in engine/metrics.h (the families there). */
+/* What an event counts in engine/telemetry/metrics.h (the families there). */
 enum tpf_event_metric {
 	TPF_METRIC_NONE,
 	TPF_METRIC_PREEMPTIONS,    /* preemptions_total{reason}, detection_latency_seconds */

@@ -1,6 +1,7 @@
 /*
  * The fleet's state backend (state/backend.h) as its fleet file declares
- * it, and the state commands that go through it: force-unlock and push.
+ * it (the state commands that go through it, force-unlock and push, are
+ * engine/pipeline/state_commands.h).
  */
 #ifndef TPF_ENGINE_STATE_STORE_H
 #define TPF_ENGINE_STATE_STORE_H
@@ -8,8 +9,6 @@
 #include "config/config.h"
 #include "state/backend.h"
 #include "util/diag.h"
-
-struct tpf_session;
 
 /*
  * Open the backend f declares: state.gcs (Cloud Storage, with the
@@ -44,20 +43,5 @@ int tpf_fleet_objstore_open(struct tpf_objstore **out, const struct tpf_fleet *f
  */
 int tpf_source_backend_open(struct tpf_backend **out, const struct tpf_fleet *f,
 			    const char *source, struct tpf_diags *d);
-
-/* Terraform's force-unlock on the session's backend (opened here when the
- * session has none). 0 when unlocked, else a diagnostic in s->d. */
-int tpf_session_force_unlock(struct tpf_session *s, const char *id);
-
-/*
- * Terraform's state push, and tpuform's way to move state between
- * backends: read the state at `source` (a file, or gs://BUCKET[/PREFIX] as
- * tpf_source_backend_open says; it must exist and belong to this fleet)
- * and write it to the session's backend, whose lock the session holds.
- * Lineage and serial are checked unless force (tpf_state_push_check).
- * The source is left as it was. *serial_out (may be NULL): the serial written.
- */
-int tpf_session_state_push(struct tpf_session *s, const char *source, int force,
-			   long *serial_out);
 
 #endif

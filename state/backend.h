@@ -23,7 +23,7 @@
  *
  * A state loaded through a backend remembers it (st->backend), so
  * tpf_state_save(st, ...) writes there whatever path it is given; callers
- * that save (engine/apply.c) need not know which backend is in use.
+ * that save (engine/apply/apply.c) need not know which backend is in use.
  * Not thread-safe: one save at a time per backend (the callers serialise).
  */
 #ifndef TPF_STATE_BACKEND_H

@@ -140,7 +140,7 @@ struct tpf_state_node {
 	char *refused;
 	char *retry_after;
 	/* When tpuform sent the delete of this node's VM (RFC 3339): written
-	 * and saved just before the delete request (engine/apply.c), so that a
+	 * and saved just before the delete request (engine/apply/apply.c), so that a
 	 * run that dies while the delete is under way leaves the record of it:
 	 * the next plan says the node is being deleted by tpuform, waits for
 	 * it and creates it again, and never calls it deleted outside tpuform
@@ -212,7 +212,7 @@ int tpf_state_load(struct tpf_state *st, const char *path, struct tpf_diags *d);
  * On failure (TPF_ERROR, diagnostic "cannot write state file 'PATH': ...")
  * the old file is intact and st is unchanged, so a retry writes the same
  * serial. A string that is not UTF-8 is such a failure.
- * Not thread-safe: callers serialise (engine/apply.c holds a mutex). No
+ * Not thread-safe: callers serialise (engine/apply/apply.c holds a mutex). No
  * global state.
  * This is the local file backend's writer (state/backend.c); product code
  * saves with tpf_state_save, which knows the backend. Tests and tools

@@ -1,8 +1,8 @@
 /*
  * How a node's record changes (state/state.h "Transitions"): the only code
  * that writes a node's status, id, generation, workers' restart counts and
- * the copies of its recipe and job. engine/apply.c, engine/import.c and
- * engine/targeted.c call these under their own lock and save after.
+ * the copies of its recipe and job. engine/apply/apply.c, engine/pipeline/import.c and
+ * engine/pipeline/targeted.c call these under their own lock and save after.
  */
 #include "state/state.h"
 #include "util/xalloc.h"

@@ -10,7 +10,7 @@
 #	sh tpuform/bootstrap.sh start|restart|status|wait TOKEN SECONDS|disrupt REASON DEADLINE|logs N|setup-log N|env|stop [REASON]
 #
 # printing "TPUFORM key=value" lines for tpuform (the protocol is in
-# engine/provision.h). "job" is the verb the screen session runs.
+# engine/workers/provision.h). "job" is the verb the screen session runs.
 #
 # POSIX sh only (the worker's /bin/sh may be dash). Needs screen, git (for
 # a source), sha256sum and coreutils. Secrets live in secrets.env (0600),
@@ -67,7 +67,7 @@ tpf_is_number() {
 
 # The screen sessions named $TPUFORM_SESSION ("pid.name"), one a line.
 # Dead sockets (the screen process is gone) do not count.
-tpf_sessions() {
+tpf_pipelines() {
 	command -v screen >/dev/null 2>&1 || return 0
 	screen -ls 2>/dev/null | tpf_name=$TPUFORM_SESSION awk '
 		$1 ~ /^[0-9]+\./ && $0 !~ /\(Dead/ {
@@ -79,7 +79,7 @@ tpf_sessions() {
 }
 
 tpf_alive() {
-	[ -n "$(tpf_sessions)" ]
+	[ -n "$(tpf_pipelines)" ]
 }
 
 # State letter of process $1 (R, S, Z, ...), empty if there is none.
@@ -195,7 +195,7 @@ tpf_stop() {
 	fi
 	tpf_i=0
 	while :; do
-		tpf_list=$(tpf_sessions)
+		tpf_list=$(tpf_pipelines)
 		[ -n "$tpf_list" ] || break
 		if [ "$tpf_i" -ge 50 ]; then
 			printf 'tpuform: screen session %s did not quit\n' "$TPUFORM_SESSION"

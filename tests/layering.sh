@@ -20,8 +20,15 @@
 #                          back-ends: Cloud TPU, Compute Engine)
 #   6 plan                 (pure: no providers, no source, no I/O)
 #   6 providers/registry   (the table of providers: names every provider's open)
-#   7 engine
-#   8 cmd
+#   7 engine             (its root: the event table, the state store, saved plans, checkpoints)
+#   8 engine/ledger      (the run ledger's writer, its report, prices, budgets' spend)
+#   9 engine/telemetry engine/workers
+#                        (webhooks and metrics; the job on workers, kept logs)
+#  10 engine/apply       (the executor)
+#  11 engine/pipeline    (fleet -> lock -> state -> provider -> refresh -> plan -> apply)
+#  12 engine/chores engine/show
+#  13 engine/watch
+#  14 cmd
 # Also:
 #   - plan must not include providers/ or source/ at all (it is pure);
 #   - *_internal.h and *_priv.h headers are private to their folder;
@@ -44,7 +51,13 @@ rank() {
 	providers/local | providers/gcp | providers/gcp/tpu | providers/gcp/compute) echo 5 ;;
 	plan | providers/registry) echo 6 ;;
 	engine) echo 7 ;;
-	cmd) echo 8 ;;
+	engine/ledger) echo 8 ;;
+	engine/telemetry | engine/workers) echo 9 ;;
+	engine/apply) echo 10 ;;
+	engine/pipeline) echo 11 ;;
+	engine/chores | engine/show) echo 12 ;;
+	engine/watch) echo 13 ;;
+	cmd) echo 14 ;;
 	*) echo "" ;;
 	esac
 }
@@ -54,7 +67,7 @@ folder() {
 	case $1 in
 	tests/fakegcp/*) echo tests/fakegcp ;;
 	providers/gcp/*/*) echo "$1" | cut -d/ -f1-3 ;;
-	providers/*/*) echo "$1" | cut -d/ -f1-2 ;;
+	providers/*/* | engine/*/*) echo "$1" | cut -d/ -f1-2 ;;
 	*/*) echo "$1" | cut -d/ -f1 ;;
 	*) echo . ;;
 	esac
@@ -87,7 +100,7 @@ for f in $files; do
 			[ "$to" = util ] || why="the emulator may include only util/"
 		fi
 		if [ -z "$why" ] && [ "$from" = plan ]; then
-			case $to in providers | providers/* | source | engine | cmd) why="plan is pure: no $to" ;; esac
+			case $to in providers | providers/* | source | engine | engine/* | cmd) why="plan is pure: no $to" ;; esac
 		fi
 		if [ -z "$why" ] && [ "$from" != tests/fakegcp ]; then
 			rf=$(rank "$from")

@@ -1,7 +1,7 @@
 /*
  * What the bootstrap script prints on a worker (templates/bootstrap.sh):
  * "TPUFORM key=value" lines among whatever else setup and the job wrote,
- * read by engine/provision.c for `start` (provisioning), `status` (the
+ * read by engine/workers/provision.c for `start` (provisioning), `status` (the
  * session probe of refresh and watch) and `stop`. A worker is outside
  * input: its output could be anything. An in-harness transport answers
  * every command with the fuzz input, at exit status 0 and then 3, so the
@@ -10,7 +10,7 @@
  */
 #include "tests/fuzz/fuzz.h"
 #include "config/config.h"
-#include "engine/provision.h"
+#include "engine/workers/provision.h"
 #include "providers/transport.h"
 #include "state/state.h"
 #include "util/kv.h"

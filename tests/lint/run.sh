@@ -11,7 +11,7 @@
 #     the last build; the folders with known circles are listed there and
 #     not yet checked)
 #   - basenames: no two product sources or headers share a basename
-#     (tests/lint/basenames.sh; today's known repeats are listed there)
+#     (tests/lint/basenames.sh)
 #
 # LINT="funclen layering" runs only those. Each check's output is printed
 # as it comes; the last line is "lint: N passed, N failed (NAMES)" and the

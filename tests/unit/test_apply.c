@@ -1,10 +1,10 @@
 /*
- * The executor (engine/apply.c) on the local provider, through the engine
+ * The executor (engine/apply/apply.c) on the local provider, through the engine
  * session: what an interrupt does to an apply (the first Ctrl-C: start
  * nothing new, stop waiting, save the state), and the session's worker
- * targets (engine/session.c) that exec, logs and ssh use.
+ * targets (engine/pipeline/pipeline.c) that exec, logs and ssh use.
  */
-#include "engine/session.h"
+#include "engine/pipeline/pipeline.h"
 #include "model/node_state.h"
 #include "tests/unit/unit.h"
 #include "util/fs.h"
@@ -40,16 +40,16 @@ static char *write_fleet(const char *name, int count, const char *delay)
 	return path;
 }
 
-static int open_planned(struct tpf_session *s, const char *fleet, struct tpf_plan *p)
+static int open_planned(struct tpf_pipeline *s, const char *fleet, struct tpf_plan *p)
 {
-	struct tpf_session_opts o = TPF_SESSION_OPTS_INIT;
+	struct tpf_pipeline_opts o = TPF_PIPELINE_OPTS_INIT;
 	o.file = fleet;
 	memset(p, 0, sizeof(*p));
-	int rc = tpf_session_open(s, &o, "OperationTypeApply");
+	int rc = tpf_pipeline_open(s, &o, "OperationTypeApply");
 	if (!rc)
-		rc = tpf_session_refresh(s, 0);
+		rc = tpf_pipeline_refresh(s, 0);
 	if (!rc)
-		rc = tpf_session_plan(s, 0, p);
+		rc = tpf_pipeline_plan(s, 0, p);
 	return rc;
 }
 
@@ -91,7 +91,7 @@ static const char *status_on_disk(const char *name)
  * running after the test). */
 static void delete_all(const char *fleet)
 {
-	struct tpf_session s;
+	struct tpf_pipeline s;
 	struct tpf_plan p;
 	if (open_planned(&s, fleet, &p) == 0)
 		for (size_t i = 0; i < s.live.n; i++)
@@ -99,7 +99,7 @@ static void delete_all(const char *fleet)
 					    NULL, &s.d);
 	CHECK_INT(tpf_diags_errors(&s.d), 0);
 	tpf_plan_release(&p);
-	tpf_session_close(&s);
+	tpf_pipeline_close(&s);
 }
 
 /* A create waiting an hour for READY stops within a second of the
@@ -108,7 +108,7 @@ static void test_apply__interrupt_stops_a_create(void)
 {
 	fresh_dir();
 	char *fleet = write_fleet("ia", 1, "1h");
-	struct tpf_session s;
+	struct tpf_pipeline s;
 	struct tpf_plan p;
 	CHECK_INT(open_planned(&s, fleet, &p), 0);
 	CHECK_INT(p.n, 1);
@@ -118,7 +118,7 @@ static void test_apply__interrupt_stops_a_create(void)
 	struct later l = { &flag, 0.3, 0 };
 	pthread_t th;
 	pthread_create(&th, NULL, set_later, &l);
-	CHECK_INT(tpf_session_apply(&s, &p, &o, &res), TPF_EINTERRUPTED);
+	CHECK_INT(tpf_pipeline_apply(&s, &p, &o, &res), TPF_EINTERRUPTED);
 	double returned = tpf_now_mono();
 	pthread_join(th, NULL);
 	CHECKF(returned - l.set_at < 1.0, "returned %.2fs after the interrupt", returned - l.set_at);
@@ -129,7 +129,7 @@ static void test_apply__interrupt_stops_a_create(void)
 	CHECK_INT(tpf_diags_errors(&s.d), 0);
 	tpf_apply_result_release(&res);
 	tpf_plan_release(&p);
-	tpf_session_close(&s);
+	tpf_pipeline_close(&s);
 
 	/* Recorded before the create was sent, and kept: never leaked. */
 	CHECK_STR(status_on_disk("ia-a-0"), "pending");
@@ -140,7 +140,7 @@ static void test_apply__interrupt_stops_a_create(void)
 	CHECK_INT(p.add, 0);
 	CHECK(p.n == 1 && p.actions[0].kind == TPF_ACT_WAIT);
 	tpf_plan_release(&p);
-	tpf_session_close(&s);
+	tpf_pipeline_close(&s);
 	delete_all(fleet);
 	free(fleet);
 }
@@ -151,7 +151,7 @@ static void test_apply__interrupt_counts(void)
 {
 	fresh_dir();
 	char *fleet = write_fleet("ic", 3, "1h");
-	struct tpf_session s;
+	struct tpf_pipeline s;
 	struct tpf_plan p;
 	CHECK_INT(open_planned(&s, fleet, &p), 0);
 	CHECK_INT(p.n, 3);
@@ -161,14 +161,14 @@ static void test_apply__interrupt_counts(void)
 	struct later l = { &flag, 0.3, 0 };
 	pthread_t th;
 	pthread_create(&th, NULL, set_later, &l);
-	CHECK_INT(tpf_session_apply(&s, &p, &o, &res), TPF_EINTERRUPTED);
+	CHECK_INT(tpf_pipeline_apply(&s, &p, &o, &res), TPF_EINTERRUPTED);
 	pthread_join(th, NULL);
 	CHECK_INT(res.interrupted, 1);
 	CHECK_INT(res.not_started, 2);
 	CHECK_INT(res.failed_actions + res.added + res.changed + res.destroyed, 0);
 	tpf_apply_result_release(&res);
 	tpf_plan_release(&p);
-	tpf_session_close(&s);
+	tpf_pipeline_close(&s);
 	CHECK_STR(status_on_disk("ic-a-0"), "pending");
 	CHECK_STR(status_on_disk("ic-a-1"), "");
 	CHECK_STR(status_on_disk("ic-a-2"), "");
@@ -180,18 +180,18 @@ static void test_apply__interrupt_counts(void)
 	fleet = write_fleet("ib", 2, "1s");
 	CHECK_INT(open_planned(&s, fleet, &p), 0);
 	flag = 1;
-	CHECK_INT(tpf_session_apply(&s, &p, &o, &res), TPF_EINTERRUPTED);
+	CHECK_INT(tpf_pipeline_apply(&s, &p, &o, &res), TPF_EINTERRUPTED);
 	CHECK_INT(res.interrupted, 0);
 	CHECK_INT(res.not_started, 2);
 	CHECK_INT(s.live.n, 0);
 	tpf_apply_result_release(&res);
 	tpf_plan_release(&p);
-	tpf_session_close(&s);
+	tpf_pipeline_close(&s);
 	CHECK_INT(open_planned(&s, fleet, &p), 0);
 	CHECK_INT(s.live.n, 0);
 	CHECK_INT(p.add, 2);
 	tpf_plan_release(&p);
-	tpf_session_close(&s);
+	tpf_pipeline_close(&s);
 	free(fleet);
 }
 
@@ -235,34 +235,34 @@ static void test_apply__session_worker_target(void)
 	fresh_dir();
 	char *fleet = write_fleet("tw", 2, "1s");
 	write_state();
-	struct tpf_session s;
-	struct tpf_session_opts o = TPF_SESSION_OPTS_INIT;
+	struct tpf_pipeline s;
+	struct tpf_pipeline_opts o = TPF_PIPELINE_OPTS_INIT;
 	o.file = fleet;
 	o.refresh = 0; /* believe the state: both nodes count as READY */
-	CHECK_INT(tpf_session_open(&s, &o, NULL), 0);
-	CHECK_INT(tpf_session_refresh(&s, 0), 0);
+	CHECK_INT(tpf_pipeline_open(&s, &o, NULL), 0);
+	CHECK_INT(tpf_pipeline_refresh(&s, 0), 0);
 	struct tpf_state_node *sn;
 	const struct tpf_live_node *ln;
 	struct tpf_transport *t;
 
-	CHECK_INT(tpf_session_target_worker(&s, "tw-a-0", 5, &sn, &ln, &t), TPF_ERROR);
+	CHECK_INT(tpf_pipeline_target_worker(&s, "tw-a-0", 5, &sn, &ln, &t), TPF_ERROR);
 	CHECK(diags_contain(&s.d, "node 'tw-a-0' has no worker 5: it has 1 worker (0)"));
-	CHECK_INT(tpf_session_target_worker(&s, "tw-a-1", 4, &sn, &ln, &t), TPF_ERROR);
+	CHECK_INT(tpf_pipeline_target_worker(&s, "tw-a-1", 4, &sn, &ln, &t), TPF_ERROR);
 	CHECK(diags_contain(&s.d, "node 'tw-a-1' has no worker 4: it has 4 workers (0 to 3)"));
-	CHECK_INT(tpf_session_target_worker(&s, "tw-a-1", -2, &sn, &ln, &t), TPF_ERROR);
+	CHECK_INT(tpf_pipeline_target_worker(&s, "tw-a-1", -2, &sn, &ln, &t), TPF_ERROR);
 	CHECK_INT(s.d.n, 3);
 	tpf_diags_release(&s.d);
 	tpf_diags_init(&s.d);
 
-	CHECK_INT(tpf_session_target_worker(&s, "tw-a-0", 0, &sn, &ln, &t), 0);
+	CHECK_INT(tpf_pipeline_target_worker(&s, "tw-a-0", 0, &sn, &ln, &t), 0);
 	CHECK(sn && ln && t);
-	CHECK_INT(tpf_session_target_worker(&s, "tw-a-1", 3, &sn, &ln, &t), 0);
-	CHECK_INT(tpf_session_target_worker(&s, "tw-a-1", -1, &sn, &ln, &t), 0);
-	CHECK_INT(tpf_session_target(&s, "tw-a-0", &sn, &ln, &t), 0);
+	CHECK_INT(tpf_pipeline_target_worker(&s, "tw-a-1", 3, &sn, &ln, &t), 0);
+	CHECK_INT(tpf_pipeline_target_worker(&s, "tw-a-1", -1, &sn, &ln, &t), 0);
+	CHECK_INT(tpf_pipeline_target(&s, "tw-a-0", &sn, &ln, &t), 0);
 	/* Not in state: said as before, whatever the worker. */
-	CHECK_INT(tpf_session_target_worker(&s, "tw-a-9", 0, &sn, &ln, &t), TPF_ERROR);
+	CHECK_INT(tpf_pipeline_target_worker(&s, "tw-a-9", 0, &sn, &ln, &t), TPF_ERROR);
 	CHECK(diags_contain(&s.d, "node 'tw-a-9' is not in the state of fleet 'tw'"));
-	tpf_session_close(&s);
+	tpf_pipeline_close(&s);
 	free(fleet);
 }
 
@@ -277,24 +277,24 @@ static void test_apply__delete_refuses_another_states_node(void)
 {
 	fresh_dir();
 	char *fleet = write_fleet("own", 1, "0");
-	struct tpf_session s;
+	struct tpf_pipeline s;
 	struct tpf_plan p;
 	struct tpf_apply_opts o = { .parallelism = 1, .heartbeat = 3600 };
 	struct tpf_apply_result res;
 	CHECK_INT(open_planned(&s, fleet, &p), 0);
-	CHECK_INT(tpf_session_apply(&s, &p, &o, &res), 0);
+	CHECK_INT(tpf_pipeline_apply(&s, &p, &o, &res), 0);
 	tpf_apply_result_release(&res);
 	tpf_plan_release(&p);
-	tpf_session_close(&s);
+	tpf_pipeline_close(&s);
 
-	struct tpf_session_opts so = TPF_SESSION_OPTS_INIT;
+	struct tpf_pipeline_opts so = TPF_PIPELINE_OPTS_INIT;
 	so.file = fleet;
 	memset(&p, 0, sizeof(p));
-	int rc = tpf_session_open(&s, &so, "OperationTypeApply");
+	int rc = tpf_pipeline_open(&s, &so, "OperationTypeApply");
 	if (!rc)
-		rc = tpf_session_refresh(&s, 0);
+		rc = tpf_pipeline_refresh(&s, 0);
 	if (!rc)
-		rc = tpf_session_plan(&s, 1, &p); /* destroy */
+		rc = tpf_pipeline_plan(&s, 1, &p); /* destroy */
 	CHECK_INT(rc, 0);
 	CHECK_INT(p.destroyed, 1);
 	/* Behind its back: deleted, and made again by another state. */
@@ -311,7 +311,7 @@ static void test_apply__delete_refuses_another_states_node(void)
 	tpf_recipe_release(&r);
 	CHECK_INT(tpf_diags_errors(&s.d), 0);
 
-	rc = tpf_session_apply(&s, &p, &o, &res);
+	rc = tpf_pipeline_apply(&s, &p, &o, &res);
 	CHECK(rc < 0);
 	CHECK_INT(res.failed_actions, 1);
 	CHECK(diags_contain(&s.d, "refusing to delete node 'own-a-0' in zone 'z1': it belongs to "
@@ -329,7 +329,7 @@ static void test_apply__delete_refuses_another_states_node(void)
 done:
 	tpf_live_node_release(&now);
 	tpf_plan_release(&p);
-	tpf_session_close(&s);
+	tpf_pipeline_close(&s);
 	free(fleet);
 }
 
@@ -344,28 +344,28 @@ static void test_apply__fresh_reader_sees_the_first_write(void)
 {
 	fresh_dir();
 	char *fleet = write_fleet("fr", 1, "0");
-	struct tpf_session reader, s;
-	struct tpf_session_opts ro = TPF_SESSION_OPTS_INIT;
+	struct tpf_pipeline reader, s;
+	struct tpf_pipeline_opts ro = TPF_PIPELINE_OPTS_INIT;
 	ro.file = fleet;
-	CHECK_INT(tpf_session_open(&reader, &ro, NULL), 0); /* no state file yet */
+	CHECK_INT(tpf_pipeline_open(&reader, &ro, NULL), 0); /* no state file yet */
 	CHECK_INT(reader.state.serial, 0);
 	struct tpf_plan p;
 	struct tpf_apply_opts o = { .parallelism = 1, .heartbeat = 3600 };
 	struct tpf_apply_result res;
 	CHECK_INT(open_planned(&s, fleet, &p), 0);
-	CHECK_INT(tpf_session_apply(&s, &p, &o, &res), 0);
+	CHECK_INT(tpf_pipeline_apply(&s, &p, &o, &res), 0);
 	char *written = xstrdup(s.state.lineage);
 	tpf_apply_result_release(&res);
 	tpf_plan_release(&p);
-	tpf_session_close(&s);
+	tpf_pipeline_close(&s);
 
 	CHECK(strcmp(reader.state.lineage, written) != 0);
-	CHECK_INT(tpf_session_refresh(&reader, 0), 0);
+	CHECK_INT(tpf_pipeline_refresh(&reader, 0), 0);
 	CHECK_STR(reader.state.lineage, written);
 	CHECK(reader.state.serial > 0);
 	CHECK_INT(reader.live.n, 1);
 	CHECK_INT((int)tpf_diags_errors(&reader.d), 0);
-	tpf_session_close(&reader);
+	tpf_pipeline_close(&reader);
 
 	/* A node truly another state's is still refused: a reader whose
 	 * state was never written, and still is not, stops. */
@@ -380,13 +380,13 @@ static void test_apply__fresh_reader_sees_the_first_write(void)
 	tpf_kvlist_set(&r.labels, "tpuform-lineage", "fedcba9876543210");
 	struct tpf_live_node made = { 0 };
 	ro.file = f2;
-	CHECK_INT(tpf_session_open(&reader, &ro, NULL), 0);
+	CHECK_INT(tpf_pipeline_open(&reader, &ro, NULL), 0);
 	CHECK_INT(reader.prov->ops->create(reader.prov, "fr-a-0", &r, &made, &reader.d), 0);
-	CHECK_INT(tpf_session_refresh(&reader, 0), TPF_EFOREIGN);
+	CHECK_INT(tpf_pipeline_refresh(&reader, 0), TPF_EFOREIGN);
 	CHECK_INT(reader.state.serial, 0);
 	tpf_live_node_release(&made);
 	tpf_recipe_release(&r);
-	tpf_session_close(&reader);
+	tpf_pipeline_close(&reader);
 	free(written);
 	free(f2);
 	free(fleet);

@@ -1,15 +1,15 @@
 /*
  * Budgets (docs/ledger.md "Budgets"): the period arithmetic and the
  * deferral rule (plan/budget.c), the spend measured from ledger lines with
- * report's arithmetic and prices (engine/budget.c), and the fleet file's
+ * report's arithmetic and prices (engine/ledger/budget_spend.c), and the fleet file's
  * budget, on_budget and prices keys with their FILE:LINE:COL errors
  * (config/config_budget.c).
  */
 #include "tests/unit/unit.h"
 #include "config/config.h"
-#include "engine/budget.h"
-#include "engine/ledger.h"
-#include "engine/report.h"
+#include "engine/ledger/budget_spend.h"
+#include "engine/ledger/ledger_writer.h"
+#include "engine/ledger/report.h"
 #include "plan/budget.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"

@@ -1,9 +1,9 @@
 /*
- * The chores' pure rules (engine/chores.h): OpenSSH's -L syntax, where a
+ * The chores' pure rules (engine/chores/chores.h): OpenSSH's -L syntax, where a
  * remote path of cp lands, the exec prefix that gives a command the job's
  * variables, and the path check for paths a user names.
  */
-#include "engine/chores.h"
+#include "engine/chores/chores.h"
 #include "tests/unit/unit.h"
 
 #include <stdlib.h>

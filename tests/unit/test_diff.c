@@ -5,7 +5,7 @@
  * declared, as "!code:node[/wN]", then completed nodes, as "=node".
  */
 #include "plan/plan.h"
-#include "engine/provision.h"
+#include "engine/workers/provision.h"
 #include "tests/unit/unit.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"

@@ -1,11 +1,11 @@
 /*
- * The run ledger (state/ledger.h, engine/ledger.h), its report
- * (engine/report.h) and the chips of a node (model/chips.h).
+ * The run ledger (state/ledger_store.h, engine/ledger/ledger_writer.h), its report
+ * (engine/ledger/report.h) and the chips of a node (model/chips.h).
  */
-#include "engine/ledger.h"
-#include "engine/report.h"
+#include "engine/ledger/ledger_writer.h"
+#include "engine/ledger/report.h"
 #include "model/chips.h"
-#include "state/ledger.h"
+#include "state/ledger_store.h"
 #include "tests/unit/unit.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"

@@ -1,10 +1,10 @@
 /*
- * The watch metrics (engine/metrics.c, engine/metrics_http.c): the
+ * The watch metrics (engine/telemetry/metrics.c, engine/telemetry/metrics_http.c): the
  * exposition text (format 0.0.4), the listen address rules, and the
  * server, scraped through the Cloud TPU HTTP layer so that its request
  * observer (google/gcp_http.h) is exercised too.
  */
-#include "engine/metrics.h"
+#include "engine/telemetry/metrics.h"
 #include "google/gcp_http.h"
 #include "tests/unit/unit.h"
 #include "util/buf.h"

@@ -1,11 +1,11 @@
 /*
- * The webhook notifier (engine/notify.c, engine/notify_payload.c): the
+ * The webhook notifier (engine/telemetry/notify.c, engine/telemetry/notify_payload.c): the
  * payload and its redaction, and delivery against a libmicrohttpd listener
  * on loopback: retries (503 twice, then 200: delivered once), Retry-After,
  * a final status, order, the bounded queue dropping the oldest, the event
  * filter, and the drain deadline at exit.
  */
-#include "engine/notify.h"
+#include "engine/telemetry/notify.h"
 #include "tests/unit/hook_server.h"
 #include "tests/unit/unit.h"
 #include "util/buf.h"

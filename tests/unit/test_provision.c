@@ -6,7 +6,7 @@
  * the test checks that no process is left behind.
  */
 #include "tests/unit/unit.h"
-#include "engine/provision.h"
+#include "engine/workers/provision.h"
 #include "source/source.h"
 #include "templates/render.h"
 #include "util/buf.h"
@@ -773,7 +773,7 @@ static void test_provision__disruption(void)
 }
 
 /* A replacement VM has no checkpoint of its own: the one tpuform's state
- * recorded (start's TPUFORM_SAVED_CHECKPOINT, engine/provision.c) becomes
+ * recorded (start's TPUFORM_SAVED_CHECKPOINT, engine/workers/provision.c) becomes
  * the job's TPUFORM_LAST_CHECKPOINT; once the VM's own job reported one,
  * that one wins (it is at least as new). */
 static void test_provision__saved_checkpoint(void)

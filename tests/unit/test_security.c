@@ -3,9 +3,9 @@
  * other users (util/fs.h tpf_warn_if_readable_by_others, as OpenSSH warns
  * "UNPROTECTED PRIVATE KEY FILE"), raised where tpuform reads a Google
  * credentials file, and the redaction of secrets from workers' last log
- * lines (engine/provision.h tpf_job_facts_redact).
+ * lines (engine/workers/provision.h tpf_job_facts_redact).
  */
-#include "engine/provision.h"
+#include "engine/workers/provision.h"
 #include "google/gcp_auth.h"
 #include "plan/plan.h"
 #include "providers/gcp/gcp_oslogin.h"

@@ -1,10 +1,10 @@
 /*
- * engine/show.h: the cells of `tpuform show`'s one line per node, decided
+ * engine/show/show.h: the cells of `tpuform show`'s one line per node, decided
  * from plain structs (a state, live nodes, job facts), and the state's
  * per-node preemption count (state/state_record.c) that the PREEMPTED
  * column reads.
  */
-#include "engine/show.h"
+#include "engine/show/show.h"
 #include "tests/unit/unit.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct tpf_state_node *add_node(struct tpf_session *s, const char *name, enum tpf_node_status status,
+static struct tpf_state_node *add_node(struct tpf_pipeline *s, const char *name, enum tpf_node_status status,
 				       int nworkers)
 {
 	struct tpf_state_node *sn = tpf_state_add(&s->state, name);
@@ -31,7 +31,7 @@ static struct tpf_state_node *add_node(struct tpf_session *s, const char *name, 
 	return sn;
 }
 
-static void add_live(struct tpf_session *s, const char *name, const char *state)
+static void add_live(struct tpf_pipeline *s, const char *name, const char *state)
 {
 	struct tpf_live_node *ln = tpf_live_set_add(&s->live);
 	ln->name = xstrdup(name);
@@ -39,7 +39,7 @@ static void add_live(struct tpf_session *s, const char *name, const char *state)
 	ln->id = xstrdup("id-1");
 }
 
-static void add_fact(struct tpf_session *s, const char *node, int w, const char *job_state,
+static void add_fact(struct tpf_pipeline *s, const char *node, int w, const char *job_state,
 		     int code, const char *last_log)
 {
 	XGROW(s->facts.items, s->facts.n + 1, s->facts.alloc);
@@ -53,9 +53,9 @@ static void add_fact(struct tpf_session *s, const char *node, int w, const char 
 	f->stalled_for = -1;
 }
 
-static void open_session(struct tpf_session *s, int refresh)
+static void open_session(struct tpf_pipeline *s, int refresh)
 {
-	tpf_session_init(s);
+	tpf_pipeline_init(s);
 	tpf_state_init(&s->state);
 	s->have_state = 1;
 	s->o.refresh = refresh;
@@ -80,7 +80,7 @@ static void test_show__age(void)
  * recorded last; a missing one neither. */
 static void test_show__dead_nodes_are_not_running(void)
 {
-	struct tpf_session s;
+	struct tpf_pipeline s;
 	open_session(&s, 1);
 	add_node(&s, "f-a-0", TPF_NODE_CREATED, 2);
 	add_live(&s, "f-a-0", "PREEMPTED");
@@ -99,7 +99,7 @@ static void test_show__dead_nodes_are_not_running(void)
 	CHECK_STR(r.job, "unknown: node missing");
 	tpf_show_row(&s, tpf_state_find(&s.state, "f-a-2"), tpf_now_wall(), &r);
 	CHECK_STR(r.job, "unknown: node terminated");
-	tpf_session_close(&s);
+	tpf_pipeline_close(&s);
 
 	/* Without a refresh nothing is known to be missing: the state's
 	 * word, marked as not asked now. */
@@ -109,12 +109,12 @@ static void test_show__dead_nodes_are_not_running(void)
 	CHECK_STR(r.state, "UNKNOWN");
 	CHECK(r.dead == NULL);
 	CHECK_STR(r.job, "running?");
-	tpf_session_close(&s);
+	tpf_pipeline_close(&s);
 }
 
 static void test_show__ready_node_cells(void)
 {
-	struct tpf_session s;
+	struct tpf_pipeline s;
 	open_session(&s, 1);
 	struct tpf_state_node *sn = add_node(&s, "f-a-0", TPF_NODE_CREATED, 3);
 	xstrset(&sn->created_at, "2026-01-01T00:00:00Z");
@@ -138,7 +138,7 @@ static void test_show__ready_node_cells(void)
 	CHECK_STR(r.job, "running 2/3");
 	CHECK_STR(r.last_log, "step 10");
 	CHECK(r.dead == NULL);
-	tpf_session_close(&s);
+	tpf_pipeline_close(&s);
 
 	/* A failed job: its exit status, the first non-zero one. */
 	open_session(&s, 1);
@@ -152,18 +152,18 @@ static void test_show__ready_node_cells(void)
 	CHECK_STR(r.type, "tpu7x-standard-4t");
 	CHECK_STR(r.job, "exited 3");
 	CHECK(r.age < 0); /* no created_at */
-	tpf_session_close(&s);
+	tpf_pipeline_close(&s);
 }
 
 static void test_show__suggest_node(void)
 {
-	struct tpf_session s;
+	struct tpf_pipeline s;
 	open_session(&s, 1);
 	add_node(&s, "f-a-3", TPF_NODE_CREATED, 1);
 	add_node(&s, "f-a-12", TPF_NODE_CREATED, 1);
 	CHECK_STR(tpf_show_suggest_node(&s, "f-a-3x"), "f-a-3");
 	CHECK(tpf_show_suggest_node(&s, "something-else-entirely") == NULL);
-	tpf_session_close(&s);
+	tpf_pipeline_close(&s);
 }
 
 /* The count belongs to the node's name: it survives the replacement (a
@@ -215,7 +215,7 @@ static void test_show__preemptions_survive_replacement(void)
  * the retry time when watch's backoff set one. issue 26 item 8. */
 static void test_show__not_created_says_why(void)
 {
-	struct tpf_session s;
+	struct tpf_pipeline s;
 	open_session(&s, 1);
 	struct tpf_state_node *sn = add_node(&s, "f-a-0", TPF_NODE_PENDING, 2);
 	xstrset(&sn->id, NULL);
@@ -243,7 +243,7 @@ static void test_show__not_created_says_why(void)
 	tpf_show_row(&s, gone, tpf_now_wall(), &r);
 	CHECK_STR(r.state, "MISSING");
 	CHECK_STR(r.why, "");
-	tpf_session_close(&s);
+	tpf_pipeline_close(&s);
 }
 
 int main(void)

@@ -11,7 +11,7 @@
  */
 #include "plan/plan.h"
 #include "plan/plan_json.h"
-#include "engine/targeted.h"
+#include "engine/pipeline/targeted.h"
 #include "plan/refresh_only.h"
 #include "plan/target.h"
 #include "tests/unit/unit.h"

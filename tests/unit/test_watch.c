@@ -1,8 +1,8 @@
 /*
- * The watch loop's rules (engine/watch_unhealthy.c, engine/watch_summary.c)
+ * The watch loop's rules (engine/watch/watch_unhealthy.c, engine/watch/watch_summary.c)
  * on hand-made sessions: no provider, no threads.
  */
-#include "engine/watch_internal.h"
+#include "engine/watch/watch_internal.h"
 #include "tests/unit/unit.h"
 #include "util/xalloc.h"
 
@@ -26,7 +26,7 @@ static void on_event(const struct tpf_watch_event *ev, void *ctx)
 	w->n++;
 }
 
-static void live(struct tpf_session *s, const char *name, const char *state, const char *health,
+static void live(struct tpf_pipeline *s, const char *name, const char *state, const char *health,
 		 const char *queued_state)
 {
 	struct tpf_live_node *ln = tpf_live_set_add(&s->live);
@@ -39,7 +39,7 @@ static void live(struct tpf_session *s, const char *name, const char *state, con
 }
 
 /* A session whose desired nodes are names[0..n). */
-static void session(struct tpf_session *s, const char *const *names, size_t n)
+static void session(struct tpf_pipeline *s, const char *const *names, size_t n)
 {
 	memset(s, 0, sizeof(*s));
 	tpf_diags_init(&s->d);
@@ -53,7 +53,7 @@ static void session(struct tpf_session *s, const char *const *names, size_t n)
 	}
 }
 
-static void session_release(struct tpf_session *s)
+static void session_release(struct tpf_pipeline *s)
 {
 	tpf_live_set_release(&s->live);
 	tpf_desired_release(&s->desired);
@@ -63,7 +63,7 @@ static void session_release(struct tpf_session *s)
 static void test_watch__unhealthy_is_replaced_after_the_timeout(void)
 {
 	static const char *const names[] = { "w-a-0", "w-a-1", "w-a-2" };
-	struct tpf_session s;
+	struct tpf_pipeline s;
 	session(&s, names, 3);
 	live(&s, "w-a-0", "READY", "UNHEALTHY_MAINTENANCE", NULL);
 	live(&s, "w-a-1", "READY", "HEALTHY", NULL);
@@ -107,7 +107,7 @@ static void test_watch__unhealthy_is_replaced_after_the_timeout(void)
 static void test_watch__planned_or_recovered_nodes_are_left_alone(void)
 {
 	static const char *const names[] = { "w-a-0" };
-	struct tpf_session s;
+	struct tpf_pipeline s;
 	session(&s, names, 1);
 	live(&s, "w-a-0", "READY", "TIMEOUT", NULL);
 	struct notes seen = { 0 };
@@ -144,7 +144,7 @@ static void test_watch__summary_classes(void)
 {
 	static const char *const names[] = { "w-a-0", "w-a-1", "w-a-2", "w-a-3", "w-a-4",
 					     "w-a-5", "w-a-6", "w-a-7", "w-a-8" };
-	struct tpf_session s;
+	struct tpf_pipeline s;
 	session(&s, names, 9);
 	s.desired.nodes[7].deferred = 1;
 	s.fleet.state_path = (char *)"unused";

@@ -1,11 +1,11 @@
 /*
  * What the watch loop's events and sessions mean as notifications
- * (engine/watch_hooks.c), on hand-made sessions, posted to a local
+ * (engine/watch/watch_hooks.c), on hand-made sessions, posted to a local
  * libmicrohttpd receiver: job events keyed by try, restarts_exhausted,
  * completed on a 2-worker node, quota_deferred once, preempted when the
  * replacement's delete starts (once) and replaced when its create completes.
  */
-#include "engine/watch_internal.h"
+#include "engine/watch/watch_internal.h"
 #include "tests/unit/hook_server.h"
 #include "tests/unit/unit.h"
 #include "util/xalloc.h"
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void fact(struct tpf_session *s, const char *node, int w, const char *session, int code)
+static void fact(struct tpf_pipeline *s, const char *node, int w, const char *session, int code)
 {
 	XGROW(s->facts.items, s->facts.n + 1, s->facts.alloc);
 	struct tpf_job_fact *f = &s->facts.items[s->facts.n++];
@@ -25,7 +25,7 @@ static void fact(struct tpf_session *s, const char *node, int w, const char *ses
 	f->last_log = xstrdup(code ? "boom with tok-SECRET-9" : "done");
 }
 
-static void desired(struct tpf_session *s, const char *name, const char *group, int workers,
+static void desired(struct tpf_pipeline *s, const char *name, const char *group, int workers,
 		    int deferred)
 {
 	s->desired.nodes = xrealloc(s->desired.nodes, (s->desired.n + 1) * sizeof(*s->desired.nodes));
@@ -37,7 +37,7 @@ static void desired(struct tpf_session *s, const char *name, const char *group, 
 	dn->deferred = deferred;
 }
 
-static void session(struct tpf_session *s, const char *url)
+static void session(struct tpf_pipeline *s, const char *url)
 {
 	memset(s, 0, sizeof(*s));
 	tpf_diags_init(&s->d);
@@ -64,7 +64,7 @@ static void session(struct tpf_session *s, const char *url)
 	sn->workers[1].restarts = 1;
 }
 
-static void session_release(struct tpf_session *s)
+static void session_release(struct tpf_pipeline *s)
 {
 	tpf_fleet_release(&s->fleet);
 	tpf_desired_release(&s->desired);
@@ -114,7 +114,7 @@ static void test_watch_hooks__notifications(void)
 	struct tpf_watch_opts o = { .interval = 1 };
 	struct tpf_watch_hooks *hk = tpf_watch_hooks_new(&o);
 	CHECK(hk != NULL && o.on_event != NULL);
-	struct tpf_session s;
+	struct tpf_pipeline s;
 	session(&s, h.url);
 	fact(&s, "f-a-0", 0, "exited", 0);
 	fact(&s, "f-a-0", 1, "exited", 2);
@@ -199,7 +199,7 @@ static void test_watch_hooks__stall_exhausts_restarts(void)
 	hook_start(&h);
 	struct tpf_watch_opts o = { .interval = 1 };
 	struct tpf_watch_hooks *hk = tpf_watch_hooks_new(&o);
-	struct tpf_session s;
+	struct tpf_pipeline s;
 	session(&s, h.url);
 	s.fleet.groups[0].policy.stall_timeout = 600;
 	s.state.nodes[0].group = xstrdup("a");
@@ -232,7 +232,7 @@ static void test_watch_hooks__exit_code_not_restarted_is_not_exhausted(void)
 	hook_start(&h);
 	struct tpf_watch_opts o = { .interval = 1 };
 	struct tpf_watch_hooks *hk = tpf_watch_hooks_new(&o);
-	struct tpf_session s;
+	struct tpf_pipeline s;
 	session(&s, h.url);
 	struct tpf_job_policy *pol = &s.fleet.groups[0].policy;
 	pol->exit_codes_set = 1;
@@ -266,7 +266,7 @@ static void test_watch_hooks__group_max_restarts(void)
 	hook_start(&h);
 	struct tpf_watch_opts o = { .interval = 1 };
 	struct tpf_watch_hooks *hk = tpf_watch_hooks_new(&o);
-	struct tpf_session s;
+	struct tpf_pipeline s;
 	session(&s, h.url);
 	s.fleet.groups[0].policy.max_restarts = 3;
 	s.state.nodes[0].group = xstrdup("a");

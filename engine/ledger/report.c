@@ -1,0 +1,547 @@
+/*
+ * The report's arithmetic (engine/ledger/report.h): each node's phases, replayed
+ * from its ledger lines, turned into chip-hours per bucket.
+ */
+#include "engine/events.h"
+#include "engine/ledger/report.h"
+#include "util/timeutil.h"
+#include "util/str.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum phase {
+	PH_NONE,     /* not billed: absent, deleted, lost */
+	PH_WAITING,  /* not billed: waiting for capacity (queued, deferred) */
+	PH_PENDING,  /* a create in flight: billed from `pending` once it succeeds */
+	PH_PROVISIONING, /* billed from here on: created, not READY yet */
+	PH_SETUP,
+	PH_RUNNING,
+	PH_RESTART,
+	PH_STALLED,
+	PH_IDLE,
+};
+
+static const enum tpf_report_bucket bucket_of[] = {
+	[PH_PROVISIONING] = TPF_RB_SETUP,
+	[PH_SETUP] = TPF_RB_SETUP,     [PH_RUNNING] = TPF_RB_GOODPUT,
+	[PH_RESTART] = TPF_RB_RESTART, [PH_STALLED] = TPF_RB_STALLED,
+	[PH_IDLE] = TPF_RB_IDLE,
+};
+
+static const enum tpf_report_phase shown_as[] = {
+	[PH_WAITING] = TPF_RP_WAITING, [PH_PROVISIONING] = TPF_RP_PROVISIONING,
+	[PH_SETUP] = TPF_RP_SETUP,     [PH_RUNNING] = TPF_RP_RUNNING,
+	[PH_RESTART] = TPF_RP_RESTART, [PH_STALLED] = TPF_RP_STALLED,
+	[PH_IDLE] = TPF_RP_IDLE,
+};
+
+struct unit {
+	char *name, *group;
+	size_t last_span; /* its last span in r->spans, or -1 */
+	size_t row;
+	int chips, vms;
+	enum phase ph;
+	double since;   /* start of the phase (billed phases) */
+	double pending; /* PH_PENDING: when the create started */
+	unsigned char *running; /* per worker: its job runs */
+	int have_ckpt;
+	double good_since_ckpt; /* goodput chip-hours since the last checkpoint */
+	double lost_at;         /* a preemption not yet running again, or -1 */
+};
+
+struct rec {
+	double t;
+	const char *writer;
+	long seq;
+	json_t *o;
+};
+
+struct calc {
+	struct tpf_report *r;
+	struct unit *units;
+	size_t nunits, ualloc;
+	size_t ralloc, recalloc, salloc, malloc_;
+};
+
+const char *tpf_report_phase_name(enum tpf_report_phase p)
+{
+	static const char *const names[] = { "waiting", "provisioning", "setup", "running",
+					     "restart", "stalled", "idle" };
+	return (unsigned)p < TPF_RP_N ? names[p] : "";
+}
+
+const char *tpf_report_bucket_name(enum tpf_report_bucket b)
+{
+	static const char *const names[] = { "goodput", "setup", "restart",
+					     "stalled", "preempted", "idle" };
+	return (unsigned)b < TPF_RB_N ? names[b] : "";
+}
+
+static const char *str(json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static long num(json_t *o, const char *k, long dflt)
+{
+	json_t *v = json_object_get(o, k);
+	return json_is_integer(v) ? (long)json_integer_value(v) : dflt;
+}
+
+static size_t row_of(struct calc *c, json_t *o)
+{
+	const char *g = str(o, "group"), *z = str(o, "zone"), *cls = str(o, "class"),
+		   *chip = str(o, "chip");
+	struct tpf_report *r = c->r;
+	for (size_t i = 0; i < r->nrows; i++)
+		if (tpf_streq(r->rows[i].group, g) && tpf_streq(r->rows[i].zone, z) &&
+		    tpf_streq(r->rows[i].cls, cls) && tpf_streq(r->rows[i].chip, chip))
+			return i;
+	if (r->nrows == c->ralloc) {
+		c->ralloc = c->ralloc ? 2 * c->ralloc : 8;
+		r->rows = xrealloc(r->rows, c->ralloc * sizeof(*r->rows));
+	}
+	struct tpf_report_row *row = &r->rows[r->nrows];
+	memset(row, 0, sizeof(*row));
+	row->group = g ? xstrdup(g) : NULL;
+	row->zone = z ? xstrdup(z) : NULL;
+	row->cls = cls ? xstrdup(cls) : NULL;
+	row->chip = chip ? xstrdup(chip) : NULL;
+	row->price = tpf_prices_find(r->prices, chip, cls, z);
+	return r->nrows++;
+}
+
+static struct unit *unit_of(struct calc *c, const char *name)
+{
+	for (size_t i = 0; i < c->nunits; i++)
+		if (!strcmp(c->units[i].name, name))
+			return &c->units[i];
+	if (c->nunits == c->ualloc) {
+		c->ualloc = c->ualloc ? 2 * c->ualloc : 16;
+		c->units = xrealloc(c->units, c->ualloc * sizeof(*c->units));
+	}
+	struct unit *u = &c->units[c->nunits++];
+	memset(u, 0, sizeof(*u));
+	u->name = xstrdup(name);
+	u->lost_at = -1;
+	u->row = (size_t)-1;
+	u->last_span = (size_t)-1;
+	return u;
+}
+
+static int billed(const struct unit *u)
+{
+	return u->ph >= PH_PROVISIONING;
+}
+
+/* The timeline: [from, to) of u's phase, merged with its last span when
+ * they touch. */
+static void add_span(struct calc *c, struct unit *u, double from, double to)
+{
+	struct tpf_report *r = c->r;
+	enum tpf_report_phase ph = shown_as[u->ph];
+	if (u->last_span != (size_t)-1) {
+		struct tpf_report_span *l = &r->spans[u->last_span];
+		if (l->phase == ph && l->to >= from - 1e-6) {
+			l->to = to;
+			return;
+		}
+	}
+	if (r->nspans >= TPF_REPORT_SPANS_MAX) {
+		r->spans_dropped++;
+		return;
+	}
+	if (r->nspans == c->salloc) {
+		c->salloc = c->salloc ? 2 * c->salloc : 64;
+		r->spans = xrealloc(r->spans, c->salloc * sizeof(*r->spans));
+	}
+	u->last_span = r->nspans;
+	r->spans[r->nspans++] = (struct tpf_report_span){ (size_t)(u - c->units), ph, from, to };
+}
+
+static void add_mark(struct calc *c, const struct unit *u, int kind, double t)
+{
+	struct tpf_report *r = c->r;
+	if (!r->want_spans || t < r->since || t > r->until || r->nmarks >= TPF_REPORT_SPANS_MAX)
+		return;
+	if (r->nmarks == c->malloc_) {
+		c->malloc_ = c->malloc_ ? 2 * c->malloc_ : 64;
+		r->marks = xrealloc(r->marks, c->malloc_ * sizeof(*r->marks));
+	}
+	r->marks[r->nmarks++] = (struct tpf_report_mark){ (size_t)(u - c->units), kind, t };
+}
+
+/* Count the unit's current phase from u->since to t (clipped to the window). */
+static void accrue(struct calc *c, struct unit *u, double t)
+{
+	double from = u->since > c->r->since ? u->since : c->r->since;
+	double to = t < c->r->until ? t : c->r->until;
+	if (c->r->want_spans && to > from && (billed(u) || u->ph == PH_WAITING))
+		add_span(c, u, from, to);
+	if (billed(u) && u->row != (size_t)-1) {
+		if (to > from) {
+			struct tpf_report_row *row = &c->r->rows[u->row];
+			double ch = (to - from) * u->chips / 3600.0;
+			row->chip_hours[bucket_of[u->ph]] += ch;
+			row->node_hours += (to - from) / 3600.0;
+			if (u->ph == PH_RUNNING)
+				u->good_since_ckpt += ch;
+		}
+	}
+	if (t > u->since)
+		u->since = t;
+}
+
+static void set_phase(struct unit *u, enum phase ph, double t)
+{
+	u->ph = ph;
+	u->since = t;
+}
+
+/* Billing starts (at `from`, provisioning): a new generation, no worker
+ * running. */
+static void begin_billed(struct unit *u, double from)
+{
+	set_phase(u, PH_PROVISIONING, from);
+	if (u->vms > 0)
+		memset(u->running, 0, (size_t)u->vms);
+	u->have_ckpt = 0;
+	u->good_since_ckpt = 0;
+}
+
+/* ... and the node is READY at t: setup from there. */
+static void start_billing(struct calc *c, struct unit *u, double from, double t)
+{
+	begin_billed(u, from);
+	accrue(c, u, t);
+	set_phase(u, PH_SETUP, t);
+}
+
+static int all_running(const struct unit *u)
+{
+	for (int i = 0; i < u->vms; i++)
+		if (!u->running[i])
+			return 0;
+	return 1;
+}
+
+/* What the line says of the node: chips, VMs, row. */
+static void learn(struct calc *c, struct unit *u, json_t *o)
+{
+	long chips = num(o, "chips", 0), vms = num(o, "vms", 0);
+	if (chips > 0)
+		u->chips = (int)chips;
+	if (vms > 0 && vms <= 65536 && vms != u->vms) {
+		u->running = xrealloc(u->running, (size_t)vms);
+		memset(u->running, 0, (size_t)vms);
+		u->vms = (int)vms;
+	}
+	if (str(o, "group")) {
+		u->row = row_of(c, o);
+		if (!u->group)
+			u->group = xstrdup(str(o, "group"));
+	}
+}
+
+static void preempted(struct calc *c, struct unit *u, json_t *o, double t)
+{
+	json_t *el = json_object_get(o, "elapsed");
+	double tp = t - (json_is_number(el) ? json_number_value(el) : 0);
+	if (tp < u->since)
+		tp = u->since;
+	int was = billed(u);
+	accrue(c, u, tp);
+	if (was && u->row != (size_t)-1) {
+		struct tpf_report_row *row = &c->r->rows[u->row];
+		if (u->have_ckpt) { /* the work since the last checkpoint is lost */
+			double lost = u->good_since_ckpt < row->chip_hours[TPF_RB_GOODPUT]
+					      ? u->good_since_ckpt
+					      : row->chip_hours[TPF_RB_GOODPUT];
+			row->chip_hours[TPF_RB_GOODPUT] -= lost;
+			row->chip_hours[TPF_RB_PREEMPTED] += lost;
+		}
+	}
+	if (u->row != (size_t)-1 && tp >= c->r->since)
+		c->r->rows[u->row].preemptions++;
+	add_mark(c, u, TPF_EVENT_PREEMPTED, tp);
+	set_phase(u, PH_NONE, t);
+	u->lost_at = tp;
+}
+
+static void worker_job(struct calc *c, struct unit *u, int kind, long w, double t)
+{
+	if (w < 0 || w >= u->vms)
+		return;
+	if (kind == TPF_EVENT_JOB_STARTED || kind == TPF_EVENT_JOB_RUNNING) {
+		if (u->ph < PH_PROVISIONING) /* the ledger began after the node did */
+			start_billing(c, u, t, t);
+		u->running[w] = 1;
+		if (all_running(u) && (u->ph == PH_SETUP || u->ph == PH_RESTART || u->ph == PH_STALLED)) {
+			set_phase(u, PH_RUNNING, t);
+			if (u->lost_at >= 0 && c->r->nrecoveries < 1000000) {
+				if (c->r->nrecoveries == c->recalloc) {
+					c->recalloc = c->recalloc ? 2 * c->recalloc : 16;
+					c->r->recoveries = xrealloc(c->r->recoveries,
+								    c->recalloc * sizeof(double));
+				}
+				c->r->recoveries[c->r->nrecoveries++] = t - u->lost_at;
+				u->lost_at = -1;
+			}
+		}
+		return;
+	}
+	u->running[w] = 0;
+	if (kind == TPF_EVENT_JOB_FAILED && u->ph == PH_RUNNING)
+		set_phase(u, PH_RESTART, t);
+	else if (kind == TPF_EVENT_JOB_SUCCEEDED && billed(u))
+		set_phase(u, PH_IDLE, t);
+}
+
+/* One line of the node's life, at time t (accrued up to t first). */
+static void replay(struct calc *c, struct unit *u, int kind, json_t *o, double t)
+{
+	if (kind == TPF_EVENT_PREEMPTED) {
+		preempted(c, u, o, t);
+		return;
+	}
+	accrue(c, u, t);
+	const char *action = str(o, "action");
+	int of_create = action && !strcmp(action, "creating");
+	switch (kind) {
+	case TPF_EVENT_CREATING:
+		if (!billed(u)) {
+			set_phase(u, PH_PENDING, t);
+			u->pending = t;
+		}
+		break;
+	case TPF_EVENT_ZONE_FALLBACK: /* the refusing zones' time is not billed */
+		if (u->ph == PH_PENDING)
+			u->pending = t;
+		break;
+	case TPF_EVENT_READY:
+		if (u->ph == PH_PENDING)
+			start_billing(c, u, u->pending, t);
+		else if (u->ph < PH_PROVISIONING)
+			start_billing(c, u, t, t);
+		else if (u->ph == PH_PROVISIONING)
+			set_phase(u, PH_SETUP, t);
+		break;
+	case TPF_EVENT_NOT_READY: /* it exists: billed, provisioning */
+		if (u->ph == PH_PENDING) {
+			begin_billed(u, u->pending);
+			accrue(c, u, t);
+		}
+		break;
+	case TPF_EVENT_QUEUED:
+	case TPF_EVENT_DEFERRED:
+		if (u->ph == PH_PENDING)
+			set_phase(u, PH_WAITING, t);
+		break;
+	case TPF_EVENT_FAILED:
+	case TPF_EVENT_INTERRUPTED:
+		if (of_create && u->ph == PH_PENDING)
+			set_phase(u, PH_NONE, t);
+		break;
+	case TPF_EVENT_JOB_STARTED:
+	case TPF_EVENT_JOB_RUNNING:
+	case TPF_EVENT_JOB_FAILED:
+	case TPF_EVENT_JOB_SUCCEEDED:
+		worker_job(c, u, kind, num(o, "worker", -1), t);
+		break;
+	case TPF_EVENT_COMPLETED:
+	case TPF_EVENT_DELETING:
+		if (billed(u) && u->ph != PH_IDLE)
+			set_phase(u, PH_IDLE, t);
+		break;
+	case TPF_EVENT_RESTARTING:
+		if (u->ph == PH_RUNNING)
+			set_phase(u, PH_RESTART, t);
+		break;
+	case TPF_EVENT_STALLED:
+		if (billed(u))
+			set_phase(u, PH_STALLED, t);
+		break;
+	case TPF_EVENT_RESTARTED:
+		if (u->row != (size_t)-1 && t >= c->r->since)
+			c->r->rows[u->row].restarts++;
+		add_mark(c, u, TPF_EVENT_RESTARTED, t);
+		/* Its jobs started again: those restarted and the others, which
+		 * a restart of some workers left running. */
+		if (u->vms > 0)
+			memset(u->running, 1, (size_t)u->vms);
+		if (u->ph == PH_RESTART || u->ph == PH_STALLED)
+			set_phase(u, PH_RUNNING, t);
+		break;
+	case TPF_EVENT_PREFLIGHT_FAILED:
+		if (u->row != (size_t)-1 && t >= c->r->since)
+			c->r->rows[u->row].preflight_failures++;
+		break;
+	case TPF_EVENT_BAD_HOST:
+		if (u->row != (size_t)-1 && t >= c->r->since)
+			c->r->rows[u->row].bad_hosts++;
+		break;
+	case TPF_EVENT_CHECKPOINT:
+		u->have_ckpt = 1;
+		u->good_since_ckpt = 0;
+		break;
+	case TPF_EVENT_DELETED:
+		set_phase(u, PH_NONE, t);
+		break;
+	default:
+		break;
+	}
+}
+
+static int rec_cmp(const void *a, const void *b)
+{
+	const struct rec *x = a, *y = b;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	int w = strcmp(x->writer, y->writer);
+	if (w)
+		return w;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* The usable lines, sorted by time (then writer and seq). */
+static struct rec *sorted(json_t *records, struct tpf_report *r, size_t *n)
+{
+	size_t cap = json_array_size(records), k = 0;
+	struct rec *v = xcalloc(cap ? cap : 1, sizeof(*v));
+	for (size_t i = 0; i < cap; i++) {
+		json_t *o = json_array_get(records, i);
+		double t = tpf_parse_rfc3339(str(o, "ts"));
+		if (t < 0 || num(o, "v", 0) < 1 || !str(o, "event")) {
+			r->skipped++;
+			continue;
+		}
+		v[k].t = t;
+		v[k].writer = str(o, "writer") ? str(o, "writer") : "";
+		v[k].seq = num(o, "seq", 0);
+		v[k++].o = o;
+	}
+	qsort(v, k, sizeof(*v), rec_cmp);
+	*n = k;
+	return v;
+}
+
+void tpf_report_compute(json_t *records, double since, double until, const char *group,
+			struct tpf_report *r)
+{
+	tpf_report_compute_priced(records, since, until, group, NULL, r);
+}
+
+void tpf_report_compute_priced(json_t *records, double since, double until, const char *group,
+			       const struct tpf_prices *prices, struct tpf_report *r)
+{
+	int want_spans = r->want_spans;
+	memset(r, 0, sizeof(*r));
+	r->want_spans = want_spans;
+	r->prices = prices;
+	r->since = since;
+	r->until = until;
+	r->first = r->last = -1;
+	struct calc c = { .r = r };
+	size_t n = 0;
+	struct rec *v = sorted(records, r, &n);
+	for (size_t i = 0; i < n && v[i].t <= until; i++) {
+		json_t *o = v[i].o;
+		const char *node = str(o, "node");
+		int kind = tpf_event_kind_from_name(str(o, "event"));
+		if (kind < 0 || !node || (group && !tpf_streq(str(o, "group"), group)))
+			continue;
+		if (r->first < 0)
+			r->first = v[i].t;
+		r->last = v[i].t;
+		r->events++;
+		struct unit *u = unit_of(&c, node);
+		/* The old row gets the time until now (a preemption accrues up
+		 * to when it was seen, which is earlier). */
+		if (kind != TPF_EVENT_PREEMPTED)
+			accrue(&c, u, v[i].t);
+		learn(&c, u, o);
+		replay(&c, u, kind, o, v[i].t);
+	}
+	if (want_spans)
+		r->units = xcalloc(c.nunits ? c.nunits : 1, sizeof(*r->units));
+	for (size_t i = 0; i < c.nunits; i++) {
+		accrue(&c, &c.units[i], until);
+		if (want_spans) {
+			r->units[i].name = c.units[i].name;
+			r->units[i].group = c.units[i].group;
+		} else {
+			free(c.units[i].name);
+			free(c.units[i].group);
+		}
+		free(c.units[i].running);
+	}
+	r->nunits = want_spans ? c.nunits : 0;
+	free(c.units);
+	free(v);
+}
+
+void tpf_report_release(struct tpf_report *r)
+{
+	for (size_t i = 0; i < r->nrows; i++) {
+		free(r->rows[i].group);
+		free(r->rows[i].zone);
+		free(r->rows[i].cls);
+		free(r->rows[i].chip);
+	}
+	free(r->rows);
+	free(r->recoveries);
+	for (size_t i = 0; i < r->nunits; i++) {
+		free(r->units[i].name);
+		free(r->units[i].group);
+	}
+	free(r->units);
+	free(r->spans);
+	free(r->marks);
+	memset(r, 0, sizeof(*r));
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+double tpf_report_percentile(double *v, size_t n, double p)
+{
+	if (!n)
+		return -1;
+	qsort(v, n, sizeof(*v), dbl_cmp);
+	double want = p / 100.0 * (double)n;
+	size_t rank = (size_t)want;
+	if ((double)rank < want)
+		rank++; /* nearest rank: the ceiling */
+	size_t i = rank < 1 ? 0 : rank - 1;
+	return v[i < n ? i : n - 1];
+}
+
+double tpf_report_row_billed(const struct tpf_report_row *row)
+{
+	double s = 0;
+	for (int b = 0; b < TPF_RB_N; b++)
+		s += row->chip_hours[b];
+	return s;
+}
+
+void tpf_report_spend(const struct tpf_report *r, double *chip_hours, double *usd, long *unpriced)
+{
+	double ch = 0, dollars = 0;
+	long none = 0;
+	for (size_t i = 0; i < r->nrows; i++) {
+		double row_billed = tpf_report_row_billed(&r->rows[i]);
+		ch += row_billed;
+		if (r->rows[i].price)
+			dollars += row_billed * r->rows[i].price->usd_per_chip_hour;
+		else if (row_billed > 0)
+			none++;
+	}
+	*chip_hours = ch;
+	*usd = dollars;
+	*unpriced = none;
+}

@@ -1,0 +1,206 @@
+/*
+ * What the fleet did and what it cost, from the run ledger alone
+ * (engine/ledger/ledger_writer.h; docs/ledger.md "report" says how each figure is
+ * computed). `tpuform report` prints it (cmd/cmd_report.c).
+ *
+ * The unit is a node (a slice, or a multislice node: every worker of it).
+ * Its billed time runs from the create that made it (the last zone tried;
+ * refusals and a queued resource's wait for capacity are not billed) to
+ * its delete, or to the round that saw it lost (preempted, gone). Each
+ * billed second is one of:
+ *   goodput      every worker of the unit ran the job (ml-goodput-measurement's
+ *                "productive time", measured from the control plane);
+ *   setup        created, its workers not all running yet (provisioning,
+ *                bootstrap, setup);
+ *   restart      a job failed or was restarted: until it runs again
+ *                (JobSet KEP-467's restart overhead);
+ *   stalled      from the restart of a stalled job until it runs again;
+ *   preempted    work lost to a preemption: the goodput since the last
+ *                checkpoint the job reported, when it reports them;
+ *   idle         after a worker's job finished, until the delete.
+ * so goodput + badput = billed, by construction.
+ */
+#ifndef TPF_ENGINE_REPORT_H
+#define TPF_ENGINE_REPORT_H
+
+#include <stddef.h>
+#include <jansson.h>
+#include "util/diag.h"
+
+enum tpf_report_bucket {
+	TPF_RB_GOODPUT,
+	TPF_RB_SETUP,
+	TPF_RB_RESTART,
+	TPF_RB_STALLED,
+	TPF_RB_PREEMPTED,
+	TPF_RB_IDLE,
+	TPF_RB_N
+};
+
+/* "goodput", "setup", "restart", "stalled", "preempted", "idle" (static). */
+const char *tpf_report_bucket_name(enum tpf_report_bucket b);
+
+/* One price (engine/ledger/prices.c): USD per chip-hour of a chip generation in a
+ * scheduling class. */
+struct tpf_price {
+	const char *chip;   /* "v5e", "v6e", ... */
+	const char *class;  /* "on-demand", "spot", "preemptible", "flex-start" */
+	double usd_per_chip_hour;
+	const char *source; /* URL, or "the fleet file" */
+	const char *date;   /* when it was read, YYYY-MM-DD; NULL for the fleet file's */
+	const char *region; /* "us-central1", NULL: every region */
+	int from_fleet;     /* 1: the fleet file's `prices:` */
+	int unverified;     /* 1: a built-in row no source read confirmed (docs/ledger.md) */
+};
+
+/* The built-in table's price for chip and class, or NULL (static row).
+ * "preemptible" falls back to "spot" (Cloud TPU bills both as spot VMs
+ * since v4). */
+const struct tpf_price *tpf_price_find(const char *chip, const char *cls);
+/* The date of the built-in table (its newest row). */
+const char *tpf_prices_date(void);
+
+/* The fleet file's prices over the built-in table. */
+struct tpf_prices {
+	struct tpf_price *over; /* owned array; strings borrowed from the fleet */
+	size_t nover;
+};
+struct tpf_fleet;
+/* f's `prices:` (config/config.h) into *out (f may be NULL: none); the
+ * strings are borrowed from f, which must outlive *out. Release with
+ * tpf_prices_release. */
+void tpf_prices_from_fleet(const struct tpf_fleet *f, struct tpf_prices *out);
+void tpf_prices_release(struct tpf_prices *p);
+/*
+ * The price of chip and class in zone's region (zone may be NULL): the
+ * fleet file's for that region, else the fleet file's for every region,
+ * else the built-in one (tpf_price_find), else NULL. p may be NULL.
+ * Borrowed.
+ */
+const struct tpf_price *tpf_prices_find(const struct tpf_prices *p, const char *chip,
+					const char *cls, const char *zone);
+
+/* A node's phases on the timeline (report -html). */
+enum tpf_report_phase {
+	TPF_RP_WAITING,      /* not billed: a queued resource or a deferred create waits for capacity */
+	TPF_RP_PROVISIONING, /* billed: created, not READY yet */
+	TPF_RP_SETUP,        /* READY, its workers' jobs not all started */
+	TPF_RP_RUNNING,
+	TPF_RP_RESTART,
+	TPF_RP_STALLED,
+	TPF_RP_IDLE,
+	TPF_RP_N
+};
+/* "waiting", "provisioning", "setup", "running", "restart", "stalled", "idle". */
+const char *tpf_report_phase_name(enum tpf_report_phase p);
+
+/* With want_spans: each node's phases and marks, in the window. */
+struct tpf_report_span {
+	size_t unit;  /* index into units */
+	enum tpf_report_phase phase;
+	double from, to; /* wall seconds */
+};
+struct tpf_report_mark {
+	size_t unit;
+	int kind;     /* TPF_EVENT_PREEMPTED or TPF_EVENT_RESTARTED (engine/events.h) */
+	double t;     /* a preemption: when it was seen */
+};
+struct tpf_report_unit {
+	char *name, *group;
+};
+
+/* Chip-hours of one group, zone, class and chip generation. */
+struct tpf_report_row {
+	char *group, *zone, *cls, *chip;
+	double chip_hours[TPF_RB_N];
+	double node_hours;  /* billed node-hours (for preemptions per node-day) */
+	long preemptions, restarts;
+	/* Failed preflights (preflight_failed events) and nodes replaced as
+	 * bad hosts (bad_host) in the window: a host's fault, where restarts
+	 * count the job's (docs/recovery.md "Preflight"). */
+	long preflight_failures, bad_hosts;
+	const struct tpf_price *price; /* NULL: no price known */
+};
+
+struct tpf_report {
+	double since, until;  /* the window, wall seconds */
+	struct tpf_report_row *rows;
+	size_t nrows;
+	long events, skipped; /* lines used; lines not understood */
+	double first, last;   /* the first and last event's time (-1: none) */
+	double *recoveries;   /* seconds from each preemption to running again */
+	size_t nrecoveries;
+	/* Set want_spans before tpf_report_compute to get these (bounded:
+	 * TPF_REPORT_SPANS_MAX spans; later ones are counted in spans_dropped). */
+	int want_spans;
+	/* The fleet file's prices the rows were priced with (NULL: the
+	 * built-in table only); borrowed; set by tpf_report_compute_priced. */
+	const struct tpf_prices *prices;
+	struct tpf_report_unit *units;
+	size_t nunits;
+	struct tpf_report_span *spans;
+	size_t nspans, spans_dropped;
+	struct tpf_report_mark *marks;
+	size_t nmarks;
+};
+#define TPF_REPORT_SPANS_MAX ((size_t)4 << 20)
+
+/*
+ * Compute the report (r->want_spans is read first; the rest of *r is
+ * overwritten) from ledger records (a JSON array of objects, as
+ * state/ledger_store.h tpf_ledger_read gives; sorted here by time, then writer
+ * and seq) for the window [since, until] (wall seconds; since < 0: from
+ * the start), only group `group` when not NULL. Time before `since` is not
+ * counted, but the events before it set each node's phase. Units still
+ * billed at `until` are counted up to it. Never fails: records it cannot
+ * use are counted in skipped. Release with tpf_report_release.
+ */
+void tpf_report_compute(json_t *records, double since, double until, const char *group,
+			struct tpf_report *r);
+/* The same, with rows priced from prices (the fleet file's over the
+ * built-in table, tpf_prices_find; NULL: built-in only), borrowed until
+ * tpf_report_release. */
+void tpf_report_compute_priced(json_t *records, double since, double until, const char *group,
+			       const struct tpf_prices *prices, struct tpf_report *r);
+void tpf_report_release(struct tpf_report *r);
+
+/* Billed chip-hours of a row: every bucket (goodput + badput). */
+double tpf_report_row_billed(const struct tpf_report_row *row);
+/*
+ * What r's window cost: billed chip-hours, and their price in US dollars
+ * (rows priced as r->prices said), with *unpriced the rows billed but
+ * without a price (left out of *usd). What `report` totals and what
+ * budgets count (engine/ledger/budget_spend.h).
+ */
+void tpf_report_spend(const struct tpf_report *r, double *chip_hours, double *usd, long *unpriced);
+
+/*
+ * The report as JSON (new reference): window, totals {billed_chip_hours,
+ * goodput_chip_hours, goodput (fraction, null with nothing billed), badput
+ * {cause: chip_hours}, badput_chip_hours, preemptions, restarts,
+ * preemptions_per_node_day, mean_time_between_preemptions_hours,
+ * recovery_seconds {p50, p99, n}, cost_usd_estimate}, rows[], prices
+ * {date, note}. docs/ledger.md lists every field.
+ */
+json_t *tpf_report_to_json(const struct tpf_report *r);
+
+/*
+ * The report as one self-contained HTML page (report -html; also what
+ * `watch -metrics-addr` could serve): inline CSS and SVG, no script, no
+ * network. A timeline with one row per node (one per group past
+ * TPF_REPORT_HTML_ROWS nodes: each column shows the group's most common
+ * phase), coloured by phase, preemptions and restarts marked, every span
+ * and mark with a tooltip giving its exact times; the goodput and badput
+ * bar; the table of rows and the totals of doc (tpf_report_to_json's
+ * object for r). r must have been computed with want_spans. Appends to
+ * out; never fails.
+ */
+#define TPF_REPORT_HTML_ROWS 200
+struct tpf_buf;
+void tpf_report_html(const struct tpf_report *r, json_t *doc, const char *fleet,
+		     struct tpf_buf *out);
+
+/* Nearest-rank percentile p (0..100) of v[0..n) (sorted here); -1 when n 0. */
+double tpf_report_percentile(double *v, size_t n, double p);
+
+#endif

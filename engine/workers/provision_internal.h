@@ -1,0 +1,78 @@
+/*
+ * The parts of provisioning (engine/workers/provision.h), shared by
+ * engine/provision*.c only. The files call each other one way:
+ *
+ *   provision.c (start, restart), provision_probe.c (status, wait),
+ *   provision_verbs.c (logs, setup-log, stop, disrupt)
+ *     -> provision_conn.c (endpoint, connection, one command)
+ *     -> provision_output.c (what the script printed)
+ */
+#ifndef TPF_ENGINE_PROVISION_INTERNAL_H
+#define TPF_ENGINE_PROVISION_INTERNAL_H
+
+#include "engine/workers/provision.h"
+#include "templates/render.h"
+#include "util/buf.h"
+#include "util/kv.h"
+
+/* Seconds a status probe (and the disrupt verb) may take. */
+#define PROBE_TIMEOUT 60.0
+/* The bootstrap, as run on the worker (templates/render.h). */
+#define SCRIPT_CMD "sh " TPF_REMOTE_SCRIPT
+
+/* ---- what the script printed (engine/workers/provision_output.c) ---------------- */
+
+/* What the script said: "TPUFORM key=value" lines. A line holds several
+ * space-separated pairs, except last_log and script whose value is the
+ * rest of the line. Later values win; warnings are collected. */
+struct script_said {
+	struct tpf_kvlist kv;
+	struct tpf_buf warnings; /* one a line */
+	const char *message;     /* borrowed: last "tpuform: " line, in text */
+	struct tpf_buf text;     /* the output without TPUFORM lines */
+};
+
+/* Fill *s from the script's output out (s is overwritten; release it with
+ * tpf_prov_said_release). */
+void tpf_prov_said_parse(const char *out, struct script_said *s);
+void tpf_prov_said_release(struct script_said *s);
+/* A non-negative number the script said under key, or -1. */
+long tpf_prov_said_number(const struct script_said *s, const char *key);
+/* The last lines of text (15), redacted of secrets (NULL: none) and
+ * cleaned; caller frees. */
+char *tpf_prov_output_tail(const char *text, const struct tpf_kvlist *secrets);
+/* The script's "tpuform: " message line alone, redacted and cleaned, or
+ * NULL; caller frees. */
+char *tpf_prov_message_line(const struct script_said *s, const struct tpf_kvlist *secrets);
+/* A copy of s fit for a diagnostic or the state file (JSON needs UTF-8):
+ * invalid UTF-8 bytes become '?', control characters other than newline
+ * and tab are dropped, and at most max bytes are kept, cut at a character
+ * boundary. Caller frees. */
+char *tpf_prov_clean_text(const char *s, size_t max);
+
+/* ---- talking to a worker (engine/workers/provision_conn.c) ---------------------- */
+
+/* Worker `worker`'s endpoint on live, or NULL (no live node, or no such
+ * worker); borrowed from live. */
+const struct tpf_endpoint *tpf_prov_worker_endpoint(const struct tpf_live_node *live, int worker);
+/* Connect to worker `worker` of n, pinned to its recorded host key
+ * (providers/transport.h tpf_worker_ref: read_only, once). *c: the
+ * connection (NULL on error); *host_key (when not NULL): the key seen,
+ * caller frees. Errors: as t->ops->connect. */
+int tpf_prov_open_worker(struct tpf_transport *t, const struct tpf_state_node *n,
+			 const struct tpf_live_node *live, int worker, int read_only, int once,
+			 struct tpf_conn **c, char **host_key, struct tpf_diags *d);
+/*
+ * Run `command` on the worker; on success out holds its output and
+ * *status its exit status. soft: an unreachable worker gives
+ * TPF_EUNREACHABLE with the reason as a warning only (a probe of a
+ * preempted node is not an error); otherwise the connect diagnostics stay
+ * errors. *reachable: 1 once connected and the command ran. read_only,
+ * once: see tpf_worker_ref.
+ */
+int tpf_prov_run(struct tpf_transport *t, const struct tpf_state_node *n,
+		 const struct tpf_live_node *live, int worker, const char *command, double timeout,
+		 struct tpf_buf *out, int *status, char **host_key, int soft, int read_only,
+		 int once, int *reachable, struct tpf_diags *d);
+
+#endif
