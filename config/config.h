@@ -152,7 +152,7 @@ struct tpf_budget {
 #define TPF_BUDGET_USD_MAX 1e9        /* a billion dollars a period */
 
 /* A price of the fleet file's `prices:` (config/config_budget.c): it
- * replaces the built-in list price (engine/prices.c) of a chip generation
+ * replaces the built-in list price (engine/ledger/prices.c) of a chip generation
  * and scheduling class, in one region or (region NULL) everywhere. */
 struct tpf_price_override {
 	char *chip;   /* a ledger chip key: v2 v3 v4 v5e v5p v6e tpu7x */

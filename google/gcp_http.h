@@ -121,7 +121,7 @@ void tpf_gcp_http_stats(struct tpf_gcp_http *h, long *requests, long *connects);
 
 /*
  * An observer of every request's outcome, process-wide (metrics:
- * engine/metrics.h): called on the requesting thread after each
+ * engine/telemetry/metrics.h): called on the requesting thread after each
  * tpf_gcp_http_do with the method and the HTTP status (0: no response).
  * NULL clears it. Set it before requests start and clear it after they end.
  */

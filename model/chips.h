@@ -1,6 +1,6 @@
 /*
  * Chips of a node: what chip-hours (the unit Cloud TPU prices are quoted
- * in) count. Used by the run ledger (engine/ledger.h) and its report.
+ * in) count. Used by the run ledger (engine/ledger/ledger_writer.h) and its report.
  *
  * Source: https://cloud.google.com/tpu/docs/types-topologies (v2, v3, v4,
  * v5p: the accelerator type's suffix counts TensorCores, two per chip;

@@ -4,7 +4,7 @@
  *
  * Two spellings, one meaning:
  *   - the word the bootstrap prints for its session ("TPUFORM session=WORD"
- *     of the status and wait verbs, templates/bootstrap.sh; engine/provision.h),
+ *     of the status and wait verbs, templates/bootstrap.sh; engine/workers/provision.h),
  *     also the word `show`, `watch -json` and the workers metric print:
  *     "none" "alive" "exited" "dead" (and "unreachable", "failed", "unknown"
  *     for what tpuform concludes itself);

@@ -87,7 +87,7 @@ struct tpf_live_set {
 	 * them (gcp: "Location Z is not found or access is unauthorized").
 	 * They are read as holding none of the fleet's nodes, so creates move
 	 * on; but a node the state records there may still exist, and
-	 * engine/refresh.c refuses to go on rather than create a second one. */
+	 * engine/pipeline/refresh.c refuses to go on rather than create a second one. */
 	char **unlisted_zones;
 	size_t nunlisted, unlisted_alloc;
 	/* Ids of instances the provider knows were preempted (Compute

@@ -1,6 +1,6 @@
 /*
  * One classifier for Cloud TPU Node.state: what tpuform does with a node in
- * a given state. plan/diff.c, engine/apply.c and the watch loop all ask here,
+ * a given state. plan/diff.c, engine/apply/apply.c and the watch loop all ask here,
  * so they never disagree.
  *
  * Contract mirrored: the Node.state enum of the Cloud TPU v2 discovery
@@ -66,9 +66,9 @@ const char *tpf_node_class_name(enum tpf_node_class c);
 int tpf_queued_state_dead(const char *state);
 
 /*
- * What `watch` counts a desired node as (engine/watch_internal.h
+ * What `watch` counts a desired node as (engine/watch/watch_internal.h
  * tpf_watch_node_condition: its round summary, and the nodes metric of
- * engine/metrics.h, which counts the first six), in the order both list
+ * engine/telemetry/metrics.h, which counts the first six), in the order both list
  * them. One name table, model/node_state.c.
  */
 enum tpf_node_condition {

@@ -1,7 +1,7 @@
 /*
  * Budgets (docs/ledger.md "Budgets"): the period arithmetic and the one
  * deferral rule, next to the quota rule (plan/quota.h). Pure: the engine
- * measures the spend from the run ledger (engine/budget.h) and hands it
+ * measures the spend from the run ledger (engine/ledger/budget_spend.h) and hands it
  * here as a number; nothing here reads a clock, a file or the network.
  *
  * The rule: once a scope's spend in the current period reaches its

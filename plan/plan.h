@@ -89,7 +89,7 @@ struct tpf_job_fact {
 	 * measured it (templates/bootstrap.sh status). < 0: not known. */
 	double stalled_for;
 	/* The job's step and its last checkpoint's step, as it reported them
-	 * (engine/provision.h); only meaningful with have_progress. */
+	 * (engine/workers/provision.h); only meaningful with have_progress. */
 	int have_progress;
 	long step, checkpoint_step;
 	/* The job's last checkpoint (a "TPUFORM_CHECKPOINT=<step or path>"
@@ -308,7 +308,7 @@ int tpf_worker_note(const struct tpf_fleet *f, const struct tpf_state_node *sn, 
 		    const struct tpf_job_facts *facts, double now, char **words);
 
 /*
- * For `watch`'s restarts_exhausted (engine/watch_hooks.c): are worker w of
+ * For `watch`'s restarts_exhausted (engine/watch/watch_hooks.c): are worker w of
  * state node sn's restarts used up by the plan's rule? 1 when its own job
  * calls for a restart (tpf_job_calls_restart under its group's policy:
  * restart_on_exit_codes, `restart: never` and stalls included) and its

@@ -1,7 +1,7 @@
 /*
  * Declared quota: the one rule, used by desired-node placement
  * (plan/desired.c) and by the executor before every create and during zone
- * fallback (engine/apply.c). Pure: counters only, no I/O.
+ * fallback (engine/apply/apply.c). Pure: counters only, no I/O.
  *
  * The rule (docs/fleet-file.md, "The fleet file", key quota[]):
  * - A rule {zone, accelerator_type (or "*"), preemptible, spot, on_demand}

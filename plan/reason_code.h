@@ -50,7 +50,7 @@ enum tpf_reason_code {
 	TPF_REASON_STOPPING,     /* Node.state STOPPING */
 	TPF_REASON_TAINTED,      /* its create failed half-way */
 	TPF_REASON_TERMINATED,   /* Node.state TERMINATED */
-	TPF_REASON_UNHEALTHY,    /* unhealthy past watch's timeout (engine/watch_unhealthy.c) */
+	TPF_REASON_UNHEALTHY,    /* unhealthy past watch's timeout (engine/watch/watch_unhealthy.c) */
 	TPF_REASON_NCODES
 };
 
@@ -61,7 +61,7 @@ struct tpf_reason_info {
 	const char *terraform;
 	/* A replace for this reason replaces a node that was lost (dead, its
 	 * queued resource gave up, unhealthy): watch's `preempted` and
-	 * `replaced` events (engine/watch_hooks.c). */
+	 * `replaced` events (engine/watch/watch_hooks.c). */
 	unsigned lost : 1;
 	/* A delete or replace for this reason is planned while the node's jobs
 	 * run: they are told first (docs/recovery.md "Disruptions"). */

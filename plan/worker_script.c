@@ -33,7 +33,7 @@ int tpf_node_worker_count(const struct tpf_state_node *n)
 
 /* TPUFORM_RETRY: the node's generation plus the restarts tpuform made of
  * this worker in that generation (docs/design.md section 5: +1 at each re-creation or
- * restart; engine/apply.c bumps workers[w].restarts on a restart). A restart
+ * restart; engine/apply/apply.c bumps workers[w].restarts on a restart). A restart
  * unit of several workers is restarted as one: apply gives every member the
  * unit's count (the most any had) + 1, so this is then generation + the
  * unit's restarts, the same on every worker of the unit. */

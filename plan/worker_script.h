@@ -1,7 +1,7 @@
 /*
  * Rendering a worker's bootstrap script (templates/bootstrap.sh) for a
  * state node: pure, no I/O. Used by plan/diff.c (is the running script the
- * one the worker would get now?) and engine/provision.c (upload it).
+ * one the worker would get now?) and engine/workers/provision.c (upload it).
  */
 #ifndef TPF_WORKER_SCRIPT_H
 #define TPF_WORKER_SCRIPT_H

@@ -3,7 +3,7 @@
  *
  * Two implementations: providers/local (embedded; nodes are directories and
  * workers are screen sessions on this machine) and providers/gcp (Cloud TPU
- * v2 REST), one row each in the table of providers/registry/registry.c. Calls block until done and are thread-safe: engine/apply.c runs
+ * v2 REST), one row each in the table of providers/registry/registry.c. Calls block until done and are thread-safe: engine/apply/apply.c runs
  * several at once from a thread pool (-parallelism).
  *
  * Contract mirrored: Cloud TPU v2 nodes (tests/fakegcp/tpu.v2.discovery.json):
@@ -95,7 +95,7 @@ struct tpf_provider_ops {
 	 * is. Neither API offers a precondition on delete (no etag or id on
 	 * nodes.delete or instances.delete), so a read then a delete is the
 	 * check; its window is one request long. guard NULL: no check (unit
-	 * tests of the providers only; engine/apply.c always passes one).
+	 * tests of the providers only; engine/apply/apply.c always passes one).
 	 */
 	int (*remove)(struct tpf_provider *p, const char *zone, const char *name,
 		      const struct tpf_delete_guard *guard, struct tpf_diags *d);
@@ -145,7 +145,7 @@ struct tpf_provider {
 	void *impl;
 	/*
 	 * "Stop waiting": a flag a signal handler sets (borrowed; NULL: never).
-	 * Set by the engine (engine/apply.c, from tpf_apply_opts.interrupted)
+	 * Set by the engine (engine/apply/apply.c, from tpf_apply_opts.interrupted)
 	 * before its first create or remove, and never changed afterwards
 	 * while calls run. create and remove check *interrupted at least every
 	 * 0.2 s while they wait for an operation, and then return

@@ -138,7 +138,7 @@ struct tpf_transport_ops {
 	 * Keep in step with st what the transport learned that the state must
 	 * carry: the bastion's pinned host key (state/state.h proxy_jump_host,
 	 * proxy_jump_host_key). Called once after the state is loaded and
-	 * before every save (engine/session.c sets it as the state's
+	 * before every save (engine/pipeline/pipeline.c sets it as the state's
 	 * before_save hook), so no save site can forget it. NULL: nothing to
 	 * keep.
 	 */
@@ -146,7 +146,7 @@ struct tpf_transport_ops {
 
 	/*
 	 * The everyday chores (`tpuform cp`, `exec`, `ssh -L`, `ssh-config`;
-	 * engine/chores.h). Paths given to the file ops are absolute, or
+	 * engine/chores/chores.h). Paths given to the file ops are absolute, or
 	 * relative to the worker's home, as scp's and sftp's are; they are
 	 * checked with tpf_remote_file_path_check, not the stricter rule of
 	 * put(), because a user names them. Every op returns 0, or TPF_ERROR /

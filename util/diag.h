@@ -61,7 +61,7 @@ struct tpf_diag {
  * session step). Terraform's views consolidate repeated diagnostics the same
  * way (command/views: consolidateWarnings). `errors_seen` still counts every
  * error added, repeats included, for callers that ask "did this step add an
- * error?" (engine/apply.c).
+ * error?" (engine/apply/apply.c).
  */
 struct tpf_diags {
 	struct tpf_diag *items;

@@ -2,8 +2,8 @@
  * The one secret redaction (docs/security.md): every occurrence of a secret
  * value of TPF_REDACT_MIN bytes or more becomes "***", and the bytes that
  * held the text before are wiped (OPENSSL_cleanse) before they are freed.
- * Used for provisioning errors and last log lines (engine/provision.c),
- * webhook payloads (engine/notify_payload.c) and the token endpoints' error
+ * Used for provisioning errors and last log lines (engine/workers/provision.c),
+ * webhook payloads (engine/telemetry/notify_payload.c) and the token endpoints' error
  * messages (google/gcp_auth_oauth.c).
  */
 #ifndef TPF_REDACT_H

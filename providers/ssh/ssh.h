@@ -3,7 +3,7 @@
  * reaches the worker VMs of Cloud TPU nodes.
  *
  * Concurrency model: one blocking-style connection per worker in flight,
- * driven by the caller's thread; the executor (engine/apply.c) bounds the
+ * driven by the caller's thread; the executor (engine/apply/apply.c) bounds the
  * threads with -parallelism, so no thread per worker is needed. Inside a
  * connection every libssh2 call runs non-blocking and waits in poll(2) with
  * a deadline, which gives exact connect, I/O and command timeouts and lets

@@ -160,7 +160,7 @@ static const char *slice_state(json_t *mig, const struct tpf_live_node *m, size_
  * together" (https://cloud.google.com/tpu/docs/failure-recovery). So the
  * slice node carries the member window that starts first (a window with
  * no start counts after those with one), prefixed with the member's name;
- * watch then tells every worker's job (engine/watch_maint.c).
+ * watch then tells every worker's job (engine/watch/watch_maint.c).
  */
 static void slice_maintenance(struct tpf_live_node *out, const struct tpf_live_node *members,
 			      size_t nmembers)
