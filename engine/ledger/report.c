@@ -37,7 +37,7 @@ static const enum tpf_report_phase shown_as[] = {
 	[PH_IDLE] = TPF_RP_IDLE,
 };
 
-struct unit {
+struct billed {
 	char *name, *group;
 	size_t last_span; /* its last span in r->spans, or -1 */
 	size_t row;
@@ -60,8 +60,8 @@ struct rec {
 
 struct calc {
 	struct tpf_report *r;
-	struct unit *units;
-	size_t nunits, ualloc;
+	struct billed *nodes;
+	size_t nnodes, nalloc;
 	size_t ralloc, recalloc, salloc, malloc_;
 };
 
@@ -113,16 +113,16 @@ static size_t row_of(struct calc *c, json_t *o)
 	return r->nrows++;
 }
 
-static struct unit *unit_of(struct calc *c, const char *name)
+static struct billed *billed_of(struct calc *c, const char *name)
 {
-	for (size_t i = 0; i < c->nunits; i++)
-		if (!strcmp(c->units[i].name, name))
-			return &c->units[i];
-	if (c->nunits == c->ualloc) {
-		c->ualloc = c->ualloc ? 2 * c->ualloc : 16;
-		c->units = xrealloc(c->units, c->ualloc * sizeof(*c->units));
+	for (size_t i = 0; i < c->nnodes; i++)
+		if (!strcmp(c->nodes[i].name, name))
+			return &c->nodes[i];
+	if (c->nnodes == c->nalloc) {
+		c->nalloc = c->nalloc ? 2 * c->nalloc : 16;
+		c->nodes = xrealloc(c->nodes, c->nalloc * sizeof(*c->nodes));
 	}
-	struct unit *u = &c->units[c->nunits++];
+	struct billed *u = &c->nodes[c->nnodes++];
 	memset(u, 0, sizeof(*u));
 	u->name = xstrdup(name);
 	u->lost_at = -1;
@@ -131,14 +131,14 @@ static struct unit *unit_of(struct calc *c, const char *name)
 	return u;
 }
 
-static int billed(const struct unit *u)
+static int billed(const struct billed *u)
 {
 	return u->ph >= PH_PROVISIONING;
 }
 
 /* The timeline: [from, to) of u's phase, merged with its last span when
  * they touch. */
-static void add_span(struct calc *c, struct unit *u, double from, double to)
+static void add_span(struct calc *c, struct billed *u, double from, double to)
 {
 	struct tpf_report *r = c->r;
 	enum tpf_report_phase ph = shown_as[u->ph];
@@ -158,10 +158,10 @@ static void add_span(struct calc *c, struct unit *u, double from, double to)
 		r->spans = xrealloc(r->spans, c->salloc * sizeof(*r->spans));
 	}
 	u->last_span = r->nspans;
-	r->spans[r->nspans++] = (struct tpf_report_span){ (size_t)(u - c->units), ph, from, to };
+	r->spans[r->nspans++] = (struct tpf_report_span){ (size_t)(u - c->nodes), ph, from, to };
 }
 
-static void add_mark(struct calc *c, const struct unit *u, int kind, double t)
+static void add_mark(struct calc *c, const struct billed *u, int kind, double t)
 {
 	struct tpf_report *r = c->r;
 	if (!r->want_spans || t < r->since || t > r->until || r->nmarks >= TPF_REPORT_SPANS_MAX)
@@ -170,11 +170,11 @@ static void add_mark(struct calc *c, const struct unit *u, int kind, double t)
 		c->malloc_ = c->malloc_ ? 2 * c->malloc_ : 64;
 		r->marks = xrealloc(r->marks, c->malloc_ * sizeof(*r->marks));
 	}
-	r->marks[r->nmarks++] = (struct tpf_report_mark){ (size_t)(u - c->units), kind, t };
+	r->marks[r->nmarks++] = (struct tpf_report_mark){ (size_t)(u - c->nodes), kind, t };
 }
 
-/* Count the unit's current phase from u->since to t (clipped to the window). */
-static void accrue(struct calc *c, struct unit *u, double t)
+/* Count the node's current phase from u->since to t (clipped to the window). */
+static void accrue(struct calc *c, struct billed *u, double t)
 {
 	double from = u->since > c->r->since ? u->since : c->r->since;
 	double to = t < c->r->until ? t : c->r->until;
@@ -194,7 +194,7 @@ static void accrue(struct calc *c, struct unit *u, double t)
 		u->since = t;
 }
 
-static void set_phase(struct unit *u, enum phase ph, double t)
+static void set_phase(struct billed *u, enum phase ph, double t)
 {
 	u->ph = ph;
 	u->since = t;
@@ -202,7 +202,7 @@ static void set_phase(struct unit *u, enum phase ph, double t)
 
 /* Billing starts (at `from`, provisioning): a new generation, no worker
  * running. */
-static void begin_billed(struct unit *u, double from)
+static void begin_billed(struct billed *u, double from)
 {
 	set_phase(u, PH_PROVISIONING, from);
 	if (u->vms > 0)
@@ -212,14 +212,14 @@ static void begin_billed(struct unit *u, double from)
 }
 
 /* ... and the node is READY at t: setup from there. */
-static void start_billing(struct calc *c, struct unit *u, double from, double t)
+static void start_billing(struct calc *c, struct billed *u, double from, double t)
 {
 	begin_billed(u, from);
 	accrue(c, u, t);
 	set_phase(u, PH_SETUP, t);
 }
 
-static int all_running(const struct unit *u)
+static int all_running(const struct billed *u)
 {
 	for (int i = 0; i < u->vms; i++)
 		if (!u->running[i])
@@ -228,7 +228,7 @@ static int all_running(const struct unit *u)
 }
 
 /* What the line says of the node: chips, VMs, row. */
-static void learn(struct calc *c, struct unit *u, json_t *o)
+static void learn(struct calc *c, struct billed *u, json_t *o)
 {
 	long chips = num(o, "chips", 0), vms = num(o, "vms", 0);
 	if (chips > 0)
@@ -245,7 +245,7 @@ static void learn(struct calc *c, struct unit *u, json_t *o)
 	}
 }
 
-static void preempted(struct calc *c, struct unit *u, json_t *o, double t)
+static void preempted(struct calc *c, struct billed *u, json_t *o, double t)
 {
 	json_t *el = json_object_get(o, "elapsed");
 	double tp = t - (json_is_number(el) ? json_number_value(el) : 0);
@@ -270,7 +270,7 @@ static void preempted(struct calc *c, struct unit *u, json_t *o, double t)
 	u->lost_at = tp;
 }
 
-static void worker_job(struct calc *c, struct unit *u, int kind, long w, double t)
+static void worker_job(struct calc *c, struct billed *u, int kind, long w, double t)
 {
 	if (w < 0 || w >= u->vms)
 		return;
@@ -300,7 +300,7 @@ static void worker_job(struct calc *c, struct unit *u, int kind, long w, double 
 }
 
 /* One line of the node's life, at time t (accrued up to t first). */
-static void replay(struct calc *c, struct unit *u, int kind, json_t *o, double t)
+static void replay(struct calc *c, struct billed *u, int kind, json_t *o, double t)
 {
 	if (kind == TPF_EVENT_PREEMPTED) {
 		preempted(c, u, o, t);
@@ -456,7 +456,7 @@ void tpf_report_compute_priced(json_t *records, double since, double until, cons
 			r->first = v[i].t;
 		r->last = v[i].t;
 		r->events++;
-		struct unit *u = unit_of(&c, node);
+		struct billed *u = billed_of(&c, node);
 		/* The old row gets the time until now (a preemption accrues up
 		 * to when it was seen, which is earlier). */
 		if (kind != TPF_EVENT_PREEMPTED)
@@ -465,20 +465,20 @@ void tpf_report_compute_priced(json_t *records, double since, double until, cons
 		replay(&c, u, kind, o, v[i].t);
 	}
 	if (want_spans)
-		r->units = xcalloc(c.nunits ? c.nunits : 1, sizeof(*r->units));
-	for (size_t i = 0; i < c.nunits; i++) {
-		accrue(&c, &c.units[i], until);
+		r->nodes = xcalloc(c.nnodes ? c.nnodes : 1, sizeof(*r->nodes));
+	for (size_t i = 0; i < c.nnodes; i++) {
+		accrue(&c, &c.nodes[i], until);
 		if (want_spans) {
-			r->units[i].name = c.units[i].name;
-			r->units[i].group = c.units[i].group;
+			r->nodes[i].name = c.nodes[i].name;
+			r->nodes[i].group = c.nodes[i].group;
 		} else {
-			free(c.units[i].name);
-			free(c.units[i].group);
+			free(c.nodes[i].name);
+			free(c.nodes[i].group);
 		}
-		free(c.units[i].running);
+		free(c.nodes[i].running);
 	}
-	r->nunits = want_spans ? c.nunits : 0;
-	free(c.units);
+	r->nnodes = want_spans ? c.nnodes : 0;
+	free(c.nodes);
 	free(v);
 }
 
@@ -492,11 +492,11 @@ void tpf_report_release(struct tpf_report *r)
 	}
 	free(r->rows);
 	free(r->recoveries);
-	for (size_t i = 0; i < r->nunits; i++) {
-		free(r->units[i].name);
-		free(r->units[i].group);
+	for (size_t i = 0; i < r->nnodes; i++) {
+		free(r->nodes[i].name);
+		free(r->nodes[i].group);
 	}
-	free(r->units);
+	free(r->nodes);
 	free(r->spans);
 	free(r->marks);
 	memset(r, 0, sizeof(*r));

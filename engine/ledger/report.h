@@ -3,12 +3,12 @@
  * (engine/ledger/ledger_writer.h; docs/ledger.md "report" says how each figure is
  * computed). `tpuform report` prints it (cmd/cmd_report.c).
  *
- * The unit is a node (a slice, or a multislice node: every worker of it).
+ * Each node is billed as one (a slice, or a multislice node: every worker of it).
  * Its billed time runs from the create that made it (the last zone tried;
  * refusals and a queued resource's wait for capacity are not billed) to
  * its delete, or to the round that saw it lost (preempted, gone). Each
  * billed second is one of:
- *   goodput      every worker of the unit ran the job (ml-goodput-measurement's
+ *   goodput      every worker of the node ran the job (ml-goodput-measurement's
  *                "productive time", measured from the control plane);
  *   setup        created, its workers not all running yet (provisioning,
  *                bootstrap, setup);
@@ -96,16 +96,16 @@ const char *tpf_report_phase_name(enum tpf_report_phase p);
 
 /* With want_spans: each node's phases and marks, in the window. */
 struct tpf_report_span {
-	size_t unit;  /* index into units */
+	size_t node;  /* index into nodes */
 	enum tpf_report_phase phase;
 	double from, to; /* wall seconds */
 };
 struct tpf_report_mark {
-	size_t unit;
+	size_t node;
 	int kind;     /* TPF_EVENT_PREEMPTED or TPF_EVENT_RESTARTED (engine/events.h) */
 	double t;     /* a preemption: when it was seen */
 };
-struct tpf_report_unit {
+struct tpf_report_node {
 	char *name, *group;
 };
 
@@ -136,8 +136,8 @@ struct tpf_report {
 	/* The fleet file's prices the rows were priced with (NULL: the
 	 * built-in table only); borrowed; set by tpf_report_compute_priced. */
 	const struct tpf_prices *prices;
-	struct tpf_report_unit *units;
-	size_t nunits;
+	struct tpf_report_node *nodes;
+	size_t nnodes;
 	struct tpf_report_span *spans;
 	size_t nspans, spans_dropped;
 	struct tpf_report_mark *marks;

@@ -98,11 +98,11 @@ static void axis(struct tpf_buf *b, const struct frame *f, int rows)
 /* One row per node: each span a rect with its tooltip, each mark a line. */
 static void node_rows(struct tpf_buf *b, const struct tpf_report *r, const struct frame *f)
 {
-	for (size_t u = 0; u < r->nunits; u++) {
+	for (size_t u = 0; u < r->nnodes; u++) {
 		tpf_buf_addf(b, "<g class=\"row\" data-node=\"");
-		esc(b, r->units[u].name);
+		esc(b, r->nodes[u].name);
 		tpf_buf_addf(b, "\"><text x=\"0\" y=\"%zu\">", 28 + u * ROW);
-		esc(b, r->units[u].name);
+		esc(b, r->nodes[u].name);
 		tpf_buf_adds(b, "</text></g>\n");
 	}
 	for (size_t i = 0; i < r->nspans; i++) {
@@ -110,9 +110,9 @@ static void node_rows(struct tpf_buf *b, const struct tpf_report *r, const struc
 		double x0 = xof(f, s->from), x1 = xof(f, s->to);
 		tpf_buf_addf(b, "<rect class=\"span\" x=\"%.2f\" y=\"%zu\" width=\"%.2f\" height=\"%d\" "
 				"fill=\"%s\"><title>",
-			     x0, 18 + s->unit * ROW, x1 - x0 < 0.5 ? 0.5 : x1 - x0, ROW - 3,
+			     x0, 18 + s->node * ROW, x1 - x0 < 0.5 ? 0.5 : x1 - x0, ROW - 3,
 			     colour[s->phase]);
-		esc(b, r->units[s->unit].name);
+		esc(b, r->nodes[s->node].name);
 		tpf_buf_addf(b, " %s ", tpf_report_phase_name(s->phase));
 		when(b, s->from);
 		tpf_buf_adds(b, " to ");
@@ -124,16 +124,16 @@ static void node_rows(struct tpf_buf *b, const struct tpf_report *r, const struc
 		int pre = m->kind == TPF_EVENT_PREEMPTED;
 		double x = xof(f, m->t);
 		tpf_buf_addf(b, "<path class=\"%s\" d=\"M%.2f %zu l4 -7 h-8 z\" fill=\"%s\"><title>",
-			     pre ? "preemption" : "restart", x, 18 + m->unit * ROW + 7,
+			     pre ? "preemption" : "restart", x, 18 + m->node * ROW + 7,
 			     pre ? "#c00" : "#000");
-		esc(b, r->units[m->unit].name);
+		esc(b, r->nodes[m->node].name);
 		tpf_buf_adds(b, pre ? " preempted (seen) at " : " restarted at ");
 		when(b, m->t);
 		tpf_buf_adds(b, "</title></path>\n");
 	}
 }
 
-/* The group of unit u, as an index into names (added when new). */
+/* The group of node u, as an index into names (added when new). */
 static size_t group_index(char ***names, size_t *n, const char *g)
 {
 	g = g ? g : "(none)";
@@ -152,15 +152,15 @@ static void group_rows(struct tpf_buf *b, const struct tpf_report *r, const stru
 {
 	char **names = NULL;
 	size_t ng = 0;
-	size_t *gof = xcalloc(r->nunits ? r->nunits : 1, sizeof(*gof));
-	for (size_t u = 0; u < r->nunits; u++)
-		gof[u] = group_index(&names, &ng, r->units[u].group);
+	size_t *gof = xcalloc(r->nnodes ? r->nnodes : 1, sizeof(*gof));
+	for (size_t u = 0; u < r->nnodes; u++)
+		gof[u] = group_index(&names, &ng, r->nodes[u].group);
 	double *bins = xcalloc(ng * BINS * TPF_RP_N + 1, sizeof(*bins));
 	long *pre = xcalloc(ng * BINS + 1, sizeof(*pre));
 	double w = (f->t1 - f->t0) / BINS;
 	for (size_t i = 0; i < r->nspans; i++) {
 		const struct tpf_report_span *s = &r->spans[i];
-		size_t g = gof[s->unit];
+		size_t g = gof[s->node];
 		long k0 = (long)((s->from - f->t0) / w); /* a span before the window: from 0 */
 		for (long k = k0 < 0 ? 0 : k0; k < BINS && (double)k * w + f->t0 < s->to; k++) {
 			double lo = f->t0 + (double)k * w, hi = lo + w;
@@ -172,7 +172,7 @@ static void group_rows(struct tpf_buf *b, const struct tpf_report *r, const stru
 	for (size_t i = 0; i < r->nmarks; i++) {
 		long k = (long)((r->marks[i].t - f->t0) / w);
 		if (r->marks[i].kind == TPF_EVENT_PREEMPTED && k >= 0 && k < BINS)
-			pre[gof[r->marks[i].unit] * BINS + (size_t)k]++;
+			pre[gof[r->marks[i].node] * BINS + (size_t)k]++;
 	}
 	for (size_t g = 0; g < ng; g++) {
 		tpf_buf_adds(b, "<g class=\"row\" data-group=\"");
@@ -305,11 +305,11 @@ void tpf_report_html(const struct tpf_report *r, json_t *doc, const char *fleet,
 	when(out, f.t0);
 	tpf_buf_adds(out, " to ");
 	when(out, f.t1);
-	tpf_buf_addf(out, ", %zu node%s.</p>\n<h2>Timeline</h2>\n", r->nunits,
-		     r->nunits == 1 ? "" : "s");
+	tpf_buf_addf(out, ", %zu node%s.</p>\n<h2>Timeline</h2>\n", r->nnodes,
+		     r->nnodes == 1 ? "" : "s");
 	legend(out);
-	int grouped = r->nunits > TPF_REPORT_HTML_ROWS;
-	size_t rows = grouped ? 0 : r->nunits;
+	int grouped = r->nnodes > TPF_REPORT_HTML_ROWS;
+	size_t rows = grouped ? 0 : r->nnodes;
 	struct tpf_buf body = TPF_BUF_INIT;
 	if (grouped)
 		group_rows(&body, r, &f, &rows);
@@ -323,7 +323,7 @@ void tpf_report_html(const struct tpf_report *r, json_t *doc, const char *fleet,
 	tpf_buf_adds(out, "</svg>\n");
 	if (grouped)
 		tpf_buf_addf(out, "<p>%zu nodes: one row per group; each column shows the phase most "
-				  "of the group's nodes were in.</p>\n", r->nunits);
+				  "of the group's nodes were in.</p>\n", r->nnodes);
 	tpf_buf_release(&body);
 	bar(out, json_object_get(doc, "totals"));
 	tables(out, doc);
