@@ -300,7 +300,7 @@ void tpf_ui_budgets(const struct tpf_pipeline *s);
  * apply). Returns 1 only for "yes". */
 int tpf_ui_confirm(const char *question, const char *explain, const char *verb);
 
-/* ---- the engine session, command side (cmd/ui_progress.c) --------------------- */
+/* ---- the pipeline, command side (cmd/ui_progress.c) --------------------- */
 
 /* The engine's session options for the common flags and this command's
  * needs, with the progress printer wired in. o->file is borrowed. */

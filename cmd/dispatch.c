@@ -1,7 +1,7 @@
 /*
  * The dispatcher: everything commands have in common happens here, once.
  * Find the command (and subcommand), parse its flags, check its positional
- * arguments, set up the interface and the signals, open the engine session
+ * arguments, set up the interface and the signals, open the pipeline
  * as the command's needs say, run the body, print the diagnostics, close,
  * and turn all of it into one exit code (git.c's run_builtin with
  * RUN_SETUP, libgit2's cli dispatch).

@@ -1,5 +1,5 @@
 /*
- * The command line's side of the engine session (engine/pipeline/pipeline.h): the
+ * The command line's side of the pipeline (engine/pipeline/pipeline.h): the
  * common flags and a command's needs as session options, the session's
  * progress lines, and the worker check of the worker-facing commands.
  */

@@ -1,6 +1,6 @@
 /*
  * The process-wide token cache. A credentials object lives as long as its
- * client, and `watch` opens a planning session, hence a client, every round
+ * client, and `watch` opens a pipeline, hence a client, every round
  * (engine/watch/watch.c). Without this cache every round would start with a new
  * grant: a JWT exchange, or for workload identity federation an ID-token
  * request, an STS exchange and a generateAccessToken call, every interval,

@@ -1,5 +1,5 @@
 /*
- * The planning session (engine/pipeline/pipeline.h): fleet -> lock -> state ->
+ * The pipeline (engine/pipeline/pipeline.h): fleet -> lock -> state ->
  * provider -> refresh -> pin source -> desired -> diff.
  */
 #include "engine/pipeline/pipeline.h"
@@ -152,7 +152,7 @@ static int pin_source(struct tpf_pipeline *s)
 /* The engine measures each budget's spend from the ledger; the plan's rule
  * (plan/budget.h) defers what is over. Not for destroy or -refresh-only
  * (no_source), which create nothing. */
-static int session_budgets(struct tpf_pipeline *s)
+static int pipeline_budgets(struct tpf_pipeline *s)
 {
 	free(s->budgets);
 	s->budgets = NULL;
@@ -170,7 +170,7 @@ static int session_budgets(struct tpf_pipeline *s)
 }
 
 /*
- * A refresh that found another state's node, read by a session whose state
+ * A refresh that found another state's node, read by a pipeline whose state
  * had never been written (serial 0: a fresh lineage made up at load) and
  * that holds no lock: the state may have been written since, by the apply
  * or watch heal that made the node (watch's rounds, its session check and
@@ -237,7 +237,7 @@ int tpf_pipeline_refresh(struct tpf_pipeline *s, int probe)
 	if (tpf_desired_compute(&s->desired, &s->fleet, s->have_commit ? s->commit : NULL,
 				&s->state, &s->d))
 		return TPF_ERROR;
-	return session_budgets(s);
+	return pipeline_budgets(s);
 }
 
 int tpf_pipeline_probe(struct tpf_pipeline *s)

@@ -1,7 +1,7 @@
 /*
- * The session every planning command shares: fleet file -> state lock ->
+ * The pipeline every planning command shares: fleet file -> state lock ->
  * state -> provider -> refresh -> pinned source -> desired nodes -> diff
- * (docs/ARCHITECTURE.md). A command opens a session, refreshes it, plans,
+ * (docs/ARCHITECTURE.md). A command opens a pipeline, refreshes it, plans,
  * maybe applies, and closes it:
  *
  *   struct tpf_pipeline s;
@@ -10,7 +10,7 @@
  *           ...print s.d...
  *   tpf_pipeline_close(&s);
  *
- * The session never prints: progress ("Refreshing state...") goes to the
+ * The pipeline never prints: progress ("Refreshing state...") goes to the
  * on_progress callback, problems to the diagnostics in s.d. Every function
  * returns 0, or TPF_ERROR / a TPF_E* code with a diagnostic in s->d.
  */
@@ -44,12 +44,12 @@ struct tpf_pipeline_progress {
 	const char *id;   /* TPF_PIPELINE_REFRESHING: its provider id, else NULL */
 };
 
-/* Called on the thread that called the session function. */
+/* Called on the thread that called the pipeline function. */
 typedef void (*tpf_pipeline_progress_fn)(const struct tpf_pipeline_progress *ev, void *ctx);
 
 struct tpf_budget_cache; /* engine/ledger/budget_spend.h */
 struct tpf_pipeline_opts {
-	const char *file;    /* the fleet file (borrowed; must outlive the session) */
+	const char *file;    /* the fleet file (borrowed; must outlive the pipeline) */
 	int no_lock;         /* -lock=false: never take the state lock */
 	double lock_timeout; /* seconds to wait for the state lock (<= 0: fail at once) */
 	/* 0 (-refresh=false): believe the state instead of asking the
@@ -68,7 +68,7 @@ struct tpf_pipeline_opts {
 	 * no_state: load the fleet file only (no lock, no state, no provider);
 	 * no_provider: load the fleet and the state (and take the lock) but do
 	 * not open the provider, so `state list` needs no cloud credentials.
-	 * Such a session can be neither refreshed nor planned. */
+	 * Such a pipeline can be neither refreshed nor planned. */
 	int no_state;
 	int no_provider;
 	/* Probe each pinned worker once, with no retry budget (watch: it asks
@@ -111,7 +111,7 @@ struct tpf_pipeline {
 	struct tpf_diags d;        /* everything that went wrong or deserves a warning */
 };
 
-/* An empty session (no fleet, no state, no lock, empty diagnostics): what
+/* An empty pipeline (no fleet, no state, no lock, empty diagnostics): what
  * tpf_pipeline_open starts from. tpf_pipeline_close is safe on it. */
 void tpf_pipeline_init(struct tpf_pipeline *s);
 
@@ -149,7 +149,7 @@ int tpf_pipeline_refresh(struct tpf_pipeline *s, int probe);
 int tpf_pipeline_probe(struct tpf_pipeline *s);
 
 /*
- * Diff the refreshed session into *p (zeroed or released by the caller;
+ * Diff the refreshed pipeline into *p (zeroed or released by the caller;
  * the caller releases it). destroy: plan to delete everything the fleet
  * owns. The plan carries the pinned commit and the fleet file's hash, so it
  * can be saved and applied later.
@@ -158,7 +158,7 @@ int tpf_pipeline_plan(struct tpf_pipeline *s, int destroy, struct tpf_plan *p);
 
 /*
  * Load the saved plan at `path` (engine/saved_plan.h) into *p (caller
- * releases) and check that it still fits this session: its state's lineage
+ * releases) and check that it still fits this pipeline: its state's lineage
  * and serial and the fleet file's hash (tpf_plan_check_stale, TPF_ESTALE)
  * and the fleet's name. Then refresh s->live from the provider (whatever
  * o.refresh says), for the worker addresses of existing nodes: a saved plan
@@ -177,9 +177,9 @@ int tpf_pipeline_load_plan(struct tpf_pipeline *s, const char *path, struct tpf_
 int tpf_pipeline_apply_env(struct tpf_pipeline *s, struct tpf_apply_opts *opts);
 
 /*
- * Carry out plan p on the session's fleet, provider and state (saved to
+ * Carry out plan p on the pipeline's fleet, provider and state (saved to
  * the fleet's state path after every transition), with opts (parallelism 0:
- * the session's). *res is filled whatever happens (caller releases it);
+ * the pipeline's). *res is filled whatever happens (caller releases it);
  * failures are diagnostics in s->d. Returns what engine/apply/apply.h tpf_apply
  * returns.
  */

@@ -42,7 +42,7 @@ int tpf_pipeline_state_push(struct tpf_pipeline *s, const char *source, int forc
 	struct tpf_state in;
 	memset(&in, 0, sizeof(in));
 	if (!s->have_state || !s->state.backend)
-		return tpf_error(&s->d, "internal error: state push needs the session's state");
+		return tpf_error(&s->d, "internal error: state push needs the pipeline's state");
 	if (tpf_source_backend_open(&src, &s->fleet, source, &s->d))
 		return TPF_ERROR;
 	if (!strcmp(tpf_backend_where(src), tpf_backend_where(s->state.backend))) {

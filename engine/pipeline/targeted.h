@@ -1,9 +1,9 @@
 /*
- * The planning session's targeted operations (docs/ARCHITECTURE.md,
+ * The pipeline's targeted operations (docs/ARCHITECTURE.md,
  * engine/pipeline/pipeline.h): plans with -target, -replace and -refresh-only, the
  * state-only apply of a refresh-only plan, and `tpuform import`. The rules
  * are pure and live in plan/ (plan/target.h, plan/refresh_only.h); this
- * file only feeds them the session and writes the state.
+ * file only feeds them the pipeline and writes the state.
  */
 #ifndef TPF_ENGINE_TARGETED_H
 #define TPF_ENGINE_TARGETED_H

@@ -1,5 +1,5 @@
 /*
- * The planning session (engine/pipeline/pipeline.c) on the local provider: what
+ * The pipeline (engine/pipeline/pipeline.c) on the local provider: what
  * open, refresh and plan give a command, without printing anything.
  */
 #include "engine/pipeline/pipeline.h"
