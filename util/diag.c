@@ -120,14 +120,23 @@ int tpf_diags_add(struct tpf_diags *d, enum tpf_severity sev, const char *addres
 	return add_coded(d, sev, TPF_DIAG_NONE, address, summary, detail);
 }
 
+/* Format a message and add it: the one body of the printf-style adders. */
+__attribute__((format(printf, 6, 0)))
+static int vadd(struct tpf_diags *d, enum tpf_severity sev, enum tpf_diag_code code,
+		const char *address, const char *detail, const char *fmt, va_list ap)
+{
+	char *s = xvasprintf(fmt, ap);
+	int rc = add_coded(d, sev, code, address, s, detail);
+	free(s);
+	return rc;
+}
+
 int tpf_error(struct tpf_diags *d, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *s = xvasprintf(fmt, ap);
+	vadd(d, TPF_SEV_ERROR, TPF_DIAG_NONE, NULL, NULL, fmt, ap);
 	va_end(ap);
-	tpf_diags_add(d, TPF_SEV_ERROR, NULL, s, NULL);
-	free(s);
 	return TPF_ERROR;
 }
 
@@ -136,10 +145,8 @@ int tpf_errorx(struct tpf_diags *d, const char *address, const char *detail,
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *s = xvasprintf(fmt, ap);
+	vadd(d, TPF_SEV_ERROR, TPF_DIAG_NONE, address, detail, fmt, ap);
 	va_end(ap);
-	tpf_diags_add(d, TPF_SEV_ERROR, address, s, detail);
-	free(s);
 	return TPF_ERROR;
 }
 
@@ -148,10 +155,8 @@ int tpf_errorc(struct tpf_diags *d, enum tpf_diag_code code, const char *address
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *s = xvasprintf(fmt, ap);
+	vadd(d, TPF_SEV_ERROR, code, address, detail, fmt, ap);
 	va_end(ap);
-	add_coded(d, TPF_SEV_ERROR, code, address, s, detail);
-	free(s);
 	return TPF_ERROR;
 }
 
@@ -159,10 +164,8 @@ void tpf_warn(struct tpf_diags *d, const char *address, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *s = xvasprintf(fmt, ap);
+	vadd(d, TPF_SEV_WARNING, TPF_DIAG_NONE, address, NULL, fmt, ap);
 	va_end(ap);
-	tpf_diags_add(d, TPF_SEV_WARNING, address, s, NULL);
-	free(s);
 }
 
 size_t tpf_diags_errors(const struct tpf_diags *d)
