@@ -141,6 +141,18 @@ enum tpf_cmd_signals {
 
 struct tpf_cmd_ctx;
 
+/* What a command's positional arguments are, for shell completion (node
+ * names, remote paths, local files) and the "a fleet file where a node or a
+ * saved plan goes" hint. Unset (0): plain values. */
+enum tpf_cmd_args {
+	TPF_ARGS_VALUE = 0,
+	TPF_ARGS_COMMAND,  /* help: a command name */
+	TPF_ARGS_NODE,     /* a node name first (the rest may be other values) */
+	TPF_ARGS_REMOTE,   /* cp: local files and NODE:paths */
+	TPF_ARGS_PLANFILE, /* a saved plan */
+	TPF_ARGS_FILE,     /* some other local file */
+};
+
 struct tpf_cmd {
 	const char *name;
 	const char *summary;     /* one line, for 'tpuform help' */
@@ -149,6 +161,7 @@ struct tpf_cmd {
 	const struct tpf_flag *flags; /* the command's own, TPF_FLAGS_END-ended; may be NULL */
 	int min_args, max_args;  /* positional arguments before "--"; max -1: any number */
 	const char *args_name;   /* for the usage line: "NODE", "[PLANFILE]", "NODE..." */
+	enum tpf_cmd_args args;  /* what those arguments are */
 	const char *rest_name;   /* TPF_CMD_REST: "COMMAND..." */
 	const struct tpf_cmd *const *subs; /* NULL-ended subcommands; then run is NULL */
 	unsigned needs;          /* enum tpf_cmd_needs */

@@ -103,6 +103,7 @@ const struct tpf_cmd tpf_cmd_apply = {
 	.flags = apply_flags,
 	.max_args = 1,
 	.args_name = "[PLANFILE]",
+	.args = TPF_ARGS_PLANFILE,
 	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_LOCK | TPF_CMD_PROVIDER |
 		 TPF_CMD_JSON_LINES | TPF_CMD_REFRESH | TPF_CMD_PARALLELISM,
 	.lock_op = "OperationTypeApply",

@@ -218,6 +218,7 @@ const struct tpf_cmd tpf_cmd_cp = {
 	.min_args = 2,
 	.max_args = -1,
 	.args_name = "SRC... DEST",
+	.args = TPF_ARGS_REMOTE,
 	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_PROVIDER | TPF_CMD_LIVE,
 	.signals = TPF_SIG_STOP,
 	.check = check_cp,

@@ -134,6 +134,7 @@ const struct tpf_cmd tpf_cmd_exec = {
 	.min_args = 0,
 	.max_args = 1,
 	.args_name = "NODE|-all",
+	.args = TPF_ARGS_NODE,
 	.rest_name = "COMMAND...",
 	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_PROVIDER | TPF_CMD_LIVE | TPF_CMD_REST,
 	.signals = TPF_SIG_FORWARD,

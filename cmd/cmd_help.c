@@ -111,5 +111,6 @@ const struct tpf_cmd tpf_cmd_help = {
 	.min_args = 0,
 	.max_args = 2,
 	.args_name = "[COMMAND [SUBCOMMAND]]",
+	.args = TPF_ARGS_COMMAND,
 	.run = run_help,
 };

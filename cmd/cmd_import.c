@@ -55,6 +55,7 @@ const struct tpf_cmd tpf_cmd_import = {
 	.min_args = 2,
 	.max_args = 2,
 	.args_name = "NODE ZONE/NAME",
+	.args = TPF_ARGS_NODE,
 	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_LOCK | TPF_CMD_PROVIDER,
 	.lock_op = "OperationTypeInvalid", /* what Terraform's import records, as state rm */
 	.signals = TPF_SIG_GRACEFUL,

@@ -232,6 +232,7 @@ const struct tpf_cmd tpf_cmd_logs = {
 	.min_args = 1,
 	.max_args = 1,
 	.args_name = "NODE",
+	.args = TPF_ARGS_NODE,
 	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_PROVIDER | TPF_CMD_LIVE,
 	.signals = TPF_SIG_STOP,
 	.check = check_logs,

@@ -382,6 +382,7 @@ const struct tpf_cmd tpf_cmd_show = {
 	.flags = show_flags,
 	.max_args = 1,
 	.args_name = "[NODE | PLANFILE]",
+	.args = TPF_ARGS_NODE,
 	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_JSON | TPF_CMD_REFRESH |
 		 TPF_CMD_PARALLELISM,
 	.signals = TPF_SIG_STOP,

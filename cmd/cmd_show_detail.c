@@ -98,7 +98,7 @@ static const char *node_outcome(const struct tpf_pipeline *s, const struct tpf_s
 				char *mark, size_t len)
 {
 	const char *outcome = tpf_node_outcome(&s->fleet, sn, &s->facts, tpf_now_wall());
-	if (outcome && !strcmp(outcome, "completed"))
+	if (sn->status == TPF_NODE_COMPLETED) /* the outcome "completed" */
 		snprintf(mark, len, "  [completed: exit %d at %s]", sn->exit_code,
 			 or_dash(sn->completed_at));
 	else

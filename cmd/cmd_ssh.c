@@ -197,6 +197,7 @@ const struct tpf_cmd tpf_cmd_ssh = {
 	.min_args = 1,
 	.max_args = 1,
 	.args_name = "NODE",
+	.args = TPF_ARGS_NODE,
 	.rest_name = "COMMAND...",
 	.needs = TPF_CMD_FLEET | TPF_CMD_STATE | TPF_CMD_PROVIDER | TPF_CMD_LIVE | TPF_CMD_REST |
 		 TPF_CMD_REST_OPTIONAL,

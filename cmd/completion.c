@@ -40,21 +40,20 @@ static const char *flag_kind(const struct tpf_flag *f)
 	return "value";
 }
 
-/* The kind of a command's positional arguments, from the names its usage
- * line gives them (read from the table, not from which entry it is, so this
- * file does not reach out to the command files). */
+/* The kind of a command's positional arguments, from the table (struct
+ * tpf_cmd's args, so this file does not reach out to the command files). */
 static const char *arg_kind(const struct tpf_cmd *c)
 {
-	if (c->args_name && !c->subs && strstr(c->args_name, "COMMAND")) /* help */
-		return "cmd";
 	if (!c->args_name || c->subs)
 		return "";
-	if (strstr(c->args_name, "DEST")) /* cp SRC... DEST: files, and NODE: paths */
-		return "remote";
-	if (strstr(c->args_name, "NODE"))
-		return "node";
-	if (strstr(c->args_name, "PLANFILE") || strstr(c->args_name, "SOURCE"))
-		return "file";
+	switch (c->args) {
+	case TPF_ARGS_COMMAND: return "cmd";
+	case TPF_ARGS_REMOTE: return "remote"; /* cp SRC... DEST: files, and NODE: paths */
+	case TPF_ARGS_NODE: return "node";
+	case TPF_ARGS_PLANFILE:
+	case TPF_ARGS_FILE: return "file";
+	case TPF_ARGS_VALUE: break;
+	}
 	return "value";
 }
 

@@ -82,7 +82,7 @@ static int check_args(const struct tpf_cmd *c, const char *path, const struct tp
 	/* `apply FLEET.yaml`: a fleet file where a saved plan or a node name
 	 * goes. Not where a file is the argument (cp copies YAML files too). */
 	size_t n0 = p->nargs ? strlen(p->args[0]) : 0;
-	int named = c->args_name && (strstr(c->args_name, "PLANFILE") || strstr(c->args_name, "NODE"));
+	int named = c->args == TPF_ARGS_PLANFILE || c->args == TPF_ARGS_NODE;
 	if (!stray && named && (c->needs & TPF_CMD_FLEET) && n0 &&
 	    ((n0 > 5 && !strcmp(p->args[0] + n0 - 5, ".yaml")) ||
 	     (n0 > 4 && !strcmp(p->args[0] + n0 - 4, ".yml")))) {

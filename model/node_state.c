@@ -36,6 +36,12 @@ enum tpf_node_state tpf_node_state_of(const char *state)
 	return TPF_NODE_STATE_OTHER;
 }
 
+int tpf_node_state_reclaimed(const char *state)
+{
+	enum tpf_node_state s = tpf_node_state_of(state);
+	return s == TPF_NODE_STATE_PREEMPTED || s == TPF_NODE_STATE_TERMINATED;
+}
+
 enum tpf_node_class tpf_node_class(const char *state)
 {
 	return STATES[tpf_node_state_of(state)].cls;
@@ -69,6 +75,8 @@ static const char *const QUEUED[] = {
 	[TPF_QUEUED_ACTIVE] = "ACTIVE",
 	[TPF_QUEUED_FAILED] = "FAILED",
 	[TPF_QUEUED_SUSPENDED] = "SUSPENDED",
+	[TPF_QUEUED_CREATING] = "CREATING",
+	[TPF_QUEUED_PROVISIONING] = "PROVISIONING",
 };
 
 enum tpf_queued_state tpf_queued_state_of(const char *state)

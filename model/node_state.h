@@ -50,6 +50,10 @@ enum tpf_node_state {
 /* The value of a Node.state string. */
 enum tpf_node_state tpf_node_state_of(const char *state);
 
+/* 1 when a Node.state (or a Compute Engine instance's state as the provider
+ * reports it) is PREEMPTED or TERMINATED: Google took the capacity back. */
+int tpf_node_state_reclaimed(const char *state);
+
 /* The class of a Node.state string (NULL: TPF_NODE_UNKNOWN). */
 enum tpf_node_class tpf_node_class(const char *state);
 
@@ -94,6 +98,8 @@ enum tpf_queued_state {
 	TPF_QUEUED_ACTIVE,
 	TPF_QUEUED_FAILED,
 	TPF_QUEUED_SUSPENDED,
+	TPF_QUEUED_CREATING,     /* accepted, on its way to ACTIVE */
+	TPF_QUEUED_PROVISIONING, /* capacity found, nodes being made */
 };
 enum tpf_queued_state tpf_queued_state_of(const char *state);
 

@@ -58,12 +58,11 @@ static void tell_workers(struct tpf_transport *t, const struct tpf_state_node *s
 	for (size_t w = 0; w < sn->nworkers; w++) {
 		if (!sn->workers[w].script_hash)
 			continue; /* never provisioned: no job to tell */
-		char *result = NULL;
+		enum tpf_script_result result;
 		if (tpf_provision_disrupt(t, sn, ln, (int)w, "maintenance", deadline, &result, d))
 			(*failed)++;
-		else if (result && !strcmp(result, "told"))
+		else if (result == TPF_SCRIPT_TOLD)
 			(*told)++;
-		free(result);
 	}
 }
 

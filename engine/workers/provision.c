@@ -171,8 +171,8 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 		free(one);
 		w = eol + 1;
 	}
-	const char *result = tpf_kvlist_get(&said.kv, "result");
-	if (status != 0 || !result || (strcmp(result, "started") && strcmp(result, "unchanged"))) {
+	if (status != 0 ||
+	    (said.result != TPF_SCRIPT_STARTED && said.result != TPF_SCRIPT_UNCHANGED)) {
 		const char *step = tpf_kvlist_get(&said.kv, "step");
 		const char *code = tpf_kvlist_get(&said.kv, "exit_code");
 		char *msg = tpf_prov_message_line(&said, &f->secrets);
@@ -196,7 +196,7 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 		free(tail);
 		goto done;
 	}
-	int started = !strcmp(result, "started");
+	int started = said.result == TPF_SCRIPT_STARTED;
 	if (changed)
 		*changed = started;
 	xstrset(&sw->script_hash, hash);

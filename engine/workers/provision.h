@@ -157,17 +157,30 @@ int tpf_provision_stop(struct tpf_transport *t, const struct tpf_state_node *n,
 		       const struct tpf_live_node *live, int worker, const char *reason,
 		       struct tpf_diags *d);
 
+/* The bootstrap's "TPUFORM result=WORD" (the protocol above), read once
+ * where the script's output is parsed (engine/workers/provision_output.c). */
+enum tpf_script_result {
+	TPF_SCRIPT_NONE = 0, /* no result line */
+	TPF_SCRIPT_OTHER,    /* a word this tpuform does not know */
+	TPF_SCRIPT_STARTED,
+	TPF_SCRIPT_UNCHANGED,
+	TPF_SCRIPT_STOPPED,
+	TPF_SCRIPT_TOLD,
+	TPF_SCRIPT_NO_JOB,
+	TPF_SCRIPT_FAILED,
+};
+
 /*
  * Tell the job on worker `worker` that its VM is disrupted at `deadline`
  * (seconds since the epoch) for `reason` (a word of tpuform's: [a-z_],
  * e.g. "maintenance"), with the bootstrap's disrupt verb: it writes
  * $TPUFORM_DISRUPTION and sends on_disruption's signal, and stops nothing.
- * *result (caller frees): "told", "unchanged" (the job had this notice)
- * or "no_job". Errors: TPF_EUNREACHABLE (a warning in d), TPF_ERROR (a
+ * *result: TPF_SCRIPT_TOLD, TPF_SCRIPT_UNCHANGED (the job had this notice)
+ * or TPF_SCRIPT_NO_JOB. Errors: TPF_EUNREACHABLE (a warning in d), TPF_ERROR (a
  * script without the verb, or a reason that is not a word: a bug).
  */
 int tpf_provision_disrupt(struct tpf_transport *t, const struct tpf_state_node *n,
 			  const struct tpf_live_node *live, int worker, const char *reason,
-			  long deadline, char **result, struct tpf_diags *d);
+			  long deadline, enum tpf_script_result *result, struct tpf_diags *d);
 
 #endif

@@ -27,6 +27,7 @@
  * rest of the line. Later values win; warnings are collected. */
 struct script_said {
 	struct tpf_kvlist kv;
+	enum tpf_script_result result; /* the "result" key as a value */
 	struct tpf_buf warnings; /* one a line */
 	const char *message;     /* borrowed: last "tpuform: " line, in text */
 	struct tpf_buf text;     /* the output without TPUFORM lines */

@@ -83,6 +83,21 @@ void tpf_prov_said_release(struct script_said *s)
 	tpf_buf_release(&s->text);
 }
 
+static enum tpf_script_result result_of(const char *word)
+{
+	static const char *const WORDS[] = {
+		[TPF_SCRIPT_STARTED] = "started", [TPF_SCRIPT_UNCHANGED] = "unchanged",
+		[TPF_SCRIPT_STOPPED] = "stopped", [TPF_SCRIPT_TOLD] = "told",
+		[TPF_SCRIPT_NO_JOB] = "no_job",	  [TPF_SCRIPT_FAILED] = "failed",
+	};
+	if (!word)
+		return TPF_SCRIPT_NONE;
+	for (size_t i = TPF_SCRIPT_STARTED; i < sizeof(WORDS) / sizeof(WORDS[0]); i++)
+		if (!strcmp(WORDS[i], word))
+			return (enum tpf_script_result)i;
+	return TPF_SCRIPT_OTHER;
+}
+
 void tpf_prov_said_parse(const char *out, struct script_said *s)
 {
 	size_t msg_off = (size_t)-1;
@@ -124,6 +139,7 @@ void tpf_prov_said_parse(const char *out, struct script_said *s)
 	}
 	if (msg_off != (size_t)-1)
 		s->message = s->text.buf + msg_off;
+	s->result = result_of(tpf_kvlist_get(&s->kv, "result"));
 }
 
 /* A non-negative number the script said under `key`, or -1. */

@@ -84,8 +84,7 @@ int tpf_provision_stop(struct tpf_transport *t, const struct tpf_state_node *n,
 	if (err)
 		goto done;
 	tpf_prov_said_parse(out.buf, &said);
-	const char *result = tpf_kvlist_get(&said.kv, "result");
-	if (status != 0 || !result || strcmp(result, "stopped")) {
+	if (status != 0 || said.result != TPF_SCRIPT_STOPPED) {
 		char *tail = tpf_prov_output_tail(said.text.buf, NULL);
 		err = tpf_errorx(d, NULL, *tail ? tail : NULL,
 				 "cannot stop the session on worker '%s/w%d' (exit status %d)",
@@ -100,12 +99,12 @@ done:
 
 int tpf_provision_disrupt(struct tpf_transport *t, const struct tpf_state_node *n,
 			  const struct tpf_live_node *live, int worker, const char *reason,
-			  long deadline, char **result, struct tpf_diags *d)
+			  long deadline, enum tpf_script_result *result, struct tpf_diags *d)
 {
 	struct tpf_buf out = TPF_BUF_INIT;
 	struct script_said said;
 	int status = -1, reachable = 0;
-	*result = NULL;
+	*result = TPF_SCRIPT_NONE;
 	/* tpuform's own words only ([a-z_]): the script writes it to a file
 	 * the job reads. */
 	if (!reason || !*reason || strspn(reason, "abcdefghijklmnopqrstuvwxyz_") != strlen(reason))
@@ -120,8 +119,7 @@ int tpf_provision_disrupt(struct tpf_transport *t, const struct tpf_state_node *
 	if (err)
 		goto done;
 	tpf_prov_said_parse(out.buf, &said);
-	const char *r = tpf_kvlist_get(&said.kv, "result");
-	if (status != 0 || !r) {
+	if (status != 0 || said.result == TPF_SCRIPT_NONE) {
 		/* A script of an older tpuform has no such verb. */
 		char *tail = tpf_prov_output_tail(said.text.buf, NULL);
 		err = tpf_errorx(d, NULL, *tail ? tail : NULL,
@@ -130,7 +128,7 @@ int tpf_provision_disrupt(struct tpf_transport *t, const struct tpf_state_node *
 				 reason, n->name, worker, status);
 		free(tail);
 	} else {
-		*result = xstrdup(r);
+		*result = said.result;
 	}
 	tpf_prov_said_release(&said);
 done:

@@ -3,6 +3,7 @@
  * TPU v2 Node resource (tests/fakegcp/tpu.v2.discovery.json), plus the
  * per-node lock and path helpers.
  */
+#include "model/node_state.h"
 #include "providers/local/local_internal.h"
 #include "util/fs.h"
 #include "util/timeutil.h"
@@ -276,7 +277,7 @@ done:
 
 static int ready_due(const struct tpf_local_node *n)
 {
-	return !strcmp(n->state, "CREATING") && tpf_now_wall() >= n->ready_at;
+	return tpf_node_state_of(n->state) == TPF_NODE_STATE_CREATING && tpf_now_wall() >= n->ready_at;
 }
 
 int tpf_local_node_load(const char *root, const char *name, int settle,

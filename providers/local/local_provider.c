@@ -3,6 +3,7 @@
  * <root>/nodes, created, listed, relabelled and deleted with the Cloud TPU
  * API's observable behaviour (states, errors, messages). See local.h.
  */
+#include "model/node_state.h"
 #include "providers/local/local.h"
 #include "providers/local/local_internal.h"
 #include "util/fs.h"
@@ -267,7 +268,7 @@ static int wait_created(struct tpf_provider *p, const char *name, struct tpf_loc
 					  name);
 		if (rc < 0)
 			return TPF_ERROR;
-		if (strcmp(node->state, "CREATING"))
+		if (tpf_node_state_of(node->state) != TPF_NODE_STATE_CREATING)
 			return 0;
 		if (tpf_provider_interrupted(p))
 			return TPF_EINTERRUPTED;
@@ -506,7 +507,7 @@ static int local_update(struct tpf_provider *p, const char *zone, const char *na
 	}
 	if (err < 0)
 		goto done;
-	if (!strcmp(node.state, "PREEMPTED") || !strcmp(node.state, "TERMINATED")) {
+	if (tpf_node_state_reclaimed(node.state)) {
 		/* The API's answer (docs/cloud-tpu-api.md section 4). */
 		err = tpf_errorx(d, name, "delete and re-create the node",
 				 "cannot update the labels of node '%s': update is not supported while in state %s",

@@ -4,6 +4,7 @@
  * transport (connect, put, exec: local_transport.c) and its chore ops
  * (local_chores.c) ask, so the answer lives here, below both.
  */
+#include "model/node_state.h"
 #include "providers/local/local_internal.h"
 
 #include <stdlib.h>
@@ -37,7 +38,7 @@ int tpf_local_locate(const char *root, const char *node_name, int worker, const 
 				 node.recipe.workers == 1 ? "" : "s", node.recipe.workers - 1);
 		goto done;
 	}
-	if (strcmp(node.state, "READY")) {
+	if (tpf_node_state_of(node.state) != TPF_NODE_STATE_READY) {
 		tpf_errorx(d, address, "a worker can be reached only while its node is READY",
 			   "cannot reach worker '%s': node '%s' is %s", address, node_name, node.state);
 		err = TPF_EUNREACHABLE;

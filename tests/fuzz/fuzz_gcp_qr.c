@@ -8,6 +8,7 @@
  * sees names that match). A body with neither array is taken as one
  * QueuedResource.
  */
+#include "model/node_state.h"
 #include "tests/fuzz/fuzz.h"
 #include "model/live.h"
 #include "providers/gcp/tpu/gcp_node.h"
@@ -30,7 +31,7 @@ static void add_qr(json_t *qr, struct tpf_gcp_qr **qrs, size_t *n, size_t *alloc
 		tpf_gcp_qr_release(q);
 		return;
 	}
-	(void)tpf_gcp_qr_dead(q->state);
+	(void)tpf_queued_state_dead(q->state);
 	(*n)++;
 }
 

@@ -4,6 +4,7 @@
  * duration conversion, and the recipe's queued fields in JSON (state and
  * saved plans). Shapes follow docs/cloud-tpu-api.md section 5.
  */
+#include "model/node_state.h"
 #include "model/recipe.h"
 #include "providers/gcp/tpu/gcp_node.h"
 #include "providers/gcp/tpu/gcp_qr.h"
@@ -135,9 +136,9 @@ static void test_gcp_queued__parse(void)
 	CHECK_STR(q.error, "no capacity");
 	CHECK_STR(tpf_recipe_scheduling(&q.recipe), "preemptible");
 	CHECK_INT(q.recipe.workers, 2); /* v4-16 from the accelerator table */
-	CHECK(tpf_gcp_qr_dead(q.state));
-	CHECK(!tpf_gcp_qr_dead("WAITING_FOR_RESOURCES"));
-	CHECK(!tpf_gcp_qr_dead("ACTIVE"));
+	CHECK(tpf_queued_state_dead(q.state));
+	CHECK(!tpf_queued_state_dead("WAITING_FOR_RESOURCES"));
+	CHECK(!tpf_queued_state_dead("ACTIVE"));
 	json_decref(j);
 
 	/* a state that is a string (not the API's shape) or absent */

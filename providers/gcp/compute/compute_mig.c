@@ -19,6 +19,7 @@
 #include "providers/gcp/gcp_client_internal.h"
 #include "providers/gcp/gcp_fields.h"
 #include "model/node_state.h"
+#include "util/str.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -133,7 +134,10 @@ static const char *slice_state(json_t *mig, const struct tpf_live_node *m, size_
 	int bulk = json_is_true(json_object_get(json_object_get(st, "bulkInstanceOperation"),
 						 "inProgress"));
 	json_t *topo = json_array_get(json_object_get(st, "appliedAcceleratorTopologies"), 0);
+	/* AcceleratorTopologyState: only ACTIVE says the slice's ICI is up;
+	 * an absent state (older API) does not hold the slice back. */
 	const char *ts = json_string_value(json_object_get(topo, "state"));
+	int topology_up = !ts || tpf_streq(ts, "ACTIVE");
 	json_int_t deleting = json_integer_value(json_object_get(json_object_get(mig,
 		"currentActions"), "deleting"));
 	if (target > 0 && deleting >= target)
@@ -142,14 +146,15 @@ static const char *slice_state(json_t *mig, const struct tpf_live_node *m, size_
 	for (size_t i = 0; i < n; i++) {
 		enum tpf_node_class c = tpf_node_class(m[i].state);
 		if (c == TPF_NODE_DEAD) /* a lost member is a lost slice; preempted if it was */
-			return !strcmp(m[i].state, "PREEMPTED") ? "PREEMPTED" : "TERMINATED";
+			return tpf_node_state_of(m[i].state) == TPF_NODE_STATE_PREEMPTED ? "PREEMPTED"
+										  : "TERMINATED";
 		ready += c == TPF_NODE_READY;
 	}
 	if (n == 0 || bulk)
 		return "CREATING";
 	if ((int)n < target) /* members were made, and one is missing */
 		return stable ? "TERMINATED" : "CREATING"; /* the caller tells a preemption */
-	if ((int)ready == target && stable && (!ts || !strcmp(ts, "ACTIVE")))
+	if ((int)ready == target && stable && topology_up)
 		return "READY";
 	return "CREATING";
 }
@@ -236,7 +241,7 @@ int tpf_compute_slice_parse(json_t *mig, const char *zone, struct tpf_live_node 
 	/* A flex-start slice waits for capacity: BULK makes no member until
 	 * all fit (docs/compute-engine.md section 4), or its members wait
 	 * PENDING. */
-	int waiting = r->compute.flex_start && !strcmp(out->state, "CREATING");
+	int waiting = r->compute.flex_start && tpf_node_state_of(out->state) == TPF_NODE_STATE_CREATING;
 	for (size_t i = 0; waiting && i < nmembers; i++)
 		waiting = members[i].capacity_wait;
 	out->capacity_wait = waiting;
@@ -392,7 +397,7 @@ int tpf_compute_wait_slice(struct tpf_compute_client *cc, const char *name,
 			rc = read_mig_slice(cc, mig, name, r, out, d);
 		json_decref(mig);
 		/* READY, or flex-start waiting for capacity (never blocks) */
-		if (rc < 0 || !strcmp(out->state, "READY") || r->compute.flex_start)
+		if (rc < 0 || tpf_node_state_of(out->state) == TPF_NODE_STATE_READY || r->compute.flex_start)
 			break;
 		if (tpf_node_class(out->state) == TPF_NODE_DEAD) {
 			rc = tpf_errorx(d, name, NULL, "%s: a member was lost while it was created", what);

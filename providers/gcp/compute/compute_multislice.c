@@ -57,7 +57,7 @@ static const char *unit_state(const struct tpf_live_node *sl, int n, char **lost
 		int dead = !sl[k].name || tpf_node_class(sl[k].state) == TPF_NODE_DEAD;
 		if (dead) {
 			tpf_buf_addf(&b, "%s%d", nlost++ ? "," : "", k);
-			preempted |= sl[k].name && !strcmp(sl[k].state, "PREEMPTED");
+			preempted |= sl[k].name && tpf_node_state_of(sl[k].state) == TPF_NODE_STATE_PREEMPTED;
 		}
 		ready += !dead && tpf_node_class(sl[k].state) == TPF_NODE_READY;
 	}

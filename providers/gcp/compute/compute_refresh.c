@@ -6,6 +6,7 @@
  * with its members becomes a slice node, the slices of one multislice node
  * one node (compute_multislice.c).
  */
+#include "model/node_state.h"
 #include "providers/gcp/compute/compute_engine.h"
 #include "providers/gcp/compute/compute_internal.h"
 #include "util/xalloc.h"
@@ -89,7 +90,7 @@ static void add_slices(struct fin *j, struct tpf_live_set *members)
 		struct tpf_live_node n = { 0 };
 		if (tpf_compute_slice_parse(mig, j->zone, mine.nodes, mine.n, &n) == 0) {
 			/* a member gone (termination action DELETE) by preemption */
-			if (!strcmp(n.state, "TERMINATED") && mine.n < (size_t)n.recipe.workers &&
+			if (tpf_node_state_of(n.state) == TPF_NODE_STATE_TERMINATED && mine.n < (size_t)n.recipe.workers &&
 			    tpf_compute_member_preempted(j->preempted, j->zone, name, n.create_time))
 				xstrset(&n.state, "PREEMPTED");
 			char *unit = NULL;

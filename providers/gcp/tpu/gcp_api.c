@@ -1,3 +1,4 @@
+#include "model/node_state.h"
 #include "providers/gcp/tpu/gcp_api.h"
 #include "providers/gcp/gcp_client_internal.h"
 #include "google/gcp_endpoint.h"
@@ -83,7 +84,7 @@ static int wait_node_settled(struct tpf_gcp_client *c, const char *zone, const c
 		int rc = tpf_gcp_get_node(c, zone, name, out, d);
 		if (rc < 0)
 			return rc;
-		if (strcmp(out->state, "CREATING"))
+		if (tpf_node_state_of(out->state) != TPF_NODE_STATE_CREATING)
 			return 0;
 		if (tpf_now_mono() - start > s->op_timeout)
 			return tpf_errorx(d, name, "run 'tpuform refresh' later to see its state",
@@ -114,7 +115,7 @@ static int lost_while_creating(struct tpf_gcp_client *c, const char *zone, const
 			       const char *want, const char *what, struct tpf_live_node *out,
 			       struct tpf_diags *d)
 {
-	if (!out->state || (strcmp(out->state, "PREEMPTED") && strcmp(out->state, "TERMINATED")))
+	if (!tpf_node_state_reclaimed(out->state))
 		return 0;
 	tpf_errorx(d, name, "no capacity held it; if the group has another zone, tpuform "
 		   "tries the group's next zone; or retry later",
@@ -203,8 +204,7 @@ int tpf_gcp_create_node(struct tpf_gcp_client *c, const char *name, const struct
 			/* Its node PREEMPTED or TERMINATED: lost while creating,
 			 * a stockout (SkyPilot blocks the zone on the code 3
 			 * this gives, FailoverCloudErrorHandlerV2._gcp_handler). */
-			if (got && left.state && (!strcmp(left.state, "PREEMPTED") ||
-						  !strcmp(left.state, "TERMINATED")))
+			if (got && tpf_node_state_reclaimed(left.state))
 				rc = TPF_ECAPACITY;
 			tpf_live_node_release(&left);
 			tpf_diags_release(&tmp);

@@ -1,6 +1,7 @@
 /*
  * QueuedResource JSON <-> tpuform (gcp_qr.h). No network here.
  */
+#include "model/node_state.h"
 #include "providers/gcp/tpu/gcp_qr.h"
 #include "model/accel.h"
 #include "providers/gcp/tpu/gcp_multislice.h"
@@ -96,11 +97,6 @@ int tpf_gcp_qr_parse(json_t *qr, const char *zone, struct tpf_gcp_qr *out)
 	return 0;
 }
 
-int tpf_gcp_qr_dead(const char *state)
-{
-	return state && (!strcmp(state, "FAILED") || !strcmp(state, "SUSPENDED"));
-}
-
 char *tpf_gcp_duration(const char *text)
 {
 	double secs;
@@ -177,7 +173,7 @@ void tpf_gcp_qr_merge(struct tpf_live_set *set, const struct tpf_gcp_qr *qrs, si
 		}
 		xstrset(&ln->queued_state, q->state);
 		ln->recipe.queued = 1;
-		if (tpf_gcp_qr_dead(q->state))
+		if (tpf_queued_state_dead(q->state))
 			xstrset(&ln->state, q->state);
 	}
 }

@@ -77,10 +77,6 @@ void tpf_gcp_qr_live(const struct tpf_gcp_qr *q, struct tpf_live_node *out);
  */
 void tpf_gcp_qr_merge(struct tpf_live_set *set, const struct tpf_gcp_qr *qrs, size_t n);
 
-/* 1 for FAILED and SUSPENDED: the queued resource will not give a node
- * without being deleted and queued again. */
-int tpf_gcp_qr_dead(const char *state);
-
 /* ---- API calls (gcp_qr_api.c); errors as in gcp_api.h ---- */
 
 /* queuedResources.list in zone, every page, keeping the fleet's; *out

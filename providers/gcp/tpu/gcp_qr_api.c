@@ -2,6 +2,7 @@
  * queuedResources.list / get / create / delete (gcp_qr.h), calls of the
  * Google REST client as gcp_client.c makes them.
  */
+#include "model/node_state.h"
 #include "providers/gcp/gcp_client_internal.h"
 #include "providers/gcp/tpu/gcp_multislice.h"
 #include "providers/gcp/tpu/gcp_node.h"
@@ -157,7 +158,8 @@ static int failure_rc(const struct tpf_gcp_qr *q)
 /* 1 while a queued resource is on its way to ACTIVE without waiting in the queue. */
 static int moving(const char *state)
 {
-	return !strcmp(state, "CREATING") || !strcmp(state, "PROVISIONING");
+	enum tpf_queued_state q = tpf_queued_state_of(state);
+	return q == TPF_QUEUED_CREATING || q == TPF_QUEUED_PROVISIONING;
 }
 
 /* Follow the queued resource after its create operation (gcp_qr.h). */
@@ -177,7 +179,7 @@ static int follow(struct tpf_gcp_client *c, const char *zone, const char *name, 
 		if (rc < 0)
 			break;
 		int timed_out = tpf_now_mono() - start > s->op_timeout;
-		if (!strcmp(q.state, "ACTIVE")) {
+		if (tpf_queued_state_of(q.state) == TPF_QUEUED_ACTIVE) {
 			rc = q.recipe.slices > 1
 				     ? tpf_gcp_multislice_settled(c, zone, &q, what, out, d)
 				     : tpf_gcp_wait_node_settled(c, zone, q.node_id, what, out, d);
@@ -189,7 +191,7 @@ static int follow(struct tpf_gcp_client *c, const char *zone, const char *name, 
 			if (rc != TPF_ENOTFOUND || timed_out)
 				break;
 			/* ACTIVE without its node: it is being suspended; look again */
-		} else if (tpf_gcp_qr_dead(q.state)) {
+		} else if (tpf_queued_state_dead(q.state)) {
 			rc = failure_rc(&q);
 			tpf_errorx(d, name,
 				   rc == TPF_ECAPACITY ? "if the group has another zone, tpuform "
@@ -298,7 +300,7 @@ int tpf_gcp_owned_now(struct tpf_gcp_client *c, const char *zone, const char *na
 	if (rc == 0)
 		rc = tpf_delete_check(guard, "node", name, zone,
 				      tpf_kvlist_get(&n.recipe.labels, TPF_LABEL_LINEAGE), n.id, d);
-	*deleting = rc == 0 && n.state && !strcmp(n.state, "DELETING");
+	*deleting = rc == 0 && tpf_node_state_of(n.state) == TPF_NODE_STATE_DELETING;
 	tpf_live_node_release(&n);
 	if (rc != TPF_ENOTFOUND || !qr)
 		return rc;
