@@ -143,14 +143,7 @@ static int run_ssh(struct tpf_cmd_ctx *ctx)
 		fwd_main(&f);
 		code = f.rc ? TPF_EXIT_ERROR : TPF_EXIT_OK;
 	} else {
-		struct tpf_worker_ref ref = {
-			.node = t->sn->name, .node_id = t->sn->id, .worker = t->worker,
-			.nworkers = (int)t->sn->nworkers,
-			.endpoint = tpf_worker_in_range(t->worker, t->ln->nendpoints)
-					    ? &t->ln->endpoints[t->worker] : NULL,
-			.host_key = t->sn->workers[t->worker].host_key,
-		};
-		t->t->ops->interactive(t->t, &ref, &s->d); /* returns only on failure */
+		tpf_chore_interactive(t, &s->d); /* returns only on failure */
 	}
 done:
 	tpf_diags_move(ctx->d, &f.d);

@@ -2,6 +2,7 @@
  * The Compute Engine part of a recipe: copy, release, JSON (model/compute.h).
  */
 #include "model/compute.h"
+#include "model/json_field.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -27,22 +28,16 @@ void tpf_compute_release(struct tpf_compute *c)
 	memset(c, 0, sizeof(*c));
 }
 
-static void set_str(json_t *o, const char *k, const char *v)
-{
-	if (v)
-		json_object_set_new(o, k, json_string(v));
-}
-
 void tpf_compute_to_json(const struct tpf_compute *c, json_t *o)
 {
 	if (c->api != TPF_API_COMPUTE)
 		return;
 	json_object_set_new(o, "api", json_string("compute"));
-	set_str(o, "machine_type", c->machine_type);
-	set_str(o, "image", c->image);
+	tpf_json_set_str(o, "machine_type", c->machine_type);
+	tpf_json_set_str(o, "image", c->image);
 	if (c->flex_start)
 		json_object_set_new(o, "flex_start", json_true());
-	set_str(o, "termination_action", c->termination_action);
+	tpf_json_set_str(o, "termination_action", c->termination_action);
 	if (c->max_run_duration > 0)
 		json_object_set_new(o, "max_run_duration", json_integer(c->max_run_duration));
 	if (c->flex_wait > 0)
@@ -51,20 +46,9 @@ void tpf_compute_to_json(const struct tpf_compute *c, json_t *o)
 		json_t *b = json_object();
 		if (c->disk_size_gb > 0)
 			json_object_set_new(b, "size_gb", json_integer(c->disk_size_gb));
-		set_str(b, "type", c->disk_type);
+		tpf_json_set_str(b, "type", c->disk_type);
 		json_object_set_new(o, "boot_disk", b);
 	}
-}
-
-static int get_str(json_t *o, const char *k, char **out, const char *what, struct tpf_diags *d)
-{
-	json_t *v = json_object_get(o, k);
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_string(v))
-		return tpf_error(d, "%s: '%s' must be a string", what, k);
-	xstrset(out, json_string_value(v));
-	return 0;
 }
 
 /* A whole number from 0 to max, or absent (then 0). */
@@ -100,13 +84,13 @@ int tpf_compute_from_json(struct tpf_compute *c, json_t *o, const char *what,
 	c->flex_start = json_is_true(flex);
 	if (disk && !json_is_object(disk))
 		return tpf_error(d, "%s: 'boot_disk' must be an object", what);
-	if (get_str(o, "machine_type", &c->machine_type, what, d) ||
-	    get_str(o, "image", &c->image, what, d) ||
-	    get_str(o, "termination_action", &c->termination_action, what, d) ||
+	if (tpf_json_get_str(o, "machine_type", &c->machine_type, what, d) ||
+	    tpf_json_get_str(o, "image", &c->image, what, d) ||
+	    tpf_json_get_str(o, "termination_action", &c->termination_action, what, d) ||
 	    get_uint(o, "max_run_duration", 100L * 365 * 86400, &c->max_run_duration, what, d) ||
 	    get_uint(o, "flex_wait", 100L * 365 * 86400, &c->flex_wait, what, d) ||
 	    (disk && (get_uint(disk, "size_gb", 65536, &size, what, d) ||
-		      get_str(disk, "type", &c->disk_type, what, d))))
+		      tpf_json_get_str(disk, "type", &c->disk_type, what, d))))
 		return TPF_ERROR;
 	c->disk_size_gb = (int)size;
 	return 0;

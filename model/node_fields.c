@@ -3,6 +3,7 @@
  * files and saved plans (model/node_fields.h).
  */
 #include "model/node_fields.h"
+#include "model/json_field.h"
 #include "util/buf.h"
 #include "util/xalloc.h"
 
@@ -103,12 +104,6 @@ static json_t *strv_json(char **v, size_t n)
 	return a;
 }
 
-static void set_opt_str(json_t *o, const char *k, const char *v)
-{
-	if (v)
-		json_object_set_new(o, k, json_string(v));
-}
-
 static void set_tri(json_t *o, const char *k, enum tpf_tri v)
 {
 	if (v != TPF_TRI_UNSET)
@@ -117,15 +112,15 @@ static void set_tri(json_t *o, const char *k, enum tpf_tri v)
 
 void tpf_node_fields_to_json(const struct tpf_node_fields *f, json_t *o)
 {
-	set_opt_str(o, "network", f->network);
-	set_opt_str(o, "subnetwork", f->subnetwork);
+	tpf_json_set_str(o, "network", f->network);
+	tpf_json_set_str(o, "subnetwork", f->subnetwork);
 	set_tri(o, "enable_external_ips", f->enable_external_ips);
 	set_tri(o, "can_ip_forward", f->can_ip_forward);
 	if (f->ntags)
 		json_object_set_new(o, "tags", strv_json(f->tags, f->ntags));
 	if (f->sa_email || f->nsa_scopes) {
 		json_t *sa = json_object();
-		set_opt_str(sa, "email", f->sa_email);
+		tpf_json_set_str(sa, "email", f->sa_email);
 		if (f->nsa_scopes)
 			json_object_set_new(sa, "scopes", strv_json(f->sa_scopes, f->nsa_scopes));
 		json_object_set_new(o, "service_account", sa);
@@ -141,8 +136,8 @@ void tpf_node_fields_to_json(const struct tpf_node_fields *f, json_t *o)
 		json_t *a = json_array();
 		for (size_t i = 0; i < f->ndisks; i++) {
 			json_t *dk = json_object();
-			set_opt_str(dk, "source_disk", f->disks[i].source_disk);
-			set_opt_str(dk, "mode", f->disks[i].mode);
+			tpf_json_set_str(dk, "source_disk", f->disks[i].source_disk);
+			tpf_json_set_str(dk, "mode", f->disks[i].mode);
 			json_array_append_new(a, dk);
 		}
 		json_object_set_new(o, "data_disks", a);
@@ -152,19 +147,8 @@ void tpf_node_fields_to_json(const struct tpf_node_fields *f, json_t *o)
 				    json_pack("{s:b}", "secure_boot", f->secure_boot == TPF_TRI_TRUE));
 	if (f->reserved)
 		json_object_set_new(o, "reserved", json_true());
-	set_opt_str(o, "reservation", f->reservation);
-	set_opt_str(o, "topology", f->topology);
-}
-
-static int get_str(json_t *o, const char *k, char **out, const char *what, struct tpf_diags *d)
-{
-	json_t *v = json_object_get(o, k);
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_string(v))
-		return tpf_error(d, "%s: '%s' must be a string", what, k);
-	xstrset(out, json_string_value(v));
-	return 0;
+	tpf_json_set_str(o, "reservation", f->reservation);
+	tpf_json_set_str(o, "topology", f->topology);
 }
 
 static int get_tri(json_t *o, const char *k, enum tpf_tri *out, const char *what,
@@ -208,8 +192,8 @@ static int get_disks(struct tpf_node_fields *f, json_t *a, const char *what, str
 	f->disks = xcalloc(json_array_size(a) + 1, sizeof(*f->disks));
 	json_array_foreach(a, i, v) {
 		struct tpf_data_disk *dk = &f->disks[f->ndisks++];
-		if (!json_is_object(v) || get_str(v, "source_disk", &dk->source_disk, what, d) ||
-		    get_str(v, "mode", &dk->mode, what, d))
+		if (!json_is_object(v) || tpf_json_get_str(v, "source_disk", &dk->source_disk, what, d) ||
+		    tpf_json_get_str(v, "mode", &dk->mode, what, d))
 			return tpf_error(d, "%s: 'data_disks' entry %zu is malformed", what, i);
 	}
 	return 0;
@@ -226,17 +210,17 @@ int tpf_node_fields_from_json(struct tpf_node_fields *f, json_t *o, const char *
 	if (rsv && !json_is_boolean(rsv))
 		return tpf_error(d, "%s: 'reserved' must be true or false", what);
 	f->reserved = json_is_true(rsv);
-	if (get_str(o, "network", &f->network, what, d) ||
-	    get_str(o, "subnetwork", &f->subnetwork, what, d) ||
+	if (tpf_json_get_str(o, "network", &f->network, what, d) ||
+	    tpf_json_get_str(o, "subnetwork", &f->subnetwork, what, d) ||
 	    get_tri(o, "enable_external_ips", &f->enable_external_ips, what, d) ||
 	    get_tri(o, "can_ip_forward", &f->can_ip_forward, what, d) ||
 	    get_strv(o, "tags", &f->tags, &f->ntags, what, d) ||
-	    get_str(sa, "email", &f->sa_email, what, d) ||
+	    tpf_json_get_str(sa, "email", &f->sa_email, what, d) ||
 	    get_strv(sa, "scopes", &f->sa_scopes, &f->nsa_scopes, what, d) ||
 	    get_disks(f, json_object_get(o, "data_disks"), what, d) ||
 	    get_tri(sh, "secure_boot", &f->secure_boot, what, d) ||
-	    get_str(o, "reservation", &f->reservation, what, d) ||
-	    get_str(o, "topology", &f->topology, what, d))
+	    tpf_json_get_str(o, "reservation", &f->reservation, what, d) ||
+	    tpf_json_get_str(o, "topology", &f->topology, what, d))
 		return TPF_ERROR;
 	if (md && !json_is_object(md))
 		return tpf_error(d, "%s: 'metadata' must be an object of strings", what);

@@ -3,6 +3,7 @@
  * state file and saved plans so both spell fields the same way.
  */
 #include "model/recipe.h"
+#include "model/json_field.h"
 #include "util/xalloc.h"
 
 #include <string.h>
@@ -40,37 +41,19 @@ int tpf_kvlist_from_json(struct tpf_kvlist *l, json_t *j, const char *what, stru
 	return 0;
 }
 
-static void set_str(json_t *o, const char *k, const char *v)
-{
-	if (v)
-		json_object_set_new(o, k, str(v));
-}
-
-/* Copy an optional string field; wrong type is an error. */
-static int get_str(json_t *o, const char *k, char **out, const char *what, struct tpf_diags *d)
-{
-	json_t *v = json_object_get(o, k);
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_string(v))
-		return tpf_error(d, "%s: '%s' must be a string", what, k);
-	xstrset(out, json_string_value(v));
-	return 0;
-}
-
 json_t *tpf_recipe_to_json(const struct tpf_recipe *r)
 {
 	json_t *o = json_object();
-	set_str(o, "accelerator_type", r->accelerator_type);
-	set_str(o, "runtime_version", r->runtime_version);
-	set_str(o, "zone", r->zone);
+	tpf_json_set_str_kept(o, "accelerator_type", r->accelerator_type);
+	tpf_json_set_str_kept(o, "runtime_version", r->runtime_version);
+	tpf_json_set_str_kept(o, "zone", r->zone);
 	json_object_set_new(o, "preemptible", json_boolean(r->preemptible));
 	json_object_set_new(o, "spot", json_boolean(r->spot));
 	json_object_set_new(o, "workers", json_integer(r->workers));
 	json_object_set_new(o, "labels", tpf_kvlist_to_json(&r->labels));
 	if (r->queued)
 		json_object_set_new(o, "queued", json_true());
-	set_str(o, "valid_until", r->valid_until);
+	tpf_json_set_str_kept(o, "valid_until", r->valid_until);
 	if (r->slices > 1)
 		json_object_set_new(o, "slices", json_integer(r->slices));
 	tpf_node_fields_to_json(&r->node, o); /* only the fields set */
@@ -82,10 +65,10 @@ int tpf_recipe_from_json(struct tpf_recipe *r, json_t *j, const char *what, stru
 {
 	if (!json_is_object(j))
 		return tpf_error(d, "%s: 'recipe' must be an object", what);
-	if (get_str(j, "accelerator_type", &r->accelerator_type, what, d) ||
-	    get_str(j, "runtime_version", &r->runtime_version, what, d) ||
-	    get_str(j, "zone", &r->zone, what, d) ||
-	    get_str(j, "valid_until", &r->valid_until, what, d))
+	if (tpf_json_get_str(j, "accelerator_type", &r->accelerator_type, what, d) ||
+	    tpf_json_get_str(j, "runtime_version", &r->runtime_version, what, d) ||
+	    tpf_json_get_str(j, "zone", &r->zone, what, d) ||
+	    tpf_json_get_str(j, "valid_until", &r->valid_until, what, d))
 		return TPF_ERROR;
 	json_t *qd = json_object_get(j, "queued");
 	if (qd && !json_is_boolean(qd))
@@ -111,12 +94,12 @@ int tpf_recipe_from_json(struct tpf_recipe *r, json_t *j, const char *what, stru
 json_t *tpf_job_to_json(const struct tpf_job *job)
 {
 	json_t *o = json_object();
-	set_str(o, "commit", job->commit);
-	set_str(o, "repo", job->repo);
-	set_str(o, "setup", job->setup);
-	set_str(o, "run", job->run);
+	tpf_json_set_str_kept(o, "commit", job->commit);
+	tpf_json_set_str_kept(o, "repo", job->repo);
+	tpf_json_set_str_kept(o, "setup", job->setup);
+	tpf_json_set_str_kept(o, "run", job->run);
 	json_object_set_new(o, "env", tpf_kvlist_to_json(&job->env));
-	set_str(o, "secrets_hash", job->secrets_hash);
+	tpf_json_set_str_kept(o, "secrets_hash", job->secrets_hash);
 	return o;
 }
 
@@ -126,9 +109,9 @@ int tpf_job_from_json(struct tpf_job *job, json_t *j, const char *what, struct t
 		return 0;
 	if (!json_is_object(j))
 		return tpf_error(d, "%s: 'job' must be an object", what);
-	if (get_str(j, "commit", &job->commit, what, d) || get_str(j, "repo", &job->repo, what, d) ||
-	    get_str(j, "setup", &job->setup, what, d) || get_str(j, "run", &job->run, what, d) ||
-	    get_str(j, "secrets_hash", &job->secrets_hash, what, d))
+	if (tpf_json_get_str(j, "commit", &job->commit, what, d) || tpf_json_get_str(j, "repo", &job->repo, what, d) ||
+	    tpf_json_get_str(j, "setup", &job->setup, what, d) || tpf_json_get_str(j, "run", &job->run, what, d) ||
+	    tpf_json_get_str(j, "secrets_hash", &job->secrets_hash, what, d))
 		return TPF_ERROR;
 	return tpf_kvlist_from_json(&job->env, json_object_get(j, "env"), what, d);
 }

@@ -8,6 +8,7 @@
  * never written: only their hash.
  */
 #include "plan/plan.h"
+#include "model/json_field.h"
 #include "plan/plan_internal.h"
 #include "util/xalloc.h"
 
@@ -28,12 +29,6 @@ static json_t *desired_to_json(const struct tpf_desired_node *n)
 		json_array_append_new(z, json_string(n->zones[i]));
 	json_object_set_new(o, "zones", z);
 	return o;
-}
-
-static void set_str(json_t *o, const char *k, const char *v)
-{
-	if (v)
-		json_object_set_new(o, k, json_string(v));
 }
 
 static const char *kind_key(enum tpf_action_kind k)
@@ -59,7 +54,7 @@ json_t *tpf_unconverged_to_json(const struct tpf_unconverged *u)
 		json_object_set_new(o, "worker", json_integer(u->worker));
 	if (u->exit_code >= 0)
 		json_object_set_new(o, "exit_code", json_integer(u->exit_code));
-	set_str(o, "reason", u->reason);
+	tpf_json_set_str(o, "reason", u->reason);
 	return o;
 }
 
@@ -68,11 +63,11 @@ json_t *tpf_plan_to_json(const struct tpf_plan *p)
 	json_t *o = json_object();
 	json_object_set_new(o, "format", json_string(PLAN_FORMAT));
 	json_object_set_new(o, "tpuform_version", json_string(TPF_VERSION));
-	set_str(o, "fleet", p->fleet);
-	set_str(o, "lineage", p->lineage);
+	tpf_json_set_str(o, "fleet", p->fleet);
+	tpf_json_set_str(o, "lineage", p->lineage);
 	json_object_set_new(o, "serial", json_integer(p->serial));
-	set_str(o, "commit", p->commit);
-	set_str(o, "fleet_sha256", p->fleet_sha256);
+	tpf_json_set_str(o, "commit", p->commit);
+	tpf_json_set_str(o, "fleet_sha256", p->fleet_sha256);
 	json_object_set_new(o, "destroy", json_boolean(p->destroy));
 	json_object_set_new(o, "refresh_only", json_boolean(p->refresh_only));
 	json_t *targets = json_array();
@@ -85,10 +80,10 @@ json_t *tpf_plan_to_json(const struct tpf_plan *p)
 		json_t *j = json_object();
 		json_object_set_new(j, "kind", json_string(kind_key(a->kind)));
 		json_object_set_new(j, "node", json_string(a->node));
-		set_str(j, "reason", a->reason);
-		set_str(j, "reason_code", a->reason_code);
-		set_str(j, "zone", a->zone);
-		set_str(j, "id", a->id);
+		tpf_json_set_str(j, "reason", a->reason);
+		tpf_json_set_str(j, "reason_code", a->reason_code);
+		tpf_json_set_str(j, "zone", a->zone);
+		tpf_json_set_str(j, "id", a->id);
 		json_object_set_new(j, "adopt", json_boolean(a->adopt));
 		json_object_set_new(j, "update_labels", json_boolean(a->update_labels));
 		if (a->patch)
@@ -106,8 +101,8 @@ json_t *tpf_plan_to_json(const struct tpf_plan *p)
 			const struct tpf_change *c = &a->changes[k];
 			json_t *cj = json_object();
 			json_object_set_new(cj, "field", json_string(c->field));
-			set_str(cj, "before", c->before);
-			set_str(cj, "after", c->after);
+			tpf_json_set_str(cj, "before", c->before);
+			tpf_json_set_str(cj, "after", c->after);
 			json_object_set_new(cj, "forces", json_boolean(c->forces));
 			json_object_set_new(cj, "sensitive", json_boolean(c->sensitive));
 			json_array_append_new(ch, cj);
@@ -127,7 +122,7 @@ json_t *tpf_plan_to_json(const struct tpf_plan *p)
 		const struct tpf_completed *c = &p->completed[i];
 		json_t *cj = json_pack("{s:s,s:b,s:i}", "node", c->node, "deleted", c->deleted,
 				       "exit_code", c->exit_code);
-		set_str(cj, "at", c->at);
+		tpf_json_set_str(cj, "at", c->at);
 		json_array_append_new(done, cj);
 	}
 	json_object_set_new(o, "completed", done);

@@ -147,45 +147,57 @@ static char *script_secrets_hash(const struct tpf_fleet *f)
 	return h;
 }
 
+/* A worker's bootstrap parameters and the strings they borrow. */
+struct script_inputs {
+	struct tpf_bootstrap_params p;
+	char *session, *secrets_hash, *hosts;
+	struct tpf_bootstrap_mount *mounts;
+};
+
+static void inputs_make(struct script_inputs *in, const struct tpf_fleet *f,
+			const struct tpf_state_node *n, const struct tpf_live_node *live,
+			int worker)
+{
+	in->session = tpf_session_name(f->name);
+	in->secrets_hash = script_secrets_hash(f);
+	in->p = worker_params(f, n, live, worker, in->session, in->secrets_hash);
+	in->hosts = slice_hostnames(n, live, worker);
+	in->mounts = script_mounts(tpf_fleet_storage(f, n->group));
+	in->p.slice_hostnames = in->hosts;
+	in->p.mounts = in->mounts;
+}
+
+static void inputs_release(struct script_inputs *in)
+{
+	free(in->mounts);
+	free(in->hosts);
+	free(in->session);
+	free(in->secrets_hash);
+}
+
 char *tpf_provision_render(const struct tpf_fleet *f, const struct tpf_state_node *n,
 			   const struct tpf_live_node *live, int worker, char **hash_out)
 {
-	char *session = tpf_session_name(f->name);
-	char *secrets_hash = script_secrets_hash(f);
-	struct tpf_bootstrap_params p = worker_params(f, n, live, worker, session, secrets_hash);
-	char *hosts = slice_hostnames(n, live, worker);
-	struct tpf_bootstrap_mount *mounts = script_mounts(tpf_fleet_storage(f, n->group));
-	p.slice_hostnames = hosts;
-	p.mounts = mounts;
-	char *script = tpf_bootstrap_render(&p);
-	free(mounts);
+	struct script_inputs in;
+	inputs_make(&in, f, n, live, worker);
+	char *script = tpf_bootstrap_render(&in.p);
 	if (hash_out)
 		*hash_out = tpf_sha256_tagged(script, strlen(script));
-	free(hosts);
-	free(session);
-	free(secrets_hash);
+	inputs_release(&in);
 	return script;
 }
 
 char *tpf_provision_hash(const struct tpf_fleet *f, const struct tpf_state_node *n,
 			 const struct tpf_live_node *live, int worker)
 {
-	char *session = tpf_session_name(f->name);
-	char *secrets_hash = script_secrets_hash(f);
-	struct tpf_bootstrap_params p = worker_params(f, n, live, worker, session, secrets_hash);
-	char *hosts = slice_hostnames(n, live, worker);
-	struct tpf_bootstrap_mount *mounts = script_mounts(tpf_fleet_storage(f, n->group));
-	p.slice_hostnames = hosts;
-	p.mounts = mounts;
+	struct script_inputs in;
+	inputs_make(&in, f, n, live, worker);
 	/* The script is the head and the fixed body (render.h): hash them in
 	 * turn rather than copy the body behind each head. */
-	char *head = tpf_bootstrap_render_head(&p);
-	free(hosts);
-	free(mounts);
+	char *head = tpf_bootstrap_render_head(&in.p);
+	inputs_release(&in);
 	char *hash = tpf_sha256_tagged2(head, strlen(head), tpf_template_bootstrap_sh,
 					strlen(tpf_template_bootstrap_sh));
 	free(head);
-	free(session);
-	free(secrets_hash);
 	return hash;
 }

@@ -59,3 +59,10 @@ done:
 		g->sending(g->ctx);
 	return rc ? TPF_EFOREIGN : 0;
 }
+
+int tpf_delete_check_live(const struct tpf_delete_guard *g, const char *kind, const char *name,
+			  const char *zone, const struct tpf_live_node *ln, struct tpf_diags *d)
+{
+	return tpf_delete_check(g, kind, name, zone,
+				tpf_kvlist_get(&ln->recipe.labels, TPF_LABEL_LINEAGE), ln->id, d);
+}

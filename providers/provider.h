@@ -172,6 +172,11 @@ int tpf_delete_check(const struct tpf_delete_guard *g, const char *kind, const c
 		     const char *zone, const char *found_lineage, const char *found_id,
 		     struct tpf_diags *d);
 
+/* tpf_delete_check of a node or instance as just read: its
+ * tpuform-lineage label and its id. */
+int tpf_delete_check_live(const struct tpf_delete_guard *g, const char *kind, const char *name,
+			  const char *zone, const struct tpf_live_node *ln, struct tpf_diags *d);
+
 /* 1 when p's interrupt flag is set (a signal asked to stop waiting). */
 int tpf_provider_interrupted(const struct tpf_provider *p);
 

@@ -29,16 +29,25 @@ static const char *path_problem(const char *path)
 	return NULL;
 }
 
+/* The error for a remote path refused for `why`; `expected` says what a
+ * good one is. The path is cut at 100 bytes. */
+static int path_refused(const char *path, const char *address, const char *why,
+			const char *expected, struct tpf_diags *d)
+{
+	return tpf_errorx(d, address, NULL,
+			  "path '%.*s%s' on worker '%s' is not valid (%s): expected %s of at most "
+			  "%d bytes",
+			  100, path ? path : "", path && strlen(path) > 100 ? "..." : "",
+			  address ? address : "", why, expected, TPF_REMOTE_PATH_MAX);
+}
+
 int tpf_remote_path_check(const char *path, const char *address, struct tpf_diags *d)
 {
 	const char *why = path_problem(path);
-	if (!why)
-		return 0;
-	return tpf_errorx(d, address, NULL,
-			  "path '%.*s%s' on worker '%s' is not valid (%s): expected a path relative "
-			  "to the worker's home, without empty, '.' or '..' parts, of at most %d bytes",
-			  100, path ? path : "", path && strlen(path) > 100 ? "..." : "",
-			  address ? address : "", why, TPF_REMOTE_PATH_MAX);
+	return why ? path_refused(path, address, why,
+				  "a path relative to the worker's home, without empty, '.' or "
+				  "'..' parts,", d)
+		   : 0;
 }
 
 int tpf_transport_output_too_large(const char *address, size_t limit, struct tpf_diags *d)
@@ -61,11 +70,5 @@ int tpf_remote_file_path_check(const char *path, const char *address, struct tpf
 	for (const char *p = path; !why && *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			why = "it holds a control character";
-	if (!why)
-		return 0;
-	return tpf_errorx(d, address, NULL,
-			  "path '%.*s%s' on worker '%s' is not valid (%s): expected a path of at "
-			  "most %d bytes without control characters",
-			  100, path ? path : "", path && strlen(path) > 100 ? "..." : "",
-			  address ? address : "", why, TPF_REMOTE_PATH_MAX);
+	return why ? path_refused(path, address, why, "a path without control characters", d) : 0;
 }

@@ -191,6 +191,15 @@ double tpf_lock_next_wait(double *delay, double deadline)
 	return wait;
 }
 
+/* The lock's paths and id, once it is not held (fd closed). */
+static void forget(struct tpf_lock *l)
+{
+	free(l->lock_path);
+	free(l->info_path);
+	l->lock_path = l->info_path = NULL;
+	memset(l->id, 0, sizeof(l->id));
+}
+
 int tpf_lock_acquire(struct tpf_lock *l, const char *state_path, const char *operation,
 		     double timeout, struct tpf_diags *d)
 {
@@ -237,10 +246,7 @@ done:
 		if (l->fd >= 0)
 			close(l->fd);
 		l->fd = -1;
-		free(l->lock_path);
-		free(l->info_path);
-		l->lock_path = l->info_path = NULL;
-		memset(l->id, 0, sizeof(l->id));
+		forget(l);
 	}
 	return err;
 }
@@ -259,10 +265,7 @@ void tpf_lock_release(struct tpf_lock *l)
 		close(l->fd);
 		l->fd = -1;
 	}
-	free(l->lock_path);
-	free(l->info_path);
-	l->lock_path = l->info_path = NULL;
-	memset(l->id, 0, sizeof(l->id));
+	forget(l);
 }
 
 int tpf_lock_force_unlock_file(const char *state_path, const char *id, struct tpf_diags *d)

@@ -4,6 +4,7 @@
  * the saved text is assembled from these values by state_doc.c.
  */
 #include "state/state_priv.h"
+#include "model/json_field.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -17,56 +18,46 @@
  * so that json_dumps fails and save reports it, instead of the value
  * silently vanishing from the state.
  */
-static void put_str(json_t *o, const char *key, const char *v)
-{
-	if (!v)
-		return;
-	json_t *s = json_string(v);
-	if (!s)
-		s = json_string_nocheck(v);
-	json_object_set_new(o, key, s);
-}
-
 static json_t *worker_to_json(const struct tpf_state_worker *w)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "index", json_integer(w->index));
-	put_str(o, "script_hash", w->script_hash);
-	put_str(o, "session", w->session);
-	put_str(o, "status", tpf_job_state_recorded(w->job_state));
+	tpf_json_set_str_kept(o, "script_hash", w->script_hash);
+	tpf_json_set_str_kept(o, "session", w->session);
+	tpf_json_set_str_kept(o, "status", tpf_job_state_recorded(w->job_state));
 	json_object_set_new(o, "exit_code", json_integer(w->exit_code));
 	json_object_set_new(o, "restarts", json_integer(w->restarts));
-	put_str(o, "address", w->address);
-	put_str(o, "host_key", w->host_key);
-	put_str(o, "provisioned_at", w->provisioned_at);
-	put_str(o, "restarted_at", w->restarted_at);
+	tpf_json_set_str_kept(o, "address", w->address);
+	tpf_json_set_str_kept(o, "host_key", w->host_key);
+	tpf_json_set_str_kept(o, "provisioned_at", w->provisioned_at);
+	tpf_json_set_str_kept(o, "restarted_at", w->restarted_at);
 	if (w->preflight_failures > 0)
 		json_object_set_new(o, "preflight_failures", json_integer(w->preflight_failures));
-	put_str(o, "preflight_error", w->preflight_error);
+	tpf_json_set_str_kept(o, "preflight_error", w->preflight_error);
 	return o;
 }
 
 json_t *tpf_state_node_to_json(const struct tpf_state_node *n)
 {
 	json_t *o = json_object();
-	put_str(o, "name", n->name);
-	put_str(o, "group", n->group);
+	tpf_json_set_str_kept(o, "name", n->name);
+	tpf_json_set_str_kept(o, "group", n->group);
 	json_object_set_new(o, "index", json_integer(n->index));
-	put_str(o, "id", n->id);
-	put_str(o, "status", tpf_node_status_name(n->status));
+	tpf_json_set_str_kept(o, "id", n->id);
+	tpf_json_set_str_kept(o, "status", tpf_node_status_name(n->status));
 	json_object_set_new(o, "generation", json_integer(n->generation));
-	put_str(o, "created_at", n->created_at);
-	put_str(o, "last_checkpoint", n->last_checkpoint);
-	put_str(o, "checkpoint_at", n->checkpoint_at);
-	put_str(o, "completed_at", n->completed_at);
+	tpf_json_set_str_kept(o, "created_at", n->created_at);
+	tpf_json_set_str_kept(o, "last_checkpoint", n->last_checkpoint);
+	tpf_json_set_str_kept(o, "checkpoint_at", n->checkpoint_at);
+	tpf_json_set_str_kept(o, "completed_at", n->completed_at);
 	if (n->exit_code >= 0)
 		json_object_set_new(o, "exit_code", json_integer(n->exit_code));
-	put_str(o, "bad_host", n->bad_host);
+	tpf_json_set_str_kept(o, "bad_host", n->bad_host);
 	if (n->preemptions > 0)
 		json_object_set_new(o, "preemptions", json_integer(n->preemptions));
-	put_str(o, "refused", n->refused);
-	put_str(o, "retry_after", n->retry_after);
-	put_str(o, "delete_sent_at", n->delete_sent_at);
+	tpf_json_set_str_kept(o, "refused", n->refused);
+	tpf_json_set_str_kept(o, "retry_after", n->retry_after);
+	tpf_json_set_str_kept(o, "delete_sent_at", n->delete_sent_at);
 	json_object_set_new(o, "recipe", tpf_recipe_to_json(&n->recipe));
 	json_object_set_new(o, "job", tpf_job_to_json(&n->job));
 	json_t *ws = json_array();
@@ -99,10 +90,10 @@ json_t *tpf_state_head_to_json(const struct tpf_state *st)
 {
 	json_t *root = json_object();
 	json_object_set_new(root, "version", json_integer(st->version));
-	put_str(root, "lineage", st->lineage);
-	put_str(root, "fleet", st->fleet);
-	put_str(root, "proxy_jump_host", st->proxy_jump_host);
-	put_str(root, "proxy_jump_host_key", st->proxy_jump_host_key);
+	tpf_json_set_str_kept(root, "lineage", st->lineage);
+	tpf_json_set_str_kept(root, "fleet", st->fleet);
+	tpf_json_set_str_kept(root, "proxy_jump_host", st->proxy_jump_host);
+	tpf_json_set_str_kept(root, "proxy_jump_host_key", st->proxy_jump_host_key);
 	return root;
 }
 
@@ -110,7 +101,7 @@ json_t *tpf_state_to_json(const struct tpf_state *st)
 {
 	json_t *root = tpf_state_head_to_json(st);
 	json_object_set_new(root, "serial", json_integer(st->serial));
-	put_str(root, "tpuform_version", st->tpuform_version);
+	tpf_json_set_str_kept(root, "tpuform_version", st->tpuform_version);
 	const struct tpf_state_node **order = tpf_state_nodes_by_name(st);
 	json_t *nodes = json_array();
 	for (size_t i = 0; i < st->nnodes; i++)

@@ -60,7 +60,10 @@ int tpf_chore_targets(struct tpf_pipeline *s, const char *node, const struct tpf
 	return 0;
 }
 
-int tpf_chore_connect(const struct tpf_chore_target *t, struct tpf_conn **c, struct tpf_diags *d)
+/* The worker as the transport knows it, from the state and live node. Not
+ * read_only: like gcloud's ssh and scp, a chore puts the login key back on
+ * a node that lost it. */
+static struct tpf_worker_ref worker_ref(const struct tpf_chore_target *t)
 {
 	struct tpf_worker_ref ref = {
 		.node = t->sn->name, .node_id = t->sn->id, .worker = t->worker,
@@ -68,10 +71,20 @@ int tpf_chore_connect(const struct tpf_chore_target *t, struct tpf_conn **c, str
 		.endpoint = tpf_worker_in_range(t->worker, t->ln->nendpoints)
 				    ? &t->ln->endpoints[t->worker] : NULL,
 		.host_key = t->sn->workers[t->worker].host_key,
-		/* not read_only: like gcloud's ssh and scp, a chore puts the
-		 * login key back on a node that lost it */
 	};
+	return ref;
+}
+
+int tpf_chore_connect(const struct tpf_chore_target *t, struct tpf_conn **c, struct tpf_diags *d)
+{
+	struct tpf_worker_ref ref = worker_ref(t);
 	return t->t->ops->connect(t->t, &ref, c, NULL, d);
+}
+
+void tpf_chore_interactive(const struct tpf_chore_target *t, struct tpf_diags *d)
+{
+	struct tpf_worker_ref ref = worker_ref(t);
+	t->t->ops->interactive(t->t, &ref, d);
 }
 
 char *tpf_chore_name(const struct tpf_chore_target *t)

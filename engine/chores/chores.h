@@ -36,6 +36,11 @@ struct tpf_chore_target {
 int tpf_chore_targets(struct tpf_pipeline *s, const char *node, const struct tpf_worker_set *workers,
 		      struct tpf_chore_target **out, size_t *n);
 
+/* An interactive shell on target (the transport's interactive op, as
+ * `ssh HOST` and `gcloud compute tpus tpu-vm ssh` give): returns only on
+ * failure, with a diagnostic in d. */
+void tpf_chore_interactive(const struct tpf_chore_target *t, struct tpf_diags *d);
+
 /* Connect to target (the worker ref filled from the state and live node).
  * The transport's connect results. */
 int tpf_chore_connect(const struct tpf_chore_target *t, struct tpf_conn **c,

@@ -2,6 +2,7 @@
  * The run ledger's writer (engine/ledger/ledger_writer.h).
  */
 #include "engine/ledger/ledger_writer.h"
+#include "model/json_field.h"
 #include "engine/state_store.h"
 #include "model/chips.h"
 #include "plan/plan.h"
@@ -147,12 +148,6 @@ static struct node_facts *learn_event(struct tpf_run_ledger *r, const struct tpf
 
 /* ---- lines ----------------------------------------------------------------- */
 
-static void set_str(json_t *o, const char *k, const char *v)
-{
-	if (v)
-		json_object_set_new(o, k, json_string(v));
-}
-
 static void set_int(json_t *o, const char *k, long v)
 {
 	if (v >= 0)
@@ -161,16 +156,16 @@ static void set_int(json_t *o, const char *k, long v)
 
 static void add_node_facts(json_t *o, const struct node_facts *nf)
 {
-	set_str(o, "group", nf->group);
-	set_str(o, "zone", nf->zone);
-	set_str(o, "api", nf->api);
-	set_str(o, "type", nf->type);
-	set_str(o, "chip", nf->generation_name);
+	tpf_json_set_str(o, "group", nf->group);
+	tpf_json_set_str(o, "zone", nf->zone);
+	tpf_json_set_str(o, "api", nf->api);
+	tpf_json_set_str(o, "type", nf->type);
+	tpf_json_set_str(o, "chip", nf->generation_name);
 	if (nf->chips > 0)
 		json_object_set_new(o, "chips", json_integer(nf->chips));
 	if (nf->vms > 0)
 		json_object_set_new(o, "vms", json_integer(nf->vms));
-	set_str(o, "class", nf->class);
+	tpf_json_set_str(o, "class", nf->class);
 	set_int(o, "generation", nf->generation);
 	set_int(o, "retry", nf->retry);
 }
@@ -183,29 +178,29 @@ static json_t *line_locked(struct tpf_run_ledger *r, const struct tpf_event *ev,
 	json_t *o = json_object();
 	json_object_set_new(o, "v", json_integer(TPF_LEDGER_FORMAT));
 	json_object_set_new(o, "ts", json_string(ts));
-	set_str(o, "event", tpf_event_info(ev->kind)->name);
+	tpf_json_set_str(o, "event", tpf_event_info(ev->kind)->name);
 	if (ev->action != ev->kind)
-		set_str(o, "action", tpf_event_info(ev->action)->name);
-	set_str(o, "cmd", r->command);
+		tpf_json_set_str(o, "action", tpf_event_info(ev->action)->name);
+	tpf_json_set_str(o, "cmd", r->command);
 	json_object_set_new(o, "writer", json_string(r->writer));
 	json_object_set_new(o, "seq", json_integer(++r->seq));
-	set_str(o, "node", ev->node);
+	tpf_json_set_str(o, "node", ev->node);
 	struct node_facts *nf = learn_event(r, ev);
 	if (nf)
 		add_node_facts(o, nf);
 	else
-		set_str(o, "group", ev->group);
-	set_str(o, "id", ev->id);
+		tpf_json_set_str(o, "group", ev->group);
+	tpf_json_set_str(o, "id", ev->id);
 	set_int(o, "worker", ev->worker);
 	set_int(o, "workers", ev->workers);
 	if (ev->exit_code != -1)
 		json_object_set_new(o, "exit_code", json_integer(ev->exit_code));
 	if (ev->elapsed > 0)
 		json_object_set_new(o, "elapsed", json_real((double)(long)(ev->elapsed * 1000) / 1000));
-	set_str(o, "reason", ev->reason);
+	tpf_json_set_str(o, "reason", ev->reason);
 	set_int(o, "step", ev->step);
-	set_str(o, "checkpoint", ev->checkpoint);
-	set_str(o, "deadline", ev->deadline);
+	tpf_json_set_str(o, "checkpoint", ev->checkpoint);
+	tpf_json_set_str(o, "deadline", ev->deadline);
 	if (ev->message) {
 		size_t n = strnlen(ev->message, MESSAGE_MAX);
 		json_object_set_new(o, "message", json_stringn_nocheck(ev->message, n));

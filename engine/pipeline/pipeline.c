@@ -254,7 +254,7 @@ int tpf_pipeline_probe(struct tpf_pipeline *s)
 	return 0;
 }
 
-int tpf_pipeline_plan(struct tpf_pipeline *s, int destroy, struct tpf_plan *p)
+struct tpf_diff_input tpf_pipeline_diff_input(struct tpf_pipeline *s, int destroy, double now)
 {
 	struct tpf_diff_input in = {
 		.fleet = &s->fleet,
@@ -263,8 +263,14 @@ int tpf_pipeline_plan(struct tpf_pipeline *s, int destroy, struct tpf_plan *p)
 		.live = &s->live,
 		.facts = &s->facts,
 		.destroy = destroy,
-		.now = tpf_now_wall(), /* restart backoffs (plan/plan.h) */
+		.now = now,
 	};
+	return in;
+}
+
+int tpf_pipeline_plan(struct tpf_pipeline *s, int destroy, struct tpf_plan *p)
+{
+	struct tpf_diff_input in = tpf_pipeline_diff_input(s, destroy, tpf_now_wall());
 	if (tpf_diff(p, &in, &s->d))
 		return TPF_ERROR;
 	/* tpf_diff knows neither: a saved plan needs both to be applied. */

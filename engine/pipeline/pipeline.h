@@ -149,6 +149,13 @@ int tpf_pipeline_refresh(struct tpf_pipeline *s, int probe);
 int tpf_pipeline_probe(struct tpf_pipeline *s);
 
 /*
+ * What the diff reads, borrowed from s (valid while s is unchanged).
+ * now: wall seconds for restart backoffs (plan/plan.h), or 0 where the
+ * plan made does not restart jobs (-refresh-only, -replace, -target).
+ */
+struct tpf_diff_input tpf_pipeline_diff_input(struct tpf_pipeline *s, int destroy, double now);
+
+/*
  * Diff the refreshed pipeline into *p (zeroed or released by the caller;
  * the caller releases it). destroy: plan to delete everything the fleet
  * owns. The plan carries the pinned commit and the fleet file's hash, so it

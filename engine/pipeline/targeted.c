@@ -12,14 +12,7 @@
 int tpf_pipeline_plan_mode(struct tpf_pipeline *s, const struct tpf_plan_mode *m,
 			  struct tpf_plan *p)
 {
-	struct tpf_diff_input in = {
-		.fleet = &s->fleet,
-		.desired = &s->desired,
-		.state = &s->state,
-		.live = &s->live,
-		.facts = &s->facts,
-		.destroy = m->destroy,
-	};
+	struct tpf_diff_input in = tpf_pipeline_diff_input(s, m->destroy, 0);
 	if (m->refresh_only) {
 		if (tpf_plan_refresh_only(p, &in, &s->d))
 			return TPF_ERROR;

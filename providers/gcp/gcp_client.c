@@ -9,6 +9,9 @@
 #include "providers/gcp/gcp_client_internal.h"
 #include "google/gapi.h"
 #include "google/gcp_endpoint.h"
+#include "google/gcp_retry.h"
+#include "util/diag.h"
+#include "util/timeutil.h"
 #include "util/xalloc.h"
 
 #include <jansson.h>
@@ -50,6 +53,26 @@ void tpf_gcp_client_watch_interrupt(struct tpf_gcp_client *c, volatile int *cons
 int tpf_gcp_poll_sleep(struct tpf_gcp_client *c, double seconds)
 {
 	return tpf_gapi_sleep(c->api, seconds);
+}
+
+int tpf_gcp_wait_gone(struct tpf_gcp_client *c, const char *zone, const char *name,
+		      const char *noun, const char *what, tpf_gcp_probe_fn probe,
+		      struct tpf_diags *d)
+{
+	double start = tpf_now_mono(), interval = c->s.poll_min;
+	for (;;) {
+		int rc = probe(c, zone, name, d);
+		if (rc == TPF_ENOTFOUND)
+			return 0;
+		if (rc < 0)
+			return rc;
+		if (tpf_now_mono() - start > c->s.op_timeout)
+			return tpf_errorx(d, name, NULL, "%s: %s still listed %.0f seconds after its "
+					  "delete operation finished", what, noun, c->s.op_timeout);
+		if ((rc = tpf_gcp_poll_sleep(c, interval)) < 0)
+			return rc;
+		interval = tpf_gcp_next_poll(&c->s, interval);
+	}
 }
 
 /* HTTP engine, credentials and the REST client over them. */

@@ -66,6 +66,20 @@ int tpf_gcp_wait_op(struct tpf_gcp_client *c, json_t *op, const char *what, cons
  * 0.2 s: 0, or TPF_EINTERRUPTED (no diagnostic) once it is set. */
 int tpf_gcp_poll_sleep(struct tpf_gcp_client *c, double seconds);
 
+/* Is the resource there? 0 yes, TPF_ENOTFOUND gone, or another error
+ * (diagnostic in d). */
+typedef int (*tpf_gcp_probe_fn)(struct tpf_gcp_client *c, const char *zone, const char *name,
+				struct tpf_diags *d);
+
+/* After a delete operation finished: poll probe until it says TPF_ENOTFOUND
+ * (0), an error (its code), the operation timeout passes (TPF_ERROR, "WHAT:
+ * NOUN still listed N seconds after its delete operation finished") or an
+ * interrupt (TPF_EINTERRUPTED). The API can list a resource for a while
+ * after its delete operation is done. */
+int tpf_gcp_wait_gone(struct tpf_gcp_client *c, const char *zone, const char *name,
+		      const char *noun, const char *what, tpf_gcp_probe_fn probe,
+		      struct tpf_diags *d);
+
 /* Every page of a list method (google/gapi.h tpf_gapi_pages); each(item,
  * ctx) for the items of `key`; a page naming unreachable locations is an
  * error. */

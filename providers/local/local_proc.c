@@ -138,6 +138,19 @@ static int timed_out(pid_t pid, double timeout, const char *address, struct tpf_
 			  "command on worker '%s' timed out after %s", address, secs);
 }
 
+/* A close-on-exec pipe and a child: 0 (pid 0 in the child), or TPF_ERROR
+ * with a diagnostic (fds and *pid as far as they got: the caller's
+ * cleanup closes and reaps). */
+static int pipe_and_fork(int fds[2], pid_t *pid, const char *address, struct tpf_diags *d)
+{
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return tpf_errorx(d, address, NULL, "cannot create a pipe: %s", strerror(errno));
+	*pid = fork();
+	if (*pid < 0)
+		return tpf_errorx(d, address, NULL, "cannot fork: %s", strerror(errno));
+	return 0;
+}
+
 int tpf_local_run(const char *home, char *const envp[], const char *command,
 		  struct tpf_buf *out, int *status, double timeout, const char *address,
 		  struct tpf_diags *d)
@@ -155,15 +168,8 @@ int tpf_local_run(const char *home, char *const envp[], const char *command,
 	if (!status)
 		status = &ignored;
 	*status = -1;
-	if (pipe2(fds, O_CLOEXEC) < 0) {
-		err = tpf_errorx(d, address, NULL, "cannot create a pipe: %s", strerror(errno));
+	if ((err = pipe_and_fork(fds, &pid, address, d)))
 		goto done;
-	}
-	pid = fork();
-	if (pid < 0) {
-		err = tpf_errorx(d, address, NULL, "cannot fork: %s", strerror(errno));
-		goto done;
-	}
 	if (pid == 0)
 		child_exec(home, argv, envp, -1, fds[1], chdir_msg, strlen(chdir_msg));
 	/* Also in the parent, so that a kill(-pid) right away cannot miss. */
@@ -262,15 +268,8 @@ int tpf_local_run_stream(const char *home, char *const envp[], const char *comma
 	pid_t pid = -1;
 
 	*status = -1;
-	if (pipe2(fds, O_CLOEXEC) < 0) {
-		err = tpf_errorx(d, address, NULL, "cannot create a pipe: %s", strerror(errno));
+	if ((err = pipe_and_fork(fds, &pid, address, d)))
 		goto done;
-	}
-	pid = fork();
-	if (pid < 0) {
-		err = tpf_errorx(d, address, NULL, "cannot fork: %s", strerror(errno));
-		goto done;
-	}
 	if (pid == 0) {
 		/* A session of its own, as setsid(1) gives it on a VM. */
 		setsid();

@@ -220,13 +220,8 @@ int tpf_ssh_file_send(struct tpf_conn *c, int fd, const char *path, mode_t mode,
 		else if (rc)
 			err = tpf_ssh_sftp_fail(c, rc, "renaming", path, d);
 	}
-	if (err && !c->broken) {
-		deadline = tpf_ssh_io_deadline(c);
-		while ((rc = libssh2_sftp_unlink_ex(c->sftp, tmp, (unsigned)strlen(tmp))) ==
-			       LIBSSH2_ERROR_EAGAIN &&
-		       tpf_ssh_again(c, rc, deadline))
-			;
-	}
+	if (err)
+		tpf_ssh_sftp_unlink_quiet(c, tmp);
 	free(tmp);
 	return err;
 }

@@ -148,6 +148,9 @@ int tpf_ssh_sftp_fail(struct tpf_conn *c, int rc, const char *what, const char *
 int tpf_ssh_rename_over(struct tpf_conn *c, const char *tmp, const char *path,
 			struct tpf_diags *d);
 double tpf_ssh_io_deadline(struct tpf_conn *c);
+/* Best effort: remove a temporary file of ours (no stray files in the
+ * home); does nothing on a broken connection, reports nothing. */
+void tpf_ssh_sftp_unlink_quiet(struct tpf_conn *c, const char *path);
 
 /* Chore ops (providers/transport.h): ssh_files.c, ssh_stream.c,
  * ssh_forward.c. */

@@ -128,6 +128,18 @@ static int write_all(struct tpf_conn *c, LIBSSH2_SFTP_HANDLE *h, const char *dat
 }
 
 /* Replace `path` with `tmp` when SFTP's rename would not. */
+void tpf_ssh_sftp_unlink_quiet(struct tpf_conn *c, const char *path)
+{
+	if (c->broken)
+		return;
+	double deadline = tpf_ssh_io_deadline(c);
+	int rc;
+	while ((rc = libssh2_sftp_unlink_ex(c->sftp, path, (unsigned)strlen(path))) ==
+		       LIBSSH2_ERROR_EAGAIN &&
+	       tpf_ssh_again(c, rc, deadline))
+		;
+}
+
 int tpf_ssh_rename_over(struct tpf_conn *c, const char *tmp, const char *path, struct tpf_diags *d)
 {
 	struct tpf_buf cmd = TPF_BUF_INIT, out = TPF_BUF_INIT;
@@ -219,14 +231,8 @@ done:
 		       tpf_ssh_again(c, rc, deadline))
 			;
 	}
-	if (created && !c->broken) {
-		/* Best effort: no stray temporary files in the home. */
-		deadline = tpf_ssh_io_deadline(c);
-		while ((rc = libssh2_sftp_unlink_ex(c->sftp, tmp, (unsigned)strlen(tmp))) ==
-			       LIBSSH2_ERROR_EAGAIN &&
-		       tpf_ssh_again(c, rc, deadline))
-			;
-	}
+	if (created)
+		tpf_ssh_sftp_unlink_quiet(c, tmp);
 	free(tmp);
 	return err;
 }

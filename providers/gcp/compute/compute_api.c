@@ -229,8 +229,7 @@ static int owned_now(struct tpf_compute_client *cc, const char *zone, const char
 	struct tpf_live_node now = { 0 };
 	int rc = tpf_compute_get(cc, zone, name, &now, d);
 	if (rc == 0)
-		rc = tpf_delete_check(guard, "instance", name, zone,
-				      tpf_kvlist_get(&now.recipe.labels, TPF_LABEL_LINEAGE), now.id, d);
+		rc = tpf_delete_check_live(guard, "instance", name, zone, &now, d);
 	tpf_live_node_release(&now);
 	return rc;
 }

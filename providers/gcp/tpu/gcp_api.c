@@ -229,26 +229,19 @@ done:
 	return rc;
 }
 
+static int node_there(struct tpf_gcp_client *c, const char *zone, const char *name,
+		      struct tpf_diags *d)
+{
+	struct tpf_live_node n = { 0 };
+	int rc = tpf_gcp_get_node(c, zone, name, &n, d);
+	tpf_live_node_release(&n);
+	return rc;
+}
+
 int tpf_gcp_wait_node_gone(struct tpf_gcp_client *c, const char *zone, const char *name,
 			   const char *what, struct tpf_diags *d)
 {
-	const struct tpf_gcp_settings *s = tpf_gcp_client_settings(c);
-	double start = tpf_now_mono(), interval = s->poll_min;
-	for (;;) {
-		struct tpf_live_node n = { 0 };
-		int rc = tpf_gcp_get_node(c, zone, name, &n, d);
-		tpf_live_node_release(&n);
-		if (rc == TPF_ENOTFOUND)
-			return 0;
-		if (rc < 0)
-			return rc;
-		if (tpf_now_mono() - start > s->op_timeout)
-			return tpf_errorx(d, name, NULL, "%s: node still listed %.0f seconds after its "
-					  "delete operation finished", what, s->op_timeout);
-		if ((rc = tpf_gcp_poll_sleep(c, interval)) < 0)
-			return rc;
-		interval = tpf_gcp_next_poll(s, interval);
-	}
+	return tpf_gcp_wait_gone(c, zone, name, "node", what, node_there, d);
 }
 
 int tpf_gcp_delete_node(struct tpf_gcp_client *c, const char *zone, const char *name,

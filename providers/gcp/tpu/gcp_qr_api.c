@@ -81,27 +81,13 @@ int tpf_gcp_get_qr(struct tpf_gcp_client *c, const char *zone, const char *id,
 	return rc;
 }
 
-/* Poll until the queued resource is gone (after its delete operation). */
-static int wait_qr_gone(struct tpf_gcp_client *c, const char *zone, const char *id,
-			const char *what, struct tpf_diags *d)
+static int qr_there(struct tpf_gcp_client *c, const char *zone, const char *id,
+		    struct tpf_diags *d)
 {
-	const struct tpf_gcp_settings *s = tpf_gcp_client_settings(c);
-	double start = tpf_now_mono(), interval = s->poll_min;
-	for (;;) {
-		struct tpf_gcp_qr q = { 0 };
-		int rc = tpf_gcp_get_qr(c, zone, id, &q, d);
-		tpf_gcp_qr_release(&q);
-		if (rc == TPF_ENOTFOUND)
-			return 0;
-		if (rc < 0)
-			return rc;
-		if (tpf_now_mono() - start > s->op_timeout)
-			return tpf_errorx(d, id, NULL, "%s: queued resource still listed %.0f seconds "
-					  "after its delete operation finished", what, s->op_timeout);
-		if (tpf_gcp_poll_sleep(c, interval) < 0)
-			return TPF_EINTERRUPTED;
-		interval = tpf_gcp_next_poll(s, interval);
-	}
+	struct tpf_gcp_qr q = { 0 };
+	int rc = tpf_gcp_get_qr(c, zone, id, &q, d);
+	tpf_gcp_qr_release(&q);
+	return rc;
 }
 
 int tpf_gcp_delete_qr(struct tpf_gcp_client *c, const char *zone, const char *id,
@@ -117,7 +103,7 @@ int tpf_gcp_delete_qr(struct tpf_gcp_client *c, const char *zone, const char *id
 	if (rc == 0)
 		rc = tpf_gcp_wait_op(c, op, what, id, &failed, d);
 	if (rc == 0)
-		rc = wait_qr_gone(c, zone, id, what, d);
+		rc = tpf_gcp_wait_gone(c, zone, id, "queued resource", what, qr_there, d);
 	else if (rc == TPF_ENOTFOUND)
 		rc = 0; /* already gone */
 	if (rc == 0 && node) {
@@ -129,9 +115,7 @@ int tpf_gcp_delete_qr(struct tpf_gcp_client *c, const char *zone, const char *id
 		 * state may have made one since the queued resource went. */
 		struct tpf_delete_guard g = { lineage, NULL, NULL, NULL, NULL };
 		if (rc == 0 && lineage)
-			rc = tpf_delete_check(&g, "node", node, zone,
-					      tpf_kvlist_get(&n.recipe.labels, TPF_LABEL_LINEAGE), n.id,
-					      d);
+			rc = tpf_delete_check_live(&g, "node", node, zone, &n, d);
 		tpf_live_node_release(&n);
 		rc = rc == TPF_ENOTFOUND ? 0 : rc == 0 ? tpf_gcp_delete_node(c, zone, node, d) : rc;
 	}
@@ -298,8 +282,7 @@ int tpf_gcp_owned_now(struct tpf_gcp_client *c, const char *zone, const char *na
 	struct tpf_live_node n = { 0 };
 	int rc = tpf_gcp_get_node(c, zone, name, &n, d);
 	if (rc == 0)
-		rc = tpf_delete_check(guard, "node", name, zone,
-				      tpf_kvlist_get(&n.recipe.labels, TPF_LABEL_LINEAGE), n.id, d);
+		rc = tpf_delete_check_live(guard, "node", name, zone, &n, d);
 	*deleting = rc == 0 && tpf_node_state_of(n.state) == TPF_NODE_STATE_DELETING;
 	tpf_live_node_release(&n);
 	if (rc != TPF_ENOTFOUND || !qr)
