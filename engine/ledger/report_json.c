@@ -3,6 +3,7 @@
  * is cmd/cmd_report.c's, from the same object.
  */
 #include "engine/ledger/ledger_writer.h"
+#include "engine/ledger/ml_goodput.h"
 #include "engine/ledger/report.h"
 #include "util/xalloc.h"
 
@@ -125,6 +126,8 @@ static json_t *totals_json(const struct tpf_report *r, const struct totals *t)
 	}
 	json_object_set_new(o, "badput", bad);
 	json_object_set_new(o, "badput_chip_hours", hours(badsum));
+	/* The same badput in Google's categories (ml-goodput-measurement). */
+	json_object_set_new(o, "ml_goodput", tpf_ml_goodput_json(r, t->by));
 	json_object_set_new(o, "preemptions", json_integer(t->preemptions));
 	json_object_set_new(o, "restarts", json_integer(t->restarts));
 	json_object_set_new(o, "preflight_failures", json_integer(t->preflight_failures));

@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -344,6 +345,19 @@ static void test_ledger__report_preemption_and_restart(void)
 	CHECK(NEAR(r.rows[0].chip_hours[TPF_RB_RESTART], 30 * h));
 	CHECK_INT(r.nrecoveries, 1);
 	CHECK(NEAR(r.recoveries[0], 200));
+	/* In ml-goodput-measurement's words: the recovery in seconds, the
+	 * lost work as wasted progress, the restart's wait as OTHER. */
+	json_t *j = tpf_report_to_json(&r);
+	json_t *ml = json_object_get(json_object_get(j, "totals"), "ml_goodput");
+	CHECK(NEAR(json_real_value(json_object_get(json_object_get(ml, "badput_seconds"),
+						   "INFRASTRUCTURE_RECOVERY_FROM_DISRUPTION")), 200));
+	json_t *mh = json_object_get(ml, "badput_chip_hours");
+	CHECK(fabs(json_real_value(json_object_get(mh, "WASTED_PROGRESS_FROM_DISRUPTION")) - 500 * h) < 1e-5);
+	CHECK(fabs(json_real_value(json_object_get(mh, "TRAINING_PREP")) - 80 * h) < 1e-5);
+	CHECK(fabs(json_real_value(json_object_get(mh, "OTHER")) - 30 * h) < 1e-5);
+	CHECK_STR(json_string_value(json_object_get(json_object_get(ml, "mapping"), "preempted")),
+		  "WASTED_PROGRESS_FROM_DISRUPTION");
+	json_decref(j);
 	tpf_report_release(&r);
 	json_decref(recs);
 }
