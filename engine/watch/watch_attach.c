@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/pipeline/refresh.h"
 #include "engine/workers/provision.h"
 #include "engine/watch/watch_internal.h"
 #include "model/node_state.h"
@@ -321,20 +320,6 @@ static int open_session(struct tpf_attacher *a)
 	so.file = a->o->file;
 	so.parallelism = a->o->parallelism;
 	int rc = tpf_pipeline_open(&a->s, &so, NULL);
-	if (rc == 0 && a->s.prov) {
-		/* One listing of the fleet's zones, so that its access layer
-		 * learns every node's zone, id and metadata from the list pages
-		 * (providers/gcp/gcp_access.c): without it each worker's first
-		 * connect asked for its node alone, one GET per node at every
-		 * watch start (issue 28). A node made later is still found by
-		 * its own GET when its workers are first waited on. A failed
-		 * listing is no error: the GETs remain. */
-		struct tpf_live_set live = { 0 };
-		struct tpf_diags quiet = TPF_DIAGS_INIT;
-		tpf_refresh(a->s.prov, &a->s.fleet, &a->s.state, &live, &quiet);
-		tpf_live_set_release(&live);
-		tpf_diags_release(&quiet);
-	}
 	tpf_watch_diags(a->o, &a->s.d);
 	tpf_diags_release(&a->s.d);
 	return rc || !a->s.prov ? -1 : 0;

@@ -139,7 +139,6 @@ changed=$(grep -c '^changed: ' apply.out)
 echo "setup: apply of $NODES nodes, $changed workers provisioned in $(($(date +%s) - t0)) s (exit $rc)"
 [ "$changed" -ge "$NODES" ] || { tail -n 15 apply.out; exit 1; }
 
-ws=$(date +%s.%N)
 "$T" watch -f fleet.yaml -interval "${INTERVAL}s" -session-check 1h -json >watch.jsonl 2>watch.err &
 WATCH=$!
 # Wait for the first round (it probes every session) to end.
@@ -171,7 +170,3 @@ echo "$rounds quiet rounds in $(echo "$a $b" | awk '{ printf "%.0f", $2 - $1 }')
 echo "watch CPU per quiet round: $(echo "$c0 $c1 $tck $rounds" | awk '{ if ($4) printf "%.0f ms", 1000 * ($2 - $1) / $3 / $4; else print "n/a" }')" \
 	"($(echo "$c0 $c1 $tck $a $b" | awk '{ printf "%.1f%%", 100 * ($2 - $1) / $3 / ($5 - $4) }') of one core)"
 echo "API requests: $nreq = $(echo "$nreq $a $b" | awk '{ printf "%.0f", 60 * $1 / ($3 - $2) }') per minute ($lists node list pages, $qrs queued-resource lists, $other per-node requests)   [aim: 0 per-node requests: $(bench_aim "$other" = 0)]"
-# From watch's start: its first round and the job waits attaching to every
-# worker (issue 28: they used to GET each node once).
-start_nodes=$(jq -r --argjson a "$ws" --argjson b "$b" 'select(.t >= $a and .t <= $b) | "\(.method) \(.path)"' requests.jsonl | grep -c '/nodes/[^/]*$')
-echo "per-node requests from watch start to the end: $start_nodes   [aim: 0: $(bench_aim "$start_nodes" = 0)]"

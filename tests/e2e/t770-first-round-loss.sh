@@ -7,8 +7,6 @@
 # the first round used to count it from 0, giving the machine's uptime,
 # and the report then said "back to running after" that long. Then the
 # replacement message says how long after the loss the new node was READY.
-# Without job waits (-job-wait=false) the first round heals the nodes
-# before its session check answers: the path that counted from 0.
 . "$(dirname "$0")/lib.sh"
 setup_dir t770
 cat >fleet.yaml <<'YAML'
@@ -17,13 +15,13 @@ provider:
   local: { root: nodes, create_delay: 0.3s }
 run: exec sleep 300
 groups:
-  - { name: a, accelerator_type: v4-8, runtime_version: rt, zones: [z1], count: 2 }
+  - { name: a, accelerator_type: v4-8, runtime_version: rt, zones: [z1], count: 1 }
 YAML
 L=tpuform.state.json.ledger.jsonl
 ok "apply creates the node and starts its job" tpuform apply -f fleet.yaml -auto-approve
 ok "the node is preempted while no watch runs" tpuform local preempt -f fleet.yaml frl-a-0
 t0=$(date +%s)
-"$TPUFORM" watch -f fleet.yaml -interval 0.5s -session-check 0.5s -job-wait=false >watch.out 2>&1 &
+"$TPUFORM" watch -f fleet.yaml -interval 0.5s -session-check 0.5s >watch.out 2>&1 &
 wpid=$!
 replaced() { grep -q '"event":"replaced"' "$L"; }
 ok "watch replaces the node" wait_for 60 replaced
