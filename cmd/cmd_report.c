@@ -193,15 +193,14 @@ static void say_totals(json_t *doc)
 	tpf_ui_say("\nRestarts: %lld\n", (long long)json_integer_value(json_object_get(t, "restarts")));
 	say_bad_hosts(doc);
 	json_t *prices = json_object_get(doc, "prices");
-	long long unpriced = json_integer_value(json_object_get(t, "rows_without_price"));
-	tpf_ui_say("Estimated cost: %s$%.2f at list prices of %s (%s); an estimate, not a bill.\n",
-		   unpriced ? "at least " : "", num(t, "cost_usd_estimate"),
-		   json_string_value(json_object_get(prices, "date")),
+	tpf_ui_say("Estimated cost: $%.2f at list prices of %s (%s); an estimate, not a bill.\n",
+		   num(t, "cost_usd_estimate"), json_string_value(json_object_get(prices, "date")),
 		   json_string_value(json_object_get(prices, "source")));
 	say_price_notes(prices);
+	long long unpriced = json_integer_value(json_object_get(t, "rows_without_price"));
 	if (unpriced)
-		tpf_ui_say("%lld row%s had no price (spot prices change with supply) and %s not in "
-			   "the estimate: the total is a lower bound.\n",
+		tpf_ui_say("%lld row%s had no built-in price (spot prices change with supply) and "
+			   "%s not in the estimate.\n",
 			   unpriced, unpriced == 1 ? "" : "s", unpriced == 1 ? "is" : "are");
 }
 

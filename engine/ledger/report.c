@@ -405,38 +405,15 @@ static int rec_cmp(const void *a, const void *b)
 	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-/* Bounds of a line tpuform could have written: no TPU VM ran before 2017
- * (Cloud TPU's first beta was 2018), a clock a day ahead is a broken clock,
- * a node has at most a pod's chips and VMs (TPU7x: 9,216 chips, 2,304
- * VMs; a multislice node counts one slice), and a loss is seen within
- * days. A line past them (edited by hand, or a clock set to 1970) would
- * give absurd totals, so it is skipped and counted as garbage is. */
-#define LINE_T_MIN 1483228800.0 /* 2017-01-01T00:00:00Z */
-#define LINE_T_AHEAD 86400.0
-#define LINE_CHIPS_MAX 100000
-#define LINE_VMS_MAX 65536
-#define LINE_ELAPSED_MAX (30 * 86400.0)
-
-static int impossible(json_t *o, double t, double now)
-{
-	json_t *el = json_object_get(o, "elapsed");
-	double elapsed = json_is_number(el) ? json_number_value(el) : 0;
-	return t < LINE_T_MIN || t > now + LINE_T_AHEAD || num(o, "chips", 0) < 0 ||
-	       num(o, "chips", 0) > LINE_CHIPS_MAX || num(o, "vms", 0) < 0 ||
-	       num(o, "vms", 0) > LINE_VMS_MAX || (el && !json_is_number(el)) || elapsed < 0 ||
-	       elapsed > LINE_ELAPSED_MAX;
-}
-
 /* The usable lines, sorted by time (then writer and seq). */
 static struct rec *sorted(json_t *records, struct tpf_report *r, size_t *n)
 {
 	size_t cap = json_array_size(records), k = 0;
 	struct rec *v = xcalloc(cap ? cap : 1, sizeof(*v));
-	double now = tpf_now_wall();
 	for (size_t i = 0; i < cap; i++) {
 		json_t *o = json_array_get(records, i);
 		double t = tpf_parse_rfc3339(str(o, "ts"));
-		if (t < 0 || num(o, "v", 0) < 1 || !str(o, "event") || impossible(o, t, now)) {
+		if (t < 0 || num(o, "v", 0) < 1 || !str(o, "event")) {
 			r->skipped++;
 			continue;
 		}

@@ -153,9 +153,7 @@ struct tpf_report {
  * the start), only group `group` when not NULL. Time before `since` is not
  * counted, but the events before it set each node's phase. Units still
  * billed at `until` are counted up to it. Never fails: records it cannot
- * use are counted in skipped, and so are records with impossible values (a
- * time before 2017 or over a day ahead of the clock, chips over 100,000,
- * VMs over 65,536, a negative or over-30-day `elapsed`). Release with tpf_report_release.
+ * use are counted in skipped. Release with tpf_report_release.
  */
 void tpf_report_compute(json_t *records, double since, double until, const char *group,
 			struct tpf_report *r);

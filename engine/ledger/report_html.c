@@ -10,7 +10,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define WIDTH 1100.0   /* the timeline's drawing width, px */
 #define LABEL 220      /* the label column, px */
@@ -79,22 +78,8 @@ static void legend(struct tpf_buf *b)
 	for (int p = 0; p < TPF_RP_N; p++)
 		tpf_buf_addf(b, "<span style=\"background:%s\"></span>%s", colour[p],
 			     tpf_report_phase_name(p));
-	/* The marks are events, named as the ledger names them: "restart"
-	 * is already the phase of a job waiting for its restart. */
-	tpf_buf_adds(b, "<span style=\"background:#c00\"></span>preempted (mark)"
-			"<span style=\"background:#000\"></span>restarted (mark)</p>\n");
-}
-
-/* An axis label, in UTC: "Jan 02 06:00" when the window spans days, else
- * "06:00:00" (the tooltips keep the exact RFC 3339 time). */
-static void tick_label(struct tpf_buf *b, double t, double span)
-{
-	char s[32];
-	time_t tt = (time_t)t;
-	struct tm tm;
-	gmtime_r(&tt, &tm);
-	strftime(s, sizeof(s), span > 86400 ? "%b %d %H:%M" : "%H:%M:%S", &tm);
-	tpf_buf_adds(b, s);
+	tpf_buf_adds(b, "<span style=\"background:#c00\"></span>preemption"
+			"<span style=\"background:#000\"></span>restart</p>\n");
 }
 
 static void axis(struct tpf_buf *b, const struct frame *f, int rows)
@@ -105,8 +90,8 @@ static void axis(struct tpf_buf *b, const struct frame *f, int rows)
 		tpf_buf_addf(b, "<line x1=\"%.1f\" y1=\"14\" x2=\"%.1f\" y2=\"%d\" stroke=\"#eee\"/>"
 				"<text x=\"%.1f\" y=\"11\" text-anchor=\"%s\">",
 			     x, x, 18 + rows * ROW, x, i == 0 ? "start" : i == 4 ? "end" : "middle");
-		tick_label(b, t, f->t1 - f->t0);
-		tpf_buf_adds(b, " UTC</text>\n");
+		when(b, t);
+		tpf_buf_adds(b, "</text>\n");
 	}
 }
 
@@ -230,10 +215,7 @@ static void bar(struct tpf_buf *b, json_t *totals)
 					     "preempted", "idle" };
 	static const char *const fill[] = { "#31a354", "#4292c6", "#fd8d3c", "#e6550d",
 					    "#c00", "#bcbddc" };
-	/* Scaled to the window (viewBox), so a 1,280-pixel window has no
-	 * horizontal scroll bar. */
-	tpf_buf_adds(b, "<h2>Goodput and badput</h2>\n<svg class=\"bar\" width=\"100%\" "
-			"viewBox=\"0 0 1320 40\" style=\"max-width:1320px\">");
+	tpf_buf_adds(b, "<h2>Goodput and badput</h2>\n<svg class=\"bar\" width=\"1320\" height=\"40\">");
 	double x = 0;
 	for (size_t i = 0; i < 6 && billed > 0; i++) {
 		double v = i ? json_number_value(json_object_get(bad, parts[i]))
@@ -250,9 +232,7 @@ static void bar(struct tpf_buf *b, json_t *totals)
 /* A number cell: digits after the point, a scale (100: percent) and a unit. */
 static void cell_num(struct tpf_buf *b, json_t *v, int digits, double scale, const char *unit)
 {
-	if (json_is_integer(v) && scale == 1) /* counts: 1, not 1.0000 */
-		tpf_buf_addf(b, "<td>%lld%s</td>", (long long)json_integer_value(v), unit);
-	else if (json_is_number(v))
+	if (json_is_number(v))
 		tpf_buf_addf(b, "<td>%.*f%s</td>", digits, json_number_value(v) * scale, unit);
 	else
 		tpf_buf_adds(b, "<td>-</td>");
@@ -300,16 +280,11 @@ static void tables(struct tpf_buf *b, json_t *doc)
 	cell_num(b, json_object_get(rec, "p50"), 1, 1, " s (p50)");
 	cell_num(b, json_object_get(rec, "p99"), 1, 1, " s (p99)");
 	json_t *prices = json_object_get(doc, "prices");
-	json_int_t unpriced = json_integer_value(json_object_get(t, "rows_without_price"));
 	tpf_buf_adds(b, "</tr></table>\n<p>Cost: an estimate at the list prices of ");
 	esc(b, json_string_value(json_object_get(prices, "date")));
 	tpf_buf_adds(b, " (");
 	esc(b, json_string_value(json_object_get(prices, "source")));
 	tpf_buf_adds(b, "), not a bill. How each figure is computed: docs/ledger.md.</p>\n");
-	if (unpriced)
-		tpf_buf_addf(b, "<p class=\"lower-bound\">The cost is a lower bound: %lld row%s had "
-				"no price and %s not in it.</p>\n",
-			     (long long)unpriced, unpriced == 1 ? "" : "s", unpriced == 1 ? "is" : "are");
 }
 
 void tpf_report_html(const struct tpf_report *r, json_t *doc, const char *fleet,
@@ -340,9 +315,9 @@ void tpf_report_html(const struct tpf_report *r, json_t *doc, const char *fleet,
 		group_rows(&body, r, &f, &rows);
 	else
 		node_rows(&body, r, &f);
-	tpf_buf_addf(out, "<svg class=\"timeline\" width=\"100%%\" viewBox=\"0 0 %.0f %zu\" "
-			  "style=\"max-width:%.0fpx\" xmlns=\"http://www.w3.org/2000/svg\">\n",
-		     LABEL + WIDTH + 10, 24 + rows * ROW, LABEL + WIDTH + 10);
+	tpf_buf_addf(out, "<svg class=\"timeline\" width=\"%.0f\" height=\"%zu\" "
+			  "xmlns=\"http://www.w3.org/2000/svg\">\n",
+		     LABEL + WIDTH + 10, 24 + rows * ROW);
 	axis(out, &f, (int)rows);
 	tpf_buf_add(out, body.buf ? body.buf : "", body.len);
 	tpf_buf_adds(out, "</svg>\n");

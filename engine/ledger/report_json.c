@@ -149,9 +149,6 @@ static json_t *totals_json(const struct tpf_report *r, const struct totals *t)
 	json_object_set_new(o, "preemption_to_running_seconds", recov);
 	json_object_set_new(o, "cost_usd_estimate", json_real(rounded(t->usd, 100)));
 	json_object_set_new(o, "rows_without_price", json_integer(t->unpriced));
-	/* A row without a price is not free: the total then covers only the
-	 * priced rows, and says so. */
-	json_object_set_new(o, "cost_usd_estimate_lower_bound", json_boolean(t->unpriced > 0));
 	return o;
 }
 

@@ -3,7 +3,6 @@
  * provider -> refresh -> pin source -> desired -> diff.
  */
 #include "engine/pipeline/pipeline.h"
-#include "engine/pipeline/apply_seen.h"
 #include "engine/checkpoints.h"
 #include "engine/ledger/budget_spend.h"
 #include "engine/ledger/ledger_writer.h"
@@ -338,9 +337,6 @@ int tpf_pipeline_apply(struct tpf_pipeline *s, const struct tpf_plan *p,
 	char now[40];
 	tpf_rfc3339(tpf_now_wall(), now, sizeof(now));
 	tpf_checkpoints_record(&s->state, &s->facts, now, checkpoint_event, &chain);
-	/* The losses and job failures this apply acts on (watch writes the
-	 * ones its own heals act on). */
-	tpf_apply_seen_write(chain.r, p, &s->state, &s->facts);
 	int rc = tpf_apply(p, &s->fleet, s->prov, &s->live, &s->state, &o, res, &s->d);
 	tpf_run_ledger_close(chain.r, &s->d);
 	return rc;

@@ -133,15 +133,9 @@ static void hooks_open(struct tpf_watch_hooks *h, const struct tpf_pipeline *s)
 	tpf_hooks_seen_checkpoints(h, s);
 }
 
-void tpf_watch_hooks_ready(struct tpf_watch_hooks *h, const struct tpf_pipeline *s,
-			   double started)
+void tpf_watch_hooks_ready(struct tpf_watch_hooks *h, const struct tpf_pipeline *s)
 {
 	pthread_mutex_lock(&h->mu);
-	/* The heals of the nodes-first half come before tpf_watch_hooks_seen:
-	 * a loss they report was seen in this round, not the last one (and in
-	 * the first round there is no last one: 0 made the latency the
-	 * machine's uptime). */
-	h->round_started = started;
 	hooks_open(h, s);
 	pthread_mutex_unlock(&h->mu);
 }
