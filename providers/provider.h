@@ -135,6 +135,15 @@ struct tpf_provider_ops {
 	void (*recorded)(struct tpf_provider *p, const struct tpf_recipe *r);
 	/* The transport that reaches this provider's workers (borrowed). */
 	struct tpf_transport *(*transport)(struct tpf_provider *p);
+	/*
+	 * Learn what provider `from` (borrowed, only read; opened for the same
+	 * fleet, and refreshed) read of the fleet's nodes, so that p's
+	 * transport reaches their workers without reading each node again
+	 * (gcp: no nodes.get or instances.get per node, only the lists'
+	 * answers; providers/gcp/gcp_access.h). A provider of another kind is
+	 * ignored. NULL: the provider's transport reads nothing per node.
+	 */
+	void (*learn_from)(struct tpf_provider *p, struct tpf_provider *from);
 
 	void (*free)(struct tpf_provider *p);
 };

@@ -368,12 +368,24 @@ static void reap(struct tpf_attacher *a, struct attach_worker ***gone, size_t *n
 	a->n = keep;
 }
 
+/* Before the first worker a sync attaches: the attacher's provider learns
+ * the nodes s's refresh listed, so its connections read no node again
+ * (no nodes.get per node at watch start or takeover; issue 28). */
+static void learn_once(struct tpf_attacher *a, const struct tpf_pipeline *s, int *learnt)
+{
+	if (*learnt || !s->prov || !a->s.prov->ops->learn_from)
+		return;
+	*learnt = 1;
+	a->s.prov->ops->learn_from(a->s.prov, s->prov);
+}
+
 void tpf_attacher_sync(struct tpf_attacher *a, const struct tpf_pipeline *s)
 {
 	if (!a || open_session(a))
 		return;
 	struct attach_worker **gone = NULL;
 	size_t ngone = 0;
+	int learnt = 0;
 	pthread_mutex_lock(&a->mu);
 	for (size_t i = 0; i < a->n; i++)
 		a->items[i]->seen = 0;
@@ -391,6 +403,7 @@ void tpf_attacher_sync(struct tpf_attacher *a, const struct tpf_pipeline *s)
 				w->seen = 1;
 				free(key);
 			} else {
+				learn_once(a, s, &learnt);
 				attach_one(a, sn, ln, (int)k, key);
 			}
 		}

@@ -113,6 +113,49 @@ static void node_seen(void *ctx, const char *zone, const struct tpf_gcp_seen *n)
 	pthread_mutex_unlock(&a->mu);
 }
 
+/* dst's facts (the fields up to `mu`, but the name) := src's; the
+ * caller holds the mutex of each entry's access. */
+static void facts_copy(struct node_entry *dst, const struct node_entry *src)
+{
+	xstrset(&dst->zone, src->zone);
+	xstrset(&dst->id, src->id);
+	json_decref(dst->metadata);
+	dst->metadata = src->metadata ? json_deep_copy(src->metadata) : NULL;
+	dst->multislice = src->multislice;
+	dst->nendpoints = src->nendpoints;
+	dst->shape = src->shape;
+	json_decref(dst->members);
+	dst->members = src->members ? json_deep_copy(src->members) : NULL;
+}
+
+void tpf_gcp_access_learn_from(struct tpf_gcp_access *a, struct tpf_gcp_access *from)
+{
+	if (!a || !from || a == from)
+		return;
+	/* Copied out first: never both mutexes at once. */
+	pthread_mutex_lock(&from->mu);
+	size_t n = from->n;
+	struct node_entry *tmp = xcalloc(n ? n : 1, sizeof(*tmp));
+	for (size_t i = 0; i < n; i++) {
+		tmp[i].name = xstrdup(from->nodes[i]->name);
+		facts_copy(&tmp[i], from->nodes[i]);
+	}
+	pthread_mutex_unlock(&from->mu);
+	pthread_mutex_lock(&a->mu);
+	for (size_t i = 0; i < n; i++)
+		if (tmp[i].zone)
+			facts_copy(find_locked(a, tmp[i].name, 1), &tmp[i]);
+	pthread_mutex_unlock(&a->mu);
+	for (size_t i = 0; i < n; i++) {
+		free(tmp[i].name);
+		free(tmp[i].zone);
+		free(tmp[i].id);
+		json_decref(tmp[i].metadata);
+		json_decref(tmp[i].members);
+	}
+	free(tmp);
+}
+
 /* A copy of what is known of e (zone, id; metadata as a new reference). */
 static void snapshot(struct tpf_gcp_access *a, struct node_entry *e, char **zone, char **id,
 		     json_t **md)

@@ -68,6 +68,18 @@ struct tpf_gcp_backend;
 void tpf_gcp_access_set_backends(struct tpf_gcp_access *a, struct tpf_gcp_ctx *g,
 				 const struct tpf_gcp_backend *const *reach, size_t n);
 
+/*
+ * Learn what access `from` knows of every node (zone, id, metadata,
+ * shape, slice members: what its client's lists and gets returned), as if
+ * a's own client had read them, so that reaching those nodes' workers
+ * through a sends no nodes.get / instances.get (a node is read again only
+ * when a worker names an id other than the one learnt: a new VM). Both
+ * borrowed; from is only read. Keys a added and host keys a read are
+ * kept. For a second provider of the same fleet in one process: watch's
+ * job waits, which connect through a provider of their own (issue 28).
+ */
+void tpf_gcp_access_learn_from(struct tpf_gcp_access *a, struct tpf_gcp_access *from);
+
 /* The wrapping transport (borrowed from a). */
 struct tpf_transport *tpf_gcp_access_transport(struct tpf_gcp_access *a);
 

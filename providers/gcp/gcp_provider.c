@@ -321,6 +321,13 @@ static struct tpf_transport *gcp_transport(struct tpf_provider *p)
 	return tpf_gcp_access_transport(ctx_of(p)->access);
 }
 
+/* Only from a provider of this kind: its impl is a gcp_impl too. */
+static void gcp_learn_from(struct tpf_provider *p, struct tpf_provider *from)
+{
+	if (from && from->ops == p->ops)
+		tpf_gcp_access_learn_from(ctx_of(p)->access, ctx_of(from)->access);
+}
+
 static void gcp_free(struct tpf_provider *p)
 {
 	if (!p)
@@ -345,6 +352,7 @@ static const struct tpf_provider_ops gcp_ops = {
 	.get = gcp_get,
 	.recorded = gcp_recorded,
 	.transport = gcp_transport,
+	.learn_from = gcp_learn_from,
 	.free = gcp_free,
 };
 
