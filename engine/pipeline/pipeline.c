@@ -5,6 +5,7 @@
 #include "engine/pipeline/pipeline.h"
 #include "engine/checkpoints.h"
 #include "engine/ledger/budget_spend.h"
+#include "engine/ledger/ledger_losses.h"
 #include "engine/ledger/ledger_writer.h"
 #include "engine/workers/provision.h"
 #include "engine/pipeline/refresh.h"
@@ -321,8 +322,12 @@ int tpf_pipeline_apply(struct tpf_pipeline *s, const struct tpf_plan *p,
 	/* Every event of the apply goes to the run ledger first. */
 	struct tpf_ledger_chain chain = {
 		tpf_run_ledger_open(&s->fleet, &s->state, p->destroy ? "destroy" : "apply", &s->d),
-		o.on_event, o.ctx
+		o.on_event, o.ctx, NULL
 	};
+	/* The lost nodes it replaces or deletes: preempted and replaced lines,
+	 * as watch writes them (engine/ledger/ledger_losses.h). */
+	if (chain.r)
+		chain.losses = tpf_ledger_losses_new(p, tpf_now_mono());
 	o.on_event = tpf_run_ledger_chain;
 	o.ctx = &chain;
 	/* The checkpoints the refresh's probe learnt go into the state the
@@ -333,6 +338,7 @@ int tpf_pipeline_apply(struct tpf_pipeline *s, const struct tpf_plan *p,
 	tpf_checkpoints_record(&s->state, &s->facts, now, checkpoint_event, &chain);
 	int rc = tpf_apply(p, &s->fleet, s->prov, &s->live, &s->state, &o, res, &s->d);
 	tpf_run_ledger_close(chain.r, &s->d);
+	tpf_ledger_losses_free(chain.losses);
 	return rc;
 }
 
