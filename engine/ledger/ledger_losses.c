@@ -6,6 +6,7 @@
 #include "engine/ledger/ledger_writer.h"
 #include "plan/plan.h"
 #include "plan/reason_code.h"
+#include "state/state.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -120,4 +121,33 @@ void tpf_ledger_losses_step(struct tpf_ledger_losses *l, struct tpf_run_ledger *
 		 ev->action == TPF_EVENT_CREATING && in->hook == TPF_HOOK_COMPLETE)
 		replaced(r, x, ev);
 	pthread_mutex_unlock(&l->mu);
+}
+
+void tpf_ledger_job_exits(struct tpf_run_ledger *r, const struct tpf_job_facts *facts,
+			  const struct tpf_state *st)
+{
+	for (size_t i = 0; r && facts && i < facts->n; i++) {
+		const struct tpf_job_fact *sf = &facts->items[i];
+		if (sf->state != TPF_JOB_STATE_EXITED && sf->state != TPF_JOB_STATE_DEAD)
+			continue;
+		const struct tpf_state_node *sn = tpf_state_find((struct tpf_state *)st, sf->node);
+		const struct tpf_state_worker *sw = tpf_state_node_worker(sn, sf->worker);
+		long retry = (sn ? sn->generation : 0) + (sw ? sw->restarts : 0);
+		int died = sf->state == TPF_JOB_STATE_DEAD, ok = !died && sf->exit_code == 0;
+		char msg[200];
+		if (died)
+			snprintf(msg, sizeof(msg), "the job's session died (retry %ld)", retry);
+		else
+			snprintf(msg, sizeof(msg), "the job %s (exit %d, retry %ld)",
+				 ok ? "finished" : "failed", sf->exit_code, retry);
+		struct tpf_event ev = TPF_EVENT_INIT(ok ? TPF_EVENT_JOB_SUCCEEDED : TPF_EVENT_JOB_FAILED);
+		ev.node = sf->node;
+		ev.worker = sf->worker;
+		ev.generation = sn ? sn->generation : -1;
+		ev.retry = retry;
+		ev.exit_code = died ? -1 : sf->exit_code;
+		ev.last_log = sf->last_log;
+		ev.message = msg;
+		tpf_run_ledger_event(r, &ev);
+	}
 }

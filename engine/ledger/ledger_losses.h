@@ -38,4 +38,18 @@ void tpf_ledger_losses_free(struct tpf_ledger_losses *l);
 void tpf_ledger_losses_step(struct tpf_ledger_losses *l, struct tpf_run_ledger *r,
 			    const struct tpf_event *ev, int before);
 
+/*
+ * The job exits the refresh before an apply found (facts: each worker's
+ * job; st: the state, for each node's generation and restarts): one
+ * `job_succeeded` or `job_failed` line per worker whose job exited or whose
+ * session died, as `watch` writes them (engine/watch/watch_hooks_jobs.c),
+ * stamped when the apply saw them. Without them a job that ended with no
+ * `watch` running counts as goodput until the node is deleted. r NULL:
+ * nothing.
+ */
+struct tpf_job_facts;
+struct tpf_state;
+void tpf_ledger_job_exits(struct tpf_run_ledger *r, const struct tpf_job_facts *facts,
+			  const struct tpf_state *st);
+
 #endif

@@ -302,7 +302,7 @@ static void worker_job(struct calc *c, struct billed *u, int kind, long w, doubl
 	u->running[w] = 0;
 	if (kind == TPF_EVENT_JOB_FAILED && u->ph == PH_RUNNING)
 		set_phase(u, PH_RESTART, t);
-	else if (kind == TPF_EVENT_JOB_SUCCEEDED && billed(u))
+	else if (kind == TPF_EVENT_JOB_SUCCEEDED && billed(u) && u->ph != PH_IDLE)
 		set_phase(u, PH_IDLE, t);
 }
 

@@ -49,4 +49,28 @@ ok "billed chip-hours are what they were (within rounding)" \
 	jq -e "(.totals.billed_chip_hours - $before) | fabs < 0.01" r3.json
 ok "report (text) has no negative figure" sh -c "'$TPUFORM' report -f fleet.yaml >r3.txt && ! grep -q -- ' -[0-9]' r3.txt"
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
+
+# A job that fails at once, with no watch: apply's refresh sees the exit
+# and writes job_failed; that time is not goodput.
+rm -f $L tpuform.state.json
+sed -i 's/^run: .*/run: exit 3\nmax_restarts: 0/' fleet.yaml
+ok "apply a fleet whose job fails at once" tpuform apply -f fleet.yaml -auto-approve
+sleep 2
+ok "apply again (no watch)" tpuform apply -f fleet.yaml -auto-approve
+like "apply wrote the job's exit" "$(grep '"event":"job_failed"' $L | head -1)" '"cmd":"apply".*"exit_code":3'
+sleep 2
+ok "report -json" sh -c "'$TPUFORM' report -f fleet.yaml -json >r4.json"
+# Goodput runs from job_started to the job_failed line, not on to the report.
+want=$(python3 -c '
+import json, sys, datetime
+t = {}
+for l in open(sys.argv[1]):
+    o = json.loads(l)
+    t.setdefault(o["event"], (datetime.datetime.strptime(o["ts"], "%Y-%m-%dT%H:%M:%S.%fZ"), o.get("chips", 0)))
+(a, chips), (b, _) = t["job_started"], t["job_failed"]
+print((b - a).total_seconds() * chips / 3600)' $L)
+got=$(jq .totals.goodput_chip_hours r4.json)
+ok "the failed job's time after its exit is not goodput ($got chip-hours, to the exit $want)" \
+	python3 -c "import sys; sys.exit(abs($got - $want) > 0.0003)"
+ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
 finish
