@@ -123,6 +123,28 @@ void tpf_ledger_losses_step(struct tpf_ledger_losses *l, struct tpf_run_ledger *
 	pthread_mutex_unlock(&l->mu);
 }
 
+long tpf_ledger_job_exit_event(const struct tpf_job_fact *sf, const struct tpf_state_node *sn,
+			       struct tpf_event *ev, char *msg, size_t msglen)
+{
+	const struct tpf_state_worker *sw = tpf_state_node_worker(sn, sf->worker);
+	long retry = (sn ? sn->generation : 0) + (sw ? sw->restarts : 0);
+	int died = sf->state == TPF_JOB_STATE_DEAD, ok = !died && sf->exit_code == 0;
+	if (died)
+		snprintf(msg, msglen, "the job's session died (retry %ld)", retry);
+	else
+		snprintf(msg, msglen, "the job %s (exit %d, retry %ld)", ok ? "finished" : "failed",
+			 sf->exit_code, retry);
+	*ev = (struct tpf_event)TPF_EVENT_INIT(ok ? TPF_EVENT_JOB_SUCCEEDED : TPF_EVENT_JOB_FAILED);
+	ev->node = sf->node;
+	ev->worker = sf->worker;
+	ev->generation = sn ? sn->generation : -1;
+	ev->retry = retry;
+	ev->exit_code = died ? -1 : sf->exit_code;
+	ev->last_log = sf->last_log;
+	ev->message = msg;
+	return retry;
+}
+
 void tpf_ledger_job_exits(struct tpf_run_ledger *r, const struct tpf_job_facts *facts,
 			  const struct tpf_state *st)
 {
@@ -130,24 +152,10 @@ void tpf_ledger_job_exits(struct tpf_run_ledger *r, const struct tpf_job_facts *
 		const struct tpf_job_fact *sf = &facts->items[i];
 		if (sf->state != TPF_JOB_STATE_EXITED && sf->state != TPF_JOB_STATE_DEAD)
 			continue;
-		const struct tpf_state_node *sn = tpf_state_find((struct tpf_state *)st, sf->node);
-		const struct tpf_state_worker *sw = tpf_state_node_worker(sn, sf->worker);
-		long retry = (sn ? sn->generation : 0) + (sw ? sw->restarts : 0);
-		int died = sf->state == TPF_JOB_STATE_DEAD, ok = !died && sf->exit_code == 0;
 		char msg[200];
-		if (died)
-			snprintf(msg, sizeof(msg), "the job's session died (retry %ld)", retry);
-		else
-			snprintf(msg, sizeof(msg), "the job %s (exit %d, retry %ld)",
-				 ok ? "finished" : "failed", sf->exit_code, retry);
-		struct tpf_event ev = TPF_EVENT_INIT(ok ? TPF_EVENT_JOB_SUCCEEDED : TPF_EVENT_JOB_FAILED);
-		ev.node = sf->node;
-		ev.worker = sf->worker;
-		ev.generation = sn ? sn->generation : -1;
-		ev.retry = retry;
-		ev.exit_code = died ? -1 : sf->exit_code;
-		ev.last_log = sf->last_log;
-		ev.message = msg;
+		struct tpf_event ev;
+		tpf_ledger_job_exit_event(sf, tpf_state_find((struct tpf_state *)st, sf->node), &ev,
+					  msg, sizeof(msg));
 		tpf_run_ledger_event(r, &ev);
 	}
 }

@@ -48,7 +48,19 @@ void tpf_ledger_losses_step(struct tpf_ledger_losses *l, struct tpf_run_ledger *
  * nothing.
  */
 struct tpf_job_facts;
+struct tpf_job_fact;
 struct tpf_state;
+struct tpf_state_node;
+
+/*
+ * The `job_succeeded` or `job_failed` event of worker fact sf (exited or
+ * dead) of node sn (may be NULL) into *ev, its message into msg (msglen
+ * bytes); ev's strings borrow from sf and msg. Returns the retry (the
+ * node's generation plus the worker's restarts). What `watch` and `apply`
+ * both write (engine/watch/watch_hooks_jobs.c).
+ */
+long tpf_ledger_job_exit_event(const struct tpf_job_fact *sf, const struct tpf_state_node *sn,
+			       struct tpf_event *ev, char *msg, size_t msglen);
 void tpf_ledger_job_exits(struct tpf_run_ledger *r, const struct tpf_job_facts *facts,
 			  const struct tpf_state *st);
 
