@@ -193,14 +193,15 @@ static void say_totals(json_t *doc)
 	tpf_ui_say("\nRestarts: %lld\n", (long long)json_integer_value(json_object_get(t, "restarts")));
 	say_bad_hosts(doc);
 	json_t *prices = json_object_get(doc, "prices");
-	tpf_ui_say("Estimated cost: $%.2f at list prices of %s (%s); an estimate, not a bill.\n",
-		   num(t, "cost_usd_estimate"), json_string_value(json_object_get(prices, "date")),
+	int lower = json_is_true(json_object_get(t, "cost_usd_estimate_lower_bound"));
+	tpf_ui_say("Estimated cost: %s$%.2f at list prices of %s (%s); an estimate, not a bill.\n",
+		   lower ? "at least " : "", num(t, "cost_usd_estimate"), json_string_value(json_object_get(prices, "date")),
 		   json_string_value(json_object_get(prices, "source")));
 	say_price_notes(prices);
 	long long unpriced = json_integer_value(json_object_get(t, "rows_without_price"));
 	if (unpriced)
-		tpf_ui_say("%lld row%s had no built-in price (spot prices change with supply) and "
-			   "%s not in the estimate.\n",
+		tpf_ui_say("%lld row%s had no price (spot prices change with supply) and "
+			   "%s not in the estimate: the cost is a lower bound.\n",
 			   unpriced, unpriced == 1 ? "" : "s", unpriced == 1 ? "is" : "are");
 }
 

@@ -2,6 +2,7 @@
  * The run ledger's writer (engine/ledger/ledger_writer.h).
  */
 #include "engine/ledger/ledger_writer.h"
+#include "engine/ledger/ledger_losses.h"
 #include "model/json_field.h"
 #include "engine/state_store.h"
 #include "model/chips.h"
@@ -325,7 +326,9 @@ void tpf_run_ledger_close(struct tpf_run_ledger *r, struct tpf_diags *d)
 void tpf_run_ledger_chain(const struct tpf_event *ev, void *ctx)
 {
 	const struct tpf_ledger_chain *c = ctx;
+	tpf_ledger_losses_step(c->losses, c->r, ev, 1);
 	tpf_run_ledger_event(c->r, ev);
+	tpf_ledger_losses_step(c->losses, c->r, ev, 0);
 	if (c->next)
 		c->next(ev, c->next_ctx);
 }

@@ -49,6 +49,9 @@ struct billed {
 	int have_ckpt;
 	double good_since_ckpt; /* goodput chip-hours since the last checkpoint */
 	double lost_at;         /* a preemption not yet running again, or -1 */
+	/* Lost and not billed again since: a second preempted line (watch
+	 * and apply both saw it) is the same loss, counted once. */
+	int lost;
 };
 
 struct rec {
@@ -205,6 +208,7 @@ static void set_phase(struct billed *u, enum phase ph, double t)
 static void begin_billed(struct billed *u, double from)
 {
 	set_phase(u, PH_PROVISIONING, from);
+	u->lost = 0;
 	if (u->vms > 0)
 		memset(u->running, 0, (size_t)u->vms);
 	u->have_ckpt = 0;
@@ -247,6 +251,8 @@ static void learn(struct calc *c, struct billed *u, json_t *o)
 
 static void preempted(struct calc *c, struct billed *u, json_t *o, double t)
 {
+	if (u->lost)
+		return;
 	json_t *el = json_object_get(o, "elapsed");
 	double tp = t - (json_is_number(el) ? json_number_value(el) : 0);
 	if (tp < u->since)
@@ -268,6 +274,7 @@ static void preempted(struct calc *c, struct billed *u, json_t *o, double t)
 	add_mark(c, u, TPF_EVENT_PREEMPTED, tp);
 	set_phase(u, PH_NONE, t);
 	u->lost_at = tp;
+	u->lost = 1;
 }
 
 static void worker_job(struct calc *c, struct billed *u, int kind, long w, double t)
@@ -295,7 +302,7 @@ static void worker_job(struct calc *c, struct billed *u, int kind, long w, doubl
 	u->running[w] = 0;
 	if (kind == TPF_EVENT_JOB_FAILED && u->ph == PH_RUNNING)
 		set_phase(u, PH_RESTART, t);
-	else if (kind == TPF_EVENT_JOB_SUCCEEDED && billed(u))
+	else if (kind == TPF_EVENT_JOB_SUCCEEDED && billed(u) && u->ph != PH_IDLE)
 		set_phase(u, PH_IDLE, t);
 }
 
@@ -405,15 +412,49 @@ static int rec_cmp(const void *a, const void *b)
 	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
+/*
+ * Bounds past which a line cannot be true (docs/ledger.md "Lines that are
+ * skipped"): before Cloud TPU existed (2015), more than a day after the
+ * report is read (a wrong clock), more chips or VMs in one node than any
+ * slice or multislice has, a preemption seen before it happened or more
+ * than a year after it.
+ */
+#define TPF_LEDGER_EPOCH 1420070400.0 /* 2015-01-01T00:00:00Z */
+#define TPF_LEDGER_MAX_CHIPS 1000000L
+#define TPF_LEDGER_MAX_VMS 65536L
+
+static int num_out_of(json_t *o, const char *k, double lo, double hi)
+{
+	json_t *v = json_object_get(o, k);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_number(v))
+		return 1;
+	double x = json_number_value(v);
+	return !(x >= lo && x <= hi);
+}
+
+/* 1 when line o (at wall time t, read at wall time now) says the impossible. */
+static int implausible(json_t *o, double t, double now)
+{
+	return t < TPF_LEDGER_EPOCH || t > now + 86400.0 ||
+	       num_out_of(o, "chips", 0, (double)TPF_LEDGER_MAX_CHIPS) ||
+	       num_out_of(o, "vms", 0, (double)TPF_LEDGER_MAX_VMS) ||
+	       num_out_of(o, "worker", -1, (double)TPF_LEDGER_MAX_VMS) ||
+	       num_out_of(o, "elapsed", 0, 366.0 * 86400.0) ||
+	       num_out_of(o, "elapsed", 0, t - TPF_LEDGER_EPOCH);
+}
+
 /* The usable lines, sorted by time (then writer and seq). */
 static struct rec *sorted(json_t *records, struct tpf_report *r, size_t *n)
 {
 	size_t cap = json_array_size(records), k = 0;
 	struct rec *v = xcalloc(cap ? cap : 1, sizeof(*v));
+	double now = tpf_now_wall();
 	for (size_t i = 0; i < cap; i++) {
 		json_t *o = json_array_get(records, i);
 		double t = tpf_parse_rfc3339(str(o, "ts"));
-		if (t < 0 || num(o, "v", 0) < 1 || !str(o, "event")) {
+		if (t < 0 || num(o, "v", 0) < 1 || !str(o, "event") || implausible(o, t, now)) {
 			r->skipped++;
 			continue;
 		}

@@ -8,7 +8,9 @@
 #include "util/buf.h"
 #include "util/xalloc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #define WIDTH 1100.0   /* the timeline's drawing width, px */
@@ -65,7 +67,7 @@ static void head(struct tpf_buf *b, const char *fleet)
 			"h1{font-size:18px}h2{font-size:15px;margin-top:20px}\n"
 			"table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;"
 			"text-align:right}td:first-child,th:first-child{text-align:left}\n"
-			"svg text{font:11px system-ui,sans-serif}.legend span{display:inline-block;"
+			"svg{max-width:100%;height:auto}svg text{font:11px system-ui,sans-serif}.legend span{display:inline-block;"
 			"width:12px;height:12px;margin:0 4px 0 12px;vertical-align:middle}\n"
 			"</style></head><body>\n<h1>tpuform report: fleet ");
 	esc(b, fleet);
@@ -78,19 +80,39 @@ static void legend(struct tpf_buf *b)
 	for (int p = 0; p < TPF_RP_N; p++)
 		tpf_buf_addf(b, "<span style=\"background:%s\"></span>%s", colour[p],
 			     tpf_report_phase_name(p));
-	tpf_buf_adds(b, "<span style=\"background:#c00\"></span>preemption"
-			"<span style=\"background:#000\"></span>restart</p>\n");
+	/* The marks are named apart from the phases: "restart" is a phase,
+	 * the moment a job was restarted is a mark (one entry per kind). */
+	tpf_buf_adds(b, "<span style=\"background:#c00\"></span>preemption mark"
+			"<span style=\"background:#000\"></span>restart mark</p>\n");
+}
+
+/* An axis label, UTC: "Jan 03 06:00"; "06:00:30" past the first label of
+ * a window under an hour, "06:00" under a day (the exact times are in the
+ * tooltips). */
+static void tick(struct tpf_buf *b, double t, double span, int first)
+{
+	time_t s = (time_t)t;
+	struct tm tm;
+	char out[40];
+	size_t n = 0;
+	if (gmtime_r(&s, &tm))
+		n = first || span >= 86400 ? strftime(out, sizeof(out), "%b %d %H:%M", &tm)
+		    : span >= 3600	   ? strftime(out, sizeof(out), "%H:%M", &tm)
+					   : strftime(out, sizeof(out), "%H:%M:%S", &tm);
+	if (!n)
+		snprintf(out, sizeof(out), "?");
+	tpf_buf_adds(b, out);
 }
 
 static void axis(struct tpf_buf *b, const struct frame *f, int rows)
 {
-	for (int i = 0; i <= 4; i++) {
-		double t = f->t0 + (f->t1 - f->t0) * i / 4;
+	for (int i = 0; i <= 6; i++) {
+		double t = f->t0 + (f->t1 - f->t0) * i / 6;
 		double x = xof(f, t);
 		tpf_buf_addf(b, "<line x1=\"%.1f\" y1=\"14\" x2=\"%.1f\" y2=\"%d\" stroke=\"#eee\"/>"
-				"<text x=\"%.1f\" y=\"11\" text-anchor=\"%s\">",
-			     x, x, 18 + rows * ROW, x, i == 0 ? "start" : i == 4 ? "end" : "middle");
-		when(b, t);
+				"<text class=\"tick\" x=\"%.1f\" y=\"11\" text-anchor=\"%s\">",
+			     x, x, 18 + rows * ROW, x, i == 0 ? "start" : i == 6 ? "end" : "middle");
+		tick(b, t, f->t1 - f->t0, i == 0);
 		tpf_buf_adds(b, "</text>\n");
 	}
 }
@@ -215,7 +237,8 @@ static void bar(struct tpf_buf *b, json_t *totals)
 					     "preempted", "idle" };
 	static const char *const fill[] = { "#31a354", "#4292c6", "#fd8d3c", "#e6550d",
 					    "#c00", "#bcbddc" };
-	tpf_buf_adds(b, "<h2>Goodput and badput</h2>\n<svg class=\"bar\" width=\"1320\" height=\"40\">");
+	tpf_buf_adds(b, "<h2>Goodput and badput</h2>\n<svg class=\"bar\" width=\"1320\" height=\"40\" "
+			"viewBox=\"0 0 1320 40\" preserveAspectRatio=\"none\">");
 	double x = 0;
 	for (size_t i = 0; i < 6 && billed > 0; i++) {
 		double v = i ? json_number_value(json_object_get(bad, parts[i]))
@@ -232,7 +255,10 @@ static void bar(struct tpf_buf *b, json_t *totals)
 /* A number cell: digits after the point, a scale (100: percent) and a unit. */
 static void cell_num(struct tpf_buf *b, json_t *v, int digits, double scale, const char *unit)
 {
-	if (json_is_number(v))
+	if (json_is_integer(v)) /* counts: 1, not 1.0000 */
+		tpf_buf_addf(b, "<td>%lld%s</td>", (long long)json_integer_value(v) * (long long)scale,
+			     unit);
+	else if (json_is_number(v))
 		tpf_buf_addf(b, "<td>%.*f%s</td>", digits, json_number_value(v) * scale, unit);
 	else
 		tpf_buf_adds(b, "<td>-</td>");
@@ -271,9 +297,12 @@ static void tables(struct tpf_buf *b, json_t *doc)
 					    "badput_chip_hours", "preemptions", "restarts",
 					    "preemptions_per_node_day",
 					    "mean_hours_between_preemptions", "cost_usd_estimate" };
+	json_t *lower = json_object_get(t, "cost_usd_estimate_lower_bound");
 	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
 		tpf_buf_addf(b, "<tr><td>%s</td>", keys[k]);
-		cell_num(b, json_object_get(t, keys[k]), 4, 1, "");
+		int usd = !strcmp(keys[k], "cost_usd_estimate");
+		cell_num(b, json_object_get(t, keys[k]), usd ? 2 : 4, 1,
+			 usd && json_is_true(lower) ? " (a lower bound)" : "");
 		tpf_buf_adds(b, "</tr>");
 	}
 	tpf_buf_adds(b, "<tr><td>preemption to running again</td>");
@@ -285,6 +314,11 @@ static void tables(struct tpf_buf *b, json_t *doc)
 	tpf_buf_adds(b, " (");
 	esc(b, json_string_value(json_object_get(prices, "source")));
 	tpf_buf_adds(b, "), not a bill. How each figure is computed: docs/ledger.md.</p>\n");
+	long long unpriced = json_integer_value(json_object_get(t, "rows_without_price"));
+	if (unpriced)
+		tpf_buf_addf(b, "<p class=\"lower-bound\">The cost is a lower bound: %lld row%s "
+				"had no price and %s not in it.</p>\n",
+			     unpriced, unpriced == 1 ? "" : "s", unpriced == 1 ? "is" : "are");
 }
 
 void tpf_report_html(const struct tpf_report *r, json_t *doc, const char *fleet,
@@ -305,6 +339,7 @@ void tpf_report_html(const struct tpf_report *r, json_t *doc, const char *fleet,
 	when(out, f.t0);
 	tpf_buf_adds(out, " to ");
 	when(out, f.t1);
+	tpf_buf_adds(out, " (the time axis is UTC)");
 	tpf_buf_addf(out, ", %zu node%s.</p>\n<h2>Timeline</h2>\n", r->nnodes,
 		     r->nnodes == 1 ? "" : "s");
 	legend(out);
@@ -315,9 +350,11 @@ void tpf_report_html(const struct tpf_report *r, json_t *doc, const char *fleet,
 		group_rows(&body, r, &f, &rows);
 	else
 		node_rows(&body, r, &f);
+	/* Drawn at its own width, scaled down to the window's (no
+	 * horizontal scroll bar at 1,280 px): the viewBox keeps it whole. */
 	tpf_buf_addf(out, "<svg class=\"timeline\" width=\"%.0f\" height=\"%zu\" "
-			  "xmlns=\"http://www.w3.org/2000/svg\">\n",
-		     LABEL + WIDTH + 10, 24 + rows * ROW);
+			  "viewBox=\"0 0 %.0f %zu\" xmlns=\"http://www.w3.org/2000/svg\">\n",
+		     LABEL + WIDTH + 10, 24 + rows * ROW, LABEL + WIDTH + 10, 24 + rows * ROW);
 	axis(out, &f, (int)rows);
 	tpf_buf_add(out, body.buf ? body.buf : "", body.len);
 	tpf_buf_adds(out, "</svg>\n");

@@ -149,6 +149,9 @@ static json_t *totals_json(const struct tpf_report *r, const struct totals *t)
 	json_object_set_new(o, "preemption_to_running_seconds", recov);
 	json_object_set_new(o, "cost_usd_estimate", json_real(rounded(t->usd, 100)));
 	json_object_set_new(o, "rows_without_price", json_integer(t->unpriced));
+	/* Rows billed without a price are left out of the sum: it is then
+	 * only a lower bound of the cost (issue 29 item 2). */
+	json_object_set_new(o, "cost_usd_estimate_lower_bound", json_boolean(t->unpriced > 0));
 	return o;
 }
 

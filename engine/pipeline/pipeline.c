@@ -5,6 +5,7 @@
 #include "engine/pipeline/pipeline.h"
 #include "engine/checkpoints.h"
 #include "engine/ledger/budget_spend.h"
+#include "engine/ledger/ledger_losses.h"
 #include "engine/ledger/ledger_writer.h"
 #include "engine/workers/provision.h"
 #include "engine/pipeline/refresh.h"
@@ -318,6 +319,19 @@ static void checkpoint_event(const struct tpf_state_node *sn, void *ctx)
 	tpf_run_ledger_chain(&ev, ctx);
 }
 
+void tpf_pipeline_record_jobs(struct tpf_pipeline *s)
+{
+	size_t ended = 0;
+	for (size_t i = 0; i < s->facts.n; i++)
+		ended += s->facts.items[i].state == TPF_JOB_STATE_EXITED ||
+			 s->facts.items[i].state == TPF_JOB_STATE_DEAD;
+	if (!ended)
+		return;
+	struct tpf_run_ledger *r = tpf_run_ledger_open(&s->fleet, &s->state, "apply", &s->d);
+	tpf_ledger_job_exits(r, &s->facts, &s->state);
+	tpf_run_ledger_close(r, &s->d);
+}
+
 int tpf_pipeline_apply(struct tpf_pipeline *s, const struct tpf_plan *p,
 		      const struct tpf_apply_opts *opts, struct tpf_apply_result *res)
 {
@@ -327,8 +341,12 @@ int tpf_pipeline_apply(struct tpf_pipeline *s, const struct tpf_plan *p,
 	/* Every event of the apply goes to the run ledger first. */
 	struct tpf_ledger_chain chain = {
 		tpf_run_ledger_open(&s->fleet, &s->state, p->destroy ? "destroy" : "apply", &s->d),
-		o.on_event, o.ctx
+		o.on_event, o.ctx, NULL
 	};
+	/* The lost nodes it replaces or deletes: preempted and replaced lines,
+	 * as watch writes them (engine/ledger/ledger_losses.h). */
+	if (chain.r)
+		chain.losses = tpf_ledger_losses_new(p, tpf_now_mono());
 	o.on_event = tpf_run_ledger_chain;
 	o.ctx = &chain;
 	/* The checkpoints the refresh's probe learnt go into the state the
@@ -337,8 +355,12 @@ int tpf_pipeline_apply(struct tpf_pipeline *s, const struct tpf_plan *p,
 	char now[40];
 	tpf_rfc3339(tpf_now_wall(), now, sizeof(now));
 	tpf_checkpoints_record(&s->state, &s->facts, now, checkpoint_event, &chain);
+	/* The jobs that ended with no watch to see it (a watch wrote them
+	 * already: the report reads a repeated exit as nothing new). */
+	tpf_ledger_job_exits(chain.r, &s->facts, &s->state);
 	int rc = tpf_apply(p, &s->fleet, s->prov, &s->live, &s->state, &o, res, &s->d);
 	tpf_run_ledger_close(chain.r, &s->d);
+	tpf_ledger_losses_free(chain.losses);
 	return rc;
 }
 

@@ -261,7 +261,7 @@ static int heal_nodes_first(struct loop *w, struct tpf_pipeline *s, double start
 	tpf_diags_init(&s->d);
 	int rc = tpf_pipeline_plan(s, 0, &p);
 	if (!rc) {
-		tpf_watch_hooks_ready(w->hooks, s);
+		tpf_watch_hooks_ready(w->hooks, s, started);
 		healing_actions(w, &p, &rest, started);
 		if (p.n)
 			tpf_healer_heal(w->healer, s, &p);

@@ -133,9 +133,11 @@ static void hooks_open(struct tpf_watch_hooks *h, const struct tpf_pipeline *s)
 	tpf_hooks_seen_checkpoints(h, s);
 }
 
-void tpf_watch_hooks_ready(struct tpf_watch_hooks *h, const struct tpf_pipeline *s)
+void tpf_watch_hooks_ready(struct tpf_watch_hooks *h, const struct tpf_pipeline *s,
+			   double started)
 {
 	pthread_mutex_lock(&h->mu);
+	h->round_started = started;
 	hooks_open(h, s);
 	pthread_mutex_unlock(&h->mu);
 }

@@ -5,6 +5,7 @@
  * and worker 0's progress for the run ledger.
  */
 #include "engine/watch/watch_hooks_internal.h"
+#include "engine/ledger/ledger_losses.h"
 #include "engine/ledger/ledger_writer.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -100,29 +101,18 @@ void tpf_hooks_seen_job(struct tpf_watch_hooks *h, const struct tpf_pipeline *s,
 	if (sf->state != TPF_JOB_STATE_EXITED && sf->state != TPF_JOB_STATE_DEAD)
 		return;
 	const struct tpf_state_worker *sw = tpf_state_node_worker(sn, sf->worker);
-	long retry = (sn ? sn->generation : 0) + (sw ? sw->restarts : 0);
-	int died = sf->state == TPF_JOB_STATE_DEAD, ok = !died && sf->exit_code == 0;
+	int died = sf->state == TPF_JOB_STATE_DEAD;
 	char key[300];
 	snprintf(key, sizeof(key), "%s/%d", sf->node, sf->worker);
 	struct mark *k = tpf_hooks_mark_find(&h->jobs, key);
-	struct tpf_event ev = TPF_EVENT_INIT(ok ? TPF_EVENT_JOB_SUCCEEDED : TPF_EVENT_JOB_FAILED);
-	ev.node = sf->node;
-	ev.worker = sf->worker;
-	ev.generation = sn ? sn->generation : -1;
-	ev.retry = retry;
-	ev.exit_code = died ? -1 : sf->exit_code;
-	ev.last_log = sf->last_log;
 	char msg[200];
+	struct tpf_event ev;
+	long retry = tpf_ledger_job_exit_event(sf, sn, &ev, msg, sizeof(msg));
 	if (!k || k->value != retry) {
 		tpf_hooks_mark_set(&h->jobs, key, retry);
-		if (died)
-			snprintf(msg, sizeof(msg), "the job's session died (retry %ld)", retry);
-		else
-			snprintf(msg, sizeof(msg), "the job %s (exit %d, retry %ld)",
-				 ok ? "finished" : "failed", sf->exit_code, retry);
-		ev.message = msg;
 		tpf_hooks_conclude(h, &ev);
 	}
+	ev.message = NULL;
 	if (!sw || !tpf_worker_exhausted(&s->fleet, sn, sf->worker, &s->facts))
 		return;
 	exhausted(h, s, sn, &ev, key, died ? "lost its session" : "failed");

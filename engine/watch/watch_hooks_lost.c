@@ -34,7 +34,9 @@ void tpf_hooks_on_actions(struct tpf_watch_hooks *h, const struct tpf_plan *p)
 			l->node = xstrdup(a->node);
 			l->code = xstrdup(a->reason_code);
 			l->reason = xstrdup(a->reason ? a->reason : a->reason_code);
-			l->seen = h->round_started;
+			/* Seen when the round began; a hooks user that set no
+			 * round (0) saw it now, not at the clock's origin. */
+			l->seen = h->round_started > 0 ? h->round_started : tpf_now_mono();
 			l->announced = 0;
 		}
 		if (a->kind != TPF_ACT_RESTART || tpf_hooks_mark_find(&h->restarts, a->node))

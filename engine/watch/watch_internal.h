@@ -358,9 +358,11 @@ void tpf_watch_hooks_seen(struct tpf_watch_hooks *h, const struct tpf_pipeline *
  * preemption's event says it). tpf_watch_hooks_seen does this too; a
  * round that heals before it (a preemption found by the first round of a
  * watch) calls this first, or that heal's events would reach neither the
- * webhook nor the ledger.
+ * webhook nor the ledger. started: monotonic seconds when the round began
+ * (a loss its heal replaces was seen then: the preemption's elapsed).
  */
-void tpf_watch_hooks_ready(struct tpf_watch_hooks *h, const struct tpf_pipeline *s);
+void tpf_watch_hooks_ready(struct tpf_watch_hooks *h, const struct tpf_pipeline *s,
+			   double started);
 
 /* Deliver queued notifications for up to TPUFORM_NOTIFY_DRAIN seconds (10),
  * stop serving metrics and free h (NULL: no-op). After every heal ended. */

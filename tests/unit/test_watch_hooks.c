@@ -288,8 +288,54 @@ static void test_watch_hooks__group_max_restarts(void)
 	hook_stop(&h);
 }
 
+/* The preempted events the hooks passed on, and their elapsed. */
+static int npreempted;
+static double preempted_elapsed;
+static void capture(const struct tpf_watch_event *ev, void *ctx)
+{
+	(void)ctx;
+	if (ev->kind == TPF_WATCH_EVENT && ev->event->kind == TPF_EVENT_PREEMPTED) {
+		npreempted++;
+		preempted_elapsed = ev->event->elapsed;
+	}
+}
+
+/* A loss found by watch's first round, healed before the round's
+ * tpf_watch_hooks_seen (heal_nodes_first): its elapsed counts from the
+ * round's start, not from the monotonic clock's origin (the machine's
+ * uptime: issue 29 item 7). */
+static void test_watch_hooks__first_round_loss_elapsed(void)
+{
+	struct hook h;
+	hook_start(&h);
+	struct tpf_watch_opts o = { .interval = 1, .on_event = capture };
+	struct tpf_watch_hooks *hk = tpf_watch_hooks_new(&o);
+	struct tpf_pipeline s;
+	session(&s, h.url);
+	double started = tpf_now_mono();
+	tpf_sleep(0.05);
+	tpf_watch_hooks_ready(hk, &s, started);
+	struct tpf_plan p;
+	memset(&p, 0, sizeof(p));
+	struct tpf_action *a = tpf_plan_add(&p, TPF_ACT_REPLACE, "f-b-0");
+	tpf_action_set_reason_code(a, "preempted");
+	struct tpf_watch_event ev = { .kind = TPF_WATCH_ACTIONS, .plan = &p };
+	emit(&o, &ev);
+	apply(&o, TPF_EVENT_DELETING, TPF_EVENT_DELETING, "f-b-0");
+	CHECK(npreempted == 1);
+	/* at least the 0.05 s slept since the round began, and not the
+	 * clock's origin (bounded generously: a loaded machine) */
+	CHECK(preempted_elapsed >= 0.04);
+	CHECK(preempted_elapsed < 60);
+	tpf_plan_release(&p);
+	tpf_watch_hooks_free(hk);
+	session_release(&s);
+	hook_stop(&h);
+}
+
 int main(void)
 {
+	RUN(test_watch_hooks__first_round_loss_elapsed);
 	RUN(test_watch_hooks__notifications);
 	RUN(test_watch_hooks__stall_exhausts_restarts);
 	RUN(test_watch_hooks__exit_code_not_restarted_is_not_exhausted);

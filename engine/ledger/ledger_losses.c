@@ -1,0 +1,161 @@
+/*
+ * The losses an apply acts on, written to the run ledger
+ * (engine/ledger/ledger_losses.h).
+ */
+#include "engine/ledger/ledger_losses.h"
+#include "engine/ledger/ledger_writer.h"
+#include "plan/plan.h"
+#include "plan/reason_code.h"
+#include "state/state.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct lost {
+	char *node, *code, *reason;
+	int announced, replace;
+};
+
+struct tpf_ledger_losses {
+	pthread_mutex_t mu;
+	struct lost *v;
+	size_t n;
+	double seen;
+};
+
+struct tpf_ledger_losses *tpf_ledger_losses_new(const struct tpf_plan *p, double seen)
+{
+	size_t n = 0;
+	for (size_t i = 0; p && i < p->n; i++) {
+		const struct tpf_action *a = &p->actions[i];
+		if ((a->kind == TPF_ACT_REPLACE || a->kind == TPF_ACT_DELETE) &&
+		    tpf_reason_info(a->reason_kind)->lost)
+			n++;
+	}
+	if (!n)
+		return NULL;
+	struct tpf_ledger_losses *l = xcalloc(1, sizeof(*l));
+	pthread_mutex_init(&l->mu, NULL);
+	l->v = xcalloc(n, sizeof(*l->v));
+	l->seen = seen;
+	for (size_t i = 0; i < p->n; i++) {
+		const struct tpf_action *a = &p->actions[i];
+		if ((a->kind != TPF_ACT_REPLACE && a->kind != TPF_ACT_DELETE) ||
+		    !tpf_reason_info(a->reason_kind)->lost)
+			continue;
+		struct lost *x = &l->v[l->n++];
+		x->node = xstrdup(a->node);
+		x->code = xstrdup(a->reason_code ? a->reason_code : "lost");
+		x->reason = xstrdup(a->reason ? a->reason : x->code);
+		x->replace = a->kind == TPF_ACT_REPLACE;
+	}
+	return l;
+}
+
+void tpf_ledger_losses_free(struct tpf_ledger_losses *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->v[i].node);
+		free(l->v[i].code);
+		free(l->v[i].reason);
+	}
+	free(l->v);
+	pthread_mutex_destroy(&l->mu);
+	free(l);
+}
+
+static struct lost *find(struct tpf_ledger_losses *l, const char *node)
+{
+	for (size_t i = 0; node && i < l->n; i++)
+		if (!strcmp(l->v[i].node, node))
+			return &l->v[i];
+	return NULL;
+}
+
+/* The delete of lost node x starts: its `preempted` line (l->mu held). */
+static void started(struct tpf_ledger_losses *l, struct tpf_run_ledger *r, struct lost *x)
+{
+	x->announced = 1;
+	char *msg = xasprintf("%s: %s", x->reason, x->replace ? "replacing it" : "deleting it");
+	struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_PREEMPTED);
+	ev.node = x->node;
+	ev.reason = x->code;
+	ev.elapsed = tpf_now_mono() - l->seen; /* since the refresh that saw it */
+	ev.message = msg;
+	tpf_run_ledger_event(r, &ev);
+	free(msg);
+}
+
+/* Its replacement's create completed (done): `replaced` (l->mu held). */
+static void replaced(struct tpf_run_ledger *r, struct lost *x, const struct tpf_event *done)
+{
+	char *msg = xasprintf("replaced (%s): %s", x->code,
+			      done->message ? done->message : "created");
+	struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_REPLACED);
+	ev.node = x->node;
+	ev.reason = x->code;
+	ev.id = done->id;
+	ev.message = msg;
+	tpf_run_ledger_event(r, &ev);
+	free(msg);
+	x->replace = 0;
+}
+
+void tpf_ledger_losses_step(struct tpf_ledger_losses *l, struct tpf_run_ledger *r,
+			    const struct tpf_event *ev, int before)
+{
+	if (!l || !r || !ev->node)
+		return;
+	pthread_mutex_lock(&l->mu);
+	struct lost *x = find(l, ev->node);
+	const struct tpf_event_info *in = tpf_event_info(ev->kind);
+	if (x && before && ev->kind == TPF_EVENT_DELETING && !x->announced)
+		started(l, r, x);
+	else if (x && !before && x->announced && x->replace &&
+		 ev->action == TPF_EVENT_CREATING && in->hook == TPF_HOOK_COMPLETE)
+		replaced(r, x, ev);
+	pthread_mutex_unlock(&l->mu);
+}
+
+long tpf_ledger_job_exit_event(const struct tpf_job_fact *sf, const struct tpf_state_node *sn,
+			       struct tpf_event *ev, char *msg, size_t msglen)
+{
+	const struct tpf_state_worker *sw = tpf_state_node_worker(sn, sf->worker);
+	long retry = (sn ? sn->generation : 0) + (sw ? sw->restarts : 0);
+	int died = sf->state == TPF_JOB_STATE_DEAD, ok = !died && sf->exit_code == 0;
+	if (died)
+		snprintf(msg, msglen, "the job's session died (retry %ld)", retry);
+	else
+		snprintf(msg, msglen, "the job %s (exit %d, retry %ld)", ok ? "finished" : "failed",
+			 sf->exit_code, retry);
+	*ev = (struct tpf_event)TPF_EVENT_INIT(ok ? TPF_EVENT_JOB_SUCCEEDED : TPF_EVENT_JOB_FAILED);
+	ev->node = sf->node;
+	ev->worker = sf->worker;
+	ev->generation = sn ? sn->generation : -1;
+	ev->retry = retry;
+	ev->exit_code = died ? -1 : sf->exit_code;
+	ev->last_log = sf->last_log;
+	ev->message = msg;
+	return retry;
+}
+
+void tpf_ledger_job_exits(struct tpf_run_ledger *r, const struct tpf_job_facts *facts,
+			  const struct tpf_state *st)
+{
+	for (size_t i = 0; r && facts && i < facts->n; i++) {
+		const struct tpf_job_fact *sf = &facts->items[i];
+		if (sf->state != TPF_JOB_STATE_EXITED && sf->state != TPF_JOB_STATE_DEAD)
+			continue;
+		char msg[200];
+		struct tpf_event ev;
+		tpf_ledger_job_exit_event(sf, tpf_state_find((struct tpf_state *)st, sf->node), &ev,
+					  msg, sizeof(msg));
+		tpf_run_ledger_event(r, &ev);
+	}
+}

@@ -1,0 +1,67 @@
+/*
+ * The losses an `apply` or `destroy` acts on, for the run ledger: a
+ * replace or delete the plan made for a lost node (plan/reason_code.h
+ * `lost`: preempted, gone, terminated, unhealthy, ...) writes the same
+ * `preempted` line as `watch` when its delete starts, and `replaced` when
+ * the new node's create completes (engine/watch/watch_hooks_lost.c writes
+ * them in `watch`). Without it a preemption acted on by `apply` alone is
+ * not in the ledger, and `report` counts none (issue 29 item 7).
+ *
+ * The report counts one loss of a node once, whoever wrote it
+ * (engine/ledger/report.c: a node lost again before it was created again
+ * is the same loss; docs/ledger.md "Who writes what").
+ */
+#ifndef TPF_ENGINE_LEDGER_LOSSES_H
+#define TPF_ENGINE_LEDGER_LOSSES_H
+
+#include "engine/events.h"
+
+struct tpf_plan;
+struct tpf_run_ledger;
+struct tpf_ledger_losses;
+
+/*
+ * The lost nodes plan p replaces or deletes, seen at monotonic time `seen`
+ * (seconds: when the refresh that found them began; the preemption line's
+ * elapsed counts from it). NULL when p has none. Free with
+ * tpf_ledger_losses_free.
+ */
+struct tpf_ledger_losses *tpf_ledger_losses_new(const struct tpf_plan *p, double seen);
+void tpf_ledger_losses_free(struct tpf_ledger_losses *l);
+
+/*
+ * Executor event ev of the apply (thread-safe): the first DELETING of a
+ * lost node writes its `preempted` line to r first; the completed create
+ * of its replacement writes `replaced` after ev. before: 1 when called
+ * before ev is written, 0 after. l or r NULL: nothing.
+ */
+void tpf_ledger_losses_step(struct tpf_ledger_losses *l, struct tpf_run_ledger *r,
+			    const struct tpf_event *ev, int before);
+
+/*
+ * The job exits the refresh before an apply found (facts: each worker's
+ * job; st: the state, for each node's generation and restarts): one
+ * `job_succeeded` or `job_failed` line per worker whose job exited or whose
+ * session died, as `watch` writes them (engine/watch/watch_hooks_jobs.c),
+ * stamped when the apply saw them. Without them a job that ended with no
+ * `watch` running counts as goodput until the node is deleted. r NULL:
+ * nothing.
+ */
+struct tpf_job_facts;
+struct tpf_job_fact;
+struct tpf_state;
+struct tpf_state_node;
+
+/*
+ * The `job_succeeded` or `job_failed` event of worker fact sf (exited or
+ * dead) of node sn (may be NULL) into *ev, its message into msg (msglen
+ * bytes); ev's strings borrow from sf and msg. Returns the retry (the
+ * node's generation plus the worker's restarts). What `watch` and `apply`
+ * both write (engine/watch/watch_hooks_jobs.c).
+ */
+long tpf_ledger_job_exit_event(const struct tpf_job_fact *sf, const struct tpf_state_node *sn,
+			       struct tpf_event *ev, char *msg, size_t msglen);
+void tpf_ledger_job_exits(struct tpf_run_ledger *r, const struct tpf_job_facts *facts,
+			  const struct tpf_state *st);
+
+#endif
