@@ -159,3 +159,15 @@ void tpf_ledger_job_exits(struct tpf_run_ledger *r, const struct tpf_job_facts *
 		tpf_run_ledger_event(r, &ev);
 	}
 }
+
+/* Lives here, not in the writer: the writer must not call back into the
+ * losses (one way: losses -> writer). */
+void tpf_run_ledger_chain(const struct tpf_event *ev, void *ctx)
+{
+	const struct tpf_ledger_chain *c = ctx;
+	tpf_ledger_losses_step(c->losses, c->r, ev, 1);
+	tpf_run_ledger_event(c->r, ev);
+	tpf_ledger_losses_step(c->losses, c->r, ev, 0);
+	if (c->next)
+		c->next(ev, c->next_ctx);
+}

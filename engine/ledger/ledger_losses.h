@@ -64,4 +64,20 @@ long tpf_ledger_job_exit_event(const struct tpf_job_fact *sf, const struct tpf_s
 void tpf_ledger_job_exits(struct tpf_run_ledger *r, const struct tpf_job_facts *facts,
 			  const struct tpf_state *st);
 
+/*
+ * Chaining the writer in front of an event callback (apply, destroy):
+ * set opts.on_event = tpf_run_ledger_chain and opts.ctx = &chain; every
+ * event is written (when r is not NULL), then passed to next.
+ */
+struct tpf_ledger_chain {
+	struct tpf_run_ledger *r;
+	tpf_event_fn next; /* may be NULL */
+	void *next_ctx;
+	/* The lost nodes the apply acts on (engine/ledger/ledger_losses.h),
+	 * their preempted and replaced lines written around the events; may
+	 * be NULL. */
+	struct tpf_ledger_losses *losses;
+};
+void tpf_run_ledger_chain(const struct tpf_event *ev, void *ctx);
+
 #endif

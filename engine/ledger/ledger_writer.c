@@ -2,7 +2,6 @@
  * The run ledger's writer (engine/ledger/ledger_writer.h).
  */
 #include "engine/ledger/ledger_writer.h"
-#include "engine/ledger/ledger_losses.h"
 #include "model/json_field.h"
 #include "engine/state_store.h"
 #include "model/chips.h"
@@ -321,16 +320,6 @@ void tpf_run_ledger_close(struct tpf_run_ledger *r, struct tpf_diags *d)
 	free(r->first_error);
 	pthread_mutex_destroy(&r->mu);
 	free(r);
-}
-
-void tpf_run_ledger_chain(const struct tpf_event *ev, void *ctx)
-{
-	const struct tpf_ledger_chain *c = ctx;
-	tpf_ledger_losses_step(c->losses, c->r, ev, 1);
-	tpf_run_ledger_event(c->r, ev);
-	tpf_ledger_losses_step(c->losses, c->r, ev, 0);
-	if (c->next)
-		c->next(ev, c->next_ctx);
 }
 
 void tpf_run_ledger_plan(const struct tpf_fleet *f, const struct tpf_state *st,

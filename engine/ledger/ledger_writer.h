@@ -71,23 +71,6 @@ void tpf_run_ledger_counts(const struct tpf_run_ledger *r, long *written, long *
 void tpf_run_ledger_close(struct tpf_run_ledger *r, struct tpf_diags *d);
 
 /*
- * Chaining the writer in front of an event callback (apply, destroy):
- * set opts.on_event = tpf_run_ledger_chain and opts.ctx = &chain; every
- * event is written (when r is not NULL), then passed to next.
- */
-struct tpf_ledger_losses;
-struct tpf_ledger_chain {
-	struct tpf_run_ledger *r;
-	tpf_event_fn next; /* may be NULL */
-	void *next_ctx;
-	/* The lost nodes the apply acts on (engine/ledger/ledger_losses.h),
-	 * their preempted and replaced lines written around the events; may
-	 * be NULL. */
-	struct tpf_ledger_losses *losses;
-};
-void tpf_run_ledger_chain(const struct tpf_event *ev, void *ctx);
-
-/*
  * `plan`: write one PLANNED event for plan p of fleet f (state st), its
  * summary line as the message. Problems are warnings in d.
  */

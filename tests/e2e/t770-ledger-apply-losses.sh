@@ -31,7 +31,8 @@ ok "report -html" tpuform report -f fleet.yaml -html page.html
 is "the page marks it" "$(grep -o '<path class="preemption"' page.html | wc -l | tr -d ' ')" 1
 
 # The same loss written again (as watch would have): counted once.
-grep '"event":"preempted"' $L | sed 's/"cmd":"apply"/"cmd":"watch"/; s/"seq":[0-9]*/"seq":999/' >>$L
+again=$(grep '"event":"preempted"' $L | sed 's/"cmd":"apply"/"cmd":"watch"/; s/"seq":[0-9]*/"seq":999/')
+echo "$again" >>$L
 ok "report -json with the loss written twice" sh -c "'$TPUFORM' report -f fleet.yaml -json >r2.json"
 is "still 1 preemption" "$(jq .totals.preemptions r2.json)" 1
 
@@ -39,10 +40,13 @@ is "still 1 preemption" "$(jq .totals.preemptions r2.json)" 1
 before=$(jq .totals.billed_chip_hours r2.json)
 skipped=$(jq .skipped_lines r2.json)
 ready=$(grep '"event":"ready"' $L | tail -1)
-echo "$ready" | sed 's/"chips":[0-9]*/"chips":999999999/' >>$L
-echo "$ready" | sed 's/"ts":"[^"]*"/"ts":"1970-01-01T00:00:01.000Z"/' >>$L
-echo "$ready" | sed 's/"ts":"[^"]*"/"ts":"2999-01-01T00:00:01.000Z"/' >>$L
-grep '"event":"preempted"' $L | head -1 | sed 's/"elapsed":[-0-9.e]*/"elapsed":-5000/' >>$L
+lost=$(grep '"event":"preempted"' $L | head -1)
+{
+	echo "$ready" | sed 's/"chips":[0-9]*/"chips":999999999/'
+	echo "$ready" | sed 's/"ts":"[^"]*"/"ts":"1970-01-01T00:00:01.000Z"/'
+	echo "$ready" | sed 's/"ts":"[^"]*"/"ts":"2999-01-01T00:00:01.000Z"/'
+	echo "$lost" | sed 's/"elapsed":[-0-9.e]*/"elapsed":-5000/'
+} >>$L
 ok "report -json with impossible lines" sh -c "'$TPUFORM' report -f fleet.yaml -json >r3.json"
 is "they are counted as skipped lines" "$(jq .skipped_lines r3.json)" "$((skipped + 4))"
 ok "billed chip-hours are what they were (within rounding)" \
