@@ -92,16 +92,23 @@ static void started(struct tpf_ledger_losses *l, struct tpf_run_ledger *r, struc
 	free(msg);
 }
 
+struct tpf_event tpf_ledger_replaced_event(const char *node, const char *code,
+					   const struct tpf_event *done, const char *msg)
+{
+	struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_REPLACED);
+	ev.node = node;
+	ev.reason = code;
+	ev.id = done->id;
+	ev.message = msg;
+	return ev;
+}
+
 /* Its replacement's create completed (done): `replaced` (l->mu held). */
 static void replaced(struct tpf_run_ledger *r, struct lost *x, const struct tpf_event *done)
 {
 	char *msg = xasprintf("replaced (%s): %s", x->code,
 			      done->message ? done->message : "created");
-	struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_REPLACED);
-	ev.node = x->node;
-	ev.reason = x->code;
-	ev.id = done->id;
-	ev.message = msg;
+	struct tpf_event ev = tpf_ledger_replaced_event(x->node, x->code, done, msg);
 	tpf_run_ledger_event(r, &ev);
 	free(msg);
 	x->replace = 0;

@@ -64,6 +64,12 @@ long tpf_ledger_job_exit_event(const struct tpf_job_fact *sf, const struct tpf_s
 void tpf_ledger_job_exits(struct tpf_run_ledger *r, const struct tpf_job_facts *facts,
 			  const struct tpf_state *st);
 
+/* The `replaced` event of lost node `node` (its loss's reason code `code`)
+ * whose new create completed with `done`; every pointer is borrowed, msg
+ * included. What `watch` and `apply` both write. */
+struct tpf_event tpf_ledger_replaced_event(const char *node, const char *code,
+					   const struct tpf_event *done, const char *msg);
+
 /*
  * Chaining the writer in front of an event callback (apply, destroy):
  * set opts.on_event = tpf_run_ledger_chain and opts.ctx = &chain; every

@@ -17,18 +17,23 @@
  *   preempted: the work since the last checkpoint, lost to a preemption:
  *     WASTED_PROGRESS_FROM_DISRUPTION;
  *   idle: billed with no job running: OTHER. */
-static const char *const CATEGORY[TPF_RB_N] = {
-	[TPF_RB_GOODPUT] = NULL,
-	[TPF_RB_SETUP] = "TRAINING_PREP",
-	[TPF_RB_RESTART] = "OTHER",
-	[TPF_RB_STALLED] = "OTHER",
-	[TPF_RB_PREEMPTED] = "WASTED_PROGRESS_FROM_DISRUPTION",
-	[TPF_RB_IDLE] = "OTHER",
+static const struct {
+	enum tpf_report_bucket bucket;
+	const char *category;
+} MAP[] = {
+	{ TPF_RB_SETUP, "TRAINING_PREP" },
+	{ TPF_RB_RESTART, "OTHER" },
+	{ TPF_RB_STALLED, "OTHER" },
+	{ TPF_RB_PREEMPTED, "WASTED_PROGRESS_FROM_DISRUPTION" },
+	{ TPF_RB_IDLE, "OTHER" },
 };
 
 const char *tpf_ml_goodput_category(enum tpf_report_bucket b)
 {
-	return (unsigned)b < TPF_RB_N ? CATEGORY[b] : NULL;
+	for (size_t i = 0; i < sizeof(MAP) / sizeof(MAP[0]); i++)
+		if (MAP[i].bucket == b)
+			return MAP[i].category;
+	return NULL;
 }
 
 /* To 1e-6, as the totals' chip-hours (never negative here). */
@@ -41,7 +46,7 @@ json_t *tpf_ml_goodput_json(const struct tpf_report *r, const double by[TPF_RB_N
 {
 	json_t *hours = json_object(), *map = json_object();
 	for (int b = TPF_RB_GOODPUT + 1; b < TPF_RB_N; b++) {
-		const char *c = CATEGORY[b];
+		const char *c = tpf_ml_goodput_category((enum tpf_report_bucket)b);
 		json_t *have = json_object_get(hours, c);
 		double sum = (have ? json_real_value(have) : 0) + by[b];
 		json_object_set_new(hours, c, json_real(sum));

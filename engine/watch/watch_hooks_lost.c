@@ -7,6 +7,7 @@
  * flight and the stalled restarts are kept here too.
  */
 #include "engine/watch/watch_hooks_internal.h"
+#include "engine/ledger/ledger_losses.h"
 #include "engine/checkpoints.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -120,11 +121,7 @@ static void replacement_done(struct tpf_watch_hooks *h, struct lost_node *l,
 			    : xasprintf("replaced (%s): the new node is READY %.0f s after the loss "
 					"was seen [id=%s]",
 					l->code, tpf_now_mono() - l->seen, done->id ? done->id : "?");
-	struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_REPLACED);
-	ev.node = l->node;
-	ev.reason = l->code;
-	ev.id = done->id;
-	ev.message = msg;
+	struct tpf_event ev = tpf_ledger_replaced_event(l->node, l->code, done, msg);
 	tpf_hooks_conclude(h, &ev);
 	free(msg);
 	lost_remove(h, l);

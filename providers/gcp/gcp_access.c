@@ -88,33 +88,8 @@ static struct node_entry *find_locked(struct tpf_gcp_access *a, const char *name
 	return e;
 }
 
-/* tpf_gcp_node_seen_fn: remember the node's zone, id and metadata. */
-static void node_seen(void *ctx, const char *zone, const struct tpf_gcp_seen *n)
-{
-	struct tpf_gcp_access *a = ctx;
-	if (!n->name || !*n->name || !zone)
-		return;
-	pthread_mutex_lock(&a->mu);
-	struct node_entry *e = find_locked(a, n->name, 1);
-	xstrset(&e->zone, zone);
-	xstrset(&e->id, n->id);
-	json_decref(e->metadata);
-	e->metadata = n->metadata ? json_deep_copy(n->metadata) : NULL;
-	e->multislice = n->multislice;
-	e->nendpoints = n->nendpoints;
-	e->shape = n->shape;
-	json_decref(e->members);
-	e->members = NULL;
-	if (n->members) {
-		e->members = json_array();
-		for (size_t i = 0; i < n->nmembers; i++)
-			json_array_append_new(e->members, json_string(n->members[i]));
-	}
-	pthread_mutex_unlock(&a->mu);
-}
-
-/* dst's facts (the fields up to `mu`, but the name) := src's; the
- * caller holds the mutex of each entry's access. */
+/* dst's facts (the fields up to `mu`, but the name) := src's (copies);
+ * the caller holds the mutex of dst's access. */
 static void facts_copy(struct node_entry *dst, const struct node_entry *src)
 {
 	xstrset(&dst->zone, src->zone);
@@ -126,6 +101,27 @@ static void facts_copy(struct node_entry *dst, const struct node_entry *src)
 	dst->shape = src->shape;
 	json_decref(dst->members);
 	dst->members = src->members ? json_deep_copy(src->members) : NULL;
+}
+
+/* tpf_gcp_node_seen_fn: remember the node's zone, id and metadata. */
+static void node_seen(void *ctx, const char *zone, const struct tpf_gcp_seen *n)
+{
+	struct tpf_gcp_access *a = ctx;
+	if (!n->name || !*n->name || !zone)
+		return;
+	struct node_entry seen = {
+		.zone = (char *)zone, .id = (char *)n->id, .metadata = n->metadata,
+		.multislice = n->multislice, .nendpoints = n->nendpoints, .shape = n->shape,
+	};
+	if (n->members) {
+		seen.members = json_array();
+		for (size_t i = 0; i < n->nmembers; i++)
+			json_array_append_new(seen.members, json_string(n->members[i]));
+	}
+	pthread_mutex_lock(&a->mu);
+	facts_copy(find_locked(a, n->name, 1), &seen);
+	pthread_mutex_unlock(&a->mu);
+	json_decref(seen.members);
 }
 
 void tpf_gcp_access_learn_from(struct tpf_gcp_access *a, struct tpf_gcp_access *from)
