@@ -350,12 +350,7 @@ static int sts_exchange(struct tpf_gcp_auth *a, const char *subject, char **toke
 	int rc = tpf_gcp_token_send(a, &t, &rs, &e, d);
 	if (rc < 0 && e.http)
 		tpf_gcp_token_refused(&t, &e, sts_hint(&e), rc, d);
-	if (rc == 0)
-		rc = tpf_gcp_token_parse(&t, &rs, token, lifetime, d);
-	tpf_gcp_error_release(&e);
-	tpf_gcp_response_wipe(&rs);
-	tpf_gcp_token_request_release(&t);
-	return rc;
+	return tpf_gcp_token_finish(rc, &t, &rs, &e, token, lifetime, d);
 }
 
 int tpf_gcp_external_fetch(struct tpf_gcp_auth *a, char **token, double *lifetime,

@@ -147,6 +147,12 @@ int tpf_gcp_token_parse(const struct tpf_gcp_token_request *t, const struct tpf_
 			char **token, double *lifetime, struct tpf_diags *d);
 /* Wipe a response body that held a token, then release rs. */
 void tpf_gcp_response_wipe(struct tpf_gcp_response *rs);
+/* The end of a token exchange: when rc is 0, the token parsed from rs
+ * (tpf_gcp_token_parse); then e, rs (wiped) and t released. Returns rc or
+ * the parse's error. */
+int tpf_gcp_token_finish(int rc, struct tpf_gcp_token_request *t, struct tpf_gcp_response *rs,
+			 struct tpf_gcp_error *e, char **token, double *lifetime,
+			 struct tpf_diags *d);
 /* A token for a service account key, an authorized user or the metadata
  * server: one grant with retries. */
 int tpf_gcp_oauth_fetch(struct tpf_gcp_auth *a, char **token, double *lifetime,

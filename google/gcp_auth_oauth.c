@@ -225,10 +225,17 @@ int tpf_gcp_oauth_fetch(struct tpf_gcp_auth *a, char **token, double *lifetime,
 		rc = tpf_errorx(d, NULL, "check GCE_METADATA_HOST",
 				"%s: the answer lacks the header 'Metadata-Flavor: Google', so it "
 				"does not come from a metadata server", t.what.buf);
+	return tpf_gcp_token_finish(rc, &t, &rs, &e, token, lifetime, d);
+}
+
+int tpf_gcp_token_finish(int rc, struct tpf_gcp_token_request *t, struct tpf_gcp_response *rs,
+			 struct tpf_gcp_error *e, char **token, double *lifetime,
+			 struct tpf_diags *d)
+{
 	if (rc == 0)
-		rc = tpf_gcp_token_parse(&t, &rs, token, lifetime, d);
-	tpf_gcp_error_release(&e);
-	tpf_gcp_response_wipe(&rs);
-	tpf_gcp_token_request_release(&t);
+		rc = tpf_gcp_token_parse(t, rs, token, lifetime, d);
+	tpf_gcp_error_release(e);
+	tpf_gcp_response_wipe(rs);
+	tpf_gcp_token_request_release(t);
 	return rc;
 }

@@ -149,7 +149,9 @@ static void test_rules__node_state_classes(void)
 	CHECK(tpf_queued_state_of("ACTIVE") == TPF_QUEUED_ACTIVE);
 	CHECK(tpf_queued_state_of("FAILED") == TPF_QUEUED_FAILED);
 	CHECK(tpf_queued_state_of("SUSPENDED") == TPF_QUEUED_SUSPENDED);
-	CHECK(tpf_queued_state_of("PROVISIONING") == TPF_QUEUED_OTHER);
+	CHECK(tpf_queued_state_of("PROVISIONING") == TPF_QUEUED_PROVISIONING);
+	CHECK(tpf_queued_state_of("CREATING") == TPF_QUEUED_CREATING);
+	CHECK(tpf_queued_state_of("WAITING_FOR_RESOURCES") == TPF_QUEUED_OTHER);
 	CHECK(tpf_queued_state_of(NULL) == TPF_QUEUED_OTHER);
 	CHECK(tpf_node_health_bad("UNHEALTHY_MAINTENANCE"));
 	CHECK(tpf_node_health_bad("DEGRADED"));
