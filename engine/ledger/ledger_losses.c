@@ -27,15 +27,19 @@ struct tpf_ledger_losses {
 	double seen;
 };
 
+/* A lost node the plan deletes or replaces: what `watch` would have
+ * written a preemption for. */
+static int is_loss(const struct tpf_action *a)
+{
+	return (a->kind == TPF_ACT_REPLACE || a->kind == TPF_ACT_DELETE) &&
+	       tpf_reason_info(a->reason_kind)->lost;
+}
+
 struct tpf_ledger_losses *tpf_ledger_losses_new(const struct tpf_plan *p, double seen)
 {
 	size_t n = 0;
-	for (size_t i = 0; p && i < p->n; i++) {
-		const struct tpf_action *a = &p->actions[i];
-		if ((a->kind == TPF_ACT_REPLACE || a->kind == TPF_ACT_DELETE) &&
-		    tpf_reason_info(a->reason_kind)->lost)
-			n++;
-	}
+	for (size_t i = 0; p && i < p->n; i++)
+		n += is_loss(&p->actions[i]);
 	if (!n)
 		return NULL;
 	struct tpf_ledger_losses *l = xcalloc(1, sizeof(*l));
@@ -44,8 +48,7 @@ struct tpf_ledger_losses *tpf_ledger_losses_new(const struct tpf_plan *p, double
 	l->seen = seen;
 	for (size_t i = 0; i < p->n; i++) {
 		const struct tpf_action *a = &p->actions[i];
-		if ((a->kind != TPF_ACT_REPLACE && a->kind != TPF_ACT_DELETE) ||
-		    !tpf_reason_info(a->reason_kind)->lost)
+		if (!is_loss(a))
 			continue;
 		struct lost *x = &l->v[l->n++];
 		x->node = xstrdup(a->node);
