@@ -50,7 +50,10 @@ TPF_ROOT=$TOP
 . "$TOP/tests/e2e/fakegcp.sh"
 . "$TOP/tests/e2e/ssh_workers.sh"
 . "$TOP/tests/bench/lib.sh"
-[ "$N" -ge 4 ] && [ $((N % 4)) -eq 0 ] || { echo "scale_bench: N must be a multiple of 4 (v4-32 nodes)" >&2; exit 1; }
+if [ "$N" -lt 4 ] || [ $((N % 4)) -ne 0 ]; then
+	echo "scale_bench: N must be a multiple of 4 (v4-32 nodes)" >&2
+	exit 1
+fi
 W=$(mktemp -d "${TMPDIR:-/tmp}/tpf-scale.XXXXXX")
 cd "$W" || exit 1
 WATCH=
@@ -112,10 +115,10 @@ t0=$(now)
 rc=$?
 t1=$(now)
 changed=$(grep -c '^changed: ' apply.out)
-[ "$rc" -eq 0 ] && [ "$changed" -ge "$N" ] || {
+if [ "$rc" -ne 0 ] || [ "$changed" -lt "$N" ]; then
 	tail -n 15 apply.out >&2
 	fail "apply exited $rc, $changed of $N workers provisioned"
-}
+fi
 echo "scale: $N workers provisioned in $(echo "$t0 $t1" | awk '{ printf "%.1f", $2 - $1 }') s," \
 	"tpuform CPU $(awk -v n="$N" '{ printf "%.1f", 1000 * ($1 + $2) / n }' cpu.txt) ms per worker"
 
