@@ -30,8 +30,10 @@
 #   4. TRIALS times: worker 1's job of a node picked in turn is killed (as
 #      a job that fails or is preempted ends); the latency is from the kill
 #      to the later of the 4 workers' new start lines (the jobs stamp them),
-#      as tests/bench/job_wait_bench.sh measures it:
+#      as tests/bench/job_wait_bench.sh measures it (one line lists them in
+#      trial order; a unit not running again within 60 s counts 999 s):
 #      scale: job exit -> unit running again p50 X s, p99 Y s over K trials
+# The first line gives the load average at the start.
 # Figures only: nothing is checked against the issue's aims. Skips itself
 # (exit 0, "skipped") without python3-asyncssh; exits 1 with a message when
 # a step fails. Leaves nothing running: watch, the emulator, the harness and
@@ -195,6 +197,7 @@ while [ "$k" -lt "$TRIALS" ]; do
 	# let the restarted unit's waits attach again before the next trial
 	sleep 1
 done
+echo "latencies, in trial order (s): $(tr '\n' ' ' <lat.txt)"
 sort -n lat.txt | awk '{ v[NR] = $1 } END {
 	p50 = v[int((NR + 1) * 0.5)]; i99 = int(NR * 0.99 + 0.999); if (i99 > NR) i99 = NR;
 	printf "%d %.2f %.2f\n", NR, p50, v[i99] }' >stats.txt
