@@ -190,9 +190,10 @@ class Server(asyncssh.SSHServer):
 def spawn(worker, argv, env, fd0, fd1, fd2):
     """Start argv in the worker's home in a session of its own; the future
     of its wait status."""
-    # cd first: posix_spawn has no chdir in Python 3.11
-    pid = os.posix_spawn("/bin/sh", ["sh", "-c", 'cd -- "$0" && exec "$@"', worker.home] + argv,
-                         env, file_actions=[(os.POSIX_SPAWN_DUP2, fd0, 0),
+    # The child starts in this process's directory (posix_spawn has no
+    # chdir in Python 3.11): one thread, so nothing runs between the two.
+    os.chdir(worker.home)
+    pid = os.posix_spawn(argv[0], argv, env, file_actions=[(os.POSIX_SPAWN_DUP2, fd0, 0),
                                             (os.POSIX_SPAWN_DUP2, fd1, 1),
                                             (os.POSIX_SPAWN_DUP2, fd2, 2)],
                          setsid=True, setsigmask=(),
@@ -242,6 +243,13 @@ async def run_command(worker, process):
         print("%.3f w%d request %s" % (time.time(), worker.index, (process.command or "")[-60:].replace("\n", " ")), flush=True)
     try:
         await command_life(worker, process, loop)
+    except OSError as e:
+        # out of descriptors, most likely: the client sees a failed command
+        print("ssh_workers: w%d: %s" % (worker.index, e), file=sys.stderr, flush=True)
+        try:
+            process.exit(255)
+        except (OSError, asyncssh.Error):
+            pass
     finally:
         _commands.discard(task)
 
