@@ -148,10 +148,15 @@ attach=$(echo "$w0 $(now)" | awk '{ printf "%.1f", $2 - $1 }')
 sleep 10
 tck=$(getconf CLK_TCK)
 cpu() { awk '{ print $14 + $15 }' "/proc/$WATCH/stat"; }
+# the harness's own CPU, and its commands' (the reaped children's: the
+# bootstrap's verbs and what they waited for)
+hcpu() { awk '{ print $14 + $15, $16 + $17 }' "/proc/$SSH_WORKERS_PID/stat"; }
+h0=$(hcpu)
 c0=$(cpu)
 a=$(now)
 sleep "$IDLE"
 c1=$(cpu)
+h1=$(hcpu)
 b=$(now)
 fds=$(find "/proc/$WATCH/fd" -mindepth 1 -maxdepth 1 | wc -l)
 threads=$(find "/proc/$WATCH/task" -mindepth 1 -maxdepth 1 | wc -l)
@@ -162,6 +167,7 @@ pernode=$(jq -r --argjson a "$w0" --argjson b "$b" \
 	grep -cE '/(nodes|instances)/[^/:]+$')
 echo "scale: attach $attach s after watch started, per-node requests $pernode"
 echo "scale: idle $idle % of one core over $IDLE s, threads $threads, open files $fds, RSS $rss MiB"
+echo "$h0 $h1 $tck $a $b" | awk '{ t = $5 * ($7 - $6); printf "meanwhile the harness: its SSH server %.1f %% of one core, the workers'"'"' commands %.1f %%\n", 100 * ($3 - $1) / t, 100 * ($4 - $2) / t }'
 
 # 4. Job exit -> the unit (the node's 4 workers) running again.
 : >lat.txt
