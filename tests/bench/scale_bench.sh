@@ -67,11 +67,8 @@ cleanup() {
 	cd / || return
 	[ -n "${BENCH_KEEP:-}" ] || rm -rf "$W"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-export NO_COLOR=1 TPUFORM_ACCESS_TOKEN=bench TPUFORM_GCP_POLL_MIN=0.2 TPUFORM_GCP_POLL_MAX=1
-unset SSH_AUTH_SOCK
+bench_traps
+bench_client_env
 fail() {
 	echo "scale_bench: FAILED: $*" >&2
 	exit 1
@@ -94,20 +91,7 @@ esac
 fakegcp_start --project bench-project --latency-ms 20 --op-seconds 0.5 --page-size 100 \
 	--worker-ip-base "$BASE" --worker-port "$SSH_WORKERS_PORT" --worker-dir "$W/w" \
 	--log "$W/requests.jsonl" >/dev/null || fail "the emulator did not start"
-cat >fleet.yaml <<YAML
-fleet: sc
-provider:
-  gcp: { project: bench-project }
-ssh: { user: root, private_key: "$SSH_WORKERS_KEY", port: $SSH_WORKERS_PORT }
-run: |
-  e=$W/ev/\$TPUFORM_NODE-\$TPUFORM_WORKER_ID
-  echo \$\$ >"\$e.pid"
-  date +%s.%N >>"\$e.starts"
-  exec sleep 100000
-max_restarts: 1000000
-groups:
-  - { name: a, accelerator_type: v4-32, runtime_version: tpu-ubuntu2204-base, zones: [z1, z2], count: $NODES }
-YAML
+bench_job_fleet sc "$SSH_WORKERS_KEY" "$SSH_WORKERS_PORT" v4-32 "$NODES" "$W/ev" >fleet.yaml
 echo "== scale: $N workers ($NODES v4-32 nodes) on one SSH harness, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # 1. Provisioning.
@@ -171,43 +155,10 @@ echo "$h0 $h1 $tck $a $b" | awk '{ t = $5 * ($7 - $6); printf "meanwhile the har
 
 # 4. Job exit -> the unit (the node's 4 workers) running again.
 : >lat.txt
-k=0
-while [ "$k" -lt "$TRIALS" ]; do
-	node=sc-a-$((k % NODES))
-	set --
-	for j in 0 1 2 3; do
-		set -- "$@" "$(wc -l <"ev/$node-$j.starts")"
-	done
-	t=$(now)
-	kill "$(cat "ev/$node-1.pid")"
-	end=$(($(date +%s) + 60))
-	j=0
-	while [ "$(date +%s)" -le "$end" ]; do
-		j=0
-		for n0 in "$@"; do
-			[ "$(wc -l <"ev/$node-$j.starts")" -gt "$n0" ] || break
-			j=$((j + 1))
-		done
-		[ "$j" -eq 4 ] && break
-		sleep 0.05
-	done
-	if [ "$j" -lt 4 ]; then
-		# not running again within 60 s: counted as 999 s
-		echo "trial $((k + 1)): $node not running again within 60 s"
-		echo 999.000 >>lat.txt
-	else
-		for j in 0 1 2 3; do tail -n 1 "ev/$node-$j.starts"; done |
-			awk -v t="$t" '$1 > m { m = $1 } END { printf "%.3f\n", m - t }' >>lat.txt
-	fi
-	k=$((k + 1))
-	# let the restarted unit's waits attach again before the next trial
-	sleep 1
-done
+bench_unit_trials sc-a "$NODES" 4 "$TRIALS" ev lat.txt
 echo "latencies, in trial order (s): $(tr '\n' ' ' <lat.txt)"
-sort -n lat.txt | awk '{ v[NR] = $1 } END {
-	p50 = v[int((NR + 1) * 0.5)]; i99 = int(NR * 0.99 + 0.999); if (i99 > NR) i99 = NR;
-	printf "%d %.2f %.2f\n", NR, p50, v[i99] }' >stats.txt
-read -r k p50 p99 <stats.txt
+bench_percentiles lat.txt >stats.txt
+read -r k p50 p99 _ <stats.txt
 echo "scale: job exit -> unit running again p50 $p50 s, p99 $p99 s over $k trials"
 kill -TERM "$WATCH"
 wait "$WATCH"

@@ -19,6 +19,7 @@ agent writes to (tests/fakegcp/fg_agent.c, --worker-dir DIR):
                                    environment (sshd's PermitUserEnvironment)
     DIR/w<i>/hostkey, hostkey.pub  its host key (made once, kept)
     DIR/w<i>/screen                its screen sessions (SCREENDIR)
+    DIR/w<i>/addr                  its address
 
 The server is asyncssh (Debian's python3-asyncssh). What a worker does is
 real: an exec request runs `/bin/sh -c COMMAND` in the worker's home as a
@@ -106,6 +107,8 @@ class Worker:
         for d in (self.home, os.path.join(self.home, ".ssh"), os.path.join(self.dir, "screen")):
             os.makedirs(d, exist_ok=True)
             os.chmod(d, 0o700)
+        with open(os.path.join(self.dir, "addr"), "w") as f:
+            f.write(self.addr + "\n")
         ak = os.path.join(self.home, ".ssh", "authorized_keys")
         if authorized is not None:
             with open(ak, "wb") as f:

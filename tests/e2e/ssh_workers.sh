@@ -30,18 +30,9 @@
 # are under $HOME, its screen sessions under $SCREENDIR, its libtpu lock
 # file at $TPUFORM_LIBTPU_LOCKFILE).
 
-_ssh_workers_ip() {
-	_swi_old_ifs=${IFS-}
-	IFS=.
-	# shellcheck disable=SC2086
-	set -- $1 "$2"
-	IFS=$_swi_old_ifs
-	_swi_n=$((($1 << 24) + ($2 << 16) + ($3 << 8) + $4 + $5))
-	echo "$(((_swi_n >> 24) & 255)).$(((_swi_n >> 16) & 255)).$(((_swi_n >> 8) & 255)).$((_swi_n & 255))"
-}
-
+# written by the harness at start
 ssh_workers_addr() {
-	_ssh_workers_ip "$SSH_WORKERS_BASE" "$1"
+	cat "$SSH_WORKERS_DIR/w$1/addr"
 }
 
 ssh_workers_home() {
