@@ -39,11 +39,12 @@ PKGS      := libcurl yaml-0.1 jansson libgit2 libssh2 libcrypto libmicrohttpd
 TEST_PKGS := libmicrohttpd
 # Debian packages that provide the pkg-config modules above, plus the
 # programs the tests and the local provider run (python3-prometheus-client:
-# the metrics test parses `watch -metrics-addr` output with it).
+# the metrics test parses `watch -metrics-addr` output with it;
+# python3-asyncssh: the many-worker SSH harness, tests/e2e/ssh_workers.py).
 DEB_PKGS  := build-essential pkg-config libcurl4-openssl-dev libyaml-dev \
              libjansson-dev libgit2-dev libssh2-1-dev libssl-dev \
              libmicrohttpd-dev screen git openssh-server openssh-client \
-             procps python3-prometheus-client
+             procps python3-prometheus-client python3-asyncssh
 # What `make lint` needs on top (installed by it through `make deps`).
 LINT_DEB_PKGS := shellcheck clang cppcheck
 

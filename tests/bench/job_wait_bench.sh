@@ -44,11 +44,8 @@ cleanup() {
 	cd / || return
 	[ -n "${BENCH_KEEP:-}" ] || rm -rf "$W"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-export NO_COLOR=1 TPUFORM_ACCESS_TOKEN=bench TPUFORM_GCP_POLL_MIN=0.2 TPUFORM_GCP_POLL_MAX=1
-unset SSH_AUTH_SOCK
+bench_traps
+bench_client_env
 
 if [ "$(id -u)" != 0 ] || [ ! -x /usr/sbin/sshd ]; then
 	echo "job_wait_bench: needs root and /usr/sbin/sshd: skipped"
@@ -110,20 +107,7 @@ done
 fakegcp_start --project bench-project --latency-ms 20 --op-seconds 0.5 --page-size 50 \
 	--worker-ip-base "$BASE" --worker-port "$PORT" --worker-dir "$W/agent" \
 	--log "$W/requests.jsonl" >/dev/null || exit 1
-cat >fleet.yaml <<YAML
-fleet: wb
-provider:
-  gcp: { project: bench-project }
-ssh: { user: root, private_key: "$W/key", port: $PORT }
-run: |
-  e=$W/ev/\$TPUFORM_NODE-\$TPUFORM_WORKER_ID
-  echo \$\$ >"\$e.pid"
-  date +%s.%N >>"\$e.starts"
-  exec sleep 100000
-max_restarts: 1000000
-groups:
-  - { name: a, accelerator_type: v4-16, runtime_version: tpu-ubuntu2204-base, zones: [z1, z2], count: $NODES }
-YAML
+bench_job_fleet wb "$W/key" "$PORT" v4-16 "$NODES" "$W/ev" >fleet.yaml
 echo "== job waits: $WORKERS workers ($NODES v4-16 nodes), watch at its defaults, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 t0=$(date +%s)
 "$T" apply -f fleet.yaml -auto-approve -parallelism="${PARALLELISM:-50}" >apply.out 2>&1
@@ -161,40 +145,12 @@ echo "open files: $fds (limit $(awk '/Max open files/ { print $4 }' "/proc/$WATC
 
 # Trials: kill worker 1's job of node k, wait for both workers' new starts.
 : >lat.txt
-k=0
-while [ "$k" -lt "$TRIALS" ]; do
-	node=wb-a-$((k % NODES))
-	n0=$(wc -l <"ev/$node-0.starts")
-	n1=$(wc -l <"ev/$node-1.starts")
-	t=$(date +%s.%N)
-	kill "$(cat "ev/$node-1.pid")"
-	i=0
-	while [ "$(wc -l <"ev/$node-0.starts")" -le "$n0" ] || [ "$(wc -l <"ev/$node-1.starts")" -le "$n1" ]; do
-		sleep 0.05
-		i=$((i + 1))
-		[ "$i" -lt 1200 ] || break
-	done
-	if [ "$i" -ge 1200 ]; then
-		# Not running again within the wait: counted as 999 s, never as
-		# the time of an older start.
-		echo "trial $((k + 1)): $node not running again within 60 s"
-		echo 999.000 >>lat.txt
-	else
-		e=$(tail -n 1 "ev/$node-0.starts")
-		f=$(tail -n 1 "ev/$node-1.starts")
-		echo "$t $e $f" | awk '{ m = $2 > $3 ? $2 : $3; printf "%.3f\n", m - $1 }' >>lat.txt
-	fi
-	k=$((k + 1))
-	# Let the restarted unit settle (its waits re-attach) before the next.
-	sleep 1
-done
+bench_unit_trials wb-a "$NODES" 2 "$TRIALS" ev lat.txt
 echo "latencies, in trial order (s): $(tr '\n' ' ' <lat.txt)"
 # The aim (issue 21): p99 under 3 s at 64 workers, under 5 s at 256.
 aim=5
 [ "$WORKERS" -le 64 ] && aim=3
-sort -n lat.txt | awk '{ v[NR] = $1 } END {
-	p50 = v[int((NR + 1) * 0.5)]; i99 = int(NR * 0.99 + 0.999); if (i99 > NR) i99 = NR;
-	printf "%d %.2f %.2f %.2f\n", NR, p50, v[i99], v[NR] }' >stats.txt
+bench_percentiles lat.txt >stats.txt
 read -r n p50 p99 max <stats.txt
 echo "job exit -> both workers of its unit running again: $n trials, p50 $p50 s, p99 $p99 s, max $max s   [aim: p99 < $aim s (3 s up to 64 workers, 5 s at 256): $(bench_aim "$p99" '<' "$aim")]"
 kill -TERM "$WATCH"

@@ -6,7 +6,9 @@
 #   BENCH_FULL=1 sh tests/bench/run.sh
 #                                  the sizes issue 13 asks: a 1,000-node watch
 #                                  round, 256 SSH workers, 51 preemptions under
-#                                  watch, issue 21's job waits on 256 workers
+#                                  watch, issue 21's job waits on 256 workers,
+#                                  1,024 and 4,096 workers on the many-worker
+#                                  harness (scale_bench: 256 in make bench)
 #                                  (refresh + plan is 10,000 nodes either way)
 #   sh tests/bench/run.sh -smoke   make bench-smoke: each bench, soak.sh too,
 #                                  at its smallest size (a few minutes)
@@ -167,6 +169,17 @@ bench watch_round_bench "200 30" "1000 60" "4 2 1" \
 	"^watch CPU per quiet round: [0-9]+ ms" \
 	"^API requests: [0-9]+ = [0-9]+ per minute \(.*, [0-9]+ per-node requests\) +\[aim: 0 per-node requests: $M\]" \
 	"^per-node requests: [0-9]+ at watch start .*, [0-9]+ in [0-9]+ quiet rounds +\[aim: 0 and 0: $M\]"
+bench scale_bench "" "1024" "16 2 5" \
+	"^scale: [0-9]+ workers provisioned in [0-9.]+ s, tpuform CPU [0-9.]+ ms per worker$" \
+	"^scale: attach [0-9.]+ s after watch started, per-node requests [0-9]+$" \
+	"^scale: idle [0-9.]+ % of one core over [0-9]+ s, threads [0-9]+, open files [0-9]+, RSS [0-9]+ MiB$" \
+	"^scale: job exit -> unit running again p50 [0-9.]+ s, p99 [0-9.]+ s over [0-9]+ trials$" \
+	"^scale: watch pid [0-9]+$"
+[ "$MODE" = full ] && bench scale_bench - "4096" - \
+	"^scale: 4096 workers provisioned in [0-9.]+ s, tpuform CPU [0-9.]+ ms per worker$" \
+	"^scale: attach [0-9.]+ s after watch started, per-node requests [0-9]+$" \
+	"^scale: idle [0-9.]+ % of one core over [0-9]+ s, threads [0-9]+, open files [0-9]+, RSS [0-9]+ MiB$" \
+	"^scale: job exit -> unit running again p50 [0-9.]+ s, p99 [0-9.]+ s over [0-9]+ trials$"
 bench soak - - "SOAK_PREEMPT_EVERY=8 SOAK_SSHD_KILL_EVERY=8 SOAK_TPF_KILL_EVERY=8 SOAK_FILL_EVERY=10 20s 2 2" \
 	"^==== soak summary" \
 	"^leaked nodes \(must be 0\): +[0-9]+ at the end.*\[aim: 0: $M\]" \
