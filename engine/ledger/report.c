@@ -48,6 +48,7 @@ struct billed {
 	unsigned char *running; /* per worker: its job runs */
 	int have_ckpt;
 	double good_since_ckpt; /* goodput chip-hours since the last checkpoint */
+	double good_secs_since_ckpt; /* ... and its seconds */
 	double lost_at;         /* a preemption not yet running again, or -1 */
 };
 
@@ -173,6 +174,19 @@ static void add_mark(struct calc *c, const struct billed *u, int kind, double t)
 	r->marks[r->nmarks++] = (struct tpf_report_mark){ (size_t)(u - c->nodes), kind, t };
 }
 
+/* Google's categories of [from, to) of a billed phase (report_goodput.c);
+ * a recovery from a preemption adds its seconds when the job runs again. */
+static void ml_accrue(struct tpf_report_row *row, const struct billed *u, double from, double to)
+{
+	int at_recovery = 0;
+	enum tpf_ml_badput m = tpf_ml_badput_of(bucket_of[u->ph], u->lost_at >= 0, &at_recovery);
+	if (m == TPF_MB_NONE)
+		return;
+	row->ml_chip_hours[m] += (to - from) * u->chips / 3600.0;
+	if (!at_recovery)
+		row->ml_seconds[m] += to - from;
+}
+
 /* Count the node's current phase from u->since to t (clipped to the window). */
 static void accrue(struct calc *c, struct billed *u, double t)
 {
@@ -186,8 +200,11 @@ static void accrue(struct calc *c, struct billed *u, double t)
 			double ch = (to - from) * u->chips / 3600.0;
 			row->chip_hours[bucket_of[u->ph]] += ch;
 			row->node_hours += (to - from) / 3600.0;
-			if (u->ph == PH_RUNNING)
+			ml_accrue(row, u, from, to);
+			if (u->ph == PH_RUNNING) {
 				u->good_since_ckpt += ch;
+				u->good_secs_since_ckpt += to - from;
+			}
 		}
 	}
 	if (t > u->since)
@@ -209,6 +226,7 @@ static void begin_billed(struct billed *u, double from)
 		memset(u->running, 0, (size_t)u->vms);
 	u->have_ckpt = 0;
 	u->good_since_ckpt = 0;
+	u->good_secs_since_ckpt = 0;
 }
 
 /* ... and the node is READY at t: setup from there. */
@@ -261,6 +279,10 @@ static void preempted(struct calc *c, struct billed *u, json_t *o, double t)
 					      : row->chip_hours[TPF_RB_GOODPUT];
 			row->chip_hours[TPF_RB_GOODPUT] -= lost;
 			row->chip_hours[TPF_RB_PREEMPTED] += lost;
+			enum tpf_ml_badput m = tpf_ml_badput_of(TPF_RB_PREEMPTED, 0, NULL);
+			row->ml_chip_hours[m] += lost;
+			if (u->good_since_ckpt > 0)
+				row->ml_seconds[m] += u->good_secs_since_ckpt * lost / u->good_since_ckpt;
 		}
 	}
 	if (u->row != (size_t)-1 && tp >= c->r->since)
@@ -268,6 +290,18 @@ static void preempted(struct calc *c, struct billed *u, json_t *o, double t)
 	add_mark(c, u, TPF_EVENT_PREEMPTED, tp);
 	set_phase(u, PH_NONE, t);
 	u->lost_at = tp;
+}
+
+/* u runs again at t after a preemption: its recovery's seconds, from the
+ * loss (the unbilled wait for the replacement included), in the window. */
+static void recovered(struct calc *c, const struct billed *u, double t)
+{
+	double from = u->lost_at > c->r->since ? u->lost_at : c->r->since;
+	double to = t < c->r->until ? t : c->r->until;
+	if (u->row == (size_t)-1 || to <= from)
+		return;
+	enum tpf_ml_badput m = tpf_ml_badput_of(TPF_RB_SETUP, 1, NULL);
+	c->r->rows[u->row].ml_seconds[m] += to - from;
 }
 
 static void worker_job(struct calc *c, struct billed *u, int kind, long w, double t)
@@ -287,6 +321,7 @@ static void worker_job(struct calc *c, struct billed *u, int kind, long w, doubl
 								    c->recalloc * sizeof(double));
 				}
 				c->r->recoveries[c->r->nrecoveries++] = t - u->lost_at;
+				recovered(c, u, t);
 				u->lost_at = -1;
 			}
 		}
@@ -385,6 +420,7 @@ static void replay(struct calc *c, struct billed *u, int kind, json_t *o, double
 	case TPF_EVENT_CHECKPOINT:
 		u->have_ckpt = 1;
 		u->good_since_ckpt = 0;
+		u->good_secs_since_ckpt = 0;
 		break;
 	case TPF_EVENT_DELETED:
 		set_phase(u, PH_NONE, t);

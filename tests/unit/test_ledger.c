@@ -367,6 +367,65 @@ static void test_ledger__report_waits_are_not_billed(void)
 	json_decref(recs);
 }
 
+/* Google's categories (engine/ledger/report_goodput.c): the preemption of
+ * test_ledger__report_preemption_and_restart, read as ml-goodput-measurement
+ * reads it. */
+static void test_ledger__report_google_categories(void)
+{
+	recs = json_array();
+	at(0, "creating", "n0", NULL);
+	at(30, "ready", "n0", NULL);
+	run_job(50, "n0");
+	at(1000, "checkpoint", "n0", "{\"step\":100}");
+	at(1600, "preempted", "n0", "{\"elapsed\":100}"); /* lost at 1500 */
+	at(1600, "deleting", "n0", NULL);
+	at(1610, "deleted", "n0", NULL);
+	at(1620, "creating", "n0", NULL);
+	at(1640, "ready", "n0", NULL);
+	run_job(1700, "n0");
+	at(2000, "job_failed", "n0", "{\"worker\":1,\"exit_code\":3}");
+	run_job(2030, "n0");
+	at(2030, "restarted", "n0", NULL);
+	at(2100, "job_succeeded", "n0", "{\"worker\":0}");
+	at(2100, "job_succeeded", "n0", "{\"worker\":1}");
+	at(2160, "deleted", "n0", NULL);
+	struct tpf_report r;
+	tpf_report_compute(recs, -1, t0 + 5000, NULL, &r);
+	const double h = 4.0 / 3600;
+	const struct tpf_report_row *row = &r.rows[0];
+	enum tpf_ml_badput infra = TPF_MB_INFRASTRUCTURE_RECOVERY_FROM_DISRUPTION;
+	/* From the loss (1500) to running again (1700), the unbilled wait
+	 * included; then the failed job's 30 s. */
+	CHECK_INT(r.nrecoveries, 1);
+	CHECKF(NEAR(row->ml_seconds[infra], r.recoveries[0] + 30), "infra %f s",
+	       row->ml_seconds[infra]);
+	CHECK(NEAR(row->ml_chip_hours[infra], (80 + 30) * h)); /* billed: 1620..1700, 2000..2030 */
+	CHECK(NEAR(row->ml_seconds[TPF_MB_WASTED_PROGRESS_FROM_DISRUPTION], 500));
+	CHECK(NEAR(row->ml_chip_hours[TPF_MB_WASTED_PROGRESS_FROM_DISRUPTION], 500 * h));
+	CHECK(NEAR(row->ml_seconds[TPF_MB_OTHER], 50 + 60)); /* first setup, idle */
+	/* Every badput chip-hour is in one category. */
+	double bad = tpf_report_row_billed(row) - row->chip_hours[TPF_RB_GOODPUT], ml = 0;
+	for (int m = 0; m < TPF_MB_N; m++)
+		ml += row->ml_chip_hours[m];
+	CHECK(NEAR(bad, ml));
+	json_t *j = tpf_report_to_json(&r);
+	json_t *g = json_object_get(json_object_get(j, "totals"), "ml_goodput");
+	json_t *secs = json_object_get(g, "badput_seconds");
+	double v = json_number_value(json_object_get(secs, "INFRASTRUCTURE_RECOVERY_FROM_DISRUPTION"));
+	CHECKF(v > 229.99 && v < 230.01, "INFRASTRUCTURE_RECOVERY_FROM_DISRUPTION %f", v);
+	CHECK(json_is_null(json_object_get(secs, "TPU_INITIALIZATION")));
+	CHECK(json_is_null(json_object_get(json_object_get(g, "badput_chip_hours"), "PROGRAM_STARTUP")));
+	json_t *rj = json_array_get(json_object_get(j, "rows"), 0);
+	CHECK(json_is_number(json_object_get(json_object_get(rj, "ml_badput_chip_hours"), "OTHER")));
+	json_decref(j);
+	tpf_report_release(&r);
+	/* A window from 1600: only the part of the recovery after it. */
+	tpf_report_compute(recs, t0 + 1600, t0 + 5000, NULL, &r);
+	CHECK(NEAR(r.rows[0].ml_seconds[infra], 100 + 30));
+	tpf_report_release(&r);
+	json_decref(recs);
+}
+
 static void test_ledger__report_json_and_bad_lines(void)
 {
 	recs = json_array();
@@ -405,6 +464,7 @@ int main(void)
 	RUN(test_ledger__report_phases);
 	RUN(test_ledger__report_preemption_and_restart);
 	RUN(test_ledger__report_waits_are_not_billed);
+	RUN(test_ledger__report_google_categories);
 	RUN(test_ledger__report_json_and_bad_lines);
 	return unit_done();
 }
