@@ -356,7 +356,9 @@ void tpf_gcs_names_free(char **names)
 
 struct list_ctx {
 	char **names;
-	size_t n, alloc;
+	long long *gens; /* NULL: not wanted */
+	size_t n, alloc, galloc;
+	int want_gens;
 };
 
 /* Append the names of one page (tpf_gapi_pages follows nextPageToken). */
@@ -371,6 +373,10 @@ static int list_page(json_t *page, void *arg, struct tpf_diags *d)
 		if (!s)
 			continue;
 		XGROW(x->names, x->n + 2, x->alloc);
+		if (x->want_gens) {
+			XGROW(x->gens, x->n + 1, x->galloc);
+			x->gens[x->n] = json_int64(it, "generation");
+		}
 		x->names[x->n++] = xstrdup(s);
 		x->names[x->n] = NULL;
 	}
@@ -380,11 +386,17 @@ static int list_page(json_t *page, void *arg, struct tpf_diags *d)
 int tpf_gcs_list(struct tpf_gcs *g, const char *bucket, const char *prefix, char ***names,
 		 size_t *n, struct tpf_diags *d)
 {
+	return tpf_gcs_list_gen(g, bucket, prefix, names, NULL, n, d);
+}
+
+int tpf_gcs_list_gen(struct tpf_gcs *g, const char *bucket, const char *prefix, char ***names,
+		     long long **generations, size_t *n, struct tpf_diags *d)
+{
 	char *base = object_url(g, "/storage/v1", bucket, NULL);
 	char *p = tpf_gcp_escape(prefix ? prefix : "");
 	char *url = xasprintf("%s?prefix=%s", base, p);
 	char *what = xasprintf("listing gs://%s/%s", bucket, prefix ? prefix : "");
-	struct list_ctx x = { .alloc = 1 };
+	struct list_ctx x = { .alloc = 1, .want_gens = generations != NULL };
 	x.names = xcalloc(1, sizeof(*x.names));
 	int rc = tpf_gapi_pages(g->api, url, what, NULL, TPF_GAPI_QUIET(TPF_GCP_NOTFOUND), list_page,
 				&x, d);
@@ -399,9 +411,13 @@ int tpf_gcs_list(struct tpf_gcs *g, const char *bucket, const char *prefix, char
 	free(what);
 	if (rc) {
 		tpf_gcs_names_free(x.names);
+		free(x.gens);
 		x.names = NULL;
+		x.gens = NULL;
 		x.n = 0;
 	}
+	if (generations)
+		*generations = x.gens ? x.gens : xcalloc(1, sizeof(long long));
 	*names = x.names;
 	*n = x.n;
 	return rc;
