@@ -35,6 +35,7 @@ struct tpf_ledger_cursor {
 	struct seen_object *seen;
 	size_t nseen, seen_alloc;
 	int started; /* 1 once a first read succeeded */
+	int oneshot; /* tpf_ledger_read: a torn last line is read (and skipped) too */
 };
 
 static void parse_lines(const char *data, size_t n, json_t *out, size_t *skipped)
@@ -101,7 +102,7 @@ static int read_live(struct tpf_ledger_cursor *c, int fd, const struct stat *st,
 		tpf_buf_release(&b);
 		return tpf_error(d, "cannot read the run ledger '%s': %s", c->path, strerror(errno));
 	}
-	size_t n = whole_lines(b.buf ? b.buf : "", b.len);
+	size_t n = c->oneshot ? b.len : whole_lines(b.buf ? b.buf : "", b.len);
 	parse_lines(b.buf ? b.buf : "", n, out, skipped);
 	c->dev = st->st_dev;
 	c->ino = st->st_ino;
@@ -322,6 +323,11 @@ void tpf_ledger_cursor_free(struct tpf_ledger_cursor *c)
 	free(c);
 }
 
+void tpf_ledger_cursor_rewind(struct tpf_ledger_cursor *c)
+{
+	c->started = 0;
+}
+
 static int read_from_start(struct tpf_ledger_cursor *c, json_t *out, size_t *skipped,
 			   size_t *dropped, struct tpf_diags *d)
 {
@@ -375,6 +381,7 @@ int tpf_ledger_read(const struct tpf_ledger_where *w, json_t **records, size_t *
 	*records = NULL;
 	if (tpf_ledger_cursor_open(&c, w, d))
 		return TPF_ERROR;
+	c->oneshot = 1;
 	int rc = tpf_ledger_cursor_read(c, records, &from_start, skipped, dropped, d);
 	tpf_ledger_cursor_free(c);
 	return rc;

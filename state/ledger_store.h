@@ -112,6 +112,8 @@ struct tpf_ledger_cursor;
 int tpf_ledger_cursor_open(struct tpf_ledger_cursor **out, const struct tpf_ledger_where *w,
 			   struct tpf_diags *d);
 void tpf_ledger_cursor_free(struct tpf_ledger_cursor *c);
+/* The next read starts over from the whole ledger. */
+void tpf_ledger_cursor_rewind(struct tpf_ledger_cursor *c);
 /*
  * The lines appended since the last read, as tpf_ledger_read gives them
  * (*records a new array; *skipped, *dropped may be NULL). *from_start is 1

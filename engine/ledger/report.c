@@ -50,6 +50,7 @@ struct billed {
 	double good_since_ckpt; /* goodput chip-hours since the last checkpoint */
 	double good_secs_since_ckpt; /* ... and its seconds */
 	double lost_at;         /* a preemption not yet running again, or -1 */
+	double last_t;          /* its last line's time: a later read must not go back */
 };
 
 struct rec {
@@ -463,6 +464,141 @@ static struct rec *sorted(json_t *records, struct tpf_report *r, size_t *n)
 	return v;
 }
 
+/* The replay so far (engine/ledger/report.h tpf_report_calc_*). */
+struct tpf_report_calc {
+	struct tpf_report r; /* rows, counts, spans as replayed; no price */
+	struct calc c;       /* c.r is &r */
+	char *group;
+};
+
+struct tpf_report_calc *tpf_report_calc_new(double since, const char *group, int want_spans)
+{
+	struct tpf_report_calc *a = xcalloc(1, sizeof(*a));
+	a->r.want_spans = want_spans;
+	a->r.since = since;
+	a->r.until = 1e300; /* lines are fed up to the caller's bound */
+	a->r.first = a->r.last = -1;
+	a->c.r = &a->r;
+	a->group = group ? xstrdup(group) : NULL;
+	return a;
+}
+
+/* A node of c that has a line later than t: t came too late. */
+static int goes_back(struct calc *c, const char *node, double t)
+{
+	for (size_t i = 0; i < c->nnodes; i++)
+		if (!strcmp(c->nodes[i].name, node))
+			return t < c->nodes[i].last_t;
+	return 0;
+}
+
+int tpf_report_calc_feed(struct tpf_report_calc *a, json_t *records, double until)
+{
+	struct tpf_report *r = &a->r;
+	size_t n = 0;
+	long skipped = r->skipped;
+	struct rec *v = sorted(records, r, &n);
+	for (size_t i = 0; i < n && v[i].t <= until; i++) {
+		const char *node = str(v[i].o, "node");
+		if (node && goes_back(&a->c, node, v[i].t)) {
+			r->skipped = skipped;
+			free(v);
+			return 1;
+		}
+	}
+	for (size_t i = 0; i < n && v[i].t <= until; i++) {
+		json_t *o = v[i].o;
+		const char *node = str(o, "node");
+		int kind = tpf_event_kind_from_name(str(o, "event"));
+		if (kind < 0 || !node || (a->group && !tpf_streq(str(o, "group"), a->group)))
+			continue;
+		if (r->first < 0)
+			r->first = v[i].t;
+		r->last = v[i].t;
+		r->events++;
+		struct billed *u = billed_of(&a->c, node);
+		u->last_t = v[i].t;
+		/* The old row gets the time until now (a preemption accrues up
+		 * to when it was seen, which is earlier). */
+		if (kind != TPF_EVENT_PREEMPTED)
+			accrue(&a->c, u, v[i].t);
+		learn(&a->c, u, o);
+		replay(&a->c, u, kind, o, v[i].t);
+	}
+	free(v);
+	return 0;
+}
+
+static void *dup_array(const void *p, size_t n, size_t size)
+{
+	void *q = xmalloc(n ? n * size : 1);
+	if (n)
+		memcpy(q, p, n * size);
+	return q;
+}
+
+void tpf_report_calc_result(const struct tpf_report_calc *a, double until,
+			    const struct tpf_prices *prices, struct tpf_report *r)
+{
+	const struct tpf_report *from = &a->r;
+	*r = *from;
+	r->until = until;
+	r->prices = prices;
+	r->rows = dup_array(from->rows, from->nrows, sizeof(*r->rows));
+	for (size_t i = 0; i < r->nrows; i++) {
+		struct tpf_report_row *row = &r->rows[i];
+		row->group = row->group ? xstrdup(row->group) : NULL;
+		row->zone = row->zone ? xstrdup(row->zone) : NULL;
+		row->cls = row->cls ? xstrdup(row->cls) : NULL;
+		row->chip = row->chip ? xstrdup(row->chip) : NULL;
+		row->price = tpf_prices_find(prices, row->chip, row->cls, row->zone);
+	}
+	r->recoveries = dup_array(from->recoveries, from->nrecoveries, sizeof(double));
+	r->spans = dup_array(from->spans, from->nspans, sizeof(*r->spans));
+	r->marks = dup_array(from->marks, from->nmarks, sizeof(*r->marks));
+	/* Each node as far as it got, then counted up to `until`. */
+	struct calc c = { .r = r, .nnodes = a->c.nnodes, .nalloc = a->c.nnodes,
+			  .ralloc = r->nrows, .recalloc = r->nrecoveries, .salloc = r->nspans,
+			  .malloc_ = r->nmarks };
+	c.nodes = dup_array(a->c.nodes, c.nnodes, sizeof(*c.nodes));
+	for (size_t i = 0; i < c.nnodes; i++) {
+		struct billed *u = &c.nodes[i];
+		u->name = xstrdup(u->name);
+		u->group = u->group ? xstrdup(u->group) : NULL;
+		u->running = u->vms > 0 ? dup_array(u->running, (size_t)u->vms, 1) : NULL;
+	}
+	if (r->want_spans)
+		r->nodes = xcalloc(c.nnodes ? c.nnodes : 1, sizeof(*r->nodes));
+	for (size_t i = 0; i < c.nnodes; i++) {
+		accrue(&c, &c.nodes[i], until);
+		if (r->want_spans) {
+			r->nodes[i].name = c.nodes[i].name;
+			r->nodes[i].group = c.nodes[i].group;
+		} else {
+			free(c.nodes[i].name);
+			free(c.nodes[i].group);
+		}
+		free(c.nodes[i].running);
+	}
+	r->nnodes = r->want_spans ? c.nnodes : 0;
+	free(c.nodes);
+}
+
+void tpf_report_calc_free(struct tpf_report_calc *a)
+{
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->c.nnodes; i++) {
+		free(a->c.nodes[i].name);
+		free(a->c.nodes[i].group);
+		free(a->c.nodes[i].running);
+	}
+	free(a->c.nodes);
+	tpf_report_release(&a->r);
+	free(a->group);
+	free(a);
+}
+
 void tpf_report_compute(json_t *records, double since, double until, const char *group,
 			struct tpf_report *r)
 {
@@ -472,50 +608,11 @@ void tpf_report_compute(json_t *records, double since, double until, const char 
 void tpf_report_compute_priced(json_t *records, double since, double until, const char *group,
 			       const struct tpf_prices *prices, struct tpf_report *r)
 {
-	int want_spans = r->want_spans;
-	memset(r, 0, sizeof(*r));
-	r->want_spans = want_spans;
-	r->prices = prices;
-	r->since = since;
-	r->until = until;
-	r->first = r->last = -1;
-	struct calc c = { .r = r };
-	size_t n = 0;
-	struct rec *v = sorted(records, r, &n);
-	for (size_t i = 0; i < n && v[i].t <= until; i++) {
-		json_t *o = v[i].o;
-		const char *node = str(o, "node");
-		int kind = tpf_event_kind_from_name(str(o, "event"));
-		if (kind < 0 || !node || (group && !tpf_streq(str(o, "group"), group)))
-			continue;
-		if (r->first < 0)
-			r->first = v[i].t;
-		r->last = v[i].t;
-		r->events++;
-		struct billed *u = billed_of(&c, node);
-		/* The old row gets the time until now (a preemption accrues up
-		 * to when it was seen, which is earlier). */
-		if (kind != TPF_EVENT_PREEMPTED)
-			accrue(&c, u, v[i].t);
-		learn(&c, u, o);
-		replay(&c, u, kind, o, v[i].t);
-	}
-	if (want_spans)
-		r->nodes = xcalloc(c.nnodes ? c.nnodes : 1, sizeof(*r->nodes));
-	for (size_t i = 0; i < c.nnodes; i++) {
-		accrue(&c, &c.nodes[i], until);
-		if (want_spans) {
-			r->nodes[i].name = c.nodes[i].name;
-			r->nodes[i].group = c.nodes[i].group;
-		} else {
-			free(c.nodes[i].name);
-			free(c.nodes[i].group);
-		}
-		free(c.nodes[i].running);
-	}
-	r->nnodes = want_spans ? c.nnodes : 0;
-	free(c.nodes);
-	free(v);
+	struct tpf_report_calc *a = tpf_report_calc_new(since, group, r->want_spans);
+	a->r.until = until;
+	tpf_report_calc_feed(a, records, until); /* one feed cannot go back */
+	tpf_report_calc_result(a, until, prices, r);
+	tpf_report_calc_free(a);
 }
 
 void tpf_report_release(struct tpf_report *r)

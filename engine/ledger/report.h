@@ -206,6 +206,29 @@ void tpf_report_compute_priced(json_t *records, double since, double until, cons
 			       const struct tpf_prices *prices, struct tpf_report *r);
 void tpf_report_release(struct tpf_report *r);
 
+/*
+ * The replay kept between reads of a ledger that grows (budgets and
+ * `watch`'s metrics read only what was appended: state/ledger_store.h
+ * tpf_ledger_cursor_read). New: the window starts at since (< 0: from the
+ * start), group as tpf_report_compute's (copied), spans when want_spans.
+ * Free with tpf_report_calc_free (NULL ok).
+ */
+struct tpf_report_calc;
+struct tpf_report_calc *tpf_report_calc_new(double since, const char *group, int want_spans);
+/*
+ * Replay records (lines after those fed before; lines later than until
+ * are left out). 0, or 1 when a line goes back before a line already fed
+ * for its node (a writer's line arrived late): nothing of records was
+ * used, and the caller must start a new calc from the whole ledger.
+ */
+int tpf_report_calc_feed(struct tpf_report_calc *a, json_t *records, double until);
+/* The report as fed so far, nodes still billed counted up to until,
+ * rows priced from prices (as tpf_report_compute_priced); a leaves
+ * unchanged. Release *r with tpf_report_release. */
+void tpf_report_calc_result(const struct tpf_report_calc *a, double until,
+			    const struct tpf_prices *prices, struct tpf_report *r);
+void tpf_report_calc_free(struct tpf_report_calc *a);
+
 /* Billed chip-hours of a row: every bucket (goodput + badput). */
 double tpf_report_row_billed(const struct tpf_report_row *row);
 /*

@@ -3,6 +3,8 @@
  * tpf_ledger_cursor_*) and the short-lived writers' object of the day in a
  * shared store (where.daily), over the Cloud Storage stand-in.
  */
+#include "engine/ledger/ledger_writer.h"
+#include "engine/ledger/report_follow.h"
 #include "state/ledger_store.h"
 #include "tests/unit/gcs_fake.h"
 #include "tests/unit/unit.h"
@@ -97,6 +99,91 @@ static void test_ledger_follow__local_reads_only_new_lines(void)
 	tpf_ledger_close(l);
 	tpf_diags_release(&d);
 	free(path);
+	free(state);
+}
+
+/* A line of node n at t0 + secs, appended. */
+static void put_line(struct tpf_ledger *l, double secs, const char *event, const char *node,
+		     const char *more)
+{
+	static long seq;
+	char ts[40];
+	tpf_ledger_time(1767225600 + secs, ts, sizeof(ts));
+	json_t *o = json_pack("{s:i,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:s,s:I}", "v", 1, "ts", ts,
+			      "event", event, "node", node, "group", "g", "zone", "z1", "class",
+			      "on-demand", "chip", "v4", "chips", 4, "vms", 1, "writer", "w", "seq",
+			      (json_int_t)++seq);
+	if (more) {
+		json_t *m = json_loads(more, 0, NULL);
+		json_object_update(o, m);
+		json_decref(m);
+	}
+	char *line = json_dumps(o, JSON_COMPACT);
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	CHECK_INT(tpf_ledger_append(l, line, strlen(line), &d), 0);
+	tpf_diags_release(&d);
+	free(line);
+	json_decref(o);
+}
+
+/* The follower's report equals a report of the whole ledger. */
+static void same_as_full(struct tpf_report_follow *f, const struct tpf_ledger_where *w,
+			 double since, double until, int want_from_start)
+{
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	int from_start = -1;
+	CHECK_INT(tpf_report_follow_update(f, NULL, &from_start, &d), 0);
+	CHECKF(from_start == want_from_start, "from_start %d", from_start);
+	json_t *all = NULL;
+	CHECK_INT(tpf_ledger_read(w, &all, NULL, NULL, &d), 0);
+	struct tpf_report a, b;
+	tpf_report_follow_result(f, 0, until, NULL, &a);
+	tpf_report_compute(all, since, until, NULL, &b);
+	json_t *ja = tpf_report_to_json(&a), *jb = tpf_report_to_json(&b);
+	char *sa = json_dumps(ja, JSON_SORT_KEYS), *sb = json_dumps(jb, JSON_SORT_KEYS);
+	CHECKF(!strcmp(sa, sb), "follower %s\nfull     %s", sa, sb);
+	free(sa);
+	free(sb);
+	json_decref(ja);
+	json_decref(jb);
+	tpf_report_release(&a);
+	tpf_report_release(&b);
+	json_decref(all);
+	tpf_diags_release(&d);
+}
+
+/* Budgets' and metrics' replay: fed piece by piece, it says what a
+ * replay of the whole ledger says; a line late for its node replays all. */
+static void test_ledger_follow__report_follows_the_ledger(void)
+{
+	char *state = tmp_state();
+	struct tpf_ledger_where w = { .state_path = state };
+	struct tpf_ledger *l = NULL;
+	struct tpf_report_follow *f = NULL;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	CHECK_INT(tpf_ledger_open(&l, &w, &d), 0);
+	struct tpf_report_view v = { 1767225600 + 100, NULL };
+	CHECK_INT(tpf_report_follow_open(&f, &w, &v, 1, 1, &d), 0);
+	put_line(l, 0, "creating", "a", NULL);
+	put_line(l, 30, "ready", "a", NULL);
+	put_line(l, 60, "job_started", "a", "{\"worker\":0}");
+	same_as_full(f, &w, v.since, 1767225600 + 500, 1);
+	put_line(l, 900, "checkpoint", "a", "{\"step\":9}");
+	put_line(l, 1000, "preempted", "a", "{\"elapsed\":50}");
+	put_line(l, 1000, "creating", "b", NULL);
+	same_as_full(f, &w, v.since, 1767225600 + 1100, 0);
+	put_line(l, 1100, "creating", "a", NULL);
+	put_line(l, 1150, "ready", "a", NULL);
+	put_line(l, 1200, "job_started", "a", "{\"worker\":0}");
+	put_line(l, 1210, "ready", "b", NULL);
+	same_as_full(f, &w, v.since, 1767225600 + 3000, 0);
+	put_line(l, 1215, "job_started", "b", "{\"worker\":0}"); /* b's own lines stay in order */
+	same_as_full(f, &w, v.since, 1767225600 + 3000, 0);
+	put_line(l, 1190, "stalled", "a", NULL); /* late: a had a line at 1200 */
+	same_as_full(f, &w, v.since, 1767225600 + 4000, 1);
+	tpf_report_follow_free(f);
+	tpf_ledger_close(l);
+	tpf_diags_release(&d);
 	free(state);
 }
 
@@ -213,6 +300,7 @@ int main(void)
 	setenv("TPUFORM_GCP_RETRY_BASE", "0.01", 1);
 	setenv("TPUFORM_GCP_TRIES", "3", 1);
 	RUN(test_ledger_follow__local_reads_only_new_lines);
+	RUN(test_ledger_follow__report_follows_the_ledger);
 	if (gcs_fake_start(&fake)) {
 		printf("# SKIP the Cloud Storage tests: cannot start the stand-in\n");
 		return unit_done();
