@@ -3,11 +3,10 @@
  * Google REST client (gapi.h).
  */
 #include "google/monitoring.h"
-#include "google/gapi.h"
+#include "google/gclient.h"
 #include "google/gcp_endpoint.h"
 #include "google/gcp_errors.h"
 #include "google/gcp_http.h"
-#include "google/gcp_retry.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -15,10 +14,7 @@
 
 struct tpf_monitoring {
 	char *endpoint;
-	struct tpf_gcp_settings s;
-	struct tpf_gcp_http *http;
-	struct tpf_gcp_auth *auth;
-	struct tpf_gapi *api;
+	struct tpf_gclient c;
 };
 
 static char *monitoring_hint(void *ctx, const struct tpf_gcp_error *e, enum tpf_gcp_class cls)
@@ -44,38 +40,20 @@ int tpf_monitoring_open(struct tpf_monitoring **out, const struct tpf_gcp_auth_c
 		url = TPF_MONITORING_DEFAULT_ENDPOINT;
 		what = "monitoring endpoint";
 	}
-	if (tpf_gcp_settings_load(&m->s, d) < 0 || tpf_gcp_endpoint_check(url, what, &m->endpoint, d) < 0)
-		goto fail;
-	struct tpf_gcp_http_opts o = {
-		.connect_timeout = m->s.connect_timeout,
-		.stall_timeout = m->s.stall_timeout,
-		.request_timeout = m->s.request_timeout,
-		.max_body = m->s.max_body,
-	};
-	if (tpf_gcp_http_new(&m->http, &o, d) < 0 ||
-	    tpf_gcp_auth_open(&m->auth, m->http, &m->s, auth, d) < 0)
-		goto fail;
-	struct tpf_gapi_config gc = { .endpoint = m->endpoint, .http = m->http, .settings = &m->s };
-	if (tpf_gapi_open(&m->api, &gc, d) < 0)
-		goto fail;
-	struct tpf_gapi_creds creds;
-	tpf_gcp_auth_creds(m->auth, &creds);
-	tpf_gapi_set_creds(m->api, &creds);
-	tpf_gapi_set_hint(m->api, monitoring_hint, NULL);
+	if (tpf_gcp_endpoint_check(url, what, &m->endpoint, d) < 0 ||
+	    tpf_gclient_open(&m->c, m->endpoint, auth, monitoring_hint, d) < 0) {
+		tpf_monitoring_free(m);
+		return TPF_ERROR;
+	}
 	*out = m;
 	return 0;
-fail:
-	tpf_monitoring_free(m);
-	return TPF_ERROR;
 }
 
 void tpf_monitoring_free(struct tpf_monitoring *m)
 {
 	if (!m)
 		return;
-	tpf_gapi_free(m->api);
-	tpf_gcp_auth_free(m->auth);
-	tpf_gcp_http_free(m->http);
+	tpf_gclient_close(&m->c);
 	free(m->endpoint);
 	free(m);
 }
@@ -92,7 +70,7 @@ static int post(struct tpf_monitoring *m, const char *project, const char *colle
 	k.flags = flags;
 	k.what = what;
 	json_t *answer = NULL;
-	int rc = tpf_gapi_json(m->api, &k, body, &answer, d);
+	int rc = tpf_gapi_json(m->c.api, &k, body, &answer, d);
 	json_decref(answer);
 	tpf_gapi_call_release(&k);
 	free(url);
