@@ -2,6 +2,7 @@
  * Reports kept up to date from a growing ledger (engine/ledger/report_follow.h).
  */
 #include "engine/ledger/report_follow.h"
+#include "engine/ledger/ledger_writer.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -37,6 +38,16 @@ int tpf_report_follow_open(struct tpf_report_follow **out, const struct tpf_ledg
 	}
 	*out = f;
 	return 0;
+}
+
+int tpf_report_follow_open_fleet(struct tpf_report_follow **out, const struct tpf_fleet *f,
+				 int want_spans, struct tpf_diags *d)
+{
+	struct tpf_ledger_where w;
+	struct tpf_backend_gcs_config gcs;
+	tpf_fleet_ledger_where(f, &w, &gcs);
+	struct tpf_report_view all = { -1, NULL };
+	return tpf_report_follow_open(out, &w, &all, 1, want_spans, d);
 }
 
 static void views_restart(struct tpf_report_follow *f)

@@ -35,6 +35,11 @@ int tpf_report_follow_open(struct tpf_report_follow **out, const struct tpf_ledg
 			   const struct tpf_report_view *v, size_t n, int want_spans,
 			   struct tpf_diags *d);
 void tpf_report_follow_free(struct tpf_report_follow *f);
+/* The same for fleet f's ledger (ledger_writer.h tpf_fleet_ledger_where)
+ * with one view: the whole ledger, every group. */
+struct tpf_fleet;
+int tpf_report_follow_open_fleet(struct tpf_report_follow **out, const struct tpf_fleet *f,
+				 int want_spans, struct tpf_diags *d);
 
 /*
  * Read what was appended and replay it onto every view. *records (may be

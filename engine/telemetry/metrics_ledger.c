@@ -2,7 +2,7 @@
  * The run ledger's metric families and page (engine/telemetry/metrics.h
  * tpf_metrics_set_ledger).
  */
-#include "engine/ledger/ledger_writer.h"
+#include "config/config.h"
 #include "engine/telemetry/metrics_internal.h"
 #include "engine/ledger/report.h"
 #include "engine/ledger/report_follow.h"
@@ -128,14 +128,8 @@ void tpf_metrics_set_ledger(struct tpf_metrics *m, json_t *doc, const char *page
 void tpf_metrics_ledger_refresh(struct tpf_metrics *m, const struct tpf_fleet *f,
 				struct tpf_diags *d)
 {
-	if (!m->ledger_follow) {
-		struct tpf_ledger_where w;
-		struct tpf_backend_gcs_config gcs;
-		tpf_fleet_ledger_where(f, &w, &gcs);
-		struct tpf_report_view all = { -1, NULL };
-		if (tpf_report_follow_open(&m->ledger_follow, &w, &all, 1, 1, d))
-			return;
-	}
+	if (!m->ledger_follow && tpf_report_follow_open_fleet(&m->ledger_follow, f, 1, d))
+		return;
 	int from_start = 0;
 	if (tpf_report_follow_update(m->ledger_follow, NULL, &from_start, d))
 		return;

@@ -2,7 +2,6 @@
  * The fleet's goodput in Cloud Monitoring (engine/telemetry/monitoring_export.h).
  */
 #include "engine/telemetry/monitoring_export.h"
-#include "engine/ledger/ledger_writer.h"
 #include "engine/ledger/report_follow.h"
 #include "google/monitoring.h"
 #include "util/env.h"
@@ -197,14 +196,8 @@ static int describe(struct tpf_monitoring_export *e, struct tpf_diags *d)
 static int export_now(struct tpf_monitoring_export *e, const struct tpf_fleet *f,
 		      struct tpf_diags *d)
 {
-	if (!e->follow) {
-		struct tpf_ledger_where w;
-		struct tpf_backend_gcs_config gcs;
-		tpf_fleet_ledger_where(f, &w, &gcs);
-		struct tpf_report_view all = { -1, NULL };
-		if (tpf_report_follow_open(&e->follow, &w, &all, 1, 0, d))
-			return TPF_ERROR;
-	}
+	if (!e->follow && tpf_report_follow_open_fleet(&e->follow, f, 0, d))
+		return TPF_ERROR;
 	int from_start = 0;
 	if (tpf_report_follow_update(e->follow, NULL, &from_start, d))
 		return TPF_ERROR;
