@@ -269,7 +269,8 @@ void tpf_report_html(const struct tpf_report *r, json_t *doc, const char *fleet,
  * Google's categories of r as JSON (new reference; report_goodput.c):
  * {source, badput_chip_hours {CATEGORY: chip-hours or null},
  * badput_seconds {CATEGORY: node-seconds or null}} over every row (row
- * NULL) or of one row.
+ * NULL: with the mapping table too, mapping [{bucket, when, category}])
+ * or of one row.
  */
 json_t *tpf_report_ml_json(const struct tpf_report *r, const struct tpf_report_row *row);
 

@@ -115,5 +115,20 @@ json_t *tpf_report_ml_json(const struct tpf_report *r, const struct tpf_report_r
 	json_t *o = json_pack("{s:s}", "source", ML_SOURCE);
 	json_object_set_new(o, "badput_chip_hours", by_category(ch, 1e6));
 	json_object_set_new(o, "badput_seconds", by_category(secs, 1e3));
+	if (!row) { /* the table, for people reading the numbers */
+		json_t *map = json_array();
+		for (size_t i = 0; i < sizeof(mapping) / sizeof(mapping[0]); i++) {
+			if (mapping[i].category == TPF_MB_NONE)
+				continue;
+			json_t *e = json_pack("{s:s,s:s}", "bucket", tpf_report_bucket_name(mapping[i].bucket),
+					      "category", tpf_ml_badput_name(mapping[i].category));
+			if (mapping[i].after_disruption >= 0)
+				json_object_set_new(e, "when", json_string(mapping[i].after_disruption
+									   ? "after a preemption"
+									   : "a first creation"));
+			json_array_append_new(map, e);
+		}
+		json_object_set_new(o, "mapping", map);
+	}
 	return o;
 }

@@ -415,6 +415,17 @@ static void test_ledger__report_google_categories(void)
 	CHECKF(v > 229.99 && v < 230.01, "INFRASTRUCTURE_RECOVERY_FROM_DISRUPTION %f", v);
 	CHECK(json_is_null(json_object_get(secs, "TPU_INITIALIZATION")));
 	CHECK(json_is_null(json_object_get(json_object_get(g, "badput_chip_hours"), "PROGRAM_STARTUP")));
+	json_t *map = json_object_get(g, "mapping");
+	int setup_after = 0;
+	for (size_t i = 0; i < json_array_size(map); i++) {
+		json_t *e = json_array_get(map, i);
+		setup_after |= !strcmp(json_string_value(json_object_get(e, "bucket")), "setup") &&
+			       json_string_value(json_object_get(e, "when")) &&
+			       !strcmp(json_string_value(json_object_get(e, "when")), "after a preemption") &&
+			       !strcmp(json_string_value(json_object_get(e, "category")),
+				       "INFRASTRUCTURE_RECOVERY_FROM_DISRUPTION");
+	}
+	CHECK(setup_after); /* the mapping is in the JSON for people */
 	json_t *rj = json_array_get(json_object_get(j, "rows"), 0);
 	CHECK(json_is_number(json_object_get(json_object_get(rj, "ml_badput_chip_hours"), "OTHER")));
 	json_decref(j);
