@@ -136,7 +136,7 @@ bwatch() {
 set -- $(bwatch fleet) $(bwatch nobudget)
 "$T" destroy -f fleet.yaml -auto-approve >destroy.out 2>&1 || { tail -n 5 destroy.out; fail "destroy of the budget fleet failed"; }
 [ $# -eq 6 ] || fail "a budget watch run printed no figures"
-echo "first measure (the whole ledger, once): $(echo "$3 $6" | awk '{ printf "%.2f s", $1 - $2 }') of CPU"
+echo "first measure (the whole ledger, once): $(echo "$3 $6" | awk '{ d = $1 - $2; if (d < 0) d = 0; printf "%.2f s", d }') of CPU"
 per=$(echo "$1 $2 $4 $5" | awk '{ if ($1 > 0 && $3 > 0) { d = $2 / $1 - $4 / $3; if (d < 0) d = 0; printf "%.2f", 1000 * d } }')
 echo "each later measure (what was appended): ${per:-n/a} ms of CPU ($1 rounds with a budget, $4 without, ${SECS} s each)"
 pct=$(echo "$per" | awk '{ if ($1 != "") printf "%.3f", $1 / 60000 * 100 }')
