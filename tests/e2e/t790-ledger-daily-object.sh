@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC2317 # the helpers are called through ok and the EXIT trap
 # 50 plans in a day against a state in the emulated bucket leave one
 # ledger object for their host (docs/ledger.md section 1: the short-lived
 # commands append to HOST.YYYYMMDD.K.jsonl with ifGenerationMatch, instead
