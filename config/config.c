@@ -370,6 +370,7 @@ static void read_fleet(struct cfg *c, struct tpf_fleet *f, yaml_node_t *root)
 		fleet_run = 1; /* even if invalid: do not also call it missing */
 	}
 	cfg_read_notify(c, f, cfg_map_get(&m, "notify"));
+	cfg_read_monitoring(c, f, cfg_map_get(&m, "monitoring"));
 	/* Before the groups: they take on_budget from the fleet. */
 	cfg_read_budget(c, cfg_map_get(&m, "budget"), "the fleet", &f->budget);
 	cfg_read_on_budget(c, cfg_map_get(&m, "on_budget"), &f->on_budget);
@@ -522,6 +523,7 @@ void tpf_fleet_release(struct tpf_fleet *f)
 	free(f->setup);
 	free(f->run);
 	free(f->notify.webhook);
+	free(f->monitoring.project);
 	tpf_job_policy_release(&f->policy);
 	tpf_storage_release(&f->storage);
 	tpf_node_fields_release(&f->node);

@@ -192,6 +192,12 @@ enum tpf_notify_event {
 	TPF_NOTIFY_NEVENTS
 };
 
+/* monitoring: { project: P } (docs/watch.md "Cloud Monitoring"): where
+ * `watch` writes the fleet's goodput as Cloud Monitoring time series. */
+struct tpf_monitoring_config {
+	char *project; /* a Google Cloud project ID; NULL: no monitoring */
+};
+
 struct tpf_notify_config {
 	char *webhook;   /* https URL (http only to loopback); NULL: no notifications */
 	unsigned events; /* bit 1u << enum tpf_notify_event; all when `events` is absent */
@@ -348,6 +354,7 @@ struct tpf_fleet {
 	 * each group's starts from it (struct tpf_group policy) */
 	struct tpf_job_policy policy;
 	struct tpf_notify_config notify;
+	struct tpf_monitoring_config monitoring;
 	struct tpf_node_fields node; /* fleet-wide node-field defaults (config/config_node.c) */
 	struct tpf_storage storage;  /* fleet-wide mounts and checkpoint_dir (config/config_mounts.c) */
 

@@ -18,4 +18,15 @@
  */
 void cfg_read_notify(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v);
 
+/*
+ * Read `monitoring: { project: P }` (v may be NULL: absent) into
+ * f->monitoring (config/config_monitoring.c): P a Google Cloud project ID,
+ * at most TPF_MONITORING_PROJECT_MAX bytes, of lowercase letters, digits,
+ * '-', and '.' and ':' for a domain-scoped one ("example.com:proj"), as
+ * provider.gcp.project. Every error is recorded in c with its line and
+ * column.
+ */
+#define TPF_MONITORING_PROJECT_MAX 100
+void cfg_read_monitoring(struct cfg *c, struct tpf_fleet *f, yaml_node_t *v);
+
 #endif

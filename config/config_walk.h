@@ -141,7 +141,7 @@ void tpf_fleet_prices_release(struct tpf_fleet *f);
 		"install_gcsfuse", "budget", "on_budget"
 #define CFG_TOP_ONLY_KEYS                                                               \
 	"fleet", "provider", "state", "quota", "source", "ssh", "secrets", "groups",        \
-		"notify", "prices"
+		"notify", "prices", "monitoring"
 
 /* The node-field keys of mapping m over *nf (the fleet's values for a
  * group: a key given replaces the fleet's value, metadata merges key by

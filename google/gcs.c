@@ -6,6 +6,7 @@
 #include "google/gcs.h"
 #include "google/gcs_internal.h"
 #include "google/gapi.h"
+#include "google/gclient.h"
 #include "google/gcp_endpoint.h"
 #include "google/gcp_errors.h"
 #include "google/gcp_http.h"
@@ -21,10 +22,8 @@
 
 struct tpf_gcs {
 	char *endpoint;
-	struct tpf_gcp_settings s;
-	struct tpf_gcp_http *http;
-	struct tpf_gcp_auth *auth;
-	struct tpf_gapi *api;
+	struct tpf_gclient c;
+	struct tpf_gapi *api; /* c.api */
 };
 
 /* Cloud Storage's own hints; NULL: the client's default. */
@@ -59,39 +58,21 @@ int tpf_gcs_open(struct tpf_gcs **out, const struct tpf_gcs_config *cfg, struct 
 {
 	struct tpf_gcs *g = xcalloc(1, sizeof(*g));
 	*out = NULL;
-	if (tpf_gcp_settings_load(&g->s, d) < 0 ||
-	    tpf_gcs_endpoint_resolve(cfg->endpoint, &g->endpoint, d) < 0)
-		goto fail;
-	struct tpf_gcp_http_opts o = {
-		.connect_timeout = g->s.connect_timeout,
-		.stall_timeout = g->s.stall_timeout,
-		.request_timeout = g->s.request_timeout,
-		.max_body = g->s.max_body,
-	};
-	if (tpf_gcp_http_new(&g->http, &o, d) < 0 ||
-	    tpf_gcp_auth_open(&g->auth, g->http, &g->s, &cfg->auth, d) < 0)
-		goto fail;
-	struct tpf_gapi_config gc = { .endpoint = g->endpoint, .http = g->http, .settings = &g->s };
-	if (tpf_gapi_open(&g->api, &gc, d) < 0)
-		goto fail;
-	struct tpf_gapi_creds creds;
-	tpf_gcp_auth_creds(g->auth, &creds);
-	tpf_gapi_set_creds(g->api, &creds);
-	tpf_gapi_set_hint(g->api, gcs_hint, NULL);
+	if (tpf_gcs_endpoint_resolve(cfg->endpoint, &g->endpoint, d) < 0 ||
+	    tpf_gclient_open(&g->c, g->endpoint, &cfg->auth, gcs_hint, d) < 0) {
+		tpf_gcs_free(g);
+		return TPF_ERROR;
+	}
+	g->api = g->c.api;
 	*out = g;
 	return 0;
-fail:
-	tpf_gcs_free(g);
-	return TPF_ERROR;
 }
 
 void tpf_gcs_free(struct tpf_gcs *g)
 {
 	if (!g)
 		return;
-	tpf_gapi_free(g->api);
-	tpf_gcp_auth_free(g->auth);
-	tpf_gcp_http_free(g->http);
+	tpf_gclient_close(&g->c);
 	free(g->endpoint);
 	free(g);
 }
@@ -356,7 +337,9 @@ void tpf_gcs_names_free(char **names)
 
 struct list_ctx {
 	char **names;
-	size_t n, alloc;
+	long long *gens; /* NULL: not wanted */
+	size_t n, alloc, galloc;
+	int want_gens;
 };
 
 /* Append the names of one page (tpf_gapi_pages follows nextPageToken). */
@@ -371,6 +354,10 @@ static int list_page(json_t *page, void *arg, struct tpf_diags *d)
 		if (!s)
 			continue;
 		XGROW(x->names, x->n + 2, x->alloc);
+		if (x->want_gens) {
+			XGROW(x->gens, x->n + 1, x->galloc);
+			x->gens[x->n] = json_int64(it, "generation");
+		}
 		x->names[x->n++] = xstrdup(s);
 		x->names[x->n] = NULL;
 	}
@@ -380,11 +367,17 @@ static int list_page(json_t *page, void *arg, struct tpf_diags *d)
 int tpf_gcs_list(struct tpf_gcs *g, const char *bucket, const char *prefix, char ***names,
 		 size_t *n, struct tpf_diags *d)
 {
+	return tpf_gcs_list_gen(g, bucket, prefix, names, NULL, n, d);
+}
+
+int tpf_gcs_list_gen(struct tpf_gcs *g, const char *bucket, const char *prefix, char ***names,
+		     long long **generations, size_t *n, struct tpf_diags *d)
+{
 	char *base = object_url(g, "/storage/v1", bucket, NULL);
 	char *p = tpf_gcp_escape(prefix ? prefix : "");
 	char *url = xasprintf("%s?prefix=%s", base, p);
 	char *what = xasprintf("listing gs://%s/%s", bucket, prefix ? prefix : "");
-	struct list_ctx x = { .alloc = 1 };
+	struct list_ctx x = { .alloc = 1, .want_gens = generations != NULL };
 	x.names = xcalloc(1, sizeof(*x.names));
 	int rc = tpf_gapi_pages(g->api, url, what, NULL, TPF_GAPI_QUIET(TPF_GCP_NOTFOUND), list_page,
 				&x, d);
@@ -399,9 +392,13 @@ int tpf_gcs_list(struct tpf_gcs *g, const char *bucket, const char *prefix, char
 	free(what);
 	if (rc) {
 		tpf_gcs_names_free(x.names);
+		free(x.gens);
 		x.names = NULL;
+		x.gens = NULL;
 		x.n = 0;
 	}
+	if (generations)
+		*generations = x.gens ? x.gens : xcalloc(1, sizeof(long long));
 	*names = x.names;
 	*n = x.n;
 	return rc;

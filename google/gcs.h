@@ -119,6 +119,11 @@ int tpf_gcs_delete(struct tpf_gcs *g, const char *bucket, const char *name,
  */
 int tpf_gcs_list(struct tpf_gcs *g, const char *bucket, const char *prefix, char ***names,
 		 size_t *n, struct tpf_diags *d);
+/* The same, with each object's generation in (*generations)[i] (a new
+ * array the caller frees; generations may be NULL), from the list's own
+ * Object resources: no request per object. */
+int tpf_gcs_list_gen(struct tpf_gcs *g, const char *bucket, const char *prefix, char ***names,
+		     long long **generations, size_t *n, struct tpf_diags *d);
 void tpf_gcs_names_free(char **names);
 
 /* Requests sent so far, every attempt counted (for tests). */

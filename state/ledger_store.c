@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 struct tpf_ledger {
@@ -31,7 +32,9 @@ struct tpf_ledger {
 	struct tpf_objstore *store;
 	char writer[40];
 	long seq;
-	long long generation; /* of the current segment; 0: not written yet */
+	long long generation; /* of the current segment; 0: not written yet; -1: unknown */
+	int daily;
+	char day[16];         /* daily: the day of the current object, YYYYMMDD */
 	struct tpf_buf seg;
 };
 
@@ -58,10 +61,18 @@ int tpf_ledger_open(struct tpf_ledger **out, const struct tpf_ledger_where *w, s
 	}
 	if (tpf_objstore_shared(l->store)) {
 		l->where = tpf_objstore_where(l->store, "");
-		char uuid[37];
-		tpf_uuid4(uuid);
-		snprintf(l->writer, sizeof(l->writer), "%.8s%.4s", uuid, uuid + 9);
+		l->daily = w->daily;
 		l->seq = 1;
+		if (l->daily) {
+			char host[256] = "", hex[65];
+			gethostname(host, sizeof(host) - 1);
+			tpf_sha256_hex(host, strlen(host), hex);
+			snprintf(l->writer, sizeof(l->writer), "%.12s", hex);
+		} else {
+			char uuid[37];
+			tpf_uuid4(uuid);
+			snprintf(l->writer, sizeof(l->writer), "%.8s%.4s", uuid, uuid + 9);
+		}
 	} else {
 		/* This host's files: one file appended under flock(2). */
 		tpf_objstore_free(l->store);
@@ -190,11 +201,50 @@ static int local_append(struct tpf_ledger *l, const char *line, size_t len, stru
 
 static char *object_name(const struct tpf_ledger *l, long seq)
 {
+	if (l->daily)
+		return xasprintf("%s.%s.%03ld.jsonl", l->writer, l->day, seq);
 	return xasprintf("%s.%06ld.jsonl", l->writer, seq);
+}
+
+/* daily: today's object (UTC): a new day starts at its first object,
+ * whose content and generation are read at the first append. */
+static void daily_today(struct tpf_ledger *l)
+{
+	char day[16];
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(day, sizeof(day), "%Y%m%d", &tm);
+	if (strcmp(day, l->day)) {
+		snprintf(l->day, sizeof(l->day), "%s", day);
+		l->seq = 1;
+		l->generation = -1;
+	}
+}
+
+/* daily: the object as it is now (absent: empty, generation 0). */
+static int daily_reload(struct tpf_ledger *l, struct tpf_diags *d)
+{
+	char *name = object_name(l, l->seq);
+	tpf_buf_reset(&l->seg);
+	long long gen = 0;
+	int rc = tpf_objstore_get(l->store, name, TPF_LEDGER_GCS_SEGMENT_MAX + TPF_LEDGER_LINE_MAX + 1,
+				  "run ledger", &l->seg, &gen, d);
+	free(name);
+	if (rc == TPF_ENOTFOUND)
+		rc = 0;
+	if (!rc)
+		l->generation = gen;
+	return rc;
 }
 
 static int segment_append(struct tpf_ledger *l, const char *line, size_t len, struct tpf_diags *d)
 {
+	if (l->seg.len && l->seg.len + len + 1 > TPF_LEDGER_GCS_SEGMENT_MAX && l->daily) {
+		l->seq++; /* the day's next object; the full one is kept */
+		l->generation = -1;
+		return TPF_ESTALE;
+	}
 	if (l->seg.len && l->seg.len + len + 1 > TPF_LEDGER_GCS_SEGMENT_MAX) {
 		l->seq++;
 		l->generation = 0;
@@ -215,6 +265,11 @@ static int segment_append(struct tpf_ledger *l, const char *line, size_t len, st
 	long long gen = 0;
 	int rc = tpf_objstore_put(l->store, name, l->seg.buf, l->seg.len, "application/x-ndjson",
 				  l->generation, &gen, d);
+	if (rc == TPF_ESTALE && l->daily) { /* another process of this host wrote it */
+		l->generation = -1;
+		free(name);
+		return TPF_ESTALE;
+	}
 	if (rc) {
 		l->seg.len = keep; /* not written: the segment stays as it is */
 		l->seg.buf[keep] = '\0';
@@ -228,6 +283,30 @@ static int segment_append(struct tpf_ledger *l, const char *line, size_t len, st
 	return rc ? TPF_ERROR : 0;
 }
 
+/* daily: read the object when its content is not known, append, write it
+ * back on the generation read; a 412 or a full object tries again. */
+static int daily_append(struct tpf_ledger *l, const char *line, size_t len, struct tpf_diags *d)
+{
+	daily_today(l);
+	for (int tries = 0; tries < 16; tries++) {
+		if (l->generation < 0 && daily_reload(l, d)) {
+			l->generation = -1;
+			char *where = tpf_objstore_where(l->store, "");
+			tpf_error(d, "cannot append to the run ledger '%s'", where);
+			free(where);
+			return TPF_ERROR;
+		}
+		int rc = segment_append(l, line, len, d);
+		if (rc != TPF_ESTALE)
+			return rc;
+	}
+	char *where = tpf_objstore_where(l->store, "");
+	tpf_error(d, "cannot append to the run ledger '%s': other processes of this host kept "
+		     "changing the day's object (16 tries)", where);
+	free(where);
+	return TPF_ERROR;
+}
+
 int tpf_ledger_append(struct tpf_ledger *l, const char *line, size_t len, struct tpf_diags *d)
 {
 	if (len > TPF_LEDGER_LINE_MAX)
@@ -236,120 +315,8 @@ int tpf_ledger_append(struct tpf_ledger *l, const char *line, size_t len, struct
 	if (memchr(line, '\n', len))
 		return tpf_error(d, "run ledger line has a newline; not written");
 	pthread_mutex_lock(&l->mu);
-	int rc = l->store ? segment_append(l, line, len, d) : local_append(l, line, len, d);
+	int rc = l->store ? l->daily ? daily_append(l, line, len, d) : segment_append(l, line, len, d)
+			  : local_append(l, line, len, d);
 	pthread_mutex_unlock(&l->mu);
 	return rc;
-}
-
-/* ---- reading ------------------------------------------------------------------ */
-
-static void parse_lines(const char *data, size_t n, json_t *out, size_t *skipped)
-{
-	const char *p = data, *end = data + n;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		// cppcheck-suppress knownConditionTrueFalse ; an empty line ("\n\n") has len 0
-		if (len) {
-			json_t *o = len <= TPF_LEDGER_LINE_MAX ? json_loadb(p, len, JSON_REJECT_DUPLICATES,
-									     NULL)
-							     : NULL;
-			if (json_is_object(o))
-				json_array_append_new(out, o);
-			else {
-				json_decref(o);
-				(*skipped)++;
-			}
-		}
-		p += len + 1;
-	}
-}
-
-static int read_local(const char *state_path, json_t *out, size_t *skipped, size_t *dropped,
-		      struct tpf_diags *d)
-{
-	char *path = xasprintf("%s.ledger.jsonl", state_path);
-	size_t budget = TPF_LEDGER_READ_MAX;
-	int rc = 0;
-	/* Newest first for the budget, then parsed oldest first. */
-	struct tpf_buf segs[TPF_LEDGER_SEGMENTS];
-	for (int i = 0; i < TPF_LEDGER_SEGMENTS; i++)
-		tpf_buf_init(&segs[i]);
-	for (int i = 0; i < TPF_LEDGER_SEGMENTS && !rc; i++) {
-		char *name = segment_name(path, i);
-		struct stat st;
-		if (stat(name, &st) == 0) {
-			if ((size_t)st.st_size > budget)
-				*dropped += (size_t)st.st_size;
-			else {
-				int r = tpf_read_file_max(name, budget, "run ledger", &segs[i], d);
-				if (r && r != TPF_ENOTFOUND)
-					rc = TPF_ERROR;
-				budget -= segs[i].len;
-			}
-		}
-		free(name);
-	}
-	for (int i = TPF_LEDGER_SEGMENTS - 1; i >= 0; i--) {
-		if (!rc)
-			parse_lines(segs[i].buf ? segs[i].buf : "", segs[i].len, out, skipped);
-		tpf_buf_release(&segs[i]);
-	}
-	free(path);
-	return rc;
-}
-
-static int read_segments(struct tpf_objstore *store, json_t *out, size_t *skipped,
-			 size_t *dropped, struct tpf_diags *d)
-{
-	char **names = NULL;
-	size_t n = 0;
-	int rc = tpf_objstore_list(store, "", &names, &n, d);
-	size_t budget = TPF_LEDGER_READ_MAX;
-	for (size_t i = 0; !rc && i < n; i++) {
-		struct tpf_buf data = TPF_BUF_INIT;
-		if (!budget) {
-			(*dropped)++;
-			continue;
-		}
-		int r = tpf_objstore_get(store, names[i], budget, "run ledger", &data, NULL, d);
-		if (r == TPF_ENOTFOUND) { /* deleted by its writer since the list */
-			tpf_buf_release(&data);
-			continue;
-		}
-		if (r)
-			rc = TPF_ERROR;
-		else {
-			parse_lines(data.buf ? data.buf : "", data.len, out, skipped);
-			budget -= data.len < budget ? data.len : budget;
-		}
-		tpf_buf_release(&data);
-	}
-	tpf_objstore_names_free(names);
-	return rc;
-}
-
-int tpf_ledger_read(const struct tpf_ledger_where *w, json_t **records, size_t *skipped,
-		    size_t *dropped, struct tpf_diags *d)
-{
-	size_t sk = 0, dr = 0;
-	json_t *out = json_array();
-	struct tpf_objstore *store = NULL;
-	int rc = tpf_objstore_open_beside(&store, w->state_path, w->gcs, ".ledger/", d);
-	if (!rc && tpf_objstore_shared(store))
-		rc = read_segments(store, out, &sk, &dr, d);
-	else if (!rc)
-		rc = read_local(w->state_path, out, &sk, &dr, d);
-	tpf_objstore_free(store);
-	if (skipped)
-		*skipped = sk;
-	if (dropped)
-		*dropped = dr;
-	if (rc) {
-		json_decref(out);
-		*records = NULL;
-		return TPF_ERROR;
-	}
-	*records = out;
-	return 0;
 }

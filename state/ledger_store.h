@@ -19,7 +19,10 @@
  *    write the same object) and <seq> counts its segments from 000001.
  *    Each append uploads the writer's segment with ifGenerationMatch on
  *    the generation it last wrote (0 for a new one): a lost or duplicated
- *    upload is detected (HTTP 412), never silently merged. A segment
+ *    upload is detected (HTTP 412), never silently merged. A short-lived
+ *    writer (where.daily) appends to its host's object of the day
+ *    instead, so a pipeline planning every 5 minutes leaves one object a
+ *    day, not 288. A segment
  *    holds at most TPF_LEDGER_GCS_SEGMENT_MAX bytes; a writer keeps its
  *    last TPF_LEDGER_SEGMENTS segments and deletes older ones of its own.
  *
@@ -48,6 +51,14 @@
 struct tpf_ledger_where {
 	const char *state_path;                    /* local state file */
 	const struct tpf_backend_gcs_config *gcs;  /* state in Cloud Storage */
+	/* A shared store only: a short-lived writer (plan, apply, destroy)
+	 * appends to this host's object of the day,
+	 * <host>.<YYYYMMDD>.<k>.jsonl (<host> 12 hex digits of the SHA-256
+	 * of the host name, the day UTC, k from 1 when one is full), by
+	 * rewriting it with ifGenerationMatch (Cloud Storage has no append;
+	 * a 412 from another process of the host rereads and tries again),
+	 * instead of an object per process. */
+	int daily;
 };
 
 struct tpf_ledger;
@@ -85,5 +96,33 @@ void tpf_ledger_close(struct tpf_ledger *l);
  */
 int tpf_ledger_read(const struct tpf_ledger_where *w, json_t **records, size_t *skipped,
 		    size_t *dropped, struct tpf_diags *d);
+
+/*
+ * A reader that reads only what was appended since its last read
+ * (state/ledger_read.c): locally, the file it read last and where it
+ * stopped (the file's inode, so a rotation is followed into PATH.1); in a
+ * shared store, each object's generation and the bytes read of it (an
+ * object whose generation did not change is not read again; one that
+ * grew is read past what was read). Only whole lines are taken: a line
+ * being written is read next time.
+ */
+struct tpf_ledger_cursor;
+/* Opens the store of *w (not kept). TPF_ERROR with a diagnostic. Free
+ * with tpf_ledger_cursor_free (NULL ok). */
+int tpf_ledger_cursor_open(struct tpf_ledger_cursor **out, const struct tpf_ledger_where *w,
+			   struct tpf_diags *d);
+void tpf_ledger_cursor_free(struct tpf_ledger_cursor *c);
+/* The next read starts over from the whole ledger. */
+void tpf_ledger_cursor_rewind(struct tpf_ledger_cursor *c);
+/*
+ * The lines appended since the last read, as tpf_ledger_read gives them
+ * (*records a new array; *skipped, *dropped may be NULL). *from_start is 1
+ * when they are the whole ledger: the first read, or the cursor lost its
+ * place (a file rotated out of the segments, an object shorter than what
+ * was read of it): what the caller computed from earlier reads must be
+ * dropped. TPF_ERROR with a diagnostic: the next read starts over.
+ */
+int tpf_ledger_cursor_read(struct tpf_ledger_cursor *c, json_t **records, int *from_start,
+			   size_t *skipped, size_t *dropped, struct tpf_diags *d);
 
 #endif

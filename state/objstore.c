@@ -76,7 +76,19 @@ int tpf_objstore_list(struct tpf_objstore *s, const char *name_prefix, char ***n
 {
 	*names = NULL;
 	*n = 0;
-	return s->ops->list(s, name_prefix, names, n, d);
+	return s->ops->list(s, name_prefix, names, NULL, n, d);
+}
+
+int tpf_objstore_list_gen(struct tpf_objstore *s, const char *name_prefix, char ***names,
+			  long long **generations, size_t *n, struct tpf_diags *d)
+{
+	*names = NULL;
+	*generations = NULL;
+	*n = 0;
+	int rc = s->ops->list(s, name_prefix, names, generations, n, d);
+	if (!rc && !*generations)
+		*generations = xcalloc(1, sizeof(long long));
+	return rc;
 }
 
 void tpf_objstore_names_free(char **names)
@@ -225,8 +237,8 @@ static int local_del(struct tpf_objstore *s, const char *name, long long if_gene
 	return rc;
 }
 
-static int local_list(struct tpf_objstore *s, const char *name_prefix, char ***names, size_t *n,
-		      struct tpf_diags *d)
+static int local_list(struct tpf_objstore *s, const char *name_prefix, char ***names,
+		      long long **gens, size_t *n, struct tpf_diags *d)
 {
 	char *dir = xasprintf("%s%s", s->prefix, name_prefix);
 	DIR *dh = opendir(*dir ? dir : ".");
@@ -237,7 +249,7 @@ static int local_list(struct tpf_objstore *s, const char *name_prefix, char ***n
 			*names = xcalloc(1, sizeof(**names));
 		return rc;
 	}
-	size_t alloc = 0;
+	size_t alloc = 0, galloc = 0;
 	struct dirent *e;
 	while ((e = readdir(dh))) {
 		struct stat st;
@@ -247,6 +259,10 @@ static int local_list(struct tpf_objstore *s, const char *name_prefix, char ***n
 		if (!file)
 			continue;
 		XGROW(*names, *n + 2, alloc);
+		if (gens) {
+			XGROW(*gens, *n + 1, galloc);
+			(*gens)[*n] = file_generation(&st);
+		}
 		(*names)[(*n)++] = xstrdup(e->d_name);
 		(*names)[*n] = NULL;
 	}

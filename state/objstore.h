@@ -99,5 +99,10 @@ int tpf_objstore_delete(struct tpf_objstore *s, const char *name, long long if_g
 int tpf_objstore_list(struct tpf_objstore *s, const char *name_prefix, char ***names, size_t *n,
 		      struct tpf_diags *d);
 void tpf_objstore_names_free(char **names);
+/* The same, with each object's generation in (*generations)[i] (a new
+ * array, caller frees), as the listing gives it: one request for the
+ * whole list on Cloud Storage, a stat(2) per file locally. */
+int tpf_objstore_list_gen(struct tpf_objstore *s, const char *name_prefix, char ***names,
+			  long long **generations, size_t *n, struct tpf_diags *d);
 
 #endif

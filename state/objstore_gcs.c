@@ -75,12 +75,12 @@ static int gcs_del(struct tpf_objstore *s, const char *name, long long if_genera
 	return rc;
 }
 
-static int gcs_list(struct tpf_objstore *s, const char *name_prefix, char ***names, size_t *n,
-		    struct tpf_diags *d)
+static int gcs_list(struct tpf_objstore *s, const char *name_prefix, char ***names,
+		    long long **gens, size_t *n, struct tpf_diags *d)
 {
 	char *pfx = obj(s, name_prefix);
 	size_t plen = strlen(pfx);
-	int rc = tpf_gcs_list(GS(s)->g, GS(s)->bucket, pfx, names, n, d);
+	int rc = tpf_gcs_list_gen(GS(s)->g, GS(s)->bucket, pfx, names, gens, n, d);
 	for (size_t i = 0; !rc && i < *n; i++)
 		memmove((*names)[i], (*names)[i] + plen, strlen((*names)[i]) - plen + 1);
 	free(pfx);

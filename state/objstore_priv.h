@@ -19,8 +19,9 @@ struct tpf_objstore_ops {
 		   struct tpf_diags *d);
 	int (*del)(struct tpf_objstore *s, const char *name, long long if_generation,
 		   struct tpf_diags *d);
-	int (*list)(struct tpf_objstore *s, const char *name_prefix, char ***names, size_t *n,
-		    struct tpf_diags *d);
+	/* gens NULL: not wanted */
+	int (*list)(struct tpf_objstore *s, const char *name_prefix, char ***names,
+		    long long **gens, size_t *n, struct tpf_diags *d);
 	void (*free)(struct tpf_objstore *s);
 };
 

@@ -4,6 +4,7 @@
 #include "engine/ledger/budget_spend.h"
 #include "engine/ledger/ledger_writer.h"
 #include "engine/ledger/report.h"
+#include "engine/ledger/report_follow.h"
 #include "util/str.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -109,21 +110,33 @@ int tpf_budget_measure(const struct tpf_fleet *f, double now, struct tpf_budget_
 	return 0;
 }
 
-void tpf_budget_cache_release(struct tpf_budget_cache *c)
+static void cache_forget(struct tpf_budget_cache *c)
 {
 	for (size_t i = 0; i < c->n; i++)
 		free(c->groups[i]);
 	free(c->groups);
 	free(c->v);
 	free(c->budgets);
+	c->groups = NULL;
+	c->v = NULL;
+	c->budgets = NULL;
+	c->n = 0;
+	c->at = 0;
+}
+
+void tpf_budget_cache_release(struct tpf_budget_cache *c)
+{
+	cache_forget(c);
+	tpf_report_follow_free(c->follow);
+	free(c->reported);
 	memset(c, 0, sizeof(*c));
 }
 
-/* Does c hold the spend of exactly the scopes v[0..n)? */
+/* Does c hold the spend of exactly the scopes v[0..n) (its time aside)? */
 static int cache_fits(const struct tpf_budget_cache *c, const struct tpf_budget_status *v,
 		      size_t n)
 {
-	if (!c->at || c->n != n)
+	if (c->n != n || !c->groups)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct tpf_budget *a = &c->budgets[i], *b = v[i].budget;
@@ -138,7 +151,7 @@ static int cache_fits(const struct tpf_budget_cache *c, const struct tpf_budget_
 static void cache_store(struct tpf_budget_cache *c, const struct tpf_budget_status *v, size_t n,
 			double now_mono)
 {
-	tpf_budget_cache_release(c);
+	cache_forget(c);
 	c->at = now_mono > 0 ? now_mono : 1e-9;
 	c->n = n;
 	c->groups = xcalloc(n ? n : 1, sizeof(*c->groups));
@@ -153,15 +166,63 @@ static void cache_store(struct tpf_budget_cache *c, const struct tpf_budget_stat
 	}
 }
 
+/* The follower of the scopes v[0..k) (a new one when the scopes are not
+ * those it follows), brought up to date: only the new lines are read. */
+static int follow_measure(const struct tpf_fleet *f, double now, struct tpf_budget_cache *c,
+			  struct tpf_budget_status *v, size_t k, struct tpf_diags *d)
+{
+	if (!cache_fits(c, v, k)) {
+		tpf_report_follow_free(c->follow);
+		c->follow = NULL;
+	}
+	struct tpf_ledger_where w;
+	struct tpf_backend_gcs_config gcs;
+	tpf_fleet_ledger_where(f, &w, &gcs);
+	if (!c->follow) {
+		struct tpf_report_view *views = xcalloc(k, sizeof(*views));
+		for (size_t i = 0; i < k; i++)
+			views[i] = (struct tpf_report_view){ v[i].period_start, v[i].group };
+		int rc = tpf_report_follow_open(&c->follow, &w, views, k, 0, d);
+		free(views);
+		free(c->reported);
+		c->reported = xcalloc(k, sizeof(*c->reported));
+		if (rc)
+			return rc;
+	}
+	json_t *records = NULL;
+	int from_start = 0;
+	if (tpf_report_follow_update(c->follow, &records, &from_start, d))
+		return TPF_ERROR;
+	struct tpf_prices prices;
+	tpf_prices_from_fleet(f, &prices);
+	for (size_t i = 0; i < k; i++) {
+		struct tpf_report r;
+		tpf_report_follow_result(c->follow, i, now, &prices, &r);
+		double ch = 0, usd = 0;
+		long unpriced = 0;
+		tpf_report_spend(&r, &ch, &usd, &unpriced);
+		v[i].spent = v[i].budget->unit == TPF_BUDGET_USD ? usd : ch;
+		v[i].unpriced = v[i].budget->unit == TPF_BUDGET_USD ? unpriced : 0;
+		c->reported[i] = (from_start ? 0 : c->reported[i]) || reported(records, &v[i]);
+		v[i].reported = c->reported[i];
+		tpf_report_release(&r);
+	}
+	tpf_prices_release(&prices);
+	json_decref(records);
+	return 0;
+}
+
 int tpf_budget_measure_cached(const struct tpf_fleet *f, double now, double now_mono,
 			      double every, struct tpf_budget_cache *c,
 			      struct tpf_budget_status **out, size_t *n, struct tpf_diags *d)
 {
 	if (!c)
 		return tpf_budget_measure(f, now, out, n, d);
+	*out = NULL;
+	*n = 0;
 	struct tpf_budget_status *v = NULL;
 	size_t k = tpf_budget_scopes(f, now, &v);
-	if (k && now_mono - c->at < every && cache_fits(c, v, k)) {
+	if (k && c->at && now_mono - c->at < every && cache_fits(c, v, k)) {
 		for (size_t i = 0; i < k; i++) {
 			v[i].spent = c->v[i].spent;
 			v[i].unpriced = c->v[i].unpriced;
@@ -171,9 +232,26 @@ int tpf_budget_measure_cached(const struct tpf_fleet *f, double now, double now_
 		*n = k;
 		return 0;
 	}
-	free(v);
-	int rc = tpf_budget_measure(f, now, out, n, d);
-	if (!rc && *n)
-		cache_store(c, *out, *n, now_mono);
-	return rc;
+	struct tpf_ledger_where w;
+	struct tpf_backend_gcs_config gcs;
+	tpf_fleet_ledger_where(f, &w, &gcs);
+	const char *off = getenv("TPUFORM_LEDGER");
+	if (!k || (off && !strcmp(off, "off")) || (!w.gcs && !w.state_path)) {
+		free(v); /* nothing to follow: as tpf_budget_measure says */
+		return tpf_budget_measure(f, now, out, n, d);
+	}
+	struct tpf_diags rd = TPF_DIAGS_INIT;
+	if (follow_measure(f, now, c, v, k, &rd)) {
+		tpf_warn(d, NULL, "budgets are not enforced this run: the run ledger could not be "
+				  "read: %s", rd.n ? rd.items[0].summary : "unknown error");
+		tpf_diags_release(&rd);
+		tpf_budget_cache_release(c);
+		free(v);
+		return 0;
+	}
+	tpf_diags_release(&rd);
+	cache_store(c, v, k, now_mono);
+	*out = v;
+	*n = k;
+	return 0;
 }

@@ -44,11 +44,16 @@ int tpf_budget_measure(const struct tpf_fleet *f, double now, struct tpf_budget_
  * the spend of each scope, measured at most every `every` seconds
  * ($TPUFORM_BUDGET_REFRESH, default 60 s; docs/ledger.md "Budgets").
  * Between measures the spend is the last one measured (it may lag the
- * fleet's burn by up to `every`). A change of the scopes, their amounts or
- * their period measures again at once. Zero it to start; release with
- * tpf_budget_cache_release.
+ * fleet's burn by up to `every`). A measure reads only the lines appended
+ * since the last one (engine/ledger/report_follow.h: a replay per scope
+ * kept from measure to measure); a change of the scopes, their amounts or
+ * their period measures again at once, from the whole ledger. Zero it to
+ * start; release with tpf_budget_cache_release.
  */
+struct tpf_report_follow;
 struct tpf_budget_cache {
+	struct tpf_report_follow *follow; /* the scopes' replays; NULL: none yet */
+	int *reported;                    /* per scope: a budget_reached line seen */
 	double at;       /* monotonic seconds of the last measure; 0: never */
 	size_t n;
 	char **groups;   /* owned copies ("" for the fleet) */

@@ -270,6 +270,9 @@ struct tpf_run_ledger *tpf_run_ledger_open(const struct tpf_fleet *f, const stru
 	 * a file named after a null path in the working directory. */
 	if (!w.gcs && !w.state_path)
 		return NULL;
+	/* A short-lived command appends to its host's object of the day
+	 * (state/ledger_store.h), not to an object of its own. */
+	w.daily = strcmp(command, "watch") != 0;
 	struct tpf_diags od = TPF_DIAGS_INIT;
 	struct tpf_ledger *store = NULL;
 	if (tpf_ledger_open(&store, &w, &od)) {

@@ -48,10 +48,12 @@ struct billed {
 	unsigned char *running; /* per worker: its job runs */
 	int have_ckpt;
 	double good_since_ckpt; /* goodput chip-hours since the last checkpoint */
+	double good_secs_since_ckpt; /* ... and its seconds */
 	double lost_at;         /* a preemption not yet running again, or -1 */
 	/* Lost and not billed again since: a second preempted line (watch
 	 * and apply both saw it) is the same loss, counted once. */
 	int lost;
+	double last_t;          /* its last line's time: a later read must not go back */
 };
 
 struct rec {
@@ -67,20 +69,6 @@ struct calc {
 	size_t nnodes, nalloc;
 	size_t ralloc, recalloc, salloc, malloc_;
 };
-
-const char *tpf_report_phase_name(enum tpf_report_phase p)
-{
-	static const char *const names[] = { "waiting", "provisioning", "setup", "running",
-					     "restart", "stalled", "idle" };
-	return (unsigned)p < TPF_RP_N ? names[p] : "";
-}
-
-const char *tpf_report_bucket_name(enum tpf_report_bucket b)
-{
-	static const char *const names[] = { "goodput", "setup", "restart",
-					     "stalled", "preempted", "idle" };
-	return (unsigned)b < TPF_RB_N ? names[b] : "";
-}
 
 static const char *str(json_t *o, const char *k)
 {
@@ -176,6 +164,19 @@ static void add_mark(struct calc *c, const struct billed *u, int kind, double t)
 	r->marks[r->nmarks++] = (struct tpf_report_mark){ (size_t)(u - c->nodes), kind, t };
 }
 
+/* Google's categories of [from, to) of a billed phase (report_goodput.c);
+ * a recovery from a preemption adds its seconds when the job runs again. */
+static void ml_accrue(struct tpf_report_row *row, const struct billed *u, double from, double to)
+{
+	int at_recovery = 0;
+	enum tpf_ml_badput m = tpf_ml_badput_of(bucket_of[u->ph], u->lost_at >= 0, &at_recovery);
+	if (m == TPF_MB_NONE)
+		return;
+	row->ml_chip_hours[m] += (to - from) * u->chips / 3600.0;
+	if (!at_recovery)
+		row->ml_seconds[m] += to - from;
+}
+
 /* Count the node's current phase from u->since to t (clipped to the window). */
 static void accrue(struct calc *c, struct billed *u, double t)
 {
@@ -189,8 +190,11 @@ static void accrue(struct calc *c, struct billed *u, double t)
 			double ch = (to - from) * u->chips / 3600.0;
 			row->chip_hours[bucket_of[u->ph]] += ch;
 			row->node_hours += (to - from) / 3600.0;
-			if (u->ph == PH_RUNNING)
+			ml_accrue(row, u, from, to);
+			if (u->ph == PH_RUNNING) {
 				u->good_since_ckpt += ch;
+				u->good_secs_since_ckpt += to - from;
+			}
 		}
 	}
 	if (t > u->since)
@@ -213,6 +217,7 @@ static void begin_billed(struct billed *u, double from)
 		memset(u->running, 0, (size_t)u->vms);
 	u->have_ckpt = 0;
 	u->good_since_ckpt = 0;
+	u->good_secs_since_ckpt = 0;
 }
 
 /* ... and the node is READY at t: setup from there. */
@@ -267,6 +272,10 @@ static void preempted(struct calc *c, struct billed *u, json_t *o, double t)
 					      : row->chip_hours[TPF_RB_GOODPUT];
 			row->chip_hours[TPF_RB_GOODPUT] -= lost;
 			row->chip_hours[TPF_RB_PREEMPTED] += lost;
+			enum tpf_ml_badput m = tpf_ml_badput_of(TPF_RB_PREEMPTED, 0, NULL);
+			row->ml_chip_hours[m] += lost;
+			if (u->good_since_ckpt > 0)
+				row->ml_seconds[m] += u->good_secs_since_ckpt * lost / u->good_since_ckpt;
 		}
 	}
 	if (u->row != (size_t)-1 && tp >= c->r->since)
@@ -275,6 +284,18 @@ static void preempted(struct calc *c, struct billed *u, json_t *o, double t)
 	set_phase(u, PH_NONE, t);
 	u->lost_at = tp;
 	u->lost = 1;
+}
+
+/* u runs again at t after a preemption: its recovery's seconds, from the
+ * loss (the unbilled wait for the replacement included), in the window. */
+static void recovered(struct calc *c, const struct billed *u, double t)
+{
+	double from = u->lost_at > c->r->since ? u->lost_at : c->r->since;
+	double to = t < c->r->until ? t : c->r->until;
+	if (u->row == (size_t)-1 || to <= from)
+		return;
+	enum tpf_ml_badput m = tpf_ml_badput_of(TPF_RB_SETUP, 1, NULL);
+	c->r->rows[u->row].ml_seconds[m] += to - from;
 }
 
 static void worker_job(struct calc *c, struct billed *u, int kind, long w, double t)
@@ -294,6 +315,7 @@ static void worker_job(struct calc *c, struct billed *u, int kind, long w, doubl
 								    c->recalloc * sizeof(double));
 				}
 				c->r->recoveries[c->r->nrecoveries++] = t - u->lost_at;
+				recovered(c, u, t);
 				u->lost_at = -1;
 			}
 		}
@@ -392,6 +414,7 @@ static void replay(struct calc *c, struct billed *u, int kind, json_t *o, double
 	case TPF_EVENT_CHECKPOINT:
 		u->have_ckpt = 1;
 		u->good_since_ckpt = 0;
+		u->good_secs_since_ckpt = 0;
 		break;
 	case TPF_EVENT_DELETED:
 		set_phase(u, PH_NONE, t);
@@ -468,6 +491,141 @@ static struct rec *sorted(json_t *records, struct tpf_report *r, size_t *n)
 	return v;
 }
 
+/* The replay so far (engine/ledger/report.h tpf_report_calc_*). */
+struct tpf_report_calc {
+	struct tpf_report r; /* rows, counts, spans as replayed; no price */
+	struct calc c;       /* c.r is &r */
+	char *group;
+};
+
+struct tpf_report_calc *tpf_report_calc_new(double since, const char *group, int want_spans)
+{
+	struct tpf_report_calc *a = xcalloc(1, sizeof(*a));
+	a->r.want_spans = want_spans;
+	a->r.since = since;
+	a->r.until = 1e300; /* lines are fed up to the caller's bound */
+	a->r.first = a->r.last = -1;
+	a->c.r = &a->r;
+	a->group = group ? xstrdup(group) : NULL;
+	return a;
+}
+
+/* A node of c that has a line later than t: t came too late. */
+static int goes_back(struct calc *c, const char *node, double t)
+{
+	for (size_t i = 0; i < c->nnodes; i++)
+		if (!strcmp(c->nodes[i].name, node))
+			return t < c->nodes[i].last_t;
+	return 0;
+}
+
+int tpf_report_calc_feed(struct tpf_report_calc *a, json_t *records, double until)
+{
+	struct tpf_report *r = &a->r;
+	size_t n = 0;
+	long skipped = r->skipped;
+	struct rec *v = sorted(records, r, &n);
+	for (size_t i = 0; i < n && v[i].t <= until; i++) {
+		const char *node = str(v[i].o, "node");
+		if (node && goes_back(&a->c, node, v[i].t)) {
+			r->skipped = skipped;
+			free(v);
+			return 1;
+		}
+	}
+	for (size_t i = 0; i < n && v[i].t <= until; i++) {
+		json_t *o = v[i].o;
+		const char *node = str(o, "node");
+		int kind = tpf_event_kind_from_name(str(o, "event"));
+		if (kind < 0 || !node || (a->group && !tpf_streq(str(o, "group"), a->group)))
+			continue;
+		if (r->first < 0)
+			r->first = v[i].t;
+		r->last = v[i].t;
+		r->events++;
+		struct billed *u = billed_of(&a->c, node);
+		u->last_t = v[i].t;
+		/* The old row gets the time until now (a preemption accrues up
+		 * to when it was seen, which is earlier). */
+		if (kind != TPF_EVENT_PREEMPTED)
+			accrue(&a->c, u, v[i].t);
+		learn(&a->c, u, o);
+		replay(&a->c, u, kind, o, v[i].t);
+	}
+	free(v);
+	return 0;
+}
+
+static void *dup_array(const void *p, size_t n, size_t size)
+{
+	void *q = xmalloc(n ? n * size : 1);
+	if (n)
+		memcpy(q, p, n * size);
+	return q;
+}
+
+void tpf_report_calc_result(const struct tpf_report_calc *a, double until,
+			    const struct tpf_prices *prices, struct tpf_report *r)
+{
+	const struct tpf_report *from = &a->r;
+	*r = *from;
+	r->until = until;
+	r->prices = prices;
+	r->rows = dup_array(from->rows, from->nrows, sizeof(*r->rows));
+	for (size_t i = 0; i < r->nrows; i++) {
+		struct tpf_report_row *row = &r->rows[i];
+		row->group = row->group ? xstrdup(row->group) : NULL;
+		row->zone = row->zone ? xstrdup(row->zone) : NULL;
+		row->cls = row->cls ? xstrdup(row->cls) : NULL;
+		row->chip = row->chip ? xstrdup(row->chip) : NULL;
+		row->price = tpf_prices_find(prices, row->chip, row->cls, row->zone);
+	}
+	r->recoveries = dup_array(from->recoveries, from->nrecoveries, sizeof(double));
+	r->spans = dup_array(from->spans, from->nspans, sizeof(*r->spans));
+	r->marks = dup_array(from->marks, from->nmarks, sizeof(*r->marks));
+	/* Each node as far as it got, then counted up to `until`. */
+	struct calc c = { .r = r, .nnodes = a->c.nnodes, .nalloc = a->c.nnodes,
+			  .ralloc = r->nrows, .recalloc = r->nrecoveries, .salloc = r->nspans,
+			  .malloc_ = r->nmarks };
+	c.nodes = dup_array(a->c.nodes, c.nnodes, sizeof(*c.nodes));
+	for (size_t i = 0; i < c.nnodes; i++) {
+		struct billed *u = &c.nodes[i];
+		u->name = xstrdup(u->name);
+		u->group = u->group ? xstrdup(u->group) : NULL;
+		u->running = u->vms > 0 ? dup_array(u->running, (size_t)u->vms, 1) : NULL;
+	}
+	if (r->want_spans)
+		r->nodes = xcalloc(c.nnodes ? c.nnodes : 1, sizeof(*r->nodes));
+	for (size_t i = 0; i < c.nnodes; i++) {
+		accrue(&c, &c.nodes[i], until);
+		if (r->want_spans) {
+			r->nodes[i].name = c.nodes[i].name;
+			r->nodes[i].group = c.nodes[i].group;
+		} else {
+			free(c.nodes[i].name);
+			free(c.nodes[i].group);
+		}
+		free(c.nodes[i].running);
+	}
+	r->nnodes = r->want_spans ? c.nnodes : 0;
+	free(c.nodes);
+}
+
+void tpf_report_calc_free(struct tpf_report_calc *a)
+{
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->c.nnodes; i++) {
+		free(a->c.nodes[i].name);
+		free(a->c.nodes[i].group);
+		free(a->c.nodes[i].running);
+	}
+	free(a->c.nodes);
+	tpf_report_release(&a->r);
+	free(a->group);
+	free(a);
+}
+
 void tpf_report_compute(json_t *records, double since, double until, const char *group,
 			struct tpf_report *r)
 {
@@ -477,112 +635,9 @@ void tpf_report_compute(json_t *records, double since, double until, const char 
 void tpf_report_compute_priced(json_t *records, double since, double until, const char *group,
 			       const struct tpf_prices *prices, struct tpf_report *r)
 {
-	int want_spans = r->want_spans;
-	memset(r, 0, sizeof(*r));
-	r->want_spans = want_spans;
-	r->prices = prices;
-	r->since = since;
-	r->until = until;
-	r->first = r->last = -1;
-	struct calc c = { .r = r };
-	size_t n = 0;
-	struct rec *v = sorted(records, r, &n);
-	for (size_t i = 0; i < n && v[i].t <= until; i++) {
-		json_t *o = v[i].o;
-		const char *node = str(o, "node");
-		int kind = tpf_event_kind_from_name(str(o, "event"));
-		if (kind < 0 || !node || (group && !tpf_streq(str(o, "group"), group)))
-			continue;
-		if (r->first < 0)
-			r->first = v[i].t;
-		r->last = v[i].t;
-		r->events++;
-		struct billed *u = billed_of(&c, node);
-		/* The old row gets the time until now (a preemption accrues up
-		 * to when it was seen, which is earlier). */
-		if (kind != TPF_EVENT_PREEMPTED)
-			accrue(&c, u, v[i].t);
-		learn(&c, u, o);
-		replay(&c, u, kind, o, v[i].t);
-	}
-	if (want_spans)
-		r->nodes = xcalloc(c.nnodes ? c.nnodes : 1, sizeof(*r->nodes));
-	for (size_t i = 0; i < c.nnodes; i++) {
-		accrue(&c, &c.nodes[i], until);
-		if (want_spans) {
-			r->nodes[i].name = c.nodes[i].name;
-			r->nodes[i].group = c.nodes[i].group;
-		} else {
-			free(c.nodes[i].name);
-			free(c.nodes[i].group);
-		}
-		free(c.nodes[i].running);
-	}
-	r->nnodes = want_spans ? c.nnodes : 0;
-	free(c.nodes);
-	free(v);
-}
-
-void tpf_report_release(struct tpf_report *r)
-{
-	for (size_t i = 0; i < r->nrows; i++) {
-		free(r->rows[i].group);
-		free(r->rows[i].zone);
-		free(r->rows[i].cls);
-		free(r->rows[i].chip);
-	}
-	free(r->rows);
-	free(r->recoveries);
-	for (size_t i = 0; i < r->nnodes; i++) {
-		free(r->nodes[i].name);
-		free(r->nodes[i].group);
-	}
-	free(r->nodes);
-	free(r->spans);
-	free(r->marks);
-	memset(r, 0, sizeof(*r));
-}
-
-static int dbl_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-double tpf_report_percentile(double *v, size_t n, double p)
-{
-	if (!n)
-		return -1;
-	qsort(v, n, sizeof(*v), dbl_cmp);
-	double want = p / 100.0 * (double)n;
-	size_t rank = (size_t)want;
-	if ((double)rank < want)
-		rank++; /* nearest rank: the ceiling */
-	size_t i = rank < 1 ? 0 : rank - 1;
-	return v[i < n ? i : n - 1];
-}
-
-double tpf_report_row_billed(const struct tpf_report_row *row)
-{
-	double s = 0;
-	for (int b = 0; b < TPF_RB_N; b++)
-		s += row->chip_hours[b];
-	return s;
-}
-
-void tpf_report_spend(const struct tpf_report *r, double *chip_hours, double *usd, long *unpriced)
-{
-	double ch = 0, dollars = 0;
-	long none = 0;
-	for (size_t i = 0; i < r->nrows; i++) {
-		double row_billed = tpf_report_row_billed(&r->rows[i]);
-		ch += row_billed;
-		if (r->rows[i].price)
-			dollars += row_billed * r->rows[i].price->usd_per_chip_hour;
-		else if (row_billed > 0)
-			none++;
-	}
-	*chip_hours = ch;
-	*usd = dollars;
-	*unpriced = none;
+	struct tpf_report_calc *a = tpf_report_calc_new(since, group, r->want_spans);
+	a->r.until = until;
+	tpf_report_calc_feed(a, records, until); /* one feed cannot go back */
+	tpf_report_calc_result(a, until, prices, r);
+	tpf_report_calc_free(a);
 }

@@ -109,10 +109,52 @@ struct tpf_report_node {
 	char *name, *group;
 };
 
+/*
+ * Google's badput categories (ml-goodput-measurement, goodput_utils.py
+ * `BadputType`; docs/ledger.md "Google's goodput categories" has the
+ * table): the ones a control plane can see are filled from tpuform's
+ * buckets by tpf_ml_badput_of; the others happen inside the job, which
+ * tpuform counts as goodput, and are reported as null.
+ */
+enum tpf_ml_badput {
+	TPF_MB_TPU_INITIALIZATION,
+	TPF_MB_TRAINING_PREP,
+	TPF_MB_PROGRAM_STARTUP,
+	TPF_MB_DATA_LOADING_SYNC,
+	TPF_MB_UNPRODUCTIVE_CHECKPOINT_SAVE_TIME,
+	TPF_MB_UNPRODUCTIVE_CHECKPOINT_RESTORE_TIME,
+	TPF_MB_WASTED_PROGRESS_FROM_DISRUPTION,
+	TPF_MB_INFRASTRUCTURE_RECOVERY_FROM_DISRUPTION,
+	TPF_MB_OTHER,
+	TPF_MB_N,
+	TPF_MB_NONE = TPF_MB_N /* goodput: productive time, no badput */
+};
+/* The category's name as Google spells it ("TPU_INITIALIZATION", ...;
+ * static), "" out of range. */
+const char *tpf_ml_badput_name(enum tpf_ml_badput m);
+/* 1 when tpuform measures the category (it can be seen from outside the
+ * job); 0: reported as null. */
+int tpf_ml_badput_measured(enum tpf_ml_badput m);
+/*
+ * The mapping (engine/ledger/report_goodput.c, one table): the category
+ * of time in bucket b, after_disruption 1 while a node recovers from a
+ * preemption (from the loss until every worker runs the job again).
+ * TPF_MB_NONE for goodput. *seconds_at_recovery (may be NULL) is set to 1
+ * when the category's seconds are not counted by phase but, as
+ * ml-goodput-measurement counts them, once the job runs again (the whole
+ * span from the loss, the unbilled part included).
+ */
+enum tpf_ml_badput tpf_ml_badput_of(enum tpf_report_bucket b, int after_disruption,
+				    int *seconds_at_recovery);
+
 /* Chip-hours of one group, zone, class and chip generation. */
 struct tpf_report_row {
 	char *group, *zone, *cls, *chip;
 	double chip_hours[TPF_RB_N];
+	/* The same billed chip-hours in Google's categories, and node-seconds
+	 * (wall seconds summed over nodes; unbilled ones included, as the
+	 * wait for a preempted node's replacement) per category. */
+	double ml_chip_hours[TPF_MB_N], ml_seconds[TPF_MB_N];
 	double node_hours;  /* billed node-hours (for preemptions per node-day) */
 	long preemptions, restarts;
 	/* Failed preflights (preflight_failed events) and nodes replaced as
@@ -164,6 +206,29 @@ void tpf_report_compute_priced(json_t *records, double since, double until, cons
 			       const struct tpf_prices *prices, struct tpf_report *r);
 void tpf_report_release(struct tpf_report *r);
 
+/*
+ * The replay kept between reads of a ledger that grows (budgets and
+ * `watch`'s metrics read only what was appended: state/ledger_store.h
+ * tpf_ledger_cursor_read). New: the window starts at since (< 0: from the
+ * start), group as tpf_report_compute's (copied), spans when want_spans.
+ * Free with tpf_report_calc_free (NULL ok).
+ */
+struct tpf_report_calc;
+struct tpf_report_calc *tpf_report_calc_new(double since, const char *group, int want_spans);
+/*
+ * Replay records (lines after those fed before; lines later than until
+ * are left out). 0, or 1 when a line goes back before a line already fed
+ * for its node (a writer's line arrived late): nothing of records was
+ * used, and the caller must start a new calc from the whole ledger.
+ */
+int tpf_report_calc_feed(struct tpf_report_calc *a, json_t *records, double until);
+/* The report as fed so far, nodes still billed counted up to until,
+ * rows priced from prices (as tpf_report_compute_priced); a leaves
+ * unchanged. Release *r with tpf_report_release. */
+void tpf_report_calc_result(const struct tpf_report_calc *a, double until,
+			    const struct tpf_prices *prices, struct tpf_report *r);
+void tpf_report_calc_free(struct tpf_report_calc *a);
+
 /* Billed chip-hours of a row: every bucket (goodput + badput). */
 double tpf_report_row_billed(const struct tpf_report_row *row);
 /*
@@ -199,6 +264,15 @@ json_t *tpf_report_to_json(const struct tpf_report *r);
 struct tpf_buf;
 void tpf_report_html(const struct tpf_report *r, json_t *doc, const char *fleet,
 		     struct tpf_buf *out);
+
+/*
+ * Google's categories of r as JSON (new reference; report_goodput.c):
+ * {source, badput_chip_hours {CATEGORY: chip-hours or null},
+ * badput_seconds {CATEGORY: node-seconds or null}} over every row (row
+ * NULL: with the mapping table too, mapping [{bucket, when, category}])
+ * or of one row.
+ */
+json_t *tpf_report_ml_json(const struct tpf_report *r, const struct tpf_report_row *row);
 
 /* Nearest-rank percentile p (0..100) of v[0..n) (sorted here); -1 when n 0. */
 double tpf_report_percentile(double *v, size_t n, double p);

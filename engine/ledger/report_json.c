@@ -3,7 +3,6 @@
  * is cmd/cmd_report.c's, from the same object.
  */
 #include "engine/ledger/ledger_writer.h"
-#include "engine/ledger/ml_goodput.h"
 #include "engine/ledger/report.h"
 #include "util/xalloc.h"
 
@@ -126,8 +125,7 @@ static json_t *totals_json(const struct tpf_report *r, const struct totals *t)
 	}
 	json_object_set_new(o, "badput", bad);
 	json_object_set_new(o, "badput_chip_hours", hours(badsum));
-	/* The same badput in Google's categories (ml-goodput-measurement). */
-	json_object_set_new(o, "ml_goodput", tpf_ml_goodput_json(r, t->by));
+	json_object_set_new(o, "ml_goodput", tpf_report_ml_json(r, NULL));
 	json_object_set_new(o, "preemptions", json_integer(t->preemptions));
 	json_object_set_new(o, "restarts", json_integer(t->restarts));
 	json_object_set_new(o, "preflight_failures", json_integer(t->preflight_failures));
@@ -177,8 +175,12 @@ json_t *tpf_report_to_json(const struct tpf_report *r)
 	json_object_set_new(o, "skipped_lines", json_integer(r->skipped));
 	json_object_set_new(o, "totals", totals_json(r, &t));
 	json_t *rows = json_array();
-	for (size_t i = 0; i < r->nrows; i++)
-		json_array_append_new(rows, row_json(&r->rows[i]));
+	for (size_t i = 0; i < r->nrows; i++) {
+		json_t *row = row_json(&r->rows[i]), *ml = tpf_report_ml_json(r, &r->rows[i]);
+		json_object_set(row, "ml_badput_chip_hours", json_object_get(ml, "badput_chip_hours"));
+		json_decref(ml);
+		json_array_append_new(rows, row);
+	}
 	json_object_set_new(o, "rows", rows);
 	json_object_set_new(o, "prices", prices_json(r));
 	return o;

@@ -4,6 +4,7 @@
  */
 #include "engine/telemetry/metrics.h"
 #include "engine/telemetry/metrics_internal.h"
+#include "engine/ledger/report_follow.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
@@ -37,6 +38,7 @@ void tpf_metrics_release_data(struct tpf_metrics *m)
 	free(m->fleet);
 	free(m->ledger_text);
 	free(m->page);
+	tpf_report_follow_free(m->ledger_follow);
 	pthread_mutex_destroy(&m->mu);
 	free(m);
 }

@@ -120,8 +120,10 @@ void tpf_metrics_set_ledger(struct tpf_metrics *m, json_t *doc, const char *page
 /*
  * Read fleet f's run ledger, compute the report over all of it and give
  * its families and page to m (tpf_metrics_set_ledger). Problems reading
- * the ledger are diagnostics in d; m keeps what it had. Blocking: reads
- * the whole ledger (engine/ledger/report.h; about 3 s for 50 MB).
+ * the ledger are diagnostics in d; m keeps what it had. The first call
+ * reads the whole ledger (about 3 s for 50 MB); later ones only what was
+ * appended since (engine/ledger/report_follow.h). Not thread-safe: one
+ * caller (watch's loop).
  */
 struct tpf_fleet;
 void tpf_metrics_ledger_refresh(struct tpf_metrics *m, const struct tpf_fleet *f,

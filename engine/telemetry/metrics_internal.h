@@ -55,6 +55,10 @@ struct tpf_metrics {
 	char *ledger_text;
 	char *page;
 	size_t page_len;
+	/* The ledger as read so far (engine/ledger/report_follow.h): a refresh
+	 * reads only what was appended since. Used by the refreshing thread
+	 * only (watch's loop), not under mu. */
+	struct tpf_report_follow *ledger_follow;
 };
 
 /* Free everything but the server (metrics.c); tpf_metrics_free stops the

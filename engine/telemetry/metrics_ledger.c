@@ -2,9 +2,10 @@
  * The run ledger's metric families and page (engine/telemetry/metrics.h
  * tpf_metrics_set_ledger).
  */
-#include "engine/ledger/ledger_writer.h"
+#include "config/config.h"
 #include "engine/telemetry/metrics_internal.h"
 #include "engine/ledger/report.h"
+#include "engine/ledger/report_follow.h"
 #include "util/timeutil.h"
 #include "util/buf.h"
 #include "util/xalloc.h"
@@ -127,16 +128,15 @@ void tpf_metrics_set_ledger(struct tpf_metrics *m, json_t *doc, const char *page
 void tpf_metrics_ledger_refresh(struct tpf_metrics *m, const struct tpf_fleet *f,
 				struct tpf_diags *d)
 {
-	struct tpf_ledger_where w;
-	struct tpf_backend_gcs_config gcs;
-	tpf_fleet_ledger_where(f, &w, &gcs);
-	json_t *records = NULL;
-	if (tpf_ledger_read(&w, &records, NULL, NULL, d))
+	if (!m->ledger_follow && tpf_report_follow_open_fleet(&m->ledger_follow, f, 1, d))
+		return;
+	int from_start = 0;
+	if (tpf_report_follow_update(m->ledger_follow, NULL, &from_start, d))
 		return;
 	struct tpf_prices prices;
 	tpf_prices_from_fleet(f, &prices);
-	struct tpf_report r = { .want_spans = 1 };
-	tpf_report_compute_priced(records, -1, tpf_now_wall(), NULL, &prices, &r);
+	struct tpf_report r;
+	tpf_report_follow_result(m->ledger_follow, 0, tpf_now_wall(), &prices, &r);
 	json_t *doc = tpf_report_to_json(&r);
 	json_object_set_new(doc, "fleet", json_string(f->name));
 	struct tpf_buf page = TPF_BUF_INIT;
@@ -146,5 +146,4 @@ void tpf_metrics_ledger_refresh(struct tpf_metrics *m, const struct tpf_fleet *f
 	json_decref(doc);
 	tpf_report_release(&r);
 	tpf_prices_release(&prices);
-	json_decref(records);
 }

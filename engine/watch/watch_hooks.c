@@ -29,6 +29,7 @@
 #include "engine/watch/watch_hooks_internal.h"
 #include "engine/ledger/ledger_writer.h"
 #include "engine/telemetry/metrics.h"
+#include "engine/telemetry/monitoring_export.h"
 #include "engine/telemetry/notify.h"
 #include "util/env.h"
 #include "util/timeutil.h"
@@ -115,6 +116,22 @@ static void ledger_metrics(struct tpf_watch_hooks *h, const struct tpf_pipeline 
 	tpf_diags_release(&d);
 }
 
+/* The ledger's report in Cloud Monitoring, when the fleet file asks
+ * (monitoring:): at most once a minute, outside h->mu as ledger_metrics. */
+static void monitoring_export(struct tpf_watch_hooks *h, const struct tpf_pipeline *s)
+{
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	if (!h->ledger || !s->fleet.monitoring.project)
+		return;
+	if (!h->monitoring_tried) {
+		h->monitoring_tried = 1;
+		tpf_monitoring_export_open(&h->monitoring, &s->fleet, &d);
+	}
+	tpf_monitoring_export_round(h->monitoring, &s->fleet, tpf_now_mono(), &d);
+	tpf_watch_diags(h->o, &d);
+	tpf_diags_release(&d);
+}
+
 /* Where events go and what they say of a node, from s (h->mu held): the
  * webhook, the run ledger (opened at the first call), each node's last
  * checkpoint. */
@@ -160,6 +177,7 @@ void tpf_watch_hooks_seen(struct tpf_watch_hooks *h, const struct tpf_pipeline *
 		tpf_hooks_seen_metrics(h, s, probed);
 	pthread_mutex_unlock(&h->mu);
 	ledger_metrics(h, s);
+	monitoring_export(h, s);
 }
 
 /* ---- life cycle ------------------------------------------------------------ */
@@ -206,6 +224,7 @@ void tpf_watch_hooks_free(struct tpf_watch_hooks *h)
 		tpf_notifier_free(h->notifier, drain);
 	}
 	tpf_metrics_free(h->metrics);
+	tpf_monitoring_export_free(h->monitoring);
 	if (h->ledger) {
 		struct tpf_diags d = TPF_DIAGS_INIT;
 		tpf_run_ledger_close(h->ledger, &d);

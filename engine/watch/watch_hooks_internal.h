@@ -50,6 +50,11 @@ struct tpf_watch_hooks {
 	struct tpf_run_ledger *ledger;
 	int ledger_tried;
 	double ledger_metrics_at; /* monotonic: the last ledger metrics refresh; 0 never */
+	/* monitoring: in the fleet file: the ledger's report written to Cloud
+	 * Monitoring (engine/telemetry/monitoring_export.h), opened at the first
+	 * round this watch leads with a ledger. */
+	struct tpf_monitoring_export *monitoring;
+	int monitoring_tried;
 	double round_started;
 	struct lost_node *lost;
 	size_t nlost, lost_alloc;

@@ -495,6 +495,11 @@ void fg_account_free(void);
 /* Answer /storage/v1/..., /upload/storage/v1/..., /download/storage/v1/...;
  * 1 if r was one of them. */
 int fg_gcs_serve(struct fg_req *r);
+
+/* ---- fg_monitoring.c: Cloud Monitoring v3 timeSeries.create, metricDescriptors.create ---- */
+/* Answer /v3/projects/... and return 1; 0 when the path is not Cloud Monitoring's. */
+int fg_monitoring_serve(struct fg_req *r);
+void fg_monitoring_free(void);
 /* Answer the XML API's GET|HEAD /BUCKET/OBJECT when BUCKET exists; 1 if r was
  * one (tried last, so it shadows nothing). */
 int fg_gcs_xml_serve(struct fg_req *r);

@@ -320,6 +320,7 @@ static void free_all(void)
 	fg_limits_free();
 	fg_zone_faults_free();
 	fg_catalog_free();
+	fg_monitoring_free();
 	fg_token_free();
 	fg_account_free();
 	fg_gcs_free();

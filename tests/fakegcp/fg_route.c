@@ -153,6 +153,8 @@ void fg_route(struct fg_req *r)
 		/* answered: the Compute Engine v1 subset (fg_compute*.c) */
 	} else if (fg_account_serve(r)) {
 		/* answered: Compute projects.get, tokeninfo, OS Login */
+	} else if (fg_monitoring_serve(r)) {
+		/* answered: Cloud Monitoring v3 (fg_monitoring.c) */
 	} else if (!strncmp(r->path, "/v2/", 4)) {
 		api(r);
 	} else if (fg_gcs_xml_serve(r)) {

@@ -110,6 +110,49 @@ static void test_notify__refused(void)
 	}
 }
 
+/* monitoring: { project: P } (config/config_monitoring.c). */
+static void test_notify__monitoring(void)
+{
+	struct tpf_fleet f;
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	CHECK_INT(parse(&f, "monitoring: { project: my-proj-42 }\n", &d), 0);
+	CHECK_STR(f.monitoring.project, "my-proj-42");
+	tpf_fleet_release(&f);
+	CHECK_INT(parse(&f, "", &d), 0);
+	CHECK(f.monitoring.project == NULL); /* absent: no monitoring */
+	tpf_fleet_release(&f);
+	tpf_diags_release(&d);
+	char long_id[200];
+	memset(long_id, 'a', 101);
+	long_id[101] = '\0';
+	char too_long[300];
+	snprintf(too_long, sizeof(too_long), "monitoring: { project: %s }\n", long_id);
+	const struct {
+		const char *yaml, *first;
+	} bad[] = {
+		{ "monitoring: { project: My_Proj }\n",
+		  "fleet.yaml:6:24: 'project' must be a Google Cloud project ID such as 'my-project' "
+		  "(lowercase letters, digits and '-'), got 'My_Proj'" },
+		{ "monitoring: { projekt: p }\n",
+		  "fleet.yaml:6:15: unknown key 'projekt' in monitoring; did you mean 'project'?" },
+		{ "monitoring: {}\n", "fleet.yaml:6:13: monitoring is missing required key 'project'" },
+		{ "monitoring: my-proj\n",
+		  "fleet.yaml:6:13: 'monitoring' must be a mapping such as { project: my-project }, got "
+		  "'my-proj'" },
+		{ too_long, "fleet.yaml:6:24: 'project' must be a Google Cloud project ID such as "
+			    "'my-project' (lowercase letters, digits and '-'), got 101 characters (at "
+			    "most 100)" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct tpf_diags e = TPF_DIAGS_INIT;
+		CHECKF(parse(&f, bad[i].yaml, &e) == TPF_ERROR, "case %zu fails", i);
+		CHECK_STR(e.n ? e.items[0].summary : NULL, bad[i].first);
+		CHECK(f.monitoring.project == NULL);
+		tpf_fleet_release(&f);
+		tpf_diags_release(&e);
+	}
+}
+
 static void test_notify__event_names(void)
 {
 	CHECK_STR(tpf_notify_event_name(TPF_NOTIFY_PREEMPTED), "preempted");
@@ -123,5 +166,6 @@ int main(void)
 	RUN(test_notify__accepted);
 	RUN(test_notify__refused);
 	RUN(test_notify__event_names);
+	RUN(test_notify__monitoring);
 	return unit_done();
 }

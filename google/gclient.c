@@ -1,0 +1,47 @@
+/*
+ * A REST client with an HTTP engine and credentials of its own
+ * (google/gclient.h).
+ */
+#include "google/gclient.h"
+#include "google/gcp_http.h"
+
+#include <string.h>
+
+int tpf_gclient_open(struct tpf_gclient *c, const char *endpoint,
+		     const struct tpf_gcp_auth_config *auth, tpf_gapi_hint_fn hint,
+		     struct tpf_diags *d)
+{
+	memset(c, 0, sizeof(*c));
+	if (tpf_gcp_settings_load(&c->s, d) < 0)
+		return TPF_ERROR;
+	struct tpf_gcp_http_opts o = {
+		.connect_timeout = c->s.connect_timeout,
+		.stall_timeout = c->s.stall_timeout,
+		.request_timeout = c->s.request_timeout,
+		.max_body = c->s.max_body,
+	};
+	struct tpf_gapi_config gc = { .endpoint = endpoint, .settings = &c->s };
+	if (tpf_gcp_http_new(&c->http, &o, d) < 0 ||
+	    tpf_gcp_auth_open(&c->auth, c->http, &c->s, auth, d) < 0)
+		goto fail;
+	gc.http = c->http;
+	if (tpf_gapi_open(&c->api, &gc, d) < 0)
+		goto fail;
+	struct tpf_gapi_creds creds;
+	tpf_gcp_auth_creds(c->auth, &creds);
+	tpf_gapi_set_creds(c->api, &creds);
+	if (hint)
+		tpf_gapi_set_hint(c->api, hint, NULL);
+	return 0;
+fail:
+	tpf_gclient_close(c);
+	return TPF_ERROR;
+}
+
+void tpf_gclient_close(struct tpf_gclient *c)
+{
+	tpf_gapi_free(c->api);
+	tpf_gcp_auth_free(c->auth);
+	tpf_gcp_http_free(c->http);
+	memset(c, 0, sizeof(*c));
+}
