@@ -4,6 +4,8 @@
  */
 #include "engine/ledger/ledger_losses.h"
 #include "engine/ledger/ledger_writer.h"
+#include "model/live.h"
+#include "model/node_state.h"
 #include "plan/plan.h"
 #include "plan/reason_code.h"
 #include "state/state.h"
@@ -28,18 +30,25 @@ struct tpf_ledger_losses {
 };
 
 /* A lost node the plan deletes or replaces: what `watch` would have
- * written a preemption for. */
-static int is_loss(const struct tpf_action *a)
+ * written a preemption for. A delete for another reason (destroy, count)
+ * of a node Google already reclaimed is one too: its billing ended at the
+ * preemption, not at the delete. */
+static int is_loss(const struct tpf_action *a, const struct tpf_live_set *live)
 {
-	return (a->kind == TPF_ACT_REPLACE || a->kind == TPF_ACT_DELETE) &&
-	       tpf_reason_info(a->reason_kind)->lost;
+	if (a->kind != TPF_ACT_REPLACE && a->kind != TPF_ACT_DELETE)
+		return 0;
+	if (tpf_reason_info(a->reason_kind)->lost)
+		return 1;
+	const struct tpf_live_node *ln = live ? tpf_live_set_find(live, a->node) : NULL;
+	return a->kind == TPF_ACT_DELETE && ln && tpf_node_state_reclaimed(ln->state);
 }
 
-struct tpf_ledger_losses *tpf_ledger_losses_new(const struct tpf_plan *p, double seen)
+struct tpf_ledger_losses *tpf_ledger_losses_new(const struct tpf_plan *p,
+						const struct tpf_live_set *live, double seen)
 {
 	size_t n = 0;
 	for (size_t i = 0; p && i < p->n; i++)
-		n += is_loss(&p->actions[i]);
+		n += is_loss(&p->actions[i], live);
 	if (!n)
 		return NULL;
 	struct tpf_ledger_losses *l = xcalloc(1, sizeof(*l));
@@ -48,12 +57,20 @@ struct tpf_ledger_losses *tpf_ledger_losses_new(const struct tpf_plan *p, double
 	l->seen = seen;
 	for (size_t i = 0; i < p->n; i++) {
 		const struct tpf_action *a = &p->actions[i];
-		if (!is_loss(a))
+		if (!is_loss(a, live))
 			continue;
 		struct lost *x = &l->v[l->n++];
 		x->node = xstrdup(a->node);
-		x->code = xstrdup(a->reason_code ? a->reason_code : "lost");
-		x->reason = xstrdup(a->reason ? a->reason : x->code);
+		if (tpf_reason_info(a->reason_kind)->lost) {
+			x->code = xstrdup(a->reason_code ? a->reason_code : "lost");
+			x->reason = xstrdup(a->reason ? a->reason : x->code);
+		} else { /* reclaimed, deleted for another reason */
+			const struct tpf_live_node *ln = tpf_live_set_find(live, a->node);
+			int pre = tpf_node_state_of(ln->state) == TPF_NODE_STATE_PREEMPTED;
+			x->code = xstrdup(pre ? "preempted" : "terminated");
+			x->reason = xasprintf("the node was %s (%s)", x->code,
+					      a->reason ? a->reason : "deleted");
+		}
 		x->replace = a->kind == TPF_ACT_REPLACE;
 	}
 	return l;

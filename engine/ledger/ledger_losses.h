@@ -23,10 +23,15 @@ struct tpf_ledger_losses;
 /*
  * The lost nodes plan p replaces or deletes, seen at monotonic time `seen`
  * (seconds: when the refresh that found them began; the preemption line's
- * elapsed counts from it). NULL when p has none. Free with
+ * elapsed counts from it): those the plan deletes or replaces because they
+ * were lost, and those it deletes for another reason (destroy, count)
+ * while live (the refresh's nodes, may be NULL) says Google reclaimed them
+ * (PREEMPTED or TERMINATED). NULL when p has none. Free with
  * tpf_ledger_losses_free.
  */
-struct tpf_ledger_losses *tpf_ledger_losses_new(const struct tpf_plan *p, double seen);
+struct tpf_live_set;
+struct tpf_ledger_losses *tpf_ledger_losses_new(const struct tpf_plan *p,
+						const struct tpf_live_set *live, double seen);
 void tpf_ledger_losses_free(struct tpf_ledger_losses *l);
 
 /*

@@ -346,7 +346,7 @@ int tpf_pipeline_apply(struct tpf_pipeline *s, const struct tpf_plan *p,
 	/* The lost nodes it replaces or deletes: preempted and replaced lines,
 	 * as watch writes them (engine/ledger/ledger_losses.h). */
 	if (chain.r)
-		chain.losses = tpf_ledger_losses_new(p, tpf_now_mono());
+		chain.losses = tpf_ledger_losses_new(p, &s->live, tpf_now_mono());
 	o.on_event = tpf_run_ledger_chain;
 	o.ctx = &chain;
 	/* The checkpoints the refresh's probe learnt go into the state the

@@ -77,4 +77,17 @@ got=$(jq .totals.goodput_chip_hours r4.json)
 ok "the failed job's time after its exit is not goodput ($got chip-hours, to the exit $want)" \
 	python3 -c "import sys; sys.exit(abs($got - $want) > 0.0003)"
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
+
+# A preempted node that destroy deletes: its billing ended at the
+# preemption, so destroy writes the loss too (reason destroy, node
+# PREEMPTED).
+rm -f $L tpuform.state.json
+sed -i 's/^run: .*/run: exec sleep 300/; /^max_restarts/d' fleet.yaml
+ok "apply" tpuform apply -f fleet.yaml -auto-approve
+ok "the node is preempted" tpuform local preempt -f fleet.yaml t770-train-0
+ok "destroy deletes it" tpuform destroy -f fleet.yaml -auto-approve
+like "destroy wrote its preemption" "$(grep '"event":"preempted"' $L)" \
+	'"cmd":"destroy".*"node":"t770-train-0".*"reason":"preempted"'
+ok "report -json" sh -c "'$TPUFORM' report -f fleet.yaml -json >r5.json"
+is "report counts 1 preemption" "$(jq .totals.preemptions r5.json)" 1
 finish
