@@ -31,6 +31,7 @@ static void *heartbeat_thread(void *arg)
 			pthread_mutex_unlock(x->mu);
 			return NULL;
 		}
+		apply_save_due_locked(x);
 		double now = tpf_now_mono();
 		size_t n = x->p->n;
 		struct inflight due[64];

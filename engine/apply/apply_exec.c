@@ -45,7 +45,22 @@ void apply_emit_zone(struct exec *x, enum tpf_event_kind kind, const struct tpf_
  * on to spend money the state does not know about. */
 int apply_save_locked(struct exec *x)
 {
+	x->workers_dirty = 0;
+	x->last_save = tpf_now_mono();
 	return tpf_state_save(x->st, x->d);
+}
+
+void apply_worker_changed_locked(struct exec *x, int now_please)
+{
+	x->workers_dirty = 1;
+	if (now_please || tpf_now_mono() - x->last_save >= APPLY_WORKER_SAVE_INTERVAL)
+		apply_save_locked(x);
+}
+
+void apply_save_due_locked(struct exec *x)
+{
+	if (x->workers_dirty && tpf_now_mono() - x->last_save >= APPLY_WORKER_SAVE_INTERVAL)
+		apply_save_locked(x);
 }
 
 int apply_interrupted(const struct exec *x)

@@ -50,7 +50,19 @@ struct exec {
 	size_t nqueue;
 	struct inflight *fl; /* one per action */
 	int done;            /* stops the heartbeat thread */
+	/* Worker records not yet saved, and when the state was last saved
+	 * (monotonic seconds). A worker's record is saved within
+	 * APPLY_WORKER_SAVE_INTERVAL, not at once: one save per worker made
+	 * N saves of a state that grows with N (O(N^2) bytes written and an
+	 * fsync each, serialised under mu). Nodes' records are saved at once. */
+	int workers_dirty;
+	double last_save;
 };
+
+/* Seconds a worker's record may wait for the next save (Terraform persists
+ * the state of a long apply every 20 s; a worker's record lost to a crash
+ * costs only a re-check of that worker at the next apply). */
+#define APPLY_WORKER_SAVE_INTERVAL 1.0
 
 /* Before node a->node is deleted: keep the tail of its workers' job logs
  * (engine/apply/apply_keep.c, engine/workers/kept_logs.h). Warnings only, in x->d. */
@@ -69,6 +81,13 @@ void apply_emit_zone(struct exec *x, enum tpf_event_kind kind, const struct tpf_
  * is an error: the caller must not go on to spend money the state does not
  * know about. */
 int apply_save_locked(struct exec *x);
+/* A worker's record changed (x->mu held): saved now when the last save is
+ * APPLY_WORKER_SAVE_INTERVAL old or `now_please`, else by the next save,
+ * the heartbeat thread's (apply_save_due_locked) or the apply's last. */
+void apply_worker_changed_locked(struct exec *x, int now_please);
+/* The heartbeat's part (x->mu held): save the worker records that waited
+ * APPLY_WORKER_SAVE_INTERVAL. */
+void apply_save_due_locked(struct exec *x);
 /* 1 once the caller's interrupt flag is set. */
 int apply_interrupted(const struct exec *x);
 /* The concurrency the caller asked for (Terraform's default: 10). */

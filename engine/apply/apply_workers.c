@@ -86,8 +86,8 @@ static void provision_one(struct worker_job *wj, int w)
 	int recorded = tpf_state_record_worker(x->st, wj->node, sw);
 	if (recorded && bad)
 		tpf_state_record_bad_host(x->st, wj->node, w, sw->preflight_error);
-	if (recorded)
-		apply_save_locked(x);
+	if (recorded) /* a bad host at once: the next plan replaces it */
+		apply_worker_changed_locked(x, bad);
 	struct tpf_recap_entry *e = recap_entry(&x->res->recap, host);
 	if (rc == 0 && changed)
 		e->changed++;
