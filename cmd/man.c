@@ -356,6 +356,10 @@ static const char *const env_vars[][2] = {
 	{ "TPUFORM_BUDGET_REFRESH", "how often watch measures the budgets' spend from the run ledger (60s)" },
 	{ "TPUFORM_LEDGER_REFRESH", "how often watch -metrics-addr rebuilds the ledger's metrics and page (5m)" },
 	{ "TPUFORM_LEDGER_SEGMENT_BYTES", "bytes of one local run ledger segment (default 16 MiB)" },
+	{ "TPUFORM_MONITORING_ENDPOINT", "the Cloud Monitoring API endpoint (default "
+					 "https://monitoring.googleapis.com)" },
+	{ "TPUFORM_MONITORING_INTERVAL", "for tests: how often watch writes to Cloud Monitoring "
+					 "(default 1m, at least 5s)" },
 	{ "TPUFORM_LOCAL_NO_QUOTA", "local provider, for tests: zones that refuse for quota" },
 	{ "TPUFORM_LOCAL_NO_CAPACITY", "local provider, for tests: zones without capacity" },
 	{ "TPUFORM_LOCAL_FAIL_CREATE", "local provider, for tests: nodes whose create fails" },

@@ -24,6 +24,12 @@ struct tpf_monitoring_export {
 	struct tpf_report_follow *follow;
 	int described; /* the descriptors are created */
 	double last;   /* monotonic time of the last write; 0: never */
+	/* The end time (wall seconds) of the last points written: the next
+	 * ones must end at least EXPORT_FLOOR later (Cloud Monitoring refuses
+	 * points of one series written more often than every 5 s). The round's
+	 * monotonic start alone is not enough: a slow read of the ledger before
+	 * one write and a fast one before the next put their points closer. */
+	double last_end;
 };
 
 enum metric { M_GOODPUT, M_CHIP_HOURS, M_BADPUT, M_COST, M_N };
@@ -206,12 +212,16 @@ static int export_now(struct tpf_monitoring_export *e, const struct tpf_fleet *f
 	struct tpf_prices prices;
 	tpf_prices_from_fleet(f, &prices);
 	double now = tpf_now_wall();
+	if (e->last_end > 0 && now - e->last_end < EXPORT_FLOOR)
+		return 0; /* the next round writes them */
 	struct tpf_report r;
 	tpf_report_follow_result(e->follow, 0, now, &prices, &r);
 	char at[40];
 	tpf_rfc3339_fmt(now, 3, 0, at, sizeof(at));
 	json_t *all = all_series(e, &r, f->name, at);
 	int rc = json_array_size(all) ? write_all(e, all, d) : 0;
+	if (!rc && json_array_size(all))
+		e->last_end = now;
 	json_decref(all);
 	tpf_report_release(&r);
 	tpf_prices_release(&prices);
