@@ -87,6 +87,8 @@ struct fg_req {
 	int no_log;
 	int shutdown_after;
 	json_t *log_body;  /* body as logged (owned), or NULL */
+	int fields_done;   /* the fields mask was applied (fg_fields.c) */
+	const char *fields_type; /* discovery schema of the answer ("Node"), for fields */
 	json_t *args;      /* query arguments of a batch part (fg_compute_batch.c), else
 			    * NULL: the connection's */
 };
@@ -183,6 +185,26 @@ const char *fg_method_request(const struct fg_method *m);
 int fg_check_query(struct fg_req *r, const struct fg_method *m);
 /* Borrowed schema object by id ("Node"), or NULL. */
 json_t *fg_schema(const char *name);
+
+/* The schema of the method's response ("ListNodesResponse"), or NULL. */
+const char *fg_method_response(const struct fg_method *m);
+/* For fg_fields.c: the type of field `name` of schema `type` (fresh; "" for
+ * a scalar, "map:T" for a map of T), *ok 0 if the schema has no such field. */
+char *fg_schema_field_type(const char *type, const char *name, int *ok);
+
+/* ---- fg_fields.c: partial responses (the fields system parameter) ---- */
+/* The type of field `name` of `type`: fresh (NULL or "": not checked below),
+ * *ok 0 when `type` has no such field. */
+typedef char *(*fg_field_type_fn)(const char *type, const char *name, int *ok);
+/* Parse a fields value into a mask (new reference), or NULL with err. */
+json_t *fg_fields_parse(const char *s, char *err, size_t errlen);
+/* What of v (borrowed) mask m selects (new reference). */
+json_t *fg_fields_apply(json_t *m, json_t *v);
+/* 0, or -1 with the first unknown path in bad. type NULL: unchecked. */
+int fg_fields_check(json_t *m, const char *type, fg_field_type_fn fn, char *bad, size_t badlen);
+/* Apply the request's `fields` to a 2xx answer *v (replaced): 0, or -1
+ * after answering 400 (*v is still the caller's). Called by fg_reply_json. */
+int fg_fields_filter(struct fg_req *r, json_t **v);
 
 /* ---- fg_schema.c: request bodies against the discovery schemas ---- */
 enum {

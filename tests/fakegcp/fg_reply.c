@@ -25,6 +25,10 @@ static void set_body(struct fg_req *r, unsigned status, const char *ctype, char 
 void fg_reply_json(struct fg_req *r, unsigned status, json_t *v)
 {
 	size_t flags = JSON_PRESERVE_ORDER | (r->pretty ? JSON_INDENT(2) : JSON_COMPACT);
+	if (status < 300 && fg_fields_filter(r, &v) < 0) {
+		json_decref(v);
+		return;
+	}
 	char *s = json_dumps(v, flags);
 
 	json_decref(v);
