@@ -20,6 +20,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 #include "util/buf.h"
+#include "tests/fakegcp/fg_fields.h"
 
 #define FG_BODY_MAX (4u << 20) /* bytes; larger bodies get 413 */
 #define FG_MAX_HDR 8           /* response headers an answer may add */
@@ -192,16 +193,7 @@ const char *fg_method_response(const struct fg_method *m);
  * a scalar, "map:T" for a map of T), *ok 0 if the schema has no such field. */
 char *fg_schema_field_type(const char *type, const char *name, int *ok);
 
-/* ---- fg_fields.c: partial responses (the fields system parameter) ---- */
-/* The type of field `name` of `type`: fresh (NULL or "": not checked below),
- * *ok 0 when `type` has no such field. */
-typedef char *(*fg_field_type_fn)(const char *type, const char *name, int *ok);
-/* Parse a fields value into a mask (new reference), or NULL with err. */
-json_t *fg_fields_parse(const char *s, char *err, size_t errlen);
-/* What of v (borrowed) mask m selects (new reference). */
-json_t *fg_fields_apply(json_t *m, json_t *v);
-/* 0, or -1 with the first unknown path in bad. type NULL: unchecked. */
-int fg_fields_check(json_t *m, const char *type, fg_field_type_fn fn, char *bad, size_t badlen);
+/* ---- partial responses (fg_fields.h; the glue in fg_reply.c) ---- */
 /* Apply the request's `fields` to a 2xx answer *v (replaced): 0, or -1
  * after answering 400 (*v is still the caller's). Called by fg_reply_json. */
 int fg_fields_filter(struct fg_req *r, json_t **v);

@@ -14,15 +14,17 @@
  * name is checked against the schema of the answer (a lookup the API's
  * side gives: the discovery document for Cloud TPU, compute.v1.schema.json
  * for Compute Engine); a name the resource does not have is a 400
- * INVALID_ARGUMENT, answered instead of the resource. Error bodies are never
- * filtered.
+ * INVALID_ARGUMENT, answered instead of the resource (fg_reply.c
+ * fg_fields_filter). Error bodies are never filtered.
+ *
+ * This file needs only jansson: tests/unit/test_gcp_fields.c runs
+ * tpuform's own field lists through it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/fakegcp/fakegcp.h"
-#include "tests/fakegcp/fg_compute.h"
+#include "tests/fakegcp/fg_fields.h"
 #include "util/xalloc.h"
 
 #define WHOLE ""
@@ -169,50 +171,4 @@ static int check(json_t *m, const char *type, fg_field_type_fn fn, const char *a
 int fg_fields_check(json_t *m, const char *type, fg_field_type_fn fn, char *bad, size_t badlen)
 {
 	return check(m, type, fn, "", bad, badlen);
-}
-
-/* Compute Engine's answers: its error shape, and the type from "kind". */
-static int is_compute(const struct fg_req *r)
-{
-	return !strncmp(r->path, "/compute/", 9) || !strncmp(r->path, "/batch/compute/", 15);
-}
-
-static void bad_selection(struct fg_req *r, const char *msg)
-{
-	if (is_compute(r))
-		ce_error(r, 400, "invalidParameter", "%s", msg);
-	else
-		fg_bad_request(r, "fields", msg);
-}
-
-int fg_fields_filter(struct fg_req *r, json_t **v)
-{
-	const char *f = r->args ? json_string_value(json_object_get(r->args, "fields"))
-				: MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "fields");
-	char err[512], bad[256];
-	if (!f || r->fields_done || !strncmp(r->path, "/__admin/", 9))
-		return 0;
-	r->fields_done = 1; /* the error answered below is not filtered */
-	json_t *m = fg_fields_parse(f, err, sizeof(err));
-	if (!m) {
-		bad_selection(r, err);
-		return -1;
-	}
-	int compute = is_compute(r);
-	char *type = compute ? ce_kind_type(json_string_value(json_object_get(*v, "kind")))
-			     : (r->fields_type ? xstrdup(r->fields_type) : NULL);
-	int rc = fg_fields_check(m, type, compute ? ce_field_type : fg_schema_field_type, bad,
-				 sizeof(bad));
-	free(type);
-	if (rc < 0) {
-		snprintf(err, sizeof(err), "Invalid field selection %s", bad);
-		json_decref(m);
-		bad_selection(r, err);
-		return -1;
-	}
-	json_t *out = fg_fields_apply(m, *v);
-	json_decref(m);
-	json_decref(*v);
-	*v = out;
-	return 0;
 }
