@@ -250,7 +250,7 @@ static int each_page(json_t *page, void *arg, struct tpf_diags *d)
 char *tpf_gcp_fields_query(char sep, const char *fields)
 {
 	char *e = tpf_gcp_escape(fields);
-	char *q = xasprintf("%cfields=%s", sep, e);
+	char *q = xasprintf("%cprettyPrint=false&fields=%s", sep, e);
 	free(e);
 	return q;
 }
@@ -272,8 +272,8 @@ int tpf_gcp_list_all(struct tpf_gcp_client *c, const char *base, const char *key
 	 * (TPF_GCP_MAX_BODY, 64 MiB) when nodes carry metadata near the
 	 * 512 KB Compute Engine allows an instance (Metadata.items,
 	 * https://cloud.google.com/compute/docs/reference/rest/v1/instances). */
-	char *f = fields ? tpf_gcp_fields_query('&', fields) : NULL;
-	char *url = xasprintf("%s?prettyPrint=false%s", base, f ? f : "");
+	char *f = fields ? tpf_gcp_fields_query('?', fields) : NULL;
+	char *url = f ? xasprintf("%s%s", base, f) : xasprintf("%s?prettyPrint=false", base);
 	free(f);
 	struct each_ctx x = { key, what, each, ctx };
 	int rc = tpf_gapi_pages(c->api, url, what, NULL, 0, each_page, &x, d);

@@ -80,9 +80,11 @@ int tpf_gcp_wait_gone(struct tpf_gcp_client *c, const char *zone, const char *na
 		      const char *noun, const char *what, tpf_gcp_probe_fn probe,
 		      struct tpf_diags *d);
 
-/* "<sep>fields=<fields, escaped>" (fresh): a partial response (the
- * `fields` system parameter, https://cloud.google.com/apis/docs/system-parameters)
- * to append to a URL; sep is '?' or '&'. */
+/* "<sep>prettyPrint=false&fields=<fields, escaped>" (fresh): a partial
+ * response (the `fields` system parameter,
+ * https://cloud.google.com/apis/docs/system-parameters) without the
+ * indentation Google adds by default (prettyPrint, the same page), to
+ * append to a URL; sep is '?' or '&'. */
 char *tpf_gcp_fields_query(char sep, const char *fields);
 
 /* Every page of a list method (google/gapi.h tpf_gapi_pages); each(item,
