@@ -107,7 +107,8 @@ void ce_timestamp(char out[40]);
 /* A light list entry for res (borrowed, referenced): {"__ref", "__zone",
  * "__key": key (stolen, NULL: the name)}; ce_public unwraps it. */
 json_t *ce_wrap(json_t *res, const char *zone, char *key);
-/* The resource (or a ce_wrap entry's) without its "__" keys (fresh). */
+/* The resource (or a ce_wrap entry's) without its "__" keys: a new object whose
+ * values are the resource's own (referenced), to serialize under the lock. */
 json_t *ce_public(json_t *res);
 /* obj[k1][k2] (borrowed), creating obj[k1] when create is set. */
 json_t *ce_map2(json_t *obj, const char *k1, const char *k2);

@@ -126,14 +126,19 @@ json_t *fg_fields_apply(json_t *m, json_t *v)
 			json_array_append_new(a, fg_fields_apply(m, e));
 		return a;
 	}
-	json_t *o = json_object(), *sv, *star = json_object_get(m, "*");
+	json_t *o = json_object(), *sv, *sub, *star = json_object_get(m, "*");
 	const char *k;
+	if (!star) { /* the mask's few names, not every field of the resource */
+		json_object_foreach(m, k, sub)
+			if (*k && (sv = json_object_get(v, k)))
+				json_object_set_new(o, k, fg_fields_apply(sub, sv));
+		return o;
+	}
 	json_object_foreach(v, k, sv) {
-		json_t *sub = json_object_get(m, k);
+		sub = json_object_get(m, k);
 		if (!sub)
 			sub = star;
-		if (sub)
-			json_object_set_new(o, k, fg_fields_apply(sub, sv));
+		json_object_set_new(o, k, fg_fields_apply(sub, sv));
 	}
 	return o;
 }
