@@ -33,7 +33,9 @@ int fg_fields_filter(struct fg_req *r, json_t **v)
 	const char *f = r->args ? json_string_value(json_object_get(r->args, "fields"))
 				: MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "fields");
 	char err[512], bad[256];
-	if (!f || r->fields_done || !strncmp(r->path, "/__admin/", 9))
+	/* Cloud TPU (a discovery method with a response) and Compute only:
+	 * Cloud Storage, Monitoring and the token endpoints ignore it here. */
+	if (!f || r->fields_done || !(r->fields_type || is_compute(r)))
 		return 0;
 	r->fields_done = 1; /* the error answered below is not filtered */
 	json_t *m = fg_fields_parse(f, err, sizeof(err));
