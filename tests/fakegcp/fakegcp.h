@@ -89,6 +89,7 @@ struct fg_req {
 	int shutdown_after;
 	json_t *log_body;  /* body as logged (owned), or NULL */
 	int fields_done;   /* the fields mask was applied (fg_fields.c) */
+	json_t *pending;   /* an answer to serialize, owned (fg_reply_flush), or NULL */
 	const char *fields_type; /* discovery schema of the answer ("Node"), for fields */
 	json_t *args;      /* query arguments of a batch part (fg_compute_batch.c), else
 			    * NULL: the connection's */
@@ -108,6 +109,10 @@ struct fg_match {
 /* ---- fg_reply.c: answers, errors, timestamps ---- */
 /* Answer with v (stolen) as JSON, pretty unless prettyPrint=false. */
 void fg_reply_json(struct fg_req *r, unsigned status, json_t *v);
+/* Serialize a partial response fg_reply_json kept for later (it shares
+ * nothing with the emulator's state): the server calls it before sending,
+ * outside any lock. No-op when there is none. */
+void fg_reply_flush(struct fg_req *r);
 /* Answer with a copy of len bytes of data (may hold NULs). */
 void fg_reply_bytes(struct fg_req *r, unsigned status, const char *ctype, const void *data,
 		    size_t len);

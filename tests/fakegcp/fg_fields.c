@@ -116,8 +116,10 @@ static int selects_whole(json_t *m)
 
 json_t *fg_fields_apply(json_t *m, json_t *v)
 {
-	if (selects_whole(m) || !(json_is_object(v) || json_is_array(v)))
-		return json_incref(v);
+	if (!(json_is_object(v) || json_is_array(v)))
+		return json_incref(v); /* scalars are never changed in place here */
+	if (selects_whole(m))
+		return json_deep_copy(v); /* nothing shared with the emulator's state */
 	if (json_is_array(v)) {
 		json_t *a = json_array();
 		size_t i;

@@ -14,7 +14,8 @@
 typedef char *(*fg_field_type_fn)(const char *type, const char *name, int *ok);
 /* Parse a fields value into a mask (new reference), or NULL with err. */
 json_t *fg_fields_parse(const char *s, char *err, size_t errlen);
-/* What of v (borrowed) mask m selects (new reference). */
+/* What of v (borrowed) mask m selects: a new tree that shares only scalars
+ * with v (objects and arrays are copies). */
 json_t *fg_fields_apply(json_t *m, json_t *v);
 /* 0, or -1 with the first unknown path in bad ("nodes/bogus"). type NULL
  * or "": unchecked; "map:T": a map whose values are of type T. */

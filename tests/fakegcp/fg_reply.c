@@ -65,19 +65,17 @@ int fg_fields_filter(struct fg_req *r, json_t **v)
 static void set_body(struct fg_req *r, unsigned status, const char *ctype, char *out, size_t len)
 {
 	free(r->out);
+	json_decref(r->pending);
+	r->pending = NULL;
 	r->status = status;
 	r->ctype = ctype;
 	r->out = out;
 	r->out_len = len;
 }
 
-void fg_reply_json(struct fg_req *r, unsigned status, json_t *v)
+static void write_json(struct fg_req *r, unsigned status, json_t *v)
 {
 	size_t flags = JSON_PRESERVE_ORDER | (r->pretty ? JSON_INDENT(2) : JSON_COMPACT);
-	if (status < 300 && fg_fields_filter(r, &v) < 0) {
-		json_decref(v);
-		return;
-	}
 	char *s = json_dumps(v, flags);
 
 	json_decref(v);
@@ -91,6 +89,33 @@ void fg_reply_json(struct fg_req *r, unsigned status, json_t *v)
 	out[len + 1] = '\0';
 	free(s);
 	set_body(r, status, "application/json; charset=UTF-8", out, len + 1);
+}
+
+void fg_reply_json(struct fg_req *r, unsigned status, json_t *v)
+{
+	if (status < 300 && fg_fields_filter(r, &v) < 0) {
+		json_decref(v);
+		return;
+	}
+	if (r->fields_done) {
+		/* A partial response is a tree of its own (fg_fields_apply
+		 * copies what it keeps): it is serialized once the handler has
+		 * let the lock go (fg_reply_flush), so that 8 zones' pages are
+		 * not written out one after another. */
+		set_body(r, status, "application/json; charset=UTF-8", NULL, 0);
+		r->pending = v;
+		return;
+	}
+	write_json(r, status, v);
+}
+
+void fg_reply_flush(struct fg_req *r)
+{
+	json_t *v = r->pending;
+	if (!v)
+		return;
+	r->pending = NULL;
+	write_json(r, r->status, v);
 }
 
 void fg_reply_bytes(struct fg_req *r, unsigned status, const char *ctype, const void *data,
