@@ -89,6 +89,14 @@ static const char mig_full[] =
 	"\"resourcePolicies\":{\"workloadPolicy\":\"projects/p/regions/r/resourcePolicies/s-wp\"},"
 	"\"updatePolicy\":{\"type\":\"OPPORTUNISTIC\"},\"selfLink\":\"l\"}";
 
+/* The fixture text as JSON (a new reference). */
+static json_t *load(const char *text)
+{
+	json_t *j = json_loads(text, 0, NULL);
+	CHECKF(j != NULL, "a fixture is not JSON");
+	return j;
+}
+
 /* mask(whole) through the emulator's filter: a new reference. */
 static json_t *masked(const char *fields, json_t *whole)
 {
@@ -178,8 +186,7 @@ static int parse_slice(json_t *j, struct tpf_live_node *out)
 
 static void test_gcp_fields__node(void)
 {
-	json_t *node = json_loads(node_full, 0, NULL);
-	CHECK(node != NULL);
+	json_t *node = load(node_full);
 	mask_round(TPF_GCP_NODE_FIELDS, node, parse_node, "nodes.get");
 	/* as a nodes.list page's item */
 	json_t *page = json_pack("{s:[O], s:s, s:[]}", "nodes", node, "nextPageToken", "t",
@@ -206,8 +213,7 @@ static void test_gcp_fields__queued_resource(void)
 		"\"stateInitiator\":\"SERVICE\",\"failedData\":{\"error\":{\"code\":8,\"message\":\"no capacity\"}}},"
 		"\"tpu\":{\"nodeSpec\":[{\"parent\":\"projects/p/locations/us-east5-a\",\"nodeId\":\"n-0\","
 		"\"node\":{" NODE_BODY "}}]}}";
-	json_t *qr = json_loads(qr_full, 0, NULL);
-	CHECK(qr != NULL);
+	json_t *qr = load(qr_full);
 	json_t *part = masked(TPF_GCP_QR_FIELDS, qr);
 	struct tpf_gcp_qr a = { 0 }, b = { 0 };
 	CHECK_INT(tpf_gcp_qr_parse(qr, "z", &a), 0);
@@ -230,8 +236,7 @@ static void test_gcp_fields__queued_resource(void)
 
 static void test_gcp_fields__instance(void)
 {
-	json_t *inst = json_loads(instance_full, 0, NULL);
-	CHECK(inst != NULL);
+	json_t *inst = load(instance_full);
 	mask_round(TPF_COMPUTE_INSTANCE_FIELDS, inst, parse_instance, "instances.get");
 	json_t *page = json_pack("{s:[O], s:s}", "items", inst, "nextPageToken", "t");
 	json_t *part = masked("nextPageToken,items(" TPF_COMPUTE_INSTANCE_FIELDS ")", page);
@@ -248,8 +253,7 @@ static void test_gcp_fields__instance(void)
 
 static void test_gcp_fields__mig(void)
 {
-	json_t *mig = json_loads(mig_full, 0, NULL);
-	CHECK(mig != NULL);
+	json_t *mig = load(mig_full);
 	/* READY: stable, its topology ACTIVE, its one member RUNNING */
 	mask_round(TPF_COMPUTE_MIG_FIELDS, mig, parse_slice, "instanceGroupManagers.get");
 	/* DELETING: currentActions.deleting covers targetSize */
