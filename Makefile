@@ -107,6 +107,11 @@ tpuform: $(CMD_OBJS) $(LIB_OBJS)
 tests/unit/test_%: tests/unit/test_%.o tests/unit/unit.o $(LIB_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $< tests/unit/unit.o $(LIB_OBJS) $(PKG_LIBS)
 
+# test_gcp_fields runs tpuform's partial-response field lists through the
+# emulator's fields filter (tests/fakegcp/fg_fields.c, jansson only).
+tests/unit/test_gcp_fields: tests/unit/test_gcp_fields.o tests/unit/unit.o tests/fakegcp/fg_fields.o $(LIB_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $< tests/unit/unit.o tests/fakegcp/fg_fields.o $(LIB_OBJS) $(PKG_LIBS)
+
 # The emulator needs only util/: it must build even when product code does not.
 UTIL_OBJS := $(patsubst %.c,%.o,$(wildcard util/*.c))
 tests/fakegcp/fakegcp: $(FAKEGCP_SRCS:.c=.o) $(UTIL_OBJS)

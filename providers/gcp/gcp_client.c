@@ -247,8 +247,16 @@ static int each_page(json_t *page, void *arg, struct tpf_diags *d)
 	return 0;
 }
 
+char *tpf_gcp_fields_query(char sep, const char *fields)
+{
+	char *e = tpf_gcp_escape(fields);
+	char *q = xasprintf("%cprettyPrint=false&fields=%s", sep, e);
+	free(e);
+	return q;
+}
+
 int tpf_gcp_list_all(struct tpf_gcp_client *c, const char *base, const char *key,
-		     const char *what, int (*each)(json_t *, void *), void *ctx,
+		     const char *fields, const char *what, int (*each)(json_t *, void *), void *ctx,
 		     struct tpf_diags *d)
 {
 	/* prettyPrint=false: the list's JSON without the indentation Google
@@ -264,7 +272,9 @@ int tpf_gcp_list_all(struct tpf_gcp_client *c, const char *base, const char *key
 	 * (TPF_GCP_MAX_BODY, 64 MiB) when nodes carry metadata near the
 	 * 512 KB Compute Engine allows an instance (Metadata.items,
 	 * https://cloud.google.com/compute/docs/reference/rest/v1/instances). */
-	char *url = xasprintf("%s?prettyPrint=false", base);
+	char *f = fields ? tpf_gcp_fields_query('?', fields) : NULL;
+	char *url = f ? xasprintf("%s%s", base, f) : xasprintf("%s?prettyPrint=false", base);
+	free(f);
 	struct each_ctx x = { key, what, each, ctx };
 	int rc = tpf_gapi_pages(c->api, url, what, NULL, 0, each_page, &x, d);
 	free(url);

@@ -80,10 +80,21 @@ int tpf_gcp_wait_gone(struct tpf_gcp_client *c, const char *zone, const char *na
 		      const char *noun, const char *what, tpf_gcp_probe_fn probe,
 		      struct tpf_diags *d);
 
+/* "<sep>prettyPrint=false&fields=<fields, escaped>" (fresh): a partial
+ * response (the `fields` system parameter,
+ * https://cloud.google.com/apis/docs/system-parameters) without the
+ * indentation Google adds by default (prettyPrint, the same page), to
+ * append to a URL; sep is '?' or '&'. */
+char *tpf_gcp_fields_query(char sep, const char *fields);
+
 /* Every page of a list method (google/gapi.h tpf_gapi_pages); each(item,
  * ctx) for the items of `key`; a page naming unreachable locations is an
- * error. */
+ * error. fields: the partial response asked for (the `fields` system
+ * parameter, https://cloud.google.com/apis/docs/system-parameters), the
+ * whole page's: "nextPageToken,unreachable,nodes(name,labels)"; NULL:
+ * whole pages. */
 int tpf_gcp_list_all(struct tpf_gcp_client *c, const char *base, const char *key,
+		     const char *fields,
 		     const char *what, int (*each)(json_t *, void *), void *ctx,
 		     struct tpf_diags *d);
 

@@ -28,5 +28,8 @@ json_t *tpf_gcp_declared_metadata(const struct tpf_recipe *r);
  * both NULL when m is not a non-empty object.
  */
 void tpf_gcp_maintenance_parse(json_t *m, struct tpf_live_node *out);
+/* The fields of an UpcomingMaintenance tpf_gcp_maintenance_parse reads (a
+ * partial response's sub-selection, the `fields` system parameter). */
+#define TPF_GCP_MAINTENANCE_FIELDS "type,maintenanceStatus,windowStartTime,windowEndTime,canReschedule"
 
 #endif

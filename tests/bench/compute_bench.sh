@@ -116,6 +116,6 @@ echo "seeded: $seeded; planned: $planned slices ($(grep -m1 '^Plan:' plan.out))"
 [ "$planned" -eq "$SLICES" ] || fail "the plan has $planned of the $SLICES slices"
 wall=$(secs "$t0" "$t1")
 mb=$((maxrss / 1024))
-echo "refresh+plan of $SLICES slices ($((SLICES * 4)) instances) in $ZONES zones: $wall s wall, CPU ${utime} s user + ${stime} s sys, peak RSS $mb MB   [aim: < 1 s: $(bench_aim "$wall" '<' 1), < 200 MB: $(bench_aim "$mb" '<' 200)]"
+echo "refresh+plan of $SLICES slices ($((SLICES * 4)) instances) in $ZONES zones: $wall s wall, CPU ${utime} s user + ${stime} s sys, peak RSS $mb MB   [aim: < 0.7 s: $(bench_aim "$wall" '<' 0.7), < 150 MB: $(bench_aim "$mb" '<' 150)]"
 echo "  HTTP requests: $reqs = $lists instance list pages (zones x pages = $ZONES x $pages = $((ZONES * pages))) + $migs aggregated MIG pages ($(((SLICES + 499) / 500)) expected) + $ops aggregated operations pages + $other other   [aim: 0 other (no per-node request): $(bench_aim "$other" = 0)]"
 echo "  load average before the run: $load"

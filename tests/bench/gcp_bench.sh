@@ -130,7 +130,7 @@ plan_bench() {
 	read -r maxrss utime stime <time.out
 	wall=$(secs "$t0" "$t1")
 	mb=$((maxrss / 1024))
-	echo "refresh+plan of $nodes nodes in $ZONES zones: $wall s wall, CPU ${utime} s user + ${stime} s sys, peak RSS $mb MB   [aim: < 1 s: $(bench_aim "$wall" '<' 1), < 200 MB: $(bench_aim "$mb" '<' 200)]"
+	echo "refresh+plan of $nodes nodes in $ZONES zones: $wall s wall, CPU ${utime} s user + ${stime} s sys, peak RSS $mb MB   [aim: < 0.7 s: $(bench_aim "$wall" '<' 0.7), < 150 MB: $(bench_aim "$mb" '<' 150)]"
 	echo "  HTTP requests: $reqs ($lists node lists, pageSize asked: ${asked:-none})   [aim: zones x pages = $ZONES x $pages = $((ZONES * pages)): $(bench_aim "$reqs" = $((ZONES * pages)))]"
 	echo "  load average before the run: $load"
 	fakegcp_stop >/dev/null 2>&1

@@ -136,13 +136,13 @@ bench() {
 # The list: every bench, its sizes and its figure lines.
 M='(met|MISSED)' # the verdict on an aim (tests/bench/lib.sh bench_aim)
 bench compute_bench "" "" "8 2" \
-	"^refresh\+plan of [0-9]+ slices \([0-9]+ instances\) in [0-9]+ zones: [0-9.]+ s wall.*\[aim: < 1 s: $M, < 200 MB: $M\]" \
+	"^refresh\+plan of [0-9]+ slices \([0-9]+ instances\) in [0-9]+ zones: [0-9.]+ s wall.*\[aim: < 0.7 s: $M, < 150 MB: $M\]" \
 	"HTTP requests: [0-9]+ = .*\[aim: 0 other \(no per-node request\): $M\]"
 bench failover_bench "" "" "1 3 1" \
 	"^takeover \(kill -> standby holds the lease\): +min [0-9.]+ s" \
 	"^heal .*: +min [0-9.]+ s, median [0-9.]+ s, max [0-9.]+ s +\[aim: max <= lease TTL \+ one interval = [0-9]+ s: $M\]"
 bench gcp_bench "" "" "120 2 all 8" \
-	"^refresh\+plan of [0-9]+ nodes in [0-9]+ zones: [0-9.]+ s wall, .*peak RSS [0-9]+ MB +\[aim: < 1 s: $M, < 200 MB: $M\]" \
+	"^refresh\+plan of [0-9]+ nodes in [0-9]+ zones: [0-9.]+ s wall, .*peak RSS [0-9]+ MB +\[aim: < 0.7 s: $M, < 150 MB: $M\]" \
 	"HTTP requests: [0-9]+ .*\[aim: zones x pages = .*: $M\]" \
 	"^apply of [0-9]+ creates at -parallelism=100: all created [0-9.]+ s .*\[aim: .*: $M\]" \
 	"^apply of [0-9]+ creates at -parallelism=10: all created [0-9.]+ s"

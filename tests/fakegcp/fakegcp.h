@@ -20,6 +20,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 #include "util/buf.h"
+#include "tests/fakegcp/fg_fields.h"
 
 #define FG_BODY_MAX (4u << 20) /* bytes; larger bodies get 413 */
 #define FG_MAX_HDR 8           /* response headers an answer may add */
@@ -87,6 +88,9 @@ struct fg_req {
 	int no_log;
 	int shutdown_after;
 	json_t *log_body;  /* body as logged (owned), or NULL */
+	int fields_done;   /* the fields mask was applied (fg_fields.c) */
+	json_t *pending;   /* an answer to serialize, owned (fg_reply_flush), or NULL */
+	const char *fields_type; /* discovery schema of the answer ("Node"), for fields */
 	json_t *args;      /* query arguments of a batch part (fg_compute_batch.c), else
 			    * NULL: the connection's */
 };
@@ -105,6 +109,10 @@ struct fg_match {
 /* ---- fg_reply.c: answers, errors, timestamps ---- */
 /* Answer with v (stolen) as JSON, pretty unless prettyPrint=false. */
 void fg_reply_json(struct fg_req *r, unsigned status, json_t *v);
+/* Serialize a partial response fg_reply_json kept for later (it shares
+ * nothing with the emulator's state): the server calls it before sending,
+ * outside any lock. No-op when there is none. */
+void fg_reply_flush(struct fg_req *r);
 /* Answer with a copy of len bytes of data (may hold NULs). */
 void fg_reply_bytes(struct fg_req *r, unsigned status, const char *ctype, const void *data,
 		    size_t len);
@@ -183,6 +191,17 @@ const char *fg_method_request(const struct fg_method *m);
 int fg_check_query(struct fg_req *r, const struct fg_method *m);
 /* Borrowed schema object by id ("Node"), or NULL. */
 json_t *fg_schema(const char *name);
+
+/* The schema of the method's response ("ListNodesResponse"), or NULL. */
+const char *fg_method_response(const struct fg_method *m);
+/* For fg_fields.c: the type of field `name` of schema `type` (fresh; "" for
+ * a scalar, "map:T" for a map of T), *ok 0 if the schema has no such field. */
+char *fg_schema_field_type(const char *type, const char *name, int *ok);
+
+/* ---- partial responses (fg_fields.h; the glue in fg_reply.c) ---- */
+/* Apply the request's `fields` to a 2xx answer *v (replaced): 0, or -1
+ * after answering 400 (*v is still the caller's). Called by fg_reply_json. */
+int fg_fields_filter(struct fg_req *r, json_t **v);
 
 /* ---- fg_schema.c: request bodies against the discovery schemas ---- */
 enum {

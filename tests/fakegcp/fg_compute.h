@@ -70,6 +70,12 @@ void ce_not_found(struct fg_req *r, const char *path);
 void ce_not_ready(struct fg_req *r, const char *collection, const char *zone, const char *name);
 /* "Invalid value for field 'FIELD': 'VALUE'. WHY" (400 invalid). */
 void ce_invalid(struct fg_req *r, const char *field, const char *value, const char *why);
+/* For partial responses (fg_fields.c, fg_compute_schema.c): the type an
+ * answer of Compute `kind` has ("compute#instanceList" -> "List:Instance";
+ * fresh, NULL when not a Compute kind), and the type of field `name` of
+ * such a type (fg_field_type_fn). */
+char *ce_kind_type(const char *kind);
+char *ce_field_type(const char *type, const char *name, int *ok);
 /* A query parameter or NULL. */
 const char *ce_arg(struct fg_req *r, const char *key);
 /* Unknown query parameters (besides the standard ones): 400, -1. */
@@ -101,7 +107,8 @@ void ce_timestamp(char out[40]);
 /* A light list entry for res (borrowed, referenced): {"__ref", "__zone",
  * "__key": key (stolen, NULL: the name)}; ce_public unwraps it. */
 json_t *ce_wrap(json_t *res, const char *zone, char *key);
-/* The resource (or a ce_wrap entry's) without its "__" keys (fresh). */
+/* The resource (or a ce_wrap entry's) without its "__" keys: a new object whose
+ * values are the resource's own (referenced), to serialize under the lock. */
 json_t *ce_public(json_t *res);
 /* obj[k1][k2] (borrowed), creating obj[k1] when create is set. */
 json_t *ce_map2(json_t *obj, const char *k1, const char *k2);

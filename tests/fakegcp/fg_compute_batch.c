@@ -76,6 +76,7 @@ static void sub_free(struct fg_req *s)
 	free(s->path);
 	free(s->raw_uri);
 	free(s->out);
+	json_decref(s->pending);
 	tpf_buf_release(&s->body);
 	for (int i = 0; i < s->nhdr; i++) {
 		free(s->hdr_name[i]);
@@ -130,6 +131,7 @@ static void one_part(struct fg_req *r, const char *p, const char *end, struct tp
 		tpf_buf_add(&s.body, p, blen);
 		if (!fg_compute_request(&s))
 			ce_error(&s, 404, "notFound", "The requested URL was not found on this server.");
+		fg_reply_flush(&s);
 		fg_reqlog_add(&s);
 	} else {
 		s.raw_uri = xstrdup("");

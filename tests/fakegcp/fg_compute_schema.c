@@ -241,3 +241,92 @@ int ce_validate(struct fg_req *r, const char *msg, json_t *body, const char *at)
 	check_msg(&c, msg, body, at);
 	return c.failed ? -1 : 0;
 }
+
+/* ---- the types of answers, for partial responses (fg_fields.c) ---- */
+
+/* Fields of the list wrappers and of Operation, which the schema file
+ * does not carry (the v1 reference: InstanceList, InstanceAggregatedList,
+ * InstancesScopedList, Operation). */
+static const char *const list_fields[] = {
+	"kind", "id", "items", "nextPageToken", "selfLink", "warning", "unreachables", NULL,
+};
+static const char *const op_fields[] = {
+	"kind", "id", "creationTimestamp", "name", "zone", "clientOperationId", "operationType",
+	"targetLink", "targetId", "status", "statusMessage", "user", "progress", "insertTime",
+	"startTime", "endTime", "error", "warnings", "httpErrorStatusCode", "httpErrorMessage",
+	"selfLink", "region", "description", "operationGroupId",
+	"instancesBulkInsertOperationMetadata", "setCommonInstanceMetadataOperationMetadata",
+	NULL,
+};
+
+static int among(const char *const *v, const char *name)
+{
+	for (; *v; v++)
+		if (!strcmp(*v, name))
+			return 1;
+	return 0;
+}
+
+/* "compute#instanceAggregatedList" -> "AggList:Instance:instances",
+ * "compute#instanceList" -> "List:Instance", "compute#instance" ->
+ * "Instance". */
+char *ce_kind_type(const char *kind)
+{
+	if (!kind || strncmp(kind, "compute#", 8) || !kind[8])
+		return NULL;
+	char *k = xstrdup(kind + 8), *out;
+	size_t n = strlen(k);
+	k[0] = (char)toupper((unsigned char)k[0]);
+	if (n > 14 && !strcmp(k + n - 14, "AggregatedList")) {
+		k[n - 14] = '\0';
+		char *coll = xasprintf("%c%ss", tolower((unsigned char)k[0]), k + 1);
+		out = xasprintf("AggList:%s:%s", k, coll);
+		free(coll);
+	} else if (n > 4 && !strcmp(k + n - 4, "List")) {
+		k[n - 4] = '\0';
+		out = xasprintf("List:%s", k);
+	} else {
+		out = xstrdup(k);
+	}
+	free(k);
+	return out;
+}
+
+/* The type of a field of a wrapper ("List:", "AggList:", "Scoped:"). */
+static char *wrapper_field(const char *type, const char *name, int *ok)
+{
+	const char *rest = strchr(type, ':') + 1;
+	if (!strncmp(type, "Scoped:", 7)) {
+		const char *coll = strchr(rest, ':');
+		*ok = !strcmp(name, "warning") || (coll && !strcmp(name, coll + 1));
+		return *ok && strcmp(name, "warning") ? xstrndup(rest, (size_t)(coll - rest))
+						      : xstrdup("");
+	}
+	*ok = among(list_fields, name);
+	if (!*ok || strcmp(name, "items"))
+		return xstrdup("");
+	if (!strncmp(type, "AggList:", 8))
+		return xasprintf("map:Scoped:%s", rest);
+	return xstrdup(rest);
+}
+
+char *ce_field_type(const char *type, const char *name, int *ok)
+{
+	if (strchr(type, ':'))
+		return wrapper_field(type, name, ok);
+	if (!strcmp(type, "Operation")) {
+		*ok = among(op_fields, name);
+		return xstrdup("");
+	}
+	json_t *msg = json_object_get(messages, type);
+	json_t *spec = json_object_get(msg, name);
+	*ok = !msg || spec; /* a message the file lacks is not checked */
+	const char *t = json_string_value(json_object_get(spec, "t"));
+	if (t && !strcmp(t, "message"))
+		return xstrdup(json_string_value(json_object_get(spec, "m")));
+	if (t && !strcmp(t, "map")) {
+		const char *m = json_string_value(json_object_get(json_object_get(spec, "v"), "m"));
+		return xasprintf("map:%s", m ? m : "");
+	}
+	return xstrdup("");
+}

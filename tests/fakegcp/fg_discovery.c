@@ -18,6 +18,7 @@ struct fg_method {
 	const char *id;
 	const char *http;
 	const char *request; /* schema id of the body, or NULL */
+	const char *response; /* schema id of the answer, or NULL */
 	char **segs;
 	size_t nseg;
 	json_t *params;      /* borrowed from doc */
@@ -76,6 +77,8 @@ static void index_resources(json_t *resources)
 			fm->id = id;
 			fm->http = http;
 			fm->request = json_string_value(json_object_get(req, "$ref"));
+			fm->response = json_string_value(
+				json_object_get(json_object_get(m, "response"), "$ref"));
 			fm->segs = split_path(flat, &fm->nseg);
 			fm->params = json_object_get(m, "parameters");
 		}
@@ -125,6 +128,38 @@ json_t *fg_schema(const char *name)
 const char *fg_method_request(const struct fg_method *m)
 {
 	return m->request;
+}
+
+const char *fg_method_response(const struct fg_method *m)
+{
+	return m->response;
+}
+
+/* A property's type: its $ref, an array's items' type, "map:" + an
+ * object's additionalProperties' type; "" for a scalar. Fresh. */
+static char *prop_type(json_t *p)
+{
+	const char *ref = json_string_value(json_object_get(p, "$ref"));
+	const char *t = json_string_value(json_object_get(p, "type"));
+	json_t *ap = json_object_get(p, "additionalProperties");
+	if (ref)
+		return xstrdup(ref);
+	if (t && !strcmp(t, "array"))
+		return prop_type(json_object_get(p, "items"));
+	if (t && !strcmp(t, "object") && ap) {
+		char *v = prop_type(ap);
+		char *m = xasprintf("map:%s", v);
+		free(v);
+		return m;
+	}
+	return xstrdup("");
+}
+
+char *fg_schema_field_type(const char *type, const char *name, int *ok)
+{
+	json_t *p = json_object_get(json_object_get(fg_schema(type), "properties"), name);
+	*ok = p != NULL;
+	return p ? prop_type(p) : NULL;
 }
 
 void fg_match_release(struct fg_match *mt)

@@ -105,6 +105,7 @@ static void api(struct fg_req *r)
 	}
 	if (fg_check_query(r, mt.m) < 0)
 		goto done;
+	r->fields_type = fg_method_response(mt.m);
 	size_t i, n = sizeof(handlers) / sizeof(handlers[0]);
 	for (i = 0; i < n && strcmp(handlers[i].id, mt.id); i++)
 		;

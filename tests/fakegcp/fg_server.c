@@ -47,6 +47,7 @@ static void req_free(struct fg_req *r)
 	free(r->path);
 	free(r->raw_uri);
 	free(r->out);
+	json_decref(r->pending);
 	tpf_buf_release(&r->body);
 	for (int i = 0; i < r->nhdr; i++) {
 		free(r->hdr_name[i]);
@@ -74,6 +75,7 @@ static enum MHD_Result send_answer(struct fg_req *r)
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
 
+	fg_reply_flush(r);
 	if (!r->status)
 		fg_reply_error(r, 500, "INTERNAL", NULL, "fakegcp produced no answer");
 	resp = MHD_create_response_from_buffer(r->out_len, r->out, MHD_RESPMEM_MUST_FREE);

@@ -134,8 +134,10 @@ static void seen(struct tpf_compute_client *cc, const char *zone, json_t *inst)
 int tpf_compute_get(struct tpf_compute_client *cc, const char *zone, const char *name,
 		    struct tpf_live_node *out, struct tpf_diags *d)
 {
-	char *url = instance_url(cc, zone, name, NULL);
+	char *q = tpf_gcp_fields_query('?', TPF_COMPUTE_INSTANCE_FIELDS);
+	char *url = instance_url(cc, zone, name, q);
 	char *what = xasprintf("get instance '%s' in zone '%s'", name, zone);
+	free(q);
 	json_t *inst = NULL;
 	int rc = tpf_gcp_call(cc->c, "GET", url, NULL, what, name,
 			      TPF_GCP_QUIET(TPF_GCP_NOTFOUND), &inst, NULL, d);
@@ -294,7 +296,11 @@ int tpf_compute_list(struct tpf_compute_client *cc, const char *zone, const char
 		     struct tpf_diags *d)
 {
 	/* maxResults 500, the API's largest page (reference section 8). */
-	char *url = instance_url(cc, zone, NULL, "?maxResults=500");
+	char *q = tpf_gcp_fields_query('&', "nextPageToken,items(" TPF_COMPUTE_INSTANCE_FIELDS ")");
+	char *suffix = xasprintf("?maxResults=500%s", q);
+	char *url = instance_url(cc, zone, NULL, suffix);
+	free(suffix);
+	free(q);
 	char *what = xasprintf("list the instances of zone '%s'", zone);
 	struct list_ctx x = { cc, zone, fleet, tpf_gcp_client_ssh_port(cc->c), preempted, out,
 			      members };
@@ -312,11 +318,16 @@ int tpf_compute_list(struct tpf_compute_client *cc, const char *zone, const char
 /* GET the instance, change with edit, POST to `method` with the
  * fingerprint; again on 412. */
 static int read_modify_write(struct tpf_compute_client *cc, const char *zone, const char *name,
-			     const char *method, int (*edit)(json_t *inst, json_t **body, void *ctx),
-			     void *ctx, struct tpf_diags *d)
+			     const char *method, const char *fields,
+			     int (*edit)(json_t *inst, json_t **body, void *ctx), void *ctx,
+			     struct tpf_diags *d)
 {
-	char *url = instance_url(cc, zone, name, NULL);
-	char *post = xasprintf("%s/%s", url, method);
+	char *q = tpf_gcp_fields_query('?', fields);
+	char *url = instance_url(cc, zone, name, q); /* the GET: what edit reads */
+	free(q);
+	char *sfx = xasprintf("/%s", method);
+	char *post = instance_url(cc, zone, name, sfx);
+	free(sfx);
 	char *what = xasprintf("%s of instance '%s' in zone '%s'", method, name, zone);
 	int rc = 0;
 	for (int attempt = 0; attempt < FINGERPRINT_TRIES; attempt++) {
@@ -360,7 +371,8 @@ static int edit_labels(json_t *inst, json_t **body, void *ctx)
 int tpf_compute_set_labels(struct tpf_compute_client *cc, const char *zone, const char *name,
 			   const struct tpf_kvlist *labels, struct tpf_diags *d)
 {
-	return read_modify_write(cc, zone, name, "setLabels", edit_labels, (void *)labels, d);
+	return read_modify_write(cc, zone, name, "setLabels", "labelFingerprint", edit_labels,
+				 (void *)labels, d);
 }
 
 struct md_edit {
@@ -396,7 +408,8 @@ int tpf_compute_edit_metadata(struct tpf_compute_client *cc, const char *zone, c
 			      struct tpf_diags *d)
 {
 	struct md_edit e = { edit, ctx };
-	return read_modify_write(cc, zone, name, "setMetadata", edit_metadata, &e, d);
+	return read_modify_write(cc, zone, name, "setMetadata", "metadata(fingerprint,items)",
+				 edit_metadata, &e, d);
 }
 
 int tpf_compute_guest_attributes(struct tpf_compute_client *cc, const char *zone,
@@ -486,8 +499,12 @@ int tpf_compute_list_preempted(struct tpf_compute_client *cc, json_t **out, stru
 {
 	/* The filter as Google's compute-preemptible-history sample writes it. */
 	char *f = tpf_gcp_escape("operationType=\"compute.instances.preempted\"");
+	/* preempted_page reads these */
+	char *q = tpf_gcp_fields_query('&', "nextPageToken,items/*/operations(operationType,"
+					    "targetId,targetLink,insertTime)");
 	char *url = xasprintf("%s/aggregated/operations?filter=%s&maxResults=500&"
-			      "returnPartialSuccess=true", cc->base, f);
+			      "returnPartialSuccess=true%s", cc->base, f, q);
+	free(q);
 	json_t *o = json_object();
 	int rc = tpf_gapi_pages(tpf_gcp_client_api(cc->c), url, "list the preemptions", NULL, 0,
 				preempted_page, o, d);

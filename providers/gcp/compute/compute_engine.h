@@ -24,6 +24,7 @@
 #include "model/live.h"
 #include "model/recipe.h"
 #include "providers/gcp/gcp_client.h"
+#include "providers/gcp/gcp_fields.h"
 #include "providers/provider.h"
 #include "util/diag.h"
 
@@ -118,6 +119,26 @@ int tpf_compute_member_preempted(json_t *preempted, const char *zone, const char
  */
 int tpf_compute_instance_parse(json_t *inst, const char *zone, int ssh_port,
 			       struct tpf_live_node *out);
+
+/*
+ * Every field of an Instance tpuform reads, as a partial response asks for
+ * them (the `fields` system parameter,
+ * https://cloud.google.com/apis/docs/system-parameters): what
+ * tpf_compute_instance_parse and its helpers read, the fleet label
+ * list_page matches, and what compute_api.c tells the SSH access layer
+ * (seen: name, id, metadata items). instances.list and instances.get ask
+ * for these. Reading a new field means adding it here:
+ * tests/unit/test_gcp_fields.c fails otherwise. shieldedInstanceConfig is
+ * asked whole: its presence is read.
+ */
+#define TPF_COMPUTE_INSTANCE_FIELDS                                                       \
+	"name,id,creationTimestamp,zone,machineType,status,labels,canIpForward,"           \
+	"scheduling(provisioningModel,preemptible,instanceTerminationAction,maxRunDuration)," \
+	"networkInterfaces(network,subnetwork,networkIP,accessConfigs/natIP),tags/items,"   \
+	"serviceAccounts(email,scopes),metadata/items,shieldedInstanceConfig,"              \
+	"reservationAffinity(consumeReservationType,values),"                               \
+	"resourceStatus/upcomingMaintenance(" TPF_GCP_MAINTENANCE_FIELDS ")"
+
 
 /* "us-central1" of "us-central1-c" (caller frees). */
 char *tpf_compute_region(const char *zone);
@@ -307,6 +328,18 @@ int tpf_compute_delete_slice(struct tpf_compute_client *cc, const char *zone, co
  */
 int tpf_compute_slice_parse(json_t *mig, const char *zone, struct tpf_live_node *members,
 			    size_t nmembers, struct tpf_live_node *out);
+
+/*
+ * Every field of an InstanceGroupManager tpuform reads (a partial
+ * response's, as TPF_COMPUTE_INSTANCE_FIELDS): tpf_compute_slice_parse and
+ * the slice's state (status whole: its bulkInstanceOperation and
+ * appliedAcceleratorTopologies), the fleet test of the aggregated list
+ * (description), compute_multislice.c (description), the delete guard (id,
+ * resourcePolicies). Checked by tests/unit/test_gcp_fields.c.
+ */
+#define TPF_COMPUTE_MIG_FIELDS \
+	"name,id,creationTimestamp,description,targetSize,status,currentActions/deleting,resourcePolicies"
+
 /* Tell the client's node observer (gcp_access.h) that node `name` of
  * `zone` (its id: the MIG's, may be NULL) is a slice (struct
  * tpf_gcp_seen, shape SLICE), with members: the names of members[0..n)

@@ -305,8 +305,12 @@ static int agg_page(json_t *page, void *arg, struct tpf_diags *d)
 int tpf_compute_list_migs(struct tpf_compute_client *cc, const char *fleet, json_t **out,
 			  struct tpf_diags *d)
 {
+	/* agg_page reads these */
+	char *q = tpf_gcp_fields_query('&', "nextPageToken,unreachables,items/*/"
+					    "instanceGroupManagers(" TPF_COMPUTE_MIG_FIELDS ")");
 	char *url = xasprintf("%s/aggregated/instanceGroupManagers?maxResults=500&"
-			      "returnPartialSuccess=true", cc->base);
+			      "returnPartialSuccess=true%s", cc->base, q);
+	free(q);
 	struct agg_ctx x = { fleet, json_object() };
 	int rc = tpf_gapi_pages(tpf_gcp_client_api(cc->c), url, "list the managed instance groups",
 				NULL, 0, agg_page, &x, d);
@@ -340,6 +344,15 @@ static int bulk_error(json_t *mig, const char *what, const char *address, struct
 	return rc == TPF_ENOTFOUND || rc == 0 ? TPF_ERROR : rc;
 }
 
+/* instanceGroupManagers.get of the MIG, asking for what is read of it. */
+static char *mig_url(struct tpf_compute_client *cc, const char *zone, const char *name)
+{
+	char *q = tpf_gcp_fields_query('?', TPF_COMPUTE_MIG_FIELDS);
+	char *url = xasprintf("%s/zones/%s/instanceGroupManagers/%s%s", cc->base, zone, name, q);
+	free(q);
+	return url;
+}
+
 /* The slice as it is now: its MIG and its members of the zone's list. */
 static int read_mig_slice(struct tpf_compute_client *cc, json_t *mig, const char *name,
 		      const struct tpf_recipe *r, struct tpf_live_node *out, struct tpf_diags *d)
@@ -366,7 +379,7 @@ int tpf_compute_read_slice(struct tpf_compute_client *cc, const char *name,
 			   const struct tpf_recipe *r, struct tpf_live_node *out,
 			   struct tpf_diags *d)
 {
-	char *url = xasprintf("%s/zones/%s/instanceGroupManagers/%s", cc->base, r->zone, name);
+	char *url = mig_url(cc, r->zone, name);
 	char *what = xasprintf("read slice '%s' in zone '%s'", name, r->zone);
 	json_t *mig = NULL;
 	int rc = tpf_gcp_call(cc->c, "GET", url, NULL, what, name, TPF_GCP_QUIET(TPF_GCP_NOTFOUND),
@@ -385,7 +398,7 @@ int tpf_compute_wait_slice(struct tpf_compute_client *cc, const char *name,
 {
 	const struct tpf_gcp_settings *s = tpf_gcp_client_settings(cc->c);
 	double deadline = tpf_now_mono() + s->op_timeout, nap = s->poll_min;
-	char *url = xasprintf("%s/zones/%s/instanceGroupManagers/%s", cc->base, r->zone, name);
+	char *url = mig_url(cc, r->zone, name);
 	char *what = xasprintf("slice '%s' in zone '%s'", name, r->zone);
 	int rc;
 	for (;;) {

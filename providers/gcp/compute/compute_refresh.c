@@ -73,20 +73,62 @@ static void add_units(struct fin *j, struct unit_acc *u, size_t nu)
 	free(u);
 }
 
+/* The members of a zone by their slice label, sorted: a MIG finds its own
+ * with a binary search, not a scan of every member (10,000 instances are
+ * 2,500 MIGs times 10,000 label reads otherwise). */
+struct by_slice {
+	const char *slice;
+	size_t k;
+};
+
+static int by_slice_cmp(const void *a, const void *b)
+{
+	const struct by_slice *x = a, *y = b;
+	int c = strcmp(x->slice, y->slice);
+	return c ? c : (x->k > y->k) - (x->k < y->k); /* the list's order within a slice */
+}
+
+static struct by_slice *index_members(const struct tpf_live_set *members, size_t *n)
+{
+	struct by_slice *v = xcalloc(members->n + 1, sizeof(*v));
+	*n = 0;
+	for (size_t k = 0; k < members->n; k++) {
+		const char *s = tpf_kvlist_get(&members->nodes[k].recipe.labels, TPF_COMPUTE_SLICE_LABEL);
+		if (s)
+			v[(*n)++] = (struct by_slice){ s, k };
+	}
+	if (*n)
+		qsort(v, *n, sizeof(*v), by_slice_cmp);
+	return v;
+}
+
+/* Copies of the members labelled slice `name`, in the list's order. */
+static void members_of(const struct by_slice *v, size_t n, const struct tpf_live_set *members,
+		       const char *name, struct tpf_live_set *mine)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) { /* the first entry >= name */
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(v[mid].slice, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < n && !strcmp(v[lo].slice, name); lo++)
+		tpf_live_node_copy(tpf_live_set_add(mine), &members->nodes[v[lo].k]);
+}
+
 static void add_slices(struct fin *j, struct tpf_live_set *members)
 {
-	size_t i, nu = 0, au = 0;
+	size_t i, nu = 0, au = 0, nidx;
 	struct unit_acc *units = NULL;
+	struct by_slice *idx = index_members(members, &nidx);
 	json_t *mig;
 	json_array_foreach(j->migs, i, mig) {
 		const char *name = json_string_value(json_object_get(mig, "name"));
 		struct tpf_live_set mine = { 0 };
-		for (size_t k = 0; name && k < members->n; k++) {
-			const char *s = tpf_kvlist_get(&members->nodes[k].recipe.labels,
-						       TPF_COMPUTE_SLICE_LABEL);
-			if (s && !strcmp(s, name))
-				tpf_live_node_copy(tpf_live_set_add(&mine), &members->nodes[k]);
-		}
+		if (name)
+			members_of(idx, nidx, members, name, &mine);
 		struct tpf_live_node n = { 0 };
 		if (tpf_compute_slice_parse(mig, j->zone, mine.nodes, mine.n, &n) == 0) {
 			/* a member gone (termination action DELETE) by preemption */
@@ -110,6 +152,7 @@ static void add_slices(struct fin *j, struct tpf_live_set *members)
 		}
 		tpf_live_set_release(&mine);
 	}
+	free(idx);
 	add_units(j, units, nu);
 }
 

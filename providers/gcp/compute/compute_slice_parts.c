@@ -47,10 +47,12 @@ static int insert(struct tpf_compute_client *cc, const char *path, json_t *body,
 }
 
 /* GET <base>/<path> into *out; TPF_ENOTFOUND without a diagnostic. */
-static int read_part(struct tpf_compute_client *cc, const char *path, const char *what,
-		     const char *address, json_t **out, struct tpf_diags *d)
+static int read_part(struct tpf_compute_client *cc, const char *path, const char *fields,
+		     const char *what, const char *address, json_t **out, struct tpf_diags *d)
 {
-	char *url = xasprintf("%s/%s", cc->base, path);
+	char *q = tpf_gcp_fields_query('?', fields);
+	char *url = xasprintf("%s/%s%s", cc->base, path, q);
+	free(q);
 	int rc = tpf_gcp_call(cc->c, "GET", url, NULL, what, address,
 			      TPF_GCP_QUIET(TPF_GCP_NOTFOUND), out, NULL, d);
 	free(url);
@@ -101,18 +103,20 @@ struct part {
 	const char *kind;   /* for people */
 	char *path;         /* the collection, <base>-relative */
 	char *pname;        /* the part's own name */
+	const char *fields; /* what is read of it (tpf_compute_part_lineage, may_delete) */
 };
 
 static void parts_of(struct part p[3], const char *zone, const char *name)
 {
 	char *region = tpf_compute_region(zone);
 	p[0] = (struct part){ TPF_SLICE_TEMPLATE, "instance template", xstrdup("global/instanceTemplates"),
-			      tpf_compute_slice_part(name, "t") };
+			      tpf_compute_slice_part(name, "t"), "name,description,properties/labels" };
 	p[1] = (struct part){ TPF_SLICE_POLICY, "workload policy",
 			      xasprintf("regions/%s/resourcePolicies", region),
-			      tpf_compute_slice_part(name, "wp") };
+			      tpf_compute_slice_part(name, "wp"), "name,description" };
 	p[2] = (struct part){ TPF_SLICE_MIG, "managed instance group",
-			      xasprintf("zones/%s/instanceGroupManagers", zone), xstrdup(name) };
+			      xasprintf("zones/%s/instanceGroupManagers", zone), xstrdup(name),
+			      TPF_COMPUTE_MIG_FIELDS };
 	free(region);
 }
 
@@ -134,7 +138,7 @@ static int existing_part(struct tpf_compute_client *cc, const struct part *p, co
 {
 	char *path = xasprintf("%s/%s", p->path, p->pname);
 	json_t *obj = NULL;
-	int rc = read_part(cc, path, what, name, &obj, d);
+	int rc = read_part(cc, path, p->fields, what, name, &obj, d);
 	free(path);
 	if (rc == TPF_ENOTFOUND)
 		return tpf_errorx(d, name, "apply again", "%s: its %s '%s' already existed, then "
@@ -267,7 +271,7 @@ int tpf_compute_delete_slice(struct tpf_compute_client *cc, const char *zone, co
 		int del = 1;
 		if (guard) { /* read it just before: is it (still) ours? */
 			json_t *obj = NULL;
-			rc = read_part(cc, path, what, name, &obj, d);
+			rc = read_part(cc, path, parts[i].fields, what, name, &obj, d);
 			if (rc == 0) {
 				del = may_delete(&parts[i], obj, zone, name, guard, legacy_policy, d);
 				if (parts[i].bit == TPF_SLICE_MIG && del > 0)

@@ -45,8 +45,10 @@ static void node_seen(struct tpf_gcp_client *c, const char *zone, json_t *node)
 int tpf_gcp_get_node_json(struct tpf_gcp_client *c, const char *zone, const char *name,
 			  json_t **out, struct tpf_diags *d)
 {
-	char *url = node_url(c, zone, name, NULL);
+	char *q = tpf_gcp_fields_query('?', TPF_GCP_NODE_FIELDS);
+	char *url = node_url(c, zone, name, q);
 	char *what = xasprintf("get node '%s' in zone '%s'", name, zone);
+	free(q);
 	int rc = tpf_gcp_call(c, "GET", url, NULL, what, name, TPF_GCP_QUIET(TPF_GCP_NOTFOUND), out,
 			      NULL, d);
 	if (rc == 0 && !json_string_value(json_object_get(*out, "name"))) {
@@ -353,7 +355,9 @@ int tpf_gcp_list_nodes(struct tpf_gcp_client *c, const char *zone, const char *f
 	char *what = xasprintf("list nodes in zone '%s'", zone);
 	struct list_nodes_ctx x = { c, zone, fleet, out };
 	size_t before = d->n;
-	int rc = tpf_gcp_list_all(c, base, "nodes", what, each_node, &x, d);
+	int rc = tpf_gcp_list_all(c, base, "nodes",
+				  "nextPageToken,unreachable,nodes(" TPF_GCP_NODE_FIELDS ")", what,
+				  each_node, &x, d);
 	if (rc == TPF_EZONE) {
 		/* A zone the project cannot use holds none of its nodes (as
 		 * SkyPilot's TPU filter answers it: an empty list). Say so, and
@@ -395,7 +399,10 @@ static int list_strings(struct tpf_gcp_client *c, const char *zone, const char *
 	char *base = zone_url(c, zone, suffix);
 	char *what = xasprintf("list %s in zone '%s'", noun, zone);
 	struct strings s = { .field = field };
-	int rc = tpf_gcp_list_all(c, base, coll, what, each_string, &s, d);
+	/* each_string reads these two */
+	char *fields = xasprintf("nextPageToken,unreachable,%s(name,%s)", coll, field);
+	int rc = tpf_gcp_list_all(c, base, coll, fields, what, each_string, &s, d);
+	free(fields);
 	if (rc < 0) {
 		for (size_t i = 0; i < s.n; i++)
 			free(s.v[i]);

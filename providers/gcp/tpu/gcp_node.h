@@ -36,6 +36,26 @@ int tpf_gcp_node_in_fleet(json_t *node, const char *fleet);
 int tpf_gcp_node_parse(json_t *node, const char *zone, int ssh_port, struct tpf_live_node *out);
 
 /*
+ * Every field of a Node tpuform reads, as a partial response asks for them
+ * (the `fields` system parameter, https://cloud.google.com/apis/docs/system-parameters):
+ * what tpf_gcp_node_parse, tpf_gcp_node_fields_parse, tpf_gcp_node_notes_parse
+ * and tpf_gcp_node_in_fleet read, and what gcp_api.c tells the SSH access
+ * layer (node_seen: id, metadata, networkEndpoints, multisliceNode). Every
+ * nodes.list and nodes.get asks for these, a queued resource's node spec
+ * too (gcp_qr.h). Reading a new field means adding it here:
+ * tests/unit/test_gcp_fields.c fails otherwise. metadata is asked whole:
+ * the drift check compares every key (model/node_fields.h).
+ */
+#define TPF_GCP_NODE_FIELDS                                                               \
+	"name,id,state,health,createTime,acceleratorType,runtimeVersion,labels,queuedResource," \
+	"networkConfig(network,subnetwork,enableExternalIps,canIpForward),tags,"             \
+	"serviceAccount(email,scope),metadata,dataDisks(sourceDisk,mode),"                   \
+	"shieldedInstanceConfig,schedulingConfig(preemptible,spot,reserved),"               \
+	"acceleratorConfig/topology,networkEndpoints(ipAddress,port,accessConfig/externalIp)," \
+	"multisliceNode,healthDescription,symptoms(symptomType,workerId,details),"          \
+	"upcomingMaintenance(" TPF_GCP_MAINTENANCE_FIELDS ")"
+
+/*
  * The nodes.create body for a recipe (new reference; caller decrefs):
  * acceleratorType, runtimeVersion, labels (all of r->labels),
  * schedulingConfig {preemptible|spot} (omitted for on-demand), metadata

@@ -77,7 +77,8 @@ static json_t *compute_offering(struct tpf_gcp_client *c, const char *zone)
 	char *url = xasprintf("%s/compute/v1/projects/%s/zones/%s/machineTypes", base, p, z);
 	char *what = xasprintf("list machine types in zone '%s'", zone);
 	json_t *types = json_array();
-	json_t *out = tpf_gcp_list_all(c, url, "items", what, each_machine_type, types, &d) < 0
+	json_t *out = tpf_gcp_list_all(c, url, "items", "nextPageToken,items/name", what,
+					       each_machine_type, types, &d) < 0
 			      ? error_of(&d)
 			      : json_pack("{s:O}", "machine_types", types);
 	json_decref(types);

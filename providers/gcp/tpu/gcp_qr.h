@@ -38,6 +38,16 @@ struct tpf_gcp_qr {
  * with a nodeId (a multislice request is not one of tpuform's).
  */
 int tpf_gcp_qr_parse(json_t *qr, const char *zone, struct tpf_gcp_qr *out);
+
+/* Every field of a QueuedResource tpf_gcp_qr_parse and tpf_gcp_qr_in_fleet
+ * read (gcp_multislice.h's too), asked for by queuedResources.list and .get
+ * as a partial response (the `fields` system parameter); the node spec's
+ * node as a Node (gcp_node.h TPF_GCP_NODE_FIELDS). Checked by
+ * tests/unit/test_gcp_fields.c. */
+#define TPF_GCP_QR_FIELDS                                                                 \
+	"name,state(state,failedData/error(code,message)),spot,reservationName,"          \
+	"tpu/nodeSpec(parent,nodeId,multisliceParams(nodeCount,nodeIdPrefix),"           \
+	"node(" TPF_GCP_NODE_FIELDS "))"
 void tpf_gcp_qr_release(struct tpf_gcp_qr *q);
 
 /* 1 if the queued resource's node spec carries tpuform-fleet == fleet. */

@@ -49,7 +49,9 @@ int tpf_gcp_list_qrs(struct tpf_gcp_client *c, const char *zone, const char *fle
 	char *base = tpf_gcp_zone_url(c, zone, "/queuedResources");
 	char *what = xasprintf("list queued resources in zone '%s'", zone);
 	struct list_ctx x = { .zone = zone, .fleet = fleet };
-	int rc = tpf_gcp_list_all(c, base, "queuedResources", what, each_qr, &x, d);
+	int rc = tpf_gcp_list_all(c, base, "queuedResources",
+				  "nextPageToken,unreachable,queuedResources(" TPF_GCP_QR_FIELDS ")",
+				  what, each_qr, &x, d);
 	if (rc < 0) {
 		for (size_t i = 0; i < x.n; i++)
 			tpf_gcp_qr_release(&x.v[i]);
@@ -67,8 +69,10 @@ int tpf_gcp_list_qrs(struct tpf_gcp_client *c, const char *zone, const char *fle
 int tpf_gcp_get_qr(struct tpf_gcp_client *c, const char *zone, const char *id,
 		   struct tpf_gcp_qr *out, struct tpf_diags *d)
 {
-	char *url = qr_url(c, zone, id, NULL);
+	char *q = tpf_gcp_fields_query('?', TPF_GCP_QR_FIELDS);
+	char *url = qr_url(c, zone, id, q);
 	char *what = xasprintf("get queued resource '%s' in zone '%s'", id, zone);
+	free(q);
 	json_t *qr = NULL;
 	int rc = tpf_gcp_call(c, "GET", url, NULL, what, id, TPF_GCP_QUIET(TPF_GCP_NOTFOUND), &qr,
 			      NULL, d);
