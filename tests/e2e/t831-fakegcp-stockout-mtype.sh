@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/e2e/fakegcp.sh"
 setup_dir t831
-TPF_ROOT=$TOP
+export TPF_ROOT="$TOP"
 trap 'fakegcp_stop >/dev/null 2>&1' EXIT
 fakegcp_start --op-seconds 0.1 --compute-stage-seconds 0.1 || exit 1
 Z=us-central1-c
