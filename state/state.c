@@ -58,6 +58,7 @@ void tpf_state_node_release(struct tpf_state_node *n)
 	free(n->refused);
 	free(n->retry_after);
 	free(n->delete_sent_at);
+	free(n->elastic_slices);
 	free(n->last_checkpoint);
 	free(n->checkpoint_at);
 	tpf_recipe_release(&n->recipe);

@@ -147,6 +147,15 @@ struct tpf_state_node {
 	 * (plan/diff_going.c). Cleared when the node is recorded again
 	 * (pending, created, running, completed). NULL: no delete sent. */
 	char *delete_sent_at;
+	/* Elastic slices (config.h struct tpf_elastic; docs/recovery.md
+	 * "Elastic slices"): the slices of a multislice node the job runs on
+	 * while some are lost, as their indexes in order, comma-separated
+	 * ("0,2"); the workers of those slices are renumbered as a job of that
+	 * many slices (plan/elastic.h). NULL: the job runs on every slice
+	 * (omitted from the file, so states without it read and write as
+	 * before). Set by apply when the job shrinks, cleared when it grows
+	 * back or the node is created again (tpf_state_record_pending). */
+	char *elastic_slices;
 	struct tpf_state_worker *workers;
 	size_t nworkers;
 };

@@ -47,6 +47,7 @@ struct tpf_state_node *tpf_state_node_clone(const struct tpf_state_node *src)
 	n->refused = xstrdup(src->refused);
 	n->retry_after = xstrdup(src->retry_after);
 	n->delete_sent_at = xstrdup(src->delete_sent_at);
+	n->elastic_slices = xstrdup(src->elastic_slices);
 	tpf_state_node_set_workers(n, src->nworkers);
 	for (size_t i = 0; i < src->nworkers; i++)
 		worker_copy(&n->workers[i], &src->workers[i]);
@@ -87,6 +88,7 @@ struct tpf_state_node *tpf_state_record_pending(struct tpf_state *st, const char
 	sn->status = TPF_NODE_PENDING;
 	xstrset(&sn->id, NULL);
 	xstrset(&sn->delete_sent_at, NULL);
+	xstrset(&sn->elastic_slices, NULL); /* a new generation runs on every slice */
 	sn->generation = gen;
 	tpf_recipe_copy(&sn->recipe, r);
 	tpf_job_copy(&sn->job, job);
