@@ -189,6 +189,8 @@ enum tpf_notify_event {
 	TPF_NOTIFY_BAD_HOST,
 	TPF_NOTIFY_MAINTENANCE, /* watch told a node's jobs of upcoming maintenance */
 	TPF_NOTIFY_BUDGET_REACHED, /* docs/ledger.md "Budgets" */
+	TPF_NOTIFY_SHRUNK,  /* elastic: a job restarted on the slices left */
+	TPF_NOTIFY_GROWN,   /* elastic: ... and on every slice again */
 	TPF_NOTIFY_NEVENTS
 };
 

@@ -188,7 +188,7 @@ static void stamp_restart(struct exec *x, const struct tpf_action *a)
 	pthread_mutex_unlock(x->mu);
 }
 
-static int exec_update(struct exec *x, size_t ai, const struct tpf_live_node *ln, int force)
+int apply_exec_update(struct exec *x, size_t ai, const struct tpf_live_node *ln, int force)
 {
 	const struct tpf_action *a = &x->p->actions[ai];
 	const struct tpf_desired_node *dn = a->desired;
@@ -340,6 +340,11 @@ static int exec_action(struct exec *x, size_t ai)
 	const struct tpf_action *a = &x->p->actions[ai];
 	const struct tpf_live_node *ln = tpf_live_set_find(x->live, a->node);
 	int rc = 0;
+	if (a->elastic) { /* plan.h TPF_ELASTIC_*: engine/apply/apply_elastic.c */
+		if (a->elastic == TPF_ELASTIC_SHRINK)
+			count_preemption(x, a);
+		return apply_exec_elastic(x, ai, ln);
+	}
 	switch (a->kind) {
 	case TPF_ACT_DELETE:
 		disrupt_planned(x, a, ln);
@@ -387,7 +392,7 @@ static int exec_action(struct exec *x, size_t ai)
 		return rc;
 	case TPF_ACT_UPDATE:
 	case TPF_ACT_RESTART:
-		rc = exec_update(x, ai, ln, a->kind == TPF_ACT_RESTART);
+		rc = apply_exec_update(x, ai, ln, a->kind == TPF_ACT_RESTART);
 		break;
 	case TPF_ACT_WAIT: {
 		struct tpf_live_node fresh;
@@ -396,7 +401,7 @@ static int exec_action(struct exec *x, size_t ai)
 		rc = wait_ready(x, a, &fresh);
 		double el = apply_fl_end(x, ai);
 		if (!rc)
-			rc = exec_update(x, ai, &fresh, 0);
+			rc = apply_exec_update(x, ai, &fresh, 0);
 		else if (rc == TPF_EINTERRUPTED)
 			apply_emit(x, TPF_EVENT_INTERRUPTED, TPF_EVENT_WAITING, a->node, a->id, el,
 			     "interrupted: stopped waiting for READY; the next plan waits again");
