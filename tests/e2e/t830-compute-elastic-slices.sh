@@ -89,6 +89,10 @@ is "slices 0 and 2: the same MIGs and VMs" "$(ids_of el-a-0-0-; ids_of el-a-0-2-
 is "no request touched slices 0 and 2" \
 	"$(requests | jq -r '.[] | select(.method != "GET") | .path' | grep -E 'el-a-0-[02]' | tr '\n' ';')" ""
 is "nothing restarted again meanwhile" "$(nstarts 2)" 0
+like "show: the job runs on 2/3 slices" "$(tpuform show -f fleet.yaml 2>&1)" "on 2/3 slices"
+is "show -json: running_slices 2/3" "$(tpuform show -f fleet.yaml -json 2>/dev/null | jq -r '.nodes[0].running_slices')" "2/3"
+is "the ledger has the event shrunk" \
+	"$(cat tpuform.state.json.ledger*.jsonl 2>/dev/null | jq -r 'select(.event == "shrunk") | .node' | sort -u)" "el-a-0"
 
 # ---- the stockout clears: slice 1 comes back, the job grows to 3 slices --------
 admin "compute/zones/us-central1-c:stockout?value=off&machine_type=tpu7x-standard-4t" >/dev/null
@@ -101,6 +105,8 @@ is "the 4 running jobs got the disruption notice (resize) first" \
 	"$(cat "$W"/workers/w*/home/told 2>/dev/null | grep ' retry=1 ' | sed 's/ w=[0-9]*//; s/ deadline.*//' | sort | uniq -c | awk '{$1=$1; print}')" \
 	"4 el-a-0 retry=1 told=reason=resize"
 ok "watch -json: the event grown" while_watching 30 said '"event":"grown"'
+is "the ledger has the event grown" \
+	"$(cat tpuform.state.json.ledger*.jsonl 2>/dev/null | jq -r 'select(.event == "grown") | .node' | sort -u)" "el-a-0"
 ok "watch is still running" kill -0 "$wpid"
 kill -TERM "$wpid"
 wait "$wpid"
