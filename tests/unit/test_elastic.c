@@ -7,7 +7,9 @@
  */
 #include "config/config.h"
 #include "plan/elastic.h"
+#include "plan/plan.h"
 #include "plan/worker_script.h"
+#include "providers/gcp/compute/compute_engine.h"
 #include "state/state.h"
 #include "tests/unit/unit.h"
 #include "util/xalloc.h"
@@ -151,9 +153,160 @@ static void test_elastic__scripts(void)
 	tpf_fleet_release(&f);
 }
 
+/* The plan of node el-a-0 (state: created, its job on `running`, NULL:
+ * every slice) whose live unit is `state` with `lost` slices lost. */
+static void plan_of(const struct tpf_fleet *f, const char *running, const char *state,
+		    const char *lost, struct tpf_plan *p)
+{
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct tpf_state st;
+	struct tpf_desired_set ds = { 0 };
+	struct tpf_live_set live = { 0 };
+	tpf_state_init(&st);
+	tpf_desired_compute(&ds, f, NULL, &st, &d);
+	const struct tpf_desired_node *dn = &ds.nodes[0];
+	tpf_state_record_pending(&st, dn->name, dn->group, dn->index, &dn->recipe, &dn->job);
+	tpf_state_record_created(&st, dn->name, "1", "2026-11-29T00:00:00Z");
+	tpf_state_record_elastic(&st, dn->name, running);
+	struct tpf_live_node *ln = tpf_live_set_add(&live);
+	ln->name = xstrdup(dn->name);
+	ln->id = xstrdup("1");
+	ln->state = xstrdup(state);
+	ln->lost_slices = xstrdup(lost);
+	tpf_recipe_copy(&ln->recipe, &dn->recipe);
+	struct tpf_diff_input in = { .fleet = f, .desired = &ds, .state = &st, .live = &live };
+	memset(p, 0, sizeof(*p));
+	CHECK_INT(tpf_diff(p, &in, &d), 0);
+	tpf_live_set_release(&live);
+	tpf_desired_release(&ds);
+	tpf_state_release(&st);
+	tpf_diags_release(&d);
+}
+
+static const char *change_after(const struct tpf_action *a, const char *field)
+{
+	for (size_t i = 0; i < a->nchanges; i++)
+		if (!strcmp(a->changes[i].field, field))
+			return a->changes[i].after;
+	return "(none)";
+}
+
+static void workers_of(const struct tpf_action *a, char *out, size_t len)
+{
+	*out = 0;
+	for (size_t i = 0; i < a->nworkers; i++)
+		snprintf(out + strlen(out), len - strlen(out), "%s%d", i ? "," : "", a->workers[i]);
+}
+
+static void test_elastic__plan(void)
+{
+	struct tpf_fleet f;
+	struct tpf_plan p;
+	char ws[64];
+	if (parse(&f, ", elastic: { min_slices: 2 }")) {
+		CHECK(!"the fleet parses");
+		return;
+	}
+	/* slice 1 lost, 2 left >= min_slices: shrink onto slices 0 and 2 */
+	plan_of(&f, NULL, "PREEMPTED", "1", &p);
+	CHECK_INT((int)p.n, 1);
+	if (p.n) {
+		const struct tpf_action *a = &p.actions[0];
+		CHECK(a->kind == TPF_ACT_REPLACE && a->keep_parts && a->gang);
+		CHECK_INT(a->elastic, TPF_ELASTIC_SHRINK);
+		CHECK_STR(a->elastic_slices, "0,2");
+		workers_of(a, ws, sizeof(ws));
+		CHECK_STR(ws, "0,1,4,5");
+		CHECK_STR(change_after(a, "running_slices"), "\"2/3\"");
+		CHECK(strstr(a->reason, "restarts on the 2 other slices (0,2)") != NULL);
+		CHECK(!strstr(a->reason, "every worker of every slice"));
+	}
+	tpf_plan_release(&p);
+	/* the job runs on 0,2 already: only the lost slice is made again */
+	plan_of(&f, "0,2", "PREEMPTED", "1", &p);
+	CHECK(p.n == 1 && p.actions[0].elastic == TPF_ELASTIC_RECREATE &&
+	      p.actions[0].nworkers == 0 && p.actions[0].reason_kind == TPF_REASON_REFUSED);
+	tpf_plan_release(&p);
+	/* slices 0 and 1 lost: 1 left < min_slices: today's replace */
+	plan_of(&f, NULL, "PREEMPTED", "0,1", &p);
+	CHECK(p.n == 1 && p.actions[0].keep_parts && !p.actions[0].elastic &&
+	      strstr(p.actions[0].reason, "every worker of every slice restarts"));
+	tpf_plan_release(&p);
+	/* every slice READY again: grow, every worker, grow: checkpoint */
+	plan_of(&f, "0,2", "READY", NULL, &p);
+	CHECK(p.n == 1 && p.actions[0].kind == TPF_ACT_RESTART);
+	if (p.n) {
+		CHECK_INT(p.actions[0].elastic, TPF_ELASTIC_GROW);
+		CHECK_INT(p.actions[0].elastic_checkpoint, 1);
+		CHECK_STR(p.actions[0].reason_code, "grow");
+		workers_of(&p.actions[0], ws, sizeof(ws));
+		CHECK_STR(ws, "0,1,2,3,4,5");
+		CHECK_STR(change_after(&p.actions[0], "running_slices"), "\"3/3\"");
+	}
+	tpf_plan_release(&p);
+	/* the lost slice on its way: no action, the job goes on */
+	plan_of(&f, "0,2", "CREATING", NULL, &p);
+	CHECK_INT((int)p.n, 0);
+	CHECK(p.nunconverged == 1 && strstr(p.unconverged[0].reason, "runs on 2 of 3 slices"));
+	tpf_plan_release(&p);
+	tpf_fleet_release(&f);
+	/* without elastic: today's plan */
+	if (parse(&f, "")) {
+		CHECK(!"the fleet parses");
+		return;
+	}
+	plan_of(&f, NULL, "PREEMPTED", "1", &p);
+	CHECK(p.n == 1 && p.actions[0].keep_parts && !p.actions[0].elastic &&
+	      strstr(p.actions[0].reason, "every worker of every slice restarts"));
+	tpf_plan_release(&p);
+	tpf_fleet_release(&f);
+}
+
+/* A Compute Engine unit with a slice lost gives each slice exactly its
+ * workers' places, so that worker w of a running slice is endpoint w. */
+static void test_elastic__unit_endpoints(void)
+{
+	struct tpf_live_node sl[3], out = { 0 };
+	memset(sl, 0, sizeof(sl));
+	for (int s = 0; s < 3; s++) {
+		sl[s].name = xasprintf("f-g-0-%d", s);
+		sl[s].id = xasprintf("%d", 100 + s);
+		sl[s].state = xstrdup("READY");
+		sl[s].recipe.workers = 2;
+		sl[s].recipe.compute.api = TPF_API_COMPUTE;
+		sl[s].endpoints = xcalloc(2, sizeof(*sl[s].endpoints));
+		sl[s].nendpoints = 2;
+		for (int w = 0; w < 2; w++)
+			sl[s].endpoints[w].ip = xasprintf("10.0.%d.%d", s, w);
+	}
+	CHECK_INT(tpf_compute_unit_merge("f-g-0", sl, 3, &out), 0);
+	CHECK_INT((int)out.nendpoints, 6);
+	/* slice 1 lost with one VM gone: 6 places, slice 2's first is the 5th */
+	xstrset(&sl[1].state, "PREEMPTED");
+	sl[1].nendpoints = 1;
+	CHECK_INT(tpf_compute_unit_merge("f-g-0", sl, 3, &out), 0);
+	CHECK_STR(out.lost_slices, "1");
+	CHECK_INT((int)out.nendpoints, 6);
+	CHECK_STR(out.nendpoints == 6 ? out.endpoints[4].ip : NULL, "10.0.2.0");
+	CHECK(out.nendpoints == 6 && !out.endpoints[3].ip);
+	/* slice 0 gone too: its places are empty */
+	tpf_live_node_release(&sl[0]);
+	CHECK_INT(tpf_compute_unit_merge("f-g-0", sl, 3, &out), 0);
+	CHECK_STR(out.lost_slices, "0,1");
+	CHECK_INT((int)out.nendpoints, 6);
+	CHECK(out.nendpoints == 6 && !out.endpoints[0].ip && !out.endpoints[1].ip);
+	CHECK_STR(out.nendpoints == 6 ? out.endpoints[5].ip : NULL, "10.0.2.1");
+	sl[1].nendpoints = 2;
+	for (int s = 0; s < 3; s++)
+		tpf_live_node_release(&sl[s]);
+	tpf_live_node_release(&out);
+}
+
 int main(void)
 {
+	RUN(test_elastic__unit_endpoints);
 	RUN(test_elastic__running);
 	RUN(test_elastic__scripts);
+	RUN(test_elastic__plan);
 	return unit_done();
 }
