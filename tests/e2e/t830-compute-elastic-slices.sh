@@ -11,6 +11,7 @@
 # made again and all 6 workers run with MEGASCALE_NUM_SLICES=3, the job
 # having got the disruption notice ("resize") first (grow: checkpoint).
 # The events shrunk and grown are in watch -json's stream and the ledger.
+# shellcheck disable=SC2317 # the helpers are called through while_watching and ok
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/e2e/gcp_workers.sh"
 setup_dir t830
@@ -112,6 +113,15 @@ kill -TERM "$wpid"
 wait "$wpid"
 is "watch exits 0 on SIGTERM" "$?" 0
 wpid=
+# report: the missing slice's third of the chips from shrunk to grown is
+# waiting_for_capacity; the running two thirds are goodput (docs/ledger.md)
+L=tpuform.state.json.ledger.jsonl
+want=$(jq -rs '[.[] | select(.event == "shrunk" or .event == "grown") | .ts | sub("\\.[0-9]+Z$"; "Z") | fromdate] as $t
+	| ($t[1] - $t[0]) * 24 / 3 / 3600' "$L")
+got=$(tpuform report -f fleet.yaml -json 2>/dev/null | jq -r '.totals.badput.waiting_for_capacity')
+ok "report: waiting_for_capacity is the missing slice's chips from shrunk to grown (~$want, got $got)" \
+	awk -v g="$got" -v w="$want" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(g > 0 && d <= 8 / 3600) }'
+like "report: the text says it" "$(tpuform report -f fleet.yaml 2>&1)" "waiting_for_capacity [0-9.]+"
 ok "then no changes" tpuform plan -f fleet.yaml -detailed-exitcode
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
 finish
