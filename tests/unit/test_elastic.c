@@ -220,6 +220,18 @@ static void test_elastic__plan(void)
 		CHECK_STR(change_after(a, "running_slices"), "\"2/3\"");
 		CHECK(strstr(a->reason, "restarts on the 2 other slices (0,2)") != NULL);
 		CHECK(!strstr(a->reason, "every worker of every slice"));
+		/* a saved plan keeps it */
+		struct tpf_plan back;
+		struct tpf_diags d = TPF_DIAGS_INIT;
+		json_t *j = tpf_plan_to_json(&p);
+		memset(&back, 0, sizeof(back));
+		CHECK_INT(tpf_plan_from_json(&back, j, "plan", &d), 0);
+		CHECK(back.n == 1 && back.actions[0].elastic == TPF_ELASTIC_SHRINK &&
+		      back.actions[0].elastic_slices &&
+		      !strcmp(back.actions[0].elastic_slices, "0,2") && back.actions[0].gang);
+		json_decref(j);
+		tpf_plan_release(&back);
+		tpf_diags_release(&d);
 	}
 	tpf_plan_release(&p);
 	/* the job runs on 0,2 already: only the lost slice is made again */
