@@ -139,6 +139,11 @@ static void row_json(json_t *nj, const struct tpf_show_row *r)
 		json_object_set_new(nj, "not_created", json_string(r->why));
 	if (r->sn->retry_after)
 		json_object_set_new(nj, "retry_after", json_string(r->sn->retry_after));
+	if (r->running) { /* elastic: "2/3" slices */
+		char *v = xasprintf("%d/%d", r->running, r->declared);
+		json_object_set_new(nj, "running_slices", json_string(v));
+		free(v);
+	}
 }
 
 json_t *tpf_show_node(const struct tpf_pipeline *s, const struct tpf_state_node *sn, int print)
@@ -166,6 +171,9 @@ json_t *tpf_show_node(const struct tpf_pipeline *s, const struct tpf_state_node 
 		       row.class, sn->generation, commit, or_dash(sn->id), age, row.preemptions,
 		       queued, mark);
 		show_condition(ln);
+		if (row.running)
+			printf("    job: %s (elastic; the other slices are being recreated)\n",
+			       row.job);
 		if (*row.why)
 			printf("    %s\n", row.why);
 		if (sn->bad_host)

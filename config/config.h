@@ -189,6 +189,8 @@ enum tpf_notify_event {
 	TPF_NOTIFY_BAD_HOST,
 	TPF_NOTIFY_MAINTENANCE, /* watch told a node's jobs of upcoming maintenance */
 	TPF_NOTIFY_BUDGET_REACHED, /* docs/ledger.md "Budgets" */
+	TPF_NOTIFY_SHRUNK,  /* elastic: a job restarted on the slices left */
+	TPF_NOTIFY_GROWN,   /* elastic: ... and on every slice again */
 	TPF_NOTIFY_NEVENTS
 };
 
@@ -253,6 +255,22 @@ void tpf_storage_release(struct tpf_storage *st);
  */
 int tpf_gs_url_parse(const char *url, char **bucket, char **prefix, const char **why);
 
+/*
+ * elastic: { min_slices: K, grow: checkpoint | at_once } of a multislice
+ * group (docs/recovery.md "Elastic slices"; issue 30). min_slices 0: the
+ * group is not elastic (every lost slice stops the whole job until it is
+ * back, as without the key). With K >= 1, a unit with slices lost and at
+ * least K of its slices READY keeps running on those; grow says how it
+ * goes back to N slices: CHECKPOINT first sends the job the disruption
+ * signal (on_disruption) and waits for its exit or the grace period,
+ * AT_ONCE restarts it at once.
+ */
+enum tpf_elastic_grow { TPF_GROW_CHECKPOINT, TPF_GROW_AT_ONCE };
+struct tpf_elastic {
+	int min_slices;              /* 1 .. slices; 0: not elastic */
+	enum tpf_elastic_grow grow;  /* default CHECKPOINT */
+};
+
 struct tpf_group {
 	char *name;             /* [a-z][a-z0-9-]* */
 	char *accelerator_type; /* validated against model/accel.h */
@@ -272,6 +290,7 @@ struct tpf_group {
 	int queued;             /* queued: true -> queuedResources (issue 5) */
 	char *valid_until;      /* queued resource validUntilDuration, e.g. "6h"; may be NULL */
 	int slices;             /* slices: N (> 1: multislice, implies queued), else 0 */
+	struct tpf_elastic elastic; /* elastic: {...} (config/config_elastic.c); zeroed: none */
 	struct tpf_job_policy policy; /* effective: the fleet's, then the group's keys */
 	struct tpf_node_fields node; /* effective node fields (config/config_node.c) */
 	/* The API (`api`, else provider.gcp.api, else compute when the group
@@ -427,6 +446,10 @@ enum tpf_restart_scope tpf_group_restart_scope(const struct tpf_group *g);
 /* The job policy of group `name` (borrowed), or the fleet-wide one when
  * no group has that name. */
 const struct tpf_job_policy *tpf_fleet_job_policy(const struct tpf_fleet *f, const char *group);
+
+/* The elastic settings of group `name` (borrowed), or NULL when no group
+ * has that name or the group is not elastic (min_slices 0). */
+const struct tpf_elastic *tpf_fleet_elastic(const struct tpf_fleet *f, const char *group);
 
 /* The storage of group `name` (borrowed), or the fleet-wide one when no
  * group has that name. */

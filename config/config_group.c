@@ -315,6 +315,7 @@ static void read_group(struct group_ctx *gc, struct tpf_group *g, yaml_node_t *v
 				  "cannot be combined with 'queued: false'", label);
 		cfg_check_group_node(c, &m, g, label);
 	}
+	cfg_read_elastic(c, &m, g, label); /* after slices, on either API */
 	read_place(c, &m, g, label);
 	read_labels(c, &m, g, label);
 	read_job(gc, &m, g, label);

@@ -17,7 +17,7 @@ static const char *const payload_words[] = { "full", "text", NULL };
 static const char *const event_names[] = {
 	"preempted", "replaced", "job_failed", "job_succeeded", "stalled",
 	"restarts_exhausted", "quota_deferred", "completed", "preflight_failed", "bad_host",
-	"maintenance", "budget_reached", NULL,
+	"maintenance", "budget_reached", "shrunk", "grown", NULL,
 };
 
 const char *tpf_notify_event_name(enum tpf_notify_event e)

@@ -132,7 +132,7 @@ void tpf_fleet_prices_release(struct tpf_fleet *f);
  */
 #define CFG_GROUP_ONLY_KEYS                                                             \
 	"name", "accelerator_type", "runtime_version", "zones", "count", "preemptible",  \
-		"spot", "labels", "queued", "valid_until", "slices", "topology"
+		"spot", "labels", "queued", "valid_until", "slices", "topology", "elastic"
 #define CFG_SHARED_KEYS                                                                 \
 	"setup", "run", "env", "restart", "max_restarts", "restart_scope", "restart_backoff", \
 		"stall_timeout", "on_success", "restart_on_exit_codes", "never_restart_on",    \
@@ -159,6 +159,12 @@ void cfg_check_group_node(struct cfg *c, const struct cfg_map *m, struct tpf_gro
  * accelerator_type as a type string), else 0. */
 int cfg_read_topology(struct cfg *c, const struct cfg_map *m, struct tpf_group *g,
 		      yaml_node_t *type_at);
+
+/* elastic: { min_slices, grow } of group g (config/config_elastic.c), read
+ * after g->slices on either API; refused without slices >= 2, min_slices
+ * must be 1 .. slices. Errors at the value, naming the group by label. */
+void cfg_read_elastic(struct cfg *c, const struct cfg_map *m, struct tpf_group *g,
+		      const char *label);
 
 /* ---- Compute Engine (config/config_compute.c) ---- */
 

@@ -132,6 +132,10 @@ static const struct tpf_event_info table[TPF_EVENT_NKINDS] = {
 	[TPF_EVENT_BUDGET_REACHED] = { "budget_reached", NULL, "budget reached",
 				       TPF_NOTIFY_BUDGET_REACHED, TPF_METRIC_NONE, TPF_HOOK_NONE,
 				       NULL },
+	[TPF_EVENT_SHRUNK] = { "shrunk", "shrunk", "shrunk", TPF_NOTIFY_SHRUNK, TPF_METRIC_NONE,
+			       TPF_HOOK_NONE, NULL },
+	[TPF_EVENT_GROWN] = { "grown", "grown", "grown", TPF_NOTIFY_GROWN, TPF_METRIC_NONE,
+			      TPF_HOOK_NONE, NULL },
 };
 
 const struct tpf_event_info *tpf_event_info(enum tpf_event_kind k)

@@ -100,6 +100,11 @@ enum tpf_event_kind {
 	 * reached its amount in the current period (`group`, NULL: the
 	 * fleet's; once per period and scope; docs/ledger.md "Budgets") */
 	TPF_EVENT_BUDGET_REACHED,
+	/* elastic slices (docs/recovery.md "Elastic slices"): a node's job
+	 * restarted on the slices left (message: "the job runs on 2 of 3
+	 * slices: 0,2"), and on every slice again once they are back */
+	TPF_EVENT_SHRUNK,
+	TPF_EVENT_GROWN,
 	TPF_EVENT_NKINDS
 };
 

@@ -54,6 +54,7 @@ static void fill_node(struct tpf_desired_node *n, const struct tpf_fleet *f,
 	n->recipe.spot = g->spot;
 	/* A multislice node's workers are every slice's, in slice order. */
 	n->recipe.slices = g->slices > 1 ? g->slices : 0;
+	n->elastic = g->elastic;
 	n->recipe.workers = g->workers * (g->slices > 1 ? g->slices : 1);
 	n->recipe.queued = g->queued;
 	n->recipe.valid_until = xstrdup(g->valid_until);
@@ -260,6 +261,7 @@ void tpf_desired_node_copy(struct tpf_desired_node *dst, const struct tpf_desire
 	dst->completed = src->completed;
 	dst->waiting = xstrdup(src->waiting);
 	dst->over_budget = src->over_budget;
+	dst->elastic = src->elastic;
 }
 
 const struct tpf_desired_node *tpf_desired_find(const struct tpf_desired_set *s, const char *name)

@@ -77,6 +77,8 @@ static void diff_desired(struct tpf_plan *p, const struct tpf_diff_input *in,
 			drop_replace_for_budget(p, dn);
 		return;
 	}
+	if (tpf_diff_elastic_grown(p, dn, sn, ln))
+		return;
 	const char *qstate = tpf_diff_queued_state(ln);
 	if (qstate) {
 		tpf_diff_queued_waiting(p, dn, sn, ln, qstate, d);

@@ -200,6 +200,7 @@ static int replace_lost_slices(struct tpf_plan *p, const struct tpf_desired_node
 	for (size_t i = 0; i < a->nchanges; i++)
 		if (a->changes[i].forces)
 			a->keep_parts = 0;
+	tpf_diff_elastic_lost(a, dn, sn, ln); /* elastic groups: maybe go on without them */
 	return 1;
 }
 

@@ -40,6 +40,9 @@ struct tpf_desired_node {
 	 * TPF_OVER_BUDGET_STOP, or _DELETE with on_budget: delete (the diff
 	 * then deletes the live node). 0: not over budget. */
 	int over_budget;
+	/* The group's elastic settings (config.h; zeroed: not elastic), for
+	 * plan/diff_elastic.c. Not part of the recipe: no state records it. */
+	struct tpf_elastic elastic;
 };
 #define TPF_OVER_BUDGET_STOP 1
 #define TPF_OVER_BUDGET_DELETE 2
@@ -341,6 +344,8 @@ enum tpf_action_kind {
 	TPF_ACT_FORGET,      /*     in state, gone from the provider, not desired: drop from state */
 };
 
+enum { TPF_ELASTIC_SHRINK = 1, TPF_ELASTIC_RECREATE, TPF_ELASTIC_GROW };
+
 /* One attribute line of a block. */
 struct tpf_change {
 	char *field;
@@ -373,6 +378,25 @@ struct tpf_action {
 	 * The node still starts a new generation, so every worker of every
 	 * slice restarts with one new TPUFORM_RETRY. */
 	int keep_parts;
+	/*
+	 * Elastic slices (plan/diff_elastic.c; docs/recovery.md "Elastic
+	 * slices"), 0 without:
+	 *   TPF_ELASTIC_SHRINK (a RESTART, gang, of the workers of the slices
+	 *     in elastic_slices): record elastic_slices in the state, restart
+	 *     those workers as a job of that many slices, then make the lost
+	 *     slices again in the background as TPF_ELASTIC_RECREATE does;
+	 *   TPF_ELASTIC_RECREATE (a REPLACE with keep_parts): the job runs on
+	 *     elastic_slices already; only the lost slices are made again, and
+	 *     nothing else changes (no worker restarts, the same generation; a
+	 *     refused create leaves the node as it is);
+	 *   TPF_ELASTIC_GROW (a RESTART, gang, of every worker): every slice
+	 *     is READY again: with elastic_checkpoint (grow: checkpoint) the
+	 *     running jobs get the disruption signal and grace first
+	 *     (reason "resize"), then every worker restarts on every slice.
+	 */
+	int elastic;
+	char *elastic_slices;
+	int elastic_checkpoint;
 	/* TPF_ACT_UPDATE: other fields nodes.patch changes in place
 	 * (TPF_PATCH_TAGS, _METADATA, _EXTERNAL_IPS; model/node_fields.h) */
 	unsigned patch;

@@ -119,6 +119,24 @@ void tpf_diff_gone(struct tpf_plan *p, const struct tpf_fleet *f,
 		   const struct tpf_state_node *sn, const struct tpf_live_node *ln, int destroy);
 
 
+/*
+ * Elastic slices (plan/diff_elastic.c; plan.h TPF_ELASTIC_*), for a node
+ * of a group with `elastic` (dn->elastic.min_slices > 0) only:
+ * - tpf_diff_elastic_lost: a is the keep_parts replace of a multislice
+ *   node that lost slices (ln->lost_slices); when at least min_slices
+ *   others remain, turn it into a shrink (the job restarts on them) or,
+ *   when the job runs on exactly those already (sn->elastic_slices), a
+ *   recreate of the lost ones alone; 1 when it did, else 0 and a as it was;
+ * - tpf_diff_elastic_grown: a node whose job runs on some slices
+ *   (sn->elastic_slices): READY again with every slice, a grow (every
+ *   worker restarts on every slice); still being made, a note and no
+ *   action; 1 when it decided, else 0 and nothing added.
+ */
+int tpf_diff_elastic_lost(struct tpf_action *a, const struct tpf_desired_node *dn,
+			  const struct tpf_state_node *sn, const struct tpf_live_node *ln);
+int tpf_diff_elastic_grown(struct tpf_plan *p, const struct tpf_desired_node *dn,
+			   const struct tpf_state_node *sn, const struct tpf_live_node *ln);
+
 /* Worker w joins the action's list of workers to provision. */
 void tpf_diff_add_worker(struct tpf_action *a, int w);
 

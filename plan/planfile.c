@@ -92,6 +92,11 @@ json_t *tpf_plan_to_json(const struct tpf_plan *p)
 			json_object_set_new(j, "gang", json_true());
 		if (a->keep_parts)
 			json_object_set_new(j, "keep_parts", json_true());
+		if (a->elastic) /* plan.h: 1 shrink, 2 recreate, 3 grow */
+			json_object_set_new(j, "elastic", json_integer(a->elastic));
+		tpf_json_set_str(j, "elastic_slices", a->elastic_slices);
+		if (a->elastic_checkpoint)
+			json_object_set_new(j, "elastic_checkpoint", json_true());
 		json_t *w = json_array();
 		for (size_t k = 0; k < a->nworkers; k++)
 			json_array_append_new(w, json_integer(a->workers[k]));
@@ -212,6 +217,10 @@ int tpf_plan_from_json(struct tpf_plan *p, json_t *root, const char *what, struc
 			   (TPF_PATCH_TAGS | TPF_PATCH_METADATA | TPF_PATCH_EXTERNAL_IPS);
 		a->gang = json_is_true(json_object_get(j, "gang"));
 		a->keep_parts = json_is_true(json_object_get(j, "keep_parts"));
+		json_int_t el = json_integer_value(json_object_get(j, "elastic"));
+		a->elastic = el >= TPF_ELASTIC_SHRINK && el <= TPF_ELASTIC_GROW ? (int)el : 0;
+		a->elastic_slices = xstrdup(jstr(j, "elastic_slices"));
+		a->elastic_checkpoint = json_is_true(json_object_get(j, "elastic_checkpoint"));
 		json_t *w = json_object_get(j, "workers");
 		a->nworkers = json_array_size(w);
 		a->workers = xcalloc(a->nworkers ? a->nworkers : 1, sizeof(int));

@@ -31,6 +31,7 @@ static const struct tpf_reason_info table[TPF_REASON_NCODES] = {
 	[TPF_REASON_FLEX_WAIT] = { "flex_wait", NULL, 0, 0 },
 	[TPF_REASON_FOUND] = { "found", NULL, 0, 0 },
 	[TPF_REASON_GONE] = { "gone", NULL, 0, 0 },
+	[TPF_REASON_GROW] = { "grow", NULL, 0, 0 },
 	[TPF_REASON_INTERRUPTED] = { "interrupted", NULL, 0, 0 },
 	[TPF_REASON_JOB] = { "job", NULL, 0, 0 },
 	[TPF_REASON_LABELS] = { "labels", NULL, 0, 0 },

@@ -27,6 +27,7 @@ enum tpf_reason_code {
 	TPF_REASON_FLEX_WAIT,    /* waited past flex_start.wait */
 	TPF_REASON_FOUND,        /* refresh-only: live, labelled, not in state */
 	TPF_REASON_GONE,         /* gone: remove from state */
+	TPF_REASON_GROW,         /* elastic: every slice is back, the job grows to them */
 	TPF_REASON_INTERRUPTED,  /* an earlier create did not complete */
 	TPF_REASON_JOB,          /* the bootstrap script changed */
 	TPF_REASON_LABELS,       /* labels changed */

@@ -4,6 +4,7 @@
  * hash of the script a worker would get now with the one it runs.
  */
 #include "plan/worker_script.h"
+#include "plan/elastic.h"
 #include "templates/render.h"
 #include "util/buf.h"
 #include "util/hash.h"
@@ -82,10 +83,17 @@ static struct tpf_bootstrap_params worker_params(const struct tpf_fleet *f,
 	int nworkers = tpf_node_worker_count(n);
 	const char *coordinator = NULL;
 	const struct tpf_job_policy *pol = tpf_fleet_job_policy(f, n->group);
+	/* Multislice (docs/design.md section 9): workers are numbered slice
+	 * by slice, so a worker's slice is its index divided by the workers
+	 * of one slice; while an elastic job runs on some of its slices, the
+	 * running ones are numbered 0 .. k-1 and the first of them
+	 * coordinates (plan/elastic.h). */
+	struct tpf_elastic_view ev;
+	tpf_elastic_view(n, worker, &ev);
 
-	if (live && live->nendpoints > 0 && nworkers > 1)
-		coordinator = live->endpoints[0].ip ? live->endpoints[0].ip
-						    : live->endpoints[0].external_ip;
+	if (live && (size_t)ev.first < live->nendpoints && nworkers > 1)
+		coordinator = live->endpoints[ev.first].ip ? live->endpoints[ev.first].ip
+							   : live->endpoints[ev.first].external_ip;
 	struct tpf_bootstrap_params p = {
 		.fleet = f->name,
 		.node = n->name,
@@ -100,11 +108,8 @@ static struct tpf_bootstrap_params worker_params(const struct tpf_fleet *f,
 		.env = &n->job.env,
 		.session = session,
 		.coordinator = coordinator,
-		/* Multislice (docs/design.md section 9): workers are numbered
-		 * slice by slice, so a worker's slice is its index divided by
-		 * the workers of one slice. */
-		.slice = worker / tpf_recipe_slice_workers(&n->recipe),
-		.nslices = tpf_recipe_slices(&n->recipe),
+		.slice = ev.slice,
+		.nslices = ev.nslices,
 		.secrets_hash = secrets_hash,
 		.slice_worker = worker % tpf_recipe_slice_workers(&n->recipe),
 		.tpu_busy = tpf_tpu_busy_word(pol->tpu_busy),
@@ -150,7 +155,7 @@ static char *script_secrets_hash(const struct tpf_fleet *f)
 /* A worker's bootstrap parameters and the strings they borrow. */
 struct script_inputs {
 	struct tpf_bootstrap_params p;
-	char *session, *secrets_hash, *hosts;
+	char *session, *secrets_hash, *hosts, *elastic;
 	struct tpf_bootstrap_mount *mounts;
 };
 
@@ -165,12 +170,18 @@ static void inputs_make(struct script_inputs *in, const struct tpf_fleet *f,
 	in->mounts = script_mounts(tpf_fleet_storage(f, n->group));
 	in->p.slice_hostnames = in->hosts;
 	in->p.mounts = in->mounts;
+	/* $TPUFORM_ELASTIC: "RUNNING/DECLARED" slices, for elastic groups only */
+	in->elastic = NULL;
+	if (tpf_fleet_elastic(f, n->group) && tpf_recipe_slices(&n->recipe) > 1)
+		in->elastic = xasprintf("%d/%d", in->p.nslices, tpf_recipe_slices(&n->recipe));
+	in->p.elastic = in->elastic;
 }
 
 static void inputs_release(struct script_inputs *in)
 {
 	free(in->mounts);
 	free(in->hosts);
+	free(in->elastic);
 	free(in->session);
 	free(in->secrets_hash);
 }

@@ -35,7 +35,7 @@ void tpf_state_release(struct tpf_state *st)
 	memset(st, 0, sizeof(*st));
 }
 
-static void worker_release(struct tpf_state_worker *w)
+void tpf_state_worker_forget(struct tpf_state_worker *w)
 {
 	free(w->script_hash);
 	free(w->session);
@@ -58,12 +58,13 @@ void tpf_state_node_release(struct tpf_state_node *n)
 	free(n->refused);
 	free(n->retry_after);
 	free(n->delete_sent_at);
+	free(n->elastic_slices);
 	free(n->last_checkpoint);
 	free(n->checkpoint_at);
 	tpf_recipe_release(&n->recipe);
 	tpf_job_release(&n->job);
 	for (size_t i = 0; i < n->nworkers; i++)
-		worker_release(&n->workers[i]);
+		tpf_state_worker_forget(&n->workers[i]);
 	free(n->workers);
 	memset(n, 0, sizeof(*n));
 }
@@ -71,7 +72,7 @@ void tpf_state_node_release(struct tpf_state_node *n)
 void tpf_state_node_set_workers(struct tpf_state_node *n, size_t nworkers)
 {
 	for (size_t i = nworkers; i < n->nworkers; i++)
-		worker_release(&n->workers[i]);
+		tpf_state_worker_forget(&n->workers[i]);
 	if (nworkers != n->nworkers)
 		n->workers = nworkers ? xrealloc(n->workers, nworkers * sizeof(*n->workers))
 				      : (free(n->workers), NULL);

@@ -147,6 +147,15 @@ struct tpf_state_node {
 	 * (plan/diff_going.c). Cleared when the node is recorded again
 	 * (pending, created, running, completed). NULL: no delete sent. */
 	char *delete_sent_at;
+	/* Elastic slices (config.h struct tpf_elastic; docs/recovery.md
+	 * "Elastic slices"): the slices of a multislice node the job runs on
+	 * while some are lost, as their indexes in order, comma-separated
+	 * ("0,2"); the workers of those slices are renumbered as a job of that
+	 * many slices (plan/elastic.h). NULL: the job runs on every slice
+	 * (omitted from the file, so states without it read and write as
+	 * before). Set by apply when the job shrinks, cleared when it grows
+	 * back or the node is created again (tpf_state_record_pending). */
+	char *elastic_slices;
 	struct tpf_state_worker *workers;
 	size_t nworkers;
 };
@@ -299,6 +308,16 @@ void tpf_state_record_zone(struct tpf_state *st, const char *name, const char *z
 /* The create answered: provider id, status created, created_at (RFC 3339). */
 void tpf_state_record_created(struct tpf_state *st, const char *name, const char *id,
 			      const char *created_at);
+/* Elastic slices (elastic_slices above): the job of node `name` now runs
+ * on the slices `running` names (copied; NULL: on every slice). */
+void tpf_state_record_elastic(struct tpf_state *st, const char *name, const char *running);
+/* The lost slices of node `name`, whose job runs on elastic_slices, were
+ * made again in the background: their workers are new VMs, so each is
+ * forgotten (tpf_state_worker_forget; its restarts kept, so TPUFORM_RETRY
+ * never goes back), and the refusal note is cleared. */
+void tpf_state_record_slices_made(struct tpf_state *st, const char *name);
+/* Free what w holds and zero it (its index and restarts too). */
+void tpf_state_worker_forget(struct tpf_state_worker *w);
 /* The create did not succeed. may_exist: a request was sent and may have
  * left a node: tainted (replaced next time). Else nothing exists: the node
  * is forgotten, unless keep_history and it has a generation > 0, when it

@@ -331,6 +331,7 @@ static int parse_node(const struct reader *r, json_t *o, const char *prefix,
 	    get_str(r, o, prefix, "refused", 0, &n->refused) < 0 ||
 	    get_str(r, o, prefix, "retry_after", 0, &n->retry_after) < 0 ||
 	    get_str(r, o, prefix, "delete_sent_at", 0, &n->delete_sent_at) < 0 ||
+	    get_str(r, o, prefix, "elastic_slices", 0, &n->elastic_slices) < 0 ||
 	    get_obj(r, o, prefix, "recipe", &recipe) < 0 ||
 	    get_obj(r, o, prefix, "job", &job) < 0)
 		return TPF_ERROR;

@@ -47,6 +47,7 @@ struct tpf_state_node *tpf_state_node_clone(const struct tpf_state_node *src)
 	n->refused = xstrdup(src->refused);
 	n->retry_after = xstrdup(src->retry_after);
 	n->delete_sent_at = xstrdup(src->delete_sent_at);
+	n->elastic_slices = xstrdup(src->elastic_slices);
 	tpf_state_node_set_workers(n, src->nworkers);
 	for (size_t i = 0; i < src->nworkers; i++)
 		worker_copy(&n->workers[i], &src->workers[i]);
@@ -87,6 +88,7 @@ struct tpf_state_node *tpf_state_record_pending(struct tpf_state *st, const char
 	sn->status = TPF_NODE_PENDING;
 	xstrset(&sn->id, NULL);
 	xstrset(&sn->delete_sent_at, NULL);
+	xstrset(&sn->elastic_slices, NULL); /* a new generation runs on every slice */
 	sn->generation = gen;
 	tpf_recipe_copy(&sn->recipe, r);
 	tpf_job_copy(&sn->job, job);
@@ -364,4 +366,46 @@ int tpf_state_record_checkpoint(struct tpf_state *st, const char *name, const ch
 	sn->last_checkpoint = xstrndup(ck, n);
 	xstrset(&sn->checkpoint_at, at);
 	return 1;
+}
+
+void tpf_state_record_elastic(struct tpf_state *st, const char *name, const char *running)
+{
+	struct tpf_state_node *sn = tpf_state_find(st, name);
+	if (sn)
+		xstrset(&sn->elastic_slices, running);
+}
+
+/* 1 if slice k is in the list "0,2" (state.h elastic_slices). */
+static int slice_listed(const char *list, int k)
+{
+	for (const char *s = list; s && *s;) {
+		char *end;
+		long v = strtol(s, &end, 10);
+		if (end == s)
+			return 0;
+		if (v == k)
+			return 1;
+		s = *end == ',' ? end + 1 : end;
+	}
+	return 0;
+}
+
+void tpf_state_record_slices_made(struct tpf_state *st, const char *name)
+{
+	struct tpf_state_node *sn = tpf_state_find(st, name);
+	if (!sn)
+		return;
+	xstrset(&sn->refused, NULL); /* a zone took them */
+	xstrset(&sn->retry_after, NULL);
+	int per = tpf_recipe_slice_workers(&sn->recipe);
+	for (size_t i = 0; sn->elastic_slices && i < sn->nworkers; i++) {
+		struct tpf_state_worker *w = &sn->workers[i];
+		if (slice_listed(sn->elastic_slices, w->index / per))
+			continue;
+		int index = w->index, restarts = w->restarts;
+		tpf_state_worker_forget(w);
+		w->index = index;
+		w->restarts = restarts;
+		w->exit_code = -1;
+	}
 }

@@ -58,6 +58,7 @@ json_t *tpf_state_node_to_json(const struct tpf_state_node *n)
 	tpf_json_set_str_kept(o, "refused", n->refused);
 	tpf_json_set_str_kept(o, "retry_after", n->retry_after);
 	tpf_json_set_str_kept(o, "delete_sent_at", n->delete_sent_at);
+	tpf_json_set_str_kept(o, "elastic_slices", n->elastic_slices);
 	json_object_set_new(o, "recipe", tpf_recipe_to_json(&n->recipe));
 	json_object_set_new(o, "job", tpf_job_to_json(&n->job));
 	json_t *ws = json_array();

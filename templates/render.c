@@ -150,6 +150,8 @@ char *tpf_bootstrap_render_head(const struct tpf_bootstrap_params *p)
 	add_assign(&b, 1, "TPUFORM_COMMIT", p->commit);
 	add_assign(&b, 1, "TPUFORM_COORDINATOR", p->coordinator);
 	add_slices(&b, p);
+	if (p->elastic)
+		add_assign(&b, 1, "TPUFORM_ELASTIC", p->elastic);
 	if (p->slice_hostnames) {
 		char id[32];
 		snprintf(id, sizeof(id), "%d", p->slice_worker);

@@ -48,6 +48,11 @@ struct tpf_bootstrap_params {
 	 * byte for byte what they were. */
 	int slice;
 	int nslices;
+	/* TPUFORM_ELASTIC (issue 30; docs/recovery.md "Elastic slices"): the
+	 * slices the job runs on and the slices declared, "2/3", exported
+	 * after the slice variables; NULL (groups without `elastic`): not
+	 * written, so their scripts stay byte for byte what they were. */
+	const char *elastic;
 	/* "sha256:..." of the secrets env file uploaded next to the script,
 	 * may be NULL. Rendered (not exported) so that a changed secret
 	 * changes the script's hash and `start` restarts the job. */

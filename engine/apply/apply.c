@@ -1,7 +1,7 @@
 /*
  * The executor. See engine/apply/apply.h for the rules it keeps; its parts are
  * listed in engine/apply/apply_internal.h. This file runs the phases and the
- * update, restart, wait and delete actions.
+ * update, restart (engine/apply/apply_update.c), wait and delete actions.
  *
  * Concurrency: node actions run on a pool (util/pool.h); workers of one
  * node are provisioned on a pool of their own. The state (and the recap)
@@ -148,97 +148,6 @@ static int record_completed(struct exec *x, const struct tpf_action *a)
 
 /* ---- updates, waits ---------------------------------------------------------- */
 
-/* Make sure the state has the node (adoption) and the desired job. */
-static int record_node(struct exec *x, const struct tpf_action *a, const struct tpf_live_node *ln)
-{
-	const struct tpf_desired_node *dn = a->desired;
-	pthread_mutex_lock(x->mu);
-	tpf_state_record_running(x->st, dn->name, dn->group, dn->index, ln, &dn->recipe, &dn->job);
-	int rc = apply_save_locked(x);
-	pthread_mutex_unlock(x->mu);
-	return rc;
-}
-
-/*
- * A restart is a new attempt: TPUFORM_RETRY goes up (docs/design.md
- * section 5). A unit of several workers (a->gang) counts one restart of
- * the unit: every worker gets the unit's count (the most any had) + 1, so
- * they all start with the same TPUFORM_RETRY; otherwise each listed
- * worker's own count goes up. The time is kept for the restart backoff
- * (and set again once the new jobs started: stamp_restart).
- */
-static int count_restart(struct exec *x, const struct tpf_action *a)
-{
-	char now[40];
-	tpf_rfc3339(tpf_now_wall(), now, sizeof(now));
-	pthread_mutex_lock(x->mu);
-	tpf_state_count_restart(x->st, a->node, a->workers, a->nworkers, a->gang, now);
-	int rc = apply_save_locked(x);
-	pthread_mutex_unlock(x->mu);
-	return rc;
-}
-
-/* Record now as the listed workers' last restart. */
-static void stamp_restart(struct exec *x, const struct tpf_action *a)
-{
-	char now[40];
-	tpf_rfc3339(tpf_now_wall(), now, sizeof(now));
-	pthread_mutex_lock(x->mu);
-	tpf_state_stamp_restart(x->st, a->node, a->workers, a->nworkers, now);
-	apply_save_locked(x);
-	pthread_mutex_unlock(x->mu);
-}
-
-static int exec_update(struct exec *x, size_t ai, const struct tpf_live_node *ln, int force)
-{
-	const struct tpf_action *a = &x->p->actions[ai];
-	const struct tpf_desired_node *dn = a->desired;
-	enum tpf_event_kind started = force ? TPF_EVENT_RESTARTING : TPF_EVENT_UPDATING;
-	apply_fl_begin(x, ai, started, a->id);
-	int rc = record_node(x, a, ln);
-	if (!rc && (a->update_labels || a->patch)) {
-		/* One nodes.patch for labels and the other patchable fields. */
-		unsigned fields = (a->update_labels ? TPF_PATCH_LABELS : 0) | a->patch;
-		rc = x->prov->ops->patch
-			     ? x->prov->ops->patch(x->prov, a->zone, a->node, &dn->recipe, fields, x->d)
-			     : x->prov->ops->set_labels(x->prov, a->zone, a->node, &dn->recipe.labels,
-							x->d);
-		if (!rc) {
-			pthread_mutex_lock(x->mu);
-			tpf_state_record_patched(x->st, a->node, &dn->recipe.labels,
-						 a->patch ? &dn->recipe.node : NULL);
-			rc = apply_save_locked(x);
-			pthread_mutex_unlock(x->mu);
-		}
-	}
-	if (!rc && force)
-		rc = count_restart(x, a);
-	int failed = 0;
-	/* A unit of several workers (a->gang) is stopped as a whole before any
-	 * of it starts again: a worker that started early would meet the old
-	 * job of another in its collectives, or read a checkpoint that one is
-	 * still writing on SIGTERM. */
-	if (!rc && force && a->gang)
-		apply_stop_workers(x, a->node, ln, a->workers, a->nworkers, "restarted");
-	if (!rc)
-		failed = apply_provision_workers(x, a->node, ln, a->workers, a->nworkers, force);
-	if (!rc && force)
-		stamp_restart(x, a); /* the backoff runs from the new jobs' start */
-	double el = apply_fl_end(x, ai);
-	if (rc || failed) {
-		apply_emit(x, TPF_EVENT_FAILED, started, a->node, a->id, el, NULL);
-		return rc ? rc : TPF_ERROR;
-	}
-	struct tpf_event ev = TPF_EVENT_INIT(force ? TPF_EVENT_RESTARTED : TPF_EVENT_UPDATED);
-	ev.action = started;
-	ev.node = a->node;
-	ev.id = a->id;
-	ev.elapsed = el;
-	ev.workers = force ? (int)a->nworkers : -1;
-	apply_emit_event(x, &ev);
-	return 0;
-}
-
 /* Sleep `seconds` in steps of at most 0.2 s; TPF_EINTERRUPTED as soon as
  * the interrupt flag is seen. */
 static int nap(struct exec *x, double seconds)
@@ -341,6 +250,11 @@ static int exec_action(struct exec *x, size_t ai)
 	const struct tpf_action *a = &x->p->actions[ai];
 	const struct tpf_live_node *ln = tpf_live_set_find(x->live, a->node);
 	int rc = 0;
+	if (a->elastic) { /* plan.h TPF_ELASTIC_*: engine/apply/apply_elastic.c */
+		if (a->elastic == TPF_ELASTIC_SHRINK)
+			count_preemption(x, a);
+		return apply_exec_elastic(x, ai, ln);
+	}
 	switch (a->kind) {
 	case TPF_ACT_DELETE:
 		disrupt_planned(x, a, ln);
@@ -388,7 +302,7 @@ static int exec_action(struct exec *x, size_t ai)
 		return rc;
 	case TPF_ACT_UPDATE:
 	case TPF_ACT_RESTART:
-		rc = exec_update(x, ai, ln, a->kind == TPF_ACT_RESTART);
+		rc = apply_exec_update(x, ai, ln, a->kind == TPF_ACT_RESTART);
 		break;
 	case TPF_ACT_WAIT: {
 		struct tpf_live_node fresh;
@@ -397,7 +311,7 @@ static int exec_action(struct exec *x, size_t ai)
 		rc = wait_ready(x, a, &fresh);
 		double el = apply_fl_end(x, ai);
 		if (!rc)
-			rc = exec_update(x, ai, &fresh, 0);
+			rc = apply_exec_update(x, ai, &fresh, 0);
 		else if (rc == TPF_EINTERRUPTED)
 			apply_emit(x, TPF_EVENT_INTERRUPTED, TPF_EVENT_WAITING, a->node, a->id, el,
 			     "interrupted: stopped waiting for READY; the next plan waits again");

@@ -29,7 +29,15 @@ struct create_try {
 	struct tpf_buf why;
 	double retry_at;         /* monotonic: the first backoff to end among them; 0: none */
 	int waiting;             /* created, waiting for capacity (flex-start, queued) */
+	/* An elastic background create (plan.h TPF_ELASTIC_SHRINK, _RECREATE):
+	 * the node's record is left as it is; nothing is provisioned. */
+	int background;
 };
+
+static int is_background(const struct tpf_action *a)
+{
+	return a->elastic == TPF_ELASTIC_SHRINK || a->elastic == TPF_ELASTIC_RECREATE;
+}
 
 /* Why a zone took no node, after "zone Z ". */
 static const char *refusal_words(int rc)
@@ -223,8 +231,10 @@ static int create_deferred(struct exec *x, const struct tpf_action *a,
 {
 	pthread_mutex_lock(x->mu);
 	/* Nothing exists. A node with history stays pending so that its
-	 * generation (the job's TPUFORM_RETRY) survives the wait. */
-	tpf_state_record_not_created(x->st, dn->name, 0, 1);
+	 * generation (the job's TPUFORM_RETRY) survives the wait; an elastic
+	 * node's job runs on: it stays created. */
+	if (!ct->background)
+		tpf_state_record_not_created(x->st, dn->name, 0, 1);
 	record_refusal(x, dn, ct);
 	apply_save_locked(x);
 	pthread_mutex_unlock(x->mu);
@@ -273,7 +283,8 @@ static int create_failed(struct exec *x, const struct tpf_action *a,
 	 * nothing exists. Otherwise a request may have left a node. */
 	int nothing = !ct->tried || ct->only_zone_errors;
 	pthread_mutex_lock(x->mu);
-	tpf_state_record_not_created(x->st, dn->name, !nothing, nothing);
+	if (!nothing || !ct->background) /* elastic: the job runs on */
+		tpf_state_record_not_created(x->st, dn->name, !nothing, nothing);
 	if (nothing)
 		record_refusal(x, dn, ct);
 	apply_save_locked(x);
@@ -315,7 +326,10 @@ static int create_done(struct exec *x, const struct tpf_desired_node *dn, struct
 	char when[32];
 	tpf_rfc3339(tpf_now_wall(), when, sizeof(when));
 	pthread_mutex_lock(x->mu);
-	tpf_state_record_created(x->st, dn->name, ln->id, when);
+	if (ct->background) /* the lost slices' workers are new VMs */
+		tpf_state_record_slices_made(x->st, dn->name);
+	else
+		tpf_state_record_created(x->st, dn->name, ln->id, when);
 	int rc = apply_save_locked(x);
 	pthread_mutex_unlock(x->mu);
 
@@ -366,7 +380,9 @@ static int create_done(struct exec *x, const struct tpf_desired_node *dn, struct
 		ev.recipe = &dn->recipe;
 		apply_emit_event(x, &ev);
 		int *ws = apply_all_workers(dn->recipe.workers);
-		failed = apply_provision_workers(x, dn->name, ln, ws, (size_t)dn->recipe.workers, 0);
+		if (!ct->background) /* elastic: a later plan grows the job */
+			failed = apply_provision_workers(x, dn->name, ln, ws,
+							 (size_t)dn->recipe.workers, 0);
 		free(ws);
 	}
 	return rc ? rc : failed ? TPF_ERROR : 0;
@@ -375,10 +391,12 @@ static int create_done(struct exec *x, const struct tpf_desired_node *dn, struct
 int apply_exec_create(struct exec *x, size_t ai)
 {
 	const struct tpf_desired_node *dn = x->p->actions[ai].desired;
-	int rc = record_pending(x, dn);
+	int bg = is_background(&x->p->actions[ai]);
+	int rc = bg ? 0 : record_pending(x, dn);
 	if (rc)
 		return rc;
-	struct create_try ct = { .zd = TPF_DIAGS_INIT, .only_zone_errors = 1, .why = TPF_BUF_INIT };
+	struct create_try ct = { .zd = TPF_DIAGS_INIT, .only_zone_errors = 1, .why = TPF_BUF_INIT,
+				 .background = bg };
 	tpf_recipe_copy(&ct.r, &dn->recipe);
 	/* Labelled with the lineage of the state it is recorded in, not the
 	 * plan's: a plan saved from a blank state was made with a lineage that

@@ -111,7 +111,24 @@ void apply_stop_workers(struct exec *x, const char *name, const struct tpf_live_
 			const int *workers, size_t nworkers, const char *reason);
 
 /* Carry out create action ai (engine/apply/apply_create.c): 0, TPF_EDEFERRED,
- * TPF_EINTERRUPTED, or an error with diagnostics. */
+ * TPF_EINTERRUPTED, or an error with diagnostics. For an elastic action
+ * (plan.h TPF_ELASTIC_SHRINK, _RECREATE) the create is a background one:
+ * the node stays recorded as it is (created, same generation) whatever
+ * becomes of the create, which remakes only its lost slices and
+ * provisions no worker; once made, the workers of those slices are
+ * forgotten (new VMs: new host keys) and a later plan grows the job. */
 int apply_exec_create(struct exec *x, size_t ai);
+
+/* An update (force 0) or restart (force 1) of action ai's workers, live as
+ * ln (engine/apply/apply.c): recorded, stopped as a unit when a->gang,
+ * provisioned. 0 or an error. */
+int apply_exec_update(struct exec *x, size_t ai, const struct tpf_live_node *ln, int force);
+
+/* Carry out an elastic action (plan.h TPF_ELASTIC_*; engine/apply/
+ * apply_elastic.c): shrink (record the running slices, restart their
+ * workers, then the background create), recreate (the background create)
+ * or grow (tell the jobs with grow: checkpoint, record every slice
+ * running, restart every worker). 0, TPF_EDEFERRED, or an error. */
+int apply_exec_elastic(struct exec *x, size_t ai, const struct tpf_live_node *ln);
 
 #endif

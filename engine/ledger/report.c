@@ -54,6 +54,7 @@ struct billed {
 	 * and apply both saw it) is the same loss, counted once. */
 	int lost;
 	double last_t;          /* its last line's time: a later read must not go back */
+	double missing;         /* elastic: the share of its chips on missing slices */
 };
 
 struct rec {
@@ -188,11 +189,11 @@ static void accrue(struct calc *c, struct billed *u, double t)
 		if (to > from) {
 			struct tpf_report_row *row = &c->r->rows[u->row];
 			double ch = (to - from) * u->chips / 3600.0;
-			row->chip_hours[bucket_of[u->ph]] += ch;
+			tpf_report_split(row, bucket_of[u->ph], ch, u->missing);
 			row->node_hours += (to - from) / 3600.0;
 			ml_accrue(row, u, from, to);
 			if (u->ph == PH_RUNNING) {
-				u->good_since_ckpt += ch;
+				u->good_since_ckpt += ch * (1 - u->missing);
 				u->good_secs_since_ckpt += to - from;
 			}
 		}
@@ -328,6 +329,25 @@ static void worker_job(struct calc *c, struct billed *u, int kind, long w, doubl
 		set_phase(u, PH_IDLE, t);
 }
 
+/* An elastic node's job runs again on some of its slices (`shrunk`), or
+ * on all of them (`grown`): every worker that is left runs; the missing
+ * slices' share is waiting_for_capacity until it grows. */
+static void resized(struct calc *c, struct billed *u, int kind, json_t *o, double t)
+{
+	u->missing = kind == TPF_EVENT_SHRUNK ? tpf_report_missing_share(num(o, "workers", -1),
+									  u->vms) : 0;
+	if (u->ph < PH_PROVISIONING)
+		start_billing(c, u, t, t);
+	if (u->vms > 0)
+		memset(u->running, 1, (size_t)u->vms);
+	if (u->ph != PH_IDLE)
+		set_phase(u, PH_RUNNING, t);
+	if (u->lost_at >= 0) {
+		recovered(c, u, t);
+		u->lost_at = -1;
+	}
+}
+
 /* One line of the node's life, at time t (accrued up to t first). */
 static void replay(struct calc *c, struct billed *u, int kind, json_t *o, double t)
 {
@@ -402,6 +422,10 @@ static void replay(struct calc *c, struct billed *u, int kind, json_t *o, double
 			memset(u->running, 1, (size_t)u->vms);
 		if (u->ph == PH_RESTART || u->ph == PH_STALLED)
 			set_phase(u, PH_RUNNING, t);
+		break;
+	case TPF_EVENT_SHRUNK:
+	case TPF_EVENT_GROWN:
+		resized(c, u, kind, o, t);
 		break;
 	case TPF_EVENT_PREFLIGHT_FAILED:
 		if (u->row != (size_t)-1 && t >= c->r->since)

@@ -17,7 +17,10 @@
  *   stalled      from the restart of a stalled job until it runs again;
  *   preempted    work lost to a preemption: the goodput since the last
  *                checkpoint the job reported, when it reports them;
- *   idle         after a worker's job finished, until the delete.
+ *   idle         after a worker's job finished, until the delete;
+ *   waiting_for_capacity  an elastic node's missing slices while its job
+ *                runs on the others (a `shrunk` line to its `grown` line:
+ *                engine/ledger/report_elastic.c).
  * so goodput + badput = billed, by construction.
  */
 #ifndef TPF_ENGINE_REPORT_H
@@ -34,10 +37,15 @@ enum tpf_report_bucket {
 	TPF_RB_STALLED,
 	TPF_RB_PREEMPTED,
 	TPF_RB_IDLE,
+	/* elastic slices (docs/recovery.md): the chips of a shrunk node's
+	 * missing slices while the job runs on the others; in the output only
+	 * when not zero, so reports of other fleets read as before */
+	TPF_RB_WAITING_CAPACITY,
 	TPF_RB_N
 };
 
-/* "goodput", "setup", "restart", "stalled", "preempted", "idle" (static). */
+/* "goodput", "setup", "restart", "stalled", "preempted", "idle",
+ * "waiting_for_capacity" (static). */
 const char *tpf_report_bucket_name(enum tpf_report_bucket b);
 
 /* One price (engine/ledger/prices.c): USD per chip-hour of a chip generation in a
@@ -163,6 +171,18 @@ struct tpf_report_row {
 	long preflight_failures, bad_hosts;
 	const struct tpf_price *price; /* NULL: no price known */
 };
+
+/*
+ * Elastic slices (engine/ledger/report_elastic.c):
+ * tpf_report_missing_share: the share of a node's chips on missing slices
+ * from a `shrunk` line's workers (those that run) and the node's VMs: 1 -
+ * workers/vms, 0 when it says nothing usable;
+ * tpf_report_split: chip_hours of bucket b into row, `missing` of them in
+ * waiting_for_capacity instead (and, of goodput, in Google's OTHER).
+ */
+double tpf_report_missing_share(long workers, int vms);
+void tpf_report_split(struct tpf_report_row *row, enum tpf_report_bucket b, double chip_hours,
+		      double missing);
 
 struct tpf_report {
 	double since, until;  /* the window, wall seconds */

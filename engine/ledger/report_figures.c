@@ -17,8 +17,9 @@ const char *tpf_report_phase_name(enum tpf_report_phase p)
 
 const char *tpf_report_bucket_name(enum tpf_report_bucket b)
 {
-	static const char *const names[] = { "goodput", "setup", "restart",
-					     "stalled", "preempted", "idle" };
+	static const char *const names[] = { "goodput",	  "setup", "restart",
+					     "stalled",	  "preempted", "idle",
+					     "waiting_for_capacity" };
 	return (unsigned)b < TPF_RB_N ? names[b] : "";
 }
 

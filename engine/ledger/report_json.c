@@ -43,7 +43,8 @@ static json_t *row_json(const struct tpf_report_row *row)
 	json_object_set_new(o, "billed_chip_hours", hours(billed));
 	json_t *by = json_object();
 	for (int b = 0; b < TPF_RB_N; b++)
-		json_object_set_new(by, tpf_report_bucket_name(b), hours(row->chip_hours[b]));
+		if (b != TPF_RB_WAITING_CAPACITY || row->chip_hours[b] > 0)
+			json_object_set_new(by, tpf_report_bucket_name(b), hours(row->chip_hours[b]));
 	json_object_set_new(o, "chip_hours", by);
 	json_object_set_new(o, "goodput", billed > 0 ? json_real(row->chip_hours[TPF_RB_GOODPUT] / billed)
 						    : json_null());
@@ -120,6 +121,8 @@ static json_t *totals_json(const struct tpf_report *r, const struct totals *t)
 	json_t *bad = json_object();
 	double badsum = 0;
 	for (int b = TPF_RB_GOODPUT + 1; b < TPF_RB_N; b++) {
+		if (b == TPF_RB_WAITING_CAPACITY && t->by[b] <= 0)
+			continue; /* elastic only */
 		json_object_set_new(bad, tpf_report_bucket_name(b), hours(t->by[b]));
 		badsum += t->by[b];
 	}

@@ -8,6 +8,7 @@
 #include "engine/workers/provision.h"
 #include "engine/pipeline/refresh.h"
 #include "model/node_state.h"
+#include "plan/elastic.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -144,6 +145,16 @@ void tpf_show_row(const struct tpf_pipeline *s, const struct tpf_state_node *sn,
 			r->restarts = sn->workers[w].restarts;
 	r->preemptions = sn->preemptions;
 	r->dead = tpf_show_dead_reason(s, sn);
+	if (sn->elastic_slices && tpf_recipe_slices(&sn->recipe) > 1) {
+		unsigned char *on = xcalloc((size_t)tpf_recipe_slices(&sn->recipe), 1);
+		r->declared = tpf_recipe_slices(&sn->recipe);
+		r->running = tpf_elastic_running(sn->elastic_slices, r->declared, on);
+		free(on);
+		if (r->running > 0)
+			r->dead = NULL; /* the job runs on the slices left */
+		else
+			r->running = r->declared = 0;
+	}
 	const char *outcome = tpf_node_outcome(&s->fleet, sn, &s->facts, now);
 	if (r->dead)
 		snprintf(r->job, sizeof(r->job), "unknown: %s", r->dead);
@@ -158,6 +169,10 @@ void tpf_show_row(const struct tpf_pipeline *s, const struct tpf_state_node *sn,
 		r->up = tmp.up;
 		r->last_log = tmp.last_log;
 	}
+	size_t len = strlen(r->job);
+	if (r->running)
+		snprintf(r->job + len, sizeof(r->job) - len, " on %d/%d slices", r->running,
+			 r->declared);
 }
 
 const char *tpf_show_suggest_node(const struct tpf_pipeline *s, const char *name)

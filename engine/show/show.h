@@ -36,6 +36,11 @@ struct tpf_show_row {
 	 * with a ?: not probed now); "-": never provisioned. */
 	char job[64];
 	const char *last_log;  /* the first worker's last log line that answered; NULL: none */
+	/* Elastic slices (docs/recovery.md): a job running on `running` of
+	 * its `declared` slices (state elastic_slices), job then ends with
+	 * " on 2/3 slices" and the node's lost slices do not make its workers
+	 * unknown; 0 and 0 otherwise. */
+	int running, declared;
 	/* A node with no VM now (refreshed, never created or its create
 	 * refused): why, for the LAST LOG LINE column: "not created: zone Z
 	 * is out of capacity, retry after 14:40:12 UTC" (the state's note,

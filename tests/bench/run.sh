@@ -138,6 +138,9 @@ M='(met|MISSED)' # the verdict on an aim (tests/bench/lib.sh bench_aim)
 bench compute_bench "" "" "8 2" \
 	"^refresh\+plan of [0-9]+ slices \([0-9]+ instances\) in [0-9]+ zones: [0-9.]+ s wall.*\[aim: < 0.7 s: $M, < 150 MB: $M\]" \
 	"HTTP requests: [0-9]+ = .*\[aim: 0 other \(no per-node request\): $M\]"
+bench elastic_bench "60 5" "" "10 2" \
+	"^goodput without elastic, stockout of [0-9]+ s: [0-9]+% of the slice-time declared" \
+	"^goodput with elastic \(min_slices 2\), stockout of [0-9]+ s: [0-9]+% of the slice-time declared"
 bench failover_bench "" "" "1 3 1" \
 	"^takeover \(kill -> standby holds the lease\): +min [0-9.]+ s" \
 	"^heal .*: +min [0-9.]+ s, median [0-9.]+ s, max [0-9.]+ s +\[aim: max <= lease TTL \+ one interval = [0-9]+ s: $M\]"

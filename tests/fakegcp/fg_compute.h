@@ -35,7 +35,7 @@ struct ce_world {
 	json_t *rp;       /* "REGION" -> name -> ResourcePolicy */
 	json_t *ops;      /* "zones/Z" | "regions/R" | "global" -> name -> Operation */
 	json_t *req_ids;  /* requestId -> {"scope", "name"} of its operation */
-	json_t *stockout; /* "ZONE" -> "on" | "details" */
+	json_t *stockout; /* "ZONE" or "ZONE/MACHINE_TYPE" -> "on" | "details" */
 	json_t *quota;    /* "REGION" -> {"limit": chips, "mode": "sync"|"operation"} */
 	json_t *flex_ok;  /* "ZONE" -> true: flex-start capacity granted */
 	json_t *unreach;  /* "ZONE" -> true: the zone's backend cannot be reached */
@@ -199,6 +199,10 @@ int ce_instance_preempt(const char *zone, const char *name, const char **why);
  * zone now meets (quota, else stockout unless flex: flex-start waits
  * instead), or NULL; *http its status, *sync 1 when the quota hook wants a
  * synchronous 403 rather than a failed operation. */
+/* The stockout ("on", "details") holding machine type mtype in zone: the
+ * zone's own, else the one of that machine type there; NULL when none
+ * (fg_compute_admin.c; each lasts until the admin clears it). */
+const char *ce_stockout_of(const char *zone, const char *mtype);
 json_t *ce_capacity_error(const char *zone, const struct ce_mtype *mt, int count, int flex,
 			  int *http, int *sync);
 /* 1 if s is a valid resource name ([a-z]([-a-z0-9]{0,61}[a-z0-9])?). */

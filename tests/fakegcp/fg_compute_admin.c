@@ -93,6 +93,45 @@ static void settle(void)
 	}
 }
 
+/* The key of a stockout in ce.stockout: the zone for every machine type,
+ * "ZONE/MACHINE_TYPE" for one. Caller frees. */
+static char *stockout_key(const char *zone, const char *mtype)
+{
+	return mtype ? xasprintf("%s/%s", zone, mtype) : xstrdup(zone);
+}
+
+const char *ce_stockout_of(const char *zone, const char *mtype)
+{
+	char *key = stockout_key(zone, mtype);
+	const char *so = json_string_value(json_object_get(ce.stockout, zone));
+	if (!so)
+		so = json_string_value(json_object_get(ce.stockout, key));
+	free(key);
+	return so;
+}
+
+/* zones/ZONE:stockout?value=on|details|off[&machine_type=T]: lasts until
+ * value=off clears it (for that machine type, or the zone's). */
+static void stockout(struct fg_req *r, const char *zone, const char *v)
+{
+	const char *mtype = arg(r, "machine_type");
+	if (!v || (strcmp(v, "on") && strcmp(v, "details") && strcmp(v, "off"))) {
+		bad(r, "expected ?value=on|details|off[&machine_type=T]");
+		return;
+	}
+	if (mtype && !ce_mtype(mtype)) {
+		bad(r, "no such machine type");
+		return;
+	}
+	char *key = stockout_key(zone, mtype);
+	if (!strcmp(v, "off"))
+		json_object_del(ce.stockout, key);
+	else
+		json_object_set_new(ce.stockout, key, json_string(v));
+	free(key);
+	ok(r);
+}
+
 static void zone_action(struct fg_req *r, const char *zone, const char *action)
 {
 	const char *v = arg(r, "value");
@@ -100,13 +139,7 @@ static void zone_action(struct fg_req *r, const char *zone, const char *action)
 	if (!ce_zone_ok(zone)) {
 		bad(r, "no such zone");
 	} else if (!strcmp(action, "stockout")) {
-		if (!v || (strcmp(v, "on") && strcmp(v, "details") && strcmp(v, "off")))
-			{ bad(r, "expected ?value=on|details|off"); return; }
-		if (!strcmp(v, "off"))
-			json_object_del(ce.stockout, zone);
-		else
-			json_object_set_new(ce.stockout, zone, json_string(v));
-		ok(r);
+		stockout(r, zone, v);
 	} else if (!strcmp(action, "flex")) {
 		if (!v || (strcmp(v, "grant") && strcmp(v, "off")))
 			{ bad(r, "expected ?value=grant|off"); return; }

@@ -269,7 +269,7 @@ static long chips_in_region(const char *region)
 json_t *ce_capacity_error(const char *zone, const struct ce_mtype *mt, int count, int flex,
 			  int *http, int *sync)
 {
-	const char *so = json_string_value(json_object_get(ce.stockout, zone));
+	const char *so = ce_stockout_of(zone, mt->name);
 	char *region = ce_region_of(zone);
 	json_t *q = json_object_get(ce.quota, region), *out = NULL;
 

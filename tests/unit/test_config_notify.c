@@ -85,7 +85,8 @@ static void test_notify__refused(void)
 		{ "notify: { webhook: https://x.example/h, events: completed }\n",
 		  "fleet.yaml:6:49: 'events' must be a list of events from: preempted, replaced, "
 		  "job_failed, job_succeeded, stalled, restarts_exhausted, quota_deferred, completed, "
-		  "preflight_failed, bad_host, maintenance, budget_reached, got 'completed'" },
+		  "preflight_failed, bad_host, maintenance, budget_reached, shrunk, grown, got "
+		  "'completed'" },
 		{ "notify: { webhook: https://x.example/h, payload: slack }\n",
 		  "fleet.yaml:6:50: 'payload' must be full or text, got 'slack'" },
 		{ "notify: https://x.example/h\n",

@@ -76,6 +76,8 @@ static const struct want wants[] = {
 	{ TPF_EVENT_PLANNED, "planned", NULL, NULL },
 	{ TPF_EVENT_MAINTENANCE, "maintenance", "maintenance", "maintenance" },
 	{ TPF_EVENT_BUDGET_REACHED, "budget_reached", NULL, "budget_reached" },
+	{ TPF_EVENT_SHRUNK, "shrunk", "shrunk", "shrunk" },
+	{ TPF_EVENT_GROWN, "grown", "grown", "grown" },
 };
 
 _Static_assert(sizeof(wants) / sizeof(wants[0]) == TPF_EVENT_NKINDS,

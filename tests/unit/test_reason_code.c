@@ -33,6 +33,7 @@ static const struct want wants[] = {
 	{ TPF_REASON_FLEX_WAIT, "flex_wait", NULL, 0, 0 },
 	{ TPF_REASON_FOUND, "found", NULL, 0, 0 },
 	{ TPF_REASON_GONE, "gone", NULL, 0, 0 },
+	{ TPF_REASON_GROW, "grow", NULL, 0, 0 },
 	{ TPF_REASON_INTERRUPTED, "interrupted", NULL, 0, 0 },
 	{ TPF_REASON_JOB, "job", NULL, 0, 0 },
 	{ TPF_REASON_LABELS, "labels", NULL, 0, 0 },

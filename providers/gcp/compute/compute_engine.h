@@ -368,7 +368,9 @@ int tpf_compute_mig_unit(json_t *mig, char **unit, int *index, int *nslices);
  * Multislice node `unit` from its n slices sl[0..n) (slice nodes as
  * tpf_compute_slice_parse made them; a name NULL: that slice is gone):
  * id and recipe from the first slice that exists, slices n, workers every
- * slice's, endpoints slice by slice (the workers' order); state READY when
+ * slice's, endpoints slice by slice (the workers' order; while a slice is
+ * lost, exactly each slice's workers' places, a lost one's without an
+ * address, so that worker w is endpoint w); state READY when
  * every slice is; when some are lost (dead or gone), PREEMPTED if one of
  * them is, else TERMINATED, with lost_slices naming them; else CREATING.
  * 0, or -1 when no slice exists.

@@ -89,14 +89,24 @@ int tpf_compute_unit_merge(const char *unit, struct tpf_live_node *sl, int n,
 	out->recipe.slices = n;
 	out->recipe.workers = first->recipe.workers * n; /* every slice alike */
 	out->state = xstrdup(unit_state(sl, n, &out->lost_slices));
+	/* With a slice lost, each slice takes exactly its workers' places (a
+	 * lost one's without an address), so that worker w of a running slice
+	 * is endpoint w: the elastic job runs there (plan/elastic.h). */
+	size_t per = (size_t)(first->recipe.workers > 0 ? first->recipe.workers : 1);
+	if (out->lost_slices)
+		nend = per * (size_t)n;
 	out->endpoints = nend ? xcalloc(nend, sizeof(*out->endpoints)) : NULL;
-	for (int k = 0; k < n; k++) /* workers slice by slice */
-		for (size_t i = 0; sl[k].name && i < sl[k].nendpoints; i++) {
+	for (int k = 0; k < n; k++) { /* workers slice by slice */
+		size_t i = 0;
+		for (; sl[k].name && i < sl[k].nendpoints && (!out->lost_slices || i < per); i++) {
 			struct tpf_endpoint *e = &out->endpoints[out->nendpoints++];
 			e->ip = xstrdup(sl[k].endpoints[i].ip);
 			e->external_ip = xstrdup(sl[k].endpoints[i].external_ip);
 			e->port = sl[k].endpoints[i].port;
 		}
+		for (; out->lost_slices && i < per; i++)
+			out->nendpoints++; /* zeroed: no address */
+	}
 	return 0;
 }
 
