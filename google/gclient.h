@@ -27,6 +27,13 @@ struct tpf_gclient {
 int tpf_gclient_open(struct tpf_gclient *c, const char *endpoint,
 		     const struct tpf_gcp_auth_config *auth, tpf_gapi_hint_fn hint,
 		     struct tpf_diags *d);
+/*
+ * The same without credentials: no token is asked for or sent (an API
+ * that takes an API key in the URL instead, google/billing.h); c->auth
+ * stays NULL.
+ */
+int tpf_gclient_open_anonymous(struct tpf_gclient *c, const char *endpoint,
+			       tpf_gapi_hint_fn hint, struct tpf_diags *d);
 /* Zeroed ok. */
 void tpf_gclient_close(struct tpf_gclient *c);
 
