@@ -138,7 +138,7 @@ static void add_rows(json_t *rows, json_t *sku, const struct tpf_sku_price *m)
 		if (!region)
 			continue;
 		json_t *was = row_for(rows, m, region);
-		if (was && (json_is_false(json_object_get(was, "pod")) || !m->pod))
+		if (was && (json_is_false(json_object_get(was, "pod")) || m->pod))
 			continue; /* the first SKU, or a device's over a Pod's */
 		json_t *row = json_pack("{s:s,s:s,s:s,s:f,s:s?,s:s?,s:b}", "chip", m->chip, "class",
 					m->class, "region", region, "usd_per_chip_hour",
