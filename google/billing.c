@@ -4,7 +4,6 @@
  */
 #include "google/billing.h"
 #include "google/gclient.h"
-#include "google/gcp_endpoint.h"
 #include "google/gcp_errors.h"
 #include "google/gcp_http.h"
 #include "util/xalloc.h"
@@ -37,15 +36,11 @@ int tpf_billing_open(struct tpf_billing **out, const struct tpf_gcp_auth_config 
 {
 	struct tpf_billing *b = xcalloc(1, sizeof(*b));
 	*out = NULL;
-	const char *url = getenv("TPUFORM_BILLING_ENDPOINT"), *what = "TPUFORM_BILLING_ENDPOINT";
-	if (!url || !*url) {
-		url = TPF_BILLING_DEFAULT_ENDPOINT;
-		what = "Cloud Billing endpoint";
-	}
 	const char *key = getenv("TPUFORM_BILLING_API_KEY");
 	if (key && *key)
 		b->key = tpf_gcp_escape(key);
-	if (tpf_gcp_endpoint_check(url, what, &b->endpoint, d) < 0 ||
+	if (tpf_gclient_endpoint("TPUFORM_BILLING_ENDPOINT", TPF_BILLING_DEFAULT_ENDPOINT,
+				 "Cloud Billing endpoint", &b->endpoint, d) < 0 ||
 	    (b->key ? tpf_gclient_open_anonymous(&b->c, b->endpoint, billing_hint, d)
 		    : tpf_gclient_open(&b->c, b->endpoint, auth, billing_hint, d)) < 0) {
 		tpf_billing_free(b);

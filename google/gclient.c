@@ -3,9 +3,20 @@
  * (google/gclient.h).
  */
 #include "google/gclient.h"
+#include "google/gcp_endpoint.h"
 #include "google/gcp_http.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+int tpf_gclient_endpoint(const char *var, const char *def, const char *what_default, char **out,
+			 struct tpf_diags *d)
+{
+	const char *url = getenv(var);
+	if (url && *url)
+		return tpf_gcp_endpoint_check(url, var, out, d);
+	return tpf_gcp_endpoint_check(def, what_default, out, d);
+}
 
 /* With creds 0: no credentials are opened and no token is sent. */
 static int open_client(struct tpf_gclient *c, const char *endpoint,
