@@ -216,7 +216,7 @@ struct tpf_cmd_ctx {
 extern const struct tpf_cmd tpf_cmd_validate, tpf_cmd_plan, tpf_cmd_apply, tpf_cmd_destroy,
 	tpf_cmd_watch, tpf_cmd_show, tpf_cmd_logs, tpf_cmd_exec, tpf_cmd_ssh, tpf_cmd_state,
 	tpf_cmd_import, tpf_cmd_local, tpf_cmd_version, tpf_cmd_help, tpf_cmd_force_unlock,
-	tpf_cmd_accelerators, tpf_cmd_report, tpf_cmd_cp, tpf_cmd_ssh_config;
+	tpf_cmd_accelerators, tpf_cmd_report, tpf_cmd_prices, tpf_cmd_cp, tpf_cmd_ssh_config;
 
 /* The words after "--" (ctx->rest) joined with single spaces, as ssh(1)
  * joins the words of its command before the remote shell splits them

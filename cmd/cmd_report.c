@@ -4,6 +4,7 @@
  */
 #include "cmd/cmd.h"
 #include "engine/ledger/ledger_writer.h"
+#include "engine/ledger/price_catalog.h"
 #include "engine/ledger/report.h"
 #include "util/outfile.h"
 #include "util/timeutil.h"
@@ -98,8 +99,8 @@ static double num(json_t *o, const char *k)
 
 static void say_rows(json_t *rows)
 {
-	tpf_ui_say("%-16s %-14s %-12s %-5s %12s %8s %6s %9s %11s\n", "GROUP", "ZONE", "CLASS", "CHIP",
-		   "CHIP-HOURS", "GOODPUT", "LOST", "RESTARTS", "EST. USD");
+	tpf_ui_say("%-16s %-14s %-12s %-5s %12s %8s %6s %9s %11s  %s\n", "GROUP", "ZONE", "CLASS",
+		   "CHIP", "CHIP-HOURS", "GOODPUT", "LOST", "RESTARTS", "EST. USD", "PRICE");
 	size_t i;
 	json_t *r;
 	json_array_foreach(rows, i, r) {
@@ -113,11 +114,13 @@ static void say_rows(json_t *rows)
 		const char *zone = json_string_value(json_object_get(r, "zone"));
 		const char *cls = json_string_value(json_object_get(r, "class"));
 		const char *chip = json_string_value(json_object_get(r, "chip"));
-		tpf_ui_say("%-16s %-14s %-12s %-5s %12.3f %8s %6lld %9lld %11s\n", grp ? grp : "-",
+		const char *src = json_string_value(json_object_get(r, "price_source"));
+		tpf_ui_say("%-16s %-14s %-12s %-5s %12.3f %8s %6lld %9lld %11s  %s\n", grp ? grp : "-",
 			   zone ? zone : "-", cls ? cls : "-", chip ? chip : "-",
 			   num(r, "billed_chip_hours"), gp,
 			   (long long)json_integer_value(json_object_get(r, "preemptions")),
-			   (long long)json_integer_value(json_object_get(r, "restarts")), cost);
+			   (long long)json_integer_value(json_object_get(r, "restarts")), cost,
+			   src ? src : "-");
 	}
 }
 
@@ -243,7 +246,7 @@ static int run_report(struct tpf_cmd_ctx *ctx)
 			 "its oldest segments were left out",
 			 TPF_LEDGER_READ_MAX >> 20, dropped);
 	struct tpf_prices prices;
-	tpf_prices_from_fleet(&s->fleet, &prices);
+	tpf_prices_load(&s->fleet, &prices, ctx->d);
 	struct tpf_report r = { .want_spans = report_o.html != NULL };
 	tpf_report_compute_priced(records, since, now, report_o.group, &prices, &r);
 	r.skipped += (long)skipped;

@@ -3,13 +3,25 @@
  * (google/gclient.h).
  */
 #include "google/gclient.h"
+#include "google/gcp_endpoint.h"
 #include "google/gcp_http.h"
 
+#include <stdlib.h>
 #include <string.h>
 
-int tpf_gclient_open(struct tpf_gclient *c, const char *endpoint,
-		     const struct tpf_gcp_auth_config *auth, tpf_gapi_hint_fn hint,
-		     struct tpf_diags *d)
+int tpf_gclient_endpoint(const char *var, const char *def, const char *what_default, char **out,
+			 struct tpf_diags *d)
+{
+	const char *url = getenv(var);
+	if (url && *url)
+		return tpf_gcp_endpoint_check(url, var, out, d);
+	return tpf_gcp_endpoint_check(def, what_default, out, d);
+}
+
+/* With creds 0: no credentials are opened and no token is sent. */
+static int open_client(struct tpf_gclient *c, const char *endpoint,
+		       const struct tpf_gcp_auth_config *auth, int creds, tpf_gapi_hint_fn hint,
+		       struct tpf_diags *d)
 {
 	memset(c, 0, sizeof(*c));
 	if (tpf_gcp_settings_load(&c->s, d) < 0)
@@ -22,20 +34,35 @@ int tpf_gclient_open(struct tpf_gclient *c, const char *endpoint,
 	};
 	struct tpf_gapi_config gc = { .endpoint = endpoint, .settings = &c->s };
 	if (tpf_gcp_http_new(&c->http, &o, d) < 0 ||
-	    tpf_gcp_auth_open(&c->auth, c->http, &c->s, auth, d) < 0)
+	    (creds && tpf_gcp_auth_open(&c->auth, c->http, &c->s, auth, d) < 0))
 		goto fail;
 	gc.http = c->http;
 	if (tpf_gapi_open(&c->api, &gc, d) < 0)
 		goto fail;
-	struct tpf_gapi_creds creds;
-	tpf_gcp_auth_creds(c->auth, &creds);
-	tpf_gapi_set_creds(c->api, &creds);
+	if (creds) {
+		struct tpf_gapi_creds k;
+		tpf_gcp_auth_creds(c->auth, &k);
+		tpf_gapi_set_creds(c->api, &k);
+	}
 	if (hint)
 		tpf_gapi_set_hint(c->api, hint, NULL);
 	return 0;
 fail:
 	tpf_gclient_close(c);
 	return TPF_ERROR;
+}
+
+int tpf_gclient_open(struct tpf_gclient *c, const char *endpoint,
+		     const struct tpf_gcp_auth_config *auth, tpf_gapi_hint_fn hint,
+		     struct tpf_diags *d)
+{
+	return open_client(c, endpoint, auth, 1, hint, d);
+}
+
+int tpf_gclient_open_anonymous(struct tpf_gclient *c, const char *endpoint,
+			       tpf_gapi_hint_fn hint, struct tpf_diags *d)
+{
+	return open_client(c, endpoint, NULL, 0, hint, d);
 }
 
 void tpf_gclient_close(struct tpf_gclient *c)

@@ -27,6 +27,20 @@ struct tpf_gclient {
 int tpf_gclient_open(struct tpf_gclient *c, const char *endpoint,
 		     const struct tpf_gcp_auth_config *auth, tpf_gapi_hint_fn hint,
 		     struct tpf_diags *d);
+/*
+ * The same without credentials: no token is asked for or sent (an API
+ * that takes an API key in the URL instead, google/billing.h); c->auth
+ * stays NULL.
+ */
+int tpf_gclient_open_anonymous(struct tpf_gclient *c, const char *endpoint,
+			       tpf_gapi_hint_fn hint, struct tpf_diags *d);
+/*
+ * An API's root: $var when set and not empty, else def; checked by
+ * tpf_gcp_endpoint_check (messages name var, or what_default for def).
+ * *out: normalized, caller frees. 0, or TPF_ERROR with a diagnostic.
+ */
+int tpf_gclient_endpoint(const char *var, const char *def, const char *what_default, char **out,
+			 struct tpf_diags *d);
 /* Zeroed ok. */
 void tpf_gclient_close(struct tpf_gclient *c);
 

@@ -4,7 +4,6 @@
  */
 #include "google/monitoring.h"
 #include "google/gclient.h"
-#include "google/gcp_endpoint.h"
 #include "google/gcp_errors.h"
 #include "google/gcp_http.h"
 #include "util/xalloc.h"
@@ -35,12 +34,8 @@ int tpf_monitoring_open(struct tpf_monitoring **out, const struct tpf_gcp_auth_c
 {
 	struct tpf_monitoring *m = xcalloc(1, sizeof(*m));
 	*out = NULL;
-	const char *url = getenv("TPUFORM_MONITORING_ENDPOINT"), *what = "TPUFORM_MONITORING_ENDPOINT";
-	if (!url || !*url) {
-		url = TPF_MONITORING_DEFAULT_ENDPOINT;
-		what = "monitoring endpoint";
-	}
-	if (tpf_gcp_endpoint_check(url, what, &m->endpoint, d) < 0 ||
+	if (tpf_gclient_endpoint("TPUFORM_MONITORING_ENDPOINT", TPF_MONITORING_DEFAULT_ENDPOINT,
+				 "monitoring endpoint", &m->endpoint, d) < 0 ||
 	    tpf_gclient_open(&m->c, m->endpoint, auth, monitoring_hint, d) < 0) {
 		tpf_monitoring_free(m);
 		return TPF_ERROR;

@@ -3,6 +3,7 @@
  */
 #include "engine/ledger/budget_spend.h"
 #include "engine/ledger/ledger_writer.h"
+#include "engine/ledger/price_catalog.h"
 #include "engine/ledger/report.h"
 #include "engine/ledger/report_follow.h"
 #include "util/str.h"
@@ -53,7 +54,7 @@ void tpf_budget_spend(const struct tpf_fleet *f, json_t *records, double now,
 		      struct tpf_budget_status *v, size_t n)
 {
 	struct tpf_prices prices;
-	tpf_prices_from_fleet(f, &prices);
+	tpf_prices_load(f, &prices, NULL);
 	for (size_t i = 0; i < n; i++) {
 		/* report's own replay, windowed to the period: a node up since
 		 * before it counts from its start, one still up counts to now. */
@@ -194,7 +195,7 @@ static int follow_measure(const struct tpf_fleet *f, double now, struct tpf_budg
 	if (tpf_report_follow_update(c->follow, &records, &from_start, d))
 		return TPF_ERROR;
 	struct tpf_prices prices;
-	tpf_prices_from_fleet(f, &prices);
+	tpf_prices_load(f, &prices, NULL);
 	for (size_t i = 0; i < k; i++) {
 		struct tpf_report r;
 		tpf_report_follow_result(c->follow, i, now, &prices, &r);

@@ -54,36 +54,53 @@ struct tpf_price {
 	const char *chip;   /* "v5e", "v6e", ... */
 	const char *class;  /* "on-demand", "spot", "preemptible", "flex-start" */
 	double usd_per_chip_hour;
-	const char *source; /* URL, or "the fleet file" */
+	const char *source; /* URL, "the fleet file", or the catalog's source */
 	const char *date;   /* when it was read, YYYY-MM-DD; NULL for the fleet file's */
 	const char *region; /* "us-central1", NULL: every region */
 	int from_fleet;     /* 1: the fleet file's `prices:` */
 	int unverified;     /* 1: a built-in row no source read confirmed (docs/ledger.md) */
+	int from_catalog;   /* 1: the Cloud Billing Catalog (engine/ledger/price_catalog.h) */
+	const char *sku;    /* from_catalog: the SKU's skuId */
 };
 
 /* The built-in table's price for chip and class, or NULL (static row).
  * "preemptible" falls back to "spot" (Cloud TPU bills both as spot VMs
  * since v4). */
 const struct tpf_price *tpf_price_find(const char *chip, const char *cls);
+/* The built-in table's i-th row (static), NULL past its end. */
+const struct tpf_price *tpf_price_builtin(size_t i);
+/* Where p came from, for people, into buf (n bytes; returns buf):
+ * "catalog YYYY-MM-DD" (the catalog's fetch date), "fleet file",
+ * "built-in" or "built-in, unverified". */
+const char *tpf_price_source(const struct tpf_price *p, char *buf, size_t n);
 /* The date of the built-in table (its newest row). */
 const char *tpf_prices_date(void);
 
-/* The fleet file's prices over the built-in table. */
+/* The prices in use: the catalog's, the fleet file's, the built-in table. */
 struct tpf_prices {
 	struct tpf_price *over; /* owned array; strings borrowed from the fleet */
 	size_t nover;
+	/* The Cloud Billing Catalog's rows (engine/ledger/price_catalog.h
+	 * tpf_prices_load), strings borrowed from catalog_doc (owned). */
+	struct tpf_price *catalog;
+	size_t ncatalog;
+	json_t *catalog_doc;
+	char catalog_date[11]; /* YYYY-MM-DD of its fetch */
 };
 struct tpf_fleet;
 /* f's `prices:` (config/config.h) into *out (f may be NULL: none); the
  * strings are borrowed from f, which must outlive *out. Release with
  * tpf_prices_release. */
 void tpf_prices_from_fleet(const struct tpf_fleet *f, struct tpf_prices *out);
+/* Frees what *p owns, the catalog's rows and document included. */
 void tpf_prices_release(struct tpf_prices *p);
 /*
  * The price of chip and class in zone's region (zone may be NULL): the
+ * catalog's for that region ("preemptible" takes the spot SKU's), else the
  * fleet file's for that region, else the fleet file's for every region,
- * else the built-in one (tpf_price_find), else NULL. p may be NULL.
- * Borrowed.
+ * else, unless the catalog prices that chip and class in other regions
+ * only (then Google lists no price here: NULL), the built-in one
+ * (tpf_price_find), else NULL. p may be NULL. Borrowed.
  */
 const struct tpf_price *tpf_prices_find(const struct tpf_prices *p, const char *chip,
 					const char *cls, const char *zone);

@@ -275,7 +275,8 @@ static void tables(struct tpf_buf *b, json_t *doc)
 {
 	tpf_buf_adds(b, "<h2>Chip-hours by group, zone and class</h2>\n<table><tr><th>group</th>"
 			"<th>zone</th><th>class</th><th>chip</th><th>billed chip-hours</th>"
-			"<th>goodput</th><th>preemptions</th><th>restarts</th><th>estimated USD</th></tr>\n");
+			"<th>goodput</th><th>preemptions</th><th>restarts</th><th>estimated USD</th>"
+			"<th>price source</th></tr>\n");
 	size_t i;
 	json_t *row;
 	json_array_foreach(json_object_get(doc, "rows"), i, row) {
@@ -289,6 +290,7 @@ static void tables(struct tpf_buf *b, json_t *doc)
 		cell_num(b, json_object_get(row, "preemptions"), 0, 1, "");
 		cell_num(b, json_object_get(row, "restarts"), 0, 1, "");
 		cell_num(b, json_object_get(row, "cost_usd_estimate"), 2, 1, "");
+		cell_str(b, row, "price_source");
 		tpf_buf_adds(b, "</tr>\n");
 	}
 	json_t *t = json_object_get(doc, "totals"), *rec = json_object_get(t, "preemption_to_running_seconds");

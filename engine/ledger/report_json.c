@@ -26,12 +26,6 @@ static double billed_of(const struct tpf_report_row *row)
 	return tpf_report_row_billed(row);
 }
 
-/* Where a row's price came from, for people. */
-static const char *price_source(const struct tpf_price *p)
-{
-	return p->from_fleet ? "fleet file" : p->unverified ? "built-in, unverified" : "built-in";
-}
-
 static json_t *row_json(const struct tpf_report_row *row)
 {
 	json_t *o = json_object();
@@ -56,10 +50,15 @@ static json_t *row_json(const struct tpf_report_row *row)
 		json_object_set_new(o, "usd_per_chip_hour", json_real(row->price->usd_per_chip_hour));
 		json_object_set_new(o, "cost_usd_estimate",
 				    json_real(rounded(billed * row->price->usd_per_chip_hour, 100)));
-		json_object_set_new(o, "price_source", json_string(price_source(row->price)));
+		char src[48];
+		json_object_set_new(o, "price_source",
+				    json_string(tpf_price_source(row->price, src, sizeof(src))));
+		if (row->price->sku)
+			json_object_set_new(o, "price_sku", json_string(row->price->sku));
 	} else {
 		json_object_set_new(o, "usd_per_chip_hour", json_null());
 		json_object_set_new(o, "cost_usd_estimate", json_null());
+		json_object_set_new(o, "price_source", json_string("missing"));
 	}
 	return o;
 }
@@ -89,9 +88,15 @@ static void add_up(const struct tpf_report *r, struct totals *t)
  * built-in ones no source confirmed, each once. */
 static json_t *prices_json(const struct tpf_report *r)
 {
-	json_t *o = json_pack("{s:s,s:s,s:s}", "date", tpf_prices_date(), "source",
-			      "https://cloud.google.com/tpu/pricing", "note",
-			      "an estimate from list prices, not a bill");
+	const struct tpf_prices *in_use = r->prices;
+	json_t *cat = in_use ? in_use->catalog_doc : NULL;
+	json_t *o = json_pack("{s:s,s:s,s:s}", "date", cat ? in_use->catalog_date : tpf_prices_date(),
+			      "source",
+			      cat ? json_string_value(json_object_get(cat, "source"))
+				  : "https://cloud.google.com/tpu/pricing",
+			      "note", "an estimate from list prices, not a bill");
+	if (cat)
+		json_object_set(o, "catalog_fetched", json_object_get(cat, "fetched"));
 	json_t *fleet = json_array(), *unverified = json_array();
 	for (size_t i = 0; i < r->nrows; i++) {
 		const struct tpf_price *p = r->rows[i].price;

@@ -4,6 +4,7 @@
  */
 #include "config/config.h"
 #include "engine/telemetry/metrics_internal.h"
+#include "engine/ledger/price_catalog.h"
 #include "engine/ledger/report.h"
 #include "engine/ledger/report_follow.h"
 #include "util/timeutil.h"
@@ -134,7 +135,7 @@ void tpf_metrics_ledger_refresh(struct tpf_metrics *m, const struct tpf_fleet *f
 	if (tpf_report_follow_update(m->ledger_follow, NULL, &from_start, d))
 		return;
 	struct tpf_prices prices;
-	tpf_prices_from_fleet(f, &prices);
+	tpf_prices_load(f, &prices, NULL);
 	struct tpf_report r;
 	tpf_report_follow_result(m->ledger_follow, 0, tpf_now_wall(), &prices, &r);
 	json_t *doc = tpf_report_to_json(&r);

@@ -2,6 +2,7 @@
  * The fleet's goodput in Cloud Monitoring (engine/telemetry/monitoring_export.h).
  */
 #include "engine/telemetry/monitoring_export.h"
+#include "engine/ledger/price_catalog.h"
 #include "engine/ledger/report_follow.h"
 #include "google/monitoring.h"
 #include "util/env.h"
@@ -210,7 +211,7 @@ static int export_now(struct tpf_monitoring_export *e, const struct tpf_fleet *f
 	if (!e->described && describe(e, d))
 		return TPF_ERROR;
 	struct tpf_prices prices;
-	tpf_prices_from_fleet(f, &prices);
+	tpf_prices_load(f, &prices, NULL);
 	double now = tpf_now_wall();
 	if (e->last_end > 0 && now - e->last_end < EXPORT_FLOOR)
 		return 0; /* the next round writes them */

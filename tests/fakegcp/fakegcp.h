@@ -61,6 +61,8 @@ struct fg_opts {
 	double delete_s;              /* --delete-seconds: a node's, instance's or MIG's delete
 				       * (< 0: --op-seconds) */
 	double compute_wait_s;        /* --compute-wait-seconds: most an operations.wait blocks */
+	const char *billing_key;      /* --billing-api-key: the one key= the Billing API takes */
+	int billing_disabled;         /* --billing-disabled: the Billing API answers 403 */
 };
 extern struct fg_opts fg_opt;
 
@@ -514,6 +516,10 @@ void fg_account_free(void);
 /* Answer /storage/v1/..., /upload/storage/v1/..., /download/storage/v1/...;
  * 1 if r was one of them. */
 int fg_gcs_serve(struct fg_req *r);
+
+/* ---- fg_billing.c: Cloud Billing Catalog services.skus.list ---- */
+/* 1 when r was a Billing Catalog request (answered). */
+int fg_billing_serve(struct fg_req *r);
 
 /* ---- fg_monitoring.c: Cloud Monitoring v3 timeSeries.create, metricDescriptors.create ---- */
 /* Answer /v3/projects/... and return 1; 0 when the path is not Cloud Monitoring's. */

@@ -73,6 +73,8 @@ static const char usage[] =
 	"  --compute-stage-seconds S (extra) time a Compute instance spends in each of PENDING,\n"
 	"                            PROVISIONING, STAGING (default: --op-seconds)\n"
 	"  --compute-wait-seconds S  (extra) most a Compute operations.wait blocks (default 120)\n"
+	"  --billing-api-key K       (extra) the one API key the Billing Catalog takes (default any)\n"
+	"  --billing-disabled        (extra) the Billing Catalog answers 403 SERVICE_DISABLED\n"
 	"  --delete-seconds S        (extra) how long the delete of a Cloud TPU node, a Compute\n"
 	"                            instance or a MIG runs (default: --op-seconds)\n";
 
@@ -81,7 +83,8 @@ enum {
 	O_LATENCY, O_OP_SECONDS, O_PAGE_SIZE, O_QUOTA, O_CAPACITY, O_ZONE_FAULT, O_FAULT_RATE, O_FAULT_KINDS,
 	O_SEED, O_AUTH, O_SA_KEY, O_SA_EMAIL, O_USER, O_TOKEN_TTL, O_IP_BASE, O_WORKER_PORT,
 	O_EXTERNAL_IPS, O_ACCEL, O_LOG, O_VERBOSE, O_WIF_AUD, O_WIF_TOKEN, O_OIDC_TOKEN,
-	O_IMP_SA, O_IMP_CALLER, O_USER_PROJECT, O_WORKER_DIR, O_WORKER_USER, O_PROJECT_MD,
+	O_IMP_SA, O_IMP_CALLER, O_USER_PROJECT, O_BILLING_KEY, O_BILLING_OFF,
+	O_WORKER_DIR, O_WORKER_USER, O_PROJECT_MD,
 	O_OSLOGIN_USER, O_TOKEN_EMAIL, O_BUCKET, O_CE_SCHEMA, O_CE_STAGE, O_CE_WAIT, O_DELETE, O_HELP,
 };
 
@@ -128,6 +131,8 @@ static const struct option long_opts[] = {
 	{ "compute-stage-seconds", required_argument, NULL, O_CE_STAGE },
 	{ "compute-wait-seconds", required_argument, NULL, O_CE_WAIT },
 	{ "delete-seconds", required_argument, NULL, O_DELETE },
+	{ "billing-api-key", required_argument, NULL, O_BILLING_KEY },
+	{ "billing-disabled", no_argument, NULL, O_BILLING_OFF },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -275,6 +280,8 @@ static int parse_args(int argc, char **argv, const char **fault_kinds, double *f
 			fg_opt.impersonate_sts_only = !strcmp(optarg, "sts");
 			break;
 		case O_USER_PROJECT: fg_opt.require_user_project = optarg; break;
+		case O_BILLING_KEY: fg_opt.billing_key = optarg; break;
+		case O_BILLING_OFF: fg_opt.billing_disabled = 1; break;
 		case O_WORKER_DIR: fg_opt.worker_dir = optarg; break;
 		case O_WORKER_USER: fg_opt.worker_user = optarg; break;
 		case O_PROJECT_MD:

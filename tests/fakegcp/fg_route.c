@@ -156,6 +156,8 @@ void fg_route(struct fg_req *r)
 		/* answered: Compute projects.get, tokeninfo, OS Login */
 	} else if (fg_monitoring_serve(r)) {
 		/* answered: Cloud Monitoring v3 (fg_monitoring.c) */
+	} else if (fg_billing_serve(r)) {
+		/* answered: Cloud Billing Catalog v1 (fg_billing.c) */
 	} else if (!strncmp(r->path, "/v2/", 4)) {
 		api(r);
 	} else if (fg_gcs_xml_serve(r)) {

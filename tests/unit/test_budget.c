@@ -214,10 +214,10 @@ static void test_budget__spend_from_the_ledger(void)
 static void test_budget__prices_override(void)
 {
 	struct tpf_price over[] = {
-		{ "v6e", "spot", 1.0, "the fleet file", NULL, NULL, 1, 0 },
-		{ "v6e", "spot", 1.5, "the fleet file", NULL, "europe-west4", 1, 0 },
+		{ "v6e", "spot", 1.0, "the fleet file", NULL, NULL, 1, 0, 0, NULL },
+		{ "v6e", "spot", 1.5, "the fleet file", NULL, "europe-west4", 1, 0, 0, NULL },
 	};
-	struct tpf_prices p = { over, 2 };
+	struct tpf_prices p = { .over = over, .nover = 2 };
 	CHECK(tpf_prices_find(&p, "v6e", "spot", "europe-west4-a")->usd_per_chip_hour == 1.5);
 	CHECK(tpf_prices_find(&p, "v6e", "spot", "us-east5-b")->usd_per_chip_hour == 1.0);
 	CHECK(tpf_prices_find(&p, "v6e", "spot", NULL)->usd_per_chip_hour == 1.0);
