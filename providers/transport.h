@@ -68,6 +68,19 @@ struct tpf_exec_io {
 	const volatile int *cancel; /* may be NULL; 1: SIGINT, 2: SIGKILL */
 };
 
+/* A command that answers for a long time (exec_watch). */
+struct tpf_watch_io {
+	/* Output as it arrives (stdout and stderr merged); borrowed. */
+	void (*out)(void *arg, const char *data, size_t len);
+	/* Looked at least every 2 s while nothing arrives; nonzero ends the
+	 * command's wait (TPF_ERROR, the connection then unusable). */
+	int (*stop)(void *arg);
+	void *arg;
+	/* Seconds without a byte after which the connection counts as dead
+	 * (TPF_EUNREACHABLE); 0: no limit. */
+	double idle;
+};
+
 /* One local port forward (forward). */
 struct tpf_forward {
 	int listen_fd;    /* a listening socket */
@@ -196,6 +209,18 @@ struct tpf_transport_ops {
 	 */
 	int (*forward)(struct tpf_conn *c, const struct tpf_forward *fw, size_t n,
 		       const volatile int *stop, struct tpf_diags *d);
+
+	/*
+	 * Optional (NULL: use exec with a window): run `command` as exec()
+	 * does, without a timeout, handing its output to io->out as it comes
+	 * (a job wait that lasts the job's life and sends a heartbeat,
+	 * issue 28). Silence for io->idle seconds is a dead connection:
+	 * TPF_EUNREACHABLE; a broken connection too; io->stop ends it
+	 * (TPF_ERROR). After either the connection must be closed. 0 when the
+	 * command ended; *status as exec().
+	 */
+	int (*exec_watch)(struct tpf_conn *c, const char *command, const struct tpf_watch_io *io,
+			  int *status, struct tpf_diags *d);
 
 	/* How ssh(1) reaches this connection's worker (ssh-config); borrowed
 	 * from c. TPF_ERROR (with a diagnostic) when it is not reached over

@@ -29,8 +29,16 @@
 #include "util/xalloc.h"
 
 #define ATTACH_WINDOW_DEFAULT 10
+#define ATTACH_BEAT_DEFAULT 60
 #define ATTACH_BACKOFF_MAX 30.0
 #define ATTACH_STACK (256 * 1024)
+/* How much later than its window a wait's answer may come before the
+ * worker counts as not covered (a connection that hangs without breaking
+ * answers no more; the session check then asks it). Seconds. */
+#define FRESH_SLACK 5.0
+/* The same past a long wait's heartbeat (the worker's status takes a
+ * moment; the connection counts as dead 30 s past the beat). */
+#define BEAT_SLACK 35.0
 
 struct attach_worker {
 	struct tpf_attacher *a;
@@ -38,6 +46,7 @@ struct attach_worker {
 	struct tpf_state_node *node; /* a private clone (host key pin, endpoints) */
 	struct tpf_live_node live;
 	int worker;
+	double fresh_for; /* seconds an answer stays current (window or beat + slack) */
 	pthread_t th;
 	int started;
 	/* Guarded by a->mu. */
@@ -62,6 +71,7 @@ struct tpf_attacher {
 	struct tpf_pipeline s; /* the provider (and transport) connections are made with */
 	int opened;
 	int window;
+	int beat; /* seconds between a long wait's heartbeats (issue 28) */
 	struct attach_worker **items;
 	size_t n, alloc;
 	unsigned long news;
@@ -104,6 +114,11 @@ struct tpf_attacher *tpf_attacher_new(const struct tpf_watch_opts *o)
 	tpf_watch_diags(o, &d);
 	tpf_diags_release(&d);
 	a->window = (int)window;
+	long beat = ATTACH_BEAT_DEFAULT;
+	tpf_env_int("TPUFORM_ATTACH_BEAT", 1, 3600, &beat, &d);
+	tpf_watch_diags(o, &d);
+	tpf_diags_release(&d);
+	a->beat = (int)beat;
 	return a;
 }
 
@@ -207,6 +222,64 @@ static double next_backoff(double b)
 	return b < 1 ? 1 : b * 2 > ATTACH_BACKOFF_MAX ? ATTACH_BACKOFF_MAX : b * 2;
 }
 
+/* One long wait's records (tpf_provision_watch): each kept as a short
+ * wait's answer is; the token moves on with them. */
+struct long_wait {
+	struct attach_worker *w;
+	char **token;
+};
+
+static void long_record(void *arg, const struct tpf_worker_report *r, const char *now)
+{
+	struct long_wait *l = arg;
+	const char *prev = *l->token;
+	int changed = prev && now && strcmp(prev, now);
+	record(l->w, r, changed || (!prev && ended(r)), prev, now);
+	if (now) {
+		free(*l->token);
+		*l->token = xstrdup(now);
+	}
+}
+
+static int long_stop(void *arg)
+{
+	return stopping(((struct long_wait *)arg)->w);
+}
+
+/* One wait on connection c: the long one where the transport has it
+ * (answers as the job changes, and a heartbeat every a->beat seconds),
+ * else one answer within the window. 0, or the error (close c). */
+static int wait_once(struct attach_worker *w, struct tpf_transport *t, struct tpf_conn *c,
+		     char **token, int fresh, struct tpf_diags *quiet)
+{
+	struct tpf_attacher *a = w->a;
+	if (tpf_provision_can_watch(t)) {
+		struct long_wait l = { .w = w, .token = token };
+		struct tpf_provision_watch_cb cb = { .record = long_record, .stop = long_stop,
+						     .arg = &l };
+		if (fresh) /* a new connection: the job's record at once */
+			*token = (free(*token), NULL);
+		return tpf_provision_watch(t, c, w->node->name, w->worker, fresh ? "" : *token,
+					   a->window, a->beat, &cb, quiet);
+	}
+	struct tpf_worker_report r;
+	char *now = NULL;
+	int rc = tpf_provision_wait(t, c, w->node->name, w->worker, fresh ? "" : *token, a->window,
+				    &r, &now, quiet);
+	if (!rc) {
+		int changed = *token && now && strcmp(*token, now);
+		record(w, &r, changed || (!*token && ended(&r)), *token, now);
+		if (now) {
+			free(*token);
+			*token = now;
+			now = NULL;
+		}
+	}
+	tpf_worker_report_release(&r);
+	free(now);
+	return rc;
+}
+
 /* One worker: connect, wait, record, wait again; reconnect with a backoff
  * when the connection breaks. The token survives a reconnection, so a job
  * that ended while detached is news at the first answer. */
@@ -219,6 +292,10 @@ static void *attach_thread(void *arg)
 	char *token = NULL;
 	double backoff = 0;
 	int fresh = 0; /* the first wait on a new connection answers at once */
+	pthread_mutex_lock(&w->a->mu);
+	w->fresh_for = tpf_provision_can_watch(t) ? w->a->beat + BEAT_SLACK
+						  : w->a->window + FRESH_SLACK;
+	pthread_mutex_unlock(&w->a->mu);
 	while (t && !stopping(w)) {
 		struct tpf_diags quiet = TPF_DIAGS_INIT;
 		if (!c) {
@@ -231,30 +308,18 @@ static void *attach_thread(void *arg)
 			fresh = 1;
 		}
 		set_attached(w, 1);
-		struct tpf_worker_report r;
-		char *now = NULL;
-		int rc = tpf_provision_wait(t, c, w->node->name, w->worker, fresh ? "" : token,
-					    w->a->window, &r, &now, &quiet);
+		int rc = wait_once(w, t, c, &token, fresh, &quiet);
 		tpf_diags_release(&quiet);
 		if (rc) {
 			set_attached(w, 0);
 			t->ops->close(c);
 			c = NULL;
-			tpf_worker_report_release(&r);
-			free(now);
 			backoff = next_backoff(backoff);
 			pause_for(w, backoff);
 			continue;
 		}
 		backoff = 0;
 		fresh = 0;
-		int changed = token && now && strcmp(token, now);
-		record(w, &r, changed || (!token && ended(&r)), token, now);
-		tpf_worker_report_release(&r);
-		if (now) {
-			free(token);
-			token = now;
-		}
 	}
 	if (c)
 		t->ops->close(c);
@@ -451,10 +516,6 @@ size_t tpf_attacher_take(struct tpf_attacher *a, struct tpf_job_facts *facts,
 	return n;
 }
 
-/* How much later than its window a wait's answer may come before the
- * worker counts as not covered (a connection that hangs without breaking
- * answers no more; the session check then asks it). Seconds. */
-#define FRESH_SLACK 5.0
 
 int tpf_attacher_covers(void *arg, const struct tpf_state_node *sn, int worker)
 {
@@ -468,7 +529,7 @@ int tpf_attacher_covers(void *arg, const struct tpf_state_node *sn, int worker)
 	 * stopped gives none, and a heal that stopped it and failed must
 	 * still be seen by the probe. */
 	int covers = w && w->attached && w->have && !w->stop && !tpuform_did(&w->fact) &&
-		     tpf_now_mono() - w->at <= a->window + FRESH_SLACK;
+		     tpf_now_mono() - w->at <= w->fresh_for;
 	pthread_mutex_unlock(&a->mu);
 	free(key);
 	return covers;

@@ -132,6 +132,32 @@ int tpf_provision_wait(struct tpf_transport *t, struct tpf_conn *c, const char *
 		       const char *token, int window, struct tpf_worker_report *r, char **token_out,
 		       struct tpf_diags *d);
 
+/*
+ * The wait that lasts the job's life (issue 28; docs/watch.md "Job
+ * waits"), on transports that read output as it comes
+ * (tpf_provision_can_watch: ssh; the local transport has only the window).
+ * On connection c the bootstrap's `wait TOKEN WINDOW BEAT` blocks until
+ * the job's token differs from `token` ("" or NULL: at once) and prints
+ * its record (the status and "TPUFORM token=...") then, and every `beat`
+ * seconds meanwhile as a heartbeat; cb->record gets each record (report
+ * and token borrowed for the call; the token NULL from an older script).
+ * An older bootstrap ignores BEAT and answers within `window` seconds.
+ * cb->stop (may be NULL) is looked at every 2 s or so; nonzero ends the
+ * wait. Returns 0 when the wait ended with the job's change (call again
+ * with the last token); TPF_EUNREACHABLE when the connection broke or was
+ * silent for beat (or window) + 30 s; TPF_ERROR (stopped, an answer
+ * without a session line). After an error, close c.
+ */
+struct tpf_provision_watch_cb {
+	void (*record)(void *arg, const struct tpf_worker_report *r, const char *token);
+	int (*stop)(void *arg);
+	void *arg;
+};
+int tpf_provision_can_watch(const struct tpf_transport *t);
+int tpf_provision_watch(struct tpf_transport *t, struct tpf_conn *c, const char *node, int worker,
+			const char *token, int window, int beat,
+			const struct tpf_provision_watch_cb *cb, struct tpf_diags *d);
+
 /* The last `lines` lines of the worker's job log (0: all), appended to out.
  * Errors (nothing appended): unreachable, never provisioned, no log yet. */
 int tpf_provision_logs(struct tpf_transport *t, const struct tpf_state_node *n,

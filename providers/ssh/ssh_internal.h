@@ -163,6 +163,19 @@ int tpf_ssh_file_send(struct tpf_conn *c, int fd, const char *path, mode_t mode,
 		      tpf_progress_fn progress, void *arg, struct tpf_diags *d);
 int tpf_ssh_file_recv(struct tpf_conn *c, const char *path, int fd, tpf_progress_fn progress,
 		      void *arg, struct tpf_diags *d);
+/* An exec channel (ssh_exec.c) that runs `command` under /bin/sh, its
+ * output merged and its stdin at end of file: *ch is the channel (also on
+ * an error after it opened: free it with tpf_ssh_exec_free). 0, or
+ * TPF_EUNREACHABLE / TPF_ERROR with a diagnostic. */
+int tpf_ssh_exec_open(struct tpf_conn *c, const char *command, double setup_deadline,
+		      LIBSSH2_CHANNEL **ch, struct tpf_diags *d);
+/* Close a channel whose output ended and read its exit status into *status. */
+int tpf_ssh_exec_close(struct tpf_conn *c, LIBSSH2_CHANNEL *ch, int *status, struct tpf_diags *d);
+/* Free a channel (NULL: nothing) unless the connection broke. */
+void tpf_ssh_exec_free(struct tpf_conn *c, LIBSSH2_CHANNEL *ch);
+/* providers/transport.h exec_watch (ssh_watch.c). */
+int tpf_ssh_exec_watch(struct tpf_conn *c, const char *command, const struct tpf_watch_io *io,
+		       int *status, struct tpf_diags *d);
 int tpf_ssh_exec_stream(struct tpf_conn *c, const char *command, const struct tpf_exec_io *io,
 			int *status, struct tpf_diags *d);
 int tpf_ssh_forward(struct tpf_conn *c, const struct tpf_forward *fw, size_t n,

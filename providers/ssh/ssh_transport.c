@@ -108,6 +108,7 @@ static const struct tpf_transport_ops ssh_ops = {
 	.file_send = tpf_ssh_file_send,
 	.file_recv = tpf_ssh_file_recv,
 	.exec_stream = tpf_ssh_exec_stream,
+	.exec_watch = tpf_ssh_exec_watch,
 	.forward = tpf_ssh_forward,
 	.ssh_info = tpf_ssh_info,
 };
