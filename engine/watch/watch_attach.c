@@ -2,8 +2,12 @@
  * watch learns of a job's end at once (issue 21 part 4; docs/ARCHITECTURE.md
  * section 3, "Job waits"): one thread and one connection per provisioned
  * worker, on which the bootstrap's `wait` verb blocks until the job's
- * token changes (it exited, or its session died) or its window ends
- * (TPUFORM_ATTACH_WINDOW, 10 s), then is asked again. A change that ends
+ * token changes (it exited, or its session died). Over SSH the wait lasts
+ * the job's life and sends its record as a heartbeat every
+ * TPUFORM_ATTACH_BEAT (60 s; engine/workers/provision.h
+ * tpf_provision_watch, issue 28): no exec while nothing happens; on the
+ * local transport it answers at the end of a window (TPUFORM_ATTACH_WINDOW,
+ * 10 s) and is asked again. A change that ends
  * a job is news: the loop wakes and plans at once from what the waits
  * know, without a probe. A connection that breaks (sshd restarted, network
  * dropped) is made again with a backoff (1 s doubling to 30 s); meanwhile
@@ -543,7 +547,8 @@ void tpf_attacher_free(struct tpf_attacher *a)
 	for (size_t i = 0; i < a->n; i++)
 		a->items[i]->stop = 1;
 	pthread_mutex_unlock(&a->mu);
-	/* Each thread ends within its wait's window (or a connect timeout). */
+	/* Each thread ends within its wait's window, 2 s for a long wait
+	 * (or a connect timeout). */
 	for (size_t i = 0; i < a->n; i++)
 		worker_free(a->items[i]);
 	free(a->items);
