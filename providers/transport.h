@@ -10,6 +10,7 @@
 #ifndef TPF_TRANSPORT_H
 #define TPF_TRANSPORT_H
 
+#include <poll.h>
 #include <stddef.h>
 #include <sys/types.h>
 #include "providers/provider.h"
@@ -68,17 +69,11 @@ struct tpf_exec_io {
 	const volatile int *cancel; /* may be NULL; 1: SIGINT, 2: SIGKILL */
 };
 
-/* A command that answers for a long time (exec_watch). */
+/* A command that answers for a long time (watch_open, watch_step). */
 struct tpf_watch_io {
 	/* Output as it arrives (stdout and stderr merged); borrowed. */
 	void (*out)(void *arg, const char *data, size_t len);
-	/* Looked at least every 2 s while nothing arrives; nonzero ends the
-	 * command's wait (TPF_ERROR, the connection then unusable). */
-	int (*stop)(void *arg);
 	void *arg;
-	/* Seconds without a byte after which the connection counts as dead
-	 * (TPF_EUNREACHABLE); 0: no limit. */
-	double idle;
 };
 
 /* One local port forward (forward). */
@@ -211,16 +206,25 @@ struct tpf_transport_ops {
 		       const volatile int *stop, struct tpf_diags *d);
 
 	/*
-	 * Optional (NULL: use exec with a window): run `command` as exec()
-	 * does, without a timeout, handing its output to io->out as it comes
-	 * (a job wait that lasts the job's life and sends a heartbeat,
-	 * issue 28). Silence for io->idle seconds is a dead connection:
-	 * TPF_EUNREACHABLE; a broken connection too; io->stop ends it
-	 * (TPF_ERROR). After either the connection must be closed. 0 when the
-	 * command ended; *status as exec().
+	 * Optional (all three NULL: use exec with a window). A command that
+	 * answers for a long time, driven by the caller's event loop (a job
+	 * wait that lasts the job's life and sends a heartbeat, issue 28):
+	 * watch_open starts `command` on c as exec() does (blocking, within
+	 * the connection's I/O timeout; 0, TPF_ERROR or TPF_EUNREACHABLE);
+	 * watch_step never blocks: it hands the output there is to io->out,
+	 * sends a keepalive when one is due, and returns 1 while the command
+	 * runs on (*pfd then says what to poll(2) for), 0 when its output
+	 * ended (then watch_close, blocking, reads *status as exec() does), or
+	 * TPF_EUNREACHABLE when the connection broke or no byte came for
+	 * `idle` seconds (0: no limit). After an error, close c. One command
+	 * at a time per connection; a connection is used by one thread at a
+	 * time.
 	 */
-	int (*exec_watch)(struct tpf_conn *c, const char *command, const struct tpf_watch_io *io,
-			  int *status, struct tpf_diags *d);
+	int (*watch_open)(struct tpf_conn *c, const char *command, double idle,
+			  struct tpf_diags *d);
+	int (*watch_step)(struct tpf_conn *c, const struct tpf_watch_io *io, struct pollfd *pfd,
+			  struct tpf_diags *d);
+	int (*watch_close)(struct tpf_conn *c, int *status, struct tpf_diags *d);
 
 	/* How ssh(1) reaches this connection's worker (ssh-config); borrowed
 	 * from c. TPF_ERROR (with a diagnostic) when it is not reached over

@@ -51,6 +51,7 @@ struct attach_worker {
 	struct tpf_live_node live;
 	int worker;
 	double fresh_for; /* seconds an answer stays current (window or beat + slack) */
+	struct tpf_wait *wait; /* over SSH: its long wait (watch_waits.c), else a thread */
 	pthread_t th;
 	int started;
 	/* Guarded by a->mu. */
@@ -76,6 +77,7 @@ struct tpf_attacher {
 	int opened;
 	int window;
 	int beat; /* seconds between a long wait's heartbeats (issue 28) */
+	struct tpf_waits *ws; /* the waits' threads, when the transport has long waits */
 	struct attach_worker **items;
 	size_t n, alloc;
 	unsigned long news;
@@ -226,46 +228,13 @@ static double next_backoff(double b)
 	return b < 1 ? 1 : b * 2 > ATTACH_BACKOFF_MAX ? ATTACH_BACKOFF_MAX : b * 2;
 }
 
-/* One long wait's records (tpf_provision_watch): each kept as a short
- * wait's answer is; the token moves on with them. */
-struct long_wait {
-	struct attach_worker *w;
-	char **token;
-};
-
-static void long_record(void *arg, const struct tpf_worker_report *r, const char *now)
-{
-	struct long_wait *l = arg;
-	const char *prev = *l->token;
-	int changed = prev && now && strcmp(prev, now);
-	record(l->w, r, changed || (!prev && ended(r)), prev, now);
-	if (now) {
-		free(*l->token);
-		*l->token = xstrdup(now);
-	}
-}
-
-static int long_stop(void *arg)
-{
-	return stopping(((struct long_wait *)arg)->w);
-}
-
-/* One wait on connection c: the long one where the transport has it
- * (answers as the job changes, and a heartbeat every a->beat seconds),
- * else one answer within the window. 0, or the error (close c). */
+/* One wait on connection c, answered within the window (the local
+ * transport; over SSH the waits' threads hold long waits instead,
+ * watch_waits.c). 0, or the error (close c). */
 static int wait_once(struct attach_worker *w, struct tpf_transport *t, struct tpf_conn *c,
 		     char **token, int fresh, struct tpf_diags *quiet)
 {
 	struct tpf_attacher *a = w->a;
-	if (tpf_provision_can_watch(t)) {
-		struct long_wait l = { .w = w, .token = token };
-		struct tpf_provision_watch_cb cb = { .record = long_record, .stop = long_stop,
-						     .arg = &l };
-		if (fresh) /* a new connection: the job's record at once */
-			*token = (free(*token), NULL);
-		return tpf_provision_watch(t, c, w->node->name, w->worker, fresh ? "" : *token,
-					   a->window, a->beat, &cb, quiet);
-	}
 	struct tpf_worker_report r;
 	char *now = NULL;
 	int rc = tpf_provision_wait(t, c, w->node->name, w->worker, fresh ? "" : *token, a->window,
@@ -296,10 +265,6 @@ static void *attach_thread(void *arg)
 	char *token = NULL;
 	double backoff = 0;
 	int fresh = 0; /* the first wait on a new connection answers at once */
-	pthread_mutex_lock(&w->a->mu);
-	w->fresh_for = tpf_provision_can_watch(t) ? w->a->beat + BEAT_SLACK
-						  : w->a->window + FRESH_SLACK;
-	pthread_mutex_unlock(&w->a->mu);
 	while (t && !stopping(w)) {
 		struct tpf_diags quiet = TPF_DIAGS_INIT;
 		if (!c) {
@@ -339,11 +304,26 @@ static void worker_free(struct attach_worker *w)
 {
 	if (w->started)
 		pthread_join(w->th, NULL);
+	tpf_waits_release(w->wait);
 	fact_clear(&w->fact);
 	free(w->key);
 	tpf_state_node_free(w->node);
 	tpf_live_node_release(&w->live);
 	free(w);
+}
+
+/* The waits' threads' callbacks (watch_waits.c): as a thread's wait. */
+static void wait_record(void *arg, const struct tpf_worker_report *r, const char *prev,
+			const char *now)
+{
+	struct attach_worker *w = arg;
+	int changed = prev && now && strcmp(prev, now);
+	record(w, r, changed || (!prev && ended(r)), prev, now);
+}
+
+static void wait_attached(void *arg, int on)
+{
+	set_attached(arg, on);
 }
 
 static struct attach_worker *find(struct tpf_attacher *a, const char *key)
@@ -367,6 +347,15 @@ static void attach_one(struct tpf_attacher *a, const struct tpf_state_node *sn,
 	w->seen = 1;
 	w->fact.exit_code = -1;
 	w->fact.stalled_for = -1;
+	w->fresh_for = a->window + FRESH_SLACK;
+	if (a->ws) {
+		struct tpf_wait_cb cb = { .record = wait_record, .attached = wait_attached, .arg = w };
+		w->fresh_for = a->beat + BEAT_SLACK;
+		w->wait = tpf_waits_add(a->ws, w->node, &w->live, worker, &cb);
+		XGROW(a->items, a->n + 1, a->alloc);
+		a->items[a->n++] = w;
+		return;
+	}
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, ATTACH_STACK);
@@ -391,7 +380,15 @@ static int open_session(struct tpf_attacher *a)
 	int rc = tpf_pipeline_open(&a->s, &so, NULL);
 	tpf_watch_diags(a->o, &a->s.d);
 	tpf_diags_release(&a->s.d);
-	return rc || !a->s.prov ? -1 : 0;
+	if (rc || !a->s.prov)
+		return -1;
+	struct tpf_transport *t =
+		a->s.prov->ops->transport ? a->s.prov->ops->transport(a->s.prov) : NULL;
+	/* Long waits on a fixed set of threads where the transport has them
+	 * (ssh); else a thread per worker (the local transport). */
+	if (tpf_provision_can_watch(t))
+		a->ws = tpf_waits_new(t, a->window, a->beat);
+	return 0;
 }
 
 /* Raise the soft RLIMIT_NOFILE to what `workers` waits need (3 each and
@@ -427,6 +424,10 @@ static void reap(struct tpf_attacher *a, struct attach_worker ***gone, size_t *n
 		struct attach_worker *w = a->items[i];
 		if (!w->seen)
 			w->stop = 1;
+		if (w->stop && w->wait) {
+			tpf_waits_stop(w->wait);
+			w->done = tpf_waits_done(w->wait);
+		}
 		if (w->stop && w->done) {
 			XGROW(*gone, *ngone + 1, alloc);
 			(*gone)[(*ngone)++] = w;
@@ -547,8 +548,9 @@ void tpf_attacher_free(struct tpf_attacher *a)
 	for (size_t i = 0; i < a->n; i++)
 		a->items[i]->stop = 1;
 	pthread_mutex_unlock(&a->mu);
-	/* Each thread ends within its wait's window, 2 s for a long wait
-	 * (or a connect timeout). */
+	/* The waits' threads end once every wait is closed; each thread of
+	 * a worker within its wait's window (or a connect timeout). */
+	tpf_waits_free(a->ws);
 	for (size_t i = 0; i < a->n; i++)
 		worker_free(a->items[i]);
 	free(a->items);

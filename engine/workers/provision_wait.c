@@ -52,19 +52,21 @@ int tpf_provision_wait(struct tpf_transport *t, struct tpf_conn *c, const char *
 	return err;
 }
 
-/* The records of one long wait, cut from its output as it comes. */
-struct feed {
-	const struct tpf_provision_watch_cb *cb;
-	const char *node;
+/* One long wait: its records cut from its output as it comes. */
+struct tpf_job_watch {
+	struct tpf_transport *t;
+	struct tpf_conn *c;
+	struct tpf_provision_watch_cb cb;
+	char *node;
 	int worker;
 	struct tpf_buf acc; /* output not yet part of a whole record */
 	size_t records;
 	int err; /* a record too long, or one without a session line */
-	struct tpf_diags *d;
+	struct tpf_diags *d; /* of the step under way */
 };
 
 /* Hand record text (up to and with its token line) to the caller. */
-static void deliver(struct feed *f, const char *text, int status)
+static void deliver(struct tpf_job_watch *f, const char *text, int status)
 {
 	struct tpf_worker_report r;
 	char *token = NULL;
@@ -75,7 +77,7 @@ static void deliver(struct feed *f, const char *text, int status)
 	}
 	r.reachable = 1;
 	f->records++;
-	f->cb->record(f->cb->arg, &r, token);
+	f->cb.record(f->cb.arg, &r, token);
 	tpf_worker_report_release(&r);
 	free(token);
 }
@@ -83,7 +85,7 @@ static void deliver(struct feed *f, const char *text, int status)
 /* Output arrived: every record it completes is delivered. */
 static void feed_out(void *arg, const char *data, size_t len)
 {
-	struct feed *f = arg;
+	struct tpf_job_watch *f = arg;
 	size_t from = f->acc.len;
 	if (f->err)
 		return;
@@ -112,48 +114,71 @@ static void feed_out(void *arg, const char *data, size_t len)
 	}
 }
 
-static int feed_stop(void *arg)
-{
-	struct feed *f = arg;
-	return f->err || (f->cb->stop && f->cb->stop(f->cb->arg));
-}
-
 int tpf_provision_can_watch(const struct tpf_transport *t)
 {
-	return t && t->ops->exec_watch != NULL;
+	return t && t->ops->watch_open && t->ops->watch_step && t->ops->watch_close;
 }
 
-int tpf_provision_watch(struct tpf_transport *t, struct tpf_conn *c, const char *node, int worker,
-			const char *token, int window, int beat,
-			const struct tpf_provision_watch_cb *cb, struct tpf_diags *d)
+int tpf_provision_watch_open(struct tpf_transport *t, struct tpf_conn *c, const char *node,
+			     int worker, const char *token, int window, int beat,
+			     const struct tpf_provision_watch_cb *cb, struct tpf_job_watch **out,
+			     struct tpf_diags *d)
 {
+	*out = NULL;
 	if (!tpf_provision_can_watch(t) || beat <= 0)
 		return tpf_errorx(d, NULL, NULL, "job wait on worker '%s/w%d': this transport has "
 				  "no long wait", node, worker);
 	struct tpf_buf cmd = TPF_BUF_INIT;
-	struct feed f = { .cb = cb, .node = node, .worker = worker, .d = d };
-	tpf_buf_init_max(&f.acc, RECORD_MAX);
 	wait_command(&cmd, token, window, beat);
 	/* An older bootstrap, which ignores the beat, answers within the
 	 * window: the idle limit allows for that too. */
 	double idle = (beat > window ? beat : window) + BEAT_SLACK;
-	struct tpf_watch_io io = { .out = feed_out, .stop = feed_stop, .arg = &f, .idle = idle };
+	int err = t->ops->watch_open(c, cmd.buf, idle, d);
+	tpf_buf_release(&cmd);
+	if (err)
+		return err;
+	struct tpf_job_watch *f = xcalloc(1, sizeof(*f));
+	f->t = t;
+	f->c = c;
+	f->cb = *cb;
+	f->node = xstrdup(node);
+	f->worker = worker;
+	tpf_buf_init_max(&f->acc, RECORD_MAX);
+	*out = f;
+	return 0;
+}
+
+int tpf_provision_watch_step(struct tpf_job_watch *f, struct pollfd *pfd, struct tpf_diags *d)
+{
+	struct tpf_watch_io io = { .out = feed_out, .arg = f };
+	f->d = d;
+	int rc = f->t->ops->watch_step(f->c, &io, pfd, d);
+	f->d = NULL;
+	return f->err ? f->err : rc;
+}
+
+int tpf_provision_watch_close(struct tpf_job_watch *f, int ended, struct tpf_diags *d)
+{
+	if (!f)
+		return 0;
 	int status = -1;
-	int err = t->ops->exec_watch(c, cmd.buf, &io, &status, d);
-	if (!err && f.err)
-		err = f.err;
+	f->d = d;
+	int err = f->t->ops->watch_close(f->c, &status, d);
+	if (!err && f->err)
+		err = f->err;
 	/* What follows the last token line: an answer without one (an
 	 * older script), or nothing at all (an error, as the short wait). */
-	if (!err && (f.acc.len || !f.records)) {
-		const char *rest = f.acc.buf ? f.acc.buf : "";
-		if (f.records && strspn(rest, " \t\r\n") == f.acc.len)
+	if (ended && !err && (f->acc.len || !f->records)) {
+		const char *rest = f->acc.buf ? f->acc.buf : "";
+		if (f->records && strspn(rest, " \t\r\n") == f->acc.len)
 			rest = NULL;
 		if (rest) {
-			deliver(&f, rest, status);
-			err = f.err;
+			deliver(f, rest, status);
+			err = f->err;
 		}
 	}
-	tpf_buf_release(&f.acc);
-	tpf_buf_release(&cmd);
+	tpf_buf_release(&f->acc);
+	free(f->node);
+	free(f);
 	return err;
 }

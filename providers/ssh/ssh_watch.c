@@ -1,56 +1,62 @@
 /*
- * A command that answers for a long time (providers/transport.h
- * exec_watch; issue 28): the job wait that lasts the job's life. Its
- * output is handed on as it comes; the command's own heartbeat (a record
- * every minute or so) and SSH keepalives are what tell a live connection
- * from a dead one, not a window after which the command is run again.
- * While nothing arrives the thread sleeps in poll(2) up to 2 s at a time
- * (to look at io->stop), so an idle wait costs a wakeup every 2 s and no
- * exec.
+ * A command that answers for a long time, driven by the caller's event
+ * loop (providers/transport.h watch_open, watch_step, watch_close; issue
+ * 28): the job wait that lasts the job's life. The session is already
+ * non-blocking (libssh2_session_set_blocking(s, 0) once connected,
+ * ssh_session.c): watch_step reads what the channel has, returns at
+ * LIBSSH2_ERROR_EAGAIN, and says what to poll(2) for from
+ * libssh2_session_block_directions, so one thread can drive every
+ * worker's connection. The command's own heartbeat (a record every minute
+ * or so) and SSH keepalives (libssh2_keepalive_send, at the interval set
+ * with libssh2_keepalive_config) tell a live connection from a dead one,
+ * not a window after which the command is run again.
  */
 #include "providers/ssh/ssh_internal.h"
 #include "util/timeutil.h"
 
-#include <poll.h>
-
-/* The longest sleep between two looks at io->stop, seconds. */
-#define STOP_LOOK 2.0
-
-/* Sleep until the socket is ready, `until` (monotonic seconds) passes or
- * STOP_LOOK; a keepalive goes out when due (libssh2 keeps the interval set
- * by libssh2_keepalive_config, here c->t->o.keepalive). */
-static void wait_ready(struct tpf_conn *c, double until)
+int tpf_ssh_watch_open(struct tpf_conn *c, const char *command, double idle, struct tpf_diags *d)
 {
-	int next = 0;
-	if (c->t->o.keepalive > 0)
-		libssh2_keepalive_send(c->s, &next);
-	double wait = until - tpf_now_mono();
-	if (wait > STOP_LOOK)
-		wait = STOP_LOOK;
-	if (next > 0 && wait > next)
-		wait = next;
-	if (wait < 0)
-		wait = 0;
-	int dir = libssh2_session_block_directions(c->s);
-	struct pollfd p = { .fd = c->fd, .events = POLLIN };
-	if (dir & LIBSSH2_SESSION_BLOCK_OUTBOUND)
-		p.events |= POLLOUT;
-	poll(&p, 1, (int)(wait * 1000) + 1);
+	if (c->broken || c->watch_ch)
+		return tpf_errorx(d, c->where, "connect again", "cannot run a command on worker '%s': "
+				  "the connection was lost or is busy", c->where);
+	c->timed_out = 0;
+	LIBSSH2_CHANNEL *ch = NULL;
+	int err = tpf_ssh_exec_open(c, command, tpf_now_mono() + c->t->o.io_timeout, &ch, d);
+	if (err) {
+		tpf_ssh_exec_free(c, ch);
+		return err;
+	}
+	c->watch_ch = ch;
+	c->watch_idle = idle;
+	c->watch_quiet_until = idle > 0 ? tpf_now_mono() + idle : 0;
+	return 0;
 }
 
-/* Read until the output ends: 0 at its end, or an error. */
-static int pump(struct tpf_conn *c, LIBSSH2_CHANNEL *ch, const struct tpf_watch_io *io,
-		struct tpf_diags *d)
+/* What to poll for: the socket, readable, and writable when libssh2 has
+ * output waiting. */
+static void poll_for(struct tpf_conn *c, struct pollfd *pfd)
+{
+	int dir = libssh2_session_block_directions(c->s);
+	pfd->fd = c->fd;
+	pfd->events = POLLIN;
+	if (dir & LIBSSH2_SESSION_BLOCK_OUTBOUND)
+		pfd->events |= POLLOUT;
+	pfd->revents = 0;
+}
+
+int tpf_ssh_watch_step(struct tpf_conn *c, const struct tpf_watch_io *io, struct pollfd *pfd,
+		       struct tpf_diags *d)
 {
 	char buf[16384];
-	double quiet_until = io->idle > 0 ? tpf_now_mono() + io->idle : 0;
+	if (!c->watch_ch)
+		return tpf_errorx(d, c->where, NULL, "no command runs on worker '%s'", c->where);
 	for (;;) {
-		ssize_t n = libssh2_channel_read(ch, buf, sizeof(buf));
+		ssize_t n = libssh2_channel_read(c->watch_ch, buf, sizeof(buf));
 		if (n > 0) {
 			if (io->out)
 				io->out(io->arg, buf, (size_t)n);
-			if (io->idle > 0)
-				quiet_until = tpf_now_mono() + io->idle;
+			if (c->watch_idle > 0)
+				c->watch_quiet_until = tpf_now_mono() + c->watch_idle;
 			continue;
 		}
 		if (n == 0)
@@ -64,38 +70,38 @@ static int pump(struct tpf_conn *c, LIBSSH2_CHANNEL *ch, const struct tpf_watch_
 				   c->where, c->host, c->port, msg);
 			return TPF_EUNREACHABLE;
 		}
-		if (io->stop && io->stop(io->arg)) {
-			c->broken = 1;
-			return tpf_errorx(d, c->where, NULL, "job wait on worker '%s' stopped",
-					  c->where);
-		}
-		double now = tpf_now_mono();
-		if (quiet_until && now >= quiet_until) {
-			c->broken = 1;
-			tpf_errorx(d, c->where, "is the worker's sshd or network alive?",
-				   "job wait on worker '%s' at %s port %d: no heartbeat for %.0f s",
-				   c->where, c->host, c->port, io->idle);
-			return TPF_EUNREACHABLE;
-		}
-		wait_ready(c, quiet_until ? quiet_until : now + STOP_LOOK);
+		break;
 	}
+	if (c->watch_quiet_until && tpf_now_mono() >= c->watch_quiet_until) {
+		c->broken = 1;
+		tpf_errorx(d, c->where, "is the worker's sshd or network alive?",
+			   "job wait on worker '%s' at %s port %d: no heartbeat for %.0f s", c->where,
+			   c->host, c->port, c->watch_idle);
+		return TPF_EUNREACHABLE;
+	}
+	int next = 0;
+	if (c->t->o.keepalive > 0 && libssh2_keepalive_send(c->s, &next) < 0 &&
+	    libssh2_session_last_errno(c->s) != LIBSSH2_ERROR_EAGAIN) {
+		int code = 0;
+		const char *msg = tpf_ssh_errmsg(c, &code);
+		c->broken = 1;
+		tpf_errorx(d, c->where, NULL, "keepalive to worker '%s' at %s port %d failed: %s",
+			   c->where, c->host, c->port, msg);
+		return TPF_EUNREACHABLE;
+	}
+	poll_for(c, pfd);
+	return 1;
 }
 
-int tpf_ssh_exec_watch(struct tpf_conn *c, const char *command, const struct tpf_watch_io *io,
-		       int *status, struct tpf_diags *d)
+int tpf_ssh_watch_close(struct tpf_conn *c, int *status, struct tpf_diags *d)
 {
-	LIBSSH2_CHANNEL *ch = NULL;
+	LIBSSH2_CHANNEL *ch = c->watch_ch;
 	if (status)
 		*status = -1;
-	if (c->broken)
-		return tpf_errorx(d, c->where, "connect again", "cannot run a command on worker '%s': "
-				  "the connection was lost or timed out earlier", c->where);
-	c->timed_out = 0;
-	int err = tpf_ssh_exec_open(c, command, tpf_now_mono() + c->t->o.io_timeout, &ch, d);
-	if (!err)
-		err = pump(c, ch, io, d);
-	if (!err)
-		err = tpf_ssh_exec_close(c, ch, status, d);
+	if (!ch)
+		return 0;
+	c->watch_ch = NULL;
+	int err = c->broken ? 0 : tpf_ssh_exec_close(c, ch, status, d);
 	tpf_ssh_exec_free(c, ch);
 	return err;
 }

@@ -4,6 +4,8 @@
 # heartbeat record every TPUFORM_ATTACH_BEAT seconds, instead of being run
 # again at every window's end. Over 8 workers of the many-worker harness
 # (2 v4-32 nodes), with a 3 s window and a 3 s beat:
+#   - watch's threads are fixed (one loop, 4 dialers: fewer than the 8
+#     workers; the code before had one per worker);
 #   - after attaching, no worker runs another `wait` in a quiet 20 s
 #     (the code before ran one per worker every 3 s);
 #   - a job's end still has its unit's 4 workers running again at once;
@@ -78,6 +80,10 @@ WPID=$!
 # A new connection's first wait answers at once; the second lasts.
 wait_for 90 each_waited 2
 ok "every worker is waited on" each_waited 2
+threads=$(sed -n 's/^Threads:[[:space:]]*//p' "/proc/$WPID/status")
+# One loop and 4 dialers whatever the number of workers (the code before:
+# a thread per worker, 8 here, beside the main thread).
+ok "watch has fewer threads than waited workers ($threads)" test "$threads" -le 8
 sleep 2
 before=$(waits)
 sleep 20
