@@ -387,7 +387,7 @@ static int open_session(struct tpf_attacher *a)
 	/* Long waits on a fixed set of threads where the transport has them
 	 * (ssh); else a thread per worker (the local transport). */
 	if (tpf_provision_can_watch(t))
-		a->ws = tpf_waits_new(t, a->window, a->beat);
+		a->ws = tpf_waits_new(t, a->window, a->beat, a->o->parallelism);
 	return 0;
 }
 

@@ -2,10 +2,11 @@
  * Job waits on a fixed set of threads (issue 28 item 1; docs/watch.md
  * "Job waits"): one loop thread reads every worker's long wait
  * (engine/workers/provision.h tpf_provision_watch_step: non-blocking
- * libssh2 under one poll(2)), and WAITS_DIALERS threads do what blocks for
- * a moment: connect (handshake, authentication), start a wait, close one
- * that ended, and reconnect with a backoff after a failure. Threads stay
- * the same whatever the number of workers: 1 + WAITS_DIALERS.
+ * libssh2 under one poll(2)), and a few dialer threads (watch's
+ * -parallelism, at most WAITS_DIALERS) do what blocks for a moment:
+ * connect (handshake, authentication), start a wait, close one that
+ * ended, and reconnect with a backoff after a failure. Threads stay the
+ * same whatever the number of workers: 1 + the dialers.
  *
  * A wait is owned by one thread at a time (a libssh2 session is not safe
  * from several): the dialers' queue (DUE, from `due` on), one dialer
@@ -25,7 +26,9 @@
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
-#define WAITS_DIALERS 4
+/* Dialers at most: a handshake waits mostly for the worker's answer, so
+ * attaching many workers goes as fast as dialers run side by side. */
+#define WAITS_DIALERS 12
 #define WAITS_BACKOFF_MAX 30.0
 /* The loop steps every wait at least this often (keepalives, the silence
  * limit, a stop), seconds. */
@@ -63,6 +66,7 @@ struct tpf_waits {
 	int quit;
 	int wake[2]; /* the loop's self-pipe */
 	pthread_t loop, dialers[WAITS_DIALERS];
+	int ndialers;
 	int started;
 };
 
@@ -318,7 +322,7 @@ static void *loop_main(void *arg)
 	return NULL;
 }
 
-struct tpf_waits *tpf_waits_new(struct tpf_transport *t, int window, int beat)
+struct tpf_waits *tpf_waits_new(struct tpf_transport *t, int window, int beat, int dialers)
 {
 	struct tpf_waits *ws = xcalloc(1, sizeof(*ws));
 	ws->t = t;
@@ -337,7 +341,8 @@ struct tpf_waits *tpf_waits_new(struct tpf_transport *t, int window, int beat)
 	pthread_attr_setstacksize(&attr, 256 * 1024);
 	if (pthread_create(&ws->loop, &attr, loop_main, ws) == 0)
 		ws->started = 1;
-	for (int i = 0; ws->started && i < WAITS_DIALERS; i++)
+	ws->ndialers = dialers < 1 ? 1 : dialers > WAITS_DIALERS ? WAITS_DIALERS : dialers;
+	for (int i = 0; ws->started && i < ws->ndialers; i++)
 		if (pthread_create(&ws->dialers[i], &attr, dialer, ws) == 0)
 			ws->started++;
 	pthread_attr_destroy(&attr);
