@@ -25,18 +25,14 @@ WPID=
 trap 'kill -CONT "$SSH_WORKERS_PID" 2>/dev/null; kill $WPID 2>/dev/null; ssh_workers_stop; fakegcp_stop >/dev/null 2>&1; rm -rf "$D"' EXIT
 unset SSH_AUTH_SOCK
 export TPUFORM_ACCESS_TOKEN=test TPUFORM_GCP_POLL_MIN=0.05 TPUFORM_GCP_POLL_MAX=0.2
-SSH_WORKERS_NO_KEYS=1
-ssh_workers_start "$D/w" 16 127.0.81.1
+ssh_workers_emulated "$D/w" 16 127.0.81.1 p800
 rc=$?
 if [ "$rc" -eq 2 ]; then
 	echo "# SKIP: no python3 with asyncssh (apt-get install python3-asyncssh)"
 	echo "1..0"
 	exit 0
 fi
-is "the harness starts 16 workers" "$rc" 0
-fakegcp_start --project p800 --op-seconds 0.2 --worker-ip-base 127.0.81.1 \
-	--worker-port "$SSH_WORKERS_PORT" --worker-dir "$SSH_WORKERS_DIR" >/dev/null
-is "the emulator starts" "$?" 0
+is "the harness (16 workers) and the emulator start" "$rc" 0
 mkdir ev
 cat >fleet.yaml <<YAML
 fleet: t800
