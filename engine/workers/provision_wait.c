@@ -1,7 +1,7 @@
 /*
  * The bootstrap's wait verb (engine/workers/provision.h): one answer
  * within a window (tpf_provision_wait), or, where the transport can read
- * a command's output as it comes (exec_watch), a wait that lasts the
+ * a command's output as it comes (watch_open, watch_step, watch_close), a wait that lasts the
  * job's life and sends the same record as a heartbeat every `beat`
  * seconds (tpf_provision_watch; issue 28).
  */
