@@ -3,7 +3,7 @@
  * within a window (tpf_provision_wait), or, where the transport can read
  * a command's output as it comes (watch_open, watch_step, watch_close), a wait that lasts the
  * job's life and sends the same record as a heartbeat every `beat`
- * seconds (tpf_provision_watch; issue 28).
+ * seconds (tpf_provision_watch_open, _step, _close; issue 28).
  */
 #include "engine/workers/provision_internal.h"
 #include "util/buf.h"
