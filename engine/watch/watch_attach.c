@@ -5,9 +5,10 @@
  * token changes (it exited, or its session died). Over SSH the wait lasts
  * the job's life and sends its record as a heartbeat every
  * TPUFORM_ATTACH_BEAT (60 s; engine/workers/provision.h
- * tpf_provision_watch_open, on the fixed threads of watch_waits.c; issue 28): no exec while nothing happens; on the
- * local transport it answers at the end of a window (TPUFORM_ATTACH_WINDOW,
- * 10 s) and is asked again. A change that ends
+ * tpf_provision_watch_open, on the fixed threads of watch_waits.c; issue
+ * 28): no exec while nothing happens; on the local transport it answers
+ * at the end of a window (TPUFORM_ATTACH_WINDOW, 10 s) and is asked
+ * again. A change that ends
  * a job is news: the loop wakes and plans at once from what the waits
  * know, without a probe. A connection that breaks (sshd restarted, network
  * dropped) is made again with a backoff (1 s doubling to 30 s); meanwhile
