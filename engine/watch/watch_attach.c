@@ -1,6 +1,6 @@
 /*
  * watch learns of a job's end at once (issue 21 part 4; docs/ARCHITECTURE.md
- * section 3, "Job waits"): one thread and one connection per provisioned
+ * section 3, "Job waits"): one connection per provisioned
  * worker, on which the bootstrap's `wait` verb blocks until the job's
  * token changes (it exited, or its session died). Over SSH the wait lasts
  * the job's life and sends its record as a heartbeat every
