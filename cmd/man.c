@@ -348,8 +348,10 @@ static const char *const env_vars[][2] = {
 	{ "TPUFORM_SSH_PROGRAM", "the ssh(1) that tpuform ssh runs" },
 	{ "TPUFORM_HEARTBEAT", "how often a job's heartbeat is looked at (default 10s)" },
 	{ "TPUFORM_WAIT_TIMEOUT", "give up waiting for a node to be READY (default 20m)" },
-	{ "TPUFORM_ATTACH_WINDOW", "watch's job waits: seconds a wait blocks before it is asked "
-				   "again (default 10)" },
+	{ "TPUFORM_ATTACH_WINDOW", "watch's job waits on the local transport: seconds a wait "
+				   "blocks before it is asked again (default 10)" },
+	{ "TPUFORM_ATTACH_BEAT", "watch's job waits over SSH: seconds between a wait's heartbeats "
+				 "(default 60)" },
 	{ "TPUFORM_NOTIFY_BACKOFF", "first retry delay of a webhook notification" },
 	{ "TPUFORM_NOTIFY_DRAIN", "how long watch delivers queued notifications on exit (10s)" },
 	{ "TPUFORM_LEDGER", "off: write no run ledger" },

@@ -10,6 +10,7 @@
 #ifndef TPF_TRANSPORT_H
 #define TPF_TRANSPORT_H
 
+#include <poll.h>
 #include <stddef.h>
 #include <sys/types.h>
 #include "providers/provider.h"
@@ -66,6 +67,13 @@ struct tpf_exec_io {
 	void (*out)(void *arg, const char *data, size_t len);
 	void *arg;
 	const volatile int *cancel; /* may be NULL; 1: SIGINT, 2: SIGKILL */
+};
+
+/* A command that answers for a long time (watch_open, watch_step). */
+struct tpf_watch_io {
+	/* Output as it arrives (stdout and stderr merged); borrowed. */
+	void (*out)(void *arg, const char *data, size_t len);
+	void *arg;
 };
 
 /* One local port forward (forward). */
@@ -196,6 +204,27 @@ struct tpf_transport_ops {
 	 */
 	int (*forward)(struct tpf_conn *c, const struct tpf_forward *fw, size_t n,
 		       const volatile int *stop, struct tpf_diags *d);
+
+	/*
+	 * Optional (all three NULL: use exec with a window). A command that
+	 * answers for a long time, driven by the caller's event loop (a job
+	 * wait that lasts the job's life and sends a heartbeat, issue 28):
+	 * watch_open starts `command` on c as exec() does (blocking, within
+	 * the connection's I/O timeout; 0, TPF_ERROR or TPF_EUNREACHABLE);
+	 * watch_step never blocks: it hands the output there is to io->out,
+	 * sends a keepalive when one is due, and returns 1 while the command
+	 * runs on (*pfd then says what to poll(2) for), 0 when its output
+	 * ended (then watch_close, blocking, reads *status as exec() does), or
+	 * TPF_EUNREACHABLE when the connection broke or no byte came for
+	 * `idle` seconds (0: no limit). After an error, close c. One command
+	 * at a time per connection; a connection is used by one thread at a
+	 * time.
+	 */
+	int (*watch_open)(struct tpf_conn *c, const char *command, double idle,
+			  struct tpf_diags *d);
+	int (*watch_step)(struct tpf_conn *c, const struct tpf_watch_io *io, struct pollfd *pfd,
+			  struct tpf_diags *d);
+	int (*watch_close)(struct tpf_conn *c, int *status, struct tpf_diags *d);
 
 	/* How ssh(1) reaches this connection's worker (ssh-config); borrowed
 	 * from c. TPF_ERROR (with a diagnostic) when it is not reached over

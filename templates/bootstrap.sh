@@ -7,7 +7,7 @@
 # single-quoted), the user's env exports, then this body unchanged
 # (templates/render.c). It is uploaded to ~/tpuform/bootstrap.sh and run as
 #
-#	sh tpuform/bootstrap.sh start|restart|status|wait TOKEN SECONDS|disrupt REASON DEADLINE|logs N|setup-log N|env|stop [REASON]
+#	sh tpuform/bootstrap.sh start|restart|status|wait TOKEN SECONDS [BEAT]|disrupt REASON DEADLINE|logs N|setup-log N|env|stop [REASON]
 #
 # printing "TPUFORM key=value" lines for tpuform (the protocol is in
 # engine/workers/provision.h). "job" is the verb the screen session runs.
@@ -1104,15 +1104,24 @@ tpf_wake() {
 	done
 }
 
-# tpf_wait TOKEN SECONDS: block until the job's token differs from TOKEN,
-# or SECONDS pass, then print the status and "TPUFORM token=...". The
-# wait sleeps in a read of a FIFO of its own, which the job's wrapper
+# tpf_wait TOKEN SECONDS [BEAT]: block until the job's token differs from
+# TOKEN, or SECONDS pass, then print the status and "TPUFORM token=...".
+# The wait sleeps in a read of a FIFO of its own, which the job's wrapper
 # writes to when the job ends (at once) and a ticker every second (a
 # session that died without its wrapper); without mkfifo it polls.
+# With BEAT (seconds, issue 28) the wait lasts the job's life: SECONDS is
+# not counted (it is for bootstraps older than BEAT, which answer after
+# it as before), and every BEAT seconds the same record (status and token)
+# goes out as a heartbeat, so that the reader knows the connection and
+# the job's progress are current. A connection that closed ends the wait
+# at its next heartbeat (the write fails: SIGPIPE).
 tpf_wait() {
 	tpf_want=$1
 	tpf_left=${2:-10}
 	tpf_is_number "$tpf_left" || tpf_left=10
+	tpf_beat=${3:-0}
+	tpf_is_number "$tpf_beat" || tpf_beat=0
+	tpf_since=0
 	tpf_fifo=$tpf_rundir/wait.$$
 	rm -f -- "$tpf_fifo"
 	mkfifo -m 600 "$tpf_fifo" 2>/dev/null || tpf_fifo=
@@ -1134,14 +1143,20 @@ tpf_wait() {
 		tpf_ticker=$!
 	fi
 	# Each pass is about a second (a tick), or ends the wait (a wake).
-	while [ "$tpf_tok" = "$tpf_want" ] && [ "$tpf_left" -gt 0 ]; do
+	while [ "$tpf_tok" = "$tpf_want" ] && { [ "$tpf_beat" -gt 0 ] || [ "$tpf_left" -gt 0 ]; }; do
 		if [ -n "$tpf_fifo" ]; then
 			read -r _ <"$tpf_fifo"
 		else
 			sleep 1
 		fi
 		tpf_left=$((tpf_left - 1))
+		tpf_since=$((tpf_since + 1))
 		tpf_token
+		if [ "$tpf_beat" -gt 0 ] && [ "$tpf_since" -ge "$tpf_beat" ] && [ "$tpf_tok" = "$tpf_want" ]; then
+			tpf_since=0
+			tpf_status
+			tpf_say "token=$tpf_tok"
+		fi
 	done
 	tpf_status
 	tpf_say "token=$tpf_tok"
@@ -1203,7 +1218,7 @@ status)
 	tpf_status
 	;;
 wait)
-	tpf_wait "${2:-}" "${3:-10}"
+	tpf_wait "${2:-}" "${3:-10}" "${4:-0}"
 	;;
 disrupt)
 	tpf_tell "${2:-}" "${3:-}"
@@ -1231,7 +1246,7 @@ env)
 	tpf_export_line TPUFORM_LAST_CHECKPOINT "$(tpf_read "$tpf_rundir/last_checkpoint")"
 	;;
 *)
-	printf 'usage: sh %s start|restart|status|wait TOKEN SECONDS|disrupt REASON DEADLINE|logs N|setup-log N|env|stop [REASON]\n' "$0" >&2
+	printf 'usage: sh %s start|restart|status|wait TOKEN SECONDS [BEAT]|disrupt REASON DEADLINE|logs N|setup-log N|env|stop [REASON]\n' "$0" >&2
 	exit 2
 	;;
 esac

@@ -1,9 +1,14 @@
 /*
  * watch learns of a job's end at once (issue 21 part 4; docs/ARCHITECTURE.md
- * section 3, "Job waits"): one thread and one connection per provisioned
+ * section 3, "Job waits"): one connection per provisioned
  * worker, on which the bootstrap's `wait` verb blocks until the job's
- * token changes (it exited, or its session died) or its window ends
- * (TPUFORM_ATTACH_WINDOW, 10 s), then is asked again. A change that ends
+ * token changes (it exited, or its session died). Over SSH the wait lasts
+ * the job's life and sends its record as a heartbeat every
+ * TPUFORM_ATTACH_BEAT (60 s; engine/workers/provision.h
+ * tpf_provision_watch_open, on the fixed threads of watch_waits.c; issue
+ * 28): no exec while nothing happens; on the local transport it answers
+ * at the end of a window (TPUFORM_ATTACH_WINDOW, 10 s) and is asked
+ * again. A change that ends
  * a job is news: the loop wakes and plans at once from what the waits
  * know, without a probe. A connection that breaks (sshd restarted, network
  * dropped) is made again with a backoff (1 s doubling to 30 s); meanwhile
@@ -29,8 +34,16 @@
 #include "util/xalloc.h"
 
 #define ATTACH_WINDOW_DEFAULT 10
+#define ATTACH_BEAT_DEFAULT 60
 #define ATTACH_BACKOFF_MAX 30.0
 #define ATTACH_STACK (256 * 1024)
+/* How much later than its window a wait's answer may come before the
+ * worker counts as not covered (a connection that hangs without breaking
+ * answers no more; the session check then asks it). Seconds. */
+#define FRESH_SLACK 5.0
+/* The same past a long wait's heartbeat (the worker's status takes a
+ * moment; the connection counts as dead 30 s past the beat). */
+#define BEAT_SLACK 35.0
 
 struct attach_worker {
 	struct tpf_attacher *a;
@@ -38,6 +51,8 @@ struct attach_worker {
 	struct tpf_state_node *node; /* a private clone (host key pin, endpoints) */
 	struct tpf_live_node live;
 	int worker;
+	double fresh_for; /* seconds an answer stays current (window or beat + slack) */
+	struct tpf_wait *wait; /* over SSH: its long wait (watch_waits.c), else a thread */
 	pthread_t th;
 	int started;
 	/* Guarded by a->mu. */
@@ -62,6 +77,8 @@ struct tpf_attacher {
 	struct tpf_pipeline s; /* the provider (and transport) connections are made with */
 	int opened;
 	int window;
+	int beat; /* seconds between a long wait's heartbeats (issue 28) */
+	struct tpf_waits *ws; /* the waits' threads, when the transport has long waits */
 	struct attach_worker **items;
 	size_t n, alloc;
 	unsigned long news;
@@ -104,6 +121,11 @@ struct tpf_attacher *tpf_attacher_new(const struct tpf_watch_opts *o)
 	tpf_watch_diags(o, &d);
 	tpf_diags_release(&d);
 	a->window = (int)window;
+	long beat = ATTACH_BEAT_DEFAULT;
+	tpf_env_int("TPUFORM_ATTACH_BEAT", 1, 3600, &beat, &d);
+	tpf_watch_diags(o, &d);
+	tpf_diags_release(&d);
+	a->beat = (int)beat;
 	return a;
 }
 
@@ -207,6 +229,31 @@ static double next_backoff(double b)
 	return b < 1 ? 1 : b * 2 > ATTACH_BACKOFF_MAX ? ATTACH_BACKOFF_MAX : b * 2;
 }
 
+/* One wait on connection c, answered within the window (the local
+ * transport; over SSH the waits' threads hold long waits instead,
+ * watch_waits.c). 0, or the error (close c). */
+static int wait_once(struct attach_worker *w, struct tpf_transport *t, struct tpf_conn *c,
+		     char **token, int fresh, struct tpf_diags *quiet)
+{
+	struct tpf_attacher *a = w->a;
+	struct tpf_worker_report r;
+	char *now = NULL;
+	int rc = tpf_provision_wait(t, c, w->node->name, w->worker, fresh ? "" : *token, a->window,
+				    &r, &now, quiet);
+	if (!rc) {
+		int changed = *token && now && strcmp(*token, now);
+		record(w, &r, changed || (!*token && ended(&r)), *token, now);
+		if (now) {
+			free(*token);
+			*token = now;
+			now = NULL;
+		}
+	}
+	tpf_worker_report_release(&r);
+	free(now);
+	return rc;
+}
+
 /* One worker: connect, wait, record, wait again; reconnect with a backoff
  * when the connection breaks. The token survives a reconnection, so a job
  * that ended while detached is news at the first answer. */
@@ -231,30 +278,18 @@ static void *attach_thread(void *arg)
 			fresh = 1;
 		}
 		set_attached(w, 1);
-		struct tpf_worker_report r;
-		char *now = NULL;
-		int rc = tpf_provision_wait(t, c, w->node->name, w->worker, fresh ? "" : token,
-					    w->a->window, &r, &now, &quiet);
+		int rc = wait_once(w, t, c, &token, fresh, &quiet);
 		tpf_diags_release(&quiet);
 		if (rc) {
 			set_attached(w, 0);
 			t->ops->close(c);
 			c = NULL;
-			tpf_worker_report_release(&r);
-			free(now);
 			backoff = next_backoff(backoff);
 			pause_for(w, backoff);
 			continue;
 		}
 		backoff = 0;
 		fresh = 0;
-		int changed = token && now && strcmp(token, now);
-		record(w, &r, changed || (!token && ended(&r)), token, now);
-		tpf_worker_report_release(&r);
-		if (now) {
-			free(token);
-			token = now;
-		}
 	}
 	if (c)
 		t->ops->close(c);
@@ -270,11 +305,26 @@ static void worker_free(struct attach_worker *w)
 {
 	if (w->started)
 		pthread_join(w->th, NULL);
+	tpf_waits_release(w->wait);
 	fact_clear(&w->fact);
 	free(w->key);
 	tpf_state_node_free(w->node);
 	tpf_live_node_release(&w->live);
 	free(w);
+}
+
+/* The waits' threads' callbacks (watch_waits.c): as a thread's wait. */
+static void wait_record(void *arg, const struct tpf_worker_report *r, const char *prev,
+			const char *now)
+{
+	struct attach_worker *w = arg;
+	int changed = prev && now && strcmp(prev, now);
+	record(w, r, changed || (!prev && ended(r)), prev, now);
+}
+
+static void wait_attached(void *arg, int on)
+{
+	set_attached(arg, on);
 }
 
 static struct attach_worker *find(struct tpf_attacher *a, const char *key)
@@ -298,6 +348,15 @@ static void attach_one(struct tpf_attacher *a, const struct tpf_state_node *sn,
 	w->seen = 1;
 	w->fact.exit_code = -1;
 	w->fact.stalled_for = -1;
+	w->fresh_for = a->window + FRESH_SLACK;
+	if (a->ws) {
+		struct tpf_wait_cb cb = { .record = wait_record, .attached = wait_attached, .arg = w };
+		w->fresh_for = a->beat + BEAT_SLACK;
+		w->wait = tpf_waits_add(a->ws, w->node, &w->live, worker, &cb);
+		XGROW(a->items, a->n + 1, a->alloc);
+		a->items[a->n++] = w;
+		return;
+	}
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, ATTACH_STACK);
@@ -322,7 +381,15 @@ static int open_session(struct tpf_attacher *a)
 	int rc = tpf_pipeline_open(&a->s, &so, NULL);
 	tpf_watch_diags(a->o, &a->s.d);
 	tpf_diags_release(&a->s.d);
-	return rc || !a->s.prov ? -1 : 0;
+	if (rc || !a->s.prov)
+		return -1;
+	struct tpf_transport *t =
+		a->s.prov->ops->transport ? a->s.prov->ops->transport(a->s.prov) : NULL;
+	/* Long waits on a fixed set of threads where the transport has them
+	 * (ssh); else a thread per worker (the local transport). */
+	if (tpf_provision_can_watch(t))
+		a->ws = tpf_waits_new(t, a->window, a->beat, a->o->parallelism);
+	return 0;
 }
 
 /* Raise the soft RLIMIT_NOFILE to what `workers` waits need (3 each and
@@ -358,6 +425,10 @@ static void reap(struct tpf_attacher *a, struct attach_worker ***gone, size_t *n
 		struct attach_worker *w = a->items[i];
 		if (!w->seen)
 			w->stop = 1;
+		if (w->stop && w->wait) {
+			tpf_waits_stop(w->wait);
+			w->done = tpf_waits_done(w->wait);
+		}
 		if (w->stop && w->done) {
 			XGROW(*gone, *ngone + 1, alloc);
 			(*gone)[(*ngone)++] = w;
@@ -451,10 +522,6 @@ size_t tpf_attacher_take(struct tpf_attacher *a, struct tpf_job_facts *facts,
 	return n;
 }
 
-/* How much later than its window a wait's answer may come before the
- * worker counts as not covered (a connection that hangs without breaking
- * answers no more; the session check then asks it). Seconds. */
-#define FRESH_SLACK 5.0
 
 int tpf_attacher_covers(void *arg, const struct tpf_state_node *sn, int worker)
 {
@@ -468,7 +535,7 @@ int tpf_attacher_covers(void *arg, const struct tpf_state_node *sn, int worker)
 	 * stopped gives none, and a heal that stopped it and failed must
 	 * still be seen by the probe. */
 	int covers = w && w->attached && w->have && !w->stop && !tpuform_did(&w->fact) &&
-		     tpf_now_mono() - w->at <= a->window + FRESH_SLACK;
+		     tpf_now_mono() - w->at <= w->fresh_for;
 	pthread_mutex_unlock(&a->mu);
 	free(key);
 	return covers;
@@ -482,7 +549,9 @@ void tpf_attacher_free(struct tpf_attacher *a)
 	for (size_t i = 0; i < a->n; i++)
 		a->items[i]->stop = 1;
 	pthread_mutex_unlock(&a->mu);
-	/* Each thread ends within its wait's window (or a connect timeout). */
+	/* The waits' threads end once every wait is closed; each thread of
+	 * a worker within its wait's window (or a connect timeout). */
+	tpf_waits_free(a->ws);
 	for (size_t i = 0; i < a->n; i++)
 		worker_free(a->items[i]);
 	free(a->items);

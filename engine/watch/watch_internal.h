@@ -175,6 +175,46 @@ int tpf_prober_take(struct tpf_prober *p, double deadline, struct tpf_job_facts 
 /* Wait for a probe in flight (its timeouts bound it) and free p (NULL: no-op). */
 void tpf_prober_free(struct tpf_prober *p);
 
+/* ---- the waits' threads (engine/watch/watch_waits.c) ---------------------------- */
+
+/*
+ * Long job waits (engine/workers/provision.h tpf_provision_watch_open) on
+ * a fixed set of threads: one loop reads them all (poll), `dialers`
+ * threads (1 to 12) connect, start and close them, with a backoff (1 s doubling to 30 s)
+ * after a failure. For transports with tpf_provision_can_watch.
+ */
+struct tpf_waits;
+struct tpf_wait;
+struct tpf_worker_report;
+struct tpf_transport;
+struct tpf_wait_cb {
+	/* A record of the wait (r and the tokens borrowed; prev: the token
+	 * before, NULL for a new connection's first answer). */
+	void (*record)(void *arg, const struct tpf_worker_report *r, const char *prev,
+		       const char *now);
+	/* The wait is running on a live connection (1), or it broke (0). */
+	void (*attached)(void *arg, int on);
+	void *arg;
+};
+/* NULL when the threads cannot start. t borrowed (outlives the waits);
+ * window, beat: seconds (tpf_provision_watch_open); dialers: threads that
+ * connect, clamped to 1..12. */
+struct tpf_waits *tpf_waits_new(struct tpf_transport *t, int window, int beat, int dialers);
+/* Wait on worker `worker` of node (node, live: borrowed until done). The
+ * callbacks run on the waits' threads, never two at once for a wait. */
+struct tpf_wait *tpf_waits_add(struct tpf_waits *ws, const struct tpf_state_node *node,
+			       const struct tpf_live_node *live, int worker,
+			       const struct tpf_wait_cb *cb);
+/* Ask w to end (it is done within a connect's timeout at most). */
+void tpf_waits_stop(struct tpf_wait *w);
+/* Has w ended (no thread touches it any more, its connection closed)? */
+int tpf_waits_done(struct tpf_wait *w);
+/* Free a done w (NULL: no-op). */
+void tpf_waits_release(struct tpf_wait *w);
+/* Stop every wait, wait for them and the threads, free ws (NULL: no-op);
+ * the waits are then done, to be released by their owners. */
+void tpf_waits_free(struct tpf_waits *ws);
+
 /* ---- job waits: a job's end seen at once (engine/watch/watch_attach.c) -------- */
 
 struct tpf_attacher;

@@ -132,6 +132,42 @@ int tpf_provision_wait(struct tpf_transport *t, struct tpf_conn *c, const char *
 		       const char *token, int window, struct tpf_worker_report *r, char **token_out,
 		       struct tpf_diags *d);
 
+/*
+ * The wait that lasts the job's life (issue 28; docs/watch.md "Job
+ * waits"), driven by the caller's event loop, on transports that have
+ * watch_open/step/close (tpf_provision_can_watch: ssh; the local
+ * transport has only the window). tpf_provision_watch_open starts, on
+ * connection c (blocking, briefly), the bootstrap's `wait TOKEN WINDOW
+ * BEAT`: it lasts until the job's token differs from `token` ("" or NULL:
+ * at once) and prints its record (the status and "TPUFORM token=...")
+ * then, and every `beat` seconds meanwhile as a heartbeat; an older
+ * bootstrap ignores BEAT and answers within `window` seconds. *out: the
+ * wait (freed by tpf_provision_watch_close). tpf_provision_watch_step
+ * never blocks: cb->record gets each whole record that arrived (report
+ * and token borrowed for the call; the token NULL from an older script);
+ * it returns 1 while the wait goes on (*pfd: what to poll(2) for; step
+ * again when it is ready, and at least every few seconds for keepalives
+ * and the silence limit), 0 when the wait ended (the job changed: close,
+ * then open again with the last token), TPF_EUNREACHABLE when the
+ * connection broke or was silent for beat (or window) + 30 s, TPF_ERROR
+ * for a record without a session line. tpf_provision_watch_close (blocking,
+ * briefly) frees the wait; `ended`: the step said 0, so the exit status is
+ * read and an answer without a token line delivered. After an error close
+ * the wait (ended 0), then the connection.
+ */
+struct tpf_provision_watch_cb {
+	void (*record)(void *arg, const struct tpf_worker_report *r, const char *token);
+	void *arg;
+};
+struct tpf_job_watch;
+int tpf_provision_can_watch(const struct tpf_transport *t);
+int tpf_provision_watch_open(struct tpf_transport *t, struct tpf_conn *c, const char *node,
+			     int worker, const char *token, int window, int beat,
+			     const struct tpf_provision_watch_cb *cb, struct tpf_job_watch **out,
+			     struct tpf_diags *d);
+int tpf_provision_watch_step(struct tpf_job_watch *w, struct pollfd *pfd, struct tpf_diags *d);
+int tpf_provision_watch_close(struct tpf_job_watch *w, int ended, struct tpf_diags *d);
+
 /* The last `lines` lines of the worker's job log (0: all), appended to out.
  * Errors (nothing appended): unreachable, never provisioned, no log yet. */
 int tpf_provision_logs(struct tpf_transport *t, const struct tpf_state_node *n,

@@ -2,7 +2,8 @@
  * The parts of provisioning (engine/workers/provision.h), shared by
  * engine/provision*.c only. The files call each other one way:
  *
- *   provision.c (start, restart), provision_probe.c (status, wait),
+ *   provision.c (start, restart), provision_wait.c (wait)
+ *     -> provision_probe.c (status),
  *   provision_verbs.c (logs, setup-log, stop, disrupt)
  *     -> provision_conn.c (endpoint, connection, one command)
  *     -> provision_output.c (what the script printed)
@@ -50,6 +51,17 @@ char *tpf_prov_message_line(const struct script_said *s, const struct tpf_kvlist
  * and tab are dropped, and at most max bytes are kept, cut at a character
  * boundary. Caller frees. */
 char *tpf_prov_clean_text(const char *s, size_t max);
+
+/* ---- the status report (engine/workers/provision_probe.c) ---------------------- */
+
+/* A report of nothing yet: an unreachable worker, every number unknown. */
+void tpf_prov_report_reset(struct tpf_worker_report *r);
+/* What the status (or wait) verb printed, with its exit status, into *r
+ * (state and the rest; *token_out, when not NULL, the wait verb's token
+ * (caller frees), or NULL). An answer without a session line is
+ * TPF_ERROR with a diagnostic. */
+int tpf_prov_fill_report(const char *out, int status, const char *node, int worker,
+			 struct tpf_worker_report *r, char **token_out, struct tpf_diags *d);
 
 /* ---- talking to a worker (engine/workers/provision_conn.c) ---------------------- */
 

@@ -1,6 +1,6 @@
 /*
  * The read-only verbs that report a worker's job (engine/workers/provision.h):
- * status (tpf_provision_probe) and wait (tpf_provision_wait), read into a
+ * status (tpf_provision_probe; the wait verb is provision_wait.c), read into a
  * struct tpf_worker_report; the session word is parsed here, once
  * (model/job_state.h).
  */
@@ -17,7 +17,7 @@
 #define LAST_LOG_MAX 300
 
 /* A report of nothing yet: an unreachable worker, every number unknown. */
-static void report_reset(struct tpf_worker_report *r)
+void tpf_prov_report_reset(struct tpf_worker_report *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->state = TPF_JOB_STATE_UNREACHABLE;
@@ -33,7 +33,7 @@ void tpf_worker_report_release(struct tpf_worker_report *r)
 	free(r->checkpoint);
 	free(r->disruption);
 	free(r->host_key);
-	report_reset(r);
+	tpf_prov_report_reset(r);
 }
 
 static double parse_number(const char *v, double min, double max, double fallback)
@@ -48,8 +48,8 @@ static double parse_number(const char *v, double min, double max, double fallbac
 /* What the status (or wait) verb printed, with its exit status, into *r
  * (state and the rest; *token_out, when not NULL, the wait verb's
  * token, or NULL). An answer without a session line is an error. */
-static int fill_report(const char *out, int status, const char *node, int worker,
-		       struct tpf_worker_report *r, char **token_out, struct tpf_diags *d)
+int tpf_prov_fill_report(const char *out, int status, const char *node, int worker,
+			  struct tpf_worker_report *r, char **token_out, struct tpf_diags *d)
 {
 	struct script_said said;
 	tpf_prov_said_parse(out, &said);
@@ -95,7 +95,7 @@ int tpf_provision_probe(struct tpf_transport *t, const struct tpf_state_node *n,
 	struct tpf_buf out = TPF_BUF_INIT;
 	int status = -1, reachable = 0;
 
-	report_reset(r);
+	tpf_prov_report_reset(r);
 	int err = tpf_prov_run(t, n, live, worker,
 			       "if [ -f " TPF_REMOTE_SCRIPT " ]; then " SCRIPT_CMD " status; "
 			       "else echo 'TPUFORM session=none'; fi",
@@ -107,32 +107,8 @@ int tpf_provision_probe(struct tpf_transport *t, const struct tpf_state_node *n,
 	}
 	if (err)
 		goto done;
-	err = fill_report(out.buf, status, n->name, worker, r, NULL, d);
+	err = tpf_prov_fill_report(out.buf, status, n->name, worker, r, NULL, d);
 done:
-	tpf_buf_release(&out);
-	return err;
-}
-
-int tpf_provision_wait(struct tpf_transport *t, struct tpf_conn *c, const char *node, int worker,
-		       const char *token, int window, struct tpf_worker_report *r, char **token_out,
-		       struct tpf_diags *d)
-{
-	struct tpf_buf out = TPF_BUF_INIT, cmd = TPF_BUF_INIT;
-	int status = -1;
-	report_reset(r);
-	*token_out = NULL;
-	tpf_buf_addf(&cmd, "if [ -f " TPF_REMOTE_SCRIPT " ]; then " SCRIPT_CMD " wait ");
-	tpf_shquote_buf(&cmd, token ? token : "");
-	tpf_buf_addf(&cmd, " %d; else echo 'TPUFORM session=none'; echo 'TPUFORM token=none'; fi",
-		     window > 0 ? window : 10);
-	/* The window, and the status probe's own time after it. */
-	int err = t->ops->exec(c, cmd.buf, &out, &status, (window > 0 ? window : 10) + PROBE_TIMEOUT,
-			       d);
-	if (!err) {
-		r->reachable = 1;
-		err = fill_report(out.buf, status, node, worker, r, token_out, d);
-	}
-	tpf_buf_release(&cmd);
 	tpf_buf_release(&out);
 	return err;
 }

@@ -61,34 +61,18 @@ static int fail(struct tpf_conn *c, int rc, const char *doing, double timeout, s
 	return tpf_errorx(d, c->where, NULL, "%s on worker '%s' failed: %s", doing, c->where, msg);
 }
 
-int tpf_ssh_exec(struct tpf_conn *c, const char *command, struct tpf_buf *out, int *status,
-		 double timeout, struct tpf_diags *d)
+int tpf_ssh_exec_open(struct tpf_conn *c, const char *command, double setup_deadline,
+		      LIBSSH2_CHANNEL **out, struct tpf_diags *d)
 {
 	LIBSSH2_CHANNEL *ch = NULL;
 	struct tpf_buf cmd = TPF_BUF_INIT;
-	/* Output is gathered here, capped (providers/transport.h), then
-	 * handed to out, whole or as far as it got on an error. */
-	struct tpf_buf got = TPF_BUF_INIT_MAX(c->t->o.output_max ? c->t->o.output_max
-							   : TPF_TRANSPORT_OUTPUT_MAX);
-	char buf[32768];
 	int rc, err = 0;
-
-	if (status)
-		*status = -1;
-	if (c->broken)
-		return tpf_errorx(d, c->where, "connect again", "cannot run a command on worker '%s': "
-				  "the connection was lost or timed out earlier", c->where);
-	c->timed_out = 0;
-	double setup_deadline = tpf_now_mono() + c->t->o.io_timeout;
-	double deadline = timeout > 0 ? tpf_now_mono() + timeout : 0;
-	if (deadline && deadline < setup_deadline)
-		setup_deadline = deadline;
+	*out = NULL;
 	/* The login shell may not be POSIX (fish, csh): every such shell
 	 * runs `exec /bin/sh -c 'quoted'` alike, and the command then gets
 	 * the same sh as on the local transport. */
 	tpf_buf_adds(&cmd, "exec /bin/sh -c ");
 	tpf_shquote_buf(&cmd, command);
-
 	while (!(ch = libssh2_channel_open_session(c->s)) &&
 	       tpf_ssh_again(c, libssh2_session_last_errno(c->s), setup_deadline))
 		;
@@ -96,6 +80,7 @@ int tpf_ssh_exec(struct tpf_conn *c, const char *command, struct tpf_buf *out, i
 		err = fail(c, libssh2_session_last_errno(c->s), "opening a channel", 0, d);
 		goto done;
 	}
+	*out = ch;
 	libssh2_channel_handle_extended_data2(ch, LIBSSH2_CHANNEL_EXTENDED_DATA_MERGE);
 	do
 		rc = libssh2_channel_process_startup(ch, "exec", 4, cmd.buf, (unsigned)cmd.len);
@@ -108,10 +93,67 @@ int tpf_ssh_exec(struct tpf_conn *c, const char *command, struct tpf_buf *out, i
 	do
 		rc = libssh2_channel_send_eof(ch);
 	while (tpf_ssh_again(c, rc, setup_deadline));
-	if (rc) {
+	if (rc)
 		err = fail(c, rc, "starting a command", 0, d);
-		goto done;
+done:
+	tpf_buf_release(&cmd);
+	return err;
+}
+
+int tpf_ssh_exec_close(struct tpf_conn *c, LIBSSH2_CHANNEL *ch, int *status, struct tpf_diags *d)
+{
+	double setup_deadline = tpf_now_mono() + c->t->o.io_timeout;
+	int rc;
+	do
+		rc = libssh2_channel_close(ch);
+	while (tpf_ssh_again(c, rc, setup_deadline));
+	if (!rc) {
+		do
+			rc = libssh2_channel_wait_closed(ch);
+		while (tpf_ssh_again(c, rc, setup_deadline));
 	}
+	if (rc)
+		return fail(c, rc, "closing a channel", 0, d);
+	int st = tpf_ssh_channel_status(c, ch);
+	if (status)
+		*status = st;
+	return 0;
+}
+
+void tpf_ssh_exec_free(struct tpf_conn *c, LIBSSH2_CHANNEL *ch)
+{
+	double setup_deadline = tpf_now_mono() + c->t->o.io_timeout;
+	int rc;
+	/* A broken channel is freed with its session (libssh2 keeps a list). */
+	if (ch && !c->broken)
+		while ((rc = libssh2_channel_free(ch)) == LIBSSH2_ERROR_EAGAIN &&
+		       tpf_ssh_again(c, rc, setup_deadline))
+			;
+}
+
+int tpf_ssh_exec(struct tpf_conn *c, const char *command, struct tpf_buf *out, int *status,
+		 double timeout, struct tpf_diags *d)
+{
+	LIBSSH2_CHANNEL *ch = NULL;
+	/* Output is gathered here, capped (providers/transport.h), then
+	 * handed to out, whole or as far as it got on an error. */
+	struct tpf_buf got = TPF_BUF_INIT_MAX(c->t->o.output_max ? c->t->o.output_max
+							   : TPF_TRANSPORT_OUTPUT_MAX);
+	char buf[32768];
+	int err = 0;
+
+	if (status)
+		*status = -1;
+	if (c->broken)
+		return tpf_errorx(d, c->where, "connect again", "cannot run a command on worker '%s': "
+				  "the connection was lost or timed out earlier", c->where);
+	c->timed_out = 0;
+	double setup_deadline = tpf_now_mono() + c->t->o.io_timeout;
+	double deadline = timeout > 0 ? tpf_now_mono() + timeout : 0;
+	if (deadline && deadline < setup_deadline)
+		setup_deadline = deadline;
+	if ((err = tpf_ssh_exec_open(c, command, setup_deadline, &ch, d)))
+		goto done;
 	for (;;) {
 		ssize_t n = libssh2_channel_read(ch, buf, sizeof(buf));
 		if (n > 0) {
@@ -134,30 +176,9 @@ int tpf_ssh_exec(struct tpf_conn *c, const char *command, struct tpf_buf *out, i
 		err = fail(c, (int)n, "reading command output", 0, d);
 		goto done;
 	}
-	setup_deadline = tpf_now_mono() + c->t->o.io_timeout;
-	do
-		rc = libssh2_channel_close(ch);
-	while (tpf_ssh_again(c, rc, setup_deadline));
-	if (!rc) {
-		do
-			rc = libssh2_channel_wait_closed(ch);
-		while (tpf_ssh_again(c, rc, setup_deadline));
-	}
-	if (rc) {
-		err = fail(c, rc, "closing a channel", 0, d);
-		goto done;
-	}
-	int st = tpf_ssh_channel_status(c, ch);
-	if (status)
-		*status = st;
+	err = tpf_ssh_exec_close(c, ch, status, d);
 done:
-	if (ch && !c->broken) {
-		while ((rc = libssh2_channel_free(ch)) == LIBSSH2_ERROR_EAGAIN &&
-		       tpf_ssh_again(c, rc, setup_deadline))
-			;
-	}
-	/* A broken channel is freed with its session (libssh2 keeps a list). */
-	tpf_buf_release(&cmd);
+	tpf_ssh_exec_free(c, ch);
 	if (out && !tpf_buf_overflowed(&got) && tpf_buf_take(out, &got) < 0 && !err)
 		err = tpf_transport_output_too_large(c->where, tpf_buf_max(out), d);
 	tpf_buf_release(&got);

@@ -45,6 +45,10 @@ struct tpf_conn {
 	int timed_out;      /* set by tpf_ssh_again when a deadline passed */
 	const char *role;   /* for messages: NULL "worker", else "the bastion of worker" */
 	struct tpf_ssh_jump *jump; /* ssh.proxy_jump: the tunnel c->fd runs through */
+	/* A long command (ssh_watch.c): its channel, the idle limit and when
+	 * silence since the last byte passes it (monotonic seconds). */
+	LIBSSH2_CHANNEL *watch_ch;
+	double watch_idle, watch_quiet_until;
 };
 
 /* What a connection is, for messages: "worker" or its role. */
@@ -163,6 +167,21 @@ int tpf_ssh_file_send(struct tpf_conn *c, int fd, const char *path, mode_t mode,
 		      tpf_progress_fn progress, void *arg, struct tpf_diags *d);
 int tpf_ssh_file_recv(struct tpf_conn *c, const char *path, int fd, tpf_progress_fn progress,
 		      void *arg, struct tpf_diags *d);
+/* An exec channel (ssh_exec.c) that runs `command` under /bin/sh, its
+ * output merged and its stdin at end of file: *ch is the channel (also on
+ * an error after it opened: free it with tpf_ssh_exec_free). 0, or
+ * TPF_EUNREACHABLE / TPF_ERROR with a diagnostic. */
+int tpf_ssh_exec_open(struct tpf_conn *c, const char *command, double setup_deadline,
+		      LIBSSH2_CHANNEL **ch, struct tpf_diags *d);
+/* Close a channel whose output ended and read its exit status into *status. */
+int tpf_ssh_exec_close(struct tpf_conn *c, LIBSSH2_CHANNEL *ch, int *status, struct tpf_diags *d);
+/* Free a channel (NULL: nothing) unless the connection broke. */
+void tpf_ssh_exec_free(struct tpf_conn *c, LIBSSH2_CHANNEL *ch);
+/* providers/transport.h watch_open, watch_step, watch_close (ssh_watch.c). */
+int tpf_ssh_watch_open(struct tpf_conn *c, const char *command, double idle, struct tpf_diags *d);
+int tpf_ssh_watch_step(struct tpf_conn *c, const struct tpf_watch_io *io, struct pollfd *pfd,
+		       struct tpf_diags *d);
+int tpf_ssh_watch_close(struct tpf_conn *c, int *status, struct tpf_diags *d);
 int tpf_ssh_exec_stream(struct tpf_conn *c, const char *command, const struct tpf_exec_io *io,
 			int *status, struct tpf_diags *d);
 int tpf_ssh_forward(struct tpf_conn *c, const struct tpf_forward *fw, size_t n,

@@ -108,6 +108,9 @@ static const struct tpf_transport_ops ssh_ops = {
 	.file_send = tpf_ssh_file_send,
 	.file_recv = tpf_ssh_file_recv,
 	.exec_stream = tpf_ssh_exec_stream,
+	.watch_open = tpf_ssh_watch_open,
+	.watch_step = tpf_ssh_watch_step,
+	.watch_close = tpf_ssh_watch_close,
 	.forward = tpf_ssh_forward,
 	.ssh_info = tpf_ssh_info,
 };

@@ -19,6 +19,11 @@
 #       SSH_WORKERS_PID. Returns 2 when this machine cannot run it (no
 #       python3 with asyncssh: apt-get install python3-asyncssh), 1 when it
 #       did not start (its log: DIR/log).
+#   ssh_workers_emulated DIR N BASE_IP PROJECT
+#       ssh_workers_start with SSH_WORKERS_NO_KEYS=1, then the Cloud TPU
+#       emulator (tests/e2e/fakegcp.sh, sourced by the caller) handing the
+#       workers out as those of PROJECT's nodes. Returns as
+#       ssh_workers_start, or 3 when the emulator did not start.
 #   ssh_workers_stop
 #       Ends the harness and every process a worker started (their screen
 #       sessions and jobs): SIGTERM to the harness, which ends them.
@@ -90,6 +95,13 @@ ssh_workers_start() {
 	done
 	SSH_WORKERS_PORT=$(cat "$SSH_WORKERS_DIR/ready")
 	export SSH_WORKERS_PORT
+}
+
+ssh_workers_emulated() {
+	SSH_WORKERS_NO_KEYS=1
+	ssh_workers_start "$1" "$2" "$3" || return
+	fakegcp_start --project "$4" --op-seconds 0.2 --worker-ip-base "$3" \
+		--worker-port "$SSH_WORKERS_PORT" --worker-dir "$SSH_WORKERS_DIR" >/dev/null || return 3
 }
 
 ssh_workers_stop() {
