@@ -358,6 +358,8 @@ static const char *const env_vars[][2] = {
 	{ "TPUFORM_BUDGET_REFRESH", "how often watch measures the budgets' spend from the run ledger (60s)" },
 	{ "TPUFORM_LEDGER_REFRESH", "how often watch -metrics-addr rebuilds the ledger's metrics and page (5m)" },
 	{ "TPUFORM_LEDGER_SEGMENT_BYTES", "bytes of one local run ledger segment (default 16 MiB)" },
+	{ "TPUFORM_BILLING_API_KEY", "prices -refresh: an API key for the Cloud Billing Catalog API, "
+				     "instead of the fleet's credentials" },
 	{ "TPUFORM_MONITORING_ENDPOINT", "the Cloud Monitoring API endpoint (default "
 					 "https://monitoring.googleapis.com)" },
 	{ "TPUFORM_MONITORING_INTERVAL", "for tests: how often watch writes to Cloud Monitoring "

@@ -63,9 +63,10 @@ X'
 		'exit $((TPUFORM_WORKER_ID * 7))'
 
 	# "$TPUFORM" itself, not the function: $! must be tpuform's pid
-	"$TPUFORM" exec -f "$_f" "$_n1" -- 'echo first; sleep 4; echo last' </dev/null >stream.out 2>&1 &
+	"$TPUFORM" exec -f "$_f" "$_n1" -- 'echo first; sleep 8; echo last' </dev/null >stream.out 2>&1 &
 	sp=$!
-	wait_for 3 grep -q "^$_n1/w1 | first" stream.out
+	# Both workers' first lines (waiting for w1's alone raced w0's).
+	wait_for 6 sh -c "[ \"\$(grep -c '| first' stream.out)\" -ge 2 ]"
 	is "the first line shows before the command ends" \
 		"$(grep -c '| first' stream.out) $(kill -0 "$sp" 2>/dev/null && echo running)" "2 running"
 	wait "$sp"
