@@ -283,8 +283,9 @@ static void *loop_main(void *arg)
 {
 	struct tpf_waits *ws = arg;
 	struct tpf_wait **mine = NULL;
-	struct pollfd *p = NULL;
-	size_t alloc = 0, palloc = 0;
+	/* One slot from the start: the wake pipe's, always there. */
+	struct pollfd *p = xcalloc(1, sizeof(*p));
+	size_t alloc = 0, palloc = 1;
 	double sweep_at = 0;
 	for (;;) {
 		pthread_mutex_lock(&ws->mu);

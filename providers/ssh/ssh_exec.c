@@ -123,12 +123,13 @@ int tpf_ssh_exec_close(struct tpf_conn *c, LIBSSH2_CHANNEL *ch, int *status, str
 void tpf_ssh_exec_free(struct tpf_conn *c, LIBSSH2_CHANNEL *ch)
 {
 	double setup_deadline = tpf_now_mono() + c->t->o.io_timeout;
-	int rc;
 	/* A broken channel is freed with its session (libssh2 keeps a list). */
-	if (ch && !c->broken)
+	if (ch && !c->broken) {
+		int rc;
 		while ((rc = libssh2_channel_free(ch)) == LIBSSH2_ERROR_EAGAIN &&
 		       tpf_ssh_again(c, rc, setup_deadline))
 			;
+	}
 }
 
 int tpf_ssh_exec(struct tpf_conn *c, const char *command, struct tpf_buf *out, int *status,
