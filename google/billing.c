@@ -13,7 +13,7 @@
 
 struct tpf_billing {
 	char *endpoint;
-	char *key; /* escaped API key, or NULL: the fleet's credentials */
+	int keyed; /* 1: an API key in a header (gapi.h), no token */
 	struct tpf_gclient c;
 };
 
@@ -37,15 +37,16 @@ int tpf_billing_open(struct tpf_billing **out, const struct tpf_gcp_auth_config 
 	struct tpf_billing *b = xcalloc(1, sizeof(*b));
 	*out = NULL;
 	const char *key = getenv("TPUFORM_BILLING_API_KEY");
-	if (key && *key)
-		b->key = tpf_gcp_escape(key);
+	b->keyed = key && *key;
 	if (tpf_gclient_endpoint("TPUFORM_BILLING_ENDPOINT", TPF_BILLING_DEFAULT_ENDPOINT,
 				 "Cloud Billing endpoint", &b->endpoint, d) < 0 ||
-	    (b->key ? tpf_gclient_open_anonymous(&b->c, b->endpoint, billing_hint, d)
-		    : tpf_gclient_open(&b->c, b->endpoint, auth, billing_hint, d)) < 0) {
+	    (b->keyed ? tpf_gclient_open_anonymous(&b->c, b->endpoint, billing_hint, d)
+		      : tpf_gclient_open(&b->c, b->endpoint, auth, billing_hint, d)) < 0) {
 		tpf_billing_free(b);
 		return TPF_ERROR;
 	}
+	if (b->keyed)
+		tpf_gapi_set_api_key(b->c.api, key);
 	*out = b;
 	return 0;
 }
@@ -56,7 +57,6 @@ void tpf_billing_free(struct tpf_billing *b)
 		return;
 	tpf_gclient_close(&b->c);
 	free(b->endpoint);
-	free(b->key);
 	free(b);
 }
 
@@ -67,7 +67,7 @@ const char *tpf_billing_endpoint(const struct tpf_billing *b)
 
 int tpf_billing_keyed(const struct tpf_billing *b)
 {
-	return b->key != NULL;
+	return b->keyed;
 }
 
 static int one_page(json_t *page, void *ctx, struct tpf_diags *d)
@@ -83,8 +83,8 @@ int tpf_billing_skus(struct tpf_billing *b, const char *service, json_t *skus,
 		     struct tpf_diags *d)
 {
 	char *s = tpf_gcp_escape(service);
-	char *url = xasprintf("%s/v1/services/%s/skus?pageSize=%d%s%s", b->endpoint, s,
-			      TPF_BILLING_PAGE_SIZE, b->key ? "&key=" : "", b->key ? b->key : "");
+	char *url = xasprintf("%s/v1/services/%s/skus?pageSize=%d", b->endpoint, s,
+			      TPF_BILLING_PAGE_SIZE);
 	char *what = xasprintf("listing the SKUs of service %s in the Cloud Billing Catalog", service);
 	int rc = tpf_gapi_pages(b->c.api, url, what, NULL, 0, one_page, skus, d);
 	free(what);

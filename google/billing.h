@@ -7,8 +7,8 @@
  * request names (US dollars when it names none).
  *
  * Credentials: the fleet's (google/gcp_auth.h), or an API key from
- * $TPUFORM_BILLING_API_KEY, which the API also takes (sent as the `key=`
- * query parameter, with no token). Endpoint: $TPUFORM_BILLING_ENDPOINT or
+ * $TPUFORM_BILLING_API_KEY, which the API also takes (sent in the
+ * X-goog-api-key header, gapi.h, with no token: not in the URL). Endpoint: $TPUFORM_BILLING_ENDPOINT or
  * TPF_BILLING_DEFAULT_ENDPOINT, checked by tpf_gcp_endpoint_check (https,
  * or http to a loopback host only). Every request goes through the one
  * REST client (gapi.h): its retries, its error messages (the API's message

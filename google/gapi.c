@@ -23,6 +23,7 @@ struct tpf_gapi {
 	struct tpf_gapi_clock clock;
 	tpf_gapi_hint_fn hint;
 	void *hint_ctx;
+	char *api_key_header; /* "X-goog-api-key: K", or NULL */
 	volatile int *const *interrupted;
 	pthread_mutex_t mu;
 	long requests;
@@ -70,6 +71,7 @@ void tpf_gapi_free(struct tpf_gapi *api)
 	pthread_mutex_destroy(&api->mu);
 	free(api->endpoint);
 	free(api->project);
+	free(api->api_key_header);
 	free(api);
 }
 
@@ -88,6 +90,12 @@ void tpf_gapi_set_hint(struct tpf_gapi *api, tpf_gapi_hint_fn fn, void *ctx)
 {
 	api->hint = fn;
 	api->hint_ctx = ctx;
+}
+
+void tpf_gapi_set_api_key(struct tpf_gapi *api, const char *key)
+{
+	free(api->api_key_header);
+	api->api_key_header = key ? xasprintf("X-goog-api-key: %s", key) : NULL;
 }
 
 void tpf_gapi_watch_interrupt(struct tpf_gapi *api, volatile int *const *flag)
@@ -259,17 +267,20 @@ static int transfer_diag(struct tpf_gapi *api, struct tpf_gapi_call *c, int rc, 
 	return rc;
 }
 
-/* The extra headers: the call's, then the credentials' one. Caller frees the array. */
+/* The extra headers: the call's, then the credentials' one, then the API
+ * key's. Caller frees the array. */
 static const char **headers_for(struct tpf_gapi *api, const struct tpf_gapi_call *c, int auth)
 {
 	size_t n = 0;
 	while (c->rq.headers && c->rq.headers[n])
 		n++;
-	const char **h = xcalloc(n + 2, sizeof(*h));
+	const char **h = xcalloc(n + 3, sizeof(*h));
 	for (size_t i = 0; i < n; i++)
 		h[i] = c->rq.headers[i];
-	if (auth && api->creds.header)
-		h[n] = api->creds.header(api->creds.ctx);
+	if (auth && api->creds.header && (h[n] = api->creds.header(api->creds.ctx)) != NULL)
+		n++;
+	if (api->api_key_header)
+		h[n] = api->api_key_header;
 	return h;
 }
 

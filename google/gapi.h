@@ -107,6 +107,13 @@ typedef char *(*tpf_gapi_hint_fn)(void *ctx, const struct tpf_gcp_error *e,
 				  enum tpf_gcp_class cls);
 void tpf_gapi_set_hint(struct tpf_gapi *api, tpf_gapi_hint_fn fn, void *ctx);
 
+/* Send an API key (copied; NULL: none) with every request, in the
+ * X-goog-api-key header, which Google's APIs take as they take the key=
+ * query parameter (https://cloud.google.com/docs/authentication/api-keys-use):
+ * a header keeps the key out of URLs, and so out of error messages and
+ * logs that print them. Before any call. */
+void tpf_gapi_set_api_key(struct tpf_gapi *api, const char *key);
+
 /* Make operation waits and tpf_gapi_sleep watch **flag (borrowed; the
  * provider's interrupted field, providers/provider.h): once set they
  * return TPF_EINTERRUPTED, no diagnostic, within 0.2 s. Retry backoff

@@ -29,7 +29,7 @@ int tpf_gclient_open(struct tpf_gclient *c, const char *endpoint,
 		     struct tpf_diags *d);
 /*
  * The same without credentials: no token is asked for or sent (an API
- * that takes an API key in the URL instead, google/billing.h); c->auth
+ * that takes an API key instead, google/billing.h); c->auth
  * stays NULL.
  */
 int tpf_gclient_open_anonymous(struct tpf_gclient *c, const char *endpoint,

@@ -2,8 +2,9 @@
 # `tpuform prices -refresh` when the Cloud Billing Catalog refuses: the
 # API's own message and status and a hint at the fix, exit 1, and the
 # table stored before is kept (report still prices from it). With an API
-# key (TPUFORM_BILLING_API_KEY) the key goes as key= and no token is
-# needed; a key the API does not take is its 400 "API key not valid".
+# key (TPUFORM_BILLING_API_KEY) the key goes in the X-goog-api-key header,
+# never in the URL, and no token is needed (the emulator answers 401
+# without one); a key the API does not take is its 400 "API key not valid".
 # The emulator: tests/fakegcp/fg_billing.c (--billing-disabled,
 # --billing-api-key). The local provider, no sshd workers: no loopback
 # block needed.
@@ -35,7 +36,8 @@ unset TPUFORM_ACCESS_TOKEN GOOGLE_APPLICATION_CREDENTIALS
 export HOME="$W/home" TPUFORM_BILLING_API_KEY=k-821
 mkdir -p "$HOME"
 ok "prices -refresh with an API key and no credentials" tpuform prices -f fleet.yaml -refresh
-is "the key went as key=" "$(jq -r 'select(.path | startswith("/v1/services/")) | .query' requests.jsonl | grep -c 'key=k-821')" 2
+is "both services were listed" "$(jq -r 'select(.path | startswith("/v1/services/")) | .path' requests.jsonl | sort -u | wc -l)" 2
+is "the key is in no URL" "$(grep -c 'k-821' requests.jsonl)" 0
 cp tpuform.state.json.prices.json kept.json
 
 TPUFORM_BILLING_API_KEY=wrong

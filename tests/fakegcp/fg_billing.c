@@ -19,7 +19,8 @@
  * and v4, a v2 device and a v2 Pod SKU), a commitment, a TPU SKU that names
  * no generation, one priced in euros, one with two tiers, and SKUs of
  * other resources. The prices are made up for tests, not Google's.
- * An API key (key=) must be --billing-api-key when that is set;
+ * An API key (key= or the X-goog-api-key header) must be --billing-api-key
+ * when that is set;
  * --billing-disabled answers 403 SERVICE_DISABLED as a project without the
  * API enabled gets.
  */
@@ -162,7 +163,10 @@ static void list(struct fg_req *r, const char *service)
 /* The key, the project's API switch, the currency: 0 when the request may go on. */
 static int refused(struct fg_req *r)
 {
+	/* Google takes the key as key= or in the X-goog-api-key header */
 	const char *key = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "key");
+	if (!key)
+		key = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-goog-api-key");
 	const char *cur = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "currencyCode");
 	if (key && fg_opt.billing_key && strcmp(key, fg_opt.billing_key)) {
 		fg_reply_error(r, 400, "INVALID_ARGUMENT", NULL,
