@@ -74,8 +74,7 @@ static int run_apply(struct tpf_cmd_ctx *ctx)
 		goto done;
 	}
 	if (!tpf_plan_has_changes(&p)) {
-		if (!planfile)
-			tpf_pipeline_record_jobs(s);
+		tpf_pipeline_apply_nothing(s);
 		say_nothing_to_do();
 		code = TPF_EXIT_OK;
 		goto done;

@@ -319,7 +319,7 @@ static void checkpoint_event(const struct tpf_state_node *sn, void *ctx)
 	tpf_run_ledger_chain(&ev, ctx);
 }
 
-void tpf_pipeline_record_jobs(struct tpf_pipeline *s)
+void tpf_pipeline_apply_nothing(struct tpf_pipeline *s)
 {
 	size_t ended = 0;
 	for (size_t i = 0; i < s->facts.n; i++)

@@ -184,13 +184,14 @@ int tpf_pipeline_load_plan(struct tpf_pipeline *s, const char *path, struct tpf_
 int tpf_pipeline_apply_env(struct tpf_pipeline *s, struct tpf_apply_opts *opts);
 
 /*
- * An apply with nothing to change: the job exits its refresh saw go to the
- * run ledger all the same (engine/ledger/ledger_losses.h
+ * An apply whose plan changes nothing: the job exits its refresh saw go to
+ * the run ledger all the same (engine/ledger/ledger_losses.h
  * tpf_ledger_job_exits), so a job that ended with no `watch` running is
- * not counted as goodput. Nothing when the refresh saw no job exit; a
- * ledger that cannot be opened is a warning in s->d.
+ * not counted as goodput. Nothing when the refresh saw no job exit, or
+ * probed no job (a saved plan's apply: tpf_pipeline_load_plan refreshes
+ * the nodes only); a ledger that cannot be opened is a warning in s->d.
  */
-void tpf_pipeline_record_jobs(struct tpf_pipeline *s);
+void tpf_pipeline_apply_nothing(struct tpf_pipeline *s);
 
 /*
  * Carry out plan p on the pipeline's fleet, provider and state (saved to
