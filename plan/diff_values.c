@@ -8,12 +8,35 @@
 #include "util/xalloc.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-/* A string as Terraform shows it: JSON-quoted (jansson does the escaping). */
-char *tpf_diff_value_str(const char *s)
+/*
+ * The last encodings made on this thread, by a hash of the text: a plan of
+ * many nodes shows the same few values again and again (accelerator type,
+ * zone, run, label keys and values), and jansson's encoding was most of
+ * the plan of 10,000 adopted nodes (tests/bench/gcp_bench.sh). Fixed size,
+ * no heap; a text of MEMO_TEXT bytes or more, or whose encoding does not
+ * fit in json, is not kept. An entry's json is empty when it is unused.
+ */
+#define MEMO_SLOTS 64
+#define MEMO_TEXT 64
+struct memo {
+	char text[MEMO_TEXT];
+	char json[3 * MEMO_TEXT];
+};
+static _Thread_local struct memo memo[MEMO_SLOTS];
+
+static struct memo *memo_slot(const char *s, size_t len)
 {
-	if (!s)
-		return xstrdup("null");
+	unsigned h = 2166136261u; /* FNV-1a, to pick a slot */
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 16777619u;
+	return &memo[h % MEMO_SLOTS];
+}
+
+/* s JSON-quoted by jansson (utf-8 it refuses: ""). Caller frees. */
+static char *encode(const char *s)
+{
 	json_t *j = json_string(s);
 	/* Most values are short: encode into the stack, not a heap string. */
 	char small[256];
@@ -27,6 +50,26 @@ char *tpf_diff_value_str(const char *s)
 		free(out);
 	}
 	json_decref(j);
+	return r;
+}
+
+/* A string as Terraform shows it: JSON-quoted (jansson does the escaping). */
+char *tpf_diff_value_str(const char *s)
+{
+	if (!s)
+		return xstrdup("null");
+	size_t len = strlen(s);
+	if (len >= MEMO_TEXT)
+		return encode(s);
+	struct memo *m = memo_slot(s, len);
+	if (m->json[0] && !strcmp(m->text, s))
+		return xstrdup(m->json);
+	char *r = encode(s);
+	size_t n = strlen(r);
+	if (n < sizeof(m->json)) {
+		memcpy(m->text, s, len + 1);
+		memcpy(m->json, r, n + 1);
+	}
 	return r;
 }
 
