@@ -96,9 +96,14 @@ static char line_symbol(const struct tpf_action *a, const struct tpf_change *c)
  * such lines (tests/bench/gcp_bench.sh). */
 static void add_padded(struct tpf_buf *out, const char *text, size_t width)
 {
-	tpf_buf_adds(out, text);
-	for (size_t n = strlen(text); n < width; n++)
-		tpf_buf_addch(out, ' ');
+	static const char spaces[] = "                                "; /* 32 */
+	size_t n = strlen(text);
+	tpf_buf_add(out, text, n);
+	while (n < width) {
+		size_t k = width - n < sizeof(spaces) - 1 ? width - n : sizeof(spaces) - 1;
+		tpf_buf_add(out, spaces, k);
+		n += k;
+	}
 }
 
 /* One attribute's line: "      + field = value". */
