@@ -14,8 +14,10 @@
 #   after:             1.06-1.46 s wall, 0.71-0.92 s CPU, 66 MB, 200 requests
 # The profile (callgrind, 2,000 nodes): 1,735 M -> 567 M instructions; the
 # plan no longer renders and hashes the script of a worker the state has no
-# script for. The wall left: 25 sequential pages per zone (~0.75 s with the
-# emulator's time) and ~0.35 s of diff and output after the last page.
+# script for. The wall left then: 25 sequential pages per zone (~0.75 s with
+# the emulator's time) and ~0.35 s of diff and output after the last page.
+# Since issue 28 the node lists ask pageSize=1000: 2 pages a zone, 16
+# requests (docs/figures.md has the figures).
 # shellcheck disable=SC2016 # $vars in single quotes are for the inner sh -c
 #
 #   sh tests/bench/gcp_bench.sh [NODES] [ZONES] [all|plan|apply] [CREATES]
