@@ -7,7 +7,9 @@
  * session cache for all of them, so a request reuses whatever connection
  * is idle, and over HTTPS (tpu.googleapis.com speaks HTTP/2) concurrent
  * requests are multiplexed as streams on one TLS connection
- * (CURLOPT_PIPEWAIT). A CURLSH-shared connection cache with one
+ * (CURLOPT_PIPEWAIT, set for https URLs only: plain http is HTTP/1.1,
+ * where waiting to multiplex only queues requests behind the first
+ * answer). A CURLSH-shared connection cache with one
  * curl_easy_perform per thread also reuses connections but cannot
  * multiplex: each transfer in flight holds a connection of its own.
  * Measured against the emulator (HTTP/1.1 on loopback, 20 ms per request,

@@ -38,9 +38,7 @@ static void str_change(struct tpf_action *a, const char *field, const char *befo
 		       const char *after, int forces)
 {
 	char *b = before || forces ? quoted(before) : NULL, *v = quoted(after);
-	tpf_action_change(a, field, b, v, forces, 0);
-	free(b);
-	free(v);
+	tpf_action_change_take(a, field, b, v, forces);
 }
 
 static void num_change(struct tpf_action *a, const char *field, long before, long after,

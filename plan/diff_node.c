@@ -45,9 +45,7 @@ static void change(struct tpf_action *a, const char *field, json_t *before, json
 		   int forces)
 {
 	char *b = before ? show(before) : NULL, *v = after ? show(after) : NULL;
-	tpf_action_change(a, field, b, v, forces, 0);
-	free(b);
-	free(v);
+	tpf_action_change_take(a, field, b, v, forces);
 }
 
 static json_t *tri(enum tpf_tri t)

@@ -109,9 +109,7 @@ int tpf_diff_update(struct tpf_plan *p, const struct tpf_diff_input *in,
 		a->update_labels = 1;
 		char *b = tpf_diff_value_map(&ln->recipe.labels);
 		char *v = tpf_diff_value_map(&dn->recipe.labels);
-		tpf_action_change(a, "labels", b, v, 0, 0);
-		free(b);
-		free(v);
+		tpf_action_change_take(a, "labels", b, v, 0);
 	}
 	a->patch = tpf_diff_node_patch(a, &dn->recipe, &ln->recipe, sn ? &sn->recipe : NULL);
 	int job_changed = 0;

@@ -22,16 +22,36 @@ struct tpf_action *tpf_plan_add(struct tpf_plan *p, enum tpf_action_kind kind, c
 	return a;
 }
 
+/* A new last change of a, its field copied; the list grows by doubling
+ * (a node's changes are counted in nchanges only). */
+static struct tpf_change *change_add(struct tpf_action *a, const char *field)
+{
+	size_t n = a->nchanges;
+	if (n == 0 || (n >= 8 && !(n & (n - 1)))) /* 0: room for 8; a power of two: double */
+		a->changes = xrealloc(a->changes, (n ? 2 * n : 8) * sizeof(*a->changes));
+	struct tpf_change *c = &a->changes[a->nchanges++];
+	memset(c, 0, sizeof(*c));
+	c->field = xstrdup(field);
+	return c;
+}
+
 void tpf_action_change(struct tpf_action *a, const char *field, const char *before,
 		       const char *after, int forces, int sensitive)
 {
-	a->changes = xrealloc(a->changes, (a->nchanges + 1) * sizeof(*a->changes));
-	struct tpf_change *c = &a->changes[a->nchanges++];
-	c->field = xstrdup(field);
+	struct tpf_change *c = change_add(a, field);
 	c->before = xstrdup(before);
 	c->after = xstrdup(after);
 	c->forces = forces;
 	c->sensitive = sensitive;
+}
+
+void tpf_action_change_take(struct tpf_action *a, const char *field, char *before, char *after,
+			    int forces)
+{
+	struct tpf_change *c = change_add(a, field);
+	c->before = before;
+	c->after = after;
+	c->forces = forces;
 }
 
 void tpf_action_release(struct tpf_action *a)

@@ -14,6 +14,12 @@ void tpf_desired_node_free(struct tpf_desired_node *n);
 void tpf_action_change(struct tpf_action *a, const char *field, const char *before,
 		       const char *after, int forces, int sensitive);
 
+/* The same, taking before and after (heap strings or NULL) into the
+ * change instead of copying them: a plan of 10,000 adopted nodes makes
+ * 90,000 values (tests/bench/gcp_bench.sh). */
+void tpf_action_change_take(struct tpf_action *a, const char *field, char *before, char *after,
+			    int forces);
+
 /*
  * Why a worker's job is not as declared, for people, given its verdict
  * (TPF_JOB_EXHAUSTED, TPF_JOB_NOT_RESTARTED or TPF_JOB_WAITING;

@@ -255,30 +255,30 @@ char *tpf_gcp_fields_query(char sep, const char *fields)
 	return q;
 }
 
-int tpf_gcp_list_all(struct tpf_gcp_client *c, const char *base, const char *key,
-		     const char *fields, const char *what, int (*each)(json_t *, void *), void *ctx,
-		     struct tpf_diags *d)
+int tpf_gcp_list_pages(struct tpf_gcp_client *c, const char *base, const char *key,
+		       const char *fields, int page_size, const char *what,
+		       int (*each)(json_t *, void *), void *ctx, struct tpf_diags *d)
 {
 	/* prettyPrint=false: the list's JSON without the indentation Google
 	 * adds by default (a standard system parameter,
 	 * https://cloud.google.com/apis/docs/system-parameters, and in the
 	 * discovery document): a third fewer bytes to receive and parse per
-	 * page, the same values.
-	 * No pageSize, as gcloud sends none: the reference gives neither its
-	 * default nor its maximum ("the maximum number of items to return",
-	 * https://cloud.google.com/tpu/docs/reference/rest/v2/projects.locations.nodes/list),
-	 * so a value could as well ask for smaller pages than the server's
-	 * own; and a large one risks a page past the response cap
-	 * (TPF_GCP_MAX_BODY, 64 MiB) when nodes carry metadata near the
-	 * 512 KB Compute Engine allows an instance (Metadata.items,
-	 * https://cloud.google.com/compute/docs/reference/rest/v1/instances). */
-	char *f = fields ? tpf_gcp_fields_query('?', fields) : NULL;
-	char *url = f ? xasprintf("%s%s", base, f) : xasprintf("%s?prettyPrint=false", base);
+	 * page, the same values. pageSize: see TPF_GCP_PAGE_SIZE. */
+	char *f = fields ? tpf_gcp_fields_query('?', fields) : xstrdup("?prettyPrint=false");
+	char *url = page_size > 0 ? xasprintf("%s%s&pageSize=%d", base, f, page_size)
+				  : xasprintf("%s%s", base, f);
 	free(f);
 	struct each_ctx x = { key, what, each, ctx };
 	int rc = tpf_gapi_pages(c->api, url, what, NULL, 0, each_page, &x, d);
 	free(url);
 	return rc;
+}
+
+int tpf_gcp_list_all(struct tpf_gcp_client *c, const char *base, const char *key,
+		     const char *fields, const char *what, int (*each)(json_t *, void *), void *ctx,
+		     struct tpf_diags *d)
+{
+	return tpf_gcp_list_pages(c, base, key, fields, 0, what, each, ctx, d);
 }
 
 int tpf_gcp_client_open_fleet(struct tpf_gcp_client **out, const struct tpf_fleet *f,

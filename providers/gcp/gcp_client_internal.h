@@ -98,6 +98,29 @@ int tpf_gcp_list_all(struct tpf_gcp_client *c, const char *base, const char *key
 		     const char *what, int (*each)(json_t *, void *), void *ctx,
 		     struct tpf_diags *d);
 
+/*
+ * The page size tpuform asks of the Cloud TPU lists that grow with the
+ * fleet (nodes.list, queuedResources.list: the `pageSize` query parameter,
+ * https://cloud.google.com/tpu/docs/reference/rest/v2/projects.locations.nodes/list).
+ * The reference gives neither a default nor a maximum ("the maximum number
+ * of items to return"); Google's API design rule for list methods, AIP-158
+ * (https://google.aip.dev/158), has a value above the maximum coerced to
+ * it, never refused, and gives 1,000 as the example maximum. So 1,000: at
+ * 10,000 nodes a zone of 1,250 is 2 pages one after another, not the 25 of
+ * a server default of 50 (tests/fakegcp answers as AIP-158 says: 50 when
+ * none is asked, at most --page-size, default 1,000). A page must fit the
+ * response cap (TPF_GCP_MAX_BODY, 64 MiB; TPUFORM_GCP_MAX_BODY raises
+ * it): with the fields tpuform asks, 1,000 nodes whose metadata averages
+ * under 60 KB.
+ */
+#define TPF_GCP_PAGE_SIZE 1000
+
+/* tpf_gcp_list_all asking page_size items a page (`pageSize`; 0: none
+ * asked, the server's default). */
+int tpf_gcp_list_pages(struct tpf_gcp_client *c, const char *base, const char *key,
+		       const char *fields, int page_size, const char *what,
+		       int (*each)(json_t *, void *), void *ctx, struct tpf_diags *d);
+
 /* Hand what a back-end read of a node to the tpf_gcp_client_on_node
  * observer, if any. */
 void tpf_gcp_client_seen(struct tpf_gcp_client *c, const char *zone,

@@ -267,7 +267,11 @@ char *fg_quota_refusal(struct fg_req *r, const char *zone, const char *type, enu
 		       int workers);
 
 /* ---- fg_page.c ---- */
-/* Parse pageSize/pageToken; -1 after answering 400. *after: fresh string or NULL. */
+/* A list's page when no pageSize is asked (at most --page-size). */
+#define FG_DEFAULT_PAGE 50
+/* Parse pageSize/pageToken (AIP-158: absent is FG_DEFAULT_PAGE, above
+ * --page-size is --page-size); -1 after answering 400. *after: fresh
+ * string or NULL. */
 int fg_page_params(struct fg_req *r, int *size, char **after);
 /* Opaque page token for "continue after key". Caller frees. */
 char *fg_page_token(const char *key);

@@ -34,7 +34,8 @@ static const char usage[] =
 	"                            else next to this program)\n"
 	"  --latency-ms N            added to every API request\n"
 	"  --op-seconds S            time until an operation is done (default 0.2)\n"
-	"  --page-size N             most nodes per list page (default 50)\n"
+	"  --page-size N             most items per list page, a larger pageSize is\n"
+	"                            coerced to it (default 1000); none asked: 50 or N\n"
 	"  --quota ZONE:TYPE:SCHED=N node quota; TYPE may be *, SCHED preemptible|spot|on-demand\n"
 	"  --capacity ZONE=N         nodes the zone can hold; beyond: operation error 8\n"
 	"  --zone-fault ZONE=KIND    (extra) unauthorized: every request there is a 403\n"
@@ -364,7 +365,7 @@ int main(int argc, char **argv)
 
 	fg_opt = (struct fg_opts){
 		.listen = "127.0.0.1", .project = "test-project", .discovery = NULL,
-		.op_seconds = 0.2, .page_size = 50, .token_ttl = 3600,
+		.op_seconds = 0.2, .page_size = 1000, .token_ttl = 3600,
 		.worker_ip_base = (127u << 24) | (10u << 8) | 1u, .worker_port = 22,
 		.project_number = "123456789012", .worker_user = "root",
 		.token_email = "tester@example.com", .compute_stage_s = -1, .compute_wait_s = 120,

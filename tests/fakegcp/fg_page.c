@@ -1,7 +1,11 @@
 /*
- * List paging as the API does it: pageSize (0 or absent means the server's
- * choice; capped by --page-size) and an opaque pageToken, here the
- * base64url of the last key shown, so deletions between pages skip nothing.
+ * List paging as the API does it: pageSize and an opaque pageToken, here
+ * the base64url of the last key shown, so deletions between pages skip
+ * nothing. The sizes follow Google's list rule, AIP-158
+ * (https://google.aip.dev/158): 0 or absent is the server's default,
+ * FG_DEFAULT_PAGE (50, AIP-158's example); a size above the maximum
+ * (--page-size, default 1,000, AIP-158's example) is coerced to it, not
+ * refused; a negative one is a 400.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +29,8 @@ int fg_page_params(struct fg_req *r, int *size, char **after)
 		fg_bad_request(r, "page_size", "Invalid value for page_size: must not be negative.");
 		return -1;
 	}
-	*size = n == 0 || n > fg_opt.page_size ? fg_opt.page_size : (int)n;
+	int max = fg_opt.page_size;
+	*size = n == 0 ? (FG_DEFAULT_PAGE < max ? FG_DEFAULT_PAGE : max) : n > max ? max : (int)n;
 	if (pt && *pt) {
 		size_t len;
 		unsigned char *raw = fg_b64url_decode(pt, strlen(pt), &len);

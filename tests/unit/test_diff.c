@@ -494,9 +494,80 @@ static void test_heal__split(void)
 	tpf_plan_release(&rest);
 }
 
+/* jansson's own quoting of s, the answer tpf_diff_value_str must give. */
+static char *jansson_quoted(const char *s)
+{
+	json_t *j = json_string(s);
+	char *out = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+	json_decref(j);
+	char *r = xstrdup(out ? out : "\"\"");
+	free(out);
+	return r;
+}
+
+/* Values shown again and again (plan/diff_values.c keeps the last
+ * encodings by a hash of the text): each answer is jansson's for that very
+ * text, whatever came before it in the same slot, up to and past the
+ * kept length, with escapes and non-ASCII. */
+static void test_diff__value_str_repeats(void)
+{
+	char text[200];
+	int bad = 0;
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 400; i++) {
+			int len = i % 70;
+			for (int k = 0; k < len; k++)
+				text[k] = (char)('a' + (i + k) % 26);
+			text[len] = '\0';
+			if (i % 7 == 0 && len > 2)
+				text[1] = '"';
+			if (i % 11 == 0 && len > 3)
+				text[2] = '\\';
+			if (i % 13 == 0)
+				snprintf(text, sizeof(text), "z\xc3\xa9%d\n", i);
+			char *got = tpf_diff_value_str(text), *want = jansson_quoted(text);
+			bad += strcmp(got, want) != 0;
+			free(got);
+			free(want);
+		}
+	}
+	CHECK_INT(bad, 0);
+	char *n = tpf_diff_value_str(NULL);
+	CHECK_STR(n, "null");
+	free(n);
+}
+
+/* An action's change lines keep their order as the list grows (by
+ * doubling, plan/plan.c) past 8, 16 and 32 lines. */
+static void test_diff__many_changes(void)
+{
+	struct tpf_plan p;
+	memset(&p, 0, sizeof(p));
+	struct tpf_action *a = tpf_plan_add(&p, TPF_ACT_UPDATE, "n");
+	char f[16];
+	for (int i = 0; i < 40; i++) {
+		snprintf(f, sizeof(f), "f%d", i);
+		if (i % 2)
+			tpf_action_change(a, f, NULL, f, 0, 0);
+		else
+			tpf_action_change_take(a, f, xstrdup("b"), xstrdup(f), 0);
+	}
+	CHECK_INT((int)a->nchanges, 40);
+	int bad = 0;
+	for (int i = 0; i < 40; i++) {
+		snprintf(f, sizeof(f), "f%d", i);
+		bad += strcmp(a->changes[i].field, f) || strcmp(a->changes[i].after, f) ||
+		       (i % 2 ? a->changes[i].before != NULL : strcmp(a->changes[i].before, "b"));
+	}
+	CHECK_INT(bad, 0);
+	tpf_plan_release(&p);
+}
+
 int main(void)
 {
 	RUN(test_heal__split);
+	RUN(test_diff__value_str_repeats);
+	RUN(test_diff__many_changes);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run_case(&cases[i], 0, 0);
 	for (size_t i = 0; i < sizeof(qcases) / sizeof(qcases[0]); i++)

@@ -364,6 +364,17 @@ char *tpf_compute_unit_slice(const char *node, int k);
 /* 1 when MIG mig is slice *index of *nslices (> 1) of multislice node
  * *unit (new string), from its description; else 0. */
 int tpf_compute_mig_unit(json_t *mig, char **unit, int *index, int *nslices);
+
+/*
+ * A MIG's description (the JSON object tpuform writes there, see
+ * TPF_COMPUTE_MIG_FIELDS), parsed: a new reference the caller decrefs, NULL
+ * when it is not JSON. The aggregated list (tpf_compute_list_migs) parses
+ * each of the fleet's MIGs' once and keeps it in the MIG's object under
+ * TPF_COMPUTE_DESC_KEY, a key no API answer has (Compute's field names have
+ * no ':'), so that the refresh does not parse it twice more per MIG.
+ */
+#define TPF_COMPUTE_DESC_KEY "tpuform:description"
+json_t *tpf_compute_mig_desc(json_t *mig);
 /*
  * Multislice node `unit` from its n slices sl[0..n) (slice nodes as
  * tpf_compute_slice_parse made them; a name NULL: that slice is gone):

@@ -193,13 +193,20 @@ static void slice_maintenance(struct tpf_live_node *out, const struct tpf_live_n
 							  : NULL;
 }
 
+json_t *tpf_compute_mig_desc(json_t *mig)
+{
+	json_t *kept = json_object_get(mig, TPF_COMPUTE_DESC_KEY);
+	if (kept)
+		return json_incref(kept);
+	return json_loads(json_string_value(json_object_get(mig, "description")) ?: "", 0, NULL);
+}
+
 int tpf_compute_slice_parse(json_t *mig, const char *zone, struct tpf_live_node *members,
 			    size_t nmembers, struct tpf_live_node *out)
 {
 	tpf_live_node_release(out);
 	const char *name = json_string_value(json_object_get(mig, "name"));
-	json_t *desc = json_loads(json_string_value(json_object_get(mig, "description")) ?: "", 0,
-				  NULL);
+	json_t *desc = tpf_compute_mig_desc(mig);
 	if (!name || !json_is_object(desc)) {
 		json_decref(desc);
 		return -1;
@@ -259,13 +266,15 @@ int tpf_compute_slice_parse(json_t *mig, const char *zone, struct tpf_live_node 
 	return 0;
 }
 
-/* Does MIG mig belong to fleet (its description's tpuform-fleet)? */
+/* Does MIG mig belong to fleet (its description's tpuform-fleet)? If so,
+ * the parsed description is kept in it (TPF_COMPUTE_DESC_KEY). */
 static int mig_in_fleet(json_t *mig, const char *fleet)
 {
-	json_t *desc = json_loads(json_string_value(json_object_get(mig, "description")) ?: "", 0,
-				  NULL);
+	json_t *desc = tpf_compute_mig_desc(mig);
 	const char *f = json_string_value(json_object_get(desc, TPF_LABEL_FLEET));
 	int in = f && fleet && !strcmp(f, fleet);
+	if (in)
+		json_object_set(mig, TPF_COMPUTE_DESC_KEY, desc);
 	json_decref(desc);
 	return in;
 }

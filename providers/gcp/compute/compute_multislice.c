@@ -30,8 +30,7 @@ char *tpf_compute_unit_slice(const char *node, int k)
 
 int tpf_compute_mig_unit(json_t *mig, char **unit, int *index, int *nslices)
 {
-	json_t *desc = json_loads(json_string_value(json_object_get(mig, "description")) ?: "", 0,
-				  NULL);
+	json_t *desc = tpf_compute_mig_desc(mig);
 	const char *u = json_string_value(json_object_get(desc, "unit"));
 	json_t *k = json_object_get(desc, "slice_index"), *s = json_object_get(desc, "slices");
 	int ok = u && *u && json_is_integer(k) && json_is_integer(s) &&

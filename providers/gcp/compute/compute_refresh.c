@@ -11,6 +11,7 @@
 #include "providers/gcp/compute/compute_internal.h"
 #include "util/xalloc.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -156,24 +157,48 @@ static void add_slices(struct fin *j, struct tpf_live_set *members)
 	add_units(j, units, nu);
 }
 
+/* The preemptions' walk, on a thread of its own beside the MIGs'. */
+struct preempted_job {
+	struct tpf_compute_client *cc;
+	json_t *preempted;
+	struct tpf_diags why;
+	int rc;
+};
+
+static void *preempted_worker(void *arg)
+{
+	struct preempted_job *p = arg;
+	p->rc = tpf_compute_list_preempted(p->cc, &p->preempted, &p->why);
+	return NULL;
+}
+
 /*
  * What Compute Engine lists for every zone at once: the fleet's MIGs
  * (*migs: zone -> [MIG]) and the preemptions (*preempted, NULL when they
  * could not be read: a warning, and losses are then not called
- * preemptions), each one aggregated walk; the preempted instances' ids go
- * to out (model/live.h), so the plan can say why a node is gone.
+ * preemptions), each one aggregated walk, the two at once (neither needs
+ * the other: one walk's pages follow each other, two walks need not); the
+ * preempted instances' ids go to out (model/live.h), so the plan can say
+ * why a node is gone.
  */
 static int compute_lists(struct tpf_compute_client *cc, const char *fleet, json_t **migs,
 			 json_t **preempted, struct tpf_live_set *out, struct tpf_diags *d)
 {
+	struct preempted_job p = { .cc = cc, .why = TPF_DIAGS_INIT };
+	pthread_t th;
+	int started = !pthread_create(&th, NULL, preempted_worker, &p);
 	int rc = tpf_compute_list_migs(cc, fleet, migs, d);
+	if (started)
+		pthread_join(th, NULL);
+	else
+		preempted_worker(&p); /* no thread: one after the other */
+	*preempted = p.preempted;
+	if (rc >= 0 && p.rc < 0)
+		tpf_warn(d, NULL, "%s; a lost Compute Engine VM is not called preempted this time",
+			 p.why.n ? p.why.items[0].summary : "the preemptions could not be listed");
+	tpf_diags_release(&p.why);
 	if (rc < 0)
 		return rc;
-	struct tpf_diags why = TPF_DIAGS_INIT;
-	if (tpf_compute_list_preempted(cc, preempted, &why) < 0)
-		tpf_warn(d, NULL, "%s; a lost Compute Engine VM is not called preempted this time",
-			 why.n ? why.items[0].summary : "the preemptions could not be listed");
-	tpf_diags_release(&why);
 	const char *k;
 	json_t *v;
 	json_object_foreach(*preempted, k, v)

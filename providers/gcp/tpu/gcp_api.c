@@ -355,9 +355,9 @@ int tpf_gcp_list_nodes(struct tpf_gcp_client *c, const char *zone, const char *f
 	char *what = xasprintf("list nodes in zone '%s'", zone);
 	struct list_nodes_ctx x = { c, zone, fleet, out };
 	size_t before = d->n;
-	int rc = tpf_gcp_list_all(c, base, "nodes",
-				  "nextPageToken,unreachable,nodes(" TPF_GCP_NODE_FIELDS ")", what,
-				  each_node, &x, d);
+	int rc = tpf_gcp_list_pages(c, base, "nodes",
+				    "nextPageToken,unreachable,nodes(" TPF_GCP_NODE_FIELDS ")",
+				    TPF_GCP_PAGE_SIZE, what, each_node, &x, d);
 	if (rc == TPF_EZONE) {
 		/* A zone the project cannot use holds none of its nodes (as
 		 * SkyPilot's TPU filter answers it: an empty list). Say so, and

@@ -49,9 +49,9 @@ int tpf_gcp_list_qrs(struct tpf_gcp_client *c, const char *zone, const char *fle
 	char *base = tpf_gcp_zone_url(c, zone, "/queuedResources");
 	char *what = xasprintf("list queued resources in zone '%s'", zone);
 	struct list_ctx x = { .zone = zone, .fleet = fleet };
-	int rc = tpf_gcp_list_all(c, base, "queuedResources",
-				  "nextPageToken,unreachable,queuedResources(" TPF_GCP_QR_FIELDS ")",
-				  what, each_qr, &x, d);
+	int rc = tpf_gcp_list_pages(c, base, "queuedResources",
+				    "nextPageToken,unreachable,queuedResources(" TPF_GCP_QR_FIELDS ")",
+				    TPF_GCP_PAGE_SIZE, what, each_qr, &x, d);
 	if (rc < 0) {
 		for (size_t i = 0; i < x.n; i++)
 			tpf_gcp_qr_release(&x.v[i]);
