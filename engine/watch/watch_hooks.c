@@ -237,6 +237,7 @@ void tpf_watch_hooks_free(struct tpf_watch_hooks *h)
 		free(h->lost[i].node);
 		free(h->lost[i].code);
 		free(h->lost[i].reason);
+		free(h->lost[i].slices.slices);
 	}
 	free(h->lost);
 	tpf_hooks_marks_release(&h->restarts);
