@@ -2,7 +2,8 @@
  * The losses an `apply` or `destroy` acts on, for the run ledger: a
  * replace or delete the plan made for a lost node (plan/reason_code.h
  * `lost`: preempted, gone, terminated, unhealthy, ...) writes the same
- * `preempted` line as `watch` when its delete starts, and `replaced` when
+ * `preempted` line as `watch` when its delete starts (some slices of a
+ * multislice node: tpf_slice_loss_starts), and `replaced` when
  * the new node's create completes (engine/watch/watch_hooks_lost.c writes
  * them in `watch`). Without it a preemption acted on by `apply` alone is
  * not in the ledger, and `report` counts none (issue 29 item 7).

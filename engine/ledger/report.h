@@ -3,7 +3,9 @@
  * (engine/ledger/ledger_writer.h; docs/ledger.md "report" says how each figure is
  * computed). `tpuform report` prints it (cmd/cmd_report.c).
  *
- * Each node is billed as one (a slice, or a multislice node: every worker of it).
+ * Each node is billed as one (a slice, or a multislice node: every worker of it),
+ * except that a `preempted` line naming some of its slices stops billing
+ * their share of its chips until a `ready` (docs/ledger.md "A lost slice").
  * Its billed time runs from the create that made it (the last zone tried;
  * refusals and a queued resource's wait for capacity are not billed) to
  * its delete, or to the round that saw it lost (preempted, gone). Each

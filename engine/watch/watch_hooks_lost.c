@@ -1,7 +1,9 @@
 /*
  * Lost nodes and their replacement, as the watch hooks tell them
  * (engine/watch/watch_hooks_internal.h): a replace the plan made for a lost node
- * is a preemption when its delete starts, and a replacement when its new
+ * is a preemption when its delete starts (a loss of some slices of a
+ * multislice node, which deletes nothing: when their re-creation's first
+ * step starts, engine/ledger/ledger_losses.h), and a replacement when its new
  * create completes; each node's last checkpoint gives the words of how much
  * work the new VM's job starts from (docs/recovery.md). The restarts in
  * flight and the stalled restarts are kept here too.
