@@ -89,7 +89,7 @@ while_watching() {
 admin "compute/instances/us-central1-c/sl-a-0-0-001:preempt" >/dev/null
 admin "compute:settle" >/dev/null
 ok "watch: all 4 workers run again, TPUFORM_RETRY=2" while_watching 180 sh -c "test \$(cat '$W'/workers/w*/home/starts 2>/dev/null | grep -c ' retry=2 ') -ge 4"
-ok "watch: the replaced line" while_watching 60 sh -c "jq -e 'select(.event == \"replaced\" and .cmd == \"watch\")' '$L' >/dev/null"
+ok "watch: the replaced line" while_watching 60 sh -c "jq -se 'any(.[]; .event == \"replaced\" and .cmd == \"watch\")' '$L' >/dev/null"
 kill -TERM "$wpid"
 wait "$wpid"
 wpid=
