@@ -182,6 +182,12 @@ struct tpf_event {
 	 * (RFC 3339). NULL otherwise. */
 	const char *checkpoint;
 	const char *deadline;
+	/* PREEMPTED of some slices of a multislice node (docs/ledger.md "A
+	 * lost slice"): the lost slices, "1" or "0,2", with `workers` their
+	 * VMs and lost_chips their chips; NULL (lost_chips unused): the whole
+	 * node was lost. */
+	const char *slices;
+	int lost_chips;
 };
 
 #define TPF_EVENT_INIT(k)                                                                   \

@@ -183,6 +183,7 @@ static int replace_lost_slices(struct tpf_plan *p, const struct tpf_desired_node
 		return 0;
 	struct tpf_action *a = tpf_diff_action(p, TPF_ACT_REPLACE, dn, sn, ln);
 	a->keep_parts = 1;
+	a->lost_slices = xstrdup(ln->lost_slices);
 	char *code = xstrdup(ln->state);
 	for (char *c = code; *c; c++)
 		*c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
@@ -198,8 +199,11 @@ static int replace_lost_slices(struct tpf_plan *p, const struct tpf_desired_node
 	replace_from_state(a, dn, ln, sn, ln->state);
 	/* A field that forces replacement changed too: every slice goes. */
 	for (size_t i = 0; i < a->nchanges; i++)
-		if (a->changes[i].forces)
+		if (a->changes[i].forces) {
 			a->keep_parts = 0;
+			free(a->lost_slices);
+			a->lost_slices = NULL;
+		}
 	tpf_diff_elastic_lost(a, dn, sn, ln); /* elastic groups: maybe go on without them */
 	return 1;
 }

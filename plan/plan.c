@@ -63,6 +63,7 @@ void tpf_action_release(struct tpf_action *a)
 	free(a->id);
 	free(a->workers);
 	free(a->elastic_slices);
+	free(a->lost_slices);
 	for (size_t i = 0; i < a->nchanges; i++) {
 		free(a->changes[i].field);
 		free(a->changes[i].before);

@@ -378,6 +378,11 @@ struct tpf_action {
 	 * The node still starts a new generation, so every worker of every
 	 * slice restarts with one new TPUFORM_RETRY. */
 	int keep_parts;
+	/* With keep_parts: the lost slices, "1" or "0,2" (the live node's
+	 * lost_slices, providers/gcp/compute/compute_engine.h), which the run
+	 * ledger's slice-scoped `preempted` line names (docs/ledger.md).
+	 * NULL otherwise. Owned. */
+	char *lost_slices;
 	/*
 	 * Elastic slices (plan/diff_elastic.c; docs/recovery.md "Elastic
 	 * slices"), 0 without:

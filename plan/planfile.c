@@ -92,6 +92,7 @@ json_t *tpf_plan_to_json(const struct tpf_plan *p)
 			json_object_set_new(j, "gang", json_true());
 		if (a->keep_parts)
 			json_object_set_new(j, "keep_parts", json_true());
+		tpf_json_set_str(j, "lost_slices", a->lost_slices);
 		if (a->elastic) /* plan.h: 1 shrink, 2 recreate, 3 grow */
 			json_object_set_new(j, "elastic", json_integer(a->elastic));
 		tpf_json_set_str(j, "elastic_slices", a->elastic_slices);
@@ -217,6 +218,7 @@ int tpf_plan_from_json(struct tpf_plan *p, json_t *root, const char *what, struc
 			   (TPF_PATCH_TAGS | TPF_PATCH_METADATA | TPF_PATCH_EXTERNAL_IPS);
 		a->gang = json_is_true(json_object_get(j, "gang"));
 		a->keep_parts = json_is_true(json_object_get(j, "keep_parts"));
+		a->lost_slices = xstrdup(jstr(j, "lost_slices"));
 		json_int_t el = json_integer_value(json_object_get(j, "elastic"));
 		a->elastic = el >= TPF_ELASTIC_SHRINK && el <= TPF_ELASTIC_GROW ? (int)el : 0;
 		a->elastic_slices = xstrdup(jstr(j, "elastic_slices"));

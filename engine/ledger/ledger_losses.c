@@ -4,7 +4,9 @@
  */
 #include "engine/ledger/ledger_losses.h"
 #include "engine/ledger/ledger_writer.h"
+#include "model/chips.h"
 #include "model/live.h"
+#include "model/recipe.h"
 #include "model/node_state.h"
 #include "plan/plan.h"
 #include "plan/reason_code.h"
@@ -20,6 +22,7 @@
 struct lost {
 	char *node, *code, *reason;
 	int announced, replace;
+	struct tpf_slice_loss slices;
 };
 
 struct tpf_ledger_losses {
@@ -72,8 +75,43 @@ struct tpf_ledger_losses *tpf_ledger_losses_new(const struct tpf_plan *p,
 					      a->reason ? a->reason : "deleted");
 		}
 		x->replace = a->kind == TPF_ACT_REPLACE;
+		tpf_slice_loss_of(a, &x->slices);
 	}
 	return l;
+}
+
+void tpf_slice_loss_of(const struct tpf_action *a, struct tpf_slice_loss *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (a->kind != TPF_ACT_REPLACE || !a->keep_parts || !a->lost_slices || !*a->lost_slices)
+		return;
+	int nlost = 1;
+	for (const char *c = a->lost_slices; *c; c++)
+		nlost += *c == ',';
+	out->slices = xstrdup(a->lost_slices);
+	if (!a->desired)
+		return;
+	const struct tpf_recipe *rec = &a->desired->recipe;
+	int n = tpf_recipe_slices(rec);
+	out->vms = nlost * tpf_recipe_slice_workers(rec);
+	out->chips = n > 0 ? tpf_recipe_chips(rec) / n * nlost : 0;
+}
+
+void tpf_slice_loss_event(const struct tpf_slice_loss *l, struct tpf_event *ev)
+{
+	if (!l->slices)
+		return;
+	ev->slices = l->slices;
+	ev->workers = l->vms > 0 ? l->vms : -1;
+	ev->lost_chips = l->chips;
+}
+
+int tpf_slice_loss_starts(const struct tpf_slice_loss *l, const struct tpf_event *ev)
+{
+	if (ev->kind == TPF_EVENT_DELETING)
+		return 1;
+	return l->slices && ev->kind != TPF_EVENT_PREEMPTED &&
+	       tpf_event_info(ev->kind)->hook == TPF_HOOK_START;
 }
 
 void tpf_ledger_losses_free(struct tpf_ledger_losses *l)
@@ -84,6 +122,7 @@ void tpf_ledger_losses_free(struct tpf_ledger_losses *l)
 		free(l->v[i].node);
 		free(l->v[i].code);
 		free(l->v[i].reason);
+		free(l->v[i].slices.slices);
 	}
 	free(l->v);
 	pthread_mutex_destroy(&l->mu);
@@ -102,10 +141,14 @@ static struct lost *find(struct tpf_ledger_losses *l, const char *node)
 static void started(struct tpf_ledger_losses *l, struct tpf_run_ledger *r, struct lost *x)
 {
 	x->announced = 1;
-	char *msg = xasprintf("%s: %s", x->reason, x->replace ? "replacing it" : "deleting it");
+	/* a slice loss's reason says already which slices are made again */
+	char *msg = x->slices.slices ? xstrdup(x->reason)
+				     : xasprintf("%s: %s", x->reason,
+						 x->replace ? "replacing it" : "deleting it");
 	struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_PREEMPTED);
 	ev.node = x->node;
 	ev.reason = x->code;
+	tpf_slice_loss_event(&x->slices, &ev);
 	ev.elapsed = tpf_now_mono() - l->seen; /* since the refresh that saw it */
 	ev.message = msg;
 	tpf_run_ledger_event(r, &ev);
@@ -142,7 +185,7 @@ void tpf_ledger_losses_step(struct tpf_ledger_losses *l, struct tpf_run_ledger *
 	pthread_mutex_lock(&l->mu);
 	struct lost *x = find(l, ev->node);
 	const struct tpf_event_info *in = tpf_event_info(ev->kind);
-	if (x && before && ev->kind == TPF_EVENT_DELETING && !x->announced)
+	if (x && before && !x->announced && tpf_slice_loss_starts(&x->slices, ev))
 		started(l, r, x);
 	else if (x && !before && x->announced && x->replace &&
 		 ev->action == TPF_EVENT_CREATING && in->hook == TPF_HOOK_COMPLETE)

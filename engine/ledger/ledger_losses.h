@@ -2,7 +2,8 @@
  * The losses an `apply` or `destroy` acts on, for the run ledger: a
  * replace or delete the plan made for a lost node (plan/reason_code.h
  * `lost`: preempted, gone, terminated, unhealthy, ...) writes the same
- * `preempted` line as `watch` when its delete starts, and `replaced` when
+ * `preempted` line as `watch` when its delete starts (some slices of a
+ * multislice node: tpf_slice_loss_starts), and `replaced` when
  * the new node's create completes (engine/watch/watch_hooks_lost.c writes
  * them in `watch`). Without it a preemption acted on by `apply` alone is
  * not in the ledger, and `report` counts none (issue 29 item 7).
@@ -17,8 +18,33 @@
 #include "engine/events.h"
 
 struct tpf_plan;
+struct tpf_action;
 struct tpf_run_ledger;
 struct tpf_ledger_losses;
+
+/*
+ * A loss of some slices of a Compute Engine multislice node (a replace
+ * with keep_parts, plan/plan.h: nothing is deleted, the create remakes
+ * the lost slices): its `preempted` line names them, with their VMs and
+ * chips (docs/ledger.md "A lost slice"), so that `report` stops billing
+ * those slices alone. Written when the action's first step starts, since
+ * no delete starts.
+ */
+struct tpf_slice_loss {
+	char *slices; /* "1", "0,2"; NULL: the whole node was lost */
+	int vms;      /* the lost slices' worker VMs */
+	int chips;    /* their TPU chips (model/chips.h; 0: unknown) */
+};
+/* The slices action a loses into *out (out->slices owned by the caller:
+ * free it); out->slices NULL when a is not a keep_parts replace. */
+void tpf_slice_loss_of(const struct tpf_action *a, struct tpf_slice_loss *out);
+/* l's slices, VMs (`workers`) and chips onto preempted event ev; l and
+ * its string borrowed by ev. Nothing when l->slices is NULL. */
+void tpf_slice_loss_event(const struct tpf_slice_loss *l, struct tpf_event *ev);
+/* 1 when the loss is announced at ev, an executor step of the lost node:
+ * a whole node's at its delete, a slice loss's at the first step of its
+ * action (its create, or an elastic shrink's restart). */
+int tpf_slice_loss_starts(const struct tpf_slice_loss *l, const struct tpf_event *ev);
 
 /*
  * The lost nodes plan p replaces or deletes, seen at monotonic time `seen`
@@ -36,7 +62,8 @@ void tpf_ledger_losses_free(struct tpf_ledger_losses *l);
 
 /*
  * Executor event ev of the apply (thread-safe): the first DELETING of a
- * lost node writes its `preempted` line to r first; the completed create
+ * lost node (for a slice loss, its action's first step:
+ * tpf_slice_loss_starts) writes its `preempted` line to r first; the completed create
  * of its replacement writes `replaced` after ev. before: 1 when called
  * before ev is written, 0 after. l or r NULL: nothing.
  */

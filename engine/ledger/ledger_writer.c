@@ -201,6 +201,10 @@ static json_t *line_locked(struct tpf_run_ledger *r, const struct tpf_event *ev,
 	set_int(o, "step", ev->step);
 	tpf_json_set_str(o, "checkpoint", ev->checkpoint);
 	tpf_json_set_str(o, "deadline", ev->deadline);
+	if (ev->slices) { /* a slice-scoped loss: which slices, and their chips */
+		tpf_json_set_str(o, "slices", ev->slices);
+		set_int(o, "lost_chips", ev->lost_chips);
+	}
 	if (ev->message) {
 		size_t n = strnlen(ev->message, MESSAGE_MAX);
 		json_object_set_new(o, "message", json_stringn_nocheck(ev->message, n));

@@ -55,13 +55,12 @@ struct billed {
 	int lost;
 	double last_t;          /* its last line's time: a later read must not go back */
 	double missing;         /* elastic: the share of its chips on missing slices */
-};
-
-struct rec {
-	double t;
-	const char *writer;
-	long seq;
-	json_t *o;
+	/* Some slices lost (a `preempted` line naming them): their share of
+	 * the chips, not billed until a create makes them again (`ready`),
+	 * and which they are (bit k: slice k), so that the same loss written
+	 * twice counts once. */
+	double gone;
+	unsigned long long gone_slices;
 };
 
 struct calc {
@@ -173,7 +172,7 @@ static void ml_accrue(struct tpf_report_row *row, const struct billed *u, double
 	enum tpf_ml_badput m = tpf_ml_badput_of(bucket_of[u->ph], u->lost_at >= 0, &at_recovery);
 	if (m == TPF_MB_NONE)
 		return;
-	row->ml_chip_hours[m] += (to - from) * u->chips / 3600.0;
+	row->ml_chip_hours[m] += (to - from) * u->chips * (1 - u->gone) / 3600.0;
 	if (!at_recovery)
 		row->ml_seconds[m] += to - from;
 }
@@ -188,7 +187,7 @@ static void accrue(struct calc *c, struct billed *u, double t)
 	if (billed(u) && u->row != (size_t)-1) {
 		if (to > from) {
 			struct tpf_report_row *row = &c->r->rows[u->row];
-			double ch = (to - from) * u->chips / 3600.0;
+			double ch = (to - from) * u->chips * (1 - u->gone) / 3600.0;
 			tpf_report_split(row, bucket_of[u->ph], ch, u->missing);
 			row->node_hours += (to - from) / 3600.0;
 			ml_accrue(row, u, from, to);
@@ -214,6 +213,8 @@ static void begin_billed(struct billed *u, double from)
 {
 	set_phase(u, PH_PROVISIONING, from);
 	u->lost = 0;
+	u->gone = 0;
+	u->gone_slices = 0;
 	if (u->vms > 0)
 		memset(u->running, 0, (size_t)u->vms);
 	u->have_ckpt = 0;
@@ -255,9 +256,26 @@ static void learn(struct calc *c, struct billed *u, json_t *o)
 	}
 }
 
+/* Some slices of node u were lost at tp (seen at t): only their share of
+ * the chips stops being billed; the others wait, as recovery, until
+ * every worker runs the job again (the job is one program: every worker
+ * restarts; an elastic node's `shrunk` says the job runs again sooner). */
+static void slices_lost(struct billed *u, double share, double tp)
+{
+	u->gone = u->gone + share < 1 ? u->gone + share : 1;
+	if (u->vms > 0)
+		memset(u->running, 0, (size_t)u->vms);
+	if (billed(u) && u->ph != PH_IDLE && u->ph != PH_PROVISIONING)
+		set_phase(u, PH_SETUP, tp);
+	if (u->lost_at < 0)
+		u->lost_at = tp;
+}
+
 static void preempted(struct calc *c, struct billed *u, json_t *o, double t)
 {
-	if (u->lost)
+	double share = 0;
+	int slices = u->lost ? 0 : tpf_report_slice_loss(o, u->vms, u->chips, &u->gone_slices, &share);
+	if (u->lost || slices == 2) /* the same loss, written again */
 		return;
 	json_t *el = json_object_get(o, "elapsed");
 	double tp = t - (json_is_number(el) ? json_number_value(el) : 0);
@@ -278,21 +296,40 @@ static void preempted(struct calc *c, struct billed *u, json_t *o, double t)
 			if (u->good_since_ckpt > 0)
 				row->ml_seconds[m] += u->good_secs_since_ckpt * lost / u->good_since_ckpt;
 		}
+		u->good_since_ckpt = 0;
+		u->good_secs_since_ckpt = 0;
 	}
 	if (u->row != (size_t)-1 && tp >= c->r->since)
 		c->r->rows[u->row].preemptions++;
 	add_mark(c, u, TPF_EVENT_PREEMPTED, tp);
+	if (slices) {
+		slices_lost(u, share, tp);
+		return;
+	}
 	set_phase(u, PH_NONE, t);
 	u->lost_at = tp;
 	u->lost = 1;
+	u->gone = 0;
+	u->gone_slices = 0;
 }
 
 /* u runs again at t after a preemption: its recovery's seconds, from the
- * loss (the unbilled wait for the replacement included), in the window. */
-static void recovered(struct calc *c, const struct billed *u, double t)
+ * loss (the unbilled wait for the replacement included), in the window,
+ * and its time back to running. */
+static void back_to_running(struct calc *c, struct billed *u, double t)
 {
+	if (u->lost_at < 0)
+		return;
+	if (c->r->nrecoveries < 1000000) {
+		if (c->r->nrecoveries == c->recalloc) {
+			c->recalloc = c->recalloc ? 2 * c->recalloc : 16;
+			c->r->recoveries = xrealloc(c->r->recoveries, c->recalloc * sizeof(double));
+		}
+		c->r->recoveries[c->r->nrecoveries++] = t - u->lost_at;
+	}
 	double from = u->lost_at > c->r->since ? u->lost_at : c->r->since;
 	double to = t < c->r->until ? t : c->r->until;
+	u->lost_at = -1;
 	if (u->row == (size_t)-1 || to <= from)
 		return;
 	enum tpf_ml_badput m = tpf_ml_badput_of(TPF_RB_SETUP, 1, NULL);
@@ -309,16 +346,7 @@ static void worker_job(struct calc *c, struct billed *u, int kind, long w, doubl
 		u->running[w] = 1;
 		if (all_running(u) && (u->ph == PH_SETUP || u->ph == PH_RESTART || u->ph == PH_STALLED)) {
 			set_phase(u, PH_RUNNING, t);
-			if (u->lost_at >= 0 && c->r->nrecoveries < 1000000) {
-				if (c->r->nrecoveries == c->recalloc) {
-					c->recalloc = c->recalloc ? 2 * c->recalloc : 16;
-					c->r->recoveries = xrealloc(c->r->recoveries,
-								    c->recalloc * sizeof(double));
-				}
-				c->r->recoveries[c->r->nrecoveries++] = t - u->lost_at;
-				recovered(c, u, t);
-				u->lost_at = -1;
-			}
+			back_to_running(c, u, t);
 		}
 		return;
 	}
@@ -336,16 +364,17 @@ static void resized(struct calc *c, struct billed *u, int kind, json_t *o, doubl
 {
 	u->missing = kind == TPF_EVENT_SHRUNK ? tpf_report_missing_share(num(o, "workers", -1),
 									  u->vms) : 0;
+	/* the lost slices' chips are the missing share's now (or back) */
+	u->gone = 0;
+	if (kind == TPF_EVENT_GROWN)
+		u->gone_slices = 0;
 	if (u->ph < PH_PROVISIONING)
 		start_billing(c, u, t, t);
 	if (u->vms > 0)
 		memset(u->running, 1, (size_t)u->vms);
 	if (u->ph != PH_IDLE)
 		set_phase(u, PH_RUNNING, t);
-	if (u->lost_at >= 0) {
-		recovered(c, u, t);
-		u->lost_at = -1;
-	}
+	back_to_running(c, u, t);
 }
 
 /* One line of the node's life, at time t (accrued up to t first). */
@@ -376,6 +405,8 @@ static void replay(struct calc *c, struct billed *u, int kind, json_t *o, double
 			start_billing(c, u, t, t);
 		else if (u->ph == PH_PROVISIONING)
 			set_phase(u, PH_SETUP, t);
+		u->gone = 0; /* lost slices made again: billed from here */
+		u->gone_slices = 0;
 		break;
 	case TPF_EVENT_NOT_READY: /* it exists: billed, provisioning */
 		if (u->ph == PH_PENDING) {
@@ -448,73 +479,6 @@ static void replay(struct calc *c, struct billed *u, int kind, json_t *o, double
 	}
 }
 
-static int rec_cmp(const void *a, const void *b)
-{
-	const struct rec *x = a, *y = b;
-	if (x->t != y->t)
-		return x->t < y->t ? -1 : 1;
-	int w = strcmp(x->writer, y->writer);
-	if (w)
-		return w;
-	return (x->seq > y->seq) - (x->seq < y->seq);
-}
-
-/*
- * Bounds past which a line cannot be true (docs/ledger.md "Lines that are
- * skipped"): before Cloud TPU existed (2015), more than a day after the
- * report is read (a wrong clock), more chips or VMs in one node than any
- * slice or multislice has, a preemption seen before it happened or more
- * than a year after it.
- */
-#define TPF_LEDGER_EPOCH 1420070400.0 /* 2015-01-01T00:00:00Z */
-#define TPF_LEDGER_MAX_CHIPS 1000000L
-#define TPF_LEDGER_MAX_VMS 65536L
-
-static int num_out_of(json_t *o, const char *k, double lo, double hi)
-{
-	json_t *v = json_object_get(o, k);
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_number(v))
-		return 1;
-	double x = json_number_value(v);
-	return !(x >= lo && x <= hi);
-}
-
-/* 1 when line o (at wall time t, read at wall time now) says the impossible. */
-static int implausible(json_t *o, double t, double now)
-{
-	return t < TPF_LEDGER_EPOCH || t > now + 86400.0 ||
-	       num_out_of(o, "chips", 0, (double)TPF_LEDGER_MAX_CHIPS) ||
-	       num_out_of(o, "vms", 0, (double)TPF_LEDGER_MAX_VMS) ||
-	       num_out_of(o, "worker", -1, (double)TPF_LEDGER_MAX_VMS) ||
-	       num_out_of(o, "elapsed", 0, 366.0 * 86400.0) ||
-	       num_out_of(o, "elapsed", 0, t - TPF_LEDGER_EPOCH);
-}
-
-/* The usable lines, sorted by time (then writer and seq). */
-static struct rec *sorted(json_t *records, struct tpf_report *r, size_t *n)
-{
-	size_t cap = json_array_size(records), k = 0;
-	struct rec *v = xcalloc(cap ? cap : 1, sizeof(*v));
-	double now = tpf_now_wall();
-	for (size_t i = 0; i < cap; i++) {
-		json_t *o = json_array_get(records, i);
-		double t = tpf_parse_rfc3339(str(o, "ts"));
-		if (t < 0 || num(o, "v", 0) < 1 || !str(o, "event") || implausible(o, t, now)) {
-			r->skipped++;
-			continue;
-		}
-		v[k].t = t;
-		v[k].writer = str(o, "writer") ? str(o, "writer") : "";
-		v[k].seq = num(o, "seq", 0);
-		v[k++].o = o;
-	}
-	qsort(v, k, sizeof(*v), rec_cmp);
-	*n = k;
-	return v;
-}
-
 /* The replay so far (engine/ledger/report.h tpf_report_calc_*). */
 struct tpf_report_calc {
 	struct tpf_report r; /* rows, counts, spans as replayed; no price */
@@ -548,7 +512,7 @@ int tpf_report_calc_feed(struct tpf_report_calc *a, json_t *records, double unti
 	struct tpf_report *r = &a->r;
 	size_t n = 0;
 	long skipped = r->skipped;
-	struct rec *v = sorted(records, r, &n);
+	struct tpf_report_line *v = tpf_report_lines_sorted(records, &r->skipped, &n);
 	for (size_t i = 0; i < n && v[i].t <= until; i++) {
 		const char *node = str(v[i].o, "node");
 		if (node && goes_back(&a->c, node, v[i].t)) {

@@ -3,7 +3,9 @@
  * (engine/ledger/ledger_writer.h; docs/ledger.md "report" says how each figure is
  * computed). `tpuform report` prints it (cmd/cmd_report.c).
  *
- * Each node is billed as one (a slice, or a multislice node: every worker of it).
+ * Each node is billed as one (a slice, or a multislice node: every worker of it),
+ * except that a `preempted` line naming some of its slices stops billing
+ * their share of its chips until a `ready` (docs/ledger.md "A lost slice").
  * Its billed time runs from the create that made it (the last zone tried;
  * refusals and a queued resource's wait for capacity are not billed) to
  * its delete, or to the round that saw it lost (preempted, gone). Each
@@ -198,6 +200,17 @@ struct tpf_report_row {
  * waiting_for_capacity instead (and, of goodput, in Google's OTHER).
  */
 double tpf_report_missing_share(long workers, int vms);
+/*
+ * A `preempted` line o that names the slices lost (`slices`, docs/ledger.md
+ * "A lost slice") of a node of vms VMs and chips chips: 0 when it names
+ * none (the whole node was lost; *share 0). Else *share is the share of
+ * the node's chips on the lost slices (`workers`/vms, else
+ * `lost_chips`/chips, else 0: not known), and the result is 2 when every
+ * slice named is in *lost already (the same loss, written again by
+ * another writer or a later round), else 1 with them added to *lost (bit
+ * k: slice k; slices past 63 are never found again).
+ */
+int tpf_report_slice_loss(json_t *o, int vms, int chips, unsigned long long *lost, double *share);
 void tpf_report_split(struct tpf_report_row *row, enum tpf_report_bucket b, double chip_hours,
 		      double missing);
 
@@ -265,6 +278,21 @@ int tpf_report_calc_feed(struct tpf_report_calc *a, json_t *records, double unti
 void tpf_report_calc_result(const struct tpf_report_calc *a, double until,
 			    const struct tpf_prices *prices, struct tpf_report *r);
 void tpf_report_calc_free(struct tpf_report_calc *a);
+
+/*
+ * The usable lines of records (a JSON array of ledger objects; borrowed
+ * by the result), sorted by time, then writer and seq, into a new array
+ * of *n (caller frees the array); lines without a version, an event or
+ * a time, or that say the impossible, are counted in *skipped
+ * (engine/ledger/report_lines.c).
+ */
+struct tpf_report_line {
+	double t; /* wall seconds */
+	const char *writer;
+	long seq;
+	json_t *o;
+};
+struct tpf_report_line *tpf_report_lines_sorted(json_t *records, long *skipped, size_t *n);
 
 /* Billed chip-hours of a row: every bucket (goodput + badput). */
 double tpf_report_row_billed(const struct tpf_report_row *row);

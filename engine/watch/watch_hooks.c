@@ -9,7 +9,9 @@
  *
  * Where each notification comes from (docs/watch.md "Notifications"):
  *   preempted        a replace the plan made for a lost node (reason codes
- *                    marked lost in plan/reason_code.c), sent when its delete starts: once
+ *                    marked lost in plan/reason_code.c), sent when its delete starts
+ *                    (some slices of a multislice node: the first step of
+ *                    their re-creation, the slices named): once
  *                    per replacement, however many rounds reported it
  *   replaced         that node's new create completed
  *   job_failed       a worker reports its job exited non-zero, or its
@@ -237,6 +239,7 @@ void tpf_watch_hooks_free(struct tpf_watch_hooks *h)
 		free(h->lost[i].node);
 		free(h->lost[i].code);
 		free(h->lost[i].reason);
+		free(h->lost[i].slices.slices);
 	}
 	free(h->lost);
 	tpf_hooks_marks_release(&h->restarts);

@@ -13,6 +13,7 @@
 #define TPF_ENGINE_WATCH_HOOKS_INTERNAL_H
 
 #include "engine/watch/watch_internal.h"
+#include "engine/ledger/ledger_losses.h"
 
 #include <pthread.h>
 
@@ -36,6 +37,10 @@ struct lost_node {
 	char *node, *code, *reason;
 	double seen; /* monotonic: the start of the round that first saw it */
 	int announced;
+	/* some slices of a multislice node, announced at the first step of
+	 * their re-creation (engine/ledger/ledger_losses.h); slices NULL: the
+	 * whole node, announced at its delete */
+	struct tpf_slice_loss slices;
 };
 
 struct tpf_watch_hooks {

@@ -1,7 +1,9 @@
 /*
  * Lost nodes and their replacement, as the watch hooks tell them
  * (engine/watch/watch_hooks_internal.h): a replace the plan made for a lost node
- * is a preemption when its delete starts, and a replacement when its new
+ * is a preemption when its delete starts (a loss of some slices of a
+ * multislice node, which deletes nothing: when their re-creation's first
+ * step starts, engine/ledger/ledger_losses.h), and a replacement when its new
  * create completes; each node's last checkpoint gives the words of how much
  * work the new VM's job starts from (docs/recovery.md). The restarts in
  * flight and the stalled restarts are kept here too.
@@ -21,6 +23,7 @@ static void lost_remove(struct tpf_watch_hooks *h, struct lost_node *l)
 	free(l->node);
 	free(l->code);
 	free(l->reason);
+	free(l->slices.slices);
 	*l = h->lost[--h->nlost];
 }
 
@@ -39,6 +42,7 @@ void tpf_hooks_on_actions(struct tpf_watch_hooks *h, const struct tpf_plan *p)
 			 * round (0) saw it now, not at the clock's origin. */
 			l->seen = h->round_started > 0 ? h->round_started : tpf_now_mono();
 			l->announced = 0;
+			tpf_slice_loss_of(a, &l->slices);
 		}
 		if (a->kind != TPF_ACT_RESTART || tpf_hooks_mark_find(&h->restarts, a->node))
 			continue;
@@ -98,11 +102,12 @@ static void replacement_started(struct tpf_watch_hooks *h, struct lost_node *l)
 {
 	l->announced = 1;
 	char *words = ckpt_words(h, l->node);
-	char *msg = xasprintf("%s: replacing it; %s", l->reason, words);
+	char *msg = xasprintf("%s%s; %s", l->reason, l->slices.slices ? "" : ": replacing it", words);
 	free(words);
 	struct tpf_event ev = TPF_EVENT_INIT(TPF_EVENT_PREEMPTED);
 	ev.node = l->node;
 	ev.reason = l->code;
+	tpf_slice_loss_event(&l->slices, &ev);
 	ev.elapsed = tpf_now_mono() - l->seen; /* the detection latency */
 	ev.message = msg;
 	tpf_hooks_conclude(h, &ev);
@@ -136,7 +141,7 @@ void tpf_hooks_on_step(struct tpf_watch_hooks *h, const struct tpf_event *ev)
 	int create = ev->action == TPF_EVENT_CREATING, restart = ev->action == TPF_EVENT_RESTARTING;
 	int ended = in->hook == TPF_HOOK_COMPLETE || in->hook == TPF_HOOK_ERRORED;
 	struct lost_node *l = tpf_hooks_lost_find(h, ev->node);
-	if (ev->kind == TPF_EVENT_DELETING && l && !l->announced)
+	if (l && !l->announced && tpf_slice_loss_starts(&l->slices, ev))
 		replacement_started(h, l);
 	if (create && in->hook == TPF_HOOK_COMPLETE) {
 		char key[300];

@@ -6,6 +6,8 @@
  * worker, and $TPUFORM_ELASTIC; without `elastic` nothing changes.
  */
 #include "config/config.h"
+#include "engine/ledger/ledger_losses.h"
+#include "model/chips.h"
 #include "plan/elastic.h"
 #include "plan/plan.h"
 #include "plan/worker_script.h"
@@ -243,6 +245,18 @@ static void test_elastic__plan(void)
 	plan_of(&f, NULL, "PREEMPTED", "0,1", &p);
 	CHECK(p.n == 1 && p.actions[0].keep_parts && !p.actions[0].elastic &&
 	      strstr(p.actions[0].reason, "every worker of every slice restarts"));
+	/* the run ledger's preempted line names them, their VMs and chips
+	 * (engine/ledger/ledger_losses.h) */
+	if (p.n && p.actions[0].desired) {
+		const struct tpf_recipe *rec = &p.actions[0].desired->recipe;
+		struct tpf_slice_loss sl;
+		tpf_slice_loss_of(&p.actions[0], &sl);
+		CHECK_STR(p.actions[0].lost_slices, "0,1");
+		CHECK_STR(sl.slices, "0,1");
+		CHECK_INT(sl.vms, 2 * tpf_recipe_slice_workers(rec));
+		CHECK(sl.chips > 0 && sl.chips == tpf_recipe_chips(rec) / tpf_recipe_slices(rec) * 2);
+		free(sl.slices);
+	}
 	tpf_plan_release(&p);
 	/* every slice READY again: grow, every worker, grow: checkpoint */
 	plan_of(&f, "0,2", "READY", NULL, &p);

@@ -460,6 +460,75 @@ static void test_ledger__report_google_categories(void)
 	json_decref(recs);
 }
 
+/* A slice lost from a multislice node (docs/ledger.md "A lost slice"): 2
+ * slices of 2 VMs and 8 chips. Slice 1 is lost at 1000 (seen at 1010), the
+ * create that makes it again is refused, a second writer writes the same
+ * loss at 1500, the create at 1500 is READY at 1600 and every worker runs
+ * again at 1650. Only slice 1's 8 chips stop from 1000 to 1600; the other
+ * slice's time from the loss to running again is the recovery's. */
+static void slice_line(double secs, const char *event, const char *more)
+{
+	char *all = xasprintf("{\"chips\":16,\"vms\":4%s%s}", more ? "," : "", more ? more : "");
+	at(secs, event, "ms", all);
+	free(all);
+}
+
+static void slice_jobs(double secs)
+{
+	for (int w = 0; w < 4; w++) {
+		char k[20];
+		snprintf(k, sizeof(k), "\"worker\":%d", w);
+		slice_line(secs, "job_started", k);
+	}
+}
+
+static void test_ledger__report_slice_loss(void)
+{
+	recs = json_array();
+	slice_line(0, "creating", NULL);
+	slice_line(0, "ready", "\"action\":\"creating\"");
+	slice_jobs(0);
+	slice_line(500, "checkpoint", "\"step\":100");
+	const char *lost = "\"elapsed\":10,\"reason\":\"preempted\",\"slices\":\"1\",\"workers\":2,"
+			   "\"lost_chips\":8";
+	slice_line(1010, "preempted", lost);
+	slice_line(1010, "creating", NULL);
+	slice_line(1020, "failed", "\"action\":\"creating\"");
+	slice_line(1505, "preempted", "\"elapsed\":5,\"reason\":\"terminated\",\"slices\":\"1\","
+				      "\"workers\":2,\"lost_chips\":8");
+	slice_line(1505, "creating", NULL);
+	slice_line(1600, "ready", "\"action\":\"creating\"");
+	slice_jobs(1650);
+	slice_line(2000, "deleted", NULL);
+	struct tpf_report r;
+	tpf_report_compute(recs, -1, t0 + 5000, NULL, &r);
+	const double h = 1.0 / 3600; /* chip-hours per chip-second */
+	const struct tpf_report_row *row = &r.rows[0];
+	CHECK_INT(row->preemptions, 1); /* written twice, one loss */
+	CHECKF(NEAR(billed(&r), (16 * 2000 - 8 * 600) * h), "billed %f", billed(&r));
+	CHECK(NEAR(row->chip_hours[TPF_RB_PREEMPTED], 16 * 500 * h)); /* since the checkpoint */
+	CHECK(NEAR(row->chip_hours[TPF_RB_GOODPUT], 16 * (500 + 350) * h));
+	CHECK(NEAR(row->chip_hours[TPF_RB_SETUP], (8 * 600 + 16 * 50) * h));
+	CHECK_INT(r.nrecoveries, 1);
+	CHECK(NEAR(r.recoveries[0], 650));
+	enum tpf_ml_badput infra = TPF_MB_INFRASTRUCTURE_RECOVERY_FROM_DISRUPTION;
+	CHECK(NEAR(row->ml_seconds[infra], 650));
+	CHECK(NEAR(row->ml_chip_hours[infra], (8 * 600 + 16 * 50) * h));
+	double bad = tpf_report_row_billed(row) - row->chip_hours[TPF_RB_GOODPUT], ml = 0;
+	for (int m = 0; m < TPF_MB_N; m++)
+		ml += row->ml_chip_hours[m];
+	CHECK(NEAR(bad, ml));
+	tpf_report_release(&r);
+	/* The same slice lost again after it was made again: a new loss. */
+	slice_line(2000, "creating", NULL);
+	slice_line(2000, "ready", "\"action\":\"creating\"");
+	slice_line(2100, "preempted", lost);
+	tpf_report_compute(recs, -1, t0 + 5000, NULL, &r);
+	CHECK_INT(r.rows[0].preemptions, 2);
+	tpf_report_release(&r);
+	json_decref(recs);
+}
+
 static void test_ledger__report_json_and_bad_lines(void)
 {
 	recs = json_array();
@@ -499,6 +568,7 @@ int main(void)
 	RUN(test_ledger__report_preemption_and_restart);
 	RUN(test_ledger__report_waits_are_not_billed);
 	RUN(test_ledger__report_google_categories);
+	RUN(test_ledger__report_slice_loss);
 	RUN(test_ledger__report_json_and_bad_lines);
 	return unit_done();
 }
