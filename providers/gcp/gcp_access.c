@@ -483,6 +483,22 @@ static int access_connect(struct tpf_transport *t, const struct tpf_worker_ref *
 	return rc;
 }
 
+static int access_dial_start(struct tpf_transport *t, const struct tpf_worker_ref *w,
+			     struct tpf_dial **out, struct tpf_diags *d)
+{
+	struct tpf_gcp_access *a = t->impl;
+	struct plan p;
+	struct tpf_ssh_access x;
+	*out = NULL;
+	int rc = prepare(a, w, &p, d);
+	if (rc == 0) {
+		access_of(&p, &x);
+		rc = tpf_ssh_dial_start_as(a->ssh, w, &x, out, d);
+	}
+	plan_release(&p);
+	return rc;
+}
+
 static int access_interactive(struct tpf_transport *t, const struct tpf_worker_ref *w,
 			      struct tpf_diags *d)
 {
@@ -504,6 +520,7 @@ struct tpf_gcp_access *tpf_gcp_access_new(struct tpf_gcp_client *c, struct tpf_t
 	struct tpf_gcp_access *a = xcalloc(1, sizeof(*a));
 	a->ops = *ssh->ops;
 	a->ops.connect = access_connect;
+	a->ops.dial_start = a->ops.dial_start ? access_dial_start : NULL;
 	a->ops.interactive = access_interactive;
 	a->tr.ops = &a->ops;
 	a->tr.impl = a;
