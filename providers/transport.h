@@ -219,9 +219,11 @@ struct tpf_transport_ops {
 	 * runs on (*pfd then says what to poll(2) for), 0 when its output
 	 * ended (then watch_close, blocking, reads *status as exec() does), or
 	 * TPF_EUNREACHABLE when the connection broke or no byte came for
-	 * `idle` seconds (0: no limit). After an error, close c. One command
-	 * at a time per connection; a connection is used by one thread at a
-	 * time.
+	 * `idle` seconds (0: no limit). After an error, close c. watch_close
+	 * of a command whose output has not ended (a stop) waits for nothing:
+	 * c is then done (close it; ssh: without a word to the worker). One
+	 * command at a time per connection; a connection is used by one
+	 * thread at a time.
 	 */
 	int (*watch_open)(struct tpf_conn *c, const char *command, double idle,
 			  struct tpf_diags *d);

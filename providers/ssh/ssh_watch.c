@@ -154,8 +154,14 @@ int tpf_ssh_watch_close(struct tpf_conn *c, int *status, struct tpf_diags *d)
 	if (!ch)
 		return 0;
 	c->watch_ch = NULL;
-	/* A command not started yet has no status to read. */
-	int err = c->broken || !started ? 0 : tpf_ssh_exec_close(c, ch, status, d);
+	/* A command not started, or still running (watch stopping, an
+	 * error): no status to wait for, and closing its channel would wait
+	 * for the worker's answer (up to the I/O timeout each, a slow stop
+	 * of thousands of waits). The connection cannot serve another
+	 * command meanwhile: it is dropped whole, without a word. */
+	if (!started || !libssh2_channel_eof(ch))
+		c->broken = 1;
+	int err = c->broken ? 0 : tpf_ssh_exec_close(c, ch, status, d);
 	tpf_ssh_exec_free(c, ch);
 	return err;
 }

@@ -144,10 +144,15 @@ unlike "ssh: with both pinned keys, no prompt or warning" "$sh_out" "Permanently
 
 # watch's job waits through the bastion: there a helper thread makes each
 # connection, blocking, as connect does (docs/watch.md), not the poll loop.
+# A wait's FIFO lives while it waits: a worker seen waiting once is marked.
 # shellcheck disable=SC2317 # called through wait_for
 waited_all() {
 	for k in 0 1 2 3; do
-		find "$(sshd_home "$k")/tpuform/run" -name 'wait.*' 2>/dev/null | grep -q . || return 1
+		find "$(sshd_home "$k")/tpuform/run" -name 'wait.*' 2>/dev/null | grep -q . &&
+			touch "waited.$k"
+	done
+	for k in 0 1 2 3; do
+		[ -e "waited.$k" ] || return 1
 	done
 }
 "$TPUFORM" watch -f fleet.yaml >watch.out 2>&1 &

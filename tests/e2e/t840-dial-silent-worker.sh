@@ -61,10 +61,16 @@ time.sleep(3600)
 SILENT=$!
 ok "the silent listeners are up" wait_for 10 test -s silent.ready
 
+# A wait's FIFO lives while it waits (not between a new connection's first
+# answer and the long wait): a worker seen waiting once is marked.
 # shellcheck disable=SC2317 # called through wait_for
 waited() {
 	for i in "$@"; do
-		find "$(sshd_home "$i")/tpuform/run" -name 'wait.*' 2>/dev/null | grep -q . || return 1
+		find "$(sshd_home "$i")/tpuform/run" -name 'wait.*' 2>/dev/null | grep -q . &&
+			touch "waited.$i"
+	done
+	for i in "$@"; do
+		[ -e "waited.$i" ] || return 1
 	done
 }
 TPUFORM_SSH_CONNECT_TIMEOUT=30 "$TPUFORM" watch -f fleet.yaml -parallelism 2 >watch.out 2>&1 &
