@@ -49,6 +49,7 @@ struct tpf_worker_ref {
 #define TPF_REMOTE_PATH_MAX 1024
 
 struct tpf_conn; /* opaque, per implementation */
+struct tpf_dial; /* a connection being made (dial_start), per implementation */
 
 /* Called during a transfer with the bytes moved so far (by the thread that
  * moves them). */
@@ -209,22 +210,50 @@ struct tpf_transport_ops {
 	 * Optional (all three NULL: use exec with a window). A command that
 	 * answers for a long time, driven by the caller's event loop (a job
 	 * wait that lasts the job's life and sends a heartbeat, issue 28):
-	 * watch_open starts `command` on c as exec() does (blocking, within
-	 * the connection's I/O timeout; 0, TPF_ERROR or TPF_EUNREACHABLE);
-	 * watch_step never blocks: it hands the output there is to io->out,
+	 * watch_open asks for `command` on c and never blocks (0, or TPF_ERROR
+	 * when c is broken or busy); watch_step never blocks: it starts the
+	 * command as exec() does (a channel, the exec request; failures to do
+	 * so within the connection's I/O timeout are its errors, as exec()'s),
+	 * then hands the output there is to io->out,
 	 * sends a keepalive when one is due, and returns 1 while the command
 	 * runs on (*pfd then says what to poll(2) for), 0 when its output
 	 * ended (then watch_close, blocking, reads *status as exec() does), or
 	 * TPF_EUNREACHABLE when the connection broke or no byte came for
-	 * `idle` seconds (0: no limit). After an error, close c. One command
-	 * at a time per connection; a connection is used by one thread at a
-	 * time.
+	 * `idle` seconds (0: no limit). After an error, close c. watch_close
+	 * of a command whose output has not ended (a stop) waits for nothing:
+	 * c is then done (close it; ssh: without a word to the worker). One
+	 * command at a time per connection; a connection is used by one
+	 * thread at a time.
 	 */
 	int (*watch_open)(struct tpf_conn *c, const char *command, double idle,
 			  struct tpf_diags *d);
 	int (*watch_step)(struct tpf_conn *c, const struct tpf_watch_io *io, struct pollfd *pfd,
 			  struct tpf_diags *d);
 	int (*watch_close)(struct tpf_conn *c, int *status, struct tpf_diags *d);
+
+	/*
+	 * Optional (all four NULL: use connect). The connect op in steps, for
+	 * an event loop that makes many connections at once (watch's job
+	 * waits, issue 28): dial_start prepares one attempt at w and may block
+	 * for a moment (a provider's lookups of the node, a name to resolve;
+	 * ssh through a bastion or with ssh-agent: the whole connection, as
+	 * connect with w->once). 0 and *out, or an error as connect's (no
+	 * dial then). dial_step never blocks: 1 while the attempt goes on
+	 * (*pfd then says what to poll(2) for; step again when it is ready,
+	 * and at least every 2 s: the connect timeout is checked there), 0
+	 * when connected (then dial_finish), or an error as connect's
+	 * (TPF_EUNREACHABLE, TPF_EHOSTKEY: the same host key rules, TPF_ERROR)
+	 * with a diagnostic. No retry: one attempt, the caller backs off.
+	 * dial_finish hands over the connection (*out, close it with close)
+	 * and, host_key_out not NULL, the fingerprint seen (caller frees).
+	 * dial_free frees the dial (NULL: nothing), closing a connection not
+	 * handed over. A dial is used by one thread at a time.
+	 */
+	int (*dial_start)(struct tpf_transport *t, const struct tpf_worker_ref *w,
+			  struct tpf_dial **out, struct tpf_diags *d);
+	int (*dial_step)(struct tpf_dial *g, struct pollfd *pfd, struct tpf_diags *d);
+	int (*dial_finish)(struct tpf_dial *g, struct tpf_conn **out, char **host_key_out);
+	void (*dial_free)(struct tpf_dial *g);
 
 	/* How ssh(1) reaches this connection's worker (ssh-config); borrowed
 	 * from c. TPF_ERROR (with a diagnostic) when it is not reached over

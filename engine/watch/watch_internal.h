@@ -179,8 +179,9 @@ void tpf_prober_free(struct tpf_prober *p);
 
 /*
  * Long job waits (engine/workers/provision.h tpf_provision_watch_open) on
- * a fixed set of threads: one loop reads them all (poll), `dialers`
- * threads (1 to 12) connect, start and close them, with a backoff (1 s doubling to 30 s)
+ * a fixed set of threads: one loop connects (non-blocking dials, at most
+ * 64 in flight) and reads them all (poll), `helpers` threads (1 to 4)
+ * start dials and close waits, with a backoff (1 s doubling to 30 s)
  * after a failure. For transports with tpf_provision_can_watch.
  */
 struct tpf_waits;
@@ -197,9 +198,10 @@ struct tpf_wait_cb {
 	void *arg;
 };
 /* NULL when the threads cannot start. t borrowed (outlives the waits);
- * window, beat: seconds (tpf_provision_watch_open); dialers: threads that
- * connect, clamped to 1..12. */
-struct tpf_waits *tpf_waits_new(struct tpf_transport *t, int window, int beat, int dialers);
+ * window, beat: seconds (tpf_provision_watch_open); helpers: threads for
+ * what may block (a dial's start, closing), clamped to 1..4; the loop
+ * thread makes the connections (at most 64 at once). */
+struct tpf_waits *tpf_waits_new(struct tpf_transport *t, int window, int beat, int helpers);
 /* Wait on worker `worker` of node (node, live: borrowed until done). The
  * callbacks run on the waits' threads, never two at once for a wait. */
 struct tpf_wait *tpf_waits_add(struct tpf_waits *ws, const struct tpf_state_node *node,

@@ -1,16 +1,22 @@
 /*
  * Job waits on a fixed set of threads (issue 28 item 1; docs/watch.md
- * "Job waits"): one loop thread reads every worker's long wait
- * (engine/workers/provision.h tpf_provision_watch_step: non-blocking
- * libssh2 under one poll(2)), and a few dialer threads (watch's
- * -parallelism, at most WAITS_DIALERS) do what blocks for a moment:
- * connect (handshake, authentication), start a wait, close one that
- * ended, and reconnect with a backoff after a failure. Threads stay the
- * same whatever the number of workers: 1 + the dialers.
+ * "Job waits"): one loop thread drives every worker's connection under one
+ * poll(2): it makes the connection (the transport's dial ops: TCP connect,
+ * SSH handshake, host key check and authentication, each a non-blocking
+ * step; engine/workers/provision.h tpf_provision_dial_start), starts the
+ * wait and reads it (tpf_provision_watch_step: non-blocking libssh2). A
+ * few helper threads (watch's -parallelism, at most WAITS_HELPERS) do what
+ * may block for a moment: a dial's start (the provider's lookups of the
+ * node, a name to resolve; through a bastion or with ssh-agent the whole
+ * connection), closing a wait that ended or a connection that failed, and
+ * the backoff before a reconnect. At most WAITS_DIALS dials are in flight
+ * at once, so a fleet of thousands does not start thousands of handshakes
+ * together. Threads stay the same whatever the number of workers: 1 + the
+ * helpers.
  *
  * A wait is owned by one thread at a time (a libssh2 session is not safe
- * from several): the dialers' queue (DUE, from `due` on), one dialer
- * (DIALING) or the loop (LOOPING). Hand-offs are under ws->mu. The
+ * from several): the helpers' queue (DUE, from `due` on), one helper
+ * (HELPING) or the loop (LOOPING). Hand-offs are under ws->mu. The
  * caller's callbacks run without ws->mu held.
  */
 #include <fcntl.h>
@@ -26,15 +32,23 @@
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
-/* Dialers at most: a handshake waits mostly for the worker's answer, so
- * attaching many workers goes as fast as dialers run side by side. */
-#define WAITS_DIALERS 12
+/* Helper threads at most: nothing they do waits on a worker's handshake
+ * any more (the loop drives it), only on a provider's lookups, a close,
+ * or a bastion's connection. */
+#define WAITS_HELPERS 4
+/* Dials in flight at most (started, not yet connected or failed): enough
+ * for the round trips of many handshakes to overlap, few enough that the
+ * loop's share of their key exchanges stays small and a fleet of 4,096 does
+ * not open 4,096 handshakes at once (mind sshd's MaxStartups behind a
+ * bastion). A worker that never answers holds its slot for the connect
+ * timeout (TPUFORM_SSH_CONNECT_TIMEOUT, 15 s), the others go on. */
+#define WAITS_DIALS 64
 #define WAITS_BACKOFF_MAX 30.0
 /* The loop steps every wait at least this often (keepalives, the silence
  * limit, a stop), seconds. */
 #define WAITS_SWEEP 2.0
 
-enum { W_DUE, W_DIALING, W_LOOPING };
+enum { W_DUE, W_HELPING, W_LOOPING };
 
 struct tpf_wait {
 	struct tpf_waits *ws;
@@ -44,9 +58,11 @@ struct tpf_wait {
 	struct tpf_wait_cb cb;
 	/* Guarded by ws->mu. */
 	int state, stop, done;
+	int counted; /* holds one of the WAITS_DIALS slots */
 	double due;
 	/* Its owner's. */
 	struct tpf_conn *c;
+	struct tpf_dial *dial; /* the connection being made, in the loop */
 	struct tpf_job_watch *jw;
 	int ended; /* jw's output ended: close it and wait again */
 	int failed; /* jw or c broke: drop the connection */
@@ -64,9 +80,11 @@ struct tpf_waits {
 	struct tpf_wait **items;
 	size_t n, alloc;
 	int quit;
+	int can_dial;	/* the transport has dial ops */
+	int dialing;	/* slots taken, of WAITS_DIALS */
 	int wake[2]; /* the loop's self-pipe */
-	pthread_t loop, dialers[WAITS_DIALERS];
-	int ndialers;
+	pthread_t loop, helpers[WAITS_HELPERS];
+	int nhelpers;
 	int started;
 };
 
@@ -78,8 +96,8 @@ static void wake_loop(struct tpf_waits *ws)
 	}
 }
 
-/* Give w to the dialers from `due` on; ws->mu held. */
-static void to_dialers(struct tpf_wait *w, double due)
+/* Give w to the helpers from `due` on; ws->mu held. */
+static void to_helpers(struct tpf_wait *w, double due)
 {
 	w->state = W_DUE;
 	w->due = due;
@@ -119,10 +137,23 @@ static void on_record(void *arg, const struct tpf_worker_report *r, const char *
 	}
 }
 
-/* Close w's wait and, when it failed, its connection. */
+/* w's dial slot is free again; ws->mu held. */
+static void uncount(struct tpf_waits *ws, struct tpf_wait *w)
+{
+	if (!w->counted)
+		return;
+	w->counted = 0;
+	ws->dialing--;
+	pthread_cond_broadcast(&ws->cv);
+}
+
+/* Close w's wait and, when it failed, its connection; drop a dial. */
 static void drop(struct tpf_wait *w)
 {
 	struct tpf_diags quiet = TPF_DIAGS_INIT;
+	if (w->dial)
+		w->ws->t->ops->dial_free(w->dial);
+	w->dial = NULL;
 	if (w->jw && tpf_provision_watch_close(w->jw, w->ended && !w->failed, &quiet))
 		w->failed = 1;
 	tpf_diags_release(&quiet);
@@ -135,21 +166,11 @@ static void drop(struct tpf_wait *w)
 	w->failed = 0;
 }
 
-/* A dialer's turn with w: after the last wait, connect when needed and
- * start the next. 0: w goes to the loop; else the backoff (seconds). */
-static double dial(struct tpf_wait *w)
+/* Start the wait on w's connection (never blocks: the loop's first step
+ * sends it). 0, or an error (the connection is then to be dropped). */
+static int open_wait(struct tpf_wait *w, struct tpf_diags *d)
 {
 	struct tpf_waits *ws = w->ws;
-	drop(w);
-	struct tpf_diags quiet = TPF_DIAGS_INIT;
-	if (!w->c) {
-		if (tpf_provision_connect(ws->t, w->node, w->live, w->worker, &w->c, &quiet)) {
-			tpf_diags_release(&quiet);
-			w->c = NULL;
-			return w->backoff = next_backoff(w->backoff);
-		}
-		w->fresh = 1;
-	}
 	if (w->fresh) { /* a new connection: the job's record at once */
 		free(w->token);
 		w->token = NULL;
@@ -157,15 +178,44 @@ static double dial(struct tpf_wait *w)
 	struct tpf_provision_watch_cb cb = { .record = on_record, .arg = w };
 	int rc = tpf_provision_watch_open(ws->t, w->c, w->node->name, w->worker,
 					  w->fresh ? "" : w->token, ws->window, ws->beat, &cb, &w->jw,
-					  &quiet);
+					  d);
+	if (rc)
+		return rc;
+	w->fresh = 0;
+	w->pfd = (struct pollfd){ .fd = -1 };
+	return 0;
+}
+
+/* A helper's turn with w: after the last wait, start a dial when the
+ * connection is gone (the loop makes it), else start the next wait.
+ * Transports without dial ops connect here, blocking. 0: w goes to the
+ * loop; else the backoff (seconds). */
+static double turn(struct tpf_wait *w)
+{
+	struct tpf_waits *ws = w->ws;
+	drop(w);
+	struct tpf_diags quiet = TPF_DIAGS_INIT;
+	int rc = 0;
+	if (!w->c && ws->can_dial) {
+		rc = tpf_provision_dial_start(ws->t, w->node, w->live, w->worker, &w->dial, &quiet);
+		tpf_diags_release(&quiet);
+		w->pfd = (struct pollfd){ .fd = -1 };
+		return rc ? (w->backoff = next_backoff(w->backoff)) : 0;
+	}
+	if (!w->c) {
+		rc = tpf_provision_connect(ws->t, w->node, w->live, w->worker, &w->c, &quiet);
+		if (rc)
+			w->c = NULL;
+		w->fresh = 1;
+	}
+	if (!rc && (rc = open_wait(w, &quiet)) != 0)
+		w->failed = 1;
 	tpf_diags_release(&quiet);
 	if (rc) {
-		w->failed = 1;
 		drop(w);
 		return w->backoff = next_backoff(w->backoff);
 	}
-	w->fresh = 0;
-	w->pfd = (struct pollfd){ .fd = -1 };
+	w->cb.attached(w->cb.arg, 1);
 	return 0;
 }
 
@@ -178,6 +228,7 @@ static void finish(struct tpf_wait *w)
 	w->failed = 1;
 	drop(w);
 	pthread_mutex_lock(&ws->mu);
+	uncount(ws, w);
 	for (size_t i = 0; i < ws->n; i++)
 		if (ws->items[i] == w) {
 			ws->items[i] = ws->items[--ws->n];
@@ -187,8 +238,9 @@ static void finish(struct tpf_wait *w)
 	pthread_cond_broadcast(&ws->cv);
 }
 
-/* The next wait due for a dialer, taken (DIALING), or NULL; *sleep_to:
- * when the next one is due. ws->mu held. */
+/* The next wait due for a helper, taken (HELPING), or NULL; *sleep_to:
+ * when the next one is due. One that needs a connection waits for a dial
+ * slot. ws->mu held. */
 static struct tpf_wait *take_due(struct tpf_waits *ws, double now, double *sleep_to)
 {
 	*sleep_to = now + 1;
@@ -196,17 +248,25 @@ static struct tpf_wait *take_due(struct tpf_waits *ws, double now, double *sleep
 		struct tpf_wait *w = ws->items[i];
 		if (w->state != W_DUE)
 			continue;
-		if (w->stop || w->due <= now) {
-			w->state = W_DIALING;
-			return w;
+		if (!w->stop && w->due > now) {
+			if (w->due < *sleep_to)
+				*sleep_to = w->due;
+			continue;
 		}
-		if (w->due < *sleep_to)
-			*sleep_to = w->due;
+		int dials = !w->stop && ws->can_dial && (!w->c || w->failed);
+		if (dials && ws->dialing >= WAITS_DIALS)
+			continue; /* woken when a slot frees */
+		if (dials) {
+			ws->dialing++;
+			w->counted = 1;
+		}
+		w->state = W_HELPING;
+		return w;
 	}
 	return NULL;
 }
 
-static void *dialer(void *arg)
+static void *helper(void *arg)
 {
 	struct tpf_waits *ws = arg;
 	pthread_mutex_lock(&ws->mu);
@@ -224,12 +284,12 @@ static void *dialer(void *arg)
 			continue;
 		}
 		pthread_mutex_unlock(&ws->mu);
-		double backoff = dial(w);
-		if (!backoff)
-			w->cb.attached(w->cb.arg, 1);
+		double backoff = turn(w);
 		pthread_mutex_lock(&ws->mu);
+		if (!w->dial)
+			uncount(ws, w);
 		if (backoff) {
-			to_dialers(w, tpf_now_mono() + backoff);
+			to_helpers(w, tpf_now_mono() + backoff);
 		} else {
 			w->state = W_LOOPING;
 			wake_loop(ws);
@@ -239,7 +299,7 @@ static void *dialer(void *arg)
 	return NULL;
 }
 
-/* Collect the waits the loop owns (those told to stop go to the dialers,
+/* Collect the waits the loop owns (those told to stop go to the helpers,
  * which close them); ws->mu held. */
 static size_t collect(struct tpf_waits *ws, struct tpf_wait ***mine, size_t *alloc)
 {
@@ -249,7 +309,7 @@ static size_t collect(struct tpf_waits *ws, struct tpf_wait ***mine, size_t *all
 		if (w->state != W_LOOPING)
 			continue;
 		if (w->stop) {
-			to_dialers(w, 0);
+			to_helpers(w, 0);
 			continue;
 		}
 		XGROW(*mine, n + 1, *alloc);
@@ -258,11 +318,37 @@ static size_t collect(struct tpf_waits *ws, struct tpf_wait ***mine, size_t *all
 	return n;
 }
 
-/* Step w's wait; what ends it goes to the dialers. */
+/* Step w's dial; once connected, start its wait. 1 while either goes
+ * on, else an error. */
+static int step_dial(struct tpf_waits *ws, struct tpf_wait *w, struct tpf_diags *d)
+{
+	struct tpf_transport *t = ws->t;
+	int rc = t->ops->dial_step(w->dial, &w->pfd, d);
+	if (rc == 1)
+		return 1;
+	if (rc == 0)
+		rc = t->ops->dial_finish(w->dial, &w->c, NULL);
+	t->ops->dial_free(w->dial);
+	w->dial = NULL;
+	pthread_mutex_lock(&ws->mu);
+	uncount(ws, w);
+	pthread_mutex_unlock(&ws->mu);
+	if (rc)
+		return rc;
+	w->fresh = 1;
+	if ((rc = open_wait(w, d)) != 0)
+		return rc;
+	w->cb.attached(w->cb.arg, 1);
+	return 1; /* its first step at the loop's next turn */
+}
+
+/* Step w's dial or wait; what ends it goes to the helpers. */
 static void step(struct tpf_waits *ws, struct tpf_wait *w)
 {
 	struct tpf_diags quiet = TPF_DIAGS_INIT;
-	int rc = tpf_provision_watch_step(w->jw, &w->pfd, &quiet);
+	int dialing = w->dial != NULL;
+	int rc = dialing ? step_dial(ws, w, &quiet)
+			 : tpf_provision_watch_step(w->jw, &w->pfd, &quiet);
 	tpf_diags_release(&quiet);
 	if (rc == 1)
 		return;
@@ -271,11 +357,12 @@ static void step(struct tpf_waits *ws, struct tpf_wait *w)
 		w->ended = 1;
 	} else {
 		w->failed = 1;
-		w->cb.attached(w->cb.arg, 0);
+		if (!dialing)
+			w->cb.attached(w->cb.arg, 0);
 		due += w->backoff = next_backoff(w->backoff);
 	}
 	pthread_mutex_lock(&ws->mu);
-	to_dialers(w, due);
+	to_helpers(w, due);
 	pthread_mutex_unlock(&ws->mu);
 }
 
@@ -323,10 +410,11 @@ static void *loop_main(void *arg)
 	return NULL;
 }
 
-struct tpf_waits *tpf_waits_new(struct tpf_transport *t, int window, int beat, int dialers)
+struct tpf_waits *tpf_waits_new(struct tpf_transport *t, int window, int beat, int helpers)
 {
 	struct tpf_waits *ws = xcalloc(1, sizeof(*ws));
 	ws->t = t;
+	ws->can_dial = tpf_provision_can_dial(t);
 	ws->window = window;
 	ws->beat = beat;
 	pthread_mutex_init(&ws->mu, NULL);
@@ -342,9 +430,9 @@ struct tpf_waits *tpf_waits_new(struct tpf_transport *t, int window, int beat, i
 	pthread_attr_setstacksize(&attr, 256 * 1024);
 	if (pthread_create(&ws->loop, &attr, loop_main, ws) == 0)
 		ws->started = 1;
-	ws->ndialers = dialers < 1 ? 1 : dialers > WAITS_DIALERS ? WAITS_DIALERS : dialers;
-	for (int i = 0; ws->started && i < ws->ndialers; i++)
-		if (pthread_create(&ws->dialers[i], &attr, dialer, ws) == 0)
+	ws->nhelpers = helpers < 1 ? 1 : helpers > WAITS_HELPERS ? WAITS_HELPERS : helpers;
+	for (int i = 0; ws->started && i < ws->nhelpers; i++)
+		if (pthread_create(&ws->helpers[i], &attr, helper, ws) == 0)
 			ws->started++;
 	pthread_attr_destroy(&attr);
 	if (ws->started < 1 + 1) {
@@ -368,7 +456,7 @@ struct tpf_wait *tpf_waits_add(struct tpf_waits *ws, const struct tpf_state_node
 	pthread_mutex_lock(&ws->mu);
 	XGROW(ws->items, ws->n + 1, ws->alloc);
 	ws->items[ws->n++] = w;
-	to_dialers(w, 0);
+	to_helpers(w, 0);
 	pthread_mutex_unlock(&ws->mu);
 	return w;
 }
@@ -409,12 +497,12 @@ void tpf_waits_free(struct tpf_waits *ws)
 	pthread_cond_broadcast(&ws->cv);
 	pthread_mutex_unlock(&ws->mu);
 	wake_loop(ws);
-	/* Each thread ends once every wait is done: a dialer in a connect
-	 * finishes it first (the connect timeout). */
+	/* Each thread ends once every wait is done: a helper in a connect
+	 * (a bastion's) finishes it first (the connect timeout). */
 	if (ws->started)
 		pthread_join(ws->loop, NULL);
 	for (int i = 0; i + 1 < ws->started; i++)
-		pthread_join(ws->dialers[i], NULL);
+		pthread_join(ws->helpers[i], NULL);
 	/* Waits never taken (no thread started) are finished here. */
 	pthread_mutex_lock(&ws->mu);
 	while (ws->n)

@@ -131,13 +131,25 @@ int tpf_provision_connect(struct tpf_transport *t, const struct tpf_state_node *
 int tpf_provision_wait(struct tpf_transport *t, struct tpf_conn *c, const char *node, int worker,
 		       const char *token, int window, struct tpf_worker_report *r, char **token_out,
 		       struct tpf_diags *d);
+/*
+ * tpf_provision_connect in steps, for an event loop (watch's job waits,
+ * issue 28): the transport's dial ops (providers/transport.h dial_start,
+ * with their contract), when it has them (tpf_provision_can_dial: ssh).
+ * dial_start may block briefly (a provider's lookups); the caller steps the
+ * dial with t->ops->dial_step, takes the connection with dial_finish and
+ * frees the dial with dial_free.
+ */
+int tpf_provision_can_dial(const struct tpf_transport *t);
+int tpf_provision_dial_start(struct tpf_transport *t, const struct tpf_state_node *n,
+			     const struct tpf_live_node *live, int worker, struct tpf_dial **out,
+			     struct tpf_diags *d);
 
 /*
  * The wait that lasts the job's life (issue 28; docs/watch.md "Job
  * waits"), driven by the caller's event loop, on transports that have
  * watch_open/step/close (tpf_provision_can_watch: ssh; the local
- * transport has only the window). tpf_provision_watch_open starts, on
- * connection c (blocking, briefly), the bootstrap's `wait TOKEN WINDOW
+ * transport has only the window). tpf_provision_watch_open asks, on
+ * connection c (never blocks: the first step starts it), the bootstrap's `wait TOKEN WINDOW
  * BEAT`: it lasts until the job's token differs from `token` ("" or NULL:
  * at once) and prints its record (the status and "TPUFORM token=...")
  * then, and every `beat` seconds meanwhile as a heartbeat; an older

@@ -14,22 +14,30 @@ const struct tpf_endpoint *tpf_prov_worker_endpoint(const struct tpf_live_node *
 	return &live->endpoints[worker];
 }
 
-int tpf_prov_open_worker(struct tpf_transport *t, const struct tpf_state_node *n,
-			 const struct tpf_live_node *live, int worker, int read_only, int once,
-			 struct tpf_conn **c, char **host_key, struct tpf_diags *d)
+/* How the transport reaches worker `worker` of n (pointers into n and
+ * live). */
+static struct tpf_worker_ref worker_ref(const struct tpf_state_node *n,
+					const struct tpf_live_node *live, int worker,
+					int read_only, int once)
 {
 	const struct tpf_state_worker *sw = tpf_state_node_worker(n, worker);
-	const char *pin = sw ? sw->host_key : NULL;
-	struct tpf_worker_ref ref = {
+	return (struct tpf_worker_ref){
 		.node = n->name,
 		.node_id = n->id,
 		.worker = worker,
 		.nworkers = tpf_node_worker_count(n),
 		.endpoint = tpf_prov_worker_endpoint(live, worker),
-		.host_key = pin,
+		.host_key = sw ? sw->host_key : NULL,
 		.read_only = read_only,
 		.once = once,
 	};
+}
+
+int tpf_prov_open_worker(struct tpf_transport *t, const struct tpf_state_node *n,
+			 const struct tpf_live_node *live, int worker, int read_only, int once,
+			 struct tpf_conn **c, char **host_key, struct tpf_diags *d)
+{
+	struct tpf_worker_ref ref = worker_ref(n, live, worker, read_only, once);
 	*c = NULL;
 	if (host_key)
 		*host_key = NULL;
@@ -82,4 +90,19 @@ int tpf_provision_connect(struct tpf_transport *t, const struct tpf_state_node *
 			  struct tpf_diags *d)
 {
 	return tpf_prov_open_worker(t, n, live, worker, 1, 1, c, NULL, d);
+}
+
+int tpf_provision_can_dial(const struct tpf_transport *t)
+{
+	return t->ops->dial_start && t->ops->dial_step && t->ops->dial_finish &&
+	       t->ops->dial_free;
+}
+
+int tpf_provision_dial_start(struct tpf_transport *t, const struct tpf_state_node *n,
+			     const struct tpf_live_node *live, int worker, struct tpf_dial **out,
+			     struct tpf_diags *d)
+{
+	struct tpf_worker_ref ref = worker_ref(n, live, worker, 1, 1);
+	*out = NULL;
+	return t->ops->dial_start(t, &ref, out, d);
 }

@@ -465,37 +465,55 @@ static void access_of(const struct plan *p, struct tpf_ssh_access *x)
 	x->fresh_key = p->fresh_key;
 }
 
-static int access_connect(struct tpf_transport *t, const struct tpf_worker_ref *w,
-			  struct tpf_conn **out, char **host_key_out, struct tpf_diags *d)
+/* How a wrapping op reaches the worker once its access is known: connect,
+ * start a dial, or run ssh(1); the op's outputs. */
+enum reach { REACH_CONNECT, REACH_DIAL, REACH_INTERACTIVE };
+struct reach_out {
+	struct tpf_conn **conn;
+	char **host_key;
+	struct tpf_dial **dial;
+};
+
+static int reach(struct tpf_transport *t, const struct tpf_worker_ref *w, enum reach how,
+		 const struct reach_out *o, struct tpf_diags *d)
 {
 	struct tpf_gcp_access *a = t->impl;
 	struct plan p;
 	struct tpf_ssh_access x;
-	*out = NULL;
-	if (host_key_out)
-		*host_key_out = NULL;
 	int rc = prepare(a, w, &p, d);
 	if (rc == 0) {
 		access_of(&p, &x);
-		rc = tpf_ssh_connect_as(a->ssh, w, &x, out, host_key_out, d);
+		rc = how == REACH_CONNECT ? tpf_ssh_connect_as(a->ssh, w, &x, o->conn, o->host_key, d)
+		     : how == REACH_DIAL  ? tpf_ssh_dial_start_as(a->ssh, w, &x, o->dial, d)
+					  : tpf_ssh_interactive_as(a->ssh, w, &x, d);
 	}
 	plan_release(&p);
 	return rc;
 }
 
+static int access_connect(struct tpf_transport *t, const struct tpf_worker_ref *w,
+			  struct tpf_conn **out, char **host_key_out, struct tpf_diags *d)
+{
+	*out = NULL;
+	if (host_key_out)
+		*host_key_out = NULL;
+	struct reach_out o = { .conn = out, .host_key = host_key_out };
+	return reach(t, w, REACH_CONNECT, &o, d);
+}
+
+static int access_dial_start(struct tpf_transport *t, const struct tpf_worker_ref *w,
+			     struct tpf_dial **out, struct tpf_diags *d)
+{
+	*out = NULL;
+	struct reach_out o = { .dial = out };
+	return reach(t, w, REACH_DIAL, &o, d);
+}
+
 static int access_interactive(struct tpf_transport *t, const struct tpf_worker_ref *w,
 			      struct tpf_diags *d)
 {
-	struct tpf_gcp_access *a = t->impl;
-	struct plan p;
-	struct tpf_ssh_access x;
-	int rc = prepare(a, w, &p, d);
-	if (rc == 0) {
-		access_of(&p, &x);
-		rc = tpf_ssh_interactive_as(a->ssh, w, &x, d);
-	}
-	plan_release(&p);
-	return rc;
+	struct reach_out o = { 0 };
+	return reach(t, w, REACH_INTERACTIVE, &o, d);
 }
 
 struct tpf_gcp_access *tpf_gcp_access_new(struct tpf_gcp_client *c, struct tpf_transport *ssh,
@@ -504,6 +522,7 @@ struct tpf_gcp_access *tpf_gcp_access_new(struct tpf_gcp_client *c, struct tpf_t
 	struct tpf_gcp_access *a = xcalloc(1, sizeof(*a));
 	a->ops = *ssh->ops;
 	a->ops.connect = access_connect;
+	a->ops.dial_start = a->ops.dial_start ? access_dial_start : NULL;
 	a->ops.interactive = access_interactive;
 	a->tr.ops = &a->ops;
 	a->tr.impl = a;

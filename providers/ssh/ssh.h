@@ -132,6 +132,11 @@ int tpf_ssh_connect_as(struct tpf_transport *t, const struct tpf_worker_ref *w,
 		       struct tpf_diags *d);
 int tpf_ssh_interactive_as(struct tpf_transport *t, const struct tpf_worker_ref *w,
 			   const struct tpf_ssh_access *a, struct tpf_diags *d);
+/* The transport's dial_start op (transport.h) with an access (may be
+ * NULL), copied into the dial. Same results. */
+int tpf_ssh_dial_start_as(struct tpf_transport *t, const struct tpf_worker_ref *w,
+			  const struct tpf_ssh_access *a, struct tpf_dial **out,
+			  struct tpf_diags *d);
 
 /* The login user of transport t (ssh.user, else $USER, else root); borrowed. */
 const char *tpf_ssh_user(struct tpf_transport *t);

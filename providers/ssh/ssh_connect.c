@@ -36,30 +36,32 @@ const char *tpf_ssh_pick_address(const struct tpf_endpoint *e, enum tpf_ssh_addr
 	return ext ? ext : in;
 }
 
+int tpf_ssh_tcp_fail(struct tpf_conn *c, int syserr, int gai, struct tpf_diags *d)
+{
+	if (syserr == -1) {
+		tpf_errorx(d, c->where, NULL, "cannot resolve the address '%s' of worker '%s': %s",
+			   c->host, c->where, gai_strerror(gai));
+		return TPF_EUNREACHABLE;
+	}
+	char *hint = xasprintf("is the worker's VM up, and sshd listening on port %d there? "
+			       "(ssh.port in the fleet file; a new TPU VM needs a minute "
+			       "before it accepts connections)", c->port);
+	tpf_errorx(d, c->where, hint, "cannot connect to worker '%s' at %s port %d: %s",
+		   c->where, c->host, c->port, strerror(syserr));
+	free(hint);
+	return TPF_EUNREACHABLE;
+}
+
 /* TCP straight to the worker (no ssh.proxy_jump): c->fd. */
 static int direct_connect(struct tpf_conn *c, double deadline, struct tpf_diags *d)
 {
 	int syserr = 0, gai = 0;
 	c->fd = tpf_ssh_tcp_connect(c->host, c->port, deadline, c->t->o.keepalive, &syserr, &gai);
-	if (c->fd < 0 && syserr == -1) {
-		tpf_errorx(d, c->where, NULL, "cannot resolve the address '%s' of worker '%s': %s",
-			   c->host, c->where, gai_strerror(gai));
-		return TPF_EUNREACHABLE;
-	}
-	if (c->fd < 0) {
-		char *hint = xasprintf("is the worker's VM up, and sshd listening on port %d there? "
-				       "(ssh.port in the fleet file; a new TPU VM needs a minute "
-				       "before it accepts connections)", c->port);
-		tpf_errorx(d, c->where, hint, "cannot connect to worker '%s' at %s port %d: %s",
-			   c->where, c->host, c->port, strerror(syserr));
-		free(hint);
-		return TPF_EUNREACHABLE;
-	}
-	return 0;
+	return c->fd < 0 ? tpf_ssh_tcp_fail(c, syserr, gai, d) : 0;
 }
 
-int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, const struct tpf_ssh_access *a,
-		 struct tpf_conn **out, double deadline, struct tpf_diags *d)
+int tpf_ssh_conn_new(struct tpf_ssh *t, const struct tpf_worker_ref *w,
+		     const struct tpf_ssh_access *a, struct tpf_conn **out, struct tpf_diags *d)
 {
 	struct tpf_conn *c = xcalloc(1, sizeof(*c));
 	int err = 0;
@@ -78,25 +80,37 @@ int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, const struct
 		err = tpf_errorx(d, c->where, "a node reports its workers' addresses once it is READY; 'tpuform plan' shows its state",
 				 "cannot reach worker '%s': its node reports no network endpoint for it",
 				 c->where);
-		goto done;
-	}
-	if (!host) {
+	} else if (!host) {
 		int want_ext = policy == TPF_SSH_ADDRESS_EXTERNAL;
 		err = tpf_errorx(d, c->where,
 				 want_ext ? "set ssh.address: internal (or auto) to use the internal address, or give the node an external IP"
 					  : "set ssh.address: external (or auto) to use the external address",
 				 "cannot reach worker '%s': it has no %s IP address", c->where,
 				 want_ext ? "external" : "internal");
-		goto done;
-	}
-	if (host[0] == '-' || strpbrk(host, " \t\n/")) {
+	} else if (host[0] == '-' || strpbrk(host, " \t\n/")) {
 		err = tpf_errorx(d, c->where, NULL,
 				 "cannot reach worker '%s': its address '%s' is not a host name or IP",
 				 c->where, host);
-		goto done;
+	}
+	if (err) {
+		c->broken = 1;
+		tpf_ssh_conn_free(c);
+		return err;
 	}
 	c->host = xstrdup(host);
 	c->port = w->endpoint->port > 0 ? w->endpoint->port : t->o.port > 0 ? t->o.port : 22;
+	*out = c;
+	return 0;
+}
+
+int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, const struct tpf_ssh_access *a,
+		 struct tpf_conn **out, double deadline, struct tpf_diags *d)
+{
+	struct tpf_conn *c = NULL;
+	*out = NULL;
+	int err = tpf_ssh_conn_new(t, w, a, &c, d);
+	if (err)
+		return err;
 	err = t->o.jump_host ? tpf_ssh_jump_open(c, deadline, d) : direct_connect(c, deadline, d);
 	if (err)
 		goto done;

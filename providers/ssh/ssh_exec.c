@@ -36,9 +36,8 @@ int tpf_ssh_channel_status(struct tpf_conn *c, LIBSSH2_CHANNEL *ch)
 	return st;
 }
 
-/* The error for a failed libssh2 call: unreachable when the network or
- * a deadline is to blame. */
-static int fail(struct tpf_conn *c, int rc, const char *doing, double timeout, struct tpf_diags *d)
+int tpf_ssh_exec_fail(struct tpf_conn *c, int rc, const char *doing, double timeout,
+		      struct tpf_diags *d)
 {
 	int code = rc;
 	if (c->timed_out) {
@@ -61,6 +60,15 @@ static int fail(struct tpf_conn *c, int rc, const char *doing, double timeout, s
 	return tpf_errorx(d, c->where, NULL, "%s on worker '%s' failed: %s", doing, c->where, msg);
 }
 
+void tpf_ssh_exec_line(struct tpf_buf *cmd, const char *command)
+{
+	/* The login shell may not be POSIX (fish, csh): every such shell
+	 * runs `exec /bin/sh -c 'quoted'` alike, and the command then gets
+	 * the same sh as on the local transport. */
+	tpf_buf_adds(cmd, "exec /bin/sh -c ");
+	tpf_shquote_buf(cmd, command);
+}
+
 int tpf_ssh_exec_open(struct tpf_conn *c, const char *command, double setup_deadline,
 		      LIBSSH2_CHANNEL **out, struct tpf_diags *d)
 {
@@ -68,16 +76,12 @@ int tpf_ssh_exec_open(struct tpf_conn *c, const char *command, double setup_dead
 	struct tpf_buf cmd = TPF_BUF_INIT;
 	int rc, err = 0;
 	*out = NULL;
-	/* The login shell may not be POSIX (fish, csh): every such shell
-	 * runs `exec /bin/sh -c 'quoted'` alike, and the command then gets
-	 * the same sh as on the local transport. */
-	tpf_buf_adds(&cmd, "exec /bin/sh -c ");
-	tpf_shquote_buf(&cmd, command);
+	tpf_ssh_exec_line(&cmd, command);
 	while (!(ch = libssh2_channel_open_session(c->s)) &&
 	       tpf_ssh_again(c, libssh2_session_last_errno(c->s), setup_deadline))
 		;
 	if (!ch) {
-		err = fail(c, libssh2_session_last_errno(c->s), "opening a channel", 0, d);
+		err = tpf_ssh_exec_fail(c, libssh2_session_last_errno(c->s), "opening a channel", 0, d);
 		goto done;
 	}
 	*out = ch;
@@ -86,7 +90,7 @@ int tpf_ssh_exec_open(struct tpf_conn *c, const char *command, double setup_dead
 		rc = libssh2_channel_process_startup(ch, "exec", 4, cmd.buf, (unsigned)cmd.len);
 	while (tpf_ssh_again(c, rc, setup_deadline));
 	if (rc) {
-		err = fail(c, rc, "starting a command", 0, d);
+		err = tpf_ssh_exec_fail(c, rc, "starting a command", 0, d);
 		goto done;
 	}
 	/* No input: a command that reads stdin gets end-of-file at once. */
@@ -94,7 +98,7 @@ int tpf_ssh_exec_open(struct tpf_conn *c, const char *command, double setup_dead
 		rc = libssh2_channel_send_eof(ch);
 	while (tpf_ssh_again(c, rc, setup_deadline));
 	if (rc)
-		err = fail(c, rc, "starting a command", 0, d);
+		err = tpf_ssh_exec_fail(c, rc, "starting a command", 0, d);
 done:
 	tpf_buf_release(&cmd);
 	return err;
@@ -113,7 +117,7 @@ int tpf_ssh_exec_close(struct tpf_conn *c, LIBSSH2_CHANNEL *ch, int *status, str
 		while (tpf_ssh_again(c, rc, setup_deadline));
 	}
 	if (rc)
-		return fail(c, rc, "closing a channel", 0, d);
+		return tpf_ssh_exec_fail(c, rc, "closing a channel", 0, d);
 	int st = tpf_ssh_channel_status(c, ch);
 	if (status)
 		*status = st;
@@ -171,10 +175,10 @@ int tpf_ssh_exec(struct tpf_conn *c, const char *command, struct tpf_buf *out, i
 		if (n == LIBSSH2_ERROR_EAGAIN) {
 			if (tpf_ssh_again(c, LIBSSH2_ERROR_EAGAIN, deadline))
 				continue;
-			err = fail(c, LIBSSH2_ERROR_EAGAIN, "command", timeout, d);
+			err = tpf_ssh_exec_fail(c, LIBSSH2_ERROR_EAGAIN, "command", timeout, d);
 			goto done;
 		}
-		err = fail(c, (int)n, "reading command output", 0, d);
+		err = tpf_ssh_exec_fail(c, (int)n, "reading command output", 0, d);
 		goto done;
 	}
 	err = tpf_ssh_exec_close(c, ch, status, d);

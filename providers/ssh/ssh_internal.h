@@ -7,6 +7,7 @@
 
 #include <libssh2.h>
 #include <libssh2_sftp.h>
+#include <netdb.h>
 #include <pthread.h>
 
 #include "providers/ssh/ssh.h"
@@ -45,10 +46,14 @@ struct tpf_conn {
 	int timed_out;      /* set by tpf_ssh_again when a deadline passed */
 	const char *role;   /* for messages: NULL "worker", else "the bastion of worker" */
 	struct tpf_ssh_jump *jump; /* ssh.proxy_jump: the tunnel c->fd runs through */
-	/* A long command (ssh_watch.c): its channel, the idle limit and when
-	 * silence since the last byte passes it (monotonic seconds). */
+	/* A long command (ssh_watch.c): its channel, its state (0: none),
+	 * its exec line until it started and the deadline for that, the idle
+	 * limit and when silence since the last byte passes it (monotonic
+	 * seconds). */
 	LIBSSH2_CHANNEL *watch_ch;
-	double watch_idle, watch_quiet_until;
+	struct tpf_buf watch_cmd;
+	int watch_state;
+	double watch_setup_by, watch_idle, watch_quiet_until;
 };
 
 /* What a connection is, for messages: "worker" or its role. */
@@ -80,6 +85,31 @@ int tpf_ssh_open(struct tpf_ssh *t, const struct tpf_worker_ref *w, const struct
  * *gai_err to getaddrinfo's code). */
 int tpf_ssh_tcp_connect(const char *host, int port, double deadline, double keepalive, int *err,
 			int *gai_err);
+/* getaddrinfo(3) of host:port for a TCP connection: 0 and *res (free with
+ * freeaddrinfo), or -1 with *err and *gai_err as tpf_ssh_tcp_connect sets
+ * them. Blocks while a name is looked up (an IP address does not). */
+int tpf_ssh_resolve(const char *host, int port, struct addrinfo **res, int *err, int *gai_err);
+/* A non-blocking socket to ai with the keepalive options, its connect(2)
+ * started: the socket, or -1 with *err set (errno). */
+int tpf_ssh_tcp_start(const struct addrinfo *ai, double keepalive, int *err);
+/* Has fd's connect finished? Never blocks: 1 connected, 0 not yet (poll
+ * for POLLOUT), -1 failed with *err set (SO_ERROR). */
+int tpf_ssh_tcp_done(int fd, int *err);
+/* The error for a TCP connection to c that failed (syserr: errno; -1:
+ * the name did not resolve, gai: getaddrinfo's code): TPF_EUNREACHABLE
+ * with a diagnostic and a hint (ssh_connect.c). */
+int tpf_ssh_tcp_fail(struct tpf_conn *c, int syserr, int gai, struct tpf_diags *d);
+/* A connection to worker w, not connected yet (fd -1): its user, address
+ * and port picked as tpf_ssh_open does (ssh_connect.c). 0, or TPF_ERROR
+ * with a diagnostic (no endpoint, no such address, a bad address). */
+int tpf_ssh_conn_new(struct tpf_ssh *t, const struct tpf_worker_ref *w,
+		     const struct tpf_ssh_access *a, struct tpf_conn **out, struct tpf_diags *d);
+/* The first half of tpf_ssh_handshake: c->s made, non-blocking, with the
+ * host key preference and keepalives (0, or TPF_ERROR: out of memory). */
+int tpf_ssh_session_start(struct tpf_conn *c, const char *known_pref, struct tpf_diags *d);
+/* The error for a handshake that failed (or timed out: c->timed_out):
+ * TPF_EUNREACHABLE with a diagnostic. */
+int tpf_ssh_handshake_fail(struct tpf_conn *c, struct tpf_diags *d);
 /* Start c->s on c->fd and do the SSH handshake (RFC 4253) within the
  * deadline. known_pref: host key algorithms to ask for (empty or NULL: the
  * default preference). 0, TPF_EUNREACHABLE or TPF_ERROR with a diagnostic. */
@@ -106,6 +136,22 @@ const char *tpf_ssh_jump_known_line(const struct tpf_ssh_jump *j);
 /* Authenticate an opened connection (private key or agent): 0,
  * TPF_SSH_EREFUSED, TPF_EUNREACHABLE or TPF_ERROR (bad configuration). */
 int tpf_ssh_auth(struct tpf_conn *c, double deadline, struct tpf_diags *d);
+/* Authentication with ssh.private_key in steps, for an event loop
+ * (ssh_dial.c): _load reads the key once per transport (0 or TPF_ERROR);
+ * _try is one call of libssh2_userauth_publickey_frommemory (repeat it on
+ * LIBSSH2_ERROR_EAGAIN); _result turns its final rc into what
+ * tpf_ssh_auth returns. */
+int tpf_ssh_auth_key_load(struct tpf_conn *c, struct tpf_diags *d);
+int tpf_ssh_auth_key_try(struct tpf_conn *c);
+int tpf_ssh_auth_key_result(struct tpf_conn *c, int rc, struct tpf_diags *d);
+/* Connecting in steps (ssh_dial.c; providers/transport.h dial_start,
+ * dial_step, dial_finish, dial_free, with their contracts). a (may be
+ * NULL) is copied. */
+int tpf_ssh_dial_new(struct tpf_ssh *t, const struct tpf_worker_ref *w,
+		     const struct tpf_ssh_access *a, struct tpf_dial **out, struct tpf_diags *d);
+int tpf_ssh_dial_step(struct tpf_dial *g, struct pollfd *pfd, struct tpf_diags *d);
+int tpf_ssh_dial_finish(struct tpf_dial *g, struct tpf_conn **out, char **host_key_out);
+void tpf_ssh_dial_free(struct tpf_dial *g);
 /* Free everything of c (disconnecting politely when not broken), then the
  * tunnel it ran through, if any (ssh_connect.c). NULL: nothing. */
 void tpf_ssh_conn_free(struct tpf_conn *c);
@@ -173,6 +219,15 @@ int tpf_ssh_file_recv(struct tpf_conn *c, const char *path, int fd, tpf_progress
  * TPF_EUNREACHABLE / TPF_ERROR with a diagnostic. */
 int tpf_ssh_exec_open(struct tpf_conn *c, const char *command, double setup_deadline,
 		      LIBSSH2_CHANNEL **ch, struct tpf_diags *d);
+/* The line an exec channel runs for `command` (appended to cmd): the
+ * command under /bin/sh, whatever the login shell. */
+void tpf_ssh_exec_line(struct tpf_buf *cmd, const char *command);
+/* The error for a failed libssh2 call on c while `doing` (a phrase for
+ * the message): TPF_EUNREACHABLE (c->broken set) when the network or a
+ * deadline is to blame (c->timed_out; timeout: the command's, seconds, for
+ * the message, 0: none), else TPF_ERROR. Adds the diagnostic. */
+int tpf_ssh_exec_fail(struct tpf_conn *c, int rc, const char *doing, double timeout,
+		      struct tpf_diags *d);
 /* Close a channel whose output ended and read its exit status into *status. */
 int tpf_ssh_exec_close(struct tpf_conn *c, LIBSSH2_CHANNEL *ch, int *status, struct tpf_diags *d);
 /* Free a channel (NULL: nothing) unless the connection broke. */

@@ -138,58 +138,68 @@ static LIBSSH2_SEND_FUNC(send_nosignal)
 	return n < 0 ? -errno : n;
 }
 
+int tpf_ssh_tcp_start(const struct addrinfo *ai, double keepalive, int *err)
+{
+	int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			ai->ai_protocol);
+	if (fd < 0) {
+		*err = errno;
+		return -1;
+	}
+	int one = 1;
+	/* Many small SSH packets each way: Nagle would add delays. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	if (keepalive > 0) {
+		/* Unacknowledged data (our keepalives) for this long ends the
+		 * connection: a preempted VM never answers. */
+		unsigned int ms = (unsigned int)(keepalive * 4 * 1000);
+		setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
+	}
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 || errno == EINPROGRESS)
+		return fd;
+	*err = errno;
+	close(fd);
+	return -1;
+}
+
+int tpf_ssh_tcp_done(int fd, int *err)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	int n = poll(&p, 1, 0);
+	if (n == 0)
+		return 0;
+	int soerr = 0;
+	socklen_t sl = sizeof(soerr);
+	if (n > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr == 0)
+		return 1;
+	*err = soerr ? soerr : n < 0 ? errno : ECONNREFUSED;
+	return -1;
+}
+
 int tpf_ssh_tcp_connect(const char *host, int port, double deadline, double keepalive, int *err,
 			int *gai_err)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
 	struct addrinfo *res = NULL;
-	char portstr[16];
 	int fd = -1;
 
 	*err = 0;
-	snprintf(portstr, sizeof(portstr), "%d", port);
-	int gai = getaddrinfo(host, portstr, &hints, &res);
-	if (gai) {
-		*err = gai == EAI_SYSTEM ? errno : -1;
-		*gai_err = gai;
+	if (tpf_ssh_resolve(host, port, &res, err, gai_err))
 		return -1;
-	}
 	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-			    ai->ai_protocol);
-		if (fd < 0) {
-			*err = errno;
+		fd = tpf_ssh_tcp_start(ai, keepalive, err);
+		if (fd < 0)
 			continue;
-		}
-		int one = 1;
-		/* Many small SSH packets each way: Nagle would add delays. */
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-		if (keepalive > 0) {
-			/* Unacknowledged data (our keepalives) for this long
-			 * ends the connection: a preempted VM never answers. */
-			unsigned int ms = (unsigned int)(keepalive * 4 * 1000);
-			setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
-		}
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-			break;
-		if (errno != EINPROGRESS) {
-			*err = errno;
-			close(fd);
-			fd = -1;
-			continue;
-		}
 		struct pollfd p = { .fd = fd, .events = POLLOUT };
 		int n;
 		do {
 			double left = deadline - tpf_now_mono();
 			n = left > 0 ? poll(&p, 1, (int)(left * 1000) + 1) : 0;
 		} while (n < 0 && errno == EINTR);
-		int soerr = 0;
-		socklen_t sl = sizeof(soerr);
-		if (n > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr == 0)
+		if (n > 0 && tpf_ssh_tcp_done(fd, err) > 0)
 			break;
-		*err = n == 0 ? ETIMEDOUT : soerr ? soerr : errno;
+		if (n == 0)
+			*err = ETIMEDOUT;
 		close(fd);
 		fd = -1;
 	}
@@ -197,6 +207,21 @@ int tpf_ssh_tcp_connect(const char *host, int port, double deadline, double keep
 	if (fd >= 0)
 		*err = 0;
 	return fd;
+}
+
+int tpf_ssh_resolve(const char *host, int port, struct addrinfo **res, int *err, int *gai_err)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	char portstr[16];
+	snprintf(portstr, sizeof(portstr), "%d", port);
+	*res = NULL;
+	int gai = getaddrinfo(host, portstr, &hints, res);
+	if (!gai)
+		return 0;
+	*err = gai == EAI_SYSTEM ? errno : -1;
+	*gai_err = gai;
+	*res = NULL;
+	return -1;
 }
 
 void tpf_ssh_conn_close(struct tpf_conn *c)
@@ -219,6 +244,7 @@ void tpf_ssh_conn_close(struct tpf_conn *c)
 	}
 	if (c->fd >= 0)
 		close(c->fd);
+	tpf_buf_release(&c->watch_cmd);
 	free(c->where);
 	free(c->user);
 	free(c->host);
@@ -228,11 +254,9 @@ void tpf_ssh_conn_close(struct tpf_conn *c)
 	free(c);
 }
 
-int tpf_ssh_handshake(struct tpf_conn *c, const char *known_pref, double deadline,
-		      struct tpf_diags *d)
+int tpf_ssh_session_start(struct tpf_conn *c, const char *known_pref, struct tpf_diags *d)
 {
 	struct tpf_ssh *t = c->t;
-	int rc, code = 0;
 	c->s = libssh2_session_init();
 	if (!c->s)
 		return tpf_errorx(d, c->where, NULL, "cannot start an SSH session for %s '%s': out of memory",
@@ -246,11 +270,12 @@ int tpf_ssh_handshake(struct tpf_conn *c, const char *known_pref, double deadlin
 		libssh2_session_method_pref(c->s, LIBSSH2_METHOD_HOSTKEY, hostkey_pref);
 	if (t->o.keepalive > 0)
 		libssh2_keepalive_config(c->s, 1, (unsigned)t->o.keepalive);
-	do
-		rc = libssh2_session_handshake(c->s, c->fd);
-	while (tpf_ssh_again(c, rc, deadline));
-	if (!rc)
-		return 0;
+	return 0;
+}
+
+int tpf_ssh_handshake_fail(struct tpf_conn *c, struct tpf_diags *d)
+{
+	int code = 0;
 	const char *msg = c->timed_out ? "no SSH greeting before the connect timeout"
 				       : tpf_ssh_errmsg(c, &code);
 	tpf_errorx(d, c->where, c->role ? "is sshd running on the bastion (ssh.proxy_jump)?" : "is sshd running and reachable on the worker?",
@@ -258,6 +283,18 @@ int tpf_ssh_handshake(struct tpf_conn *c, const char *known_pref, double deadlin
 		   c->where, c->host, c->port, msg);
 	/* A daemon still starting accepts and drops connections. */
 	return TPF_EUNREACHABLE;
+}
+
+int tpf_ssh_handshake(struct tpf_conn *c, const char *known_pref, double deadline,
+		      struct tpf_diags *d)
+{
+	int rc = tpf_ssh_session_start(c, known_pref, d);
+	if (rc)
+		return rc;
+	do
+		rc = libssh2_session_handshake(c->s, c->fd);
+	while (tpf_ssh_again(c, rc, deadline));
+	return rc ? tpf_ssh_handshake_fail(c, d) : 0;
 }
 
 /*
@@ -361,21 +398,23 @@ done:
 	return err;
 }
 
-int tpf_ssh_auth(struct tpf_conn *c, double deadline, struct tpf_diags *d)
+int tpf_ssh_auth_key_load(struct tpf_conn *c, struct tpf_diags *d)
+{
+	return load_key(c->t, c, d) ? TPF_ERROR : 0;
+}
+
+int tpf_ssh_auth_key_try(struct tpf_conn *c)
 {
 	struct tpf_ssh *t = c->t;
-	const char *user = c->user;
-	int rc, code = 0;
+	return libssh2_userauth_publickey_frommemory(c->s, c->user, strlen(c->user), t->key_pub,
+						     t->key_pub ? strlen(t->key_pub) : 0,
+						     t->key.buf, t->key.len, NULL);
+}
 
-	if (!t->o.private_key)
-		return auth_agent(c, user, deadline, d);
-	if (load_key(t, c, d))
-		return TPF_ERROR;
-	do
-		rc = libssh2_userauth_publickey_frommemory(c->s, user, strlen(user), t->key_pub,
-							   t->key_pub ? strlen(t->key_pub) : 0,
-							   t->key.buf, t->key.len, NULL);
-	while (tpf_ssh_again(c, rc, deadline));
+int tpf_ssh_auth_key_result(struct tpf_conn *c, int rc, struct tpf_diags *d)
+{
+	struct tpf_ssh *t = c->t;
+	int code = 0;
 	if (rc == 0)
 		return 0;
 	const char *msg = c->timed_out ? "timed out" : tpf_ssh_errmsg(c, &code);
@@ -390,7 +429,20 @@ int tpf_ssh_auth(struct tpf_conn *c, double deadline, struct tpf_diags *d)
 				  c->where, msg);
 	tpf_errorx(d, c->where, "add the key's public half to the user's ~/.ssh/authorized_keys on the worker, or set ssh.user (Cloud TPU: tpuform adds it to the node's ssh-keys metadata, which the VM ignores when OS Login is on: if the project requires OS Login, set ssh.os_login: true)",
 		   "public key authentication as '%s' to %s '%s' at %s port %d failed: "
-		   "it refused key '%s'", user, TPF_SSH_ROLE(c), c->where, c->host, c->port,
+		   "it refused key '%s'", c->user, TPF_SSH_ROLE(c), c->where, c->host, c->port,
 		   t->o.private_key);
 	return TPF_SSH_EREFUSED;
+}
+
+int tpf_ssh_auth(struct tpf_conn *c, double deadline, struct tpf_diags *d)
+{
+	int rc;
+	if (!c->t->o.private_key)
+		return auth_agent(c, c->user, deadline, d);
+	if (tpf_ssh_auth_key_load(c, d))
+		return TPF_ERROR;
+	do
+		rc = tpf_ssh_auth_key_try(c);
+	while (tpf_ssh_again(c, rc, deadline));
+	return tpf_ssh_auth_key_result(c, rc, d);
 }

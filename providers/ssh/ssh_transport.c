@@ -76,6 +76,21 @@ int tpf_ssh_connect_as(struct tpf_transport *tr, const struct tpf_worker_ref *w,
 	return 0;
 }
 
+int tpf_ssh_dial_start_as(struct tpf_transport *tr, const struct tpf_worker_ref *w,
+			  const struct tpf_ssh_access *a, struct tpf_dial **out, struct tpf_diags *d)
+{
+	*out = NULL;
+	if (init_rc)
+		return tpf_errorx(d, NULL, NULL, "cannot initialise libssh2 (error %d)", init_rc);
+	return tpf_ssh_dial_new(tr->impl, w, a, out, d);
+}
+
+static int ssh_dial_start(struct tpf_transport *tr, const struct tpf_worker_ref *w,
+			  struct tpf_dial **out, struct tpf_diags *d)
+{
+	return tpf_ssh_dial_start_as(tr, w, NULL, out, d);
+}
+
 static int ssh_connect(struct tpf_transport *tr, const struct tpf_worker_ref *w,
 		       struct tpf_conn **out, char **host_key_out, struct tpf_diags *d)
 {
@@ -111,6 +126,10 @@ static const struct tpf_transport_ops ssh_ops = {
 	.watch_open = tpf_ssh_watch_open,
 	.watch_step = tpf_ssh_watch_step,
 	.watch_close = tpf_ssh_watch_close,
+	.dial_start = ssh_dial_start,
+	.dial_step = tpf_ssh_dial_step,
+	.dial_finish = tpf_ssh_dial_finish,
+	.dial_free = tpf_ssh_dial_free,
 	.forward = tpf_ssh_forward,
 	.ssh_info = tpf_ssh_info,
 };

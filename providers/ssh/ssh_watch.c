@@ -14,22 +14,67 @@
 #include "providers/ssh/ssh_internal.h"
 #include "util/timeutil.h"
 
+static void poll_for(struct tpf_conn *c, struct pollfd *pfd);
+
+/* c->watch_state: none (0), asked for (watch_open), the exec request
+ * sent, running (stdin closed, output read). */
+enum { W_ASKED = 1, W_EXEC_SENT, W_RUNNING };
+
 int tpf_ssh_watch_open(struct tpf_conn *c, const char *command, double idle, struct tpf_diags *d)
 {
-	if (c->broken || c->watch_ch)
+	if (c->broken || c->watch_state)
 		return tpf_errorx(d, c->where, "connect again", "cannot run a command on worker '%s': "
 				  "the connection was lost or is busy", c->where);
 	c->timed_out = 0;
-	LIBSSH2_CHANNEL *ch = NULL;
-	int err = tpf_ssh_exec_open(c, command, tpf_now_mono() + c->t->o.io_timeout, &ch, d);
-	if (err) {
-		tpf_ssh_exec_free(c, ch);
-		return err;
-	}
-	c->watch_ch = ch;
+	tpf_buf_init(&c->watch_cmd);
+	tpf_ssh_exec_line(&c->watch_cmd, command);
+	c->watch_state = W_ASKED;
+	c->watch_setup_by = tpf_now_mono() + c->t->o.io_timeout;
 	c->watch_idle = idle;
-	c->watch_quiet_until = idle > 0 ? tpf_now_mono() + idle : 0;
+	c->watch_quiet_until = 0;
 	return 0;
+}
+
+/* Start the command, a step at a time (tpf_ssh_exec_open's calls, each
+ * repeated after LIBSSH2_ERROR_EAGAIN): 0 started, 1 not yet (*pfd
+ * set), or an error. */
+static int start_step(struct tpf_conn *c, struct pollfd *pfd, struct tpf_diags *d)
+{
+	int rc = 0;
+	const char *doing = "opening a channel";
+	if (!c->watch_ch) {
+		c->watch_ch = libssh2_channel_open_session(c->s);
+		if (!c->watch_ch)
+			rc = libssh2_session_last_errno(c->s);
+		else
+			libssh2_channel_handle_extended_data2(c->watch_ch,
+							      LIBSSH2_CHANNEL_EXTENDED_DATA_MERGE);
+	}
+	if (!rc && c->watch_state == W_ASKED) {
+		doing = "starting a command";
+		rc = libssh2_channel_process_startup(c->watch_ch, "exec", 4, c->watch_cmd.buf,
+						     (unsigned)c->watch_cmd.len);
+		if (!rc)
+			c->watch_state = W_EXEC_SENT;
+	}
+	if (!rc && c->watch_state == W_EXEC_SENT) {
+		/* No input: a command that reads stdin gets end-of-file. */
+		rc = libssh2_channel_send_eof(c->watch_ch);
+		if (!rc)
+			c->watch_state = W_RUNNING;
+	}
+	if (!rc) {
+		tpf_buf_release(&c->watch_cmd);
+		c->watch_quiet_until = c->watch_idle > 0 ? tpf_now_mono() + c->watch_idle : 0;
+		return 0;
+	}
+	if (rc == LIBSSH2_ERROR_EAGAIN && tpf_now_mono() < c->watch_setup_by) {
+		poll_for(c, pfd);
+		return 1;
+	}
+	if (rc == LIBSSH2_ERROR_EAGAIN)
+		c->timed_out = 1;
+	return tpf_ssh_exec_fail(c, rc, doing, 0, d);
 }
 
 /* What to poll for: the socket, readable, and writable when libssh2 has
@@ -48,8 +93,13 @@ int tpf_ssh_watch_step(struct tpf_conn *c, const struct tpf_watch_io *io, struct
 		       struct tpf_diags *d)
 {
 	char buf[16384];
-	if (!c->watch_ch)
+	if (!c->watch_state)
 		return tpf_errorx(d, c->where, NULL, "no command runs on worker '%s'", c->where);
+	if (c->watch_state != W_RUNNING) {
+		int rc = start_step(c, pfd, d);
+		if (rc)
+			return rc;
+	}
 	for (;;) {
 		ssize_t n = libssh2_channel_read(c->watch_ch, buf, sizeof(buf));
 		if (n > 0) {
@@ -98,9 +148,19 @@ int tpf_ssh_watch_close(struct tpf_conn *c, int *status, struct tpf_diags *d)
 	LIBSSH2_CHANNEL *ch = c->watch_ch;
 	if (status)
 		*status = -1;
+	int started = c->watch_state == W_RUNNING;
+	tpf_buf_release(&c->watch_cmd);
+	c->watch_state = 0;
 	if (!ch)
 		return 0;
 	c->watch_ch = NULL;
+	/* A command not started, or still running (watch stopping, an
+	 * error): no status to wait for, and closing its channel would wait
+	 * for the worker's answer (up to the I/O timeout each, a slow stop
+	 * of thousands of waits). The connection cannot serve another
+	 * command meanwhile: it is dropped whole, without a word. */
+	if (!started || !libssh2_channel_eof(ch))
+		c->broken = 1;
 	int err = c->broken ? 0 : tpf_ssh_exec_close(c, ch, status, d);
 	tpf_ssh_exec_free(c, ch);
 	return err;

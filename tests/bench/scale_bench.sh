@@ -45,9 +45,11 @@ TRIALS=${2:-20}
 IDLE=${3:-60}
 NODES=$((N / 4))
 # 127.2.0.0/16 and up: the loopback block of the many-worker harness
-# (127.0.x.y belongs to the sshd.sh tests)
-BASE=127.2.0.1
-T=$TOP/tpuform
+# (127.0.x.y belongs to the sshd.sh tests). BENCH_BASE moves it, so that two
+# runs on one machine do not clash (e.g. BENCH_BASE=127.5.0.1); BENCH_TPUFORM
+# runs another build of tpuform (a copy of the old one, side by side).
+BASE=${BENCH_BASE:-127.2.0.1}
+T=${BENCH_TPUFORM:-$TOP/tpuform}
 TPF_ROOT=$TOP
 . "$TOP/tests/e2e/fakegcp.sh"
 . "$TOP/tests/e2e/ssh_workers.sh"

@@ -5,7 +5,7 @@
 # reaches them. A bastion sshd runs in the same namespace, reachable from
 # here only over a veth pair (198.18.45.1 <-> 198.18.45.2, a benchmarking
 # range, RFC 2544). So every worker connection that succeeds went through
-# the bastion. Shown: apply, exec, logs and ssh over the jump; the
+# the bastion. Shown: apply, exec, logs, ssh and watch's job waits over the jump; the
 # bastion's key pinned on first use (with a warning) in the state; a bastion
 # that comes back with another key is refused before anything reaches a
 # worker (the bastion never sees a forwarding request); the new key is
@@ -141,6 +141,27 @@ like "the job's output" "$(cat last.out)" "hello from pj-a-0/1"
 sh_out=$(echo 'cat ~/starts' | tpuform ssh -f fleet.yaml pj-a-1 -worker 1 2>&1)
 like "ssh: a shell on the worker through the bastion" "$sh_out" "pj-a-1 1"
 unlike "ssh: with both pinned keys, no prompt or warning" "$sh_out" "Permanently added|authenticity|WARNING"
+
+# watch's job waits through the bastion: there a helper thread makes each
+# connection, blocking, as connect does (docs/watch.md), not the poll loop.
+# A wait's FIFO lives while it waits: a worker seen waiting once is marked.
+# shellcheck disable=SC2317 # called through wait_for
+waited_all() {
+	for k in 0 1 2 3; do
+		find "$(sshd_home "$k")/tpuform/run" -name 'wait.*' 2>/dev/null | grep -q . &&
+			touch "waited.$k"
+	done
+	for k in 0 1 2 3; do
+		[ -e "waited.$k" ] || return 1
+	done
+}
+"$TPUFORM" watch -f fleet.yaml >watch.out 2>&1 &
+wpid=$!
+wait_for 60 waited_all
+ok "watch waits on every worker through the bastion" waited_all
+kill -TERM "$wpid"
+wait "$wpid"
+is "watch exits 0" "$?" 0
 
 # ---- the bastion comes back with another key -------------------------------
 old_bfp=$(bastion_fp)

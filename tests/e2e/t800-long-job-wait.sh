@@ -4,7 +4,7 @@
 # heartbeat record every TPUFORM_ATTACH_BEAT seconds, instead of being run
 # again at every window's end. Over 16 workers of the many-worker harness
 # (4 v4-32 nodes), with a 3 s window and a 3 s beat:
-#   - watch's threads are fixed (one loop, -parallelism dialers: fewer
+#   - watch's threads are fixed (one loop, at most 4 helpers: fewer
 #     than the 16 workers; the code before had one per worker);
 #   - after attaching, no worker runs another `wait` in a quiet 20 s
 #     (the code before ran one per worker every 3 s);
@@ -77,7 +77,7 @@ WPID=$!
 wait_for 90 each_waited 2
 ok "every worker is waited on" each_waited 2
 threads=$(sed -n 's/^Threads:[[:space:]]*//p' "/proc/$WPID/status")
-# One loop and -parallelism (10) dialers whatever the number of workers
+# One loop and at most 4 helpers whatever the number of workers
 # (the code before: a thread per worker, 16 here, beside the main thread).
 ok "watch has fewer threads than waited workers ($threads)" test "$threads" -lt 16
 sleep 2
