@@ -1139,8 +1139,8 @@ tpf_wake() {
 # goes out as a heartbeat, so that the reader knows the connection and
 # the job's progress are current. A connection that closed ends the wait
 # at its next heartbeat (the write fails: SIGPIPE). While the job's
-# wrapper holds its life lock (tpf_life_lock), the ticker sleeps in
-# flock(1) on it instead of ticking (tpf_tick_life): no process a second.
+# wrapper holds its life lock, the wait sleeps on that lock instead
+# (tpf_wait_life): no process a second.
 tpf_wait() {
 	tpf_want=$1
 	tpf_left=${2:-10}
@@ -1151,19 +1151,21 @@ tpf_wait() {
 	tpf_fifo=$tpf_rundir/wait.$$
 	tpf_mark=$tpf_rundir/beat.$$
 	tpf_rec=
+	tpf_fl=
 	rm -f -- "$tpf_fifo"
 	mkfifo -m 600 "$tpf_fifo" 2>/dev/null || tpf_fifo=
 	tpf_ticker=
-	trap 'rm -f -- "${tpf_fifo:-/nonexistent}" "$tpf_mark"; [ -z "$tpf_ticker" ] || kill "$tpf_ticker" 2>/dev/null' EXIT
+	trap 'rm -f -- "${tpf_fifo:-/nonexistent}" "$tpf_mark"; kill $tpf_ticker $tpf_fl 2>/dev/null' EXIT
 	trap 'exit 1' HUP INT TERM PIPE
 	tpf_token
+	if [ "$tpf_tok" = "$tpf_want" ] && [ "$tpf_beat" -gt 0 ]; then
+		tpf_wait_life
+	fi
 	if [ "$tpf_tok" = "$tpf_want" ] && [ -n "$tpf_fifo" ]; then
 		# One ticker for the whole wait: a session killed with its
-		# wrapper wakes no one, so look once a second anyway (or,
-		# while the wrapper's lock is there, when it goes). It ends
+		# wrapper wakes no one, so look once a second anyway. It ends
 		# with the wait (its FIFO gone, or the wait's shell).
 		(
-			tpf_tick_life
 			while [ -p "$tpf_fifo" ] && kill -s 0 $$; do
 				sleep 1
 				if [ -p "$tpf_fifo" ]; then
@@ -1173,63 +1175,59 @@ tpf_wait() {
 		) </dev/null >/dev/null 2>&1 &
 		tpf_ticker=$!
 	fi
-	# Each pass is a tick (about a second), a beat from tpf_tick_life
-	# ("b"), or ends the wait (a wake).
+	# Each pass is about a second (a tick), or ends the wait (a wake).
 	while [ "$tpf_tok" = "$tpf_want" ] && { [ "$tpf_beat" -gt 0 ] || [ "$tpf_left" -gt 0 ]; }; do
-		tpf_got=t
 		if [ -n "$tpf_fifo" ]; then
-			read -r tpf_got <"$tpf_fifo"
+			read -r _ <"$tpf_fifo"
 		else
 			sleep 1
 		fi
 		tpf_left=$((tpf_left - 1))
 		tpf_since=$((tpf_since + 1))
-		case $tpf_got in
-		*b*) tpf_since=$tpf_beat ;;
-		esac
 		tpf_token
 		if [ "$tpf_beat" -gt 0 ] && [ "$tpf_since" -ge "$tpf_beat" ] && [ "$tpf_tok" = "$tpf_want" ]; then
 			tpf_since=0
-			case $tpf_got in
-			*b*) tpf_beat_record ;;
-			*)
-				tpf_status
-				tpf_say "token=$tpf_tok"
-				;;
-			esac
+			tpf_status
+			tpf_say "token=$tpf_tok"
 		fi
 	done
 	tpf_status
 	tpf_say "token=$tpf_tok"
 }
 
-# The ticker of a long wait (BEAT > 0) on a live job whose wrapper holds
-# its life lock (tpf_life_lock): it sleeps in flock(1) on that lock, at most
-# BEAT seconds at a time, says "b" (a beat is due) each time the lock was
-# still held, and returns (saying "t") once the lock is free: the wrapper
-# ended, however it ended (SIGKILL and a session killed with it too). Then
-# the ticker goes on once a second, for a job that outlived its wrapper.
-# So a waiting worker starts one process a beat instead of one a second:
-# on a TPU VM that is nothing either way, but one machine emulating 4,096
-# workers could not fork 4,096 `sleep`s a second (issue 28). Nothing
-# without a lock (an older wrapper, no flock): the ticker ticks at once.
-tpf_tick_life() {
-	[ "$tpf_beat" -gt 0 ] && tpf_is_number "$tpf_tpg" || return 0
+# The part of a long wait (BEAT > 0) while the job's wrapper holds its life
+# lock (tpf_life_lock): sleep in flock(1) on that lock, at most BEAT seconds
+# at a time, with a heartbeat (tpf_beat_record) each time the lock was still
+# held. The lock is freed when the wrapper ends, however it ends: after the
+# job's exit status is written (the token changes), or killed with its
+# session (SIGKILL too); so nothing else needs watching meanwhile. Returns
+# when the token changed, or when the lock is free or there is none (an
+# older wrapper, no flock(1)): the ticker then looks once a second, as
+# before, for a job that outlived its wrapper. So a waiting worker starts
+# one process a beat instead of one `sleep` a second, and has two processes
+# (this shell and flock) instead of three: on a TPU VM that is nothing
+# either way, but one machine emulating 4,096 workers could not fork 4,096
+# `sleep`s a second (issue 28). flock runs in the background and is waited
+# for, so that a signal's trap runs at once (and kills it).
+tpf_wait_life() {
+	tpf_is_number "$tpf_tpg" || return 0
 	tpf_lf=$tpf_rundir/life.$tpf_tpg
 	[ -f "$tpf_lf" ] && command -v flock >/dev/null 2>&1 || return 0
-	# 75: the lock is still held after BEAT seconds (-E, the exit status
-	# of a timeout); 0: it was free; anything else (the file went, an
-	# older flock without -E): tick.
-	while [ -p "$tpf_fifo" ] && kill -s 0 $$; do
-		flock -s -w "$tpf_beat" -E 75 7 7<"$tpf_lf"
-		[ $? -eq 75 ] || break
-		if [ -p "$tpf_fifo" ]; then
-			printf b 1<>"$tpf_fifo"
+	while [ "$tpf_tok" = "$tpf_want" ]; do
+		# 75: the lock is still held after BEAT seconds (-E, the exit
+		# status of a timeout); 0: it is free; anything else (the
+		# file went, a flock without -E): back to ticking.
+		flock -s -w "$tpf_beat" -E 75 7 7<"$tpf_lf" </dev/null >/dev/null 2>&1 &
+		tpf_fl=$!
+		wait "$tpf_fl"
+		tpf_rc=$?
+		tpf_fl=
+		tpf_token
+		[ "$tpf_rc" -eq 75 ] || return 0
+		if [ "$tpf_tok" = "$tpf_want" ]; then
+			tpf_beat_record
 		fi
 	done
-	if [ -p "$tpf_fifo" ]; then
-		printf t 1<>"$tpf_fifo"
-	fi
 }
 
 # tpf_unchanged: is every file the status reads (those that exist) older
