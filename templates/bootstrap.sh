@@ -230,6 +230,21 @@ tpf_tpu_paths() {
 # it (fuser is not on every image). Nothing without /proc.
 tpf_holders() {
 	[ -d /proc/self ] || return 0
+	# None of the paths exists (no lock file, no device: a host whose TPU
+	# is free, or no TPU): no process can hold one, and the scan of every
+	# process's descriptors is skipped. It costs a moment on a TPU VM, but
+	# grows with the host's processes: one machine emulating a thousand
+	# workers (issue 28) ran a thousand such scans of its thousands of
+	# processes at each apply.
+	tpf_any=
+	while read -r tpf_p; do
+		if [ -n "$tpf_p" ] && { [ -e "$tpf_p" ] || [ -L "$tpf_p" ]; }; then
+			tpf_any=1
+		fi
+	done <<EOF
+$1
+EOF
+	[ -n "$tpf_any" ] || return 0
 	# shellcheck disable=SC2012 # the link targets are what we read
 	ls -l /proc/[0-9]*/fd 2>/dev/null | tpf_want=$1 tpf_me=$$ awk '
 		BEGIN {

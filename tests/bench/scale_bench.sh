@@ -45,8 +45,10 @@ TRIALS=${2:-20}
 IDLE=${3:-60}
 NODES=$((N / 4))
 # 127.2.0.0/16 and up: the loopback block of the many-worker harness
-# (127.0.x.y belongs to the sshd.sh tests)
-BASE=127.2.0.1
+# (127.0.x.y belongs to the sshd.sh tests); SCALE_BENCH_BASE moves it, so
+# that two runs on one machine do not meet (4,096 workers take 16 /24s:
+# 127.2.0.1 to 127.2.16.0)
+BASE=${SCALE_BENCH_BASE:-127.2.0.1}
 T=$TOP/tpuform
 TPF_ROOT=$TOP
 . "$TOP/tests/e2e/fakegcp.sh"
@@ -109,6 +111,7 @@ echo "scale: $N workers provisioned in $(echo "$t0 $t1" | awk '{ printf "%.1f", 
 	"tpuform CPU $(awk -v n="$N" '{ printf "%.1f", 1000 * ($1 + $2) / n }' cpu.txt) ms per worker"
 
 # 2. watch at its defaults; attached when every worker had a wait.
+echo "   (load $(cut -d' ' -f1-3 /proc/loadavg) after apply)"
 w0=$(now)
 "$T" watch -f fleet.yaml -json >watch.out 2>&1 &
 WATCH=$!
@@ -129,8 +132,13 @@ done
 attach=$(echo "$w0 $(now)" | awk '{ printf "%.1f", $2 - $1 }')
 
 # 3. Idle.
+echo "   (load $(cut -d' ' -f1-3 /proc/loadavg) at attach)"
 sleep 10
 tck=$(getconf CLK_TCK)
+# the whole machine: processes started (/proc/stat's counter) and its
+# cores' busy ticks, for what the emulation (and anything else) costs
+machine() { awk '/^processes / { p = $2 } /^cpu / { b = $2 + $3 + $4 + $7 + $8 } END { print p, b }' /proc/stat; }
+m0=$(machine)
 cpu() { awk '{ print $14 + $15 }' "/proc/$WATCH/stat"; }
 # the harness's own CPU, and its commands' (the reaped children's: the
 # bootstrap's verbs and what they waited for)
@@ -141,6 +149,7 @@ a=$(now)
 sleep "$IDLE"
 c1=$(cpu)
 h1=$(hcpu)
+m1=$(machine)
 b=$(now)
 fds=$(find "/proc/$WATCH/fd" -mindepth 1 -maxdepth 1 | wc -l)
 threads=$(find "/proc/$WATCH/task" -mindepth 1 -maxdepth 1 | wc -l)
@@ -152,6 +161,9 @@ pernode=$(jq -r --argjson a "$w0" --argjson b "$b" \
 echo "scale: attach $attach s after watch started, per-node requests $pernode"
 echo "scale: idle $idle % of one core over $IDLE s, threads $threads, open files $fds, RSS $rss MiB"
 echo "$h0 $h1 $tck $a $b" | awk '{ t = $5 * ($7 - $6); printf "meanwhile the harness: its SSH server %.1f %% of one core, the workers'"'"' commands %.1f %%\n", 100 * ($3 - $1) / t, 100 * ($4 - $2) / t }'
+echo "$m0 $m1 $tck $a $b $(nproc)" | awk -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '{ t = $7 - $6
+	printf "meanwhile the machine: %.0f processes started a second, %.0f %% of its %d cores busy, load %s\n",
+		($3 - $1) / t, 100 * ($4 - $2) / $5 / t / $8, $8, load }'
 
 # 4. Job exit -> the unit (the node's 4 workers) running again.
 : >lat.txt
