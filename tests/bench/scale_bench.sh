@@ -33,7 +33,10 @@
 #      as tests/bench/job_wait_bench.sh measures it (one line lists them in
 #      trial order; a unit not running again within 60 s counts 999 s):
 #      scale: job exit -> unit running again p50 X s, p99 Y s over K trials
-# The first line gives the load average at the start.
+# The first line gives the load average at the start; indented lines give
+# it after apply and at attach, and a "meanwhile the machine" line after the
+# idle one the processes started a second and the cores' busy share over
+# the idle span (what the emulated workers cost: everything on the machine).
 # Figures only: nothing is checked against the issue's aims. Skips itself
 # (exit 0, "skipped") without python3-asyncssh; exits 1 with a message when
 # a step fails. Leaves nothing running: watch, the emulator, the harness and
