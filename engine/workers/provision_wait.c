@@ -20,13 +20,10 @@
  * the worker's status and a slow link. Seconds. */
 #define BEAT_SLACK 30
 
-/* The command of a wait for a change from token; beat 0: one answer. The
- * login shell execs the verb: a long wait is one process fewer on the
- * worker (issue 28: thousands of emulated workers share one machine's
- * pids). */
+/* The command of a wait for a change from token; beat 0: one answer. */
 static void wait_command(struct tpf_buf *cmd, const char *token, int window, int beat)
 {
-	tpf_buf_addf(cmd, "if [ -f " TPF_REMOTE_SCRIPT " ]; then exec " SCRIPT_CMD " wait ");
+	tpf_buf_addf(cmd, "if [ -f " TPF_REMOTE_SCRIPT " ]; then " SCRIPT_CMD " wait ");
 	tpf_shquote_buf(cmd, token ? token : "");
 	tpf_buf_addf(cmd, " %d", window > 0 ? window : 10);
 	if (beat > 0)
