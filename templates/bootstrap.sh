@@ -230,6 +230,21 @@ tpf_tpu_paths() {
 # it (fuser is not on every image). Nothing without /proc.
 tpf_holders() {
 	[ -d /proc/self ] || return 0
+	# None of the paths exists (no lock file, no device: a host whose TPU
+	# is free, or no TPU): no process can hold one, and the scan of every
+	# process's descriptors is skipped. It costs a moment on a TPU VM, but
+	# grows with the host's processes: one machine emulating a thousand
+	# workers (issue 28) ran a thousand such scans of its thousands of
+	# processes at each apply.
+	tpf_any=
+	while read -r tpf_p; do
+		if [ -n "$tpf_p" ] && { [ -e "$tpf_p" ] || [ -L "$tpf_p" ]; }; then
+			tpf_any=1
+		fi
+	done <<EOF
+$1
+EOF
+	[ -n "$tpf_any" ] || return 0
 	# shellcheck disable=SC2012 # the link targets are what we read
 	ls -l /proc/[0-9]*/fd 2>/dev/null | tpf_want=$1 tpf_me=$$ awk '
 		BEGIN {
@@ -729,7 +744,8 @@ tpf_start() {
 	# A job still running is stopped by tpuform (a restart, a new
 	# script): it is told so, as for a notice.
 	tpf_stop restarted
-	rm -f -- "$tpf_rundir/script.sha256" "$tpf_rundir/exit_code" "$tpf_heartbeat"
+	rm -f -- "$tpf_rundir/script.sha256" "$tpf_rundir/exit_code" "$tpf_heartbeat" \
+		"$tpf_rundir"/life.*
 	tpf_preflight_tpu
 	tpf_mounts
 	tpf_source
@@ -889,7 +905,7 @@ tpf_notices() {
 		tpf_md_here || exit 0
 		tpf_notice_loop "$1" instance/maintenance-event &
 		tpf_notice_loop "$1" instance/preempted
-	) </dev/null >/dev/null 2>&1 &
+	) </dev/null >/dev/null 2>&1 8>&- &
 }
 
 # The job's last checkpoint on this VM: the newest of the file
@@ -903,6 +919,26 @@ tpf_checkpoint() {
 			sed -n 's/^TPUFORM_CHECKPOINT=\([^[:cntrl:]]*\)$/\1/p' | tail -n 1)
 	fi
 	printf '%s' "$tpf_c" | cut -c1-300
+}
+
+# The job wrapper's life lock (issue 28), run/life.PGID: an exclusive
+# flock(1) on fd 8, which this shell holds until it ends, however it ends
+# (the kernel drops the lock of a killed process too). A long wait sleeps
+# in flock on it rather than ticking every second (tpf_wait). The file is
+# made under another name and renamed once locked, so a life file always
+# has its lock while the wrapper lives. fd 8 is closed for every child
+# that outlives a moment (the job, the notice watchers): a job that
+# outlived its wrapper must not hold the lock. Without flock(1), no lock:
+# the waits tick once a second, as before.
+tpf_life_lock() {
+	command -v flock >/dev/null 2>&1 || return 0
+	tpf_lf=$tpf_rundir/life.$$
+	exec 8>"$tpf_lf.tmp"
+	if flock -n 8 2>/dev/null && mv -f -- "$tpf_lf.tmp" "$tpf_lf"; then
+		return 0
+	fi
+	exec 8>&-
+	rm -f -- "$tpf_lf.tmp"
 }
 
 # Inside the screen session: run the job, log it, record its exit status.
@@ -925,6 +961,7 @@ tpf_job() {
 	# screen makes us a session and process group leader: $$ is the
 	# group that stop kills.
 	tpf_put "$tpf_rundir/screen.pid" "$PPID"
+	tpf_life_lock
 	tpf_put "$tpf_rundir/job.pid" "$$"
 	printf '# tpuform: node %s worker %s retry %s commit %s started %s\n' \
 		"$TPUFORM_NODE" "$TPUFORM_WORKER_ID" "$TPUFORM_RETRY" \
@@ -952,7 +989,7 @@ tpf_job() {
 			TPUFORM_LAST_CHECKPOINT
 		cd -P -- "$tpf_src" || exit 126
 		exec sh -c "$TPUFORM_RUN"
-	) </dev/null >>"$tpf_log" 2>&1 &
+	) </dev/null >>"$tpf_log" 2>&1 8>&- &
 	tpf_jp=$!
 	# The disruption signal (and stop's) is for the job: this shell
 	# outlives it to record the exit status. A trap, not an ignore, so
@@ -965,6 +1002,8 @@ tpf_job() {
 		kill -s 0 "$tpf_jp" 2>/dev/null || break
 	done
 	tpf_put "$tpf_rundir/exit_code" "$tpf_rc"
+	rm -f -- "$tpf_rundir/life.$$"
+	exec 8>&-
 	tpf_wake
 }
 
@@ -1114,7 +1153,9 @@ tpf_wake() {
 # it as before), and every BEAT seconds the same record (status and token)
 # goes out as a heartbeat, so that the reader knows the connection and
 # the job's progress are current. A connection that closed ends the wait
-# at its next heartbeat (the write fails: SIGPIPE).
+# at its next heartbeat (the write fails: SIGPIPE). While the job's
+# wrapper holds its life lock, the wait sleeps on that lock instead
+# (tpf_wait_life): no process a second.
 tpf_wait() {
 	tpf_want=$1
 	tpf_left=${2:-10}
@@ -1123,23 +1164,30 @@ tpf_wait() {
 	tpf_is_number "$tpf_beat" || tpf_beat=0
 	tpf_since=0
 	tpf_fifo=$tpf_rundir/wait.$$
+	tpf_mark=$tpf_rundir/beat.$$
+	tpf_rec=
+	tpf_fl=
 	rm -f -- "$tpf_fifo"
 	mkfifo -m 600 "$tpf_fifo" 2>/dev/null || tpf_fifo=
 	tpf_ticker=
-	trap 'rm -f -- "${tpf_fifo:-/nonexistent}"; [ -z "$tpf_ticker" ] || kill "$tpf_ticker" 2>/dev/null' EXIT
+	trap 'rm -f -- "${tpf_fifo:-/nonexistent}" "$tpf_mark"; kill $tpf_ticker $tpf_fl 2>/dev/null' EXIT
 	trap 'exit 1' HUP INT TERM PIPE
 	tpf_token
+	if [ "$tpf_tok" = "$tpf_want" ] && [ "$tpf_beat" -gt 0 ]; then
+		tpf_wait_life
+	fi
 	if [ "$tpf_tok" = "$tpf_want" ] && [ -n "$tpf_fifo" ]; then
 		# One ticker for the whole wait: a session killed with its
-		# wrapper wakes no one, so look once a second anyway.
+		# wrapper wakes no one, so look once a second anyway. It ends
+		# with the wait (its FIFO gone, or the wait's shell).
 		(
-			while [ -p "$tpf_fifo" ]; do
+			while [ -p "$tpf_fifo" ] && kill -s 0 $$; do
 				sleep 1
 				if [ -p "$tpf_fifo" ]; then
 					printf t 1<>"$tpf_fifo"
 				fi
 			done
-		) 2>/dev/null &
+		) </dev/null >/dev/null 2>&1 &
 		tpf_ticker=$!
 	fi
 	# Each pass is about a second (a tick), or ends the wait (a wake).
@@ -1160,6 +1208,90 @@ tpf_wait() {
 	done
 	tpf_status
 	tpf_say "token=$tpf_tok"
+}
+
+# The part of a long wait (BEAT > 0) while the job's wrapper holds its life
+# lock (tpf_life_lock): sleep in flock(1) on that lock, at most BEAT seconds
+# at a time, with a heartbeat (tpf_beat_record) each time the lock was still
+# held. The lock is freed when the wrapper ends, however it ends: after the
+# job's exit status is written (the token changes), or killed with its
+# session (SIGKILL too); so nothing else needs watching meanwhile. Returns
+# when the token changed, or when the lock is free or there is none (an
+# older wrapper, no flock(1)): the ticker then looks once a second, as
+# before, for a job that outlived its wrapper. So a waiting worker starts
+# one process a beat instead of one `sleep` a second, and has two processes
+# (this shell and flock) instead of three: on a TPU VM that is nothing
+# either way, but one machine emulating 4,096 workers could not fork 4,096
+# `sleep`s a second (issue 28). flock runs in the background and is waited
+# for, so that a signal's trap runs at once (and kills it).
+tpf_wait_life() {
+	tpf_is_number "$tpf_tpg" || return 0
+	tpf_lf=$tpf_rundir/life.$tpf_tpg
+	[ -f "$tpf_lf" ] && command -v flock >/dev/null 2>&1 || return 0
+	while [ "$tpf_tok" = "$tpf_want" ]; do
+		# 75: the lock is still held after BEAT seconds (-E, the exit
+		# status of a timeout); 0: it is free; anything else (the
+		# file went, a flock without -E): back to ticking.
+		flock -s -w "$tpf_beat" -E 75 7 7<"$tpf_lf" </dev/null >/dev/null 2>&1 &
+		tpf_fl=$!
+		wait "$tpf_fl"
+		tpf_rc=$?
+		tpf_fl=
+		tpf_token
+		[ "$tpf_rc" -eq 75 ] || return 0
+		if [ "$tpf_tok" = "$tpf_want" ]; then
+			tpf_beat_record
+		fi
+	done
+}
+
+# tpf_unchanged: is every file the status reads (those that exist) older
+# than the marker $tpf_mark? Builtins only. The same time stamp counts as
+# a change (a coarse clock).
+tpf_unchanged() {
+	[ -f "$tpf_mark" ] || return 1
+	for tpf_f in "$tpf_logs/current.log" "$tpf_heartbeat" "$tpf_heartbeat.step" \
+		"$tpf_rundir/checkpoint" "$tpf_rundir/disruption" "$tpf_rundir/script.sha256" \
+		"$tpf_rundir/exit_code" "$tpf_rundir/job.pid"; do
+		# -nt: dash, bash, ksh, busybox and POSIX.1-2024; a test that
+		# does not know it fails, which counts as a change.
+		# shellcheck disable=SC3013
+		[ ! -e "$tpf_f" ] || [ "$tpf_mark" -nt "$tpf_f" ] || return 1
+	done
+	return 0
+}
+
+# A heartbeat of a wait whose job's wrapper still holds its lock (so its
+# session is alive): the status and the token, as tpf_status says them.
+# When none of the files it reads changed since the last heartbeat's
+# marker, the last record is said again with only stalled_for moved on by
+# the clock: one `date` instead of the status's 30-odd processes (an idle
+# job's heartbeat). The marker is touched before the status is gathered,
+# so a change made meanwhile shows at the next beat.
+tpf_beat_record() {
+	tpf_now=$(date +%s)
+	if [ -n "$tpf_rec" ] && tpf_is_number "$tpf_now" && tpf_unchanged; then
+		case $tpf_rec in
+		*"TPUFORM stalled_for="*)
+			tpf_rest=${tpf_rec#*TPUFORM stalled_for=}
+			tpf_n=${tpf_rest%%[!0-9]*}
+			tpf_rest=${tpf_rest#"$tpf_n"}
+			tpf_is_number "$tpf_n" || tpf_n=0
+			printf '%sTPUFORM stalled_for=%s%s\n' "${tpf_rec%%TPUFORM stalled_for=*}" \
+				$((tpf_n + tpf_now - tpf_rec_at)) "$tpf_rest"
+			;;
+		*) printf '%s\n' "$tpf_rec" ;;
+		esac
+		return 0
+	fi
+	: >"$tpf_mark"
+	tpf_rec_at=$tpf_now
+	tpf_rec=$(
+		tpf_status
+		tpf_say "token=$tpf_tok"
+	)
+	tpf_is_number "$tpf_rec_at" || tpf_rec=
+	printf '%s\n' "$tpf_rec"
 }
 
 # tpf_show_logs N FILE WHAT: the last N lines of FILE (0: all).

@@ -32,6 +32,7 @@ struct create_try {
 	/* An elastic background create (plan.h TPF_ELASTIC_SHRINK, _RECREATE):
 	 * the node's record is left as it is; nothing is provisioned. */
 	int background;
+	int unsaved;             /* the state could not be saved before a create */
 };
 
 static int is_background(const struct tpf_action *a)
@@ -56,18 +57,19 @@ static void note_refusal(struct create_try *ct, const char *zone, const char *wo
 		ct->retry_at = until;
 }
 
-/* Record the node as pending, and save, before any request is sent. A
- * node that existed before starts a new generation (TPUFORM_RETRY). */
-static int record_pending(struct exec *x, const struct tpf_desired_node *dn)
+/* Record the node as pending. It is saved before any request is sent, by
+ * the save of its zone's claim (claim_zone), which follows at once when a
+ * zone has room: one save, not two, per node created (each save writes the
+ * whole state, so saves per node make an apply of N nodes O(N^2)). When no
+ * zone is claimed, the deferral's or failure's save records it, or the
+ * apply's last. A node that existed before starts a new generation
+ * (TPUFORM_RETRY). */
+static void record_pending(struct exec *x, const struct tpf_desired_node *dn)
 {
 	pthread_mutex_lock(x->mu);
 	tpf_state_record_pending(x->st, dn->name, dn->group, dn->index, &dn->recipe, &dn->job);
-	int rc = apply_save_locked(x);
+	x->workers_dirty = 1;
 	pthread_mutex_unlock(x->mu);
-	if (rc)
-		tpf_errorx(x->d, dn->name, NULL,
-			   "node '%s' was not created: the state could not be saved first", dn->name);
-	return rc;
 }
 
 /* 1 if zone refused this type of node recently (plan/backoff.h: the
@@ -92,8 +94,9 @@ static int zone_backed_off(struct exec *x, const struct tpf_desired_node *dn, co
 /*
  * If one more node like dn fits in zone under the declared quota
  * (plan/quota.h: every node in state counts, except this one), move the
- * pending node there and save. Returns 1 when it did; *rc gets the save's
- * result when one was attempted.
+ * pending node there and save (the pending record too: record_pending),
+ * before the create is sent. Returns 1 when it did; *rc gets the save's
+ * result when one was attempted (a failed save is said here).
  */
 static int claim_zone(struct exec *x, const struct tpf_desired_node *dn, const char *zone, int *rc)
 {
@@ -109,6 +112,9 @@ static int claim_zone(struct exec *x, const struct tpf_desired_node *dn, const c
 		ok = *rc == 0;
 	}
 	pthread_mutex_unlock(x->mu);
+	if (*rc)
+		tpf_errorx(x->d, dn->name, NULL,
+			   "node '%s' was not created: the state could not be saved first", dn->name);
 	return ok;
 }
 
@@ -152,7 +158,12 @@ static int create_in_zones(struct exec *x, const struct tpf_desired_node *dn, st
 			ct->backed_off++;
 			continue;
 		}
-		if (!claim_zone(x, dn, zone, &rc)) {
+		int saved = 0;
+		if (!claim_zone(x, dn, zone, &saved)) {
+			if (saved) { /* the state could not be saved: no create */
+				ct->unsaved = 1;
+				return saved;
+			}
 			note_refusal(ct, zone, "is at its declared quota", 0);
 			continue;
 		}
@@ -326,11 +337,20 @@ static int create_done(struct exec *x, const struct tpf_desired_node *dn, struct
 	char when[32];
 	tpf_rfc3339(tpf_now_wall(), when, sizeof(when));
 	pthread_mutex_lock(x->mu);
-	if (ct->background) /* the lost slices' workers are new VMs */
+	/* Saved with the workers' records (within
+	 * APPLY_WORKER_SAVE_INTERVAL), not at once: the claim's save recorded
+	 * the node as pending in its zone before the create was sent, and a
+	 * pending node that exists is adopted by the next plan (t150, t320), so
+	 * a crash meanwhile loses nothing. One save per node created instead of
+	 * two more. */
+	int rc = 0;
+	if (ct->background) { /* the lost slices' workers are new VMs */
 		tpf_state_record_slices_made(x->st, dn->name);
-	else
+		rc = apply_save_locked(x);
+	} else {
 		tpf_state_record_created(x->st, dn->name, ln->id, when);
-	int rc = apply_save_locked(x);
+		apply_worker_changed_locked(x, 0);
+	}
 	pthread_mutex_unlock(x->mu);
 
 	int failed = 0;
@@ -392,9 +412,9 @@ int apply_exec_create(struct exec *x, size_t ai)
 {
 	const struct tpf_desired_node *dn = x->p->actions[ai].desired;
 	int bg = is_background(&x->p->actions[ai]);
-	int rc = bg ? 0 : record_pending(x, dn);
-	if (rc)
-		return rc;
+	if (!bg)
+		record_pending(x, dn);
+	int rc;
 	struct create_try ct = { .zd = TPF_DIAGS_INIT, .only_zone_errors = 1, .why = TPF_BUF_INIT,
 				 .background = bg };
 	tpf_recipe_copy(&ct.r, &dn->recipe);
@@ -417,7 +437,9 @@ int apply_exec_create(struct exec *x, size_t ai)
 	 * provider's wait, before any zone, or between zones that refused. */
 	int stopped = rc == TPF_EINTERRUPTED ||
 		      (rc && apply_interrupted(x) && (!ct.tried || ct.only_zone_errors));
-	if (stopped)
+	if (ct.unsaved)
+		; /* said by claim_zone; nothing was sent */
+	else if (stopped)
 		rc = create_interrupted(x, dn, &ct, el);
 	else if (rc && deferral)
 		rc = create_deferred(x, &x->p->actions[ai], dn, &ct, el);

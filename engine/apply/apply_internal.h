@@ -54,7 +54,10 @@ struct exec {
 	 * (monotonic seconds). A worker's record is saved within
 	 * APPLY_WORKER_SAVE_INTERVAL, not at once: one save per worker made
 	 * N saves of a state that grows with N (O(N^2) bytes written and an
-	 * fsync each, serialised under mu). Nodes' records are saved at once. */
+	 * fsync each, serialised under mu). So is a created node's id, and a
+	 * pending node's record is saved with its zone's claim, before the
+	 * create (engine/apply/apply_create.c); other node records are saved
+	 * at once. */
 	int workers_dirty;
 	double last_save;
 };

@@ -33,7 +33,10 @@
 #      as tests/bench/job_wait_bench.sh measures it (one line lists them in
 #      trial order; a unit not running again within 60 s counts 999 s):
 #      scale: job exit -> unit running again p50 X s, p99 Y s over K trials
-# The first line gives the load average at the start.
+# The first line gives the load average at the start; indented lines give
+# it after apply and at attach, and a "meanwhile the machine" line after the
+# idle one the processes started a second and the cores' busy share over
+# the idle span (what the emulated workers cost: everything on the machine).
 # Figures only: nothing is checked against the issue's aims. Skips itself
 # (exit 0, "skipped") without python3-asyncssh; exits 1 with a message when
 # a step fails. Leaves nothing running: watch, the emulator, the harness and
@@ -46,8 +49,9 @@ IDLE=${3:-60}
 NODES=$((N / 4))
 # 127.2.0.0/16 and up: the loopback block of the many-worker harness
 # (127.0.x.y belongs to the sshd.sh tests). BENCH_BASE moves it, so that two
-# runs on one machine do not clash (e.g. BENCH_BASE=127.5.0.1); BENCH_TPUFORM
-# runs another build of tpuform (a copy of the old one, side by side).
+# runs on one machine do not meet (e.g. BENCH_BASE=127.5.0.1; 4,096 workers
+# take 16 /24s: 127.2.0.1 to 127.2.16.0); BENCH_TPUFORM runs another build
+# of tpuform (a copy of the old one, side by side).
 BASE=${BENCH_BASE:-127.2.0.1}
 T=${BENCH_TPUFORM:-$TOP/tpuform}
 TPF_ROOT=$TOP
@@ -111,6 +115,7 @@ echo "scale: $N workers provisioned in $(echo "$t0 $t1" | awk '{ printf "%.1f", 
 	"tpuform CPU $(awk -v n="$N" '{ printf "%.1f", 1000 * ($1 + $2) / n }' cpu.txt) ms per worker"
 
 # 2. watch at its defaults; attached when every worker had a wait.
+echo "   (load $(cut -d' ' -f1-3 /proc/loadavg) after apply)"
 w0=$(now)
 "$T" watch -f fleet.yaml -json >watch.out 2>&1 &
 WATCH=$!
@@ -131,8 +136,13 @@ done
 attach=$(echo "$w0 $(now)" | awk '{ printf "%.1f", $2 - $1 }')
 
 # 3. Idle.
+echo "   (load $(cut -d' ' -f1-3 /proc/loadavg) at attach)"
 sleep 10
 tck=$(getconf CLK_TCK)
+# the whole machine: processes started (/proc/stat's counter) and its
+# cores' busy ticks, for what the emulation (and anything else) costs
+machine() { awk '/^processes / { p = $2 } /^cpu / { b = $2 + $3 + $4 + $7 + $8 } END { print p, b }' /proc/stat; }
+m0=$(machine)
 cpu() { awk '{ print $14 + $15 }' "/proc/$WATCH/stat"; }
 # the harness's own CPU, and its commands' (the reaped children's: the
 # bootstrap's verbs and what they waited for)
@@ -143,6 +153,7 @@ a=$(now)
 sleep "$IDLE"
 c1=$(cpu)
 h1=$(hcpu)
+m1=$(machine)
 b=$(now)
 fds=$(find "/proc/$WATCH/fd" -mindepth 1 -maxdepth 1 | wc -l)
 threads=$(find "/proc/$WATCH/task" -mindepth 1 -maxdepth 1 | wc -l)
@@ -154,6 +165,9 @@ pernode=$(jq -r --argjson a "$w0" --argjson b "$b" \
 echo "scale: attach $attach s after watch started, per-node requests $pernode"
 echo "scale: idle $idle % of one core over $IDLE s, threads $threads, open files $fds, RSS $rss MiB"
 echo "$h0 $h1 $tck $a $b" | awk '{ t = $5 * ($7 - $6); printf "meanwhile the harness: its SSH server %.1f %% of one core, the workers'"'"' commands %.1f %%\n", 100 * ($3 - $1) / t, 100 * ($4 - $2) / t }'
+echo "$m0 $m1 $tck $a $b $(nproc)" | awk -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '{ t = $7 - $6
+	printf "meanwhile the machine: %.0f processes started a second, %.0f %% of its %d cores busy, load %s\n",
+		($3 - $1) / t, 100 * ($4 - $2) / $5 / t / $8, $8, load }'
 
 # 4. Job exit -> the unit (the node's 4 workers) running again.
 : >lat.txt

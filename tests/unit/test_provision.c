@@ -866,6 +866,151 @@ static void test_provision__wait_verb(void)
 	free(home);
 }
 
+/* Processes below pid (its children, theirs...) whose command name is
+ * `comm`, read from /proc/PID/stat (comm, then state, then ppid). */
+static int descendants_named(long pid, const char *comm)
+{
+	enum { MAXP = 65536 };
+	static long ppid[MAXP];
+	static char name[MAXP][16];
+	memset(ppid, 0, sizeof(ppid));
+	DIR *dir = opendir("/proc");
+	struct dirent *e;
+	while (dir && (e = readdir(dir))) {
+		long p = strtol(e->d_name, NULL, 10);
+		if (p <= 0 || p >= MAXP)
+			continue;
+		char *path = xasprintf("/proc/%ld/stat", p), line[512];
+		FILE *f = fopen(path, "r");
+		free(path);
+		if (!f)
+			continue;
+		size_t n = fread(line, 1, sizeof(line) - 1, f);
+		fclose(f);
+		line[n] = '\0';
+		char *open = strchr(line, '('), *close = strrchr(line, ')');
+		if (!open || !close || close < open)
+			continue;
+		snprintf(name[p], sizeof(name[p]), "%.*s", (int)(close - open - 1), open + 1);
+		char state;
+		long pp;
+		if (sscanf(close + 1, " %c %ld", &state, &pp) == 2 && state != 'Z')
+			ppid[p] = pp;
+	}
+	if (dir)
+		closedir(dir);
+	int found = 0;
+	for (long p = 1; p < MAXP; p++) {
+		long q = ppid[p];
+		for (int hops = 0; q > 1 && q != pid && hops < 64; hops++)
+			q = q < MAXP ? ppid[q] : 0;
+		found += q == pid && !strcmp(name[p], comm);
+	}
+	return found;
+}
+
+/* Lines "TPUFORM token=" in home's file rel (records of a wait). */
+static int records(const char *home, const char *rel)
+{
+	char *s = slurp(home, rel);
+	int n = 0;
+	for (const char *p = s; p && (p = strstr(p, "TPUFORM token=")); p++)
+		n++;
+	free(s);
+	return n;
+}
+
+/* A long wait (wait TOKEN SECONDS BEAT, issue 28) on a job whose wrapper
+ * holds its life lock: a heartbeat record every BEAT seconds, each the
+ * full status (a log line written between two beats shows in the next one:
+ * the repeat of an unchanged record must not hide it); no process started
+ * every second meanwhile (the ticker sleeps in flock(1) on the wrapper's
+ * lock, not in `sleep 1` a second: 4,096 emulated workers on one machine);
+ * and the session killed with its wrapper (SIGKILL: no wake) still ends the
+ * wait at once with a dead token. */
+static void test_provision__wait_beat(void)
+{
+	char *home = make_home("w-beat");
+	struct tpf_kvlist env = TPF_KVLIST_INIT, sec = TPF_KVLIST_INIT;
+	struct tpf_bootstrap_params p = params(&env);
+	p.setup = NULL;
+	p.run = "echo first-line; : >\"$HOME/started\"; "
+		"while [ ! -f \"$HOME/go\" ]; do sleep 0.1; done; echo second-line; exec sleep 1000";
+	free(install(home, &p, &sec));
+	char *out = NULL;
+	CHECK_INT(verb(home, "start", &out), 0);
+	free(out);
+	CHECK(wait_file(home, "started", 30));
+	CHECK_INT(verb(home, "wait '' 5", &out), 0);
+	char *tok = said(out, "token");
+	free(out);
+	CHECKF(tok && strstr(tok, ":alive"), "token: %s", tok ? tok : "(none)");
+	if (!tok)
+		goto done;
+	char *cmd = xasprintf("sh " TPF_REMOTE_SCRIPT " wait '%s' 5 1 >beat.out 2>&1 & echo $!", tok);
+	struct tpf_buf b = TPF_BUF_INIT;
+	CHECK_INT(run_in(home, cmd, &b, 30), 0);
+	long pid = strtol(b.buf, NULL, 10);
+	tpf_buf_release(&b);
+	free(cmd);
+	double deadline = tpf_now_mono() + 30;
+	while (records(home, "beat.out") < 3 && tpf_now_mono() < deadline)
+		tpf_sleep(0.1);
+	CHECKF(records(home, "beat.out") >= 3, "3 heartbeats (1 s beat) within 30 s");
+	/* 10 looks over about a second: a `sleep 1` ticker is (almost) always
+	 * there. */
+	int sleeps = 0;
+	for (int i = 0; i < 10; i++) {
+		sleeps += descendants_named(pid, "sleep");
+		tpf_sleep(0.1);
+	}
+	CHECKF(sleeps == 0, "the wait started a `sleep` in %d of 10 looks", sleeps);
+	char *s = slurp(home, "beat.out");
+	CHECK(said_is(s, "session", "alive"));
+	CHECKF(strstr(s, "TPUFORM last_log=first-line\n") && strstr(s, "TPUFORM stalled_for="),
+	       "heartbeats: %s", s);
+	free(s);
+	touch(home, "go");
+	deadline = tpf_now_mono() + 30;
+	while ((s = slurp(home, "beat.out")) && !strstr(s, "last_log=second-line") &&
+	       tpf_now_mono() < deadline) {
+		free(s);
+		tpf_sleep(0.1);
+	}
+	CHECKF(s && strstr(s, "TPUFORM last_log=second-line\n"), "the log's new line: %s", s);
+	free(s);
+	/* The session killed with its wrapper: nothing wakes the wait but
+	 * the lock's release. */
+	long pg = job_pgid(home);
+	double t0 = tpf_now_mono();
+	kill((pid_t)-pg, SIGKILL);
+	while (kill((pid_t)pid, 0) == 0 && tpf_now_mono() - t0 < 30) {
+		char *st = xasprintf("/proc/%ld/stat", pid), *txt = NULL;
+		struct tpf_buf sb = TPF_BUF_INIT;
+		struct tpf_diags d = TPF_DIAGS_INIT;
+		if (tpf_read_file(st, &sb, &d) == 0)
+			txt = strrchr(sb.buf, ')');
+		int zombie = txt && txt[2] == 'Z';
+		tpf_buf_release(&sb);
+		tpf_diags_release(&d);
+		free(st);
+		if (zombie)
+			break;
+		tpf_sleep(0.05);
+	}
+	double took = tpf_now_mono() - t0;
+	CHECKF(took < 15, "the wait ended %.1f s after its session was killed", took);
+	s = slurp(home, "beat.out");
+	char *want = xasprintf("TPUFORM token=%ld:dead\n", pg);
+	CHECKF(s && strstr(s, want), "the last record names the dead session: %s", s);
+	free(want);
+	free(s);
+done:
+	free(tok);
+	verb_quiet(home, "stop", NULL);
+	free(home);
+}
+
 static void test_provision__stall_clock(void)
 {
 	char *home = make_home("w-stall");
@@ -1557,6 +1702,7 @@ int main(void)
 	RUN(test_provision__disruption);
 	RUN(test_provision__saved_checkpoint);
 	RUN(test_provision__wait_verb);
+	RUN(test_provision__wait_beat);
 	RUN(test_provision__stall_clock);
 	RUN(test_provision__source_modes);
 	RUN(test_provision__worker_via_transport);
