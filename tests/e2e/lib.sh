@@ -96,6 +96,19 @@ wait_for() {
 	return 0
 }
 
+# while_watching SECONDS CMD...: wait_for, but gives up at once when the
+# test's `watch` ($wpid) is gone (it crashed).
+while_watching() {
+	_end=$(($(date +%s) + $1))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		# shellcheck disable=SC2154 # wpid: the calling test's watch
+		kill -0 "$wpid" 2>/dev/null || return 1
+		[ "$(date +%s)" -ge "$_end" ] && return 1
+		sleep 0.2
+	done
+}
+
 setup_dir() {
 	W="$TOP/tests/out/$1.d"
 	rm -rf "$W"

@@ -50,15 +50,6 @@ wpid=$!
 admin "compute/instances/us-central1-c/bo-a-0-1-002:preempt" >/dev/null
 # Like wait_for, but gives up at once when watch is gone (it crashed).
 # shellcheck disable=SC2317 # called through ok
-while_watching() {
-	_end=$(($(date +%s) + $1))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		kill -0 "$wpid" 2>/dev/null || return 1
-		[ "$(date +%s)" -ge "$_end" ] && return 1
-		sleep 0.2
-	done
-}
 # shellcheck disable=SC2317 # called through while_watching
 said() { grep -Eq -- "$1" watch.out; }
 ok "watch: the re-creation is refused and the zone backed off" while_watching 60 said \

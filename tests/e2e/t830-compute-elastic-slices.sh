@@ -62,16 +62,6 @@ admin "requests:clear" >/dev/null
 wpid=$!
 admin "compute/instances/us-central1-c/el-a-0-1-002:preempt" >/dev/null
 admin "compute:settle" >/dev/null
-# Like wait_for, but gives up at once when watch is gone (it crashed).
-while_watching() {
-	_end=$(($(date +%s) + $1))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		kill -0 "$wpid" 2>/dev/null || return 1
-		[ "$(date +%s)" -ge "$_end" ] && return 1
-		sleep 0.2
-	done
-}
 said() { grep -Eq -- "$1" watch.out; }
 shrunk4() { test "$(nstarts 1)" -ge 4; }
 ok "watch sees the loss" while_watching 60 said '"event":"preempted"'

@@ -77,15 +77,6 @@ is "report: 1 preemption, though the second apply saw the loss again" "$n" 1
 # ---- watch: slice 0 preempted ----------------------------------------------------
 "$TPUFORM" watch -f fleet.yaml -interval 1s -json >watch.out 2>watch.err &
 wpid=$!
-while_watching() {
-	_end=$(($(date +%s) + $1))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		kill -0 "$wpid" 2>/dev/null || return 1
-		[ "$(date +%s)" -ge "$_end" ] && return 1
-		sleep 0.2
-	done
-}
 admin "compute/instances/us-central1-c/sl-a-0-0-001:preempt" >/dev/null
 admin "compute:settle" >/dev/null
 ok "watch: all 4 workers run again, TPUFORM_RETRY=2" while_watching 180 sh -c "test \$(cat '$W'/workers/w*/home/starts 2>/dev/null | grep -c ' retry=2 ') -ge 4"
