@@ -5,6 +5,7 @@
  */
 #include "plan/worker_script.h"
 #include "plan/elastic.h"
+#include "plan/script_hash_memo.h"
 #include "templates/render.h"
 #include "util/buf.h"
 #include "util/hash.h"
@@ -203,12 +204,12 @@ char *tpf_provision_hash(const struct tpf_fleet *f, const struct tpf_state_node 
 {
 	struct script_inputs in;
 	inputs_make(&in, f, n, live, worker);
-	/* The script is the head and the fixed body (render.h): hash them in
-	 * turn rather than copy the body behind each head. */
+	/* The script is the head and the fixed body (render.h): the head
+	 * alone decides the hash, which is made once per head
+	 * (plan/script_hash_memo.h), not at every plan. */
 	char *head = tpf_bootstrap_render_head(&in.p);
 	inputs_release(&in);
-	char *hash = tpf_sha256_tagged2(head, strlen(head), tpf_template_bootstrap_sh,
-					strlen(tpf_template_bootstrap_sh));
+	char *hash = tpf_script_hash_memo(head, tpf_template_bootstrap_sh);
 	free(head);
 	return hash;
 }

@@ -28,7 +28,8 @@ char *tpf_provision_render(const struct tpf_fleet *f, const struct tpf_state_nod
 /*
  * The "sha256:..." hash tpf_provision_render would give in *hash_out, the
  * same string for the same arguments, without building the whole script
- * (only its per-worker head; the fixed body is hashed where it lies). For
+ * (only its per-worker head; the fixed body is hashed where it lies, and
+ * only the first time this head is seen: plan/script_hash_memo.h). For
  * plan/diff.c, which needs only the hash. Caller frees.
  */
 char *tpf_provision_hash(const struct tpf_fleet *f, const struct tpf_state_node *n,

@@ -763,12 +763,15 @@ tpf_start() {
 	[ "$tpf_code" -eq 0 ] || tpf_fail session "$tpf_code" "screen -dmS $TPUFORM_SESSION failed"
 	# The job's wrapper writes job.pid first thing: proof the session
 	# runs, without `screen -ls`, which sleeps a second on a socket that
-	# is not answering yet.
+	# is not answering yet. That is asked only every 5 s, and the session
+	# is given 30 s in all: on a loaded machine (4,096 emulated workers
+	# on 2 cores) a session took longer than 5 s to start.
 	tpf_i=0
 	until [ -f "$tpf_rundir/job.pid" ] || [ -f "$tpf_rundir/exit_code" ]; do
-		if [ "$tpf_i" -ge 100 ]; then
+		if [ "$tpf_i" -gt 0 ] && [ $((tpf_i % 100)) -eq 0 ]; then
 			tpf_alive && break
-			tpf_fail session 1 "screen session $TPUFORM_SESSION did not appear"
+			[ "$tpf_i" -ge 600 ] &&
+				tpf_fail session 1 "screen session $TPUFORM_SESSION did not appear within 30 s"
 		fi
 		sleep 0.05
 		tpf_i=$((tpf_i + 1))

@@ -610,6 +610,46 @@ static void test_provision__quick_job(void)
 	free(home);
 }
 
+/* A screen session slower to start than 5 s (as under 4,096 emulated
+ * workers on 2 cores) still starts: start waits for it up to 30 s, and
+ * asks `screen -ls` every 5 s meanwhile. It failed with "screen session
+ * ... did not appear" when the wait was 5 s. */
+static void test_provision__slow_session(void)
+{
+	char *home = make_home("w-slow");
+	struct tpf_kvlist env = TPF_KVLIST_INIT, sec = TPF_KVLIST_INIT;
+	struct tpf_bootstrap_params p = params(&env);
+	p.setup = NULL;
+	p.run = "echo slow; exit 0";
+	char *hash = install(home, &p, &sec);
+	/* home/bin/screen: starts a session 7 s late; anything else is the
+	 * real screen (the next one on PATH). */
+	char *bin = home_path(home, "bin"), *shim = home_path(home, "bin/screen");
+	mkdir(bin, 0700);
+	FILE *fp = fopen(shim, "w");
+	CHECK(fp != NULL);
+	if (fp) {
+		fputs("#!/bin/sh\nPATH=${PATH#*:}\n"
+		      "if [ \"$1\" = -dmS ]; then\n"
+		      "  (sleep 7; exec screen \"$@\") </dev/null >/dev/null 2>&1 &\n"
+		      "  exit 0\nfi\nexec screen \"$@\"\n", fp);
+		fclose(fp);
+	}
+	chmod(shim, 0700);
+	struct tpf_buf b = TPF_BUF_INIT;
+	int st = run_in(home, "PATH=\"$HOME/bin:$PATH\" sh " TPF_REMOTE_SCRIPT " start", &b, 60);
+	CHECKF(st == 0, "start: %d %s", st, b.buf ? b.buf : "");
+	CHECK(said_is(b.buf, "result", "started"));
+	tpf_buf_release(&b);
+	char *out = wait_session(home, "exited", 30);
+	CHECK(said_is(out, "exit_code", "0"));
+	free(out);
+	free(shim);
+	free(bin);
+	free(hash);
+	free(home);
+}
+
 /* Set the modification time of home/rel (following links) to `ago`
  * seconds before now. */
 static void age(const char *home, const char *rel, double ago)
@@ -1698,6 +1738,7 @@ int main(void)
 	make_repo();
 	RUN(test_provision__script_lifecycle);
 	RUN(test_provision__quick_job);
+	RUN(test_provision__slow_session);
 	RUN(test_provision__preflight);
 	RUN(test_provision__disruption);
 	RUN(test_provision__saved_checkpoint);
