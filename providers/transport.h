@@ -216,7 +216,10 @@ struct tpf_transport_ops {
 	 * so within the connection's I/O timeout are its errors, as exec()'s),
 	 * then hands the output there is to io->out,
 	 * sends a keepalive when one is due, and returns 1 while the command
-	 * runs on (*pfd then says what to poll(2) for), 0 when its output
+	 * runs on (*pfd then says what to poll(2) for, and *due the monotonic
+	 * second, util/timeutil.h tpf_now_mono, by which to step again even
+	 * when *pfd stays quiet: the next keepalive, the silence limit, the
+	 * setup's timeout; 0: no such moment), 0 when its output
 	 * ended (then watch_close, blocking, reads *status as exec() does), or
 	 * TPF_EUNREACHABLE when the connection broke or no byte came for
 	 * `idle` seconds (0: no limit). After an error, close c. watch_close
@@ -228,7 +231,7 @@ struct tpf_transport_ops {
 	int (*watch_open)(struct tpf_conn *c, const char *command, double idle,
 			  struct tpf_diags *d);
 	int (*watch_step)(struct tpf_conn *c, const struct tpf_watch_io *io, struct pollfd *pfd,
-			  struct tpf_diags *d);
+			  double *due, struct tpf_diags *d);
 	int (*watch_close)(struct tpf_conn *c, int *status, struct tpf_diags *d);
 
 	/*

@@ -1,7 +1,7 @@
 /*
  * Job waits on a fixed set of threads (issue 28 item 1; docs/watch.md
- * "Job waits"): one loop thread drives every worker's connection under one
- * poll(2): it makes the connection (the transport's dial ops: TCP connect,
+ * "Job waits"): one loop thread drives every worker's connection in one
+ * epoll(7) set (util/evset.h): it makes the connection (the transport's dial ops: TCP connect,
  * SSH handshake, host key check and authentication, each a non-blocking
  * step; engine/workers/provision.h tpf_provision_dial_start), starts the
  * wait and reads it (tpf_provision_watch_step: non-blocking libssh2). A
@@ -29,6 +29,7 @@
 
 #include "engine/watch/watch_internal.h"
 #include "engine/workers/provision.h"
+#include "util/evset.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -44,9 +45,12 @@
  * timeout (TPUFORM_SSH_CONNECT_TIMEOUT, 15 s), the others go on. */
 #define WAITS_DIALS 64
 #define WAITS_BACKOFF_MAX 30.0
-/* The loop steps every wait at least this often (keepalives, the silence
- * limit, a stop), seconds. */
+/* The loop steps every dial at least this often (its connect and I/O
+ * timeouts), seconds. A running wait says when it must be stepped (its
+ * next keepalive, its silence limit: tpf_provision_watch_step's due), and
+ * is stepped at least every WAITS_STEP_MAX seconds whatever it says. */
 #define WAITS_SWEEP 2.0
+#define WAITS_STEP_MAX 30.0
 /* Shortest time between two polls while no connection is being made
  * (seconds): see quiet_gap. */
 #define WAITS_QUIET_GAP 0.1
@@ -73,6 +77,12 @@ struct tpf_wait {
 	char *token;
 	double backoff;
 	struct pollfd pfd;
+	/* The loop's: the fd and events in its set (-1: none), whether the
+	 * last wait found it ready, when it must be stepped at the latest. */
+	int ep_fd;
+	short ep_events;
+	int ready;
+	double step_by;
 };
 
 struct tpf_waits {
@@ -86,6 +96,7 @@ struct tpf_waits {
 	int can_dial;	/* the transport has dial ops */
 	int dialing;	/* slots taken, of WAITS_DIALS */
 	int wake[2]; /* the loop's self-pipe */
+	struct tpf_evset *evs; /* the loop's: the wake pipe and every looping wait's socket */
 	pthread_t loop, helpers[WAITS_HELPERS];
 	int nhelpers;
 	int started;
@@ -302,6 +313,30 @@ static void *helper(void *arg)
 	return NULL;
 }
 
+/* Take w's socket out of the loop's set: before w leaves the loop (whoever
+ * has it next may close the socket, and the number be reused). The loop's
+ * thread only. */
+static void ep_forget(struct tpf_waits *ws, struct tpf_wait *w)
+{
+	if (w->ep_fd >= 0)
+		tpf_evset_forget(ws->evs, w->ep_fd);
+	w->ep_fd = -1;
+	w->ready = 0;
+}
+
+/* Make the loop's set wait on w's socket for what w->pfd says. */
+static void ep_sync(struct tpf_waits *ws, struct tpf_wait *w)
+{
+	if (w->pfd.fd == w->ep_fd && w->pfd.events == w->ep_events)
+		return;
+	if (w->ep_fd >= 0 && w->ep_fd != w->pfd.fd)
+		ep_forget(ws, w);
+	if (w->pfd.fd >= 0 && tpf_evset_watch(ws->evs, w->pfd.fd, w->pfd.events, w) == 0) {
+		w->ep_fd = w->pfd.fd;
+		w->ep_events = w->pfd.events;
+	}
+}
+
 /* Collect the waits the loop owns (those told to stop go to the helpers,
  * which close them); ws->mu held. */
 static size_t collect(struct tpf_waits *ws, struct tpf_wait ***mine, size_t *alloc)
@@ -312,6 +347,7 @@ static size_t collect(struct tpf_waits *ws, struct tpf_wait ***mine, size_t *all
 		if (w->state != W_LOOPING)
 			continue;
 		if (w->stop) {
+			ep_forget(ws, w);
 			to_helpers(w, 0);
 			continue;
 		}
@@ -350,11 +386,16 @@ static void step(struct tpf_waits *ws, struct tpf_wait *w)
 {
 	struct tpf_diags quiet = TPF_DIAGS_INIT;
 	int dialing = w->dial != NULL;
+	double by = 0;
 	int rc = dialing ? step_dial(ws, w, &quiet)
-			 : tpf_provision_watch_step(w->jw, &w->pfd, &quiet);
+			 : tpf_provision_watch_step(w->jw, &w->pfd, &by, &quiet);
 	tpf_diags_release(&quiet);
-	if (rc == 1)
+	if (rc == 1) {
+		double latest = tpf_now_mono() + WAITS_STEP_MAX;
+		w->step_by = by > 0 && by < latest ? by : latest;
 		return;
+	}
+	ep_forget(ws, w);
 	double due = tpf_now_mono();
 	if (rc == 0) {
 		w->ended = 1;
@@ -370,15 +411,16 @@ static void step(struct tpf_waits *ws, struct tpf_wait *w)
 }
 
 /*
- * Each poll(2) makes the kernel look at every connection, O(N), and while
- * the waits are quiet the loop wakes for nearly nothing: at 1,024 workers
- * the keepalive replies (one per connection per 15 s) and heartbeats (one
- * per BEAT) woke it about 80 times a second, 5.6 % of a core over
- * `scale_bench.sh 1024`'s idle minute. So when no dial is in flight and
- * nothing new came, the next poll waits until WAITS_QUIET_GAP after this
- * one began: the wakes of a tenth of a second are taken in one pass, and a
- * job's end is seen at most 0.1 s later. Dials (attach, reconnects) keep
- * the loop unthrottled: a handshake is a dozen round trips.
+ * While the waits are quiet the loop wakes for nearly nothing: at 1,024
+ * workers the keepalive replies (one per connection per 15 s) and
+ * heartbeats (one per BEAT) woke it about 80 times a second, and each turn
+ * walks every wait the loop owns (O(N); with poll(2) the kernel did too:
+ * 5.6 % of a core over `scale_bench.sh 1024`'s idle minute). So when no
+ * dial is in flight and nothing new came, the next wait for events begins
+ * WAITS_QUIET_GAP after this one did: the wakes of a tenth of a second are
+ * taken in one turn, and a job's end is seen at most 0.1 s later. Dials
+ * (attach, reconnects) keep the loop unthrottled: a handshake is a dozen
+ * round trips.
  */
 static void quiet_gap(double polled_at, int busy)
 {
@@ -387,13 +429,29 @@ static void quiet_gap(double polled_at, int busy)
 		tpf_sleep(left);
 }
 
+/* When the loop must turn at the latest (monotonic seconds), its set made
+ * to wait on what each of mine says: at once for a wait not yet stepped,
+ * at the next sweep for a dial, at a running wait's step_by. */
+static double plan_turn(struct tpf_waits *ws, struct tpf_wait **mine, size_t n, double now,
+			double sweep_at)
+{
+	double at = now + WAITS_STEP_MAX;
+	for (size_t i = 0; i < n; i++) {
+		struct tpf_wait *w = mine[i];
+		ep_sync(ws, w);
+		double by = w->pfd.fd < 0 ? now : w->dial ? sweep_at : w->step_by;
+		if (by < at)
+			at = by;
+	}
+	return at;
+}
+
 static void *loop_main(void *arg)
 {
 	struct tpf_waits *ws = arg;
 	struct tpf_wait **mine = NULL;
-	/* One slot from the start: the wake pipe's, always there. */
-	struct pollfd *p = xcalloc(1, sizeof(*p));
-	size_t alloc = 0, palloc = 1;
+	void **ready = NULL;
+	size_t alloc = 0, ralloc = 0;
 	double sweep_at = 0;
 	for (;;) {
 		pthread_mutex_lock(&ws->mu);
@@ -404,19 +462,18 @@ static void *loop_main(void *arg)
 		size_t n = collect(ws, &mine, &alloc);
 		int busy = ws->dialing > 0;
 		pthread_mutex_unlock(&ws->mu);
-		XGROW(p, n + 1, palloc);
-		p[0] = (struct pollfd){ .fd = ws->wake[0], .events = POLLIN };
+		XGROW(ready, n + 1, ralloc);
 		double now = tpf_now_mono();
-		int ms = sweep_at > now ? (int)((sweep_at - now) * 1000) + 1 : 0;
-		for (size_t i = 0; i < n; i++) {
-			p[i + 1] = mine[i]->pfd;
-			if (p[i + 1].fd < 0)
-				ms = 0; /* a new wait: step it at once */
-		}
-		double polled_at = tpf_now_mono();
+		double at = plan_turn(ws, mine, n, now, sweep_at);
+		int ms = at > now ? (int)((at - now) * 1000) + 1 : 0;
+		double polled_at = now;
 		busy |= ms == 0;
-		poll(p, n + 1, ms);
-		if (p[0].revents) {
+		int k = tpf_evset_wait(ws->evs, ready, (int)n + 1, ms);
+		for (int j = 0; j < k; j++) {
+			if (ready[j]) {
+				((struct tpf_wait *)ready[j])->ready = 1;
+				continue;
+			}
 			busy = 1; /* a new wait or a stop: see to it at once */
 			char buf[256];
 			while (read(ws->wake[0], buf, sizeof(buf)) == (ssize_t)sizeof(buf))
@@ -426,13 +483,18 @@ static void *loop_main(void *arg)
 		int sweep = now >= sweep_at;
 		if (sweep)
 			sweep_at = now + WAITS_SWEEP;
-		for (size_t i = 0; i < n; i++)
-			if (sweep || p[i + 1].fd < 0 || p[i + 1].revents)
-				step(ws, mine[i]);
+		for (size_t i = 0; i < n; i++) {
+			struct tpf_wait *w = mine[i];
+			int due = w->pfd.fd < 0 || (w->dial ? sweep : now >= w->step_by);
+			if (w->ready || due) {
+				w->ready = 0;
+				step(ws, w);
+			}
+		}
 		quiet_gap(polled_at, busy);
 	}
 	free(mine);
-	free(p);
+	free(ready);
 	return NULL;
 }
 
@@ -445,7 +507,14 @@ struct tpf_waits *tpf_waits_new(struct tpf_transport *t, int window, int beat, i
 	ws->beat = beat;
 	pthread_mutex_init(&ws->mu, NULL);
 	pthread_cond_init(&ws->cv, NULL);
-	if (pipe2(ws->wake, O_CLOEXEC | O_NONBLOCK)) {
+	ws->evs = tpf_evset_new();
+	if (!ws->evs || pipe2(ws->wake, O_CLOEXEC | O_NONBLOCK) ||
+	    tpf_evset_watch(ws->evs, ws->wake[0], POLLIN, NULL)) {
+		if (ws->evs && ws->wake[0] > 0) {
+			close(ws->wake[0]);
+			close(ws->wake[1]);
+		}
+		tpf_evset_free(ws->evs);
 		pthread_cond_destroy(&ws->cv);
 		pthread_mutex_destroy(&ws->mu);
 		free(ws);
@@ -479,6 +548,7 @@ struct tpf_wait *tpf_waits_add(struct tpf_waits *ws, const struct tpf_state_node
 	w->worker = worker;
 	w->cb = *cb;
 	w->pfd.fd = -1;
+	w->ep_fd = -1;
 	pthread_mutex_lock(&ws->mu);
 	XGROW(ws->items, ws->n + 1, ws->alloc);
 	ws->items[ws->n++] = w;
@@ -534,6 +604,7 @@ void tpf_waits_free(struct tpf_waits *ws)
 	while (ws->n)
 		finish(ws->items[0]);
 	pthread_mutex_unlock(&ws->mu);
+	tpf_evset_free(ws->evs);
 	close(ws->wake[0]);
 	close(ws->wake[1]);
 	free(ws->items);

@@ -158,8 +158,8 @@ int tpf_provision_dial_start(struct tpf_transport *t, const struct tpf_state_nod
  * never blocks: cb->record gets each whole record that arrived (report
  * and token borrowed for the call; the token NULL from an older script);
  * it returns 1 while the wait goes on (*pfd: what to poll(2) for; step
- * again when it is ready, and at least every few seconds for keepalives
- * and the silence limit), 0 when the wait ended (the job changed: close,
+ * again when it is ready, and by *due, monotonic seconds, for keepalives
+ * and the silence limit: providers/transport.h watch_step), 0 when the wait ended (the job changed: close,
  * then open again with the last token), TPF_EUNREACHABLE when the
  * connection broke or was silent for beat (or window) + 30 s, TPF_ERROR
  * for a record without a session line. tpf_provision_watch_close (blocking,
@@ -177,7 +177,8 @@ int tpf_provision_watch_open(struct tpf_transport *t, struct tpf_conn *c, const 
 			     int worker, const char *token, int window, int beat,
 			     const struct tpf_provision_watch_cb *cb, struct tpf_job_watch **out,
 			     struct tpf_diags *d);
-int tpf_provision_watch_step(struct tpf_job_watch *w, struct pollfd *pfd, struct tpf_diags *d);
+int tpf_provision_watch_step(struct tpf_job_watch *w, struct pollfd *pfd, double *due,
+			     struct tpf_diags *d);
 int tpf_provision_watch_close(struct tpf_job_watch *w, int ended, struct tpf_diags *d);
 
 /* The last `lines` lines of the worker's job log (0: all), appended to out.

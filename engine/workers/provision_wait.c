@@ -148,11 +148,12 @@ int tpf_provision_watch_open(struct tpf_transport *t, struct tpf_conn *c, const 
 	return 0;
 }
 
-int tpf_provision_watch_step(struct tpf_job_watch *f, struct pollfd *pfd, struct tpf_diags *d)
+int tpf_provision_watch_step(struct tpf_job_watch *f, struct pollfd *pfd, double *due,
+			     struct tpf_diags *d)
 {
 	struct tpf_watch_io io = { .out = feed_out, .arg = f };
 	f->d = d;
-	int rc = f->t->ops->watch_step(f->c, &io, pfd, d);
+	int rc = f->t->ops->watch_step(f->c, &io, pfd, due, d);
 	f->d = NULL;
 	return f->err ? f->err : rc;
 }

@@ -235,7 +235,7 @@ void tpf_ssh_exec_free(struct tpf_conn *c, LIBSSH2_CHANNEL *ch);
 /* providers/transport.h watch_open, watch_step, watch_close (ssh_watch.c). */
 int tpf_ssh_watch_open(struct tpf_conn *c, const char *command, double idle, struct tpf_diags *d);
 int tpf_ssh_watch_step(struct tpf_conn *c, const struct tpf_watch_io *io, struct pollfd *pfd,
-		       struct tpf_diags *d);
+		       double *due, struct tpf_diags *d);
 int tpf_ssh_watch_close(struct tpf_conn *c, int *status, struct tpf_diags *d);
 int tpf_ssh_exec_stream(struct tpf_conn *c, const char *command, const struct tpf_exec_io *io,
 			int *status, struct tpf_diags *d);

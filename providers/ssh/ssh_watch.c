@@ -90,15 +90,18 @@ static void poll_for(struct tpf_conn *c, struct pollfd *pfd)
 }
 
 int tpf_ssh_watch_step(struct tpf_conn *c, const struct tpf_watch_io *io, struct pollfd *pfd,
-		       struct tpf_diags *d)
+		       double *due, struct tpf_diags *d)
 {
 	char buf[16384];
+	*due = 0;
 	if (!c->watch_state)
 		return tpf_errorx(d, c->where, NULL, "no command runs on worker '%s'", c->where);
 	if (c->watch_state != W_RUNNING) {
 		int rc = start_step(c, pfd, d);
-		if (rc)
+		if (rc) {
+			*due = c->watch_setup_by; /* its timeout */
 			return rc;
+		}
 	}
 	for (;;) {
 		ssize_t n = libssh2_channel_read(c->watch_ch, buf, sizeof(buf));
@@ -140,6 +143,14 @@ int tpf_ssh_watch_step(struct tpf_conn *c, const struct tpf_watch_io *io, struct
 		return TPF_EUNREACHABLE;
 	}
 	poll_for(c, pfd);
+	/* Step again at the next keepalive (next: seconds, from libssh2) or
+	 * the silence limit, whichever comes first. */
+	*due = c->watch_quiet_until;
+	if (c->t->o.keepalive > 0) {
+		double ka = tpf_now_mono() + (next > 0 ? next : 1);
+		if (!*due || ka < *due)
+			*due = ka;
+	}
 	return 1;
 }
 

@@ -116,6 +116,11 @@ echo "scale: $N workers provisioned in $(echo "$t0 $t1" | awk '{ printf "%.1f", 
 
 # 2. watch at its defaults; attached when every worker had a wait.
 echo "   (load $(cut -d' ' -f1-3 /proc/loadavg) after apply)"
+tck=$(getconf CLK_TCK)
+# the harness's own CPU, and its commands' (the reaped children's: the
+# bootstrap's verbs and what they waited for)
+hcpu() { awk '{ print $14 + $15, $16 + $17 }' "/proc/$SSH_WORKERS_PID/stat"; }
+ha=$(hcpu)
 w0=$(now)
 "$T" watch -f fleet.yaml -json >watch.out 2>&1 &
 WATCH=$!
@@ -134,19 +139,19 @@ until [ "$(waited)" -ge "$N" ]; do
 	[ "$(date +%s)" -lt "$end" ] || fail "only $(wc -l <seen.txt) of $N workers waited on in 900 s"
 done
 attach=$(echo "$w0 $(now)" | awk '{ printf "%.1f", $2 - $1 }')
+# Where the attach's time went: tpuform's CPU and the harness's SSH
+# server's (a single Python thread serving every handshake).
+echo "$(awk '{ print $14 + $15 }' "/proc/$WATCH/stat") $ha $(hcpu) $tck" | awk '{ t = $6
+	printf "   (during attach: tpuform CPU %.1f s, the harness'"'"'s SSH server %.1f s)\n", $1 / t, ($4 - $2) / t }'
 
 # 3. Idle.
 echo "   (load $(cut -d' ' -f1-3 /proc/loadavg) at attach)"
 sleep 10
-tck=$(getconf CLK_TCK)
 # the whole machine: processes started (/proc/stat's counter) and its
 # cores' busy ticks, for what the emulation (and anything else) costs
 machine() { awk '/^processes / { p = $2 } /^cpu / { b = $2 + $3 + $4 + $7 + $8 } END { print p, b }' /proc/stat; }
 m0=$(machine)
 cpu() { awk '{ print $14 + $15 }' "/proc/$WATCH/stat"; }
-# the harness's own CPU, and its commands' (the reaped children's: the
-# bootstrap's verbs and what they waited for)
-hcpu() { awk '{ print $14 + $15, $16 + $17 }' "/proc/$SSH_WORKERS_PID/stat"; }
 h0=$(hcpu)
 c0=$(cpu)
 a=$(now)
