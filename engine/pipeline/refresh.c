@@ -73,11 +73,14 @@ struct probe_task {
 	int worker;
 	struct tpf_worker_report report;
 	int rc;
+	int skipped; /* covered by the time its turn came: no fact */
 };
 
 struct probe_pool {
 	struct tpf_transport *t;
 	int once; /* tpf_provision_probe once */
+	tpf_probe_skip_fn skip;
+	void *skip_arg;
 	struct probe_task *tasks;
 	size_t n;
 };
@@ -87,6 +90,12 @@ static void probe_item(size_t i, void *arg)
 {
 	struct probe_pool *pp = arg;
 	struct probe_task *t = &pp->tasks[i];
+	/* Asked again at its turn: a probe of thousands takes a while, and a
+	 * job wait that answered meanwhile covers the worker (watch). */
+	if (pp->skip && pp->skip(pp->skip_arg, t->node, t->worker)) {
+		t->skipped = 1;
+		return;
+	}
 	/* Unreachable is a fact, not an error: keep those diagnostics out. */
 	struct tpf_diags local = TPF_DIAGS_INIT;
 	t->rc = tpf_provision_probe(pp->t, t->node, t->live, t->worker, pp->once, &t->report,
@@ -102,7 +111,7 @@ int tpf_probe_jobs(struct tpf_provider *prov, const struct tpf_state *st,
 	struct tpf_transport *t = prov->ops->transport ? prov->ops->transport(prov) : NULL;
 	if (!t)
 		return 0;
-	struct probe_pool pp = { .t = t, .once = once };
+	struct probe_pool pp = { .t = t, .once = once, .skip = skip, .skip_arg = skip_arg };
 	size_t cap = 0;
 	for (size_t i = 0; i < st->nnodes; i++)
 		cap += st->nodes[i].nworkers;
@@ -127,6 +136,8 @@ int tpf_probe_jobs(struct tpf_provider *prov, const struct tpf_state *st,
 
 	for (size_t i = 0; i < pp.n; i++) {
 		struct probe_task *task = &pp.tasks[i];
+		if (task->skipped)
+			continue;
 		XGROW(out->items, out->n + 1, out->alloc);
 		struct tpf_job_fact *f = &out->items[out->n++];
 		memset(f, 0, sizeof(*f));

@@ -61,6 +61,8 @@ struct loop {
 	size_t nreported;
 	int done; /* exit_when_done: 1 all completed, 2 some failed */
 	double next_probe; /* monotonic seconds of the next session check */
+	double began;      /* monotonic seconds when watch started */
+	int probed_once;   /* a session check has been started */
 	/* The pinned commit is re-resolved when a session check is due, not
 	 * every round: resolving a URL ref is a network round trip. */
 	char pinned[41];
@@ -302,8 +304,10 @@ static int take_probe(struct loop *w, struct tpf_pipeline *s, double started, in
 	 * drops answers nobody took. */
 	int got = tpf_prober_take(w->prober, 0, &s->facts, since);
 	int launched = due && tpf_prober_start(w->prober, s->have_commit ? s->commit : NULL);
-	if (launched)
+	if (launched) {
 		w->next_probe = started + o->session_check;
+		w->probed_once = 1;
+	}
 	/* With job waits attached the round does not wait for the probe: a
 	 * probe of 256 workers takes seconds, and a round blocked in it could
 	 * not act on a wait's news (a job's end acted on 12 s late in
@@ -395,12 +399,30 @@ static void keep_ssh_config(struct loop *w, struct tpf_pipeline *s, double opene
 	tpf_diags_release(&d);
 }
 
+/*
+ * Hold the first session check while the job waits make their first
+ * attempts, for at most one -session-check period: each wait's first
+ * answer is the worker's record (what the check would ask), and at 1,024
+ * workers a check of every worker beside their handshakes doubled the
+ * work of an attach (issue 28: 1,164 processes a second on the emulated
+ * workers, 42 % of watch's CPU in the probe's connections). A bounded run
+ * (-rounds) does not hold it: each of its rounds waits for the check.
+ */
+static int first_check_held(struct loop *w, double now)
+{
+	const struct tpf_watch_opts *o = w->o;
+	if (w->probed_once || !w->attacher || o->max_rounds ||
+	    now - w->began >= o->session_check)
+		return 0;
+	return !tpf_attacher_settled(w->attacher);
+}
+
 /* One round: ROUND_FATAL when the first round could not load the fleet
  * file or another state owns a node of this fleet's name. */
 static enum round_outcome round_run(struct loop *w, int round, double started)
 {
 	const struct tpf_watch_opts *o = w->o;
-	int due = started >= w->next_probe;
+	int due = started >= w->next_probe && !first_check_held(w, started);
 	struct tpf_pipeline_opts so = TPF_PIPELINE_OPTS_INIT;
 	so.file = o->file;
 	so.parallelism = o->parallelism;
@@ -456,6 +478,7 @@ int tpf_watch_run(const struct tpf_watch_opts *opts)
 	struct loop w;
 	memset(&w, 0, sizeof(w));
 	w.o = &o;
+	w.began = tpf_now_mono();
 	/* Installs its dispatcher in o, so heals' events pass through it too. */
 	w.hooks = tpf_watch_hooks_new(&o);
 	if (!w.hooks)

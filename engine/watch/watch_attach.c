@@ -61,6 +61,7 @@ struct attach_worker {
 	int seen;     /* present at the last sync */
 	int attached; /* a wait is in flight on a live connection */
 	int have;     /* fact holds an answer */
+	int tried;    /* a first attempt ended: an answer, or a failed connection */
 	double at;    /* monotonic seconds of that answer */
 	/* Monotonic seconds when this wait saw the fact's job (the process
 	 * group in its token) appear, after a token without it: a job started
@@ -83,6 +84,7 @@ struct tpf_attacher {
 	size_t n, alloc;
 	unsigned long news;
 	int warned_nofile;
+	int synced; /* a sync has run: the workers to attach are known */
 };
 
 static void fact_clear(struct tpf_job_fact *f)
@@ -205,6 +207,7 @@ static void record(struct attach_worker *w, const struct tpf_worker_report *r, i
 	w->fact.checkpoint = xstrdup(r->checkpoint);
 	w->fact.disruption = xstrdup(r->disruption);
 	w->have = 1;
+	w->tried = 1;
 	w->at = tpf_now_mono();
 	long job = token_job(now);
 	if (!job || !prev)
@@ -220,6 +223,8 @@ static void set_attached(struct attach_worker *w, int on)
 {
 	pthread_mutex_lock(&w->a->mu);
 	w->attached = on;
+	if (!on)
+		w->tried = 1;
 	pthread_mutex_unlock(&w->a->mu);
 }
 
@@ -271,6 +276,7 @@ static void *attach_thread(void *arg)
 		if (!c) {
 			if (tpf_provision_connect(t, w->node, &w->live, w->worker, &c, &quiet)) {
 				tpf_diags_release(&quiet);
+				set_attached(w, 0);
 				backoff = next_backoff(backoff);
 				pause_for(w, backoff);
 				continue;
@@ -480,6 +486,7 @@ void tpf_attacher_sync(struct tpf_attacher *a, const struct tpf_pipeline *s)
 		}
 	}
 	reap(a, &gone, &ngone);
+	a->synced = 1;
 	size_t live = a->n;
 	pthread_mutex_unlock(&a->mu);
 	fit_nofile(a, live);
@@ -522,6 +529,17 @@ size_t tpf_attacher_take(struct tpf_attacher *a, struct tpf_job_facts *facts,
 	return n;
 }
 
+int tpf_attacher_settled(struct tpf_attacher *a)
+{
+	if (!a)
+		return 1;
+	pthread_mutex_lock(&a->mu);
+	int settled = a->synced;
+	for (size_t i = 0; settled && i < a->n; i++)
+		settled = a->items[i]->tried || a->items[i]->stop;
+	pthread_mutex_unlock(&a->mu);
+	return settled;
+}
 
 int tpf_attacher_covers(void *arg, const struct tpf_state_node *sn, int worker)
 {

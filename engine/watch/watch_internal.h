@@ -193,7 +193,8 @@ struct tpf_wait_cb {
 	 * before, NULL for a new connection's first answer). */
 	void (*record)(void *arg, const struct tpf_worker_report *r, const char *prev,
 		       const char *now);
-	/* The wait is running on a live connection (1), or it broke (0). */
+	/* The wait is running on a live connection (1), or it broke or an
+	 * attempt to connect failed (0). */
 	void (*attached)(void *arg, int on);
 	void *arg;
 };
@@ -269,6 +270,13 @@ size_t tpf_attacher_take(struct tpf_attacher *a, struct tpf_job_facts *facts,
  * handshakes slowed the restarts it overlapped (docs/watch.md).
  */
 int tpf_attacher_covers(void *arg, const struct tpf_state_node *sn, int worker);
+/* 1 once a sync has run and every worker it attaches has had its first
+ * attempt end, an answer or a failed connection (a NULL attacher: 1).
+ * watch holds its first session check until then (engine/watch/watch.c
+ * round_run): the waits' first answers cover the workers they reach, and
+ * a probe of every worker at once, beside their handshakes, doubled the
+ * work of an attach (issue 28). */
+int tpf_attacher_settled(struct tpf_attacher *a);
 
 /* Stop every wait (each ends within its window) and free a (NULL: no-op). */
 void tpf_attacher_free(struct tpf_attacher *a);

@@ -214,7 +214,10 @@ static double turn(struct tpf_wait *w)
 		rc = tpf_provision_dial_start(ws->t, w->node, w->live, w->worker, &w->dial, &quiet);
 		tpf_diags_release(&quiet);
 		w->pfd = (struct pollfd){ .fd = -1 };
-		return rc ? (w->backoff = next_backoff(w->backoff)) : 0;
+		if (!rc)
+			return 0;
+		w->cb.attached(w->cb.arg, 0);
+		return w->backoff = next_backoff(w->backoff);
 	}
 	if (!w->c) {
 		rc = tpf_provision_connect(ws->t, w->node, w->live, w->worker, &w->c, &quiet);
@@ -227,6 +230,7 @@ static double turn(struct tpf_wait *w)
 	tpf_diags_release(&quiet);
 	if (rc) {
 		drop(w);
+		w->cb.attached(w->cb.arg, 0);
 		return w->backoff = next_backoff(w->backoff);
 	}
 	w->cb.attached(w->cb.arg, 1);
@@ -401,8 +405,8 @@ static void step(struct tpf_waits *ws, struct tpf_wait *w)
 		w->ended = 1;
 	} else {
 		w->failed = 1;
-		if (!dialing)
-			w->cb.attached(w->cb.arg, 0);
+		/* A failed dial too: the caller learns the attempt ended. */
+		w->cb.attached(w->cb.arg, 0);
 		due += w->backoff = next_backoff(w->backoff);
 	}
 	pthread_mutex_lock(&ws->mu);
