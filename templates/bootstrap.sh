@@ -1158,7 +1158,9 @@ tpf_wake() {
 # the job's progress are current. A connection that closed ends the wait
 # at its next heartbeat (the write fails: SIGPIPE). While the job's
 # wrapper holds its life lock, the wait sleeps on that lock instead
-# (tpf_wait_life): no process a second.
+# (tpf_wait_life): no process a second. With BEAT and an empty TOKEN (a
+# new connection) the record goes out at once, and the wait goes on from
+# the token it gave.
 tpf_wait() {
 	tpf_want=$1
 	tpf_left=${2:-10}
@@ -1176,6 +1178,17 @@ tpf_wait() {
 	trap 'rm -f -- "${tpf_fifo:-/nonexistent}" "$tpf_mark"; kill $tpf_ticker $tpf_fl 2>/dev/null' EXIT
 	trap 'exit 1' HUP INT TERM PIPE
 	tpf_token
+	# An empty TOKEN with BEAT (a new connection's first wait): the record
+	# at once, as a first heartbeat, then the long wait on the token it
+	# gave. So attaching is one exec, not an answer that ends and a second
+	# wait (at 1,024 workers closing those answers was most of watch's
+	# attach, issue 28), and the first beat is the cheap one when nothing
+	# changed. A job already ended is still said at once: its token is
+	# not the one the client had.
+	if [ -z "$tpf_want" ] && [ "$tpf_beat" -gt 0 ]; then
+		tpf_beat_record
+		tpf_want=$tpf_tok
+	fi
 	if [ "$tpf_tok" = "$tpf_want" ] && [ "$tpf_beat" -gt 0 ]; then
 		tpf_wait_life
 	fi

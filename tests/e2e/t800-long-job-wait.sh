@@ -73,9 +73,12 @@ restarted() { [ "$(starts "$1")" -ge "$2" ]; }
 
 TPUFORM_ATTACH_WINDOW=3 TPUFORM_ATTACH_BEAT=3 "$TPUFORM" watch -f fleet.yaml >watch.out 2>&1 &
 WPID=$!
-# A new connection's first wait answers at once; the second lasts.
-wait_for 90 each_waited 2
-ok "every worker is waited on" each_waited 2
+# A new connection's wait gives the record at once and lasts: one wait
+# per worker (two before: the first answered and ended).
+wait_for 90 each_waited 1
+ok "every worker is waited on" each_waited 1
+sleep 2
+is "one wait per worker" "$(waits)" 16
 threads=$(sed -n 's/^Threads:[[:space:]]*//p' "/proc/$WPID/status")
 # One loop and at most 4 helpers whatever the number of workers
 # (the code before: a thread per worker, 16 here, beside the main thread).
@@ -91,14 +94,24 @@ wait_for 30 restarted 1 8
 ok "a job's end has its unit's 4 workers running again" restarted 1 8
 is "the other unit was left alone" "$(starts 0)" 4
 
-# A silent connection: the harness stopped, its sockets still open.
-wait_for 30 each_waited 3
-before=$(waits)
+# A silent connection: the harness stopped, its sockets still open. Each
+# worker whose verbs are still logged (the restart above uploaded the real
+# bootstrap over the logging one on its unit's workers) must run a new
+# wait: its connection was noticed silent and made again.
+sleep 5
+for f in "$D"/w/w*/home; do
+	grep -q bootstrap.real.sh "$f/tpuform/bootstrap.sh" && echo "$f $(grep -c '^wait$' "$f/verbs")"
+done >before.txt
+ok "12 workers' verbs are still logged" test "$(wc -l <before.txt)" -eq 12
 kill -STOP "$SSH_WORKERS_PID"
 sleep 45
 kill -CONT "$SSH_WORKERS_PID"
 # shellcheck disable=SC2317 # called through wait_for
-rewaited() { [ "$(waits)" -ge $((before + 16)) ]; }
+rewaited() {
+	while read -r f n; do
+		[ "$(grep -c '^wait$' "$f/verbs")" -gt "$n" ] || return 1
+	done <before.txt
+}
 wait_for 90 rewaited
 ok "the silent connections are noticed and made again" rewaited
 sleep 3

@@ -1051,6 +1051,50 @@ done:
 	free(home);
 }
 
+/* A new connection's long wait (an empty token with BEAT): the record at
+ * once, then the wait goes on from the token it gave, so that watch's
+ * attach is one exec per worker (issue 28). It ended after the record
+ * before. The job's end still ends it, with the dead session's record. */
+static void test_provision__wait_first_record(void)
+{
+	char *home = make_home("w-first");
+	struct tpf_kvlist env = TPF_KVLIST_INIT, sec = TPF_KVLIST_INIT;
+	struct tpf_bootstrap_params p = params(&env);
+	p.setup = NULL;
+	p.run = "exec sleep 1000";
+	free(install(home, &p, &sec));
+	char *out = NULL;
+	CHECK_INT(verb(home, "start", &out), 0);
+	free(out);
+	struct tpf_buf b = TPF_BUF_INIT;
+	CHECK_INT(run_in(home, "sh " TPF_REMOTE_SCRIPT " wait '' 5 30 >first.out 2>&1 & echo $!",
+			 &b, 30), 0);
+	long pid = strtol(b.buf ? b.buf : "0", NULL, 10);
+	tpf_buf_release(&b);
+	double deadline = tpf_now_mono() + 20;
+	while (records(home, "first.out") < 1 && tpf_now_mono() < deadline)
+		tpf_sleep(0.05);
+	CHECKF(records(home, "first.out") == 1, "the first record at once");
+	char *s = slurp(home, "first.out");
+	CHECKF(s && strstr(s, ":alive\n") && said_is(s, "session", "alive"), "first: %s", s);
+	free(s);
+	tpf_sleep(1.5);
+	CHECKF(pid > 0 && kill((pid_t)pid, 0) == 0, "the wait goes on after its first record");
+	CHECK_INT(records(home, "first.out"), 1);
+	long pg = job_pgid(home);
+	kill((pid_t)-pg, SIGKILL);
+	deadline = tpf_now_mono() + 20;
+	while (records(home, "first.out") < 2 && tpf_now_mono() < deadline)
+		tpf_sleep(0.05);
+	s = slurp(home, "first.out");
+	char *want = xasprintf("TPUFORM token=%ld:dead\n", pg);
+	CHECKF(s && strstr(s, want), "the job's end ends it: %s", s);
+	free(want);
+	free(s);
+	verb_quiet(home, "stop", NULL);
+	free(home);
+}
+
 static void test_provision__stall_clock(void)
 {
 	char *home = make_home("w-stall");
@@ -1744,6 +1788,7 @@ int main(void)
 	RUN(test_provision__saved_checkpoint);
 	RUN(test_provision__wait_verb);
 	RUN(test_provision__wait_beat);
+	RUN(test_provision__wait_first_record);
 	RUN(test_provision__stall_clock);
 	RUN(test_provision__source_modes);
 	RUN(test_provision__worker_via_transport);
