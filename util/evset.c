@@ -38,7 +38,7 @@ void tpf_evset_free(struct tpf_evset *s)
 int tpf_evset_watch(struct tpf_evset *s, int fd, short events, void *ptr)
 {
 	struct epoll_event ev = { 0 };
-	ev.events = (events & POLLIN ? EPOLLIN : 0) | (events & POLLOUT ? EPOLLOUT : 0);
+	ev.events = ((events & POLLIN) ? EPOLLIN : 0) | ((events & POLLOUT) ? EPOLLOUT : 0);
 	ev.data.ptr = ptr;
 	if (epoll_ctl(s->ep, EPOLL_CTL_MOD, fd, &ev) == 0)
 		return 0;
