@@ -5,6 +5,7 @@
  * or through the bastion (ssh_jump.c, which uses these for the bastion's
  * own connection), is ssh_connect.c.
  */
+#include "providers/ssh/ssh_alloc.h"
 #include "providers/ssh/ssh_internal.h"
 #include "util/fs.h"
 #include "util/timeutil.h"
@@ -240,7 +241,7 @@ void tpf_ssh_conn_close(struct tpf_conn *c)
 			libssh2_sftp_shutdown(c->sftp);
 		if (!c->broken)
 			libssh2_session_disconnect(c->s, "tpuform done");
-		libssh2_session_free(c->s);
+		tpf_ssh_session_free(c->s);
 	}
 	if (c->fd >= 0)
 		close(c->fd);
@@ -257,7 +258,7 @@ void tpf_ssh_conn_close(struct tpf_conn *c)
 int tpf_ssh_session_start(struct tpf_conn *c, const char *known_pref, struct tpf_diags *d)
 {
 	struct tpf_ssh *t = c->t;
-	c->s = libssh2_session_init();
+	c->s = tpf_ssh_session_new();
 	if (!c->s)
 		return tpf_errorx(d, c->where, NULL, "cannot start an SSH session for %s '%s': out of memory",
 				  TPF_SSH_ROLE(c), c->where);
