@@ -20,8 +20,14 @@ unset IFS CDPATH
 set -u
 umask 077
 
-tpf_dir=$(cd -P -- "$(dirname -- "$0")" && pwd) || exit 2
-tpf_self=$tpf_dir/$(basename -- "$0")
+# $0's directory and name by expansion, not dirname(1) and basename(1):
+# every verb starts here, and a process costs (issue 28).
+case $0 in
+*/*) tpf_d0=${0%/*} ;;
+*) tpf_d0=. ;;
+esac
+tpf_dir=$(cd -P -- "${tpf_d0:-/}" && pwd) || exit 2
+tpf_self=$tpf_dir/${0##*/}
 tpf_src=$tpf_dir/src
 tpf_rundir=$tpf_dir/run
 tpf_logs=$tpf_dir/logs
@@ -51,10 +57,13 @@ tpf_put() {
 	printf '%s\n' "$2" >"$1.tmp.$$" && mv -f -- "$1.tmp.$$" "$1"
 }
 
-# First line of file $1, or nothing.
+# First line of file $1, or nothing. read(1) is a builtin: callers take
+# this with $(...), which is then a fork and no exec.
 tpf_read() {
 	if [ -f "$1" ]; then
-		head -n 1 -- "$1" 2>/dev/null
+		tpf_rl=
+		{ IFS= read -r tpf_rl <"$1"; } 2>/dev/null
+		printf '%s\n' "$tpf_rl"
 	fi
 }
 
@@ -916,12 +925,16 @@ tpf_notices() {
 # "TPUFORM_CHECKPOINT=<step or path>" line of the current log (its last
 # MiB). Nothing when there is none.
 tpf_checkpoint() {
-	tpf_c=$(tpf_read "$tpf_rundir/checkpoint")
-	if [ -z "$tpf_c" ] && [ -e "$tpf_logs/current.log" ]; then
-		tpf_c=$(tail -c 1048576 -- "$tpf_logs/current.log" 2>/dev/null |
-			sed -n 's/^TPUFORM_CHECKPOINT=\([^[:cntrl:]]*\)$/\1/p' | tail -n 1)
+	tpf_c=
+	if [ -f "$tpf_rundir/checkpoint" ]; then
+		{ IFS= read -r tpf_c <"$tpf_rundir/checkpoint"; } 2>/dev/null
 	fi
-	printf '%s' "$tpf_c" | cut -c1-300
+	if [ -z "$tpf_c" ] && [ -e "$tpf_logs/current.log" ]; then
+		tpf_c=$(tail -c 1048576 -- "$tpf_logs/current.log" 2>/dev/null | awk '
+			/^TPUFORM_CHECKPOINT=[^[:cntrl:]]*$/ { c = substr($0, 20) }
+			END { printf "%s", c }')
+	fi
+	printf '%.300s' "$tpf_c"
 }
 
 # The job wrapper's life lock (issue 28), run/life.PGID: an exclusive
@@ -1010,42 +1023,55 @@ tpf_job() {
 	tpf_wake
 }
 
+# The last non-blank line of the log's last 4 KiB as a terminal shows it:
+# progress bars redraw with \r, so the last redraw is the line to show,
+# without terminal escapes and control characters. One tail, tr and awk
+# (it was six processes; issue 28).
 tpf_last_log() {
 	[ -e "$tpf_logs/current.log" ] || return 0
-	tpf_esc=$(printf '\033')
-	# Progress bars redraw with \r: the last redraw is the line to show.
+	# Every control character but \n, \r and ESC goes first; awk splits
+	# at \r and drops the escape sequences, then the other ESCs.
 	tail -c 4096 -- "$tpf_logs/current.log" 2>/dev/null |
-		tr '\r' '\n' |
-		sed "s/$tpf_esc\\[[0-9;?]*[A-Za-z]//g" |
-		tr -d '\000-\011\013-\037\177' |
-		grep -v '^[[:space:]]*$' |
-		tail -n 1
+		tr -d '\000-\011\013\014\016-\032\034-\037\177' |
+		awk 'BEGIN { esc = "\033" }
+		{
+			n = split($0, seg, "\r")
+			for (i = 1; i <= n; i++) {
+				s = seg[i]
+				gsub(esc "\\[[0-9;?]*[A-Za-z]", "", s)
+				gsub(esc, "", s)
+				if (s ~ /[^[:space:]]/)
+					last = s
+			}
+		}
+		END { if (last != "") print last }'
 }
 
-# Modification time of file $1 (following links) in seconds since the
-# epoch, or nothing. GNU stat, then BSD stat.
-tpf_mtime() {
-	[ -e "$1" ] || return 0
-	stat -L -c %Y -- "$1" 2>/dev/null || stat -L -f %m -- "$1" 2>/dev/null
-}
-
-# Seconds since the job last showed progress: its log grew (the log's
-# mtime) or it touched $TPUFORM_HEARTBEAT, whichever is later. Nothing
-# when neither can be read. tpuform compares it with stall_timeout.
+# tpf_stall: seconds since the job last showed progress: its log grew
+# (the log's mtime) or it touched $TPUFORM_HEARTBEAT, whichever is later.
+# Empty when neither can be read. tpuform compares it with stall_timeout.
+# One stat(1) for both files (GNU stat, then BSD stat's flags), and it
+# sets the variable rather than printing, so no subshell.
 tpf_stalled_for() {
-	tpf_t=$(tpf_mtime "$tpf_logs/current.log")
-	tpf_hb=$(tpf_mtime "$tpf_heartbeat")
-	tpf_is_number "$tpf_t" || tpf_t=
-	if tpf_is_number "$tpf_hb" && { [ -z "$tpf_t" ] || [ "$tpf_hb" -gt "$tpf_t" ]; }; then
-		tpf_t=$tpf_hb
-	fi
-	[ -n "$tpf_t" ] || return 0
+	tpf_stall=
+	set --
+	[ ! -e "$tpf_logs/current.log" ] || set -- "$tpf_logs/current.log"
+	[ ! -e "$tpf_heartbeat" ] || set -- "$@" "$tpf_heartbeat"
+	[ "$#" -gt 0 ] || return 0
+	tpf_mt=
+	for tpf_m in $(stat -L -c %Y -- "$@" 2>/dev/null || stat -L -f %m -- "$@" 2>/dev/null); do
+		tpf_is_number "$tpf_m" || continue
+		if [ -z "$tpf_mt" ] || [ "$tpf_m" -gt "$tpf_mt" ]; then
+			tpf_mt=$tpf_m
+		fi
+	done
+	[ -n "$tpf_mt" ] || return 0
 	tpf_now=$(date +%s)
 	tpf_is_number "$tpf_now" || return 0
-	if [ "$tpf_now" -gt "$tpf_t" ]; then
-		echo $((tpf_now - tpf_t))
+	if [ "$tpf_now" -gt "$tpf_mt" ]; then
+		tpf_stall=$((tpf_now - tpf_mt))
 	else
-		echo 0
+		tpf_stall=0
 	fi
 }
 
@@ -1062,11 +1088,26 @@ tpf_progress() {
 		tpf_step=$(head -c 32 -- "$tpf_heartbeat.step" | tr -dc '0-9')
 	fi
 	if [ -f "$tpf_logs/current.log" ]; then
-		tpf_tail=$(tail -c 65536 -- "$tpf_logs/current.log" 2>/dev/null | tr -d '\000')
-		[ -n "$tpf_step" ] || tpf_step=$(printf '%s\n' "$tpf_tail" |
-			sed -n 's/.*TPUFORM_STEP=\([0-9][0-9]*\).*/\1/p' | tail -n 1)
-		tpf_ckpt=$(printf '%s\n' "$tpf_tail" |
-			sed -n 's/.*[Cc]heckpoint saved at step \([0-9][0-9]*\).*/\1/p' | tail -n 1)
+		# Both in one pass: "STEP CKPT" (either may be empty); the last
+		# of each on the last line that has one.
+		tpf_found=$(tail -c 65536 -- "$tpf_logs/current.log" 2>/dev/null | tr -d '\000' | awk '
+			{
+				s = $0
+				while (match(s, /TPUFORM_STEP=[0-9]+/)) {
+					step = substr(s, RSTART + 13, RLENGTH - 13)
+					s = substr(s, RSTART + RLENGTH)
+				}
+				s = $0
+				while (match(s, /[Cc]heckpoint saved at step [0-9]+/)) {
+					m = substr(s, RSTART, RLENGTH)
+					sub(/.* /, "", m)
+					ck = m
+					s = substr(s, RSTART + RLENGTH)
+				}
+			}
+			END { print step " " ck }')
+		[ -n "$tpf_step" ] || tpf_step=${tpf_found%% *}
+		tpf_ckpt=${tpf_found#* }
 	fi
 	if [ -z "$tpf_ckpt" ]; then
 		case ${tpf_ck:-} in
@@ -1101,13 +1142,14 @@ tpf_status() {
 	tpf_say "session=$tpf_state"
 	tpf_say "exit_code=$tpf_code"
 	if [ "$tpf_state" = alive ]; then
-		tpf_stall=$(tpf_stalled_for)
+		tpf_stalled_for
 		[ -z "$tpf_stall" ] || tpf_say "stalled_for=$tpf_stall"
 	fi
 	tpf_ck=$(tpf_checkpoint)
 	[ "$tpf_state" = none ] || tpf_progress
 	[ -z "$tpf_ck" ] || tpf_say "checkpoint=$tpf_ck"
-	tpf_d=$(sed -n 's/^reason=//p' "$tpf_rundir/disruption" 2>/dev/null)
+	tpf_d=
+	[ ! -f "$tpf_rundir/disruption" ] || tpf_d=$(sed -n 's/^reason=//p' "$tpf_rundir/disruption" 2>/dev/null)
 	[ -z "$tpf_d" ] || tpf_say "disruption=$tpf_d"
 	tpf_say "script=$(tpf_read "$tpf_rundir/script.sha256")"
 	tpf_say "last_log=$(tpf_last_log)"
@@ -1172,7 +1214,7 @@ tpf_wait() {
 	tpf_mark=$tpf_rundir/beat.$$
 	tpf_rec=
 	tpf_fl=
-	rm -f -- "$tpf_fifo"
+	[ ! -e "$tpf_fifo" ] || rm -f -- "$tpf_fifo"
 	mkfifo -m 600 "$tpf_fifo" 2>/dev/null || tpf_fifo=
 	tpf_ticker=
 	trap 'rm -f -- "${tpf_fifo:-/nonexistent}" "$tpf_mark"; kill $tpf_ticker $tpf_fl 2>/dev/null' EXIT
@@ -1337,7 +1379,7 @@ tpf_lock() {
 	flock -w 300 9 || tpf_fail lock 1 "another tpuform run holds $tpf_rundir/lock"
 }
 
-mkdir -p -- "$tpf_rundir" "$tpf_logs" || {
+{ [ -d "$tpf_rundir" ] && [ -d "$tpf_logs" ]; } || mkdir -p -- "$tpf_rundir" "$tpf_logs" || {
 	printf 'tpuform: cannot create %s\n' "$tpf_rundir"
 	exit 2
 }

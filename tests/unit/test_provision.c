@@ -812,6 +812,19 @@ static void test_provision__disruption(void)
 	free(home);
 }
 
+/* A worker home with the bootstrap installed for the job `run`, no setup
+ * and no secrets. Caller frees. */
+static char *job_home(const char *name, const char *run)
+{
+	char *home = make_home(name);
+	struct tpf_kvlist env = TPF_KVLIST_INIT, sec = TPF_KVLIST_INIT;
+	struct tpf_bootstrap_params p = params(&env);
+	p.setup = NULL;
+	p.run = run;
+	free(install(home, &p, &sec));
+	return home;
+}
+
 /* A replacement VM has no checkpoint of its own: the one tpuform's state
  * recorded (start's TPUFORM_SAVED_CHECKPOINT, engine/workers/provision.c) becomes
  * the job's TPUFORM_LAST_CHECKPOINT; once the VM's own job reported one,
@@ -1095,14 +1108,64 @@ static void test_provision__wait_first_record(void)
 	free(home);
 }
 
+/* What status reads from the job's log (issue 28 made it fewer processes;
+ * these are the answers it must keep giving): the last non-blank line of
+ * the log's last 4 KiB, a progress bar's last redraw (\r), without
+ * terminal escapes or control characters; the step, the last
+ * TPUFORM_STEP=N of the last 64 KiB (the last on its line); the last
+ * "checkpoint saved at step N" there; the checkpoint, the last whole line
+ * TPUFORM_CHECKPOINT=X without control characters. */
+static void test_provision__status_reads_log(void)
+{
+	char *home = job_home(
+		"w-logread",
+		"printf 'TPUFORM_STEP=3 checkpoint saved at step 2\\n'; "
+		"head -c 70000 /dev/zero | tr '\\000' x; echo; "
+		"printf 'TPUFORM_CHECKPOINT=gs://b/ck-8\\nTPUFORM_CHECKPOINT=bad\\001x\\n"
+		"xTPUFORM_CHECKPOINT=no\\nstep TPUFORM_STEP=5 then TPUFORM_STEP=6 done\\n"
+		"Checkpoint saved at step 40\\ncheckpoint saved at step 41, checkpoint saved at step 42.\\n"
+		"n\\000ul \\033[1mbold\\033[0m loss\\001 0.5\\n"
+		"  1%%\\r 10%%\\r\\033[2K 20%% done\\r\\n\\n   \\n'; "
+		": >\"$HOME/started\"; sleep 60");
+	char *out = NULL;
+	CHECK_INT(verb(home, "start", &out), 0);
+	free(out);
+	CHECK(wait_file(home, "started", 30));
+	out = wait_session(home, "alive", 10);
+	CHECK(said_is(out, "last_log", " 20% done"));
+	CHECK(said_is(out, "step", "6"));
+	CHECK(said_is(out, "checkpoint_step", "42"));
+	CHECK(said_is(out, "checkpoint", "gs://b/ck-8"));
+	free(out);
+	/* A log whose last lines are only a bar: the bar's last redraw; and
+	 * the heartbeat's step file wins over the log. */
+	char *log = home_path(home, "tpuform/logs/current.log");
+	FILE *f = fopen(log, "a");
+	CHECK(f != NULL);
+	if (f) {
+		fputs("TPUFORM_STEP=9\n\033[1mn\001ul\033[0m\0", f);
+		fclose(f);
+	}
+	char *step = home_path(home, "tpuform/run/heartbeat.step");
+	f = fopen(step, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fputs("77\n", f);
+		fclose(f);
+	}
+	verb_quiet(home, "status", &out);
+	CHECK(said_is(out, "last_log", "nul"));
+	CHECK(said_is(out, "step", "77"));
+	free(out);
+	verb_quiet(home, "stop", NULL);
+	free(step);
+	free(log);
+	free(home);
+}
+
 static void test_provision__stall_clock(void)
 {
-	char *home = make_home("w-stall");
-	struct tpf_kvlist env = TPF_KVLIST_INIT, sec = TPF_KVLIST_INIT;
-	struct tpf_bootstrap_params p = params(&env);
-	p.setup = NULL;
-	p.run = "echo \"hb=$TPUFORM_HEARTBEAT\"; touch \"$HOME/started\"; sleep 60";
-	char *hash = install(home, &p, &sec);
+	char *home = job_home("w-stall", "echo \"hb=$TPUFORM_HEARTBEAT\"; touch \"$HOME/started\"; sleep 60");
 	char *out = NULL;
 	CHECK_INT(verb(home, "start", &out), 0);
 	free(out);
@@ -1146,7 +1209,6 @@ static void test_provision__stall_clock(void)
 	CHECK_INT(verb(home, "stop", &out), 0);
 	free(out);
 	free(want);
-	free(hash);
 	free(home);
 }
 
@@ -1790,6 +1852,7 @@ int main(void)
 	RUN(test_provision__wait_beat);
 	RUN(test_provision__wait_first_record);
 	RUN(test_provision__stall_clock);
+	RUN(test_provision__status_reads_log);
 	RUN(test_provision__source_modes);
 	RUN(test_provision__worker_via_transport);
 	RUN(test_provision__render_choices);
