@@ -30,6 +30,7 @@
 #include "engine/watch/watch_internal.h"
 #include "model/node_state.h"
 #include "util/env.h"
+#include "util/strindex.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -82,6 +83,10 @@ struct tpf_attacher {
 	struct tpf_waits *ws; /* the waits' threads, when the transport has long waits */
 	struct attach_worker **items;
 	size_t n, alloc;
+	/* items by key (borrowed from the items), for find: a sync and the
+	 * session check look up every worker, which a scan made quadratic
+	 * (about 0.5 M comparisons a round at 1,024 workers; issue 28). */
+	struct tpf_strindex ix;
 	unsigned long news;
 	int warned_nofile;
 	int synced; /* a sync has run: the workers to attach are known */
@@ -333,12 +338,21 @@ static void wait_attached(void *arg, int on)
 	set_attached(arg, on);
 }
 
+/* The worker of key, or NULL; a->mu held. The first one added wins, as a
+ * scan from the start would find it. */
 static struct attach_worker *find(struct tpf_attacher *a, const char *key)
 {
-	for (size_t i = 0; i < a->n; i++)
-		if (!strcmp(a->items[i]->key, key))
-			return a->items[i];
-	return NULL;
+	size_t i;
+	return tpf_strindex_get(&a->ix, key, &i) && i < a->n ? a->items[i] : NULL;
+}
+
+/* Append w to the items and the index; a->mu held. */
+static void add_item(struct tpf_attacher *a, struct attach_worker *w)
+{
+	XGROW(a->items, a->n + 1, a->alloc);
+	a->items[a->n] = w;
+	tpf_strindex_put(&a->ix, w->key, a->n);
+	a->n++;
 }
 
 /* Start waiting on worker `worker` of sn (live: its READY node); a->mu held. */
@@ -359,8 +373,7 @@ static void attach_one(struct tpf_attacher *a, const struct tpf_state_node *sn,
 		struct tpf_wait_cb cb = { .record = wait_record, .attached = wait_attached, .arg = w };
 		w->fresh_for = a->beat + BEAT_SLACK;
 		w->wait = tpf_waits_add(a->ws, w->node, &w->live, worker, &cb);
-		XGROW(a->items, a->n + 1, a->alloc);
-		a->items[a->n++] = w;
+		add_item(a, w);
 		return;
 	}
 	pthread_attr_t attr;
@@ -370,8 +383,7 @@ static void attach_one(struct tpf_attacher *a, const struct tpf_state_node *sn,
 	pthread_attr_destroy(&attr);
 	if (!w->started)
 		w->done = 1;
-	XGROW(a->items, a->n + 1, a->alloc);
-	a->items[a->n++] = w;
+	add_item(a, w);
 }
 
 /* The attacher's own session: the provider its connections are made with.
@@ -442,7 +454,13 @@ static void reap(struct tpf_attacher *a, struct attach_worker ***gone, size_t *n
 		}
 		a->items[keep++] = w;
 	}
+	if (keep == a->n)
+		return;
+	/* Positions moved, and the keys of those gone are freed soon. */
 	a->n = keep;
+	tpf_strindex_clear(&a->ix);
+	for (size_t i = 0; i < a->n; i++)
+		tpf_strindex_put(&a->ix, a->items[i]->key, i);
 }
 
 /* Before the first worker a sync attaches: the attacher's provider learns
@@ -573,6 +591,7 @@ void tpf_attacher_free(struct tpf_attacher *a)
 	for (size_t i = 0; i < a->n; i++)
 		worker_free(a->items[i]);
 	free(a->items);
+	tpf_strindex_release(&a->ix);
 	tpf_pipeline_close(&a->s);
 	pthread_mutex_destroy(&a->mu);
 	free(a);
