@@ -7,8 +7,10 @@
  */
 #include "plan/plan.h"
 #include "plan/plan_internal.h"
+#include "util/strindex.h"
 #include "util/xalloc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,17 +108,77 @@ void tpf_job_fact_release(struct tpf_job_fact *f)
 
 void tpf_job_facts_release(struct tpf_job_facts *s)
 {
+	tpf_job_facts_unindex(s);
 	for (size_t i = 0; i < s->n; i++)
 		tpf_job_fact_release(&s->items[i]);
 	free(s->items);
 	memset(s, 0, sizeof(*s));
 }
 
+struct tpf_job_facts_ix {
+	struct tpf_strindex ix;
+	char **keys; /* owned; the index borrows them */
+	const struct tpf_job_fact *items; /* what it was built for */
+	size_t n;
+};
+
+/* "WORKER/NODE" into buf; 0 when it does not fit. */
+static int fact_key(char *buf, size_t size, const char *node, int worker)
+{
+	int len = snprintf(buf, size, "%d/%s", worker, node ? node : "");
+	return len > 0 && (size_t)len < size;
+}
+
+void tpf_job_facts_index(struct tpf_job_facts *s)
+{
+	tpf_job_facts_unindex(s);
+	struct tpf_job_facts_ix *x = xcalloc(1, sizeof(*x));
+	x->keys = xcalloc(s->n ? s->n : 1, sizeof(*x->keys));
+	x->items = s->items;
+	x->n = s->n;
+	for (size_t i = 0; i < s->n; i++) {
+		x->keys[i] = xasprintf("%d/%s", s->items[i].worker,
+				       s->items[i].node ? s->items[i].node : "");
+		tpf_strindex_put(&x->ix, x->keys[i], i); /* the first one wins */
+	}
+	s->ix = x;
+}
+
+void tpf_job_facts_unindex(struct tpf_job_facts *s)
+{
+	struct tpf_job_facts_ix *x = s ? s->ix : NULL;
+	if (!x)
+		return;
+	for (size_t i = 0; i < x->n; i++)
+		free(x->keys[i]);
+	free(x->keys);
+	tpf_strindex_release(&x->ix);
+	free(x);
+	s->ix = NULL;
+}
+
+static int fact_is(const struct tpf_job_fact *f, const char *node, int worker)
+{
+	return f->worker == worker && f->node && node && !strcmp(f->node, node);
+}
+
 const struct tpf_job_fact *tpf_job_facts_find(const struct tpf_job_facts *s,
 						      const char *node, int worker)
 {
-	for (size_t i = 0; s && i < s->n; i++)
-		if (s->items[i].worker == worker && !strcmp(s->items[i].node, node))
+	if (!s || !node)
+		return NULL;
+	const struct tpf_job_facts_ix *x = s->ix;
+	char key[192];
+	if (x && x->items == s->items && x->n == s->n && fact_key(key, sizeof(key), node, worker)) {
+		size_t i;
+		if (!tpf_strindex_get(&x->ix, key, &i))
+			return NULL;
+		if (i < s->n && fact_is(&s->items[i], node, worker))
+			return &s->items[i];
+		/* Changed under the index: the scan decides. */
+	}
+	for (size_t i = 0; i < s->n; i++)
+		if (fact_is(&s->items[i], node, worker))
 			return &s->items[i];
 	return NULL;
 }

@@ -103,15 +103,34 @@ struct tpf_job_fact {
 	char *disruption;
 };
 
+struct tpf_job_facts_ix;
 struct tpf_job_facts {
 	struct tpf_job_fact *items;
 	size_t n, alloc;
+	/* A lookup index for tpf_job_facts_find, present only between
+	 * tpf_job_facts_index and tpf_job_facts_unindex; NULL otherwise. */
+	struct tpf_job_facts_ix *ix;
 };
 /* Free one fact's strings and zero it (the fact itself is not freed). */
 void tpf_job_fact_release(struct tpf_job_fact *f);
+/* Free every fact, the array and any index; *s is zeroed. */
 void tpf_job_facts_release(struct tpf_job_facts *s);
+/* The first fact of worker `worker` of node `node`, or NULL. Borrowed from
+ * s. A linear scan, or a hash lookup while s is indexed. */
 const struct tpf_job_fact *tpf_job_facts_find(const struct tpf_job_facts *s,
 						      const char *node, int worker);
+/*
+ * Index s for tpf_job_facts_find until tpf_job_facts_unindex(s): a plan
+ * looks up every worker's fact, several times, which a scan made
+ * quadratic in workers (at 4,096 workers, a tenth of watch's CPU; issue
+ * 28). s must not change while indexed: the caller indexes around one
+ * read-only use (tpf_pipeline_plan's diff). The index is only trusted
+ * while s has the same array and count it was built for, and a hit is
+ * checked against the fact itself; anything else falls back to the scan.
+ */
+void tpf_job_facts_index(struct tpf_job_facts *s);
+/* Drop s's index (none: nothing). */
+void tpf_job_facts_unindex(struct tpf_job_facts *s);
 
 /* ---- what the restart policy makes of a job --------------------------- */
 

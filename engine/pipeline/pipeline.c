@@ -272,7 +272,11 @@ struct tpf_diff_input tpf_pipeline_diff_input(struct tpf_pipeline *s, int destro
 int tpf_pipeline_plan(struct tpf_pipeline *s, int destroy, struct tpf_plan *p)
 {
 	struct tpf_diff_input in = tpf_pipeline_diff_input(s, destroy, tpf_now_wall());
-	if (tpf_diff(p, &in, &s->d))
+	/* The diff looks up every worker's fact (read-only): indexed for it. */
+	tpf_job_facts_index(&s->facts);
+	int rc = tpf_diff(p, &in, &s->d);
+	tpf_job_facts_unindex(&s->facts);
+	if (rc)
 		return TPF_ERROR;
 	/* tpf_diff knows neither: a saved plan needs both to be applied. */
 	xstrset(&p->commit, s->have_commit ? s->commit : NULL);

@@ -347,7 +347,7 @@ static size_t take_waits(struct loop *w, struct tpf_pipeline *s, double probed_a
 	size_t n = tpf_attacher_take(w->attacher, &all, &at), added = 0;
 	for (size_t i = 0; i < n; i++) {
 		/* A list of one, in place: dropped, its strings are freed. */
-		struct tpf_job_facts one = { &all.items[i], 1, 1 };
+		struct tpf_job_facts one = { &all.items[i], 1, 1, NULL };
 		struct tpf_job_fact *probe = NULL;
 		for (size_t k = 0; k < s->facts.n && !probe; k++)
 			if (s->facts.items[k].worker == all.items[i].worker &&

@@ -212,13 +212,19 @@ static void run_case_with(const struct tcase *tc, const char *keys, int restarts
 	if (tc->facts)
 		parse_facts(tc->facts, &facts);
 	struct tpf_diff_input in = { &f, &ds, &st, &live, &facts, tc->destroy, NOW };
-	struct tpf_plan p;
-	CHECK_INT(tpf_diff(&p, &in, &d), 0);
-	struct tpf_buf b = TPF_BUF_INIT;
-	render_plan(&p, &b);
-	CHECK_STR(b.buf, tc->want);
-	tpf_buf_release(&b);
-	tpf_plan_release(&p);
+	/* Each case twice: the facts scanned, then indexed as
+	 * tpf_pipeline_plan indexes them; the same plan both times. */
+	for (int indexed = 0; indexed < 2; indexed++) {
+		if (indexed)
+			tpf_job_facts_index(&facts);
+		struct tpf_plan p;
+		CHECK_INT(tpf_diff(&p, &in, &d), 0);
+		struct tpf_buf b = TPF_BUF_INIT;
+		render_plan(&p, &b);
+		CHECK_STR(b.buf, tc->want);
+		tpf_buf_release(&b);
+		tpf_plan_release(&p);
+	}
 	tpf_job_facts_release(&facts);
 	tpf_live_set_release(&live);
 	tpf_desired_release(&ds);
@@ -539,6 +545,54 @@ static void test_diff__value_str_repeats(void)
 
 /* An action's change lines keep their order as the list grows (by
  * doubling, plan/plan.c) past 8, 16 and 32 lines. */
+/* tpf_job_facts_find answers the same indexed as scanned: the first of
+ * two facts of one worker, none for an unknown one; a fact added after the
+ * index was built is still found (the scan decides); a hit is checked
+ * against the fact it names. */
+static void test_diff__facts_index(void)
+{
+	struct tpf_job_facts s = { 0 };
+	const char *nodes[] = { "a", "b", "a", "c" };
+	int workers[] = { 0, 0, 0, 1 };
+	for (size_t i = 0; i < 4; i++) {
+		XGROW(s.items, s.n + 1, s.alloc);
+		memset(&s.items[s.n], 0, sizeof(s.items[s.n]));
+		s.items[s.n].node = xstrdup(nodes[i]);
+		s.items[s.n].worker = workers[i];
+		s.n++;
+	}
+	for (int indexed = 0; indexed < 2; indexed++) {
+		if (indexed)
+			tpf_job_facts_index(&s);
+		CHECK(tpf_job_facts_find(&s, "a", 0) == &s.items[0]);
+		CHECK(tpf_job_facts_find(&s, "c", 1) == &s.items[3]);
+		CHECK(tpf_job_facts_find(&s, "c", 0) == NULL);
+		CHECK(tpf_job_facts_find(&s, "d", 0) == NULL);
+		CHECK(tpf_job_facts_find(&s, NULL, 0) == NULL);
+	}
+	CHECK(s.ix != NULL);
+	/* A slot changed under the index (which its callers must not do):
+	 * the hit is checked against the fact, so the old name is not
+	 * answered with the new fact. */
+	free(s.items[3].node);
+	s.items[3].node = xstrdup("e");
+	CHECK(tpf_job_facts_find(&s, "c", 1) == NULL);
+	/* Appended after the index: a count the index was not built for. */
+	XGROW(s.items, s.n + 1, s.alloc);
+	memset(&s.items[s.n], 0, sizeof(s.items[s.n]));
+	s.items[s.n].node = xstrdup("z");
+	s.items[s.n].worker = 3;
+	s.n++;
+	CHECK(tpf_job_facts_find(&s, "z", 3) == &s.items[4]);
+	tpf_job_facts_unindex(&s);
+	CHECK(s.ix == NULL);
+	CHECK(tpf_job_facts_find(&s, "e", 1) == &s.items[3]);
+	tpf_job_facts_index(&s);
+	CHECK(tpf_job_facts_find(&s, "e", 1) == &s.items[3]);
+	tpf_job_facts_release(&s); /* frees the index too (LeakSanitizer) */
+	CHECK(s.ix == NULL && s.n == 0);
+}
+
 static void test_diff__many_changes(void)
 {
 	struct tpf_plan p;
@@ -568,6 +622,7 @@ int main(void)
 	RUN(test_heal__split);
 	RUN(test_diff__value_str_repeats);
 	RUN(test_diff__many_changes);
+	RUN(test_diff__facts_index);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run_case(&cases[i], 0, 0);
 	for (size_t i = 0; i < sizeof(qcases) / sizeof(qcases[0]); i++)
