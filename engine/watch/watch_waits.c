@@ -54,6 +54,12 @@
 /* Shortest time between two polls while no connection is being made
  * (seconds): see quiet_gap. */
 #define WAITS_QUIET_GAP 0.1
+/* While busy (dials in flight), seconds per wait the loop owns between
+ * two waits for events: each turn walks every wait, so turns are spaced by
+ * the walk's size (64 waits: 64 us; 4,096: 4 ms), which bounds the walks
+ * to a few per cent of a core at any size (issue 28: at 4,096 workers the
+ * walks of unthrottled turns were an eighth of watch's CPU during attach). */
+#define WAITS_BUSY_GAP_PER_WAIT 1e-6
 
 enum { W_DUE, W_HELPING, W_LOOPING };
 
@@ -423,13 +429,15 @@ static void step(struct tpf_waits *ws, struct tpf_wait *w)
  * dial is in flight and nothing new came, the next wait for events begins
  * WAITS_QUIET_GAP after this one did: the wakes of a tenth of a second are
  * taken in one turn, and a job's end is seen at most 0.1 s later. Dials
- * (attach, reconnects) keep the loop unthrottled: a handshake is a dozen
- * round trips.
+ * (attach, reconnects) keep the loop nearly unthrottled, since a handshake
+ * is a dozen round trips: WAITS_BUSY_GAP_PER_WAIT per wait (4 ms at 4,096
+ * waits), so that the walks stay a small share of a core.
  */
-static void quiet_gap(double polled_at, int busy)
+static void quiet_gap(double polled_at, int busy, size_t waits)
 {
-	double left = polled_at + WAITS_QUIET_GAP - tpf_now_mono();
-	if (!busy && left > 0)
+	double gap = busy ? (double)waits * WAITS_BUSY_GAP_PER_WAIT : WAITS_QUIET_GAP;
+	double left = polled_at + gap - tpf_now_mono();
+	if (left > 0)
 		tpf_sleep(left);
 }
 
@@ -495,7 +503,7 @@ static void *loop_main(void *arg)
 				step(ws, w);
 			}
 		}
-		quiet_gap(polled_at, busy);
+		quiet_gap(polled_at, busy, n);
 	}
 	free(mine);
 	free(ready);
