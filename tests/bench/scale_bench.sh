@@ -84,6 +84,18 @@ now() { date +%s.%N; }
 # (unix(7)): otherwise no session ever appears.
 sock="$W/w/w$N/screen/1234567.tpuform-sc-a-$NODES-3"
 [ "${#sock}" -le 107 ] || fail "TMPDIR is too long for screen's sockets ($sock)"
+# The kernel's limits the emulated workers meet first: a screen session
+# holds a pseudo-terminal (kernel.pty.max, 4,096 by default: the 4,096th
+# worker's session never appeared), and an idle worker about 6 processes
+# (kernel.pid_max, 32,768 by default). Said up front, not as a failed apply
+# minutes later.
+limit() { cat "/proc/sys/kernel/$1" 2>/dev/null || echo 0; }
+ptys=$(limit pty/max)
+pids=$(limit pid_max)
+[ "$ptys" -eq 0 ] || [ "$ptys" -ge $((N + 256)) ] ||
+	fail "kernel.pty.max is $ptys, and $N workers need $((N + 256)) (a screen session each): sysctl -w kernel.pty.max=$((2 * N))"
+[ "$pids" -eq 0 ] || [ "$pids" -ge $((8 * N + 4096)) ] ||
+	fail "kernel.pid_max is $pids, and $N workers need about $((8 * N + 4096)): sysctl -w kernel.pid_max=$((8 * N + 4096))"
 command -v /usr/bin/time >/dev/null 2>&1 || { echo "scale_bench: needs GNU time (/usr/bin/time): skipped"; exit 0; }
 command -v jq >/dev/null 2>&1 || { echo "scale_bench: needs jq: skipped"; exit 0; }
 mkdir -p ev
