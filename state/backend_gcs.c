@@ -60,7 +60,7 @@ static int gcs_load(struct tpf_backend *b, struct tpf_state *st, struct tpf_diag
 				  "untouched",
 				  b->where, je.line, je.column, je.text);
 	}
-	rc = tpf_state_parse(st, root, b->where, 0, d);
+	rc = tpf_state_parse_memo(st, g->raw.buf, g->raw.len, root, b->where, 0, d);
 	json_decref(root);
 	return rc;
 }

@@ -42,7 +42,7 @@ int tpf_state_load(struct tpf_state *st, const char *path, struct tpf_diags *d)
 		tpf_state_init(st);
 		goto done;
 	}
-	err = tpf_state_parse(st, root, path, 1, d);
+	err = tpf_state_parse_memo(st, b.buf, b.len, root, path, 1, d);
 done:
 	json_decref(root);
 	tpf_buf_release(&b);

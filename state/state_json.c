@@ -472,6 +472,12 @@ static int parse_body(const struct reader *r, json_t *root, struct tpf_state *st
 int tpf_state_parse(struct tpf_state *st, json_t *root, const char *what, int is_file,
 		    struct tpf_diags *d)
 {
+	return tpf_state_parse_canon(st, root, what, is_file, NULL, d);
+}
+
+int tpf_state_parse_canon(struct tpf_state *st, json_t *root, const char *what, int is_file,
+			  const char *canon, struct tpf_diags *d)
+{
 	struct reader r = { what, is_file, d };
 	struct tpf_state tmp = { 0 };
 	json_t *doc = NULL;
@@ -520,7 +526,7 @@ int tpf_state_parse(struct tpf_state *st, json_t *root, const char *what, int is
 	err = parse_body(&r, doc, &tmp);
 	if (err)
 		goto done;
-	tmp.last_json = tpf_state_canonical(&tmp);
+	tmp.last_json = canon ? xstrdup(canon) : tpf_state_canonical(&tmp);
 done:
 	json_decref(doc);
 	if (err) {

@@ -56,6 +56,24 @@ const struct tpf_state_node **tpf_state_nodes_by_name(const struct tpf_state *st
  */
 int tpf_state_parse(struct tpf_state *st, json_t *root, const char *what, int is_file,
 		    struct tpf_diags *d);
+/* tpf_state_parse, with st's canonical text (last_json) taken from canon
+ * (copied) instead of made from st, when canon is not NULL: the caller
+ * knows it (state_canon_memo.c). NULL: made, as tpf_state_parse does. */
+int tpf_state_parse_canon(struct tpf_state *st, json_t *root, const char *what, int is_file,
+			  const char *canon, struct tpf_diags *d);
+/*
+ * tpf_state_parse of root, parsed from the bytes text[0..len), with a memo
+ * of the last such parse's canonical text keyed by those exact bytes (and
+ * is_file): `watch` loads the same state every round, and making its
+ * canonical text (every node built as JSON and dumped) was most of the
+ * load (issue 28). The canonical text is a function of the parsed state,
+ * which is a function of the bytes, so the memo changes no answer; what it
+ * skips is the per-node dump cache (st->doc), which the next save then
+ * builds. One text is kept (up to TPF_STATE_FILE_MAX), under a mutex.
+ * Same ownership and errors as tpf_state_parse.
+ */
+int tpf_state_parse_memo(struct tpf_state *st, const char *text, size_t len, json_t *root,
+			 const char *what, int is_file, struct tpf_diags *d);
 
 /*
  * The hint for a state file that cannot be read: restore "<path>.backup"

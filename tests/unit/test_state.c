@@ -4,6 +4,7 @@
  */
 #include "model/recipe.h"
 #include "state/state.h"
+#include "state/state_priv.h"
 #include "tests/unit/unit.h"
 #include "util/buf.h"
 #include "util/fs.h"
@@ -452,6 +453,58 @@ static void test_state__save_load_round_trip_and_format(void)
 	tpf_state_release(&a);
 	tpf_state_release(&b);
 	tpf_diags_release(&d);
+	free(path);
+	free(dir);
+}
+
+/* Loading the same bytes again takes the canonical text from the memo
+ * (state_canon_memo.c): the same text a fresh parse makes, a save that
+ * writes the same file, and an unchanged state still writes nothing;
+ * other bytes get their own. */
+static void test_state__canonical_memo(void)
+{
+	char *dir = fresh_dir("memo");
+	char *path = xasprintf("%s/tpuform.state.json", dir);
+	struct tpf_diags d = TPF_DIAGS_INIT;
+	struct tpf_state a, b, c;
+	fill_state(&a);
+	CHECK_INT(tpf_state_save_file(&a, path, &d), 0);
+	CHECK_INT(tpf_state_load(&b, path, &d), 0); /* the memo's first text */
+	CHECK_INT(tpf_state_load(&c, path, &d), 0); /* a hit */
+	char *fresh = tpf_state_canonical(&c);
+	CHECK_STR(c.last_json, fresh);
+	CHECK_STR(b.last_json, c.last_json);
+	free(fresh);
+	char *orig = xstrdup(c.last_json);
+	/* Unchanged: the save writes nothing (the serial stays). */
+	long serial = c.serial;
+	CHECK_INT(tpf_state_save_file(&c, path, &d), 0);
+	CHECK_INT(c.serial, serial);
+	/* Changed after a hit: written, as after a fresh load. */
+	xstrset(&c.nodes[0].recipe.zone, "europe-west4-a");
+	xstrset(&b.nodes[0].recipe.zone, "europe-west4-a");
+	char *pb = xasprintf("%s/b.json", dir);
+	CHECK_INT(tpf_state_save_file(&c, path, &d), 0);
+	CHECK_INT(c.serial, serial + 1);
+	CHECK_INT(tpf_state_save_file(&b, pb, &d), 0);
+	char *tc = slurp(path), *tb = slurp(pb);
+	CHECK_STR(tc, tb);
+	free(tc);
+	free(tb);
+	/* Other bytes: their own canonical text. */
+	struct tpf_state e;
+	CHECK_INT(tpf_state_load(&e, path, &d), 0);
+	CHECK(strstr(e.last_json, "europe-west4-a") != NULL);
+	CHECK(e.last_json && strcmp(e.last_json, orig) != 0);
+	CHECK_STR(e.last_json, c.last_json);
+	free(orig);
+	CHECK_INT(d.n, 0);
+	tpf_state_release(&a);
+	tpf_state_release(&b);
+	tpf_state_release(&c);
+	tpf_state_release(&e);
+	tpf_diags_release(&d);
+	free(pb);
 	free(path);
 	free(dir);
 }
@@ -1358,6 +1411,7 @@ int main(void)
 	RUN(test_state__json_shape_nulls_omitted_nodes_sorted);
 	RUN(test_state__save_load_round_trip_and_format);
 	RUN(test_state__missing_file_is_blank);
+	RUN(test_state__canonical_memo);
 	RUN(test_state__serial_and_lineage_rules);
 	RUN(test_state__backup_holds_previous_content_once);
 	RUN(test_state__unknown_keys_are_ignored);
