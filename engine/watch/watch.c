@@ -6,6 +6,7 @@
 #include "engine/watch/watch_internal.h"
 #include "engine/ledger/budget_spend.h"
 #include "engine/workers/provision.h"
+#include "util/strindex.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -345,31 +346,49 @@ static size_t take_waits(struct loop *w, struct tpf_pipeline *s, double probed_a
 	struct tpf_job_facts all;
 	memset(&all, 0, sizeof(all));
 	size_t n = tpf_attacher_take(w->attacher, &all, &at), added = 0;
+	/* The round's facts by "worker/node" (the first of a key, as a scan
+	 * would find it), appended ones too: a scan per wait was quadratic in
+	 * workers (issue 28). keys owns the index's keys. */
+	struct tpf_strindex ix = TPF_STRINDEX_INIT;
+	char **keys = xcalloc(s->facts.n + n + 1, sizeof(*keys));
+	size_t nkeys = 0;
+	for (size_t k = 0; k < s->facts.n; k++) {
+		keys[nkeys] = xasprintf("%d/%s", s->facts.items[k].worker, s->facts.items[k].node);
+		tpf_strindex_put(&ix, keys[nkeys++], k);
+	}
 	for (size_t i = 0; i < n; i++) {
 		/* A list of one, in place: dropped, its strings are freed. */
 		struct tpf_job_facts one = { &all.items[i], 1, 1, NULL };
-		struct tpf_job_fact *probe = NULL;
-		for (size_t k = 0; k < s->facts.n && !probe; k++)
-			if (s->facts.items[k].worker == all.items[i].worker &&
-			    !strcmp(s->facts.items[k].node, all.items[i].node))
-				probe = &s->facts.items[k];
+		char *key = xasprintf("%d/%s", all.items[i].worker, all.items[i].node);
+		size_t k;
+		struct tpf_job_fact *probe = tpf_strindex_get(&ix, key, &k) ? &s->facts.items[k] : NULL;
 		if (probe && at[i].at < probed_at) {
 			tpf_job_fact_release(&all.items[i]);
+			free(key);
 			continue; /* the probe asked it later: its answer stands */
 		}
 		if (tpf_healer_drop_stale_waits(w->healer, &one, &at[i]))
 			w->held = 1;
-		if (!one.n)
+		if (!one.n) {
+			free(key);
 			continue;
+		}
 		if (probe) {
 			tpf_job_fact_release(probe);
 			*probe = all.items[i];
+			free(key);
 		} else {
 			XGROW(s->facts.items, s->facts.n + 1, s->facts.alloc);
-			s->facts.items[s->facts.n++] = all.items[i];
+			s->facts.items[s->facts.n] = all.items[i];
+			keys[nkeys] = key;
+			tpf_strindex_put(&ix, keys[nkeys++], s->facts.n++);
 		}
 		added++;
 	}
+	for (size_t k = 0; k < nkeys; k++)
+		free(keys[k]);
+	free(keys);
+	tpf_strindex_release(&ix);
 	free(all.items);
 	free(at);
 	/* A job's last log line may hold a secret: hidden as the refresh
@@ -460,7 +479,10 @@ static enum round_outcome round_run(struct loop *w, int round, double started)
 		}
 		if (s.have_commit)
 			snprintf(w->pinned, sizeof(w->pinned), "%s", s.commit);
+		/* The hooks look up every worker's fact (read-only). */
+		tpf_job_facts_index(&s.facts);
 		tpf_watch_hooks_seen(w->hooks, &s, probed, started);
+		tpf_job_facts_unindex(&s.facts);
 		act(w, &s, &p, round, started, probed && s.o.refresh);
 		if (lead == LEAD_YES)
 			keep_ssh_config(w, &s, started);
