@@ -360,8 +360,10 @@ static size_t take_waits(struct loop *w, struct tpf_pipeline *s, double probed_a
 		/* A list of one, in place: dropped, its strings are freed. */
 		struct tpf_job_facts one = { &all.items[i], 1, 1, NULL };
 		char *key = xasprintf("%d/%s", all.items[i].worker, all.items[i].node);
-		size_t k;
-		struct tpf_job_fact *probe = tpf_strindex_get(&ix, key, &k) ? &s->facts.items[k] : NULL;
+		size_t k = 0;
+		struct tpf_job_fact *probe = NULL;
+		if (tpf_strindex_get(&ix, key, &k) && k < s->facts.n)
+			probe = s->facts.items + k;
 		if (probe && at[i].at < probed_at) {
 			tpf_job_fact_release(&all.items[i]);
 			free(key);
@@ -378,10 +380,10 @@ static size_t take_waits(struct loop *w, struct tpf_pipeline *s, double probed_a
 			*probe = all.items[i];
 			free(key);
 		} else {
-			XGROW(s->facts.items, s->facts.n + 1, s->facts.alloc);
-			s->facts.items[s->facts.n] = all.items[i];
 			keys[nkeys] = key;
-			tpf_strindex_put(&ix, keys[nkeys++], s->facts.n++);
+			tpf_strindex_put(&ix, keys[nkeys++], s->facts.n);
+			XGROW(s->facts.items, s->facts.n + 1, s->facts.alloc);
+			s->facts.items[s->facts.n++] = all.items[i];
 		}
 		added++;
 	}
