@@ -122,11 +122,9 @@ struct tpf_job_facts_ix {
 	size_t n;
 };
 
-/* "WORKER/NODE" into buf; 0 when it does not fit. */
-static int fact_key(char *buf, size_t size, const char *node, int worker)
+char *tpf_job_fact_key(const char *node, int worker)
 {
-	int len = snprintf(buf, size, "%d/%s", worker, node ? node : "");
-	return len > 0 && (size_t)len < size;
+	return xasprintf("%d/%s", worker, node ? node : "");
 }
 
 void tpf_job_facts_index(struct tpf_job_facts *s)
@@ -137,8 +135,7 @@ void tpf_job_facts_index(struct tpf_job_facts *s)
 	x->items = s->items;
 	x->n = s->n;
 	for (size_t i = 0; i < s->n; i++) {
-		x->keys[i] = xasprintf("%d/%s", s->items[i].worker,
-				       s->items[i].node ? s->items[i].node : "");
+		x->keys[i] = tpf_job_fact_key(s->items[i].node, s->items[i].worker);
 		tpf_strindex_put(&x->ix, x->keys[i], i); /* the first one wins */
 	}
 	s->ix = x;
@@ -168,10 +165,12 @@ const struct tpf_job_fact *tpf_job_facts_find(const struct tpf_job_facts *s,
 	if (!s || !node)
 		return NULL;
 	const struct tpf_job_facts_ix *x = s->ix;
-	char key[192];
-	if (x && x->items == s->items && x->n == s->n && fact_key(key, sizeof(key), node, worker)) {
+	if (x && x->items == s->items && x->n == s->n) {
+		char *key = tpf_job_fact_key(node, worker);
 		size_t i;
-		if (!tpf_strindex_get(&x->ix, key, &i))
+		int held = tpf_strindex_get(&x->ix, key, &i);
+		free(key);
+		if (!held)
 			return NULL;
 		if (i < s->n && fact_is(&s->items[i], node, worker))
 			return &s->items[i];

@@ -131,6 +131,10 @@ const struct tpf_job_fact *tpf_job_facts_find(const struct tpf_job_facts *s,
 void tpf_job_facts_index(struct tpf_job_facts *s);
 /* Drop s's index (none: nothing). */
 void tpf_job_facts_unindex(struct tpf_job_facts *s);
+/* The key a fact is indexed by, "WORKER/NODE" (node NULL: ""), for
+ * callers that keep an index of their own (watch's take_waits). Caller
+ * frees. */
+char *tpf_job_fact_key(const char *node, int worker);
 
 /* ---- what the restart policy makes of a job --------------------------- */
 

@@ -46,9 +46,9 @@ int tpf_state_parse_memo(struct tpf_state *st, const char *text, size_t len, jso
 			 const char *what, int is_file, struct tpf_diags *d)
 {
 	char *canon = text ? memo_get(text, len, is_file) : NULL;
-	int rc = tpf_state_parse_canon(st, root, what, is_file, canon, d);
-	if (!rc && !canon && text && st->last_json)
+	int hit = canon != NULL;
+	int rc = tpf_state_parse_canon(st, root, what, is_file, canon, d); /* takes canon */
+	if (!rc && !hit && text && st->last_json)
 		memo_put(text, len, is_file, st->last_json);
-	free(canon);
 	return rc;
 }

@@ -476,7 +476,7 @@ int tpf_state_parse(struct tpf_state *st, json_t *root, const char *what, int is
 }
 
 int tpf_state_parse_canon(struct tpf_state *st, json_t *root, const char *what, int is_file,
-			  const char *canon, struct tpf_diags *d)
+			  char *canon, struct tpf_diags *d)
 {
 	struct reader r = { what, is_file, d };
 	struct tpf_state tmp = { 0 };
@@ -526,8 +526,10 @@ int tpf_state_parse_canon(struct tpf_state *st, json_t *root, const char *what, 
 	err = parse_body(&r, doc, &tmp);
 	if (err)
 		goto done;
-	tmp.last_json = canon ? xstrdup(canon) : tpf_state_canonical(&tmp);
+	tmp.last_json = canon ? canon : tpf_state_canonical(&tmp);
+	canon = NULL;
 done:
+	free(canon); /* not taken: a refusal */
 	json_decref(doc);
 	if (err) {
 		tpf_state_release(&tmp);

@@ -57,10 +57,11 @@ const struct tpf_state_node **tpf_state_nodes_by_name(const struct tpf_state *st
 int tpf_state_parse(struct tpf_state *st, json_t *root, const char *what, int is_file,
 		    struct tpf_diags *d);
 /* tpf_state_parse, with st's canonical text (last_json) taken from canon
- * (copied) instead of made from st, when canon is not NULL: the caller
- * knows it (state_canon_memo.c). NULL: made, as tpf_state_parse does. */
+ * instead of made from st, when canon is not NULL: the caller knows it
+ * (state_canon_memo.c). canon is taken (freed on failure). NULL: made, as
+ * tpf_state_parse does. */
 int tpf_state_parse_canon(struct tpf_state *st, json_t *root, const char *what, int is_file,
-			  const char *canon, struct tpf_diags *d);
+			  char *canon, struct tpf_diags *d);
 /*
  * tpf_state_parse of root, parsed from the bytes text[0..len), with a memo
  * of the last such parse's canonical text keyed by those exact bytes (and

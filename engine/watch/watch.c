@@ -353,13 +353,13 @@ static size_t take_waits(struct loop *w, struct tpf_pipeline *s, double probed_a
 	char **keys = xcalloc(s->facts.n + n + 1, sizeof(*keys));
 	size_t nkeys = 0;
 	for (size_t k = 0; k < s->facts.n; k++) {
-		keys[nkeys] = xasprintf("%d/%s", s->facts.items[k].worker, s->facts.items[k].node);
+		keys[nkeys] = tpf_job_fact_key(s->facts.items[k].node, s->facts.items[k].worker);
 		tpf_strindex_put(&ix, keys[nkeys++], k);
 	}
 	for (size_t i = 0; i < n; i++) {
 		/* A list of one, in place: dropped, its strings are freed. */
 		struct tpf_job_facts one = { &all.items[i], 1, 1, NULL };
-		char *key = xasprintf("%d/%s", all.items[i].worker, all.items[i].node);
+		char *key = tpf_job_fact_key(all.items[i].node, all.items[i].worker);
 		size_t k = 0;
 		struct tpf_job_fact *probe = NULL;
 		if (tpf_strindex_get(&ix, key, &k) && k < s->facts.n)
