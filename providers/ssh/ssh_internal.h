@@ -28,6 +28,9 @@ struct tpf_ssh {
 	/* Its public half as a .pub line ("TYPE BASE64\n"), derived once with
 	 * the key; NULL when it cannot be (libssh2 then derives it itself). */
 	char *key_pub;
+	/* The bastion connections (ssh.proxy_jump), made on first use. */
+	pthread_mutex_t hub_mu;
+	struct tpf_ssh_hub *hub;
 };
 
 struct tpf_conn {
@@ -126,12 +129,56 @@ int tpf_ssh_handshake(struct tpf_conn *c, const char *known_pref, double deadlin
  * the worker), TPF_EUNREACHABLE (retried), TPF_ERROR.
  */
 int tpf_ssh_jump_open(struct tpf_conn *c, double deadline, struct tpf_diags *d);
-/* Stop the relay and close the bastion session (NULL: nothing). Call after
- * the inner session's socket is closed. */
+/* Release the tunnel to the hub (NULL: nothing); the bastion connection
+ * stays for others. Call after the inner session's socket is closed. */
 void tpf_ssh_jump_free(struct tpf_ssh_jump *j);
 /* The bastion's "TYPE BASE64" host key line and "user@host" / port, for
  * ssh(1)'s ProxyCommand (ssh_interactive.c). Borrowed from j. */
 const char *tpf_ssh_jump_known_line(const struct tpf_ssh_jump *j);
+
+/*
+ * The bastion connections of a transport and their one relay thread
+ * (ssh_jump_hub.c; ssh_jump.c says how tunnels share them). Every call on
+ * a bastion session after tpf_ssh_hub_add is the hub thread's.
+ */
+#define TPF_SSH_HUB_CHANNELS 64 /* tunnels per bastion connection */
+struct tpf_ssh_hub;
+struct tpf_ssh_hub_bastion;
+struct tpf_ssh_hub_chan;
+/* A hub with no bastion yet, its thread started; keepalive: seconds
+ * between keepalives to each bastion (0: none). NULL (errno set) when
+ * the thread or its descriptors cannot be had. Free with tpf_ssh_hub_free
+ * after every tunnel was released: it closes the bastion connections
+ * (politely, within 2 s each) and joins the thread. */
+struct tpf_ssh_hub *tpf_ssh_hub_new(double keepalive);
+void tpf_ssh_hub_free(struct tpf_ssh_hub *h);
+/* t's hub, made on first use (thread-safe; NULL as tpf_ssh_hub_new). */
+struct tpf_ssh_hub *tpf_ssh_hub_of(struct tpf_ssh *t);
+/* A live bastion connection with room for one more tunnel, the room
+ * taken (tpf_ssh_hub_open uses it), or NULL when none has room. */
+struct tpf_ssh_hub_bastion *tpf_ssh_hub_take(struct tpf_ssh_hub *h);
+/* Hand an authenticated bastion connection b to the hub (it owns b from
+ * now on), one room taken for the caller's tunnel. */
+struct tpf_ssh_hub_bastion *tpf_ssh_hub_add(struct tpf_ssh_hub *h, struct tpf_conn *b);
+/* lock 1/0: take/give the mutex under which callers connect a new
+ * bastion, so that a burst of callers shares one. */
+void tpf_ssh_hub_dial_lock(struct tpf_ssh_hub *h, int lock);
+/* The number of bastion connections (tests). */
+size_t tpf_ssh_hub_count(struct tpf_ssh_hub *h);
+/* A copy of hb's host key line "TYPE BASE64" (caller frees; NULL: none). */
+char *tpf_ssh_hub_known_line(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb);
+/* Open a tunnel to host:port through hb, in the room taken; blocks until
+ * the bastion answers or the deadline (monotonic seconds) passes. 0:
+ * *fd is the caller's end of a socketpair relayed to the channel (the
+ * caller closes it, then releases *out). Else TPF_EUNREACHABLE (refused,
+ * timed out, the bastion lost: retry) or TPF_ERROR, *why the reason
+ * (caller frees), the room given back. */
+int tpf_ssh_hub_open(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb, const char *host,
+		     int port, double deadline, struct tpf_ssh_hub_chan **out, int *fd, char **why);
+/* The caller is done with tunnel c (its socket closed): the hub flushes
+ * what the worker session last wrote, closes the channel (within 2 s)
+ * and frees c. NULL: nothing. */
+void tpf_ssh_hub_release(struct tpf_ssh_hub *h, struct tpf_ssh_hub_chan *c);
 
 /* Authenticate an opened connection (private key or agent): 0,
  * TPF_SSH_EREFUSED, TPF_EUNREACHABLE or TPF_ERROR (bad configuration). */

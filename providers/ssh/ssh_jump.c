@@ -16,20 +16,18 @@
  * to the tunnel; paramiko's `sock=channel` (ProxyJump in Ansible, Fabric)
  * is the same layering in a library whose sessions accept any stream.
  *
- * Why one bastion connection per worker connection, not one shared:
- *   - a libssh2 session is not safe to use from several threads at once,
- *     and connections here are driven by the caller's thread (ssh.h); a
- *     shared session would need one lock around every call on every
- *     channel, and one slow upload would stall every other worker;
- *   - the count stays bounded: one bastion connection and one relay thread
- *     per worker connection in flight, which the executor bounds with
- *     -parallelism (util/pool.c); OpenSSH's sshd accepts 10 unauthenticated
- *     connections at once by default (MaxStartups 10:30:100), the default
- *     -parallelism is 10, and the handshakes happen one after the other in
- *     each thread;
- *   - a bastion that drops one connection loses one worker's command, not
- *     all of them.
- * The cost is one more handshake per worker connection (milliseconds).
+ * Sharing the bastion (ssh_jump_hub.c): the bastion connections belong to
+ * the transport, not to a worker connection. A worker connection takes a
+ * place on a bastion connection that has room (at most
+ * TPF_SSH_HUB_CHANNELS = 64 tunnels each), else connects a new one (one at
+ * a time per transport, so a burst of connections shares the first); one
+ * thread relays every tunnel of every bastion connection. An idle bastion
+ * connection is kept 60 s for the next command. So a watch holding 2,304
+ * job waits behind a bastion holds 36 bastion connections and one relay
+ * thread; before, it held 2,304 of each. A bastion that drops one
+ * connection loses at most 64 workers' commands, which reconnect as after
+ * any drop. OpenSSH's sshd does not count direct-tcpip channels against
+ * MaxSessions (10), only shells, commands and subsystems.
  *
  * The bastion's host key: one pin per process (ssh.h,
  * tpf_ssh_jump_pin_sync), kept in the state; ssh.proxy_jump_host_key, when
@@ -44,28 +42,15 @@
 
 #include <errno.h>
 #include <netdb.h>
-#include <poll.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* Bytes buffered each way by the relay; SSH packets are at most 32 KiB of
- * payload (RFC 4253 section 6.1). */
-#define RELAY_BUF 32768
-/* Longest the relay goes on after it was told to stop (seconds): the inner
- * session's goodbye is flushed if the bastion takes it. */
-#define RELAY_STOP_GRACE 2.0
-
 struct tpf_ssh_jump {
-	struct tpf_conn *bastion; /* its own session and TCP socket */
-	LIBSSH2_CHANNEL *ch;
-	int local;                /* the relay's end of the socketpair */
-	pthread_t relay;
-	int relay_started;
-	atomic_int stop;
-	atomic_int failed;        /* the relay ended on an error: no polite close */
+	struct tpf_ssh_hub *hub;
+	struct tpf_ssh_hub_chan *chan; /* the tunnel, the hub's */
+	char *known_line;              /* the bastion's host key, "TYPE BASE64" */
 };
 
 /* ---- the pin ------------------------------------------------------------- */
@@ -162,149 +147,20 @@ static int check_bastion_key(struct tpf_conn *b, struct tpf_diags *d)
 	return err;
 }
 
-/* ---- the relay ------------------------------------------------------------ */
-
-struct pump {
-	char buf[RELAY_BUF];
-	size_t len, off;
-};
-
-/* One pass each way; returns 1 if bytes moved, 0 if not, -1 when done
- * (either end closed) or failed (j->failed set). */
-static int relay_pass(struct tpf_ssh_jump *j, struct pump *up, struct pump *down)
-{
-	int moved = 0;
-	if (!up->len) {
-		ssize_t n = recv(j->local, up->buf, sizeof(up->buf), 0);
-		if (n == 0)
-			return -1; /* the worker's session was closed */
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			return -1;
-		if (n > 0) {
-			up->len = (size_t)n;
-			up->off = 0;
-			moved = 1;
-		}
-	}
-	while (up->off < up->len) {
-		ssize_t w = libssh2_channel_write(j->ch, up->buf + up->off, up->len - up->off);
-		if (w == LIBSSH2_ERROR_EAGAIN)
-			break;
-		if (w < 0)
-			return atomic_store(&j->failed, 1), -1;
-		up->off += (size_t)w;
-		moved = 1;
-	}
-	if (up->off == up->len)
-		up->len = up->off = 0;
-	if (!down->len) {
-		ssize_t r = libssh2_channel_read(j->ch, down->buf, sizeof(down->buf));
-		if (r > 0) {
-			down->len = (size_t)r;
-			down->off = 0;
-			moved = 1;
-		} else if (r != LIBSSH2_ERROR_EAGAIN && r < 0) {
-			return atomic_store(&j->failed, 1), -1;
-		} else if (libssh2_channel_eof(j->ch)) {
-			return -1; /* the worker closed: its session sees the end */
-		}
-	}
-	while (down->off < down->len) {
-		ssize_t n = send(j->local, down->buf + down->off, down->len - down->off, MSG_NOSIGNAL);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			break;
-		if (n < 0)
-			return -1;
-		down->off += (size_t)n;
-		moved = 1;
-	}
-	if (down->off == down->len)
-		down->len = down->off = 0;
-	return moved;
-}
-
-/* Wait until either end can move, at most `ms`. */
-static int relay_wait(struct tpf_ssh_jump *j, const struct pump *up, const struct pump *down,
-		      int ms)
-{
-	LIBSSH2_SESSION *s = j->bastion->s;
-	int dir = libssh2_session_block_directions(s);
-	struct pollfd p[2] = { { .fd = j->bastion->fd }, { .fd = j->local } };
-	/* Input from the bastion only when there is room for it, or when a
-	 * write waits for the window to open (inbound packets). */
-	if (!down->len || up->len || (dir & LIBSSH2_SESSION_BLOCK_INBOUND))
-		p[0].events |= POLLIN;
-	if (dir & LIBSSH2_SESSION_BLOCK_OUTBOUND)
-		p[0].events |= POLLOUT;
-	if (!up->len)
-		p[1].events |= POLLIN;
-	if (down->len)
-		p[1].events |= POLLOUT;
-	return poll(p, 2, ms);
-}
-
-static void *relay_main(void *arg)
-{
-	struct tpf_ssh_jump *j = arg;
-	struct pump *up = xcalloc(1, sizeof(*up)), *down = xcalloc(1, sizeof(*down));
-	double keepalive = j->bastion->t->o.keepalive;
-	double stop_at = 0;
-	for (;;) {
-		if (atomic_load(&j->stop)) {
-			double now = tpf_now_mono();
-			if (!stop_at)
-				stop_at = now + RELAY_STOP_GRACE;
-			else if (now >= stop_at)
-				break;
-		}
-		int moved = relay_pass(j, up, down);
-		if (moved < 0)
-			break;
-		if (moved)
-			continue;
-		int ms = stop_at ? 100 : keepalive > 0 && keepalive < 1 ? (int)(keepalive * 1000) : 1000;
-		int n = relay_wait(j, up, down, ms);
-		if (n == 0 && keepalive > 0) {
-			/* Idle: the bastion's session needs keepalives of its own
-			 * (the worker's travel inside the channel). */
-			int next = 0;
-			libssh2_keepalive_send(j->bastion->s, &next);
-		}
-	}
-	/* Whatever ended the relay, the worker's session must see it. */
-	shutdown(j->local, SHUT_RDWR);
-	free(up);
-	free(down);
-	return NULL;
-}
+/* ---- a tunnel ------------------------------------------------------------ */
 
 void tpf_ssh_jump_free(struct tpf_ssh_jump *j)
 {
 	if (!j)
 		return;
-	if (j->relay_started) {
-		atomic_store(&j->stop, 1);
-		pthread_join(j->relay, NULL);
-	}
-	if (j->local >= 0)
-		close(j->local);
-	struct tpf_conn *b = j->bastion;
-	if (b && b->s && j->ch) {
-		if (atomic_load(&j->failed))
-			b->broken = 1;
-		libssh2_session_set_blocking(b->s, 1);
-		libssh2_session_set_timeout(b->s, 2000);
-		if (!b->broken)
-			libssh2_channel_close(j->ch);
-		libssh2_channel_free(j->ch);
-	}
-	tpf_ssh_conn_close(b); /* a bastion is reached directly: no tunnel */
+	tpf_ssh_hub_release(j->hub, j->chan);
+	free(j->known_line);
 	free(j);
 }
 
 const char *tpf_ssh_jump_known_line(const struct tpf_ssh_jump *j)
 {
-	return j && j->bastion ? j->bastion->known_line : NULL;
+	return j ? j->known_line : NULL;
 }
 
 /* ---- opening ------------------------------------------------------------ */
@@ -363,66 +219,59 @@ done:
 	return 0;
 }
 
-/* The direct-tcpip channel from the bastion to the worker. */
-static LIBSSH2_CHANNEL *open_channel(struct tpf_conn *b, struct tpf_conn *c, double deadline,
-				     int *err, struct tpf_diags *d)
+/* A bastion connection with room for c's tunnel: one that has room, else
+ * a new one, connected by one caller at a time (the others then share
+ * it). */
+static int bastion_take(struct tpf_ssh_hub *h, struct tpf_conn *c, double deadline,
+			struct tpf_ssh_hub_bastion **out, struct tpf_diags *d)
 {
-	LIBSSH2_CHANNEL *ch;
-	/* The originator fields are informational (RFC 4254 section 7.2);
-	 * ssh(1) -W sends these too. */
-	do
-		ch = libssh2_channel_direct_tcpip_ex(b->s, c->host, c->port, "127.0.0.1", 0);
-	while (!ch && tpf_ssh_again(b, libssh2_session_last_errno(b->s), deadline));
-	if (ch)
-		return ch;
-	int code = 0;
-	const char *msg = b->timed_out ? "timed out" : tpf_ssh_errmsg(b, &code);
-	tpf_errorx(d, c->where,
-		   "is the worker's VM up and its sshd listening there? The bastion must be able to "
-		   "reach the worker's internal address (firewall rules of the network) and allow "
-		   "forwarding (sshd_config AllowTcpForwarding)",
-		   "the bastion %s port %d could not open a connection to worker '%s' at %s port %d: %s",
-		   b->host, b->port, c->where, c->host, c->port, msg);
-	/* A refused channel is the worker's sshd not up yet, as a refused
-	 * TCP connection would be: retried. */
-	*err = TPF_EUNREACHABLE;
-	return NULL;
+	int err = 0;
+	*out = tpf_ssh_hub_take(h);
+	if (*out)
+		return 0;
+	tpf_ssh_hub_dial_lock(h, 1);
+	*out = tpf_ssh_hub_take(h);
+	if (!*out) {
+		struct tpf_conn *b = NULL;
+		err = bastion_open(c, &b, deadline, d);
+		if (!err)
+			*out = tpf_ssh_hub_add(h, b);
+	}
+	tpf_ssh_hub_dial_lock(h, 0);
+	return err;
 }
 
 int tpf_ssh_jump_open(struct tpf_conn *c, double deadline, struct tpf_diags *d)
 {
-	struct tpf_ssh_jump *j = xcalloc(1, sizeof(*j));
-	int sv[2] = { -1, -1 }, err = 0;
-	j->local = -1;
-	atomic_init(&j->stop, 0);
-	atomic_init(&j->failed, 0);
-	err = bastion_open(c, &j->bastion, deadline, d);
+	struct tpf_ssh_hub *h = tpf_ssh_hub_of(c->t);
+	if (!h)
+		return tpf_errorx(d, c->where, NULL, "cannot start the bastion relay for worker '%s': %s",
+				  c->where, strerror(errno));
+	struct tpf_ssh_hub_bastion *hb = NULL;
+	int err = bastion_take(h, c, deadline, &hb, d);
 	if (err)
-		goto fail;
-	j->ch = open_channel(j->bastion, c, deadline, &err, d);
-	if (!j->ch)
-		goto fail;
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv)) {
-		err = tpf_errorx(d, c->where, NULL, "cannot make a socketpair for worker '%s': %s",
-				 c->where, strerror(errno));
-		goto fail;
+		return err;
+	struct tpf_ssh_hub_chan *chan = NULL;
+	char *why = NULL, *known = tpf_ssh_hub_known_line(h, hb);
+	int fd = -1;
+	err = tpf_ssh_hub_open(h, hb, c->host, c->port, deadline, &chan, &fd, &why);
+	if (err) {
+		tpf_errorx(d, c->where,
+			   "is the worker's VM up and its sshd listening there? The bastion must be able "
+			   "to reach the worker's internal address (firewall rules of the network) and "
+			   "allow forwarding (sshd_config AllowTcpForwarding)",
+			   "the bastion %s port %d could not open a connection to worker '%s' at %s port "
+			   "%d: %s", c->t->o.jump_host, c->t->o.jump_port > 0 ? c->t->o.jump_port : 22,
+			   c->where, c->host, c->port, why ? why : "refused");
+		free(why);
+		free(known);
+		return err;
 	}
-	j->local = sv[1];
-	if (pthread_create(&j->relay, NULL, relay_main, j)) {
-		err = tpf_errorx(d, c->where, NULL, "cannot start the relay thread for worker '%s'",
-				 c->where);
-		close(sv[0]);
-		goto fail;
-	}
-	j->relay_started = 1;
-	c->fd = sv[0];
+	struct tpf_ssh_jump *j = xcalloc(1, sizeof(*j));
+	j->hub = h;
+	j->chan = chan;
+	j->known_line = known;
+	c->fd = fd;
 	c->jump = j;
 	return 0;
-fail:
-	/* A channel request that timed out left the bastion's session in an
-	 * unknown state: no polite goodbye then. */
-	if (j->bastion && j->bastion->timed_out)
-		j->bastion->broken = 1;
-	tpf_ssh_jump_free(j);
-	return err ? err : TPF_ERROR;
 }

@@ -148,6 +148,7 @@ struct tpf_transport *tpf_ssh_transport_new_opts(const struct tpf_ssh_options *o
 	const char *user = o->user && *o->user ? o->user : getenv("USER");
 	t->user = xstrdup(user && *user ? user : "root");
 	pthread_mutex_init(&t->key_mu, NULL);
+	pthread_mutex_init(&t->hub_mu, NULL);
 	tpf_buf_init(&t->key);
 	struct tpf_transport *tr = xcalloc(1, sizeof(*tr));
 	tr->ops = &ssh_ops;
@@ -168,6 +169,8 @@ void tpf_ssh_transport_free(struct tpf_transport *tr)
 	if (!tr)
 		return;
 	struct tpf_ssh *t = tr->impl;
+	tpf_ssh_hub_free(t->hub);
+	pthread_mutex_destroy(&t->hub_mu);
 	if (t->key.alloc)
 		OPENSSL_cleanse(t->key.buf, t->key.alloc);
 	tpf_buf_release(&t->key);

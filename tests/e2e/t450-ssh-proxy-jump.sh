@@ -134,8 +134,23 @@ like "(connection refused from here)" "$(cat last.out)" "cannot connect to worke
 
 ok "a second apply changes nothing" tpuform apply -f fleet.yaml -auto-approve
 unlike "and does not warn again: the pin came from the state" "$(cat last.out)" "trusting the host key"
+accepted() { grep -c 'Accepted publickey' "$W/bastion/log"; }
+before=$(accepted)
 ok "exec -all over the jump" tpuform exec -f fleet.yaml -all -- 'echo "up $(cat ~/starts | wc -l)"'
+# The four workers' tunnels share one bastion connection (ssh_jump.c).
+is "exec -all authenticated to the bastion once for four workers" "$(($(accepted) - before))" 1
 is "every worker answered" "$(grep -c 'up 1' last.out)" 4
+# Bulk bytes both ways through four tunnels of one bastion connection at
+# once: the relay's full windows and half-sent packets (ssh_jump_hub.c).
+head -c 6000000 /dev/urandom >big.bin
+ok "cp 6 MB to every worker over the jump" tpuform cp -f fleet.yaml big.bin -all :~/big.bin
+ok "and back from every worker" tpuform cp -f fleet.yaml -all :~/big.bin back
+want_sum=$(sha256sum <big.bin | cut -d' ' -f1)
+same=0
+for f in back/*/w*/big.bin; do
+	[ "$(sha256sum <"$f" | cut -d' ' -f1)" = "$want_sum" ] && same=$((same + 1))
+done
+is "the four copies came back unchanged" "$same" 4
 ok "logs over the jump" tpuform logs -f fleet.yaml pj-a-0 -worker 1
 like "the job's output" "$(cat last.out)" "hello from pj-a-0/1"
 sh_out=$(echo 'cat ~/starts' | tpuform ssh -f fleet.yaml pj-a-1 -worker 1 2>&1)
@@ -159,6 +174,10 @@ waited_all() {
 wpid=$!
 wait_for 60 waited_all
 ok "watch waits on every worker through the bastion" waited_all
+# Four job waits, one connection to the bastion, and no relay thread per
+# worker: watch's threads are those it has without a bastion, plus one.
+bastion_conns=$(ss -Htn state established "dst $BASTION:$BPORT" | wc -l | tr -d ' ')
+is "the four job waits go through one bastion connection" "$bastion_conns" 1
 kill -TERM "$wpid"
 wait "$wpid"
 is "watch exits 0" "$?" 0

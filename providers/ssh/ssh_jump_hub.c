@@ -1,0 +1,727 @@
+/*
+ * The bastion connections of one transport, shared (ssh.proxy_jump; the
+ * tunnels themselves are ssh_jump.c's): one thread, the hub, owns every
+ * bastion session once it is authenticated and relays every worker
+ * tunnel through it, so a fleet of thousands of workers behind a bastion
+ * costs one thread and a few bastion connections, not a thread and a
+ * connection per worker (issue 28).
+ *
+ * Sharing: at most TPF_SSH_HUB_CHANNELS tunnels (direct-tcpip channels,
+ * RFC 4254 section 7.2) per bastion connection; a tunnel asked for when
+ * every connection is full makes a new one. OpenSSH's sshd limits
+ * sessions per connection (MaxSessions, 10 by default) but not
+ * direct-tcpip channels; the limit here keeps a dropped bastion
+ * connection from taking more than that many workers' commands with it,
+ * and keeps libssh2's per-packet channel lookup (a list walk) short.
+ * 2,304 workers' job waits go through 36 bastion connections.
+ *
+ * libssh2 sessions are not thread-safe, so after the hand-over (a caller
+ * thread connects and authenticates a bastion session in blocking steps,
+ * then gives it to the hub) every call on it is made by the hub thread,
+ * under h->mu; callers only queue requests and wait on h->cv. The hub
+ * follows libssh2's rule for non-blocking sessions: a call that returned
+ * LIBSSH2_ERROR_EAGAIN with a packet half sent (the session blocked
+ * outbound) is repeated, with the same arguments, before any other call
+ * that sends on that session (libssh2 1.10 transport.c send_existing
+ * answers LIBSSH2_ERROR_BAD_USE otherwise), and channel opens, whose
+ * state libssh2 keeps per session, go one at a time.
+ */
+#include "providers/ssh/ssh_internal.h"
+#include "util/evset.h"
+#include "util/timeutil.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Bytes buffered each way per tunnel while the other end is not ready;
+ * allocated only then (SSH packets carry at most 32 KiB, RFC 4253 6.1). */
+#define RELAY_BUF 32768
+/* Seconds a released tunnel has to flush the inner session's goodbye and
+ * close its channel politely. */
+#define CLOSE_GRACE 2.0
+/* Seconds an idle bastion connection (no tunnel) is kept for the next. */
+#define IDLE_KEEP 60.0
+/* Ready descriptors taken per wait. */
+#define READY_MAX 256
+
+enum tag { TAG_WAKE = 1, TAG_BASTION, TAG_CHAN };
+enum chan_state { CH_OPENING, CH_OPEN, CH_FAILED, CH_CLOSED };
+/* The call that holds a half-sent packet on a bastion session. */
+enum pending_op { P_NONE, P_OPEN, P_WRITE, P_READ, P_FREE, P_KEEPALIVE };
+
+struct pump {
+	char *buf; /* NULL while empty */
+	size_t len, off;
+};
+
+struct tpf_ssh_hub_chan {
+	enum tag tag;
+	struct tpf_ssh_hub_bastion *hb;
+	LIBSSH2_CHANNEL *ch;
+	enum chan_state state;
+	int local;             /* the hub's end of the socketpair */
+	char *host;            /* where the bastion connects */
+	int port;
+	double deadline;       /* of the open */
+	int err;               /* a failed open: TPF_EUNREACHABLE or TPF_ERROR */
+	char *why;             /* and its message */
+	int released;          /* the caller is done with it */
+	double release_by;     /* monotonic: give up the polite close */
+	int local_eof, remote_eof;
+	struct pump up, down;  /* worker session -> channel, channel -> session */
+	short ev;              /* events asked of the evset; -1 none yet, -2 forgotten */
+	int ready;             /* its socket was ready this turn */
+	struct tpf_ssh_hub_chan *next;
+};
+
+struct tpf_ssh_hub_bastion {
+	enum tag tag;
+	struct tpf_conn *b;
+	size_t room_taken;     /* tunnels open or asked for */
+	int dead;              /* its session failed: no new tunnel */
+	enum pending_op pending;
+	struct tpf_ssh_hub_chan *pending_ch;
+	struct tpf_ssh_hub_chan *chans;
+	double idle_since;     /* monotonic, 0: in use */
+	double keepalive_at;
+	short ev;
+	int ready;             /* its socket was ready this turn */
+	struct tpf_ssh_hub_bastion *next;
+};
+
+struct tpf_ssh_hub {
+	pthread_mutex_t mu, dial_mu;
+	pthread_cond_t cv;
+	enum tag wake_tag;
+	int wake;              /* eventfd */
+	struct tpf_evset *es;
+	pthread_t thread;
+	int stop;
+	double keepalive;      /* seconds, 0: none */
+	struct tpf_ssh_hub_bastion *bastions;
+};
+
+static void hub_wake(struct tpf_ssh_hub *h)
+{
+	uint64_t one = 1;
+	if (write(h->wake, &one, sizeof(one)) < 0) {
+		/* The counter is full: the hub has wakes pending anyway. */
+	}
+}
+
+/* ---- what a session call left behind ------------------------------------ */
+
+/* After a call on hb's session returned rc: 1 when it must be repeated
+ * before anything else is sent (EAGAIN with a packet half out). */
+static int half_sent(struct tpf_ssh_hub_bastion *hb, long rc, enum pending_op op,
+		     struct tpf_ssh_hub_chan *c)
+{
+	if (rc != LIBSSH2_ERROR_EAGAIN ||
+	    !(libssh2_session_block_directions(hb->b->s) & LIBSSH2_SESSION_BLOCK_OUTBOUND))
+		return 0;
+	hb->pending = op;
+	hb->pending_ch = c;
+	return 1;
+}
+
+/* A session-level failure: every tunnel through hb ends (their worker
+ * sessions see the end of their sockets). */
+static void bastion_fail(struct tpf_ssh_hub_bastion *hb)
+{
+	hb->dead = 1;
+	hb->b->broken = 1;
+	hb->pending = P_NONE;
+	for (struct tpf_ssh_hub_chan *c = hb->chans; c; c = c->next) {
+		if (c->state == CH_OPENING) {
+			c->state = CH_FAILED;
+			c->err = TPF_EUNREACHABLE;
+			c->why = xstrdup("the connection to the bastion was lost");
+		}
+		if (c->local >= 0)
+			shutdown(c->local, SHUT_RDWR);
+		c->local_eof = c->remote_eof = 1;
+	}
+}
+
+/* An error rc from a call on c's channel: the session's when the network
+ * is to blame, else c's alone. */
+static void chan_error(struct tpf_ssh_hub_chan *c, long rc)
+{
+	if (tpf_ssh_net_error((int)rc) && rc != LIBSSH2_ERROR_EAGAIN) {
+		bastion_fail(c->hb);
+		return;
+	}
+	if (c->local >= 0)
+		shutdown(c->local, SHUT_RDWR);
+	c->local_eof = c->remote_eof = 1;
+}
+
+/* ---- opening ------------------------------------------------------------- */
+
+/* The oldest tunnel of hb waiting to open, one at a time (libssh2 keeps
+ * a channel open's state in the session). */
+static void open_step(struct tpf_ssh_hub_bastion *hb)
+{
+	struct tpf_ssh_hub_chan *c = hb->chans;
+	while (c && c->state != CH_OPENING)
+		c = c->next;
+	if (!c)
+		return;
+	/* The originator fields are informational (RFC 4254 section 7.2);
+	 * ssh(1) -W sends these too. */
+	c->ch = libssh2_channel_direct_tcpip_ex(hb->b->s, c->host, c->port, "127.0.0.1", 0);
+	if (c->ch) {
+		c->state = CH_OPEN;
+		return;
+	}
+	int rc = libssh2_session_last_errno(hb->b->s);
+	if (rc == LIBSSH2_ERROR_EAGAIN && tpf_now_mono() < c->deadline) {
+		half_sent(hb, rc, P_OPEN, c);
+		return;
+	}
+	c->state = CH_FAILED;
+	if (rc == LIBSSH2_ERROR_EAGAIN) {
+		/* The session is left inside an open: no other can follow. */
+		c->why = xstrdup("timed out");
+		bastion_fail(hb);
+		c->err = TPF_EUNREACHABLE;
+		return;
+	}
+	char *msg = NULL;
+	libssh2_session_last_error(hb->b->s, &msg, NULL, 0);
+	c->why = xstrdup(msg && *msg ? msg : "refused");
+	/* A refused channel is the worker's sshd not up yet, as a refused
+	 * TCP connection would be: retried by the caller. */
+	c->err = TPF_EUNREACHABLE;
+	if (tpf_ssh_net_error(rc))
+		bastion_fail(hb);
+}
+
+/* ---- relaying ------------------------------------------------------------- */
+
+/* The worker session's bytes into the channel. 0, or 1 when a half-sent
+ * packet stops the session. */
+static int relay_up(struct tpf_ssh_hub_chan *c)
+{
+	struct pump *p = &c->up;
+	if (!p->buf && !c->local_eof) {
+		p->buf = xmalloc(RELAY_BUF);
+		ssize_t n = recv(c->local, p->buf, RELAY_BUF, 0);
+		if (n > 0)
+			p->len = (size_t)n, p->off = 0;
+		else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			c->local_eof = 1;
+	}
+	while (p->off < p->len) {
+		ssize_t w = libssh2_channel_write(c->ch, p->buf + p->off, p->len - p->off);
+		if (w == LIBSSH2_ERROR_EAGAIN)
+			return half_sent(c->hb, w, P_WRITE, c);
+		if (w < 0) {
+			chan_error(c, w);
+			break;
+		}
+		p->off += (size_t)w;
+	}
+	if (p->off >= p->len) {
+		free(p->buf);
+		memset(p, 0, sizeof(*p));
+	}
+	return 0;
+}
+
+/* The channel's bytes to the worker session. 0, or 1 as relay_up. */
+static int relay_down(struct tpf_ssh_hub_chan *c)
+{
+	struct pump *p = &c->down;
+	if (!p->buf && !c->remote_eof) {
+		p->buf = xmalloc(RELAY_BUF);
+		ssize_t r = libssh2_channel_read(c->ch, p->buf, RELAY_BUF);
+		if (r > 0) {
+			p->len = (size_t)r, p->off = 0;
+		} else if (r == LIBSSH2_ERROR_EAGAIN) {
+			if (half_sent(c->hb, r, P_READ, c)) {
+				free(p->buf);
+				memset(p, 0, sizeof(*p));
+				return 1;
+			}
+		} else if (r < 0) {
+			chan_error(c, r);
+		}
+		if (!p->len && !c->remote_eof && libssh2_channel_eof(c->ch)) {
+			/* The worker closed: its session sees the end. */
+			c->remote_eof = 1;
+			shutdown(c->local, SHUT_WR);
+		}
+	}
+	while (p->off < p->len) {
+		ssize_t n = send(c->local, p->buf + p->off, p->len - p->off, MSG_NOSIGNAL);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			break;
+		if (n < 0) {
+			c->local_eof = c->remote_eof = 1;
+			p->off = p->len;
+			break;
+		}
+		p->off += (size_t)n;
+	}
+	if (p->off >= p->len) {
+		free(p->buf);
+		memset(p, 0, sizeof(*p));
+	}
+	return 0;
+}
+
+/* Close a finished tunnel's channel (libssh2_channel_free: CLOSE both
+ * ways). 1 when it is done (or given up: the session frees what is left
+ * when it ends), 0 not yet. */
+static int close_step(struct tpf_ssh_hub_chan *c, double now)
+{
+	if (!c->ch || c->hb->dead)
+		return 1;
+	int rc = libssh2_channel_free(c->ch);
+	if (rc == LIBSSH2_ERROR_EAGAIN && now < c->release_by) {
+		half_sent(c->hb, rc, P_FREE, c);
+		return 0;
+	}
+	if (rc == LIBSSH2_ERROR_EAGAIN)
+		c->hb->b->broken = 1; /* a close half done: no polite goodbye */
+	c->ch = rc ? c->ch : NULL;
+	return 1;
+}
+
+static void chan_drop(struct tpf_ssh_hub *h, struct tpf_ssh_hub_chan *c)
+{
+	struct tpf_ssh_hub_bastion *hb = c->hb;
+	for (struct tpf_ssh_hub_chan **pp = &hb->chans; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	if (hb->pending_ch == c)
+		hb->pending = P_NONE, hb->pending_ch = NULL;
+	if (c->local >= 0) {
+		tpf_evset_forget(h->es, c->local);
+		close(c->local);
+	}
+	free(c->up.buf);
+	free(c->down.buf);
+	free(c->host);
+	free(c->why);
+	free(c);
+	if (hb->room_taken)
+		hb->room_taken--;
+}
+
+/* One tunnel's turn: relay, and end it once its caller released it and
+ * its worker session's last bytes went out. 1 when a half-sent packet
+ * stops the session. */
+static int chan_turn(struct tpf_ssh_hub *h, struct tpf_ssh_hub_chan *c, double now)
+{
+	if (c->state == CH_OPEN && !c->hb->dead) {
+		if (relay_up(c) || relay_down(c))
+			return 1;
+	}
+	if (!c->released)
+		return 0;
+	int flushed = c->local_eof && !c->up.len;
+	if ((c->state != CH_OPEN || flushed || now >= c->release_by) && close_step(c, now)) {
+		c->state = CH_CLOSED;
+		chan_drop(h, c);
+		return 0;
+	}
+	return c->hb->pending != P_NONE;
+}
+
+/* Repeat the call holding a half-sent packet on hb's session. 1 while it
+ * still holds one. */
+static int pending_turn(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb, double now)
+{
+	struct tpf_ssh_hub_chan *c = hb->pending_ch;
+	enum pending_op op = hb->pending;
+	hb->pending = P_NONE;
+	hb->pending_ch = NULL;
+	int next = 0;
+	switch (op) {
+	case P_OPEN:
+		open_step(hb);
+		break;
+	case P_WRITE:
+		relay_up(c);
+		break;
+	case P_READ:
+		relay_down(c);
+		break;
+	case P_FREE:
+		if (close_step(c, now)) {
+			c->state = CH_CLOSED;
+			chan_drop(h, c);
+		}
+		break;
+	case P_KEEPALIVE:
+		half_sent(hb, libssh2_keepalive_send(hb->b->s, &next), P_KEEPALIVE, NULL);
+		break;
+	case P_NONE:
+		break;
+	}
+	return hb->pending != P_NONE;
+}
+
+/* ---- the hub's thread ----------------------------------------------------- */
+
+/* What hb's session and its tunnels' sockets are waited on for. */
+static void bastion_watch(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb)
+{
+	short ev = POLLIN;
+	if (!hb->dead && (libssh2_session_block_directions(hb->b->s) & LIBSSH2_SESSION_BLOCK_OUTBOUND))
+		ev |= POLLOUT;
+	if (ev != hb->ev && !tpf_evset_watch(h->es, hb->b->fd, ev, hb))
+		hb->ev = ev;
+	for (struct tpf_ssh_hub_chan *c = hb->chans; c; c = c->next) {
+		if (c->local < 0 || c->state != CH_OPEN || c->ev == -2)
+			continue;
+		if (c->local_eof && c->remote_eof) {
+			/* Both ways ended: a hung-up socket would be reported
+			 * ready on every wait. */
+			tpf_evset_forget(h->es, c->local);
+			c->ev = -2;
+			continue;
+		}
+		/* Quiet when the bytes it has cannot move yet: the session's
+		 * readiness brings it back. */
+		short want = (short)((!c->up.len && !c->local_eof ? POLLIN : 0) |
+				     (c->down.len ? POLLOUT : 0));
+		if (want != c->ev && !tpf_evset_watch(h->es, c->local, want, c))
+			c->ev = want;
+	}
+}
+
+/* Does tunnel c need a turn? Its own socket was ready, it holds bytes,
+ * it is closing, or (after the session was read) libssh2 has something
+ * queued for it: libssh2_poll_channel_read looks at the session's queue
+ * without a system call, so a session's readiness costs one read, not one
+ * per tunnel. */
+static int chan_due(const struct tpf_ssh_hub_chan *c)
+{
+	if (c->ready || c->released || c->up.len || c->down.len)
+		return 1;
+	if (c->state != CH_OPEN || !c->hb->ready || c->remote_eof)
+		return 0;
+	return libssh2_poll_channel_read(c->ch, 0) || libssh2_channel_eof(c->ch);
+}
+
+/* One turn of bastion hb: the call holding a half-sent packet first, then
+ * one open, the tunnels that need it (the first open one reads the
+ * session when it was ready), a keepalive when due. */
+static void bastion_turn(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb, double now)
+{
+	if (hb->pending != P_NONE && pending_turn(h, hb, now))
+		return;
+	if (!hb->dead)
+		open_step(hb);
+	int pulled = !hb->ready;
+	for (struct tpf_ssh_hub_chan *c = hb->chans, *next; c; c = next) {
+		next = c->next;
+		if (hb->pending != P_NONE)
+			return; /* the rest wait for the session to drain */
+		int first = !pulled && c->state == CH_OPEN && !hb->dead;
+		if (first || chan_due(c)) {
+			pulled |= first;
+			c->ready = 0;
+			chan_turn(h, c, now);
+		}
+	}
+	hb->ready = 0;
+	if (!hb->dead && h->keepalive > 0 && now >= hb->keepalive_at && hb->pending == P_NONE) {
+		int next = 0;
+		int rc = libssh2_keepalive_send(hb->b->s, &next);
+		if (rc < 0 && rc != LIBSSH2_ERROR_EAGAIN)
+			bastion_fail(hb);
+		else
+			half_sent(hb, rc, P_KEEPALIVE, NULL);
+		hb->keepalive_at = now + (next > 0 ? next : h->keepalive);
+	}
+}
+
+static void bastion_free(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb)
+{
+	while (hb->chans)
+		chan_drop(h, hb->chans);
+	tpf_evset_forget(h->es, hb->b->fd);
+	tpf_ssh_conn_close(hb->b); /* blocking with a short timeout */
+	free(hb);
+}
+
+/* Bastions with no tunnel left: a dead one at once, a live one after
+ * IDLE_KEEP (the next round's tunnels reuse it meanwhile). */
+static void bastions_reap(struct tpf_ssh_hub *h, double now)
+{
+	for (struct tpf_ssh_hub_bastion **pp = &h->bastions; *pp;) {
+		struct tpf_ssh_hub_bastion *hb = *pp;
+		if (hb->chans || hb->room_taken) {
+			hb->idle_since = 0;
+		} else if (!hb->idle_since) {
+			hb->idle_since = now;
+		}
+		if (!hb->chans && !hb->room_taken &&
+		    (hb->dead || h->stop || now - hb->idle_since >= IDLE_KEEP)) {
+			*pp = hb->next;
+			bastion_free(h, hb);
+			continue;
+		}
+		pp = &hb->next;
+	}
+}
+
+/* Milliseconds until the hub must turn without an event: a keepalive, an
+ * open's deadline, a release's grace. */
+static int hub_wait_ms(struct tpf_ssh_hub *h, double now)
+{
+	double due = now + 5.0;
+	for (struct tpf_ssh_hub_bastion *hb = h->bastions; hb; hb = hb->next) {
+		if (h->keepalive > 0 && hb->keepalive_at < due)
+			due = hb->keepalive_at;
+		if (!hb->chans && !hb->room_taken)
+			due = due < now + 1.0 ? due : now + 1.0;
+		for (struct tpf_ssh_hub_chan *c = hb->chans; c; c = c->next) {
+			if (c->state == CH_OPENING && c->deadline < due)
+				due = c->deadline;
+			if (c->released && c->release_by < due)
+				due = c->release_by;
+		}
+	}
+	double ms = (due - now) * 1000.0;
+	return ms < 1 ? 1 : ms > 5000 ? 5000 : (int)ms;
+}
+
+/* Mark what the wait found ready. */
+static void hub_mark(struct tpf_ssh_hub *h, void **ready, int n)
+{
+	for (int i = 0; i < n; i++) {
+		enum tag *tag = ready[i];
+		if (*tag == TAG_WAKE) {
+			uint64_t v;
+			if (read(h->wake, &v, sizeof(v)) < 0) {
+				/* EAGAIN: nothing more to take */
+			}
+		} else if (*tag == TAG_BASTION) {
+			((struct tpf_ssh_hub_bastion *)ready[i])->ready = 1;
+		} else {
+			struct tpf_ssh_hub_chan *c = ready[i];
+			c->ready = 1;
+		}
+	}
+}
+
+static void *hub_main(void *arg)
+{
+	struct tpf_ssh_hub *h = arg;
+	void *ready[READY_MAX];
+	pthread_mutex_lock(&h->mu);
+	for (;;) {
+		double now = tpf_now_mono();
+		if (h->stop)
+			/* Tunnels still open when the transport goes are the
+			 * callers' bugs; their worker sessions see the end. */
+			for (struct tpf_ssh_hub_bastion *hb = h->bastions; hb; hb = hb->next)
+				for (struct tpf_ssh_hub_chan *c = hb->chans; c; c = c->next)
+					if (!c->released || c->release_by > now)
+						c->released = 1, c->release_by = now;
+		for (struct tpf_ssh_hub_bastion *hb = h->bastions; hb; hb = hb->next)
+			bastion_turn(h, hb, now);
+		/* Opens that ended this turn, or failed with their session. */
+		pthread_cond_broadcast(&h->cv);
+		bastions_reap(h, now);
+		if (h->stop && !h->bastions)
+			break;
+		for (struct tpf_ssh_hub_bastion *hb = h->bastions; hb; hb = hb->next)
+			bastion_watch(h, hb);
+		int ms = h->stop ? 10 : hub_wait_ms(h, now);
+		pthread_mutex_unlock(&h->mu);
+		int n = tpf_evset_wait(h->es, ready, READY_MAX, ms);
+		pthread_mutex_lock(&h->mu);
+		hub_mark(h, ready, n);
+	}
+	pthread_mutex_unlock(&h->mu);
+	return NULL;
+}
+
+/* ---- the callers' side ------------------------------------------------------ */
+
+struct tpf_ssh_hub *tpf_ssh_hub_new(double keepalive)
+{
+	struct tpf_ssh_hub *h = xcalloc(1, sizeof(*h));
+	h->wake_tag = TAG_WAKE;
+	h->keepalive = keepalive;
+	h->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	h->es = tpf_evset_new();
+	if (h->wake < 0 || !h->es || tpf_evset_watch(h->es, h->wake, POLLIN, &h->wake_tag)) {
+		if (h->wake >= 0)
+			close(h->wake);
+		tpf_evset_free(h->es);
+		free(h);
+		return NULL;
+	}
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_mutex_init(&h->dial_mu, NULL);
+	pthread_cond_init(&h->cv, NULL);
+	if (pthread_create(&h->thread, NULL, hub_main, h)) {
+		pthread_mutex_destroy(&h->mu);
+		pthread_mutex_destroy(&h->dial_mu);
+		pthread_cond_destroy(&h->cv);
+		close(h->wake);
+		tpf_evset_free(h->es);
+		free(h);
+		return NULL;
+	}
+	return h;
+}
+
+void tpf_ssh_hub_free(struct tpf_ssh_hub *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->mu);
+	h->stop = 1;
+	pthread_mutex_unlock(&h->mu);
+	hub_wake(h);
+	pthread_join(h->thread, NULL);
+	pthread_mutex_destroy(&h->mu);
+	pthread_mutex_destroy(&h->dial_mu);
+	pthread_cond_destroy(&h->cv);
+	close(h->wake);
+	tpf_evset_free(h->es);
+	free(h);
+}
+
+struct tpf_ssh_hub_bastion *tpf_ssh_hub_take(struct tpf_ssh_hub *h)
+{
+	pthread_mutex_lock(&h->mu);
+	struct tpf_ssh_hub_bastion *hb = h->bastions;
+	while (hb && (hb->dead || hb->room_taken >= TPF_SSH_HUB_CHANNELS))
+		hb = hb->next;
+	if (hb)
+		hb->room_taken++;
+	pthread_mutex_unlock(&h->mu);
+	return hb;
+}
+
+void tpf_ssh_hub_dial_lock(struct tpf_ssh_hub *h, int lock)
+{
+	if (lock)
+		pthread_mutex_lock(&h->dial_mu);
+	else
+		pthread_mutex_unlock(&h->dial_mu);
+}
+
+struct tpf_ssh_hub_bastion *tpf_ssh_hub_add(struct tpf_ssh_hub *h, struct tpf_conn *b)
+{
+	struct tpf_ssh_hub_bastion *hb = xcalloc(1, sizeof(*hb));
+	hb->tag = TAG_BASTION;
+	hb->b = b;
+	hb->room_taken = 1;
+	hb->ev = -1;
+	hb->keepalive_at = tpf_now_mono() + h->keepalive;
+	pthread_mutex_lock(&h->mu);
+	hb->next = h->bastions;
+	h->bastions = hb;
+	pthread_mutex_unlock(&h->mu);
+	return hb;
+}
+
+size_t tpf_ssh_hub_count(struct tpf_ssh_hub *h)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&h->mu);
+	for (struct tpf_ssh_hub_bastion *hb = h->bastions; hb; hb = hb->next)
+		n++;
+	pthread_mutex_unlock(&h->mu);
+	return n;
+}
+
+int tpf_ssh_hub_open(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb, const char *host,
+		     int port, double deadline, struct tpf_ssh_hub_chan **out, int *fd, char **why)
+{
+	int sv[2];
+	*out = NULL;
+	*fd = -1;
+	*why = NULL;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv)) {
+		*why = xasprintf("cannot make a socketpair: %s", strerror(errno));
+		pthread_mutex_lock(&h->mu);
+		hb->room_taken--;
+		pthread_mutex_unlock(&h->mu);
+		return TPF_ERROR;
+	}
+	struct tpf_ssh_hub_chan *c = xcalloc(1, sizeof(*c));
+	c->tag = TAG_CHAN;
+	c->hb = hb;
+	c->state = CH_OPENING;
+	c->local = sv[1];
+	c->host = xstrdup(host);
+	c->port = port;
+	c->deadline = deadline;
+	c->ev = -1;
+	pthread_mutex_lock(&h->mu);
+	if (hb->dead) {
+		c->state = CH_FAILED;
+		c->err = TPF_EUNREACHABLE;
+		c->why = xstrdup("the connection to the bastion was lost");
+	}
+	/* At the end of the list: opens go oldest first. */
+	struct tpf_ssh_hub_chan **pp = &hb->chans;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = c;
+	hub_wake(h);
+	while (c->state == CH_OPENING)
+		pthread_cond_wait(&h->cv, &h->mu);
+	int err = 0;
+	if (c->state != CH_OPEN) {
+		err = c->err ? c->err : TPF_EUNREACHABLE;
+		*why = c->why ? xstrdup(c->why) : NULL;
+		c->released = 1;
+		c->release_by = 0;
+		close(sv[0]);
+		hub_wake(h);
+	} else {
+		*out = c;
+		*fd = sv[0];
+	}
+	pthread_mutex_unlock(&h->mu);
+	return err;
+}
+
+void tpf_ssh_hub_release(struct tpf_ssh_hub *h, struct tpf_ssh_hub_chan *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&h->mu);
+	c->released = 1;
+	c->release_by = tpf_now_mono() + CLOSE_GRACE;
+	pthread_mutex_unlock(&h->mu);
+	hub_wake(h);
+}
+
+char *tpf_ssh_hub_known_line(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb)
+{
+	pthread_mutex_lock(&h->mu);
+	char *line = hb->b->known_line ? xstrdup(hb->b->known_line) : NULL;
+	pthread_mutex_unlock(&h->mu);
+	return line;
+}
+
+struct tpf_ssh_hub *tpf_ssh_hub_of(struct tpf_ssh *t)
+{
+	pthread_mutex_lock(&t->hub_mu);
+	if (!t->hub)
+		t->hub = tpf_ssh_hub_new(t->o.keepalive);
+	struct tpf_ssh_hub *h = t->hub;
+	pthread_mutex_unlock(&t->hub_mu);
+	return h;
+}
