@@ -136,7 +136,7 @@ void tpf_ssh_conn_free(struct tpf_conn *c)
 {
 	struct tpf_ssh_jump *j = c ? c->jump : NULL;
 	tpf_ssh_conn_close(c);
-	/* After the inner session is closed: its relay sees the end. */
+	/* After the inner session is closed: the hub sees its end. */
 	tpf_ssh_jump_free(j);
 }
 

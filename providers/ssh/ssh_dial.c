@@ -19,8 +19,8 @@
  * Through a bastion (ssh.proxy_jump) or with ssh-agent (no
  * ssh.private_key), dial_start makes the whole connection as connect does
  * (blocking, on the caller's thread), and the dial is done at its first
- * step: the bastion's relay thread and the agent's socket are not driven
- * by a loop.
+ * step: the bastion's tunnels are its hub's (ssh_jump_hub.c) and the
+ * agent's socket is not driven by a loop.
  */
 #include "providers/ssh/ssh_internal.h"
 #include "util/timeutil.h"

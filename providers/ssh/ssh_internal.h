@@ -121,8 +121,9 @@ int tpf_ssh_handshake(struct tpf_conn *c, const char *known_pref, double deadlin
 
 /*
  * ssh.proxy_jump (ssh_jump.c): reach c->host port c->port through the
- * bastion. Connects to the bastion, checks its host key (configured, pinned
- * or first use), authenticates, opens a direct-tcpip channel to the worker
+ * bastion. Takes a place on a bastion connection of the transport's hub
+ * with room, else connects one (checks its host key: configured, pinned
+ * or first use; authenticates), opens a direct-tcpip channel to the worker
  * (RFC 4254 section 7.2) and relays it to a socketpair whose one end
  * becomes c->fd, so the worker's own session runs over it unchanged. Sets
  * c->jump. Errors: TPF_EHOSTKEY (the bastion's key differs: nothing reached

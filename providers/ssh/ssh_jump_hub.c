@@ -18,7 +18,7 @@
  * libssh2 sessions are not thread-safe, so after the hand-over (a caller
  * thread connects and authenticates a bastion session in blocking steps,
  * then gives it to the hub) every call on it is made by the hub thread,
- * under h->mu; callers only queue requests and wait on h->cv. The hub
+ * under h->mu; callers only queue requests and wait for their own. The hub
  * follows libssh2's rule for non-blocking sessions: a call that returned
  * LIBSSH2_ERROR_EAGAIN with a packet half sent (the session blocked
  * outbound) is repeated, with the same arguments, before any other call
@@ -53,7 +53,7 @@
 enum tag { TAG_WAKE = 1, TAG_BASTION, TAG_CHAN };
 enum chan_state { CH_OPENING, CH_OPEN, CH_FAILED, CH_CLOSED };
 /* The call that holds a half-sent packet on a bastion session. */
-enum pending_op { P_NONE, P_OPEN, P_WRITE, P_READ, P_FREE, P_KEEPALIVE };
+enum pending_op { P_NONE, P_OPEN, P_PULL, P_WRITE, P_READ, P_FREE, P_KEEPALIVE };
 
 struct pump {
 	char *buf; /* NULL while empty */
@@ -76,7 +76,8 @@ struct tpf_ssh_hub_chan {
 	int local_eof, remote_eof;
 	struct pump up, down;  /* worker session -> channel, channel -> session */
 	short ev;              /* events asked of the evset; -1 none yet, -2 forgotten */
-	int ready;             /* its socket was ready this turn */
+	int ready;             /* queued for a turn (h->work), or due one */
+	pthread_cond_t opened; /* signalled when state leaves CH_OPENING */
 	struct tpf_ssh_hub_chan *next;
 };
 
@@ -90,6 +91,9 @@ struct tpf_ssh_hub_bastion {
 	struct tpf_ssh_hub_chan *chans;
 	double idle_since;     /* monotonic, 0: in use */
 	double keepalive_at;
+	size_t n_opening;      /* tunnels in CH_OPENING */
+	size_t n_released;     /* tunnels released, not yet dropped */
+	double sweep_at;       /* next walk over released tunnels (monotonic) */
 	short ev;
 	int ready;             /* its socket was ready this turn */
 	struct tpf_ssh_hub_bastion *next;
@@ -97,7 +101,6 @@ struct tpf_ssh_hub_bastion {
 
 struct tpf_ssh_hub {
 	pthread_mutex_t mu, dial_mu;
-	pthread_cond_t cv;
 	enum tag wake_tag;
 	int wake;              /* eventfd */
 	struct tpf_evset *es;
@@ -105,7 +108,34 @@ struct tpf_ssh_hub {
 	int stop;
 	double keepalive;      /* seconds, 0: none */
 	struct tpf_ssh_hub_bastion *bastions;
+	/* Tunnels due a turn: their sockets were ready, or their callers
+	 * released them. Only these, and the tunnels of a session that was
+	 * ready, get a turn: a turn costs what happened, not the number of
+	 * tunnels. */
+	struct tpf_ssh_hub_chan **work;
+	size_t nwork, awork;
 };
+
+/* Queue c for the next turn (once). */
+static void chan_queue(struct tpf_ssh_hub *h, struct tpf_ssh_hub_chan *c)
+{
+	if (c->ready)
+		return;
+	c->ready = 1;
+	XGROW(h->work, h->nwork + 1, h->awork);
+	h->work[h->nwork++] = c;
+}
+
+/* c's caller let it go (once): it closes from now on. */
+static void chan_release(struct tpf_ssh_hub *h, struct tpf_ssh_hub_chan *c, double by)
+{
+	if (!c->released) {
+		c->released = 1;
+		c->hb->n_released++;
+	}
+	c->release_by = by;
+	chan_queue(h, c);
+}
 
 static void hub_wake(struct tpf_ssh_hub *h)
 {
@@ -113,6 +143,17 @@ static void hub_wake(struct tpf_ssh_hub *h)
 	if (write(h->wake, &one, sizeof(one)) < 0) {
 		/* The counter is full: the hub has wakes pending anyway. */
 	}
+}
+
+/* c's open ended (state set): wake its caller alone. A broadcast to every
+ * caller at every turn woke dozens of threads waiting for their own opens
+ * (a third of apply's CPU at 256 workers). */
+static void open_ended(struct tpf_ssh_hub_chan *c, enum chan_state state)
+{
+	if (c->state == CH_OPENING && c->hb->n_opening)
+		c->hb->n_opening--;
+	c->state = state;
+	pthread_cond_signal(&c->opened);
 }
 
 /* ---- what a session call left behind ------------------------------------ */
@@ -139,9 +180,9 @@ static void bastion_fail(struct tpf_ssh_hub_bastion *hb)
 	hb->pending = P_NONE;
 	for (struct tpf_ssh_hub_chan *c = hb->chans; c; c = c->next) {
 		if (c->state == CH_OPENING) {
-			c->state = CH_FAILED;
 			c->err = TPF_EUNREACHABLE;
 			c->why = xstrdup("the connection to the bastion was lost");
+			open_ended(c, CH_FAILED);
 		}
 		if (c->local >= 0)
 			shutdown(c->local, SHUT_RDWR);
@@ -162,12 +203,17 @@ static void chan_error(struct tpf_ssh_hub_chan *c, long rc)
 	c->local_eof = c->remote_eof = 1;
 }
 
+static int session_pull(struct tpf_ssh_hub_bastion *hb, struct tpf_ssh_hub_chan *only);
+static void chan_watch(struct tpf_ssh_hub *h, struct tpf_ssh_hub_chan *c);
+
 /* ---- opening ------------------------------------------------------------- */
 
 /* The oldest tunnel of hb waiting to open, one at a time (libssh2 keeps
  * a channel open's state in the session). */
-static void open_step(struct tpf_ssh_hub_bastion *hb)
+static void open_step(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb)
 {
+	if (!hb->n_opening)
+		return;
 	struct tpf_ssh_hub_chan *c = hb->chans;
 	while (c && c->state != CH_OPENING)
 		c = c->next;
@@ -177,7 +223,8 @@ static void open_step(struct tpf_ssh_hub_bastion *hb)
 	 * ssh(1) -W sends these too. */
 	c->ch = libssh2_channel_direct_tcpip_ex(hb->b->s, c->host, c->port, "127.0.0.1", 0);
 	if (c->ch) {
-		c->state = CH_OPEN;
+		open_ended(c, CH_OPEN);
+		chan_watch(h, c);
 		return;
 	}
 	int rc = libssh2_session_last_errno(hb->b->s);
@@ -185,12 +232,12 @@ static void open_step(struct tpf_ssh_hub_bastion *hb)
 		half_sent(hb, rc, P_OPEN, c);
 		return;
 	}
-	c->state = CH_FAILED;
+	c->err = TPF_EUNREACHABLE;
 	if (rc == LIBSSH2_ERROR_EAGAIN) {
 		/* The session is left inside an open: no other can follow. */
 		c->why = xstrdup("timed out");
+		open_ended(c, CH_FAILED);
 		bastion_fail(hb);
-		c->err = TPF_EUNREACHABLE;
 		return;
 	}
 	char *msg = NULL;
@@ -198,7 +245,7 @@ static void open_step(struct tpf_ssh_hub_bastion *hb)
 	c->why = xstrdup(msg && *msg ? msg : "refused");
 	/* A refused channel is the worker's sshd not up yet, as a refused
 	 * TCP connection would be: retried by the caller. */
-	c->err = TPF_EUNREACHABLE;
+	open_ended(c, CH_FAILED);
 	if (tpf_ssh_net_error(rc))
 		bastion_fail(hb);
 }
@@ -305,6 +352,10 @@ static void chan_drop(struct tpf_ssh_hub *h, struct tpf_ssh_hub_chan *c)
 		}
 	if (hb->pending_ch == c)
 		hb->pending = P_NONE, hb->pending_ch = NULL;
+	if (c->released && hb->n_released)
+		hb->n_released--;
+	if (c->state == CH_OPENING && hb->n_opening)
+		hb->n_opening--;
 	if (c->local >= 0) {
 		tpf_evset_forget(h->es, c->local);
 		close(c->local);
@@ -313,29 +364,30 @@ static void chan_drop(struct tpf_ssh_hub *h, struct tpf_ssh_hub_chan *c)
 	free(c->down.buf);
 	free(c->host);
 	free(c->why);
+	pthread_cond_destroy(&c->opened);
 	free(c);
 	if (hb->room_taken)
 		hb->room_taken--;
 }
 
 /* One tunnel's turn: relay, and end it once its caller released it and
- * its worker session's last bytes went out. 1 when a half-sent packet
- * stops the session. */
+ * its worker session's last bytes went out. 1 when c was freed. */
 static int chan_turn(struct tpf_ssh_hub *h, struct tpf_ssh_hub_chan *c, double now)
 {
 	if (c->state == CH_OPEN && !c->hb->dead) {
 		if (relay_up(c) || relay_down(c))
+			return 0; /* a half-sent packet stops the session */
+	}
+	if (c->released) {
+		int flushed = c->local_eof && !c->up.len;
+		if ((c->state != CH_OPEN || flushed || now >= c->release_by) && close_step(c, now)) {
+			c->state = CH_CLOSED;
+			chan_drop(h, c);
 			return 1;
+		}
 	}
-	if (!c->released)
-		return 0;
-	int flushed = c->local_eof && !c->up.len;
-	if ((c->state != CH_OPEN || flushed || now >= c->release_by) && close_step(c, now)) {
-		c->state = CH_CLOSED;
-		chan_drop(h, c);
-		return 0;
-	}
-	return c->hb->pending != P_NONE;
+	chan_watch(h, c);
+	return 0;
 }
 
 /* Repeat the call holding a half-sent packet on hb's session. 1 while it
@@ -349,7 +401,10 @@ static int pending_turn(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb, d
 	int next = 0;
 	switch (op) {
 	case P_OPEN:
-		open_step(hb);
+		open_step(h, hb);
+		break;
+	case P_PULL:
+		session_pull(hb, c);
 		break;
 	case P_WRITE:
 		relay_up(c);
@@ -374,31 +429,55 @@ static int pending_turn(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb, d
 
 /* ---- the hub's thread ----------------------------------------------------- */
 
-/* What hb's session and its tunnels' sockets are waited on for. */
+/* What tunnel c's socket is waited on for. */
+static void chan_watch(struct tpf_ssh_hub *h, struct tpf_ssh_hub_chan *c)
+{
+	if (c->local < 0 || c->state != CH_OPEN || c->ev == -2)
+		return;
+	if (c->local_eof && c->remote_eof) {
+		/* Both ways ended: a hung-up socket would be reported ready
+		 * on every wait. */
+		tpf_evset_forget(h->es, c->local);
+		c->ev = -2;
+		return;
+	}
+	/* Quiet when the bytes it has cannot move yet: the session's
+	 * readiness brings it back. */
+	short want = (short)((!c->up.len && !c->local_eof ? POLLIN : 0) | (c->down.len ? POLLOUT : 0));
+	if (want != c->ev && !tpf_evset_watch(h->es, c->local, want, c))
+		c->ev = want;
+}
+
+/* What hb's session's socket is waited on for. */
 static void bastion_watch(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb)
 {
-	short ev = POLLIN;
+	/* Without a tunnel nothing reads the session: its socket is not
+	 * waited on for input (keepalives ask for no reply, below). */
+	short ev = hb->chans ? POLLIN : 0;
 	if (!hb->dead && (libssh2_session_block_directions(hb->b->s) & LIBSSH2_SESSION_BLOCK_OUTBOUND))
 		ev |= POLLOUT;
 	if (ev != hb->ev && !tpf_evset_watch(h->es, hb->b->fd, ev, hb))
 		hb->ev = ev;
-	for (struct tpf_ssh_hub_chan *c = hb->chans; c; c = c->next) {
-		if (c->local < 0 || c->state != CH_OPEN || c->ev == -2)
+}
+
+/* Read what hb's session has: libssh2 reads the socket only inside a
+ * call, and queues what it read per channel. A zero-length read of one
+ * channel drains the socket into those queues (and sends the channel's
+ * window adjustment when due), whatever state the other tunnels are in,
+ * so a readable socket never stays readable, which would wake the hub
+ * again and again. 1 when that left a packet half sent. */
+static int session_pull(struct tpf_ssh_hub_bastion *hb, struct tpf_ssh_hub_chan *only)
+{
+	for (struct tpf_ssh_hub_chan *c = only ? only : hb->chans; c; c = only ? NULL : c->next) {
+		if (!c->ch || c->state != CH_OPEN)
 			continue;
-		if (c->local_eof && c->remote_eof) {
-			/* Both ways ended: a hung-up socket would be reported
-			 * ready on every wait. */
-			tpf_evset_forget(h->es, c->local);
-			c->ev = -2;
-			continue;
-		}
-		/* Quiet when the bytes it has cannot move yet: the session's
-		 * readiness brings it back. */
-		short want = (short)((!c->up.len && !c->local_eof ? POLLIN : 0) |
-				     (c->down.len ? POLLOUT : 0));
-		if (want != c->ev && !tpf_evset_watch(h->es, c->local, want, c))
-			c->ev = want;
+		char none;
+		ssize_t r = libssh2_channel_read(c->ch, &none, 0);
+		if (r < 0 && r != LIBSSH2_ERROR_EAGAIN)
+			chan_error(c, r);
+		return half_sent(hb, r, P_PULL, c);
 	}
+	return 0;
 }
 
 /* Does tunnel c need a turn? Its own socket was ready, it holds bytes,
@@ -416,28 +495,33 @@ static int chan_due(const struct tpf_ssh_hub_chan *c)
 }
 
 /* One turn of bastion hb: the call holding a half-sent packet first, then
- * one open, the tunnels that need it (the first open one reads the
- * session when it was ready), a keepalive when due. */
+ * one open, the session's socket read when it was ready, the tunnels
+ * that need it, a keepalive when due. */
 static void bastion_turn(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb, double now)
 {
 	if (hb->pending != P_NONE && pending_turn(h, hb, now))
 		return;
 	if (!hb->dead)
-		open_step(hb);
-	int pulled = !hb->ready;
-	for (struct tpf_ssh_hub_chan *c = hb->chans, *next; c; c = next) {
+		open_step(h, hb);
+	if (hb->ready && !hb->dead && hb->pending == P_NONE && session_pull(hb, NULL))
+		return;
+	/* Released tunnels wait for the bastion's CLOSE, which comes with
+	 * its readiness, or for their grace to pass: a walk every 0.1 s. */
+	int sweep = hb->n_released && (now >= hb->sweep_at || h->stop);
+	if (sweep)
+		hb->sweep_at = now + 0.1;
+	for (struct tpf_ssh_hub_chan *c = hb->ready || sweep ? hb->chans : NULL, *next; c; c = next) {
 		next = c->next;
 		if (hb->pending != P_NONE)
 			return; /* the rest wait for the session to drain */
-		int first = !pulled && c->state == CH_OPEN && !hb->dead;
-		if (first || chan_due(c)) {
-			pulled |= first;
+		if (chan_due(c)) {
 			c->ready = 0;
 			chan_turn(h, c, now);
 		}
 	}
 	hb->ready = 0;
-	if (!hb->dead && h->keepalive > 0 && now >= hb->keepalive_at && hb->pending == P_NONE) {
+	if (!hb->dead && hb->chans && h->keepalive > 0 && now >= hb->keepalive_at &&
+	    hb->pending == P_NONE) {
 		int next = 0;
 		int rc = libssh2_keepalive_send(hb->b->s, &next);
 		if (rc < 0 && rc != LIBSSH2_ERROR_EAGAIN)
@@ -479,21 +563,18 @@ static void bastions_reap(struct tpf_ssh_hub *h, double now)
 }
 
 /* Milliseconds until the hub must turn without an event: a keepalive, an
- * open's deadline, a release's grace. */
+ * open's deadline or a release's grace (checked every 0.1 s), an idle
+ * bastion's end. */
 static int hub_wait_ms(struct tpf_ssh_hub *h, double now)
 {
 	double due = now + 5.0;
 	for (struct tpf_ssh_hub_bastion *hb = h->bastions; hb; hb = hb->next) {
-		if (h->keepalive > 0 && hb->keepalive_at < due)
+		if (h->keepalive > 0 && hb->chans && hb->keepalive_at < due)
 			due = hb->keepalive_at;
+		if (hb->n_opening || hb->n_released)
+			due = due < now + 0.1 ? due : now + 0.1;
 		if (!hb->chans && !hb->room_taken)
 			due = due < now + 1.0 ? due : now + 1.0;
-		for (struct tpf_ssh_hub_chan *c = hb->chans; c; c = c->next) {
-			if (c->state == CH_OPENING && c->deadline < due)
-				due = c->deadline;
-			if (c->released && c->release_by < due)
-				due = c->release_by;
-		}
 	}
 	double ms = (due - now) * 1000.0;
 	return ms < 1 ? 1 : ms > 5000 ? 5000 : (int)ms;
@@ -512,9 +593,23 @@ static void hub_mark(struct tpf_ssh_hub *h, void **ready, int n)
 		} else if (*tag == TAG_BASTION) {
 			((struct tpf_ssh_hub_bastion *)ready[i])->ready = 1;
 		} else {
-			struct tpf_ssh_hub_chan *c = ready[i];
-			c->ready = 1;
+			chan_queue(h, ready[i]);
 		}
+	}
+}
+
+/* The queued tunnels' turns. One whose session holds a half-sent packet
+ * stays marked: the walk after that session drains gives it its turn. */
+static void work_turn(struct tpf_ssh_hub *h, double now)
+{
+	size_t n = h->nwork;
+	h->nwork = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct tpf_ssh_hub_chan *c = h->work[i];
+		if (c->hb->pending != P_NONE)
+			continue;
+		c->ready = 0;
+		chan_turn(h, c, now);
 	}
 }
 
@@ -531,11 +626,10 @@ static void *hub_main(void *arg)
 			for (struct tpf_ssh_hub_bastion *hb = h->bastions; hb; hb = hb->next)
 				for (struct tpf_ssh_hub_chan *c = hb->chans; c; c = c->next)
 					if (!c->released || c->release_by > now)
-						c->released = 1, c->release_by = now;
+						chan_release(h, c, now);
+		work_turn(h, now);
 		for (struct tpf_ssh_hub_bastion *hb = h->bastions; hb; hb = hb->next)
 			bastion_turn(h, hb, now);
-		/* Opens that ended this turn, or failed with their session. */
-		pthread_cond_broadcast(&h->cv);
 		bastions_reap(h, now);
 		if (h->stop && !h->bastions)
 			break;
@@ -569,11 +663,9 @@ struct tpf_ssh_hub *tpf_ssh_hub_new(double keepalive)
 	}
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_mutex_init(&h->dial_mu, NULL);
-	pthread_cond_init(&h->cv, NULL);
 	if (pthread_create(&h->thread, NULL, hub_main, h)) {
 		pthread_mutex_destroy(&h->mu);
 		pthread_mutex_destroy(&h->dial_mu);
-		pthread_cond_destroy(&h->cv);
 		close(h->wake);
 		tpf_evset_free(h->es);
 		free(h);
@@ -593,9 +685,9 @@ void tpf_ssh_hub_free(struct tpf_ssh_hub *h)
 	pthread_join(h->thread, NULL);
 	pthread_mutex_destroy(&h->mu);
 	pthread_mutex_destroy(&h->dial_mu);
-	pthread_cond_destroy(&h->cv);
 	close(h->wake);
 	tpf_evset_free(h->es);
+	free(h->work);
 	free(h);
 }
 
@@ -627,6 +719,11 @@ struct tpf_ssh_hub_bastion *tpf_ssh_hub_add(struct tpf_ssh_hub *h, struct tpf_co
 	hb->room_taken = 1;
 	hb->ev = -1;
 	hb->keepalive_at = tpf_now_mono() + h->keepalive;
+	/* Keepalives that want no reply: an idle bastion session, which
+	 * nothing reads, must not fill with replies. A dead bastion shows as
+	 * a failed send (TCP_USER_TIMEOUT on its socket, ssh_connect.c). */
+	if (h->keepalive > 0)
+		libssh2_keepalive_config(b->s, 0, (unsigned)h->keepalive);
 	pthread_mutex_lock(&h->mu);
 	hb->next = h->bastions;
 	h->bastions = hb;
@@ -667,11 +764,14 @@ int tpf_ssh_hub_open(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb, cons
 	c->port = port;
 	c->deadline = deadline;
 	c->ev = -1;
+	pthread_cond_init(&c->opened, NULL);
 	pthread_mutex_lock(&h->mu);
 	if (hb->dead) {
 		c->state = CH_FAILED;
 		c->err = TPF_EUNREACHABLE;
 		c->why = xstrdup("the connection to the bastion was lost");
+	} else {
+		hb->n_opening++;
 	}
 	/* At the end of the list: opens go oldest first. */
 	struct tpf_ssh_hub_chan **pp = &hb->chans;
@@ -680,13 +780,12 @@ int tpf_ssh_hub_open(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb, cons
 	*pp = c;
 	hub_wake(h);
 	while (c->state == CH_OPENING)
-		pthread_cond_wait(&h->cv, &h->mu);
+		pthread_cond_wait(&c->opened, &h->mu);
 	int err = 0;
 	if (c->state != CH_OPEN) {
 		err = c->err ? c->err : TPF_EUNREACHABLE;
 		*why = c->why ? xstrdup(c->why) : NULL;
-		c->released = 1;
-		c->release_by = 0;
+		chan_release(h, c, 0);
 		close(sv[0]);
 		hub_wake(h);
 	} else {
@@ -702,8 +801,7 @@ void tpf_ssh_hub_release(struct tpf_ssh_hub *h, struct tpf_ssh_hub_chan *c)
 	if (!c)
 		return;
 	pthread_mutex_lock(&h->mu);
-	c->released = 1;
-	c->release_by = tpf_now_mono() + CLOSE_GRACE;
+	chan_release(h, c, tpf_now_mono() + CLOSE_GRACE);
 	pthread_mutex_unlock(&h->mu);
 	hub_wake(h);
 }

@@ -33,6 +33,11 @@
 #      as tests/bench/job_wait_bench.sh measures it (one line lists them in
 #      trial order; a unit not running again within 60 s counts 999 s):
 #      scale: job exit -> unit running again p50 X s, p99 Y s over K trials
+# BENCH_JUMP=1: the workers are reached through a bastion (ssh.proxy_jump):
+# one more harness address, after the workers', serves as the bastion (the
+# harness allows direct-tcpip), and a line after the idle one gives the
+# TCP connections to it while watch waits on every worker:
+#      scale: through a bastion: B bastion connections for N workers
 # The first line gives the load average at the start; indented lines give
 # it after apply and at attach, and a "meanwhile the machine" line after the
 # idle one the processes started a second and the cores' busy share over
@@ -100,7 +105,9 @@ command -v /usr/bin/time >/dev/null 2>&1 || { echo "scale_bench: needs GNU time 
 command -v jq >/dev/null 2>&1 || { echo "scale_bench: needs jq: skipped"; exit 0; }
 mkdir -p ev
 SSH_WORKERS_NO_KEYS=1
-ssh_workers_start "$W/w" "$N" "$BASE"
+JUMP=${BENCH_JUMP:-0}
+[ "$JUMP" = 1 ] || JUMP=0
+ssh_workers_start "$W/w" "$((N + JUMP))" "$BASE"
 case $? in
 0) ;;
 2) echo "scale_bench: needs python3 with asyncssh (python3-asyncssh): skipped"; exit 0 ;;
@@ -110,6 +117,16 @@ fakegcp_start --project bench-project --latency-ms 20 --op-seconds 0.5 --page-si
 	--worker-ip-base "$BASE" --worker-port "$SSH_WORKERS_PORT" --worker-dir "$W/w" \
 	--log "$W/requests.jsonl" >/dev/null || fail "the emulator did not start"
 bench_job_fleet sc "$SSH_WORKERS_KEY" "$SSH_WORKERS_PORT" v4-32 "$NODES" "$W/ev" >fleet.yaml
+if [ "$JUMP" = 1 ]; then
+	# the harness address after the last worker's
+	BASTION=$(echo "$BASE $N" | awk '{ split($1, a, "."); v = ((a[1] * 256 + a[2]) * 256 + a[3]) * 256 + a[4] + $2
+		printf "%d.%d.%d.%d", int(v / 16777216) % 256, int(v / 65536) % 256, int(v / 256) % 256, v % 256 }')
+	sed "s|^ssh: { \(.*\) }\$|ssh: { \1, proxy_jump: \"root@$BASTION:$SSH_WORKERS_PORT\" }|" fleet.yaml >fleet.jump
+	mv fleet.jump fleet.yaml
+	# the bastion is no node's worker: no agent installs the key there
+	cp "$SSH_WORKERS_KEY.pub" "$W/w/w$N/home/.ssh/authorized_keys"
+	grep -q proxy_jump fleet.yaml || fail "no proxy_jump in the fleet file"
+fi
 echo "== scale: $N workers ($NODES v4-32 nodes) on one SSH harness, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # 1. Provisioning.
@@ -181,6 +198,9 @@ pernode=$(jq -r --argjson a "$w0" --argjson b "$b" \
 	grep -cE '/(nodes|instances)/[^/:]+$')
 echo "scale: attach $attach s after watch started, per-node requests $pernode"
 echo "scale: idle $idle % of one core over $IDLE s, threads $threads, open files $fds, RSS $rss MiB"
+if [ "$JUMP" = 1 ]; then
+	echo "scale: through a bastion: $(ss -Htn state established "dst $BASTION:$SSH_WORKERS_PORT" | wc -l | tr -d ' ') bastion connections for $N workers"
+fi
 echo "$h0 $h1 $tck $a $b" | awk '{ t = $5 * ($7 - $6); printf "meanwhile the harness: its SSH server %.1f %% of one core, the workers'"'"' commands %.1f %%\n", 100 * ($3 - $1) / t, 100 * ($4 - $2) / t }'
 echo "$m0 $m1 $tck $a $b $(nproc)" | awk -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '{ t = $7 - $6
 	printf "meanwhile the machine: %.0f processes started a second, %.0f %% of its %d cores busy, load %s\n",
