@@ -16,6 +16,10 @@
 /* Authentication refused (an error diagnostic was added). Retried before
  * the first contact; reported as TPF_ERROR. Never leaves providers/ssh. */
 #define TPF_SSH_EREFUSED (-100)
+/* A tunnel's open was moved off a bastion connection whose session is
+ * held by another, late open: try another (ssh_jump_hub.c). Never leaves
+ * providers/ssh. */
+#define TPF_SSH_HUB_MOVED (-101)
 
 struct tpf_ssh {
 	struct tpf_ssh_options o; /* strings owned (copied) */
@@ -172,10 +176,16 @@ char *tpf_ssh_hub_known_line(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *
  * the bastion answers or the deadline (monotonic seconds) passes. 0:
  * *fd is the caller's end of a socketpair relayed to the channel (the
  * caller closes it, then releases *out). Else TPF_EUNREACHABLE (refused,
- * timed out, the bastion lost: retry) or TPF_ERROR, *why the reason
- * (caller frees), the room given back. */
+ * timed out, the bastion lost: retry), TPF_SSH_HUB_MOVED (take another
+ * bastion connection at once) or TPF_ERROR, *why the reason (caller
+ * frees), the room given back. */
 int tpf_ssh_hub_open(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb, const char *host,
 		     int port, double deadline, struct tpf_ssh_hub_chan **out, int *fd, char **why);
+/* Seconds since an open to host:port, whose caller gave up waiting,
+ * passed its deadline on a bastion connection and still waits for the
+ * bastion's answer; 0: none. A second attempt would only hold another
+ * bastion connection the same way. */
+double tpf_ssh_hub_stuck_for(struct tpf_ssh_hub *h, const char *host, int port);
 /* The caller is done with tunnel c (its socket closed): the hub flushes
  * what the worker session last wrote, closes the channel (within 2 s)
  * and frees c. NULL: nothing. */

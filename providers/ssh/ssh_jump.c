@@ -247,14 +247,32 @@ int tpf_ssh_jump_open(struct tpf_conn *c, double deadline, struct tpf_diags *d)
 	if (!h)
 		return tpf_errorx(d, c->where, NULL, "cannot start the bastion relay for worker '%s': %s",
 				  c->where, strerror(errno));
-	struct tpf_ssh_hub_bastion *hb = NULL;
-	int err = bastion_take(h, c, deadline, &hb, d);
-	if (err)
-		return err;
+	double late = tpf_ssh_hub_stuck_for(h, c->host, c->port);
+	if (late > 0)
+		return tpf_errorx(d, c->where,
+				  "is the worker's VM up? The bastion still tries to reach its internal "
+				  "address for an earlier attempt",
+				  "the bastion %s port %d could not open a connection to worker '%s' at %s "
+				  "port %d: timed out (no answer for %.0f s)", c->t->o.jump_host,
+				  c->t->o.jump_port > 0 ? c->t->o.jump_port : 22, c->where, c->host,
+				  c->port, late),
+		       TPF_EUNREACHABLE;
 	struct tpf_ssh_hub_chan *chan = NULL;
-	char *why = NULL, *known = tpf_ssh_hub_known_line(h, hb);
-	int fd = -1;
-	err = tpf_ssh_hub_open(h, hb, c->host, c->port, deadline, &chan, &fd, &why);
+	char *why = NULL, *known = NULL;
+	int fd = -1, err = TPF_SSH_HUB_MOVED;
+	/* Moved: the bastion connection it waited on is held by a late open
+	 * of another worker; the next take skips that connection. */
+	for (int tries = 0; err == TPF_SSH_HUB_MOVED && tries < 8; tries++) {
+		struct tpf_ssh_hub_bastion *hb = NULL;
+		free(why);
+		free(known);
+		why = known = NULL;
+		err = bastion_take(h, c, deadline, &hb, d);
+		if (err)
+			return err;
+		known = tpf_ssh_hub_known_line(h, hb);
+		err = tpf_ssh_hub_open(h, hb, c->host, c->port, deadline, &chan, &fd, &why);
+	}
 	if (err) {
 		tpf_errorx(d, c->where,
 			   "is the worker's VM up and its sshd listening there? The bastion must be able "
@@ -265,7 +283,7 @@ int tpf_ssh_jump_open(struct tpf_conn *c, double deadline, struct tpf_diags *d)
 			   c->where, c->host, c->port, why ? why : "refused");
 		free(why);
 		free(known);
-		return err;
+		return err == TPF_SSH_HUB_MOVED ? TPF_EUNREACHABLE : err;
 	}
 	struct tpf_ssh_jump *j = xcalloc(1, sizeof(*j));
 	j->hub = h;

@@ -78,6 +78,10 @@ struct tpf_ssh_hub_chan {
 	short ev;              /* events asked of the evset; -1 none yet, -2 forgotten */
 	int ready;             /* queued for a turn (h->work), or due one */
 	pthread_cond_t opened; /* signalled when state leaves CH_OPENING */
+	int gave_up;           /* its caller was told the open failed; the
+				* open itself may go on (open_step) */
+	int moved;             /* ...because another's open holds the session:
+				* the caller tries another bastion connection */
 	struct tpf_ssh_hub_chan *next;
 };
 
@@ -92,10 +96,15 @@ struct tpf_ssh_hub_bastion {
 	double idle_since;     /* monotonic, 0: in use */
 	double keepalive_at;
 	size_t n_opening;      /* tunnels in CH_OPENING */
+	struct tpf_ssh_hub_chan *opening; /* the one whose open was sent */
+	int stuck;             /* that open passed its deadline: no new tunnel */
+	double stuck_since;    /* monotonic */
 	size_t n_released;     /* tunnels released, not yet dropped */
 	double sweep_at;       /* next walk over released tunnels (monotonic) */
 	short ev;
 	int ready;             /* its socket was ready this turn */
+	int used;              /* a call was made on its session this turn */
+	int again;             /* libssh2 holds what a tunnel's turn would move */
 	struct tpf_ssh_hub_bastion *next;
 };
 
@@ -150,6 +159,8 @@ static void hub_wake(struct tpf_ssh_hub *h)
  * (a third of apply's CPU at 256 workers). */
 static void open_ended(struct tpf_ssh_hub_chan *c, enum chan_state state)
 {
+	if (c->hb->opening == c)
+		c->hb->opening = NULL;
 	if (c->state == CH_OPENING && c->hb->n_opening)
 		c->hb->n_opening--;
 	c->state = state;
@@ -180,8 +191,11 @@ static void bastion_fail(struct tpf_ssh_hub_bastion *hb)
 	hb->pending = P_NONE;
 	for (struct tpf_ssh_hub_chan *c = hb->chans; c; c = c->next) {
 		if (c->state == CH_OPENING) {
-			c->err = TPF_EUNREACHABLE;
-			c->why = xstrdup("the connection to the bastion was lost");
+			if (!c->gave_up) {
+				c->err = TPF_EUNREACHABLE;
+				free(c->why);
+				c->why = xstrdup("the connection to the bastion was lost");
+			}
 			open_ended(c, CH_FAILED);
 		}
 		if (c->local >= 0)
@@ -208,46 +222,102 @@ static void chan_watch(struct tpf_ssh_hub *h, struct tpf_ssh_hub_chan *c);
 
 /* ---- opening ------------------------------------------------------------- */
 
-/* The oldest tunnel of hb waiting to open, one at a time (libssh2 keeps
- * a channel open's state in the session). */
-static void open_step(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb)
+/* Tell c's caller its open failed (why) without waiting for libssh2. */
+static void give_up(struct tpf_ssh_hub_chan *c, const char *why)
 {
-	if (!hb->n_opening)
-		return;
-	struct tpf_ssh_hub_chan *c = hb->chans;
-	while (c && c->state != CH_OPENING)
-		c = c->next;
-	if (!c)
-		return;
-	/* The originator fields are informational (RFC 4254 section 7.2);
-	 * ssh(1) -W sends these too. */
-	c->ch = libssh2_channel_direct_tcpip_ex(hb->b->s, c->host, c->port, "127.0.0.1", 0);
-	if (c->ch) {
-		open_ended(c, CH_OPEN);
-		chan_watch(h, c);
-		return;
-	}
-	int rc = libssh2_session_last_errno(hb->b->s);
-	if (rc == LIBSSH2_ERROR_EAGAIN && tpf_now_mono() < c->deadline) {
-		half_sent(hb, rc, P_OPEN, c);
-		return;
-	}
+	c->gave_up = 1;
 	c->err = TPF_EUNREACHABLE;
-	if (rc == LIBSSH2_ERROR_EAGAIN) {
-		/* The session is left inside an open: no other can follow. */
-		c->why = xstrdup("timed out");
+	free(c->why);
+	c->why = xstrdup(why);
+	pthread_cond_signal(&c->opened);
+}
+
+/* The next tunnel of hb to open, oldest first; those whose callers gave
+ * up before it started end here. */
+static struct tpf_ssh_hub_chan *next_to_open(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb)
+{
+	for (struct tpf_ssh_hub_chan *c = hb->chans; c; c = c->next) {
+		if (c->state != CH_OPENING)
+			continue;
+		if (!c->gave_up)
+			return c;
 		open_ended(c, CH_FAILED);
-		bastion_fail(hb);
-		return;
+		chan_queue(h, c); /* released: its turn frees it */
 	}
-	char *msg = NULL;
-	libssh2_session_last_error(hb->b->s, &msg, NULL, 0);
-	c->why = xstrdup(msg && *msg ? msg : "refused");
-	/* A refused channel is the worker's sshd not up yet, as a refused
-	 * TCP connection would be: retried by the caller. */
-	open_ended(c, CH_FAILED);
-	if (tpf_ssh_net_error(rc))
-		bastion_fail(hb);
+	return NULL;
+}
+
+/* An open libssh2 has not finished by c's deadline. Its state is the
+ * session's (another open would continue this one), so it goes on: the
+ * caller stops waiting, the bastion takes no new tunnel until it ends
+ * (hb->stuck), and the tunnels queued behind it are moved: their callers
+ * try another bastion connection (TPF_SSH_HUB_MOVED). The others keep relaying: one worker that
+ * does not answer the bastion must not cut 63 others. */
+static void open_late(struct tpf_ssh_hub_bastion *hb, struct tpf_ssh_hub_chan *c, double now)
+{
+	give_up(c, "timed out");
+	c->deadline = now + 1e9; /* from now on, only the bastion's answer */
+	hb->stuck = 1;
+	hb->stuck_since = now;
+	for (struct tpf_ssh_hub_chan *o = hb->chans; o; o = o->next)
+		if (o != c && o->state == CH_OPENING && !o->gave_up) {
+			o->moved = 1;
+			give_up(o, "another channel's open holds the bastion connection");
+		}
+}
+
+/* Tunnels of hb waiting to open, one at a time (libssh2 keeps a channel
+ * open's state in the session). An open sent waits for the bastion's
+ * answer, which comes with the session's readiness or with any call on
+ * it (used), or for its deadline; force: call all the same (it holds a
+ * half-sent packet, or a walk may have read the answer). */
+static void open_step(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb, double now,
+		      int force)
+{
+	while (hb->n_opening && !hb->dead) {
+		struct tpf_ssh_hub_chan *c = hb->opening;
+		if (c && !force && !hb->ready && !hb->used && now < c->deadline)
+			return;
+		force = 0;
+		if (!c && !(c = next_to_open(h, hb)))
+			return;
+		hb->opening = c;
+		/* The originator fields are informational (RFC 4254 section
+		 * 7.2); ssh(1) -W sends these too. */
+		c->ch = libssh2_channel_direct_tcpip_ex(hb->b->s, c->host, c->port, "127.0.0.1", 0);
+		hb->used = 1;
+		if (c->ch) {
+			hb->stuck = 0;
+			open_ended(c, CH_OPEN);
+			chan_watch(h, c);
+			if (c->gave_up)
+				chan_queue(h, c); /* released: its turn closes it */
+			continue;
+		}
+		int rc = libssh2_session_last_errno(hb->b->s);
+		if (rc == LIBSSH2_ERROR_EAGAIN) {
+			if (now >= c->deadline && !c->gave_up)
+				open_late(hb, c, now);
+			half_sent(hb, rc, P_OPEN, c);
+			return;
+		}
+		hb->stuck = 0;
+		if (!c->gave_up) {
+			char *msg = NULL;
+			libssh2_session_last_error(hb->b->s, &msg, NULL, 0);
+			c->err = TPF_EUNREACHABLE;
+			c->why = xstrdup(msg && *msg ? msg : "refused");
+		}
+		/* A refused channel is the worker's sshd not up yet, as a
+		 * refused TCP connection would be: retried by the caller. */
+		open_ended(c, CH_FAILED);
+		if (c->gave_up)
+			chan_queue(h, c);
+		if (tpf_ssh_net_error(rc))
+			bastion_fail(hb);
+		if (hb->pending != P_NONE)
+			return;
+	}
 }
 
 /* ---- relaying ------------------------------------------------------------- */
@@ -354,8 +424,15 @@ static void chan_drop(struct tpf_ssh_hub *h, struct tpf_ssh_hub_chan *c)
 		hb->pending = P_NONE, hb->pending_ch = NULL;
 	if (c->released && hb->n_released)
 		hb->n_released--;
+	/* A walk may have given c its turn while it sat in the work list:
+	 * no entry may outlive it. */
+	for (size_t i = 0; i < h->nwork; i++)
+		if (h->work[i] == c)
+			h->work[i] = NULL;
 	if (c->state == CH_OPENING && hb->n_opening)
 		hb->n_opening--;
+	if (hb->opening == c)
+		hb->opening = NULL;
 	if (c->local >= 0) {
 		tpf_evset_forget(h->es, c->local);
 		close(c->local);
@@ -378,7 +455,10 @@ static int chan_turn(struct tpf_ssh_hub *h, struct tpf_ssh_hub_chan *c, double n
 		if (relay_up(c) || relay_down(c))
 			return 0; /* a half-sent packet stops the session */
 	}
-	if (c->released) {
+	/* An open libssh2 may still be making stays until it ends: the
+	 * session's open state is its, and a next open would be handed its
+	 * channel, another worker's (open_step, next_to_open). */
+	if (c->released && c->state != CH_OPENING) {
 		int flushed = c->local_eof && !c->up.len;
 		if ((c->state != CH_OPEN || flushed || now >= c->release_by) && close_step(c, now)) {
 			c->state = CH_CLOSED;
@@ -397,11 +477,12 @@ static int pending_turn(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb, d
 	struct tpf_ssh_hub_chan *c = hb->pending_ch;
 	enum pending_op op = hb->pending;
 	hb->pending = P_NONE;
+	hb->used = 1;
 	hb->pending_ch = NULL;
 	int next = 0;
 	switch (op) {
 	case P_OPEN:
-		open_step(h, hb);
+		open_step(h, hb, now, 1);
 		break;
 	case P_PULL:
 		session_pull(hb, c);
@@ -480,18 +561,33 @@ static int session_pull(struct tpf_ssh_hub_bastion *hb, struct tpf_ssh_hub_chan 
 	return 0;
 }
 
-/* Does tunnel c need a turn? Its own socket was ready, it holds bytes,
- * it is closing, or (after the session was read) libssh2 has something
- * queued for it: libssh2_poll_channel_read looks at the session's queue
- * without a system call, so a session's readiness costs one read, not one
- * per tunnel. */
-static int chan_due(const struct tpf_ssh_hub_chan *c)
+/* Has libssh2 something for tunnel c that a turn would move? Data or
+ * the end queued for it while its worker side can take them
+ * (libssh2_poll_channel_read and libssh2_channel_eof look at the
+ * session's queue, no system call), or its bytes waiting for a window
+ * that opened. Any call on a session may read packets for every tunnel of
+ * it, so this is asked of every tunnel of a session that was used: a
+ * tunnel whose data a neighbour's call read would otherwise wait for the
+ * socket's next readiness, which may never come. */
+static int chan_actionable(const struct tpf_ssh_hub_chan *c)
 {
-	if (c->ready || c->released || c->up.len || c->down.len)
-		return 1;
-	if (c->state != CH_OPEN || !c->hb->ready || c->remote_eof)
+	if (c->state != CH_OPEN || !c->ch || c->hb->dead)
 		return 0;
-	return libssh2_poll_channel_read(c->ch, 0) || libssh2_channel_eof(c->ch);
+	if (!c->down.len && !c->remote_eof &&
+	    (libssh2_poll_channel_read(c->ch, 0) || libssh2_channel_eof(c->ch)))
+		return 1;
+	return c->up.len && libssh2_channel_window_write_ex(c->ch, NULL) > 0;
+}
+
+/* Does tunnel c need a turn? Queued, actionable, or (all: its session's
+ * socket was ready, or a sweep) holding bytes or closing. */
+static int chan_due(const struct tpf_ssh_hub_chan *c, int all)
+{
+	if (c->ready)
+		return 1;
+	if (all && (c->released || c->up.len || c->down.len))
+		return 1;
+	return chan_actionable(c);
 }
 
 /* One turn of bastion hb: the call holding a half-sent packet first, then
@@ -502,7 +598,7 @@ static void bastion_turn(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb, 
 	if (hb->pending != P_NONE && pending_turn(h, hb, now))
 		return;
 	if (!hb->dead)
-		open_step(h, hb);
+		open_step(h, hb, now, 0);
 	if (hb->ready && !hb->dead && hb->pending == P_NONE && session_pull(hb, NULL))
 		return;
 	/* Released tunnels wait for the bastion's CLOSE, which comes with
@@ -510,14 +606,24 @@ static void bastion_turn(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb, 
 	int sweep = hb->n_released && (now >= hb->sweep_at || h->stop);
 	if (sweep)
 		hb->sweep_at = now + 0.1;
-	for (struct tpf_ssh_hub_chan *c = hb->ready || sweep ? hb->chans : NULL, *next; c; c = next) {
-		next = c->next;
-		if (hb->pending != P_NONE)
-			return; /* the rest wait for the session to drain */
-		if (chan_due(c)) {
-			c->ready = 0;
-			chan_turn(h, c, now);
+	int all = hb->ready || sweep;
+	if (all || hb->used || hb->again) {
+		hb->used = hb->again = 0;
+		for (struct tpf_ssh_hub_chan *c = hb->chans, *next; c; c = next) {
+			next = c->next;
+			if (hb->pending != P_NONE)
+				return; /* the rest wait for the session to drain */
+			if (chan_due(c, all)) {
+				c->ready = 0;
+				chan_turn(h, c, now);
+			}
 		}
+		/* The walk's calls may have read an open's answer. */
+		if (hb->opening && hb->pending == P_NONE)
+			open_step(h, hb, now, 1);
+		/* What the walk's own calls read for tunnels it had passed. */
+		for (struct tpf_ssh_hub_chan *c = hb->chans; c && !hb->again; c = c->next)
+			hb->again = chan_actionable(c);
 	}
 	hb->ready = 0;
 	if (!hb->dead && hb->chans && h->keepalive > 0 && now >= hb->keepalive_at &&
@@ -541,6 +647,17 @@ static void bastion_free(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb)
 	free(hb);
 }
 
+/* Is all that is left of stuck bastion hb opens whose callers gave up? */
+static int only_abandoned(const struct tpf_ssh_hub_bastion *hb)
+{
+	if (!hb->stuck || !hb->chans)
+		return 0;
+	for (const struct tpf_ssh_hub_chan *c = hb->chans; c; c = c->next)
+		if (c->state != CH_OPENING || !c->released)
+			return 0;
+	return 1;
+}
+
 /* Bastions with no tunnel left: a dead one at once, a live one after
  * IDLE_KEEP (the next round's tunnels reuse it meanwhile). */
 static void bastions_reap(struct tpf_ssh_hub *h, double now)
@@ -558,6 +675,15 @@ static void bastions_reap(struct tpf_ssh_hub *h, double now)
 			bastion_free(h, hb);
 			continue;
 		}
+		if (only_abandoned(hb)) {
+			/* Nothing left but an open no one waits for: the
+			 * session can serve nothing else (no goodbye: it is
+			 * inside that open). */
+			hb->b->broken = 1;
+			*pp = hb->next;
+			bastion_free(h, hb);
+			continue;
+		}
 		pp = &hb->next;
 	}
 }
@@ -569,6 +695,8 @@ static int hub_wait_ms(struct tpf_ssh_hub *h, double now)
 {
 	double due = now + 5.0;
 	for (struct tpf_ssh_hub_bastion *hb = h->bastions; hb; hb = hb->next) {
+		if (hb->again)
+			return 0;
 		if (h->keepalive > 0 && hb->chans && hb->keepalive_at < due)
 			due = hb->keepalive_at;
 		if (hb->n_opening || hb->n_released)
@@ -599,18 +727,25 @@ static void hub_mark(struct tpf_ssh_hub *h, void **ready, int n)
 }
 
 /* The queued tunnels' turns. One whose session holds a half-sent packet
- * stays marked: the walk after that session drains gives it its turn. */
+ * stays queued for the turn after that session drains. */
 static void work_turn(struct tpf_ssh_hub *h, double now)
 {
-	size_t n = h->nwork;
-	h->nwork = 0;
+	size_t n = h->nwork, keep = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct tpf_ssh_hub_chan *c = h->work[i];
-		if (c->hb->pending != P_NONE)
+		if (!c)
+			continue; /* freed meanwhile */
+		struct tpf_ssh_hub_bastion *hb = c->hb;
+		if (hb->pending != P_NONE) {
+			h->work[keep++] = c; /* after the session drains */
 			continue;
+		}
 		c->ready = 0;
+		h->work[i] = NULL; /* chan_turn may free c */
 		chan_turn(h, c, now);
+		hb->used = 1;
 	}
+	h->nwork = keep;
 }
 
 static void *hub_main(void *arg)
@@ -695,7 +830,7 @@ struct tpf_ssh_hub_bastion *tpf_ssh_hub_take(struct tpf_ssh_hub *h)
 {
 	pthread_mutex_lock(&h->mu);
 	struct tpf_ssh_hub_bastion *hb = h->bastions;
-	while (hb && (hb->dead || hb->room_taken >= TPF_SSH_HUB_CHANNELS))
+	while (hb && (hb->dead || hb->stuck || hb->room_taken >= TPF_SSH_HUB_CHANNELS))
 		hb = hb->next;
 	if (hb)
 		hb->room_taken++;
@@ -779,11 +914,11 @@ int tpf_ssh_hub_open(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb, cons
 		pp = &(*pp)->next;
 	*pp = c;
 	hub_wake(h);
-	while (c->state == CH_OPENING)
+	while (c->state == CH_OPENING && !c->gave_up)
 		pthread_cond_wait(&c->opened, &h->mu);
 	int err = 0;
-	if (c->state != CH_OPEN) {
-		err = c->err ? c->err : TPF_EUNREACHABLE;
+	if (c->state != CH_OPEN || c->gave_up) {
+		err = c->moved ? TPF_SSH_HUB_MOVED : c->err ? c->err : TPF_EUNREACHABLE;
 		*why = c->why ? xstrdup(c->why) : NULL;
 		chan_release(h, c, 0);
 		close(sv[0]);
@@ -822,4 +957,17 @@ struct tpf_ssh_hub *tpf_ssh_hub_of(struct tpf_ssh *t)
 	struct tpf_ssh_hub *h = t->hub;
 	pthread_mutex_unlock(&t->hub_mu);
 	return h;
+}
+
+double tpf_ssh_hub_stuck_for(struct tpf_ssh_hub *h, const char *host, int port)
+{
+	double since = 0, now = tpf_now_mono();
+	pthread_mutex_lock(&h->mu);
+	for (struct tpf_ssh_hub_bastion *hb = h->bastions; hb && !since; hb = hb->next) {
+		const struct tpf_ssh_hub_chan *c = hb->opening;
+		if (hb->stuck && !hb->dead && c && c->port == port && !strcmp(c->host, host))
+			since = hb->stuck_since;
+	}
+	pthread_mutex_unlock(&h->mu);
+	return since ? now - since : 0;
 }

@@ -29,7 +29,10 @@ status or signal sent back when the process has ended and its output is
 drained; a shell request runs /bin/sh. So tpuform's bootstrap, the workers'
 screen sessions and jobs are real processes of this machine. The sftp
 subsystem serves files with relative paths taken from the worker's home, as
-sftp-server does; direct-tcpip (a bastion's jump) is allowed. Environment of
+sftp-server does; direct-tcpip (a bastion's jump) is allowed, except that a
+destination address A for which the file DIR/stall-open.A exists is never
+answered (a worker the bastion cannot reach, whose SYNs go unanswered: the
+channel open waits). Environment of
 a command: HOME, USER, LOGNAME, SHELL, PATH, LANG, SSH_CONNECTION,
 SSH_CLIENT, SCREENDIR, TPUFORM_LIBTPU_LOCKFILE (DIR/w<i>/libtpu_lockfile),
 TPUFORM_METADATA_URL (a closed port unless ~/.ssh/environment sets it: no
@@ -187,7 +190,11 @@ class Server(asyncssh.SSHServer):
         return keys.validate(key, peer[0], peer[0]) is not None
 
     def connection_requested(self, dest_host, dest_port, orig_host, orig_port):
-        return True  # direct-tcpip: the worker as a bastion
+        # direct-tcpip: the worker as a bastion
+        if os.path.exists(os.path.join(self.worker.root, "stall-open." + dest_host)):
+            # never answered: the open waits (asyncssh awaits a session)
+            return asyncio.sleep(3600)
+        return True
 
 
 def spawn(worker, argv, env, fd0, fd1, fd2):

@@ -7,7 +7,7 @@
 # through it; watch holds its 72 job waits over 2 bastion connections
 # (64 + 8), not 72, with a fixed number of threads; when both are cut, the
 # waits come back through new ones and a job that ends afterwards is
-# restarted. Loopback block: 127.2.9.x (the harness's; t760 has 127.2.8.x).
+# restarted; a worker the bastion cannot reach fails alone. Loopback block: 127.2.9.x (the harness's; t760 has 127.2.8.x).
 . "$(dirname "$0")/lib.sh"
 TPF_ROOT=$TOP
 . "$TOP/tests/e2e/fakegcp.sh"
@@ -96,6 +96,21 @@ kill -TERM "$WPID"
 wait "$WPID"
 is "watch exits 0" "$?" 0
 WPID=
+
+# A worker the bastion cannot reach: its channel open is never answered
+# (the harness's stall-open file). The open outlives its connect timeout
+# inside the shared bastion session; only that worker fails, and the
+# tunnels beside it on the same bastion connection, in flight meanwhile,
+# finish their commands (before, a late open cut its whole connection).
+addr=$(jq -r '.nodes[] | select(.name == "t871-a-3") | .workers[1].address' tpuform.state.json)
+touch "$SSH_WORKERS_DIR/stall-open.$addr"
+export TPUFORM_SSH_CONNECT_TIMEOUT=3 TPUFORM_SSH_RETRY=8
+fails "exec -all exits 1: one worker did not answer the bastion" 1 \
+	tpuform exec -f fleet.yaml -all -- 'sleep 4; echo "there $TPUFORM_WORKER_ID"'
+is "the 71 others answered" "$(grep -c '| there [0-3]$' last.out)" 71
+like "the silent one timed out" "$(cat last.out)" "t871-a-3/w1.*timed out"
+unset TPUFORM_SSH_CONNECT_TIMEOUT TPUFORM_SSH_RETRY
+rm -f "$SSH_WORKERS_DIR/stall-open.$addr"
 ok "destroy" tpuform destroy -f fleet.yaml -auto-approve
 ssh_workers_stop
 finish
