@@ -8,6 +8,7 @@
 # (64 + 8), not 72, with a fixed number of threads; when both are cut, the
 # waits come back through new ones and a job that ends afterwards is
 # restarted; a worker the bastion cannot reach fails alone. Loopback block: 127.2.9.x (the harness's; t760 has 127.2.8.x).
+# shellcheck disable=SC2016 # $TPUFORM_WORKER_ID in single quotes is for the workers' shell
 . "$(dirname "$0")/lib.sh"
 TPF_ROOT=$TOP
 . "$TOP/tests/e2e/fakegcp.sh"
@@ -61,7 +62,7 @@ bastion_conns() { ss -Htn state established "dst $BASTION:$SSH_WORKERS_PORT" | w
 waited_all() {
 	n=$(find "$SSH_WORKERS_DIR" -path '*/home/tpuform/run/wait.*' -newer "$1" 2>/dev/null |
 		sed 's|.*/w\([0-9]*\)/home/.*|\1|' | sort -u | wc -l)
-	[ "$n" -ge $N ]
+	[ "$n" -ge "$N" ]
 }
 touch since0
 "$TPUFORM" watch -f fleet.yaml >watch.out 2>&1 &
