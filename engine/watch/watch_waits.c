@@ -260,6 +260,11 @@ static void finish(struct tpf_wait *w)
 		}
 	w->done = 1;
 	pthread_cond_broadcast(&ws->cv);
+	/* The last wait of a stopping set: the loop, which may sleep up to
+	 * WAITS_STEP_MAX with nothing of its own, ends now (watch took 30 s
+	 * to exit after a signal). */
+	if (ws->quit && !ws->n)
+		wake_loop(ws);
 }
 
 /* The next wait due for a helper, taken (HELPING), or NULL; *sleep_to:

@@ -106,6 +106,7 @@ static void bastion_turn(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb, 
 	int all = hb->ready || sweep;
 	if (all || hb->used || hb->again) {
 		hb->used = hb->again = 0;
+		unsigned long long r0 = tpf_ssh_tunnel_received();
 		for (struct tpf_ssh_hub_chan *c = hb->chans, *next; c; c = next) {
 			next = c->next;
 			if (hb->pending != P_NONE)
@@ -118,8 +119,10 @@ static void bastion_turn(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb, 
 		/* The walk's calls may have read an open's answer. */
 		if (hb->opening && hb->pending == P_NONE)
 			tpf_ssh_tunnel_open_step(h, hb, now, 1);
-		/* What the walk's own calls read for tunnels it had passed. */
-		for (struct tpf_ssh_hub_chan *c = hb->chans; c && !hb->again; c = c->next)
+		/* What the walk's own calls read for tunnels it had passed
+		 * (nothing read: nothing to look for). */
+		for (struct tpf_ssh_hub_chan *c = tpf_ssh_tunnel_received() != r0 ? hb->chans : NULL;
+		     c && !hb->again; c = c->next)
 			hb->again = tpf_ssh_tunnel_chan_actionable(c);
 	}
 	hb->ready = 0;
@@ -239,8 +242,9 @@ static void work_turn(struct tpf_ssh_hub *h, double now)
 		}
 		c->ready = 0;
 		h->work[i] = NULL; /* chan_turn may free c */
+		unsigned long long r0 = tpf_ssh_tunnel_received();
 		tpf_ssh_tunnel_chan_turn(h, c, now);
-		hb->used = 1;
+		hb->used |= tpf_ssh_tunnel_received() != r0;
 	}
 	h->nwork = keep;
 }
@@ -356,6 +360,7 @@ struct tpf_ssh_hub_bastion *tpf_ssh_hub_add(struct tpf_ssh_hub *h, struct tpf_co
 	 * a failed send (TCP_USER_TIMEOUT on its socket, ssh_connect.c). */
 	if (h->keepalive > 0)
 		libssh2_keepalive_config(b->s, 0, (unsigned)h->keepalive);
+	tpf_ssh_tunnel_count_recv(b->s);
 	pthread_mutex_lock(&h->mu);
 	hb->next = h->bastions;
 	h->bastions = hb;

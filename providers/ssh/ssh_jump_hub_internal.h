@@ -153,4 +153,11 @@ int tpf_ssh_tunnel_chan_due(const struct tpf_ssh_hub_chan *c, int all);
  * session. */
 void tpf_ssh_tunnel_chan_drop(struct tpf_ssh_hub *h, struct tpf_ssh_hub_chan *c);
 
+/* Count what libssh2 receives on bastion session s (its recv callback),
+ * and the count so far on this thread: a call after which it has not
+ * grown read nothing, so it left nothing queued for other tunnels, and
+ * their walk (ssh_jump_hub.c bastion_turn) can be skipped. */
+void tpf_ssh_tunnel_count_recv(LIBSSH2_SESSION *s);
+unsigned long long tpf_ssh_tunnel_received(void);
+
 #endif

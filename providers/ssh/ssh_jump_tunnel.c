@@ -19,6 +19,30 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* Bytes libssh2 received on this thread's counted sessions. */
+static _Thread_local unsigned long long received;
+
+/* libssh2's recv, counting (LIBSSH2_RECV_FUNC; returns -errno on error as
+ * libssh2's own does). */
+static LIBSSH2_RECV_FUNC(counted_recv)
+{
+	(void)abstract;
+	ssize_t n = recv(socket, buffer, length, flags);
+	if (n > 0)
+		received += (unsigned long long)n;
+	return n < 0 ? -errno : n;
+}
+
+void tpf_ssh_tunnel_count_recv(LIBSSH2_SESSION *s)
+{
+	libssh2_session_callback_set(s, LIBSSH2_CALLBACK_RECV, (void *)counted_recv);
+}
+
+unsigned long long tpf_ssh_tunnel_received(void)
+{
+	return received;
+}
+
 /* Queue c for the next turn (once). */
 void tpf_ssh_tunnel_chan_queue(struct tpf_ssh_hub *h, struct tpf_ssh_hub_chan *c)
 {
@@ -154,8 +178,9 @@ void tpf_ssh_tunnel_open_step(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion 
 		hb->opening = c;
 		/* The originator fields are informational (RFC 4254 section
 		 * 7.2); ssh(1) -W sends these too. */
+		unsigned long long r0 = received;
 		c->ch = libssh2_channel_direct_tcpip_ex(hb->b->s, c->host, c->port, "127.0.0.1", 0);
-		hb->used = 1;
+		hb->used |= received != r0;
 		if (c->ch) {
 			hb->stuck = 0;
 			open_ended(c, CH_OPEN);
@@ -339,8 +364,8 @@ int tpf_ssh_tunnel_pending_turn(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastio
 	struct tpf_ssh_hub_chan *c = hb->pending_ch;
 	enum pending_op op = hb->pending;
 	hb->pending = P_NONE;
-	hb->used = 1;
 	hb->pending_ch = NULL;
+	unsigned long long r0 = received;
 	int next = 0;
 	switch (op) {
 	case P_OPEN:
@@ -367,6 +392,7 @@ int tpf_ssh_tunnel_pending_turn(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastio
 	case P_NONE:
 		break;
 	}
+	hb->used |= received != r0;
 	return hb->pending != P_NONE;
 }
 /* What tunnel c's socket is waited on for. */

@@ -178,9 +178,12 @@ ok "watch waits on every worker through the bastion" waited_all
 # worker: watch's threads are those it has without a bastion, plus one.
 bastion_conns=$(ss -Htn state established "dst $BASTION:$BPORT" | wc -l | tr -d ' ')
 is "the four job waits go through one bastion connection" "$bastion_conns" 1
+t0=$(date +%s)
 kill -TERM "$wpid"
 wait "$wpid"
 is "watch exits 0" "$?" 0
+# Its waits' loop is woken when the last wait ends (it slept up to 30 s).
+ok "watch exits within 10 s of TERM" test $(($(date +%s) - t0)) -le 10
 
 # ---- the bastion comes back with another key -------------------------------
 old_bfp=$(bastion_fp)
