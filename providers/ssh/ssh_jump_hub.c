@@ -175,10 +175,11 @@ static void bastions_reap(struct tpf_ssh_hub *h, double now)
 			bastion_free(h, hb);
 			continue;
 		}
-		if (only_abandoned(hb)) {
-			/* Nothing left but an open no one waits for: the
-			 * session can serve nothing else (no goodbye: it is
-			 * inside that open). */
+		if (only_abandoned(hb) || (h->stop && hb->chans)) {
+			/* Nothing left but an open no one waits for, or the
+			 * transport going while one is in flight: the session
+			 * can serve nothing else (no goodbye: it is inside
+			 * that open). */
 			hb->b->broken = 1;
 			*pp = hb->next;
 			bastion_free(h, hb);
