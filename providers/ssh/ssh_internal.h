@@ -168,8 +168,6 @@ struct tpf_ssh_hub_bastion *tpf_ssh_hub_add(struct tpf_ssh_hub *h, struct tpf_co
 /* lock 1/0: take/give the mutex under which callers connect a new
  * bastion, so that a burst of callers shares one. */
 void tpf_ssh_hub_dial_lock(struct tpf_ssh_hub *h, int lock);
-/* The number of bastion connections (tests). */
-size_t tpf_ssh_hub_count(struct tpf_ssh_hub *h);
 /* A copy of hb's host key line "TYPE BASE64" (caller frees; NULL: none). */
 char *tpf_ssh_hub_known_line(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb);
 /* Open a tunnel to host:port through hb, in the room taken; blocks until

@@ -369,16 +369,6 @@ struct tpf_ssh_hub_bastion *tpf_ssh_hub_add(struct tpf_ssh_hub *h, struct tpf_co
 	return hb;
 }
 
-size_t tpf_ssh_hub_count(struct tpf_ssh_hub *h)
-{
-	size_t n = 0;
-	pthread_mutex_lock(&h->mu);
-	for (struct tpf_ssh_hub_bastion *hb = h->bastions; hb; hb = hb->next)
-		n++;
-	pthread_mutex_unlock(&h->mu);
-	return n;
-}
-
 int tpf_ssh_hub_open(struct tpf_ssh_hub *h, struct tpf_ssh_hub_bastion *hb, const char *host,
 		     int port, double deadline, struct tpf_ssh_hub_chan **out, int *fd, char **why)
 {
