@@ -207,14 +207,17 @@ struct tpf_transport_ops {
 		       const volatile int *stop, struct tpf_diags *d);
 
 	/*
-	 * Optional (all three NULL: use exec with a window). A command that
-	 * answers for a long time, driven by the caller's event loop (a job
-	 * wait that lasts the job's life and sends a heartbeat, issue 28):
-	 * watch_open asks for `command` on c and never blocks (0, or TPF_ERROR
-	 * when c is broken or busy); watch_step never blocks: it starts the
-	 * command as exec() does (a channel, the exec request; failures to do
-	 * so within the connection's I/O timeout are its errors, as exec()'s),
-	 * then hands the output there is to io->out,
+	 * Optional (all three NULL: use exec with a window). A command
+	 * driven by the caller's event loop (a job wait that lasts the job's
+	 * life and sends a heartbeat; apply's provisioning steps, issue 28):
+	 * watch_open asks for `command` on c with `input` (input_len bytes,
+	 * borrowed until watch_close; NULL: none) as its stdin, and never
+	 * blocks (0, or TPF_ERROR when c is broken or busy); watch_step never
+	 * blocks: it starts the command as exec() does (a channel, the exec
+	 * request; failures to do so within the connection's I/O timeout are
+	 * its errors, as exec()'s), sends the input and then end-of-file (the
+	 * I/O timeout counts from the last progress), hands the output there
+	 * is to io->out,
 	 * sends a keepalive when one is due, and returns 1 while the command
 	 * runs on (*pfd then says what to poll(2) for, and *due the monotonic
 	 * second, util/timeutil.h tpf_now_mono, by which to step again even
@@ -228,8 +231,8 @@ struct tpf_transport_ops {
 	 * command at a time per connection; a connection is used by one
 	 * thread at a time.
 	 */
-	int (*watch_open)(struct tpf_conn *c, const char *command, double idle,
-			  struct tpf_diags *d);
+	int (*watch_open)(struct tpf_conn *c, const char *command, const void *input,
+			  size_t input_len, double idle, struct tpf_diags *d);
 	int (*watch_step)(struct tpf_conn *c, const struct tpf_watch_io *io, struct pollfd *pfd,
 			  double *due, struct tpf_diags *d);
 	int (*watch_close)(struct tpf_conn *c, int *status, struct tpf_diags *d);
@@ -237,16 +240,23 @@ struct tpf_transport_ops {
 	/*
 	 * Optional (all four NULL: use connect). The connect op in steps, for
 	 * an event loop that makes many connections at once (watch's job
-	 * waits, issue 28): dial_start prepares one attempt at w and may block
-	 * for a moment (a provider's lookups of the node, a name to resolve;
-	 * ssh through a bastion or with ssh-agent: the whole connection, as
-	 * connect with w->once). 0 and *out, or an error as connect's (no
-	 * dial then). dial_step never blocks: 1 while the attempt goes on
-	 * (*pfd then says what to poll(2) for; step again when it is ready,
-	 * and at least every 2 s: the connect timeout is checked there), 0
-	 * when connected (then dial_finish), or an error as connect's
-	 * (TPF_EUNREACHABLE, TPF_EHOSTKEY: the same host key rules, TPF_ERROR)
-	 * with a diagnostic. No retry: one attempt, the caller backs off.
+	 * waits, issue 28): dial_start prepares the first attempt at w and may
+	 * block for a moment (a provider's lookups of the node, a name to
+	 * resolve; ssh through a bastion or with ssh-agent: the whole
+	 * connection, as connect makes it for w, retries included). 0 and
+	 * *out, or an error as connect's (no dial then). dial_step never
+	 * blocks: 1 while the dial goes on (*pfd then says what to poll(2)
+	 * for; step again when it is ready, and at least every 2 s: the
+	 * connect timeout is checked there), 0 when connected (then
+	 * dial_finish), or an error as connect's (TPF_EUNREACHABLE,
+	 * TPF_EHOSTKEY: the same host key rules, TPF_ERROR) with a
+	 * diagnostic. Retries as connect's: with w->once 0, what time may fix
+	 * (a daemon not up yet, a key not installed yet) is tried again within
+	 * connect's budget while dial_step returns 1; between two attempts it
+	 * backs off with nothing to poll (*pfd fd -1): step it again within
+	 * 0.25 s then. Only the last attempt's diagnostics are reported, with
+	 * how many attempts were made. With w->once 1: one attempt, the
+	 * caller backs off.
 	 * dial_finish hands over the connection (*out, close it with close)
 	 * and, host_key_out not NULL, the fingerprint seen (caller frees).
 	 * dial_free frees the dial (NULL: nothing), closing a connection not

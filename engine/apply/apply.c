@@ -11,6 +11,7 @@
  * writes the worker's new facts back by name.
  */
 #include "engine/apply/apply_internal.h"
+#include "engine/workers/provision.h"
 #include "model/node_state.h"
 #include "providers/transport.h"
 #include "util/pool.h"
@@ -398,6 +399,7 @@ int tpf_apply(const struct tpf_plan *p, const struct tpf_fleet *f, struct tpf_pr
 	apply_save_locked(&x);
 	pthread_mutex_unlock(x.mu);
 	pthread_join(hb, NULL);
+	tpf_fanout_free(x.fanout);
 
 	for (size_t i = 0; i < p->n; i++)
 		free(x.fl[i].id);

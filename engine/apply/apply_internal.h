@@ -60,6 +60,10 @@ struct exec {
 	 * at once. */
 	int workers_dirty;
 	double last_save;
+	/* Workers' provisioning on one event loop (engine/workers/provision.h
+	 * tpf_fanout_*), made at its first use; freed by tpf_apply. */
+	struct tpf_fanout *fanout;
+	int fanout_tried;
 };
 
 /* Seconds a worker's record may wait for the next save (Terraform persists

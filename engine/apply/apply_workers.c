@@ -53,22 +53,29 @@ struct worker_job {
 	pthread_mutex_t mu; /* guards failures */
 };
 
-static void provision_one(struct worker_job *wj, int w)
+/* A private copy of node wj->node, taken under x->mu (NULL: the node or
+ * its worker w is gone from state). */
+static struct tpf_state_node *copy_for(struct worker_job *wj, int w)
 {
 	struct exec *x = wj->x;
 	pthread_mutex_lock(x->mu);
 	struct tpf_state_node *sn = tpf_state_find(x->st, wj->node);
 	struct tpf_state_node *copy = sn ? tpf_state_node_clone(sn) : NULL;
 	pthread_mutex_unlock(x->mu);
-	const struct tpf_state_worker *cw = tpf_state_node_worker(copy, w);
-	if (!copy || !cw) { /* copy: for the analyzer, which cannot see cw implies it */
+	if (copy && !tpf_state_node_worker(copy, w)) {
 		tpf_state_node_free(copy);
-		return;
+		copy = NULL;
 	}
+	return copy;
+}
 
-	int changed = 0;
-	int before = cw->preflight_failures;
-	int rc = tpf_provision_worker(x->t, x->f, copy, wj->live, w, wj->force, &changed, x->d);
+/* Worker w's provisioning ended (rc, changed as tpf_provision_worker's;
+ * before: its preflight failures before): its facts from copy recorded
+ * in state, the recap, the events. Frees copy. */
+static void record(struct worker_job *wj, int w, struct tpf_state_node *copy, int rc, int changed,
+		   int before)
+{
+	struct exec *x = wj->x;
 	const struct tpf_state_worker *sw = &copy->workers[w];
 	int preflight = rc && sw->preflight_failures > before;
 	enum tpf_event_kind result = rc == 0 ? (changed ? TPF_EVENT_JOB_STARTED : TPF_EVENT_JOB_RUNNING)
@@ -128,11 +135,78 @@ static void provision_one(struct worker_job *wj, int w)
 	tpf_state_node_free(copy);
 }
 
+static void provision_one(struct worker_job *wj, int w)
+{
+	struct tpf_state_node *copy = copy_for(wj, w);
+	if (!copy)
+		return;
+	int changed = 0, before = copy->workers[w].preflight_failures;
+	int rc = tpf_provision_worker(wj->x->t, wj->x->f, copy, wj->live, w, wj->force, &changed,
+				      wj->x->d);
+	record(wj, w, copy, rc, changed, before);
+}
+
 /* A tpf_pool_fn: provision the i-th listed worker. */
 static void provision_item(size_t i, void *arg)
 {
 	struct worker_job *wj = arg;
 	provision_one(wj, wj->workers[i]);
+}
+
+/* The workers of one node on the fan-out: their copies, in the order
+ * handed to it, with their preflight failures before. */
+struct fanout_run {
+	struct worker_job *wj;
+	struct tpf_state_node **copies;
+	int *workers, *before;
+};
+
+/* A tpf_fanout_done_fn: the i-th handed worker ended. */
+static void fanout_done(void *arg, size_t i, int rc, int changed, struct tpf_diags *d)
+{
+	struct fanout_run *r = arg;
+	tpf_diags_move(r->wj->x->d, d);
+	record(r->wj, r->workers[i], r->copies[i], rc, changed, r->before[i]);
+	r->copies[i] = NULL;
+}
+
+/* The apply's fan-out, made at its first use (NULL: none to be had). */
+static struct tpf_fanout *fanout_of(struct exec *x)
+{
+	pthread_mutex_lock(x->mu);
+	if (!x->fanout_tried) {
+		x->fanout_tried = 1;
+		x->fanout = tpf_fanout_new(x->t, apply_parallelism(x));
+	}
+	struct tpf_fanout *fo = x->fanout;
+	pthread_mutex_unlock(x->mu);
+	return fo;
+}
+
+/* Provision workers of the node on the fan-out (one event loop for the
+ * whole apply, at most -parallelism workers in flight: issue 28). */
+static void provision_on_fanout(struct worker_job *wj, struct tpf_fanout *fo,
+				const int *workers, size_t nworkers)
+{
+	struct fanout_run r = { .wj = wj };
+	r.copies = xcalloc(nworkers, sizeof(*r.copies));
+	r.workers = xcalloc(nworkers, sizeof(int));
+	r.before = xcalloc(nworkers, sizeof(int));
+	size_t n = 0;
+	for (size_t i = 0; i < nworkers; i++) {
+		struct tpf_state_node *copy = copy_for(wj, workers[i]);
+		if (!copy)
+			continue;
+		r.copies[n] = copy;
+		r.workers[n] = workers[i];
+		r.before[n] = copy->workers[workers[i]].preflight_failures;
+		n++;
+	}
+	tpf_fanout_provision(fo, wj->x->f, r.copies, wj->live, r.workers, n, wj->force,
+			     fanout_done, &r);
+	free(r.copies);
+	free(r.workers);
+	free(r.before);
 }
 
 /* Provision the given workers of node `name` in parallel. Returns the
@@ -153,7 +227,17 @@ int apply_provision_workers(struct exec *x, const char *name, const struct tpf_l
 	struct worker_job wj = { .x = x, .node = name, .live = ln, .workers = workers,
 				 .force = force };
 	pthread_mutex_init(&wj.mu, NULL);
-	tpf_pool_run(nworkers, apply_parallelism(x), provision_item, &wj, NULL);
+	struct tpf_fanout *fo = NULL;
+	pthread_mutex_lock(x->mu);
+	struct tpf_state_node *sn = tpf_state_find(x->st, name);
+	int fits = sn && tpf_fanout_can(x->t, x->f, sn);
+	pthread_mutex_unlock(x->mu);
+	if (fits)
+		fo = fanout_of(x);
+	if (fo)
+		provision_on_fanout(&wj, fo, workers, nworkers);
+	else
+		tpf_pool_run(nworkers, apply_parallelism(x), provision_item, &wj, NULL);
 	pthread_mutex_destroy(&wj.mu);
 	return wj.failures;
 }

@@ -17,9 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Seconds. start runs setup, which may install things. */
-#define START_TIMEOUT 600.0
-
 static const char *endpoint_address(const struct tpf_fleet *f, const struct tpf_endpoint *e)
 {
 	if (!e)
@@ -103,7 +100,7 @@ static int send_source(struct tpf_transport *t, struct tpf_conn *c, const char *
  * not in the script: a new checkpoint must not change the script's hash,
  * which would restart the job (plan/diff.c compares hashes).
  */
-static char *start_command(const struct tpf_state_node *n, int force)
+char *tpf_prov_start_command(const struct tpf_state_node *n, int force)
 {
 	const char *verb = force ? " restart" : " start";
 	if (!n->last_checkpoint || !*n->last_checkpoint)
@@ -114,56 +111,16 @@ static char *start_command(const struct tpf_state_node *n, int force)
 	return cmd;
 }
 
-int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
-			 struct tpf_state_node *n, const struct tpf_live_node *live, int worker,
-			 int force, int *changed, struct tpf_diags *d)
+/* What the start command said, taken into sw: 0 when the job was
+ * started or found running (*started: which), else an error with the
+ * script's own words (a preflight failure counted in sw). */
+int tpf_prov_take_start(const struct tpf_fleet *f, struct tpf_state_worker *sw, const char *addr,
+		      const char *out, int status, int *started, struct tpf_diags *d)
 {
-	char *addr = xasprintf("%s/w%d", n->name, worker);
-	char *hash = NULL, *script = NULL, *secrets = NULL, *host_key = NULL;
-	char *session = tpf_session_name(f->name);
-	struct tpf_conn *c = NULL;
-	struct tpf_buf out = TPF_BUF_INIT;
 	struct script_said said;
-	int said_ok = 0, status = -1, err = 0;
-	enum tpf_job_state new_state = TPF_JOB_STATE_FAILED;
-
-	if (changed)
-		*changed = 0;
-	if (!tpf_state_node_worker(n, worker)) {
-		err = tpf_errorx(d, addr, "the node's worker list in state is shorter than its recipe",
-				 "cannot provision worker %d of node '%s': it has %zu workers in state",
-				 worker, n->name, n->nworkers);
-		free(addr);
-		free(session);
-		return err;
-	}
-	struct tpf_state_worker *sw = &n->workers[worker];
-	const char *mode = tpf_worker_source_mode(f, n);
-	script = tpf_provision_render(f, n, live, worker, &hash);
-	secrets = tpf_secrets_render(&f->secrets);
-
-	err = tpf_prov_open_worker(t, n, live, worker, 0, 0, &c, &host_key, d);
-	if (err) {
-		new_state = err == TPF_EUNREACHABLE ? TPF_JOB_STATE_UNREACHABLE : TPF_JOB_STATE_FAILED;
-		goto done;
-	}
-	/* Pin the key as soon as the worker proved it (trust on first use),
-	 * even if the bootstrap then fails: the next attempt must meet it. */
-	if (host_key)
-		xstrset(&sw->host_key, host_key);
-	if ((err = send_source(t, c, mode, n, hash, force, addr, d)) < 0 ||
-	    (err = t->ops->put(c, TPF_REMOTE_SECRETS, secrets, strlen(secrets), 0600, d)) < 0 ||
-	    (err = t->ops->put(c, TPF_REMOTE_SCRIPT, script, strlen(script), 0700, d)) < 0)
-		goto done;
-	char *cmd = start_command(n, force);
-	err = t->ops->exec(c, cmd, &out, &status, START_TIMEOUT, d);
-	free(cmd);
-	if (err) {
-		new_state = err == TPF_EUNREACHABLE ? TPF_JOB_STATE_UNREACHABLE : TPF_JOB_STATE_FAILED;
-		goto done;
-	}
-	tpf_prov_said_parse(out.buf, &said);
-	said_ok = 1;
+	int err = 0;
+	*started = 0;
+	tpf_prov_said_parse(out, &said);
 	for (const char *w = said.warnings.buf; *w;) {
 		const char *eol = strchr(w, '\n');
 		char *one = xstrndup(w, (size_t)(eol - w));
@@ -194,13 +151,21 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 					 "POSIX shell?)", addr, status);
 		free(msg);
 		free(tail);
-		goto done;
+	} else {
+		*started = said.result == TPF_SCRIPT_STARTED;
 	}
-	int started = said.result == TPF_SCRIPT_STARTED;
-	if (changed)
-		*changed = started;
+	tpf_prov_said_release(&said);
+	return err;
+}
+
+/* A worker whose job now runs: its facts in sw. */
+void tpf_prov_mark_running(const struct tpf_fleet *f, const struct tpf_live_node *live, int worker,
+			 struct tpf_state_worker *sw, const char *hash, int started)
+{
+	char *session = tpf_session_name(f->name);
 	xstrset(&sw->script_hash, hash);
 	xstrset(&sw->session, session);
+	free(session);
 	sw->job_state = TPF_JOB_STATE_ALIVE;
 	sw->exit_code = -1;
 	sw->preflight_failures = 0;
@@ -211,19 +176,75 @@ int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
 		xstrset(&sw->provisioned_at, now);
 	}
 	xstrset(&sw->address, endpoint_address(f, tpf_prov_worker_endpoint(live, worker)));
+}
+
+/* The error for a worker not in n's worker list. */
+int tpf_prov_no_such_worker(const struct tpf_state_node *n, int worker, const char *addr,
+			  struct tpf_diags *d)
+{
+	return tpf_errorx(d, addr, "the node's worker list in state is shorter than its recipe",
+			  "cannot provision worker %d of node '%s': it has %zu workers in state",
+			  worker, n->name, n->nworkers);
+}
+
+int tpf_provision_worker(struct tpf_transport *t, const struct tpf_fleet *f,
+			 struct tpf_state_node *n, const struct tpf_live_node *live, int worker,
+			 int force, int *changed, struct tpf_diags *d)
+{
+	char *addr = xasprintf("%s/w%d", n->name, worker);
+	char *hash = NULL, *script = NULL, *secrets = NULL, *host_key = NULL;
+	struct tpf_conn *c = NULL;
+	struct tpf_buf out = TPF_BUF_INIT;
+	int status = -1, err = 0, started = 0;
+	enum tpf_job_state new_state = TPF_JOB_STATE_FAILED;
+
+	if (changed)
+		*changed = 0;
+	if (!tpf_state_node_worker(n, worker)) {
+		err = tpf_prov_no_such_worker(n, worker, addr, d);
+		free(addr);
+		return err;
+	}
+	struct tpf_state_worker *sw = &n->workers[worker];
+	const char *mode = tpf_worker_source_mode(f, n);
+	script = tpf_provision_render(f, n, live, worker, &hash);
+	secrets = tpf_secrets_render(&f->secrets);
+
+	err = tpf_prov_open_worker(t, n, live, worker, 0, 0, &c, &host_key, d);
+	if (err) {
+		new_state = err == TPF_EUNREACHABLE ? TPF_JOB_STATE_UNREACHABLE : TPF_JOB_STATE_FAILED;
+		goto done;
+	}
+	/* Pin the key as soon as the worker proved it (trust on first use),
+	 * even if the bootstrap then fails: the next attempt must meet it. */
+	if (host_key)
+		xstrset(&sw->host_key, host_key);
+	if ((err = send_source(t, c, mode, n, hash, force, addr, d)) < 0 ||
+	    (err = t->ops->put(c, TPF_REMOTE_SECRETS, secrets, strlen(secrets), 0600, d)) < 0 ||
+	    (err = t->ops->put(c, TPF_REMOTE_SCRIPT, script, strlen(script), 0700, d)) < 0)
+		goto done;
+	char *cmd = tpf_prov_start_command(n, force);
+	err = t->ops->exec(c, cmd, &out, &status, TPF_PROV_START_TIMEOUT, d);
+	free(cmd);
+	if (err) {
+		new_state = err == TPF_EUNREACHABLE ? TPF_JOB_STATE_UNREACHABLE : TPF_JOB_STATE_FAILED;
+		goto done;
+	}
+	if ((err = tpf_prov_take_start(f, sw, addr, out.buf ? out.buf : "", status, &started, d)))
+		goto done;
+	if (changed)
+		*changed = started;
+	tpf_prov_mark_running(f, live, worker, sw, hash, started);
 done:
 	if (err)
 		sw->job_state = new_state;
 	if (c)
 		t->ops->close(c);
-	if (said_ok)
-		tpf_prov_said_release(&said);
 	tpf_buf_release(&out);
 	free(host_key);
 	free(secrets);
 	free(script);
 	free(hash);
-	free(session);
 	free(addr);
 	return err;
 }

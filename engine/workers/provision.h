@@ -232,4 +232,41 @@ int tpf_provision_disrupt(struct tpf_transport *t, const struct tpf_state_node *
 			  const struct tpf_live_node *live, int worker, const char *reason,
 			  long deadline, enum tpf_script_result *result, struct tpf_diags *d);
 
+/*
+ * Apply's provisioning fan-out on one event loop (issue 28; docs/watch.md
+ * "Threads and connections"; engine/workers/provision_fanout.c): every
+ * worker's connection and commands driven by one thread with non-blocking
+ * libssh2, and FANOUT_HELPERS (4) helper threads for what may block (a
+ * dial's start, where the provider looks the node up and installs the
+ * login key; a command's exit status; a close). At most `in_flight`
+ * workers are being provisioned at once (apply's -parallelism): a limit
+ * on work in flight, not on threads.
+ *
+ * tpf_fanout_can: whether n's workers can go through it (the transport has
+ * the dial and watch ops: ssh; the source mode moves no source: "none" or
+ * "clone"); otherwise tpf_provision_worker, on threads.
+ * tpf_fanout_new: NULL when threads or epoll cannot be had (use the
+ * threads then). tpf_fanout_free: after every tpf_fanout_provision
+ * returned.
+ * tpf_fanout_provision: provision workers[i] of copies[i] (a private copy
+ * of the node per worker, written as tpf_provision_worker writes it; live
+ * is the node's live record) as tpf_provision_worker does, the same
+ * steps but the files written by `cat` over a command's stdin instead of
+ * SFTP. Blocks until all n are done; done(arg, i, rc, changed, d) runs on
+ * the caller's thread as each finishes, with rc and changed as
+ * tpf_provision_worker's and d that worker's diagnostics (borrowed: move
+ * them). Several threads may call it at once on one fan-out.
+ */
+struct tpf_fanout;
+typedef void (*tpf_fanout_done_fn)(void *arg, size_t i, int rc, int changed,
+				   struct tpf_diags *d);
+int tpf_fanout_can(const struct tpf_transport *t, const struct tpf_fleet *f,
+		   const struct tpf_state_node *n);
+struct tpf_fanout *tpf_fanout_new(struct tpf_transport *t, int in_flight);
+void tpf_fanout_free(struct tpf_fanout *fo);
+void tpf_fanout_provision(struct tpf_fanout *fo, const struct tpf_fleet *f,
+			  struct tpf_state_node *const *copies, const struct tpf_live_node *live,
+			  const int *workers, size_t n, int force, tpf_fanout_done_fn done,
+			  void *arg);
+
 #endif

@@ -98,11 +98,18 @@ int tpf_provision_can_dial(const struct tpf_transport *t)
 	       t->ops->dial_free;
 }
 
+int tpf_prov_dial_start(struct tpf_transport *t, const struct tpf_state_node *n,
+			const struct tpf_live_node *live, int worker, int read_only, int once,
+			struct tpf_dial **out, struct tpf_diags *d)
+{
+	struct tpf_worker_ref ref = worker_ref(n, live, worker, read_only, once);
+	*out = NULL;
+	return t->ops->dial_start(t, &ref, out, d);
+}
+
 int tpf_provision_dial_start(struct tpf_transport *t, const struct tpf_state_node *n,
 			     const struct tpf_live_node *live, int worker, struct tpf_dial **out,
 			     struct tpf_diags *d)
 {
-	struct tpf_worker_ref ref = worker_ref(n, live, worker, 1, 1);
-	*out = NULL;
-	return t->ops->dial_start(t, &ref, out, d);
+	return tpf_prov_dial_start(t, n, live, worker, 1, 1, out, d);
 }

@@ -16,6 +16,8 @@
 #include "util/buf.h"
 #include "util/kv.h"
 
+/* Seconds. start runs setup, which may install things. */
+#define TPF_PROV_START_TIMEOUT 600.0
 /* Seconds a status probe (and the disrupt verb) may take. */
 #define PROBE_TIMEOUT 60.0
 /* The bootstrap, as run on the worker (templates/render.h). */
@@ -75,6 +77,12 @@ const struct tpf_endpoint *tpf_prov_worker_endpoint(const struct tpf_live_node *
 int tpf_prov_open_worker(struct tpf_transport *t, const struct tpf_state_node *n,
 			 const struct tpf_live_node *live, int worker, int read_only, int once,
 			 struct tpf_conn **c, char **host_key, struct tpf_diags *d);
+/* tpf_provision_dial_start with read_only and once as given
+ * (providers/transport.h tpf_worker_ref): apply's dials may install the
+ * login key and retry within the connect budget, as its connect does. */
+int tpf_prov_dial_start(struct tpf_transport *t, const struct tpf_state_node *n,
+			const struct tpf_live_node *live, int worker, int read_only, int once,
+			struct tpf_dial **out, struct tpf_diags *d);
 /*
  * Run `command` on the worker; on success out holds its output and
  * *status its exit status. soft: an unreachable worker gives
@@ -87,5 +95,63 @@ int tpf_prov_run(struct tpf_transport *t, const struct tpf_state_node *n,
 		 const struct tpf_live_node *live, int worker, const char *command, double timeout,
 		 struct tpf_buf *out, int *status, char **host_key, int soft, int read_only,
 		 int once, int *reachable, struct tpf_diags *d);
+
+/* ---- the start and what it said (engine/workers/provision.c) ------------------- */
+
+/* The start (or restart, force) command line for n; caller frees. */
+char *tpf_prov_start_command(const struct tpf_state_node *n, int force);
+/* What the start command printed (out) and its exit status, taken into
+ * sw: 0 when the job was started or found running (*started: which),
+ * else an error in d with the script's own words (addr names the worker;
+ * a preflight failure is counted in sw). */
+int tpf_prov_take_start(const struct tpf_fleet *f, struct tpf_state_worker *sw, const char *addr,
+			const char *out, int status, int *started, struct tpf_diags *d);
+/* Worker `worker`'s job now runs the script `hash`: its facts in sw
+ * (session, state, provisioned_at when started, address from live). */
+void tpf_prov_mark_running(const struct tpf_fleet *f, const struct tpf_live_node *live,
+			   int worker, struct tpf_state_worker *sw, const char *hash, int started);
+/* The error (in d, TPF_ERROR) for a worker that n's worker list lacks. */
+int tpf_prov_no_such_worker(const struct tpf_state_node *n, int worker, const char *addr,
+			    struct tpf_diags *d);
+
+/* ---- provisioning as a list of commands (engine/workers/provision_job.c) ------- */
+
+/*
+ * One worker's provisioning as commands with their stdin, for a caller
+ * that runs them on an event loop (engine/workers/provision_fanout.c):
+ * the secrets and the script each written by a `cat` over the command's
+ * stdin (to a temporary name, then renamed: as put() does over SFTP),
+ * then the start. For source modes "none" and "clone" only
+ * (tpf_prov_job_fits): "present" and "bundle" move the source first,
+ * with the transport's blocking ops.
+ */
+struct tpf_prov_job;
+/* Whether provisioning n's workers fits in commands alone. */
+int tpf_prov_job_fits(const struct tpf_fleet *f, const struct tpf_state_node *n);
+/* A job for worker `worker` of n (the caller's private copy, written by
+ * the job until tpf_prov_job_end), or NULL with an error in d when n has
+ * no such worker. Renders the script and the secrets. Free with
+ * tpf_prov_job_free. */
+struct tpf_prov_job *tpf_prov_job_new(const struct tpf_fleet *f, struct tpf_state_node *n,
+				      const struct tpf_live_node *live, int worker, int force,
+				      struct tpf_diags *d);
+/* The connection is made: host_key (may be NULL) is pinned in the
+ * worker's facts at once (trust on first use), even if a later step
+ * fails. */
+void tpf_prov_job_connected(struct tpf_prov_job *j, const char *host_key);
+/* The next command: 1 with *cmd, *input (*len bytes; NULL: none) and
+ * *idle (seconds without output before it counts as lost), all borrowed
+ * from j until the next call; 0 when there is none left. */
+int tpf_prov_job_next(struct tpf_prov_job *j, const char **cmd, const void **input, size_t *len,
+		      double *idle);
+/* The last command's outcome: its output and exit status. 0 to go on,
+ * or an error (in d: the command's words) that ends the job. */
+int tpf_prov_job_answer(struct tpf_prov_job *j, const char *out, int status, struct tpf_diags *d);
+/* The end: err is the job's error (0: every command went well, or a
+ * transport error: TPF_EUNREACHABLE marks the worker unreachable). The
+ * worker's facts are written in the node copy; *changed: the job was
+ * (re)started. Returns err. */
+int tpf_prov_job_end(struct tpf_prov_job *j, int err, int *changed);
+void tpf_prov_job_free(struct tpf_prov_job *j);
 
 #endif

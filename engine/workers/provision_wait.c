@@ -133,7 +133,7 @@ int tpf_provision_watch_open(struct tpf_transport *t, struct tpf_conn *c, const 
 	/* An older bootstrap, which ignores the beat, answers within the
 	 * window: the idle limit allows for that too. */
 	double idle = (beat > window ? beat : window) + BEAT_SLACK;
-	int err = t->ops->watch_open(c, cmd.buf, idle, d);
+	int err = t->ops->watch_open(c, cmd.buf, NULL, 0, idle, d);
 	tpf_buf_release(&cmd);
 	if (err)
 		return err;

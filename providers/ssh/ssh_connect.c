@@ -162,6 +162,11 @@ static double random_jitter(void)
 	return 0.75 + 0.5 * ((double)r / 4294967295.0);
 }
 
+double tpf_ssh_retry_delay(int attempt)
+{
+	return attempt >= MAX_ATTEMPTS ? -1 : tpf_ssh_backoff(attempt, random_jitter());
+}
+
 int tpf_ssh_connect_retry(struct tpf_ssh *t, const struct tpf_worker_ref *w,
 			  const struct tpf_ssh_access *a, int authenticate, struct tpf_conn **out,
 			  struct tpf_diags *d)
@@ -196,9 +201,8 @@ int tpf_ssh_connect_retry(struct tpf_ssh *t, const struct tpf_worker_ref *w,
 		 * errors) and, before the first contact, keys the guest
 		 * agent has not installed yet. Never a changed host key. */
 		int retryable = err == TPF_EUNREACHABLE || (err == TPF_SSH_EREFUSED && key_pending);
-		double delay = tpf_ssh_backoff(attempt, random_jitter());
-		if (!retryable || attempt >= MAX_ATTEMPTS ||
-		    tpf_now_mono() + delay - start > budget)
+		double delay = tpf_ssh_retry_delay(attempt);
+		if (!retryable || delay < 0 || tpf_now_mono() + delay - start > budget)
 			break;
 		tpf_sleep(delay);
 	}

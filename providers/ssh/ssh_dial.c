@@ -13,9 +13,21 @@
  *        same function and so the same rules as every other connection
  *        (ssh_hostkey.c: the pin, else the published keys, else first use).
  *   AUTH: libssh2_userauth_publickey_frommemory, called again the same way.
- * The whole attempt has the connect timeout (ssh_transport.c,
+ * Each attempt has the connect timeout (ssh_transport.c,
  * TPUFORM_SSH_CONNECT_TIMEOUT), checked at every step: the loop must step
- * a dial at least every few seconds. No retry here: the caller backs off.
+ * a dial at least every few seconds.
+ *   RETRY: with w->once 0 (apply's provisioning), an attempt that failed
+ *        for what time may fix is made again after a backoff, within the
+ *        budget tpf_ssh_connect_retry has, by the same rules (a daemon not
+ *        up yet: network errors; a key refused before the first contact
+ *        or right after the key was installed), so that a fresh VM needs
+ *        no retry loop of the caller's. While it backs off there is
+ *        nothing to poll (fd -1); the next step after the backoff starts
+ *        the next attempt on a new connection, to the addresses resolved
+ *        at the start (resolving again could block). Only the last attempt's
+ *        diagnostics reach the caller, as connect's do. With w->once 1
+ *        (watch's probes, repeated every round anyway): one attempt, the
+ *        caller backs off.
  * Through a bastion (ssh.proxy_jump) or with ssh-agent (no
  * ssh.private_key), dial_start makes the whole connection as connect does
  * (blocking, on the caller's thread), and the dial is done at its first
@@ -32,12 +44,23 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { D_TCP, D_HANDSHAKE, D_AUTH, D_DONE, D_FAILED };
+/* An attempt goes D_TCP, D_HANDSHAKE, D_AUTH, D_DONE in that order (the
+ * step functions advance with phase++); D_BACKOFF waits between two. */
+enum { D_TCP, D_HANDSHAKE, D_AUTH, D_DONE, D_FAILED, D_BACKOFF };
 
 struct tpf_dial {
 	struct tpf_conn *c;
 	int phase;
-	double deadline;
+	double deadline;           /* the attempt's, tpf_now_mono seconds */
+	/* Retries (w->once 0): the first attempt's start, the budget
+	 * (seconds, -1: no retry), whether a refused key may be retried, the
+	 * number of the current attempt, the end of the backoff, and the
+	 * current attempt's diagnostics (the caller gets only the last). */
+	double start, budget;
+	int key_pending;
+	int attempt;
+	double wake;
+	struct tpf_diags last;
 	struct addrinfo *res, *ai; /* the addresses, the next one to try */
 	int syserr;                /* the last TCP error (errno) */
 	/* Copies of what the host key check reads: the worker's pin and
@@ -66,11 +89,26 @@ static void keep_access(struct tpf_dial *g, const struct tpf_worker_ref *w,
 		g->keys[i] = xstrdup(a->host_keys[i]);
 }
 
+/* The retry rule of tpf_ssh_connect_retry (ssh_connect.c) for g: before
+ * the first contact, or right after a key was installed, a refused key may
+ * be one the guest agent has not installed yet. Only with w->once 0: a
+ * dial with w->once makes one attempt, pin or not. */
+static void keep_retry(struct tpf_dial *g, struct tpf_ssh *t, const struct tpf_worker_ref *w,
+		       const struct tpf_ssh_access *a)
+{
+	g->start = tpf_now_mono();
+	g->attempt = 1;
+	g->key_pending = !w->host_key || (a && a->fresh_key);
+	g->budget = w->once ? -1 : g->key_pending ? t->o.retry_first : t->o.retry_pinned;
+}
+
 int tpf_ssh_dial_new(struct tpf_ssh *t, const struct tpf_worker_ref *w,
 		     const struct tpf_ssh_access *a, struct tpf_dial **out, struct tpf_diags *d)
 {
 	*out = NULL;
 	struct tpf_dial *g = xcalloc(1, sizeof(*g));
+	tpf_diags_init(&g->last);
+	keep_retry(g, t, w, a);
 	int err;
 	if (t->o.jump_host || !t->o.private_key) {
 		/* Not driven by the loop: connect as before (see above). */
@@ -169,8 +207,8 @@ static int step_auth(struct tpf_dial *g, struct pollfd *pfd, struct tpf_diags *d
 		poll_libssh2(c, pfd);
 		return 1;
 	}
-	rc = tpf_ssh_auth_key_result(c, rc, d);
-	return rc == TPF_SSH_EREFUSED ? TPF_ERROR : rc;
+	/* TPF_SSH_EREFUSED as it is: the retry rule tells it apart. */
+	return tpf_ssh_auth_key_result(c, rc, d);
 }
 
 /* The error for an attempt past its deadline, in the words of the step it
@@ -186,33 +224,107 @@ static int timed_out(struct tpf_dial *g, struct tpf_diags *d)
 	return tpf_ssh_auth_key_result(c, LIBSSH2_ERROR_TIMEOUT, d);
 }
 
+/* The current attempt as far as it goes without waiting, its diagnostics
+ * into g->last: 1 not yet (*pfd set), 0 connected, or its error
+ * (TPF_SSH_EREFUSED unmapped). */
+static int step_attempt(struct tpf_dial *g, struct pollfd *pfd)
+{
+	int rc = 0;
+	while (g->phase != D_DONE && !rc) {
+		if (tpf_now_mono() >= g->deadline)
+			return timed_out(g, &g->last);
+		rc = g->phase == D_TCP	     ? step_tcp(g, pfd, &g->last)
+		     : g->phase == D_HANDSHAKE ? step_handshake(g, pfd, &g->last)
+					       : step_auth(g, pfd, &g->last);
+		if (!rc)
+			g->phase++;
+	}
+	return rc;
+}
+
+/* A new connection to c's worker, not connected yet: what
+ * tpf_ssh_conn_new picked for it, copied (the next attempt's). */
+static struct tpf_conn *conn_again(const struct tpf_conn *c)
+{
+	struct tpf_conn *n = xcalloc(1, sizeof(*n));
+	n->t = c->t;
+	n->user = xstrdup(c->user);
+	n->fd = -1;
+	n->where = xstrdup(c->where);
+	n->host = xstrdup(c->host);
+	n->port = c->port;
+	return n;
+}
+
+/* After attempt g->attempt failed with err: whether to try again (then
+ * g->wake is when), by tpf_ssh_connect_retry's rules. Never a changed
+ * host key nor a bad configuration; a refused key only while it may not
+ * be installed yet. */
+static int retry_later(struct tpf_dial *g, int err)
+{
+	if (g->budget < 0)
+		return 0;
+	int retryable = err == TPF_EUNREACHABLE || (err == TPF_SSH_EREFUSED && g->key_pending);
+	double delay = tpf_ssh_retry_delay(g->attempt);
+	double now = tpf_now_mono();
+	if (!retryable || delay < 0 || now + delay - g->start > g->budget)
+		return 0;
+	g->wake = now + delay;
+	return 1;
+}
+
+/* The last attempt failed for good: its diagnostics to d, saying how long
+ * we tried when it was not the first (as tpf_ssh_connect_retry says it). */
+static void report_failure(struct tpf_dial *g, struct tpf_diags *d)
+{
+	for (size_t i = 0; g->attempt > 1 && i < g->last.n; i++) {
+		struct tpf_diag *it = &g->last.items[i];
+		if (it->severity != TPF_SEV_ERROR)
+			continue;
+		char *s = xasprintf("%s (after %d attempts over %.0f s)", it->summary, g->attempt,
+				    tpf_now_mono() - g->start);
+		free(it->summary);
+		it->summary = s;
+	}
+	tpf_diags_move(d, &g->last);
+}
+
 int tpf_ssh_dial_step(struct tpf_dial *g, struct pollfd *pfd, struct tpf_diags *d)
 {
 	*pfd = (struct pollfd){ .fd = -1 };
 	if (g->phase == D_FAILED)
 		return tpf_errorx(d, NULL, NULL, "this connection attempt failed already");
-	int rc = 0;
-	while (g->phase != D_DONE && !rc) {
-		if (tpf_now_mono() >= g->deadline) {
-			rc = timed_out(g, d);
-			break;
-		}
-		rc = g->phase == D_TCP	     ? step_tcp(g, pfd, d)
-		     : g->phase == D_HANDSHAKE ? step_handshake(g, pfd, d)
-					       : step_auth(g, pfd, d);
-		if (!rc)
-			g->phase++;
+	if (g->phase == D_BACKOFF) {
+		if (tpf_now_mono() < g->wake)
+			return 1;
+		/* The next attempt: the same addresses, its own timeout. */
+		g->attempt++;
+		g->ai = g->res;
+		g->syserr = 0;
+		g->deadline = tpf_now_mono() + g->c->t->o.connect_timeout;
+		g->phase = D_TCP;
 	}
-	if (rc < 0) {
-		/* Nothing polite to say to a peer that failed us, and the loop
-		 * must not wait on it: no disconnect message. */
-		g->c->broken = 1;
-		tpf_ssh_conn_free(g->c);
-		g->c = NULL;
-		g->phase = D_FAILED;
-		*pfd = (struct pollfd){ .fd = -1 };
+	int rc = step_attempt(g, pfd);
+	if (rc == 0)
+		tpf_diags_move(d, &g->last); /* what the attempt noted, if anything */
+	if (rc >= 0)
+		return rc;
+	/* Nothing polite to say to a peer that failed us, and the loop must
+	 * not wait on it: no disconnect message. */
+	*pfd = (struct pollfd){ .fd = -1 };
+	int again = retry_later(g, rc);
+	struct tpf_conn *next = again ? conn_again(g->c) : NULL;
+	g->c->broken = 1;
+	tpf_ssh_conn_free(g->c);
+	g->c = next;
+	if (again) {
+		tpf_diags_release(&g->last); /* a failure the caller need not see */
+		g->phase = D_BACKOFF;
+		return 1;
 	}
-	return rc;
+	g->phase = D_FAILED;
+	report_failure(g, d);
+	return rc == TPF_SSH_EREFUSED ? TPF_ERROR : rc;
 }
 
 int tpf_ssh_dial_finish(struct tpf_dial *g, struct tpf_conn **out, char **host_key_out)
@@ -239,6 +351,7 @@ void tpf_ssh_dial_free(struct tpf_dial *g)
 	}
 	if (g->res)
 		freeaddrinfo(g->res);
+	tpf_diags_release(&g->last);
 	for (size_t i = 0; i < g->nkeys; i++)
 		free(g->keys[i]);
 	free(g->keys);

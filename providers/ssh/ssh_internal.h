@@ -59,6 +59,8 @@ struct tpf_conn {
 	 * seconds). */
 	LIBSSH2_CHANNEL *watch_ch;
 	struct tpf_buf watch_cmd;
+	const char *watch_in; /* the command's stdin, borrowed; watch_in_off sent */
+	size_t watch_in_len, watch_in_off;
 	int watch_state;
 	double watch_setup_by, watch_idle, watch_quiet_until;
 };
@@ -242,6 +244,12 @@ int tpf_ssh_interactive(struct tpf_transport *t, const struct tpf_worker_ref *w,
 int tpf_ssh_connect_retry(struct tpf_ssh *t, const struct tpf_worker_ref *w,
 			  const struct tpf_ssh_access *a, int authenticate, struct tpf_conn **out,
 			  struct tpf_diags *d);
+/* The wait, seconds, before the next attempt after attempt number
+ * `attempt` (from 1) failed: tpf_ssh_backoff with a random jitter; -1 when
+ * that was the last attempt allowed (attempts are bounded by count too,
+ * whatever the budget says). One rule for tpf_ssh_connect_retry and the
+ * dials (ssh_dial.c). */
+double tpf_ssh_retry_delay(int attempt);
 
 /* ssh_sftp.c, shared with ssh_files.c: the SFTP subsystem (opened once
  * per connection), the error for a failed SFTP call (TPF_EUNREACHABLE when
@@ -289,7 +297,8 @@ int tpf_ssh_exec_close(struct tpf_conn *c, LIBSSH2_CHANNEL *ch, int *status, str
 /* Free a channel (NULL: nothing) unless the connection broke. */
 void tpf_ssh_exec_free(struct tpf_conn *c, LIBSSH2_CHANNEL *ch);
 /* providers/transport.h watch_open, watch_step, watch_close (ssh_watch.c). */
-int tpf_ssh_watch_open(struct tpf_conn *c, const char *command, double idle, struct tpf_diags *d);
+int tpf_ssh_watch_open(struct tpf_conn *c, const char *command, const void *input,
+		       size_t input_len, double idle, struct tpf_diags *d);
 int tpf_ssh_watch_step(struct tpf_conn *c, const struct tpf_watch_io *io, struct pollfd *pfd,
 		       double *due, struct tpf_diags *d);
 int tpf_ssh_watch_close(struct tpf_conn *c, int *status, struct tpf_diags *d);

@@ -20,7 +20,8 @@ static void poll_for(struct tpf_conn *c, struct pollfd *pfd);
  * sent, running (stdin closed, output read). */
 enum { W_ASKED = 1, W_EXEC_SENT, W_RUNNING };
 
-int tpf_ssh_watch_open(struct tpf_conn *c, const char *command, double idle, struct tpf_diags *d)
+int tpf_ssh_watch_open(struct tpf_conn *c, const char *command, const void *input,
+		       size_t input_len, double idle, struct tpf_diags *d)
 {
 	if (c->broken || c->watch_state)
 		return tpf_errorx(d, c->where, "connect again", "cannot run a command on worker '%s': "
@@ -28,6 +29,9 @@ int tpf_ssh_watch_open(struct tpf_conn *c, const char *command, double idle, str
 	c->timed_out = 0;
 	tpf_buf_init(&c->watch_cmd);
 	tpf_ssh_exec_line(&c->watch_cmd, command);
+	c->watch_in = input;
+	c->watch_in_len = input ? input_len : 0;
+	c->watch_in_off = 0;
 	c->watch_state = W_ASKED;
 	c->watch_setup_by = tpf_now_mono() + c->t->o.io_timeout;
 	c->watch_idle = idle;
@@ -35,9 +39,26 @@ int tpf_ssh_watch_open(struct tpf_conn *c, const char *command, double idle, str
 	return 0;
 }
 
+/* Send what stdin is left (c->watch_in), as much as the channel's window
+ * takes: 0 all sent, LIBSSH2_ERROR_EAGAIN for now, or an error. Progress
+ * moves the setup deadline: a large input takes as long as it takes, a
+ * stalled one has the connection's I/O timeout. */
+static int send_input(struct tpf_conn *c)
+{
+	while (c->watch_in_off < c->watch_in_len) {
+		ssize_t w = libssh2_channel_write(c->watch_ch, c->watch_in + c->watch_in_off,
+						  c->watch_in_len - c->watch_in_off);
+		if (w < 0)
+			return (int)w;
+		c->watch_in_off += (size_t)w;
+		c->watch_setup_by = tpf_now_mono() + c->t->o.io_timeout;
+	}
+	return 0;
+}
+
 /* Start the command, a step at a time (tpf_ssh_exec_open's calls, each
- * repeated after LIBSSH2_ERROR_EAGAIN): 0 started, 1 not yet (*pfd
- * set), or an error. */
+ * repeated after LIBSSH2_ERROR_EAGAIN), and send its stdin: 0 started
+ * and stdin closed, 1 not yet (*pfd set), or an error. */
 static int start_step(struct tpf_conn *c, struct pollfd *pfd, struct tpf_diags *d)
 {
 	int rc = 0;
@@ -58,8 +79,12 @@ static int start_step(struct tpf_conn *c, struct pollfd *pfd, struct tpf_diags *
 			c->watch_state = W_EXEC_SENT;
 	}
 	if (!rc && c->watch_state == W_EXEC_SENT) {
-		/* No input: a command that reads stdin gets end-of-file. */
-		rc = libssh2_channel_send_eof(c->watch_ch);
+		/* The input, then end-of-file (none: a command that reads
+		 * stdin gets end-of-file at once). */
+		doing = "sending the command its input";
+		rc = send_input(c);
+		if (!rc)
+			rc = libssh2_channel_send_eof(c->watch_ch);
 		if (!rc)
 			c->watch_state = W_RUNNING;
 	}
@@ -98,10 +123,15 @@ int tpf_ssh_watch_step(struct tpf_conn *c, const struct tpf_watch_io *io, struct
 		return tpf_errorx(d, c->where, NULL, "no command runs on worker '%s'", c->where);
 	if (c->watch_state != W_RUNNING) {
 		int rc = start_step(c, pfd, d);
-		if (rc) {
+		/* While its input goes out, the command's output is read
+		 * too: one that answers before it read everything must not
+		 * stall on a full window. */
+		if (rc < 0 || (rc && c->watch_state != W_EXEC_SENT)) {
 			*due = c->watch_setup_by; /* its timeout */
 			return rc;
 		}
+		if (rc)
+			*due = c->watch_setup_by;
 	}
 	for (;;) {
 		ssize_t n = libssh2_channel_read(c->watch_ch, buf, sizeof(buf));
@@ -119,7 +149,7 @@ int tpf_ssh_watch_step(struct tpf_conn *c, const struct tpf_watch_io *io, struct
 			const char *msg = tpf_ssh_errmsg(c, &code);
 			c->broken = 1;
 			tpf_errorx(d, c->where, NULL,
-				   "job wait on worker '%s' at %s port %d: connection lost: %s",
+				   "command on worker '%s' at %s port %d: connection lost: %s",
 				   c->where, c->host, c->port, msg);
 			return TPF_EUNREACHABLE;
 		}
@@ -128,9 +158,15 @@ int tpf_ssh_watch_step(struct tpf_conn *c, const struct tpf_watch_io *io, struct
 	if (c->watch_quiet_until && tpf_now_mono() >= c->watch_quiet_until) {
 		c->broken = 1;
 		tpf_errorx(d, c->where, "is the worker's sshd or network alive?",
-			   "job wait on worker '%s' at %s port %d: no heartbeat for %.0f s", c->where,
+			   "command on worker '%s' at %s port %d: no output for %.0f s", c->where,
 			   c->host, c->port, c->watch_idle);
 		return TPF_EUNREACHABLE;
+	}
+	if (c->watch_state != W_RUNNING) {
+		/* Input still going out: no keepalive now (libssh2 must finish
+		 * a half-sent packet before it sends another). */
+		poll_for(c, pfd);
+		return 1;
 	}
 	int next = 0;
 	if (c->t->o.keepalive > 0 && libssh2_keepalive_send(c->s, &next) < 0 &&

@@ -132,7 +132,19 @@ echo "== scale: $N workers ($NODES v4-32 nodes) on one SSH harness, $(nproc) cor
 # 1. Provisioning.
 t0=$(now)
 /usr/bin/time -q -f '%U %S' -o cpu.txt \
-	"$T" apply -f fleet.yaml -auto-approve -parallelism="${PARALLELISM:-50}" >apply.out 2>&1
+	"$T" apply -f fleet.yaml -auto-approve -parallelism="${PARALLELISM:-50}" >apply.out 2>&1 &
+TIMEPID=$!
+# apply's threads, sampled while it runs: they stay fixed as workers grow
+# (engine/workers/provision_fanout.c), where they were -parallelism per node
+peak=0
+while kill -0 "$TIMEPID" 2>/dev/null; do
+	for p in $(pgrep -P "$TIMEPID"); do
+		th=$(awk '/^Threads:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
+		[ -n "$th" ] && [ "$th" -gt "$peak" ] && peak=$th
+	done
+	sleep 0.1
+done
+wait "$TIMEPID"
 rc=$?
 t1=$(now)
 changed=$(grep -c '^changed: ' apply.out)
@@ -142,6 +154,7 @@ if [ "$rc" -ne 0 ] || [ "$changed" -lt "$N" ]; then
 fi
 echo "scale: $N workers provisioned in $(echo "$t0 $t1" | awk '{ printf "%.1f", $2 - $1 }') s," \
 	"tpuform CPU $(awk -v n="$N" '{ printf "%.1f", 1000 * ($1 + $2) / n }' cpu.txt) ms per worker"
+echo "   (apply: at most $peak threads at -parallelism=${PARALLELISM:-50})"
 
 # 2. watch at its defaults; attached when every worker had a wait.
 echo "   (load $(cut -d' ' -f1-3 /proc/loadavg) after apply)"

@@ -33,29 +33,9 @@ static int port;
 static char addr[NWORKERS][32];
 static char fp[NWORKERS][128]; /* fingerprints as ssh-keygen prints them */
 
-/* Run a shell snippet with the harness sourced; its stdout, trimmed.
- * Caller frees. *rc gets the exit status. */
-static char *harness(const char *script, int *rc)
-{
-	char *cmd = xasprintf("sh -c '. \"$TPF_TOP/tests/e2e/sshd.sh\"; %s'", script);
-	FILE *p = popen(cmd, "r");
-	struct tpf_buf out = TPF_BUF_INIT;
-	char buf[4096];
-	size_t n;
-	while (p && (n = fread(buf, 1, sizeof(buf), p)) > 0)
-		tpf_buf_add(&out, buf, n);
-	int st = p ? pclose(p) : -1;
-	if (rc)
-		*rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-	free(cmd);
-	tpf_buf_rtrim(&out);
-	return tpf_buf_detach(&out, NULL);
-}
-
-static void harness_do(const char *script)
-{
-	free(harness(script, NULL));
-}
+/* The sshd harness (tests/e2e/sshd.sh), shared with the other SSH tests. */
+#define harness unit_sshd_harness
+#define harness_do unit_sshd_harness_do
 
 static void read_fingerprints(void)
 {

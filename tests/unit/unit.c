@@ -1,10 +1,12 @@
 #include "tests/unit/unit.h"
+#include "util/buf.h"
 #include "util/xalloc.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 static int n_checks, n_failed;
 static const char *current = "";
@@ -149,4 +151,28 @@ char *unit_tmpdir(void)
 		abort();
 	}
 	return tmpl;
+}
+
+/* Run a shell snippet with the harness sourced; its stdout, trimmed.
+ * Caller frees. *rc gets the exit status. */
+char *unit_sshd_harness(const char *script, int *rc)
+{
+	char *cmd = xasprintf("sh -c '. \"$TPF_TOP/tests/e2e/sshd.sh\"; %s'", script);
+	FILE *p = popen(cmd, "r");
+	struct tpf_buf out = TPF_BUF_INIT;
+	char buf[4096];
+	size_t n;
+	while (p && (n = fread(buf, 1, sizeof(buf), p)) > 0)
+		tpf_buf_add(&out, buf, n);
+	int st = p ? pclose(p) : -1;
+	if (rc)
+		*rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	free(cmd);
+	tpf_buf_rtrim(&out);
+	return tpf_buf_detach(&out, NULL);
+}
+
+void unit_sshd_harness_do(const char *script)
+{
+	free(unit_sshd_harness(script, NULL));
 }

@@ -30,6 +30,11 @@ int unit_selected(const char *fn);
 int unit_done(void);
 /* A fresh temporary directory for this test process; caller frees. */
 char *unit_tmpdir(void);
+/* Run a shell snippet with tests/e2e/sshd.sh sourced ($TPF_TOP set): its
+ * stdout, trimmed (caller frees); *rc (may be NULL) its exit status. The
+ * _do form drops the output. */
+char *unit_sshd_harness(const char *script, int *rc);
+void unit_sshd_harness_do(const char *script);
 
 #define CHECK(cond) unit_check(!!(cond), __FILE__, __LINE__, #cond, NULL)
 #define CHECKF(cond, ...) unit_check(!!(cond), __FILE__, __LINE__, #cond, __VA_ARGS__)
