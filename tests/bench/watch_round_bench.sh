@@ -29,7 +29,7 @@ NODES=${1:-1000}
 SECONDS_=${2:-60}
 INTERVAL=${3:-5}
 BASE=127.0.80.1
-T=$TOP/tpuform
+T=${BENCH_TPUFORM:-$TOP/tpuform}
 TPF_ROOT=$TOP
 . "$TOP/tests/e2e/fakegcp.sh"
 . "$TOP/tests/bench/lib.sh"
