@@ -12,6 +12,8 @@
 #   - a worker whose upload fails (its tpuform/ directory made read-only)
 #     fails alone with the command's own words, and the next apply, with
 #     the directory writable again, converges it;
+#   - apply killed (SIGKILL) while the loop provisions: the next apply
+#     converges, one job and one screen session per worker;
 #   - a bootstrap that fails at setup is reported as before (step and
 #     exit status), through the loop.
 # Loopback block: 127.2.10.x.
@@ -108,6 +110,31 @@ mv "$h/tpuform.away" "$h/tpuform"
 ok "the next apply converges it" tpuform apply -f fleet.yaml -auto-approve -parallelism=8
 is "one worker changed" "$(grep -c '^changed: ' last.out)" 1
 ok "and the plan is empty" tpuform plan -f fleet.yaml -detailed-exitcode
+
+# apply killed while the loop provisions: the next apply converges
+# (workers provisioned before the kill, their records unsaved, are found
+# running the same script) and leaves one job per worker.
+write_fleet "echo v3"
+"$TPUFORM" apply -f fleet.yaml -auto-approve -parallelism=8 >kill.out 2>&1 &
+APID=$!
+# shellcheck disable=SC2317 # called through wait_for
+some_changed() { [ "$(grep -c '^changed: ' kill.out)" -ge 8 ]; }
+wait_for 60 some_changed
+kill -9 "$APID"
+wait "$APID" 2>/dev/null
+echo "# killed after $(grep -c '^changed: ' kill.out) workers said changed"
+fails "after the kill the plan is not empty" 2 tpuform plan -f fleet.yaml -detailed-exitcode
+ok "the next apply" tpuform apply -f fleet.yaml -auto-approve -parallelism=8
+ok "converges: the plan is empty" tpuform plan -f fleet.yaml -detailed-exitcode
+jobs=0
+i=0
+while [ "$i" -lt "$N" ]; do
+	pg=$(cat "$(ssh_workers_home "$i")/tpuform/run/job.pid" 2>/dev/null)
+	[ -n "$pg" ] && kill -s 0 -- "-$pg" 2>/dev/null && jobs=$((jobs + 1))
+	i=$((i + 1))
+done
+is "a job runs on every worker" "$jobs" "$N"
+is "one screen session per worker" "$(find "$D"/w/w*/screen -mindepth 1 2>/dev/null | wc -l)" "$N"
 
 # A bootstrap that fails at setup, through the loop.
 write_fleet "exit 7"
