@@ -126,6 +126,12 @@ int tpf_prov_no_such_worker(const struct tpf_state_node *n, int worker, const ch
  * with the transport's blocking ops.
  */
 struct tpf_prov_job;
+/* The shell command that writes its stdin to path (relative to the home
+ * directory; its parent made, 0700) with `mode` (octal digits): a
+ * temporary file in the same directory, renamed over path only when it
+ * holds exactly len bytes (a lost connection ends stdin early, as an end
+ * of file would), removed otherwise; exits non-zero then. Caller frees. */
+char *tpf_prov_write_command(const char *path, const char *mode, size_t len);
 /* Whether provisioning n's workers fits in commands alone. */
 int tpf_prov_job_fits(const struct tpf_fleet *f, const struct tpf_state_node *n);
 /* A job for worker `worker` of n (the caller's private copy, written by

@@ -8,7 +8,9 @@
  * what the loop can drive without blocking (providers/transport.h
  * watch_open); as put() does, each is written under a temporary name
  * with its final mode and then renamed over the old one, so a worker
- * never runs half a script.
+ * never runs half a script. The command counts the bytes before the
+ * rename: a connection lost mid-way ends the command's stdin as its end
+ * would, and `cat` alone would then put a truncated file in place.
  */
 #include "engine/workers/provision_internal.h"
 #include "plan/worker_script.h"
@@ -68,10 +70,7 @@ void tpf_prov_job_connected(struct tpf_prov_job *j, const char *host_key)
 		xstrset(&j->n->workers[j->worker].host_key, host_key);
 }
 
-/* The shell command that writes its stdin to path (relative to the home
- * directory, its parent made 0700) with `mode`: a temporary file in the
- * same directory, renamed over path once complete. Caller frees. */
-static char *write_command(const char *path, const char *mode)
+char *tpf_prov_write_command(const char *path, const char *mode, size_t len)
 {
 	struct tpf_buf b = TPF_BUF_INIT;
 	const char *slash = strrchr(path, '/');
@@ -80,8 +79,10 @@ static char *write_command(const char *path, const char *mode)
 	tpf_shquote_buf(&b, path);
 	tpf_buf_adds(&b, "; t=\"$p.tmp-$$\"; mkdir -p -- ");
 	tpf_shquote_buf(&b, parent);
-	tpf_buf_addf(&b, " && cat >\"$t\" && chmod %s \"$t\" && mv -f -- \"$t\" \"$p\" || "
-			 "{ s=$?; rm -f -- \"$t\"; exit $s; }", mode);
+	/* wc's count unquoted: some print it with leading blanks. */
+	tpf_buf_addf(&b, " && cat >\"$t\" && [ $(wc -c <\"$t\") -eq %zu ] && chmod %s \"$t\" && "
+			 "mv -f -- \"$t\" \"$p\" || { s=$?; rm -f -- \"$t\"; [ \"$s\" -ne 0 ] || s=1; "
+			 "exit \"$s\"; }", len, mode);
 	free(parent);
 	return tpf_buf_detach(&b, NULL);
 }
@@ -97,14 +98,14 @@ int tpf_prov_job_next(struct tpf_prov_job *j, const char **cmd, const void **inp
 	*idle = PROBE_TIMEOUT;
 	switch (j->step) {
 	case STEP_SECRETS:
-		j->cmd = write_command(TPF_REMOTE_SECRETS, "600");
 		*input = j->secrets;
 		*len = strlen(j->secrets);
+		j->cmd = tpf_prov_write_command(TPF_REMOTE_SECRETS, "600", *len);
 		break;
 	case STEP_SCRIPT:
-		j->cmd = write_command(TPF_REMOTE_SCRIPT, "700");
 		*input = j->script;
 		*len = strlen(j->script);
+		j->cmd = tpf_prov_write_command(TPF_REMOTE_SCRIPT, "700", *len);
 		break;
 	case STEP_START:
 		j->cmd = tpf_prov_start_command(j->n, j->force);

@@ -7,6 +7,7 @@
  */
 #include "tests/unit/unit.h"
 #include "engine/workers/provision.h"
+#include "engine/workers/provision_internal.h"
 #include "source/source.h"
 #include "templates/render.h"
 #include "util/buf.h"
@@ -391,6 +392,69 @@ static struct tpf_bootstrap_params params(const struct tpf_kvlist *env)
 		.coordinator = NULL,
 	};
 	return p;
+}
+
+/* Run apply's write command for "d/f" (mode 600, want bytes) in dir,
+ * feeding it `give` bytes of "x" on stdin: its exit status. */
+static int run_write(const char *dir, size_t want, size_t give)
+{
+	char *cmd = tpf_prov_write_command("d/f", "600", want);
+	char *q = tpf_shquote(cmd), *qd = tpf_shquote(dir);
+	char *line = xasprintf("cd %s && sh -c %s", qd, q);
+	FILE *p = popen(line, "w");
+	for (size_t i = 0; p && i < give; i++)
+		fputc('x', p);
+	int st = p ? pclose(p) : -1;
+	free(line);
+	free(qd);
+	free(q);
+	free(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Count the files in dir/d (the target and any temporary one). */
+static int files_in(const char *dir)
+{
+	char *d = xasprintf("%s/d", dir);
+	DIR *h = opendir(d);
+	int n = 0;
+	for (struct dirent *e; h && (e = readdir(h)) != NULL;)
+		n += e->d_name[0] != '.';
+	if (h)
+		closedir(h);
+	free(d);
+	return n;
+}
+
+/* apply's uploads on the event loop (engine/workers/provision_job.c): a
+ * file arrives whole with its mode, or not at all: a stdin that ends
+ * early (a connection lost mid-way looks so to the command) leaves
+ * neither a truncated file nor a temporary one, and the old file stays. */
+static void test_provision__write_command(void)
+{
+	char *dir = xasprintf("%s/wc", tmp);
+	char *f = xasprintf("%s/d/f", dir);
+	mkdir(dir, 0700);
+	struct stat st;
+	CHECK_INT(run_write(dir, 100, 100), 0);
+	CHECK(stat(f, &st) == 0 && st.st_size == 100 && (st.st_mode & 0777) == 0600);
+	char *parent = xasprintf("%s/d", dir);
+	CHECK(stat(parent, &st) == 0 && (st.st_mode & 0777) == 0700);
+	CHECK_INT(files_in(dir), 1);
+	/* Cut short: fails, nothing placed, the old file (100 bytes) stays. */
+	CHECK(run_write(dir, 200, 150) != 0);
+	CHECK(stat(f, &st) == 0 && st.st_size == 100);
+	CHECK_INT(files_in(dir), 1);
+	/* More than announced fails too. */
+	CHECK(run_write(dir, 50, 60) != 0);
+	CHECK(stat(f, &st) == 0 && st.st_size == 100);
+	CHECK_INT(files_in(dir), 1);
+	/* Nothing at all. */
+	CHECK(run_write(dir, 10, 0) != 0);
+	CHECK_INT(files_in(dir), 1);
+	free(parent);
+	free(f);
+	free(dir);
 }
 
 static void test_provision__script_lifecycle(void)
@@ -1857,6 +1921,7 @@ int main(void)
 	RUN(test_provision__worker_via_transport);
 	RUN(test_provision__render_choices);
 	RUN(test_provision__hash_without_script);
+	RUN(test_provision__write_command);
 	unit_begin("cleanup");
 	cleanup();
 
