@@ -20,6 +20,7 @@
  * callback runs on the caller's thread, without fo->mu held.
  */
 #include "engine/workers/provision_internal.h"
+#include "providers/transport.h"
 #include "util/evset.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -40,8 +41,6 @@
  * FANOUT_BACKOFF_STEP. */
 #define FANOUT_SWEEP 2.0
 #define FANOUT_BACKOFF_STEP 0.25
-/* The most output kept of one command (the start's report), bytes. */
-#define FANOUT_OUTPUT_MAX (1u << 20)
 
 /* Where an item is. H_*: the helpers'; L_*: the loop's. */
 enum { Q_ADMIT, H_DIAL_START, L_DIAL, L_COMMAND, H_COMMAND_END, H_END, DONE };
@@ -58,7 +57,8 @@ struct item {
 	struct tpf_dial *dial;
 	struct tpf_conn *c;
 	int in_command; /* c has a command open (watch_open) */
-	struct tpf_buf out;
+	struct tpf_buf out; /* its output, at most TPF_TRANSPORT_OUTPUT_MAX as exec() */
+	int too_large;      /* and it said more */
 	int err, changed;
 	struct tpf_diags d;
 	/* The loop's: the socket in its set (-1: none), its events, whether
@@ -171,7 +171,8 @@ static int open_next(struct tpf_fanout *fo, struct item *it)
 	if (it->err || !tpf_prov_job_next(it->job, &cmd, &input, &len, &idle))
 		return 0;
 	tpf_buf_release(&it->out);
-	tpf_buf_init_max(&it->out, FANOUT_OUTPUT_MAX);
+	tpf_buf_init_max(&it->out, TPF_TRANSPORT_OUTPUT_MAX);
+	it->too_large = 0;
 	it->err = fo->t->ops->watch_open(it->c, cmd, input, len, idle, &it->d);
 	it->in_command = !it->err;
 	return it->in_command;
@@ -219,6 +220,11 @@ static void help(struct tpf_fanout *fo, struct item *it)
 		int status = -1;
 		it->in_command = 0;
 		it->err = fo->t->ops->watch_close(it->c, &status, &it->d);
+		if (!it->err && it->too_large) {
+			char *where = xasprintf("%s/w%d", it->node->name, it->worker);
+			it->err = tpf_transport_output_too_large(where, TPF_TRANSPORT_OUTPUT_MAX, &it->d);
+			free(where);
+		}
 		if (!it->err)
 			it->err = tpf_prov_job_answer(it->job, it->out.buf, status, &it->d);
 		if (open_next(fo, it)) {
@@ -284,7 +290,8 @@ static void unwatch_fd(struct tpf_fanout *fo, struct item *it)
 static void collect_output(void *arg, const char *data, size_t len)
 {
 	struct item *it = arg;
-	tpf_buf_add(&it->out, data, len); /* past the cap: the rest is dropped */
+	if (!it->too_large && tpf_buf_add(&it->out, data, len) < 0)
+		it->too_large = 1; /* an error once the command ends, as exec()'s */
 }
 
 /* Step an item the loop owns: 1 while it stays the loop's, 0 once it
