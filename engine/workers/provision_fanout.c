@@ -414,7 +414,9 @@ struct tpf_fanout *tpf_fanout_new(struct tpf_transport *t, int in_flight)
 	pthread_mutex_init(&fo->mu, NULL);
 	pthread_cond_init(&fo->cv, NULL);
 	fo->evs = tpf_evset_new();
-	if (!fo->evs || pipe(fo->wake) != 0) {
+	/* Close-on-exec: a command apply runs (ssh(1), git) must not hold
+	 * the loop's wake pipe. */
+	if (!fo->evs || pipe2(fo->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
 		if (fo->evs)
 			tpf_evset_free(fo->evs);
 		pthread_cond_destroy(&fo->cv);
@@ -422,8 +424,6 @@ struct tpf_fanout *tpf_fanout_new(struct tpf_transport *t, int in_flight)
 		free(fo);
 		return NULL;
 	}
-	for (int i = 0; i < 2; i++)
-		fcntl(fo->wake[i], F_SETFL, fcntl(fo->wake[i], F_GETFL) | O_NONBLOCK);
 	tpf_evset_watch(fo->evs, fo->wake[0], POLLIN, fo);
 	if (pthread_create(&fo->loop, NULL, loop_main, fo) == 0)
 		fo->looping = 1;

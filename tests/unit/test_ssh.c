@@ -79,14 +79,7 @@ static int start_workers(void)
 	port = atoi(p);
 	free(p);
 	/* Later harness calls need the same settings in their environment. */
-	char num[16];
-	snprintf(num, sizeof(num), "%d", port);
-	setenv("SSHD_DIR", dir, 1);
-	setenv("SSHD_N", "3", 1);
-	setenv("SSHD_BASE", BASE_IP, 1);
-	setenv("SSHD_PORT", num, 1);
-	keyfile = xasprintf("%s/id_ed25519", dir);
-	setenv("SSHD_KEY", keyfile, 1);
+	keyfile = unit_sshd_export(dir, 3, BASE_IP, port);
 	for (int i = 0; i < NWORKERS; i++)
 		snprintf(addr[i], sizeof(addr[i]), "127.0.31.%d", i + 1);
 	read_fingerprints();

@@ -68,14 +68,7 @@ static int start_worker(void)
 	if (rc != 0)
 		return rc;
 	/* Later harness calls need the same settings in their environment. */
-	char num[16];
-	snprintf(num, sizeof(num), "%d", port);
-	setenv("SSHD_DIR", dir, 1);
-	setenv("SSHD_N", "1", 1);
-	setenv("SSHD_BASE", BASE_IP, 1);
-	setenv("SSHD_PORT", num, 1);
-	keyfile = xasprintf("%s/id_ed25519", dir);
-	setenv("SSHD_KEY", keyfile, 1);
+	keyfile = unit_sshd_export(dir, 1, BASE_IP, port);
 	char *f = harness("sshd_fingerprint 0", NULL);
 	snprintf(fp0, sizeof(fp0), "%s", f);
 	free(f);

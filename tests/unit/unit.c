@@ -176,3 +176,17 @@ void unit_sshd_harness_do(const char *script)
 {
 	free(unit_sshd_harness(script, NULL));
 }
+
+char *unit_sshd_export(const char *dir, int n, const char *base_ip, int port)
+{
+	char num[16];
+	snprintf(num, sizeof(num), "%d", n);
+	setenv("SSHD_DIR", dir, 1);
+	setenv("SSHD_N", num, 1);
+	setenv("SSHD_BASE", base_ip, 1);
+	snprintf(num, sizeof(num), "%d", port);
+	setenv("SSHD_PORT", num, 1);
+	char *keyfile = xasprintf("%s/id_ed25519", dir);
+	setenv("SSHD_KEY", keyfile, 1);
+	return keyfile;
+}

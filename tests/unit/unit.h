@@ -35,6 +35,10 @@ char *unit_tmpdir(void);
  * _do form drops the output. */
 char *unit_sshd_harness(const char *script, int *rc);
 void unit_sshd_harness_do(const char *script);
+/* The environment later harness calls need (SSHD_DIR, _N, _BASE, _PORT,
+ * _KEY) for n workers from base_ip in dir, sshd on port: set. Returns
+ * the client's private key file (caller frees). */
+char *unit_sshd_export(const char *dir, int n, const char *base_ip, int port);
 
 #define CHECK(cond) unit_check(!!(cond), __FILE__, __LINE__, #cond, NULL)
 #define CHECKF(cond, ...) unit_check(!!(cond), __FILE__, __LINE__, #cond, __VA_ARGS__)
